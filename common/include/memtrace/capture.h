@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Reading and writing capture files (SQLite, schema in memtrace/schema.h).
+// The reader validates what it opens and streams events in global sequence order,
+// merging the per-thread chunks; the writer creates a capture and appends chunks.
+// Errors are negative errno values; a message for people goes into the caller's buffer.
+#ifndef MEMTRACE_CAPTURE_H
+#define MEMTRACE_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace/event.h"
+
+typedef struct sqlite3 sqlite3;
+
+// ---- reader
+
+typedef struct mt_capture mt_capture;
+
+// Opens and validates a capture (read-write when possible, so readers can cache derived
+// tables; read-only otherwise). On failure returns -ENOENT/-EACCES (cannot open), -EPROTO
+// (not a capture, corrupt) or -ENOTSUP (newer schema), with a message in err.
+int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
+void mt_capture_close(mt_capture* cap);
+sqlite3* mt_capture_db(mt_capture* cap);
+const char* mt_capture_path(const mt_capture* cap);
+
+// Meta values. mt_capture_meta_text returns a malloc'd copy (NULL when absent).
+char* mt_capture_meta_text(mt_capture* cap, const char* key);
+int64_t mt_capture_meta_int(mt_capture* cap, const char* key, int64_t fallback);
+// True when capture_status is not 'complete' (the program was killed or the tracer failed).
+bool mt_capture_truncated(mt_capture* cap);
+
+// Streams the events of one heap in seq order. Memory is bounded by the number of chunks
+// whose seq ranges overlap (about one per live thread).
+typedef struct mt_event_iter mt_event_iter;
+int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
+// Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk;
+// the message is in mt_event_iter_error).
+int mt_event_iter_next(mt_event_iter* it, mt_event* ev);
+const char* mt_event_iter_error(const mt_event_iter* it);
+void mt_event_iter_close(mt_event_iter* it);
+
+// ---- writer
+
+typedef struct mt_capwriter mt_capwriter;
+
+// Creates a new capture at path (an existing file there is replaced: callers that must
+// not overwrite check first). The file is written as WAL while recording and left as one
+// self-contained file by mt_capwriter_finish.
+int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen);
+sqlite3* mt_capwriter_db(mt_capwriter* w);
+const char* mt_capwriter_error(mt_capwriter* w);
+int mt_capwriter_begin(mt_capwriter* w);
+int mt_capwriter_commit(mt_capwriter* w);
+int mt_capwriter_meta_text(mt_capwriter* w, const char* key, const char* value);
+int mt_capwriter_meta_int(mt_capwriter* w, const char* key, int64_t value);
+int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kind,
+                      const char* time_unit);
+int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* name,
+                               const char* unit);
+int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value);
+// Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
+// scratch must hold mt_codec_bound(n) bytes.
+int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
+                       uint8_t* scratch);
+// Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no
+// -wal/-shm files remain, and closes. w is freed whatever the result.
+int mt_capwriter_finish(mt_capwriter* w, const char* status);
+// Closes without finalizing (the capture stays 'recording', i.e. truncated).
+void mt_capwriter_abandon(mt_capwriter* w);
+
+#endif

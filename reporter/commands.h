@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// The memreport subcommands. Each takes the arguments after its name (argv[0] is the
+// subcommand) and returns an exit code (util.h).
+#ifndef MR_COMMANDS_H
+#define MR_COMMANDS_H
+
+int mr_cmd_summary(int argc, char** argv);
+
+#endif

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+// Live-block hash table (see heapmap.h for why the hash is keyed SipHash).
+#include "heapmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                               \
+    do {                                                                                       \
+        v0 += v1;                                                                              \
+        v1 = ROTL(v1, 13);                                                                     \
+        v1 ^= v0;                                                                              \
+        v0 = ROTL(v0, 32);                                                                     \
+        v2 += v3;                                                                              \
+        v3 = ROTL(v3, 16);                                                                     \
+        v3 ^= v2;                                                                              \
+        v0 += v3;                                                                              \
+        v3 = ROTL(v3, 21);                                                                     \
+        v3 ^= v0;                                                                              \
+        v2 += v1;                                                                              \
+        v1 = ROTL(v1, 17);                                                                     \
+        v1 ^= v2;                                                                              \
+        v2 = ROTL(v2, 32);                                                                     \
+    } while (0)
+
+// SipHash-1-3 of one 8-byte little-endian message.
+uint64_t mr_siphash_u64(uint64_t k0, uint64_t k1, uint64_t m) {
+    uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
+    uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
+    v3 ^= m;
+    SIPROUND;
+    v0 ^= m;
+    uint64_t b = (uint64_t)8 << 56;
+    v3 ^= b;
+    SIPROUND;
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIPROUND;
+    SIPROUND;
+    SIPROUND;
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static size_t slot_of(const mr_heapmap* m, uint64_t addr) {
+    return (size_t)mr_siphash_u64(m->k0, m->k1, addr) & m->mask;
+}
+
+int mr_heapmap_init(mr_heapmap* m) {
+    memset(m, 0, sizeof *m);
+    uint64_t key[2];
+    if (getrandom(key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)m;
+        key[1] = (uint64_t)ts.tv_sec ^ 0xd6e8feb86659fd93ull;
+    }
+    m->k0 = key[0];
+    m->k1 = key[1];
+    m->slots = calloc(1024, sizeof *m->slots);
+    if (!m->slots)
+        return -ENOMEM;
+    m->mask = 1023;
+    return 0;
+}
+
+void mr_heapmap_free(mr_heapmap* m) {
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
+static int grow(mr_heapmap* m) {
+    size_t cap = (m->mask + 1) * 2;
+    mr_block* old = m->slots;
+    size_t oldcap = m->mask + 1;
+    mr_block* slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -ENOMEM;
+    m->slots = slots;
+    m->mask = cap - 1;
+    for (size_t i = 0; i < oldcap; i++) {
+        if (!old[i].addr)
+            continue;
+        size_t j = slot_of(m, old[i].addr);
+        while (slots[j].addr)
+            j = (j + 1) & m->mask;
+        slots[j] = old[i];
+    }
+    free(old);
+    return 0;
+}
+
+int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* had) {
+    if (had)
+        *had = false;
+    if ((m->count + 1) * 4 > (m->mask + 1) * 3 && grow(m))
+        return -ENOMEM;
+    size_t i = slot_of(m, b->addr);
+    while (m->slots[i].addr) {
+        if (m->slots[i].addr == b->addr) {
+            if (replaced)
+                *replaced = m->slots[i];
+            if (had)
+                *had = true;
+            m->slots[i] = *b;
+            return 0;
+        }
+        i = (i + 1) & m->mask;
+    }
+    m->slots[i] = *b;
+    m->count++;
+    return 0;
+}
+
+const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr) {
+    if (!addr)
+        return NULL;
+    for (size_t i = slot_of(m, addr); m->slots[i].addr; i = (i + 1) & m->mask)
+        if (m->slots[i].addr == addr)
+            return &m->slots[i];
+    return NULL;
+}
+
+bool mr_heapmap_take(mr_heapmap* m, uint64_t addr, mr_block* out) {
+    const mr_block* found = mr_heapmap_get(m, addr);
+    if (!found)
+        return false;
+    size_t i = (size_t)(found - m->slots);
+    if (out)
+        *out = *found;
+    // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m->mask;
+        if (!m->slots[j].addr)
+            break;
+        size_t home = slot_of(m, m->slots[j].addr);
+        // Move j back to i unless its home lies cyclically in (i, j].
+        bool stays = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i].addr = 0;
+    m->count--;
+    return true;
+}
+
+bool mr_heapmap_next(const mr_heapmap* m, size_t* i, const mr_block** b) {
+    for (; *i <= m->mask; (*i)++) {
+        if (m->slots[*i].addr) {
+            *b = &m->slots[(*i)++];
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The live-block table of a replay: address -> block. Open addressing, linear probing with
+// backward-shift deletion, keyed by SipHash-1-3 with a per-process random key, because the
+// addresses come from the traced program and a predictable hash can be driven quadratic.
+#ifndef MR_HEAPMAP_H
+#define MR_HEAPMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mr_block {
+    uint64_t addr;
+    uint64_t size;
+    uint64_t seq;
+    int64_t ts;
+    uint32_t callsite;
+    uint32_t tid;
+} mr_block;
+
+typedef struct mr_heapmap {
+    mr_block* slots; // addr == 0 marks an empty slot (0 is never a live block address)
+    size_t mask;     // capacity - 1 (capacity is a power of two)
+    size_t count;
+    uint64_t k0, k1;
+} mr_heapmap;
+
+int mr_heapmap_init(mr_heapmap* m);
+void mr_heapmap_free(mr_heapmap* m);
+// Inserts or replaces. Returns 0 or -ENOMEM. *replaced (optional) gets the old block.
+int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* had);
+// Removes addr; returns true and fills *out if it was live.
+bool mr_heapmap_take(mr_heapmap* m, uint64_t addr, mr_block* out);
+const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr);
+// Iteration: for (size_t i = 0; mr_heapmap_next(m, &i, &b);) ...
+bool mr_heapmap_next(const mr_heapmap* m, size_t* i, const mr_block** b);
+// The hash itself, exposed for tests (and for other tables keyed by traced values).
+uint64_t mr_siphash_u64(uint64_t k0, uint64_t k1, uint64_t v);
+
+#endif

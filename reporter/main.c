@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// memreport: the offline reporter. Dispatches to one subcommand per module.
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "util.h"
+
+typedef struct command {
+    const char* name;
+    int (*run)(int argc, char** argv);
+    const char* help;
+} command;
+
+static const command commands[] = {
+    {"summary", mr_cmd_summary, "totals of a capture: events, peak, leaks, calls"},
+};
+
+static void usage(FILE* out) {
+    fputs("usage: memreport COMMAND [OPTIONS] ...\n\ncommands:\n", out);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
+    fputs("\n'memreport COMMAND --help' describes one command.\n"
+          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error\n",
+          out);
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return MR_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return MR_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("memreport %s\n", MEMTRACE_VERSION_STRING);
+        return MR_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    mr_error(NULL, "unknown command '%s'", argv[1]);
+    usage(stderr);
+    return MR_EXIT_USAGE;
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Replays a heap's events in seq order, keeping the live blocks and the running totals
+// every report needs (live bytes, peak, counts). Reports hook in with a per-event callback
+// and keep their own per-callsite aggregates; memory stays bounded by the live set.
+#ifndef MR_REPLAY_H
+#define MR_REPLAY_H
+
+#include <stdint.h>
+
+#include "heapmap.h"
+#include "memtrace/capture.h"
+
+typedef struct mr_replay {
+    mt_capture* cap;
+    int heap;
+    mr_heapmap live;
+    uint64_t live_bytes;
+    uint64_t peak_bytes;
+    uint64_t peak_seq; // seq of the event that first reached peak_bytes (0: no allocation)
+    int64_t peak_ts;
+    uint64_t events;
+    uint64_t allocations;
+    uint64_t frees;
+    uint64_t unmatched_frees; // frees of blocks allocated before tracing began
+    uint64_t bytes_allocated;
+    uint64_t last_seq;
+    int64_t first_ts, last_ts;
+    char err[256];
+} mr_replay;
+
+// Called after each event is applied. For a free, `freed` is the block it released (NULL
+// when the address was not live); for an allocation it is NULL. Return non-zero to stop.
+typedef int (*mr_replay_fn)(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud);
+
+int mr_replay_init(mr_replay* r, mt_capture* cap, int heap);
+// Applies events with seq <= stop_seq (UINT64_MAX: all). Returns 0, the callback's
+// non-zero value, or a negative errno with the message in r->err.
+int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud);
+void mr_replay_free(mr_replay* r);
+
+#endif

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+// memreport summary: the totals of a capture (status, counts, peak, leaks, calls per
+// entry point), as text for people or JSON for scripts.
+#include <getopt.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+#include "replay.h"
+#include "util.h"
+
+static const char summary_help[] =
+    "usage: memreport summary CAPTURE [--json] [-o FILE] [-f]\n"
+    "Totals of the libc heap of a capture: status, events, allocations, frees, bytes\n"
+    "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks),\n"
+    "and the number of calls made to each allocator entry point.\n"
+    "  --json         machine-readable output\n"
+    "  -o, --output   write to FILE instead of stdout\n"
+    "  -f, --force    overwrite FILE if it exists\n";
+
+typedef struct summary_state {
+    mr_heapmap tids; // distinct thread ids, keyed tid + 1
+} summary_state;
+
+static int count_thread(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)r;
+    (void)freed;
+    summary_state* s = ud;
+    if (mr_heapmap_get(&s->tids, (uint64_t)ev->tid + 1))
+        return 0;
+    mr_block b = {.addr = (uint64_t)ev->tid + 1};
+    return mr_heapmap_put(&s->tids, &b, NULL, NULL) ? -12 : 0;
+}
+
+static json_t* calls_object(mt_capture* cap) {
+    json_t* calls = json_object();
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT name, count FROM call_count ORDER BY name",
+                           -1, &st, NULL) != SQLITE_OK)
+        return calls;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        json_object_set_new(calls, (const char*)sqlite3_column_text(st, 0),
+                            json_integer(sqlite3_column_int64(st, 1)));
+    sqlite3_finalize(st);
+    return calls;
+}
+
+static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", json_string(mt_capture_path(cap)));
+    json_object_set_new(o, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(o, "pid", json_integer(mt_capture_meta_int(cap, "pid", 0)));
+    char* cmd = mt_capture_meta_text(cap, "cmdline");
+    json_t* cmdline = cmd ? json_loads(cmd, 0, NULL) : NULL;
+    free(cmd);
+    json_object_set_new(o, "command", json_is_array(cmdline) ? cmdline : json_array());
+    if (cmdline && !json_is_array(cmdline))
+        json_decref(cmdline);
+    int64_t duration = mt_capture_meta_int(cap, "duration_ns", -1);
+    json_object_set_new(o, "duration_ns", json_integer(duration >= 0 ? duration : r->last_ts));
+    json_object_set_new(o, "threads", json_integer((json_int_t)threads));
+    json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
+    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
+    json_object_set_new(o, "unmatched_frees", json_integer((json_int_t)r->unmatched_frees));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
+    json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
+    json_object_set_new(o, "calls", calls_object(cap));
+    return o;
+}
+
+static void print_text(FILE* out, json_t* s) {
+    char a[32], b[32];
+    json_t* cmd = json_object_get(s, "command");
+    fprintf(out, "capture:      %s (%s)\n", json_string_value(json_object_get(s, "capture")),
+            json_string_value(json_object_get(s, "status")));
+    fputs("command:     ", out);
+    size_t i;
+    json_t* v;
+    json_array_foreach(cmd, i, v) fprintf(out, " %s", json_string_value(v));
+    fprintf(out, "\npid:          %lld\n", (long long)json_integer_value(json_object_get(s, "pid")));
+    fprintf(out, "duration:     %s\n",
+            mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
+#define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
+    fprintf(out, "threads:      %llu\n", INT("threads"));
+    fprintf(out, "events:       %llu\n", INT("events"));
+    fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
+            mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
+    fprintf(out, "frees:        %llu\n", INT("frees"));
+    fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), a, sizeof a),
+            mt_format_duration((int64_t)INT("peak_time_ns"), b, sizeof b));
+    fprintf(out, "leaked:       %s in %llu blocks\n",
+            mt_format_bytes(INT("leaked_bytes"), a, sizeof a), INT("leaked_allocations"));
+#undef INT
+    fputs("calls:       ", out);
+    const char* key;
+    json_object_foreach(json_object_get(s, "calls"), key, v) {
+        if (json_integer_value(v))
+            fprintf(out, " %s=%lld", key, (long long)json_integer_value(v));
+    }
+    fputc('\n', out);
+}
+
+int mr_cmd_summary(int argc, char** argv) {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool json = false, force = false;
+    const char* output = "-";
+    int c;
+    while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            force = true;
+            break;
+        case 'h':
+            fputs(summary_help, stdout);
+            return MR_EXIT_OK;
+        default:
+            fputs(summary_help, stderr);
+            return MR_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(summary_help, stderr);
+        return MR_EXIT_USAGE;
+    }
+    const char* path = argv[optind];
+    mt_capture* cap;
+    int rc = mr_open_capture(path, &cap);
+    if (rc)
+        return rc;
+    mr_replay r;
+    summary_state s;
+    if (mr_replay_init(&r, cap, MT_HEAP_LIBC) || mr_heapmap_init(&s.tids)) {
+        mr_error(path, "out of memory");
+        mt_capture_close(cap);
+        return MR_EXIT_IO;
+    }
+    rc = mr_replay_run(&r, UINT64_MAX, count_thread, &s);
+    if (rc) {
+        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
+        rc = MR_EXIT_BAD_INPUT;
+    } else {
+        json_t* sum = build_summary(cap, &r, s.tids.count);
+        mr_output out;
+        rc = mr_output_open(&out, output, force);
+        if (rc == 0) {
+            if (json) {
+                json_dumpf(sum, out.fp, JSON_INDENT(2));
+                fputc('\n', out.fp);
+            } else {
+                print_text(out.fp, sum);
+            }
+            rc = mr_output_commit(&out);
+        }
+        json_decref(sum);
+    }
+    mr_heapmap_free(&s.tids);
+    mr_replay_free(&r);
+    mt_capture_close(cap);
+    return rc;
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// memreport plumbing: errors, capture opening, atomic output files, progress.
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void mr_error(const char* what, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (what)
+        fprintf(stderr, "memreport: %s: ", what);
+    else
+        fputs("memreport: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int mr_open_capture(const char* path, mt_capture** out) {
+    char err[512];
+    int rc = mt_capture_open(path, out, err, sizeof err);
+    if (rc == 0)
+        return MR_EXIT_OK;
+    mr_error(path, "%s", err);
+    return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+}
+
+int mr_output_open(mr_output* o, const char* path, bool force) {
+    memset(o, 0, sizeof *o);
+    if (strcmp(path, "-") == 0) {
+        o->fp = stdout;
+        return MR_EXIT_OK;
+    }
+    if (!force && access(path, F_OK) == 0) {
+        mr_error(path, "already exists (use -f to overwrite)");
+        return MR_EXIT_IO;
+    }
+    o->path = strdup(path);
+    if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+        free(o->path);
+        o->path = NULL;
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int fd = mkstemp(o->tmp);
+    if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
+        mr_error(path, "cannot write: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(o->path);
+        free(o->tmp);
+        memset(o, 0, sizeof *o);
+        return MR_EXIT_IO;
+    }
+    // mkstemp creates 0600; outputs are ordinary files.
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    return MR_EXIT_OK;
+}
+
+int mr_output_commit(mr_output* o) {
+    if (!o->tmp) {
+        int bad = fflush(o->fp) != 0 || ferror(o->fp);
+        if (bad)
+            mr_error("<stdout>", "write failed: %s", strerror(errno));
+        return bad ? MR_EXIT_IO : MR_EXIT_OK;
+    }
+    int rc = MR_EXIT_OK;
+    if (ferror(o->fp) | (fclose(o->fp) != 0)) {
+        mr_error(o->path, "write failed: %s", strerror(errno));
+        unlink(o->tmp);
+        rc = MR_EXIT_IO;
+    } else if (rename(o->tmp, o->path) != 0) {
+        mr_error(o->path, "cannot rename into place: %s", strerror(errno));
+        unlink(o->tmp);
+        rc = MR_EXIT_IO;
+    }
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    return rc;
+}
+
+void mr_output_abort(mr_output* o) {
+    if (o->tmp) {
+        if (o->fp)
+            fclose(o->fp);
+        unlink(o->tmp);
+    }
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+}
+
+bool mr_progress_enabled(void) {
+    return isatty(STDERR_FILENO);
+}
+
+void mr_progress(const char* label, double fraction) {
+    static struct timespec last;
+    if (!mr_progress_enabled())
+        return;
+    if (fraction < 0) {
+        fputs("\r\033[K", stderr);
+        return;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - last.tv_sec) * 1000000000L + (now.tv_nsec - last.tv_nsec) < 100000000L)
+        return;
+    last = now;
+    fprintf(stderr, "\r%s: %3.0f%%", label, fraction * 100.0);
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// memreport plumbing shared by every subcommand: exit codes, error messages, opening
+// captures with a clear message, and outputs written to a temporary file then renamed.
+#ifndef MR_UTIL_H
+#define MR_UTIL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "memtrace/capture.h"
+
+enum { MR_EXIT_OK = 0, MR_EXIT_USAGE = 1, MR_EXIT_BAD_INPUT = 2, MR_EXIT_IO = 3 };
+
+// Prints "memreport: WHAT: message" on stderr (WHAT may be NULL).
+void mr_error(const char* what, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Opens a capture; on failure prints the reason and returns the exit code (2 or 3).
+int mr_open_capture(const char* path, mt_capture** out);
+
+// An output file. "-" means stdout. Otherwise the data goes to a temporary file in the
+// same directory, renamed over `path` by mr_output_commit, removed by mr_output_abort;
+// an existing `path` is refused unless `force`.
+typedef struct mr_output {
+    FILE* fp;
+    char* path;
+    char* tmp;
+} mr_output;
+
+// Returns 0 or an exit code (after printing the reason).
+int mr_output_open(mr_output* o, const char* path, bool force);
+int mr_output_commit(mr_output* o);
+void mr_output_abort(mr_output* o);
+
+// True when stderr is a terminal (progress indicators are shown only then).
+bool mr_progress_enabled(void);
+// Prints "\rLABEL: NN%" at most every 100 ms when enabled; done < 0 clears the line.
+void mr_progress(const char* label, double fraction);
+
+#endif

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// Codec round trips (random and edge values) and rejection of corrupt blobs.
+#include <stdlib.h>
+
+#include "../check.h"
+#include "memtrace/codec.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void roundtrip(const mt_event* ev, size_t n) {
+    uint8_t* buf = malloc(mt_codec_bound(n));
+    mt_event* out = calloc(n ? n : 1, sizeof *out);
+    size_t len = mt_codec_encode(ev, n, buf);
+    CHECK(len <= mt_codec_bound(n));
+    CHECK_EQ_I64(mt_codec_decode(buf, len, n, 1, out), 0);
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ_I64(out[i].seq, ev[i].seq);
+        CHECK_EQ_I64(out[i].ts, ev[i].ts);
+        CHECK_EQ_I64(out[i].addr, ev[i].addr);
+        CHECK_EQ_I64(out[i].size, ev[i].size);
+        CHECK_EQ_I64(out[i].callsite, ev[i].callsite);
+        CHECK_EQ_I64(out[i].tid, ev[i].tid);
+        CHECK_EQ_I64(out[i].kind, ev[i].kind);
+        CHECK_EQ_I64(out[i].heap, 1);
+    }
+    // Every truncation and every single-byte corruption must be rejected or decode to
+    // something, never read out of bounds (run under ASan in CI).
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK(mt_codec_decode(buf, cut, n, 1, out) != 0);
+    for (size_t i = 0; i < len && i < 200; i++) {
+        buf[i] ^= 0xff;
+        (void)mt_codec_decode(buf, len, n, 1, out);
+        buf[i] ^= 0xff;
+    }
+    CHECK(mt_codec_decode(buf, len, n + 1, 1, out) != 0);
+    free(buf);
+    free(out);
+}
+
+int main(void) {
+    enum { N = 5000 };
+    mt_event* ev = calloc(N, sizeof *ev);
+    uint64_t seq = 10;
+    for (size_t i = 0; i < N; i++) {
+        seq += 1 + next_rand() % 3;
+        ev[i] = (mt_event){.seq = seq,
+                           .ts = (int64_t)(seq * 100 + next_rand() % 50),
+                           .addr = 0x7f0000000000ull + (next_rand() % 100000) * 16,
+                           .size = next_rand() % 70000,
+                           .callsite = (uint32_t)(next_rand() % 4000),
+                           .tid = 1000 + (uint32_t)(i / 700),
+                           .kind = (uint8_t)(1 + next_rand() % 7)};
+    }
+    roundtrip(ev, N);
+    roundtrip(ev, 1);
+    // Extremes: full-range addresses and sizes, backwards timestamps, max callsite id.
+    mt_event edge[3] = {
+        {.seq = 1, .ts = 5, .addr = UINT64_MAX, .size = UINT64_MAX, .callsite = UINT32_MAX,
+         .tid = UINT32_MAX, .kind = 255},
+        {.seq = UINT64_MAX - 1, .ts = -3, .addr = 0, .size = 0, .callsite = 0, .tid = 0, .kind = 1},
+        {.seq = UINT64_MAX, .ts = INT64_MAX, .addr = 16, .size = 1, .callsite = 7, .tid = 1,
+         .kind = 7},
+    };
+    roundtrip(edge, 3);
+    free(ev);
+    CHECK_DONE();
+}
