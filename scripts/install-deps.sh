@@ -4,7 +4,7 @@
 set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcairo2-dev
             libjansson-dev libdw-dev libelf-dev)
-test_pkgs=(sqlite3 chromium python3 git fonts-dejavu-core)
+test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 missing=()
