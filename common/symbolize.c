@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: MIT
+// Frame symbolization with elfutils: one Dwfl per distinct (path, build-id), reported at
+// bias 0 so rel_pc is a file address, looked up once per unique frame. Runs in the tracer's
+// writer thread at exit and in memreport: no stdio, no global state but a once-resolved
+// demangler, nothing reported except through the return value and err.
+#define _GNU_SOURCE
+#include "memtrace/symbolize.h"
+
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---- demangling
+
+// __cxa_demangle comes from libstdc++, which C programs (and memreport) do not load.
+// Linking it would load libstdc++ into every traced program (with its start-up
+// allocations), so it is looked up at run time, and libstdc++ opened only when a mangled
+// name actually shows up.
+typedef char* (*demangle_fn)(const char*, char*, size_t*, int*);
+static demangle_fn demangler;
+static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
+
+static void resolve_demangler(void) {
+    void* f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (!f) {
+        void* h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        if (h) // never closed: the function is kept for the life of the process
+            f = dlsym(h, "__cxa_demangle");
+    }
+    // POSIX guarantees a data pointer from dlsym converts to a function pointer.
+    memcpy(&demangler, &f, sizeof f);
+}
+
+// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.
+static char* demangle(const char* name) {
+    if (name[0] == '_' && name[1] == 'Z') {
+        pthread_once(&demangler_once, resolve_demangler);
+        int status = -1;
+        char* d = demangler ? demangler(name, NULL, NULL, &status) : NULL;
+        if (d && status == 0)
+            return d;
+        free(d);
+    }
+    return strdup(name);
+}
+
+// ---- a growable string (the inlined JSON)
+
+typedef struct sbuf {
+    char* p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+static void sb_put(sbuf* b, const char* s, size_t n) {
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char* p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void sb_str(sbuf* b, const char* s) {
+    sb_put(b, s, strlen(s));
+}
+
+static void sb_json_string(sbuf* b, const char* s) {
+    sb_put(b, "\"", 1);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            sb_put(b, e, 2);
+        } else if (c < 0x20) {
+            char e[8];
+            snprintf(e, sizeof e, "\\u%04x", c);
+            sb_str(b, e);
+        } else {
+            sb_put(b, (const char*)s, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+// ---- modules: one Dwfl per (path, build-id)
+
+typedef struct module {
+    char* path;
+    char* build_id; // as recorded in the mapping (NULL: not recorded)
+    Dwfl* dwfl;
+    Dwfl_Module* mod; // NULL: the file is missing, unreadable or not the recorded build
+    const char* base; // basename of path, for module+offset names
+} module;
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+    // Separate debug files: build-id path under /usr/lib/debug/.build-id, .gnu_debuglink
+    // next to the file, in .debug/ and under /usr/lib/debug. libdwfl checks that what it
+    // finds matches the main file's build-id.
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static bool build_id_matches(Dwfl_Module* mod, const char* want) {
+    const unsigned char* bits;
+    GElf_Addr vaddr;
+    int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (n <= 0)
+        return false; // the mapping had one, the file has none: not the same file
+    size_t wl = strlen(want);
+    if (wl != (size_t)n * 2)
+        return false;
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < n; i++) {
+        char hi = hex[bits[i] >> 4], lo = hex[bits[i] & 15];
+        if ((want[2 * i] | 0x20) != hi || (want[2 * i + 1] | 0x20) != lo)
+            return false;
+    }
+    return true;
+}
+
+static void module_open(module* m) {
+    // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
+    if (m->path[0] != '/')
+        return;
+    m->dwfl = dwfl_begin(&dwfl_callbacks);
+    if (!m->dwfl)
+        return;
+    dwfl_report_begin(m->dwfl);
+    // Bias 0: the module's addresses are the ELF's own virtual addresses, i.e. rel_pc, for
+    // PIE/shared objects and fixed-address executables alike. One Dwfl per module also
+    // keeps libraries that were loaded at the same address at different times apart.
+    m->mod = dwfl_report_elf(m->dwfl, m->base, m->path, -1, 0, false);
+    dwfl_report_end(m->dwfl, NULL, NULL);
+    if (m->mod && m->build_id && m->build_id[0] && !build_id_matches(m->mod, m->build_id))
+        m->mod = NULL; // replaced binary: its names would be wrong, keep module+offset
+}
+
+static void module_close(module* m) {
+    if (m->dwfl)
+        dwfl_end(m->dwfl);
+    free(m->path);
+    free(m->build_id);
+}
+
+// ---- one frame
+
+typedef struct loc {
+    char* function;
+    const char* file; // owned by libdw, valid while the Dwfl lives
+    int line;
+} loc;
+
+typedef struct frame_row {
+    int64_t id;
+    int64_t mapping_id;
+    uint64_t pc;
+    uint64_t rel_pc;
+    ptrdiff_t mod; // index into the module table, -1: no mapping row
+} frame_row;
+
+typedef struct result {
+    char* function;
+    const char* file;
+    int line;
+    sbuf inlined; // empty: nothing inlined
+    bool relevant;
+} result;
+
+static const char* basename_of(const char* path) {
+    const char* s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+// The name of a function DIE: the demangled linkage name when there is one (C++: with
+// namespaces and parameters, as users know them), else DW_AT_name. Both are looked up
+// through DW_AT_abstract_origin/specification, where inlined instances keep them.
+static char* die_function_name(Dwarf_Die* die) {
+    Dwarf_Attribute attr;
+    const char* n = NULL;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+        n = dwarf_formstring(&attr);
+    if (!n)
+        n = dwarf_diename(die);
+    return n ? demangle(n) : NULL;
+}
+
+// File and line where an inlined instance was called, from DW_AT_call_file/call_line.
+static void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, loc* out) {
+    Dwarf_Attribute attr;
+    Dwarf_Word v;
+    out->file = NULL;
+    out->line = 0;
+    if (files && dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
+        v < nfiles)
+        out->file = dwarf_filesrc(files, v, NULL, NULL);
+    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0)
+        out->line = (int)v;
+}
+
+// DWARF lookup: fills res with the physical function, its file:line and the inlined chain.
+// Leaves res->function NULL when there is no function DIE (no debug info, assembly).
+static void resolve_dwarf(Dwfl_Module* mod, Dwarf_Addr addr, result* res) {
+    Dwarf_Addr bias;
+    Dwarf_Die* cu = dwfl_module_addrdie(mod, addr, &bias);
+    if (!cu)
+        return;
+    // dwarf_getscopes follows an inlined instance into its abstract definition, so it finds
+    // only the innermost function; the call chain comes from the concrete tree around that
+    // DIE (dwarf_getscopes_die), as eu-addr2line -i does.
+    Dwarf_Die* pcscopes = NULL;
+    int npc = dwarf_getscopes(cu, addr - bias, &pcscopes);
+    Dwarf_Die* scopes = NULL;
+    int n = 0;
+    for (int i = 0; i < npc; i++) {
+        int tag = dwarf_tag(&pcscopes[i]);
+        if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
+            n = dwarf_getscopes_die(&pcscopes[i], &scopes);
+            break;
+        }
+    }
+    free(pcscopes);
+    if (n < 0)
+        n = 0;
+    Dwarf_Files* files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+        files = NULL;
+
+    // The location at the pc itself belongs to the innermost function scope.
+    loc here = {0};
+    Dwfl_Line* ln = dwfl_module_getsrc(mod, addr);
+    if (ln)
+        here.file = dwfl_lineinfo(ln, NULL, &here.line, NULL, NULL, NULL);
+
+    bool first = true;
+    for (int i = 0; i < n; i++) {
+        int tag = dwarf_tag(&scopes[i]);
+        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+            continue;
+        char* name = die_function_name(&scopes[i]);
+        if (tag == DW_TAG_subprogram) {
+            res->function = name; // may be NULL: the symbol table names it then
+            break;
+        }
+        // An inlined instance: record it with the current location, then move the
+        // location to its call site in the enclosing function.
+        sb_str(&res->inlined, first ? "[" : ",");
+        first = false;
+        sb_str(&res->inlined, "{\"function\":");
+        sb_json_string(&res->inlined, name ? name : "??");
+        sb_str(&res->inlined, ",\"file\":");
+        if (here.file)
+            sb_json_string(&res->inlined, here.file);
+        else
+            sb_str(&res->inlined, "null");
+        char num[32];
+        snprintf(num, sizeof num, ",\"line\":%d}", here.line);
+        sb_str(&res->inlined, here.line ? num : ",\"line\":null}");
+        free(name);
+        call_site(&scopes[i], files, nfiles, &here);
+    }
+    if (!first)
+        sb_str(&res->inlined, "]");
+    // After the walk `here` is the location inside the physical function (the call site
+    // of its outermost inlined callee, or the pc's own line when nothing is inlined).
+    res->file = here.file;
+    res->line = here.line;
+    free(scopes);
+}
+
+// ---- relevance
+
+static bool name_in(const char* name, const char* const* list) {
+    for (; *list; list++)
+        if (!strcmp(name, *list))
+            return true;
+    return false;
+}
+
+static bool has_prefix(const char* s, const char* p) {
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static bool is_noise(const char* module_base, const char* fn) {
+    // Start-up of the process and of threads: present in every stack, says nothing.
+    static const char* const startup[] = {"_start", "__libc_start_main", "__libc_start_call_main",
+                                          "start_thread", "clone", "clone3", NULL};
+    // libc's allocator entry points and internals (reached when libc itself allocates, e.g.
+    // through realloc -> _int_realloc; the tracer's own frames never get here).
+    static const char* const libc_alloc[] = {
+        "malloc", "calloc", "realloc", "reallocarray", "__reallocarray", "free", "cfree",
+        "memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc", "free_sized",
+        "free_aligned_sized", "sysmalloc", "ptmalloc_init", "alloc_perturb", NULL};
+    if (module_base && has_prefix(module_base, "libmemtrace"))
+        return true;
+    if (name_in(fn, startup))
+        return true;
+    if (module_base && has_prefix(module_base, "libc.so") &&
+        (name_in(fn, libc_alloc) || has_prefix(fn, "_int_") || has_prefix(fn, "tcache_") ||
+         has_prefix(fn, "malloc_") || has_prefix(fn, "__malloc_") ||
+         (has_prefix(fn, "__libc_") && (strstr(fn, "alloc") || strstr(fn, "free")))))
+        return true;
+    // C++ allocation entry points: the caller of operator new is the allocation site.
+    return has_prefix(fn, "operator new") || has_prefix(fn, "operator delete");
+}
+
+// ---- the pass
+
+static void symbolize_one(frame_row* f, module* mods, result* res) {
+    memset(res, 0, sizeof *res);
+    module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
+    if (m && m->mod) {
+        // A return address: the call is the instruction before it.
+        Dwarf_Addr addr = f->rel_pc ? f->rel_pc - 1 : 0;
+        resolve_dwarf(m->mod, addr, res);
+        if (!res->function) {
+            GElf_Off off;
+            GElf_Sym sym;
+            const char* s = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+            if (s && *s)
+                res->function = demangle(s);
+        }
+    }
+    if (!res->function && f->pc == 0 && !m) {
+        // The tracer's marker at the root of a stack cut at the depth limit.
+        res->function = strdup(MT_SYMBOLIZE_TRUNCATED);
+        res->relevant = true;
+        return;
+    }
+    if (!res->function) {
+        char buf[512];
+        if (m)
+            snprintf(buf, sizeof buf, "%s+0x%" PRIx64, m->base, f->rel_pc);
+        else
+            snprintf(buf, sizeof buf, "[unknown]+0x%" PRIx64, f->pc);
+        res->function = strdup(buf);
+    }
+    res->relevant = !is_noise(m ? m->base : NULL, res->function);
+}
+
+static int sql_fail(sqlite3* db, const char* what, char* err, size_t errlen) {
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    return -EIO;
+}
+
+static module* find_module(module** mods, size_t* nmods, size_t* cap, const char* path,
+                           const char* build_id) {
+    for (size_t i = 0; i < *nmods; i++) {
+        module* m = &(*mods)[i];
+        bool same_id = (!m->build_id && !build_id) ||
+                       (m->build_id && build_id && !strcmp(m->build_id, build_id));
+        if (same_id && !strcmp(m->path, path))
+            return m;
+    }
+    if (*nmods == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        module* p = realloc(*mods, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        *mods = p;
+        *cap = nc;
+    }
+    module* m = &(*mods)[*nmods];
+    memset(m, 0, sizeof *m);
+    m->path = strdup(path);
+    m->build_id = build_id ? strdup(build_id) : NULL;
+    if (!m->path || (build_id && !m->build_id)) {
+        free(m->path);
+        free(m->build_id);
+        return NULL;
+    }
+    m->base = basename_of(m->path);
+    module_open(m);
+    (*nmods)++;
+    return m;
+}
+
+int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
+    if (err && errlen)
+        err[0] = 0;
+    char dummy[8];
+    if (!err) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    const char* q = (flags & MT_SYMBOLIZE_ALL)
+                        ? "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
+                          " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
+                          " ORDER BY f.mapping_id"
+                        : "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
+                          " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
+                          " WHERE f.function IS NULL ORDER BY f.mapping_id";
+    sqlite3_stmt* sel = NULL;
+    sqlite3_stmt* upd = NULL;
+    module* mods = NULL;
+    size_t nmods = 0, modcap = 0;
+    frame_row* rows = NULL;
+    size_t nrows = 0, rowcap = 0;
+    int rc = 0;
+    bool in_tx = false;
+
+    // Frames are read completely before any update: updating a table while a statement
+    // scans it is allowed by SQLite but easy to get wrong.
+    if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) {
+        rc = sql_fail(db, "reading frames", err, errlen);
+        goto out;
+    }
+    int64_t cur_mapping = INT64_MIN;
+    ptrdiff_t cur = -1;
+    int step;
+    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
+        if (nrows == rowcap) {
+            size_t nc = rowcap ? rowcap * 2 : 1024;
+            frame_row* p = realloc(rows, nc * sizeof *p);
+            if (!p) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            rows = p;
+            rowcap = nc;
+        }
+        frame_row* f = &rows[nrows++];
+        f->id = sqlite3_column_int64(sel, 0);
+        f->mapping_id = sqlite3_column_int64(sel, 1);
+        f->pc = (uint64_t)sqlite3_column_int64(sel, 2);
+        bool have_mapping = sqlite3_column_type(sel, 4) != SQLITE_NULL;
+        uint64_t bias = (uint64_t)sqlite3_column_int64(sel, 5);
+        f->rel_pc = sqlite3_column_type(sel, 3) != SQLITE_NULL
+                        ? (uint64_t)sqlite3_column_int64(sel, 3)
+                        : f->pc - bias;
+        if (!have_mapping) {
+            f->mod = -1;
+            continue;
+        }
+        if (f->mapping_id != cur_mapping) {
+            cur_mapping = f->mapping_id;
+            module* m = find_module(&mods, &nmods, &modcap,
+                                    (const char*)sqlite3_column_text(sel, 4),
+                                    (const char*)sqlite3_column_text(sel, 6));
+            if (!m) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            cur = m - mods;
+        }
+        f->mod = cur;
+    }
+    if (step != SQLITE_DONE) {
+        rc = sql_fail(db, "reading frames", err, errlen);
+        goto out;
+    }
+    sqlite3_finalize(sel);
+    sel = NULL;
+
+    if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sql_fail(db, "starting transaction", err, errlen);
+        goto out;
+    }
+    in_tx = true;
+    if (sqlite3_prepare_v2(db,
+                           "UPDATE frame SET function=?1, file=?2, line=?3, inlined=?4,"
+                           " relevant=?5 WHERE id=?6",
+                           -1, &upd, NULL) != SQLITE_OK) {
+        rc = sql_fail(db, "updating frames", err, errlen);
+        goto out;
+    }
+    for (size_t i = 0; i < nrows; i++) {
+        result res;
+        symbolize_one(&rows[i], mods, &res);
+        if (!res.function || res.inlined.oom) {
+            free(res.function);
+            free(res.inlined.p);
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        sqlite3_bind_text(upd, 1, res.function, -1, free);
+        if (res.file)
+            sqlite3_bind_text(upd, 2, res.file, -1, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(upd, 2);
+        if (res.line > 0)
+            sqlite3_bind_int(upd, 3, res.line);
+        else
+            sqlite3_bind_null(upd, 3);
+        if (res.inlined.len)
+            sqlite3_bind_text(upd, 4, res.inlined.p, (int)res.inlined.len, free);
+        else {
+            free(res.inlined.p);
+            sqlite3_bind_null(upd, 4);
+        }
+        sqlite3_bind_int(upd, 5, res.relevant);
+        sqlite3_bind_int64(upd, 6, rows[i].id);
+        if (sqlite3_step(upd) != SQLITE_DONE) {
+            rc = sql_fail(db, "updating frames", err, errlen);
+            goto out;
+        }
+        sqlite3_reset(upd);
+    }
+    if (sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sql_fail(db, "writing meta", err, errlen);
+        goto out;
+    }
+    if (sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = sql_fail(db, "committing", err, errlen);
+        goto out;
+    }
+    in_tx = false;
+    rc = (int)nrows;
+
+out:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    if (in_tx) {
+        sqlite3_exec(db, "ROLLBACK TO mt_symbolize", NULL, NULL, NULL);
+        sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL);
+    }
+    for (size_t i = 0; i < nmods; i++)
+        module_close(&mods[i]);
+    free(mods);
+    free(rows);
+    return rc;
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The real allocator, resolved with dlsym(RTLD_NEXT); and the static arena that serves the
+// allocations dlsym itself makes while we resolve (free() must recognise and drop those).
+#ifndef MT_BOOTSTRAP_H
+#define MT_BOOTSTRAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct mt_real_fns {
+    void* (*malloc)(size_t);
+    void* (*calloc)(size_t, size_t);
+    void* (*realloc)(void*, size_t);
+    void* (*reallocarray)(void*, size_t, size_t);
+    void (*free)(void*);
+    int (*posix_memalign)(void**, size_t, size_t);
+    void* (*aligned_alloc)(size_t, size_t);
+    void* (*memalign)(size_t, size_t);
+    void* (*valloc)(size_t);
+    void* (*pvalloc)(size_t);
+    size_t (*malloc_usable_size)(void*);
+    void (*free_sized)(void*, size_t);
+    void (*free_aligned_sized)(void*, size_t, size_t);
+    void* (*dlopen)(const char*, int);
+    int (*dlclose)(void*);
+    void (*exit_)(int) __attribute__((noreturn));
+} mt_real_fns;
+
+extern mt_real_fns mt_real;
+
+// Resolves every real function once (idempotent, thread-safe enough for start-up: the
+// first caller resolves, concurrent early callers are served from the arena).
+void mt_bootstrap_resolve(void);
+static inline bool mt_bootstrap_ready(void) {
+    return mt_real.free != NULL;
+}
+void* mt_bootstrap_alloc(size_t size);
+bool mt_bootstrap_owns(const void* p);
+size_t mt_bootstrap_size(const void* p);
+
+#endif

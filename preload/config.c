@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// MEMTRACE_* settings. Runs at initialisation only, before any hook records; never again.
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+mt_config mt_cfg;
+
+static int env_int(const char* name, int fallback, int lo, int hi) {
+    const char* v = getenv(name);
+    if (!v || !*v)
+        return fallback;
+    char* end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < lo || n > hi)
+        return fallback;
+    return (int)n;
+}
+
+void mt_config_load(void) {
+    const char* out = getenv("MEMTRACE_OUTPUT");
+    if (out && *out)
+        snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", out);
+    else
+        snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "memtrace.%s.%%p.db",
+                 program_invocation_short_name);
+    mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
+    const char* uw = getenv("MEMTRACE_UNWIND");
+    mt_cfg.unwind = MT_UNWIND_AUTO;
+    if (uw && !strcmp(uw, "fp"))
+        mt_cfg.unwind = MT_UNWIND_FP;
+    else if (uw && !strcmp(uw, "libunwind"))
+        mt_cfg.unwind = MT_UNWIND_LIBUNWIND;
+    mt_cfg.depth = env_int("MEMTRACE_DEPTH", 64, 1, 1024);
+    mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10, 1, 60000);
+    mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
+    mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1, 0, 1);
+}
+
+const char* mt_config_unwind_name(int unwind) {
+    return unwind == MT_UNWIND_FP ? "fp" : unwind == MT_UNWIND_LIBUNWIND ? "libunwind" : "auto";
+}
+
+void mt_config_output_path(char* buf, size_t len, pid_t pid, int child) {
+    size_t o = 0;
+    const char* p = mt_cfg.pattern;
+    for (; *p && o + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            o += (size_t)snprintf(buf + o, len - o, "%d", (int)pid);
+            if (o >= len)
+                o = len - 1;
+            p++;
+        } else {
+            buf[o++] = *p;
+        }
+    }
+    buf[o] = 0;
+    if (child && !mt_cfg.pattern_has_pid) {
+        size_t n = strlen(buf);
+        if (n > 3 && !strcmp(buf + n - 3, ".db"))
+            buf[n - 3] = 0;
+        size_t m = strlen(buf);
+        snprintf(buf + m, len - m, ".%d.db", (int)pid);
+    }
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// MEMTRACE_* settings, read once at initialisation (getenv is not allowed in hooks).
+#ifndef MT_CONFIG_H
+#define MT_CONFIG_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+enum { MT_UNWIND_AUTO, MT_UNWIND_FP, MT_UNWIND_LIBUNWIND };
+
+typedef struct mt_config {
+    char pattern[4096]; // output path pattern: %p = pid
+    int pattern_has_pid;
+    int unwind;
+    int depth;
+    int sample_ms;
+    int follow_fork;
+    int symbolize;
+} mt_config;
+
+extern mt_config mt_cfg;
+
+void mt_config_load(void);
+// The capture path for process `pid`. A forked child (child != 0) whose pattern has no %p
+// gets "<name>.<pid>.db" beside the parent's file.
+void mt_config_output_path(char* buf, size_t len, pid_t pid, int child);
+const char* mt_config_unwind_name(int unwind);
+
+#endif

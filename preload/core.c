@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: MIT
+// The tracer's core: lifecycle, the recursion guard, per-thread buffers and the record
+// functions. Hot path per event: clock, one fetch-add for the global seq, stack walk,
+// callsite cache lookup, one 48-byte store into the thread's own buffer. No lock there;
+// the queue lock is taken once per full buffer (8192 events).
+#include "core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "config.h"
+#include "maps.h"
+#include "memtrace/schema.h"
+#include "trie.h"
+#include "unwind.h"
+#include "writer.h"
+
+const char* const mt_call_names[MT_CALL_COUNT_] = {
+#define MT_CALL_NAME_(e, name) name,
+    MT_CALL_MAP(MT_CALL_NAME_)
+#undef MT_CALL_NAME_
+};
+
+_Atomic int mt_state;
+__thread int mt_guard __attribute__((tls_model("initial-exec")));
+static __thread mt_thread* tls_thread __attribute__((tls_model("initial-exec")));
+
+static _Atomic uint64_t seq_counter;
+static struct timespec t0;
+static _Atomic(mt_thread*) threads_head;
+static pthread_key_t thread_key;
+static pid_t traced_pid;
+
+// Buffer queues. Buffers beyond MAX_BUFFERS make producers wait for the writer: the cap
+// bounds the tracer's memory (64 MiB target) when the program outruns the writer.
+#define MAX_BUFFERS 96
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;  // writer: work available
+static pthread_cond_t recycle_cond = PTHREAD_COND_INITIALIZER; // producers: buffer freed
+static mt_buffer *full_head, *full_tail, *free_pool;
+static size_t nbuffers;
+static int work_requested;
+
+int64_t mt_core_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)(ts.tv_sec - t0.tv_sec) * 1000000000 + (ts.tv_nsec - t0.tv_nsec);
+}
+
+mt_thread* mt_core_threads(void) {
+    return atomic_load(&threads_head);
+}
+
+// ---- failure: one line, then pass-through
+
+void mt_core_fail(const char* what, const char* why) {
+    static _Atomic int reported;
+    atomic_store(&mt_state, 2);
+    if (atomic_exchange(&reported, 1))
+        return;
+    char line[512];
+    size_t n = 0;
+    const char* parts[] = {"memtrace: ", what, ": ", why, "; the program continues untraced\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
+            line[n++] = *p;
+    (void)!write(STDERR_FILENO, line, n);
+}
+
+// ---- buffers
+
+static mt_buffer* buffer_get(void) {
+    pthread_mutex_lock(&queue_lock);
+    mt_buffer* b;
+    while (!(b = free_pool) && nbuffers >= MAX_BUFFERS && atomic_load(&mt_state) == 1) {
+        work_requested = 1;
+        pthread_cond_signal(&queue_cond);
+        pthread_cond_wait(&recycle_cond, &queue_lock);
+    }
+    if (b) {
+        free_pool = b->next;
+    } else {
+        nbuffers++;
+    }
+    pthread_mutex_unlock(&queue_lock);
+    if (!b) {
+        void* p = mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            pthread_mutex_lock(&queue_lock);
+            nbuffers--;
+            pthread_mutex_unlock(&queue_lock);
+            return NULL;
+        }
+        b = p;
+    }
+    b->next = NULL;
+    b->owner = NULL;
+    b->taken = 0;
+    atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+    return b;
+}
+
+static void buffer_hand_over(mt_buffer* b) {
+    pthread_mutex_lock(&queue_lock);
+    b->next = NULL;
+    if (full_tail)
+        full_tail->next = b;
+    else
+        full_head = b;
+    full_tail = b;
+    pthread_cond_signal(&queue_cond);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+mt_buffer* mt_core_take_full(void) {
+    pthread_mutex_lock(&queue_lock);
+    mt_buffer* b = full_head;
+    if (b) {
+        full_head = b->next;
+        if (!full_head)
+            full_tail = NULL;
+    }
+    pthread_mutex_unlock(&queue_lock);
+    return b;
+}
+
+void mt_core_recycle(mt_buffer* b) {
+    pthread_mutex_lock(&queue_lock);
+    b->next = free_pool;
+    free_pool = b;
+    pthread_cond_broadcast(&recycle_cond);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+void mt_core_wait_work(int timeout_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_nsec += (long)timeout_ms * 1000000L;
+    deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+    deadline.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&queue_lock);
+    if (!full_head && !work_requested)
+        pthread_cond_timedwait(&queue_cond, &queue_lock, &deadline);
+    work_requested = 0;
+    pthread_mutex_unlock(&queue_lock);
+}
+
+void mt_core_wake_writer(void) {
+    pthread_mutex_lock(&queue_lock);
+    work_requested = 1;
+    pthread_cond_signal(&queue_cond);
+    pthread_mutex_unlock(&queue_lock);
+}
+
+// ---- threads
+
+static void thread_exit(void* arg) {
+    mt_thread* t = arg;
+    int saved = mt_guard;
+    mt_guard = 1;
+    atomic_store(&t->alive, 0);
+    mt_buffer* b = atomic_exchange(&t->cur, NULL);
+    if (b)
+        buffer_hand_over(b);
+    mt_guard = saved;
+}
+
+static mt_thread* thread_self(void) {
+    mt_thread* t = tls_thread;
+    if (MT_LIKELY(t != NULL))
+        return t;
+    void* p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    t = p;
+    t->tid = (uint32_t)gettid();
+    atomic_store(&t->alive, 1);
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void* addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            t->stack_lo = (uintptr_t)addr;
+            t->stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    mt_thread* head = atomic_load(&threads_head);
+    do
+        t->next = head;
+    while (!atomic_compare_exchange_weak(&threads_head, &head, t));
+    pthread_setspecific(thread_key, t);
+    tls_thread = t;
+    return t;
+}
+
+static inline void count_call(mt_thread* t, mt_call call) {
+    uint64_t c = atomic_load_explicit(&t->calls[call], memory_order_relaxed);
+    atomic_store_explicit(&t->calls[call], c + 1, memory_order_relaxed);
+}
+
+static void push(mt_thread* t, const mt_event* ev) {
+    mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    if (MT_UNLIKELY(!b)) {
+        if (!(b = buffer_get()))
+            return;
+        b->owner = t;
+        atomic_store_explicit(&t->cur, b, memory_order_release);
+    }
+    uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
+    b->ev[i] = *ev;
+    atomic_store_explicit(&b->committed, i + 1, memory_order_release);
+    if (MT_UNLIKELY(i + 1 == MT_BUFFER_EVENTS)) {
+        mt_buffer* nb = buffer_get();
+        if (nb)
+            nb->owner = t;
+        atomic_store_explicit(&t->cur, nb, memory_order_release);
+        buffer_hand_over(b);
+    }
+}
+
+// ---- recording
+
+typedef struct hook_ctx {
+    mt_thread* t;
+    int saved_errno;
+} hook_ctx;
+
+static inline bool enter(hook_ctx* c) {
+    c->saved_errno = errno;
+    mt_guard = 1;
+    c->t = thread_self();
+    if (!c->t) {
+        mt_guard = 0;
+        return false;
+    }
+    atomic_store_explicit(&c->t->in_hook, 1, memory_order_relaxed);
+    return true;
+}
+
+static inline void leave(hook_ctx* c) {
+    atomic_store_explicit(&c->t->in_hook, 0, memory_order_release);
+    mt_guard = 0;
+    errno = c->saved_errno;
+}
+
+static uint32_t capture_stack(mt_thread* t) {
+    uintptr_t pcs[1024];
+    bool truncated;
+    int n = mt_unwind(pcs, mt_cfg.depth, &truncated, t->stack_hi);
+    return mt_trie_intern(pcs, n, truncated);
+}
+
+static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
+                   uint32_t callsite) {
+    mt_event ev = {.seq = seq,
+                   .ts = mt_core_now(),
+                   .addr = (uint64_t)(uintptr_t)addr,
+                   .size = size,
+                   .callsite = callsite,
+                   .tid = t->tid,
+                   .kind = (uint8_t)kind,
+                   .heap = MT_HEAP_LIBC};
+    push(t, &ev);
+}
+
+uint64_t mt_core_reserve_seq(void) {
+    return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed) + 1;
+}
+
+void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, call);
+    if (addr && !c.t->paused) {
+        uint32_t cs = capture_stack(c.t);
+        // The seq is taken after the real allocation returned (DESIGN.md §2).
+        record(c.t, kind, mt_core_reserve_seq(), addr, size, cs);
+    }
+    leave(&c);
+}
+
+void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, call);
+    if (addr && !c.t->paused)
+        record(c.t, kind, mt_core_reserve_seq(), addr, size, 0);
+    leave(&c);
+}
+
+void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq,
+                        void* old, void* new_ptr, size_t size) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, call);
+    if (!c.t->paused) {
+        // realloc(p, 0) frees p and returns NULL; a failed realloc leaves p live (its
+        // reserved seq stays unused: readers allow gaps).
+        bool freed_old = old && (new_ptr || size == 0);
+        if (freed_old)
+            record(c.t, free_kind, free_seq, old, 0, 0);
+        if (new_ptr) {
+            uint32_t cs = capture_stack(c.t);
+            record(c.t, alloc_kind, mt_core_reserve_seq(), new_ptr, size, cs);
+        }
+    }
+    leave(&c);
+}
+
+void mt_core_count_call(mt_call call) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, call);
+    leave(&c);
+}
+
+// ---- public annotation API (memtrace.h)
+
+MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
+    if (atomic_load(&mt_state) != 1 || mt_guard)
+        return;
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    if (what == 3 /* MEMTRACE_PAUSE */)
+        c.t->paused = 1;
+    else if (what == 4 /* MEMTRACE_RESUME */)
+        c.t->paused = 0;
+    else if (name)
+        mt_writer_mark(name, what, mt_core_now(), c.t->tid);
+    leave(&c);
+}
+
+MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size) {
+    if (!mt_recording() || !addr)
+        return;
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    if (!c.t->paused) {
+        uint32_t cs = is_alloc ? capture_stack(c.t) : 0;
+        record(c.t, is_alloc ? MT_KIND_CUSTOM_ALLOC : MT_KIND_CUSTOM_FREE, mt_core_reserve_seq(),
+               (void*)addr, is_alloc ? size : 0, cs);
+    }
+    leave(&c);
+}
+
+// ---- lifecycle
+
+static void start_capture(int child) {
+    char path[4096];
+    mt_config_output_path(path, sizeof path, getpid(), child);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (mt_writer_start(path) == 0)
+        atomic_store(&mt_state, 1);
+}
+
+static void fork_prepare(void) {
+    mt_guard++;
+    pthread_mutex_lock(&queue_lock);
+    mt_trie_lock();
+    mt_maps_lock();
+}
+
+static void fork_parent(void) {
+    mt_maps_unlock();
+    mt_trie_unlock();
+    pthread_mutex_unlock(&queue_lock);
+    mt_guard--;
+}
+
+static void fork_child(void) {
+    mt_maps_unlock();
+    mt_trie_unlock();
+    pthread_mutex_unlock(&queue_lock);
+    traced_pid = getpid();
+    int was_recording = atomic_load(&mt_state) == 1;
+    atomic_store(&mt_state, 2);
+    mt_writer_forget();
+    if (was_recording && mt_cfg.follow_fork)
+        mt_core_after_fork_child();
+    mt_guard--;
+}
+
+void mt_core_after_fork_child(void) {
+    // Only this thread exists in the child. The parent's pending events and counts belong
+    // to the parent's capture: drop them; stacks and maps are written again.
+    mt_thread* self = tls_thread;
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
+        if (t != self)
+            atomic_store(&t->alive, 0);
+        mt_buffer* b = atomic_exchange(&t->cur, NULL);
+        if (b && t == self) {
+            b->taken = 0;
+            atomic_store(&b->committed, 0);
+            atomic_store(&t->cur, b);
+        }
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            atomic_store(&t->calls[k], 0);
+        atomic_store(&t->written, 0);
+    }
+    if (self)
+        self->tid = (uint32_t)gettid();
+    full_head = full_tail = NULL; // those buffers are leaked to the child: they hold parent data
+    mt_trie_rewrite_all();
+    mt_maps_reset_for_child();
+    start_capture(1);
+}
+
+__attribute__((constructor)) static void mt_core_ctor(void) {
+    mt_core_init();
+}
+
+__attribute__((destructor)) static void mt_core_dtor(void) {
+    mt_core_shutdown();
+}
+
+void mt_core_init(void) {
+    static _Atomic int initialised;
+    if (atomic_exchange(&initialised, 1))
+        return;
+    mt_bootstrap_resolve();
+    mt_guard = 1;
+    traced_pid = getpid();
+    mt_config_load();
+    pthread_key_create(&thread_key, thread_exit);
+    mt_trie_init();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    mt_maps_init();
+    mt_unwind_init(mt_cfg.unwind);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    start_capture(0);
+    mt_guard = 0;
+}
+
+void mt_core_shutdown(void) {
+    // A vfork child shares our memory and must not touch the parent's capture.
+    if (getpid() != traced_pid)
+        return;
+    int expected = 1;
+    if (!atomic_compare_exchange_strong(&mt_state, &expected, 2))
+        return;
+    int saved = mt_guard;
+    mt_guard = 1;
+    // Let hooks already past their state check finish pushing (bounded wait).
+    for (int spin = 0; spin < 1000; spin++) {
+        bool busy = false;
+        for (mt_thread* t = atomic_load(&threads_head); t; t = t->next)
+            busy |= t != tls_thread && atomic_load(&t->in_hook);
+        if (!busy)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&queue_lock);
+    pthread_cond_broadcast(&recycle_cond); // release producers waiting for a buffer
+    pthread_mutex_unlock(&queue_lock);
+    mt_writer_stop();
+    mt_guard = saved;
+}

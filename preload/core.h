@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The tracer's core: state, per-thread event buffers, the recursion guard, and the
+// record functions the hooks call. A C API (like heaptrack's libheaptrack.h) so unit tests
+// can drive it without LD_PRELOAD. Everything here may run inside malloc: no stdio, no
+// getenv after init, no allocation from the traced heap.
+#ifndef MT_CORE_H
+#define MT_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memtrace/event.h"
+
+#define MT_EXPORT __attribute__((visibility("default")))
+#define MT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+// Entry points counted in call_count (free(NULL) and failed calls included).
+#define MT_CALL_MAP(XX)                                                                        \
+    XX(MALLOC, "malloc")                                                                       \
+    XX(CALLOC, "calloc")                                                                       \
+    XX(REALLOC, "realloc")                                                                     \
+    XX(REALLOCARRAY, "reallocarray")                                                           \
+    XX(FREE, "free")                                                                           \
+    XX(POSIX_MEMALIGN, "posix_memalign")                                                       \
+    XX(ALIGNED_ALLOC, "aligned_alloc")                                                         \
+    XX(MEMALIGN, "memalign")                                                                   \
+    XX(VALLOC, "valloc")                                                                       \
+    XX(PVALLOC, "pvalloc")                                                                     \
+    XX(FREE_SIZED, "free_sized")                                                               \
+    XX(FREE_ALIGNED_SIZED, "free_aligned_sized")
+
+typedef enum mt_call {
+#define MT_CALL_ENUM_(e, name) MT_CALL_##e,
+    MT_CALL_MAP(MT_CALL_ENUM_)
+#undef MT_CALL_ENUM_
+    MT_CALL_COUNT_
+} mt_call;
+
+extern const char* const mt_call_names[MT_CALL_COUNT_];
+
+// Events per buffer; a thread hands a full buffer to the writer and takes a fresh one.
+#define MT_BUFFER_EVENTS 8192
+
+typedef struct mt_thread mt_thread;
+
+typedef struct mt_buffer {
+    struct mt_buffer* next; // queue link (full queue or free pool)
+    mt_thread* owner;
+    _Atomic uint32_t committed; // events written, published by the owner (release)
+    uint32_t taken;             // events already encoded by the writer (writer only)
+    mt_event ev[MT_BUFFER_EVENTS];
+} mt_buffer;
+
+struct mt_thread {
+    mt_thread* next; // registry list (never unlinked; reused threads keep their slot)
+    uint32_t tid;
+    _Atomic int alive;
+    _Atomic int in_hook;              // set while a hook of this thread is recording
+    _Atomic(mt_buffer*) cur;          // the buffer being filled (the writer may steal from it)
+    _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
+    _Atomic int written;              // thread row written by the writer
+    int paused;
+    uintptr_t stack_lo, stack_hi;     // for frame-pointer validation
+};
+
+// Global state: 0 not yet initialised (hooks pass through), 1 recording, 2 stopped.
+extern _Atomic int mt_state;
+extern __thread int mt_guard __attribute__((tls_model("initial-exec")));
+
+static inline bool mt_recording(void) {
+    return MT_LIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) == 1) && !mt_guard;
+}
+
+// Record functions, called by the hooks only when mt_recording() was true. They set the
+// guard, keep errno, count the call, and push an event when `addr` is not NULL.
+void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size);
+void mt_core_on_free(int kind, mt_call call, void* addr, size_t size);
+// realloc family: seq for the free is taken before the real call (mt_core_reserve_seq),
+// both events are pushed after it returns.
+uint64_t mt_core_reserve_seq(void);
+void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq,
+                        void* old, void* new_ptr, size_t size);
+void mt_core_count_call(mt_call call);
+
+// The annotation API's implementation (memtrace.h calls these through weak symbols).
+MT_EXPORT void memtrace_impl_mark(const char* name, int what);
+MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size);
+
+// Lifecycle.
+void mt_core_init(void);      // constructor: settings, capture, writer thread
+void mt_core_shutdown(void);  // destructor / _exit: flush everything and finalize
+void mt_core_after_fork_child(void);
+
+// For the writer: the registry of threads.
+mt_thread* mt_core_threads(void);
+int64_t mt_core_now(void);    // ns since capture start
+
+// Buffers handed over by threads, in hand-over order; the writer drains them.
+mt_buffer* mt_core_take_full(void);
+void mt_core_recycle(mt_buffer* b);
+// Waits (up to timeout_ms) until some buffer is full or a flush is requested.
+void mt_core_wait_work(int timeout_ms);
+// Wakes the writer now (stop requests, marks).
+void mt_core_wake_writer(void);
+// Reports an internal failure once on stderr and switches to pass-through.
+void mt_core_fail(const char* what, const char* why);
+
+#endif

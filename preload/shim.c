@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+// The interposed libc symbols and nothing else: each one calls the real function and
+// reports to the core. Record a free before the real free and an allocation after the real
+// allocation returns (DESIGN.md §2), so another thread's reuse of an address pairs right.
+// Built with -fno-builtin-malloc and relatives so the compiler cannot rewrite these calls.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "core.h"
+#include "maps.h"
+#include "memtrace/schema.h"
+
+static inline void ensure_real(void) {
+    if (MT_UNLIKELY(!mt_bootstrap_ready()))
+        mt_bootstrap_resolve();
+}
+
+MT_EXPORT void* malloc(size_t size) {
+    ensure_real();
+    if (MT_UNLIKELY(!mt_bootstrap_ready()))
+        return mt_bootstrap_alloc(size);
+    void* p = mt_real.malloc(size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_MALLOC, MT_CALL_MALLOC, p, size);
+    return p;
+}
+
+MT_EXPORT void* calloc(size_t n, size_t size) {
+    ensure_real();
+    if (MT_UNLIKELY(!mt_bootstrap_ready())) {
+        size_t total;
+        if (__builtin_mul_overflow(n, size, &total))
+            return NULL;
+        return mt_bootstrap_alloc(total); // static memory is zeroed
+    }
+    void* p = mt_real.calloc(n, size);
+    if (mt_recording()) {
+        size_t total;
+        // On overflow calloc returns NULL: the call is counted, no event.
+        if (__builtin_mul_overflow(n, size, &total))
+            total = 0;
+        mt_core_on_alloc(MT_KIND_CALLOC, MT_CALL_CALLOC, p, total);
+    }
+    return p;
+}
+
+MT_EXPORT void free(void* p) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(p)))
+        return;
+    ensure_real();
+    // Still resolving (dlsym's error path frees what the loader allocated): leak it.
+    if (MT_UNLIKELY(!mt_bootstrap_ready()))
+        return;
+    if (mt_recording())
+        mt_core_on_free(MT_KIND_FREE, MT_CALL_FREE, p, 0);
+    mt_real.free(p);
+}
+
+// realloc from the arena (only ever during bootstrap): copy into a real block.
+static void* realloc_from_arena(void* old, size_t size) {
+    void* p = malloc(size);
+    if (p) {
+        size_t n = mt_bootstrap_size(old);
+        memcpy(p, old, n < size ? n : size);
+    }
+    return p;
+}
+
+MT_EXPORT void* realloc(void* old, size_t size) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(old)))
+        return realloc_from_arena(old, size);
+    ensure_real();
+    if (!mt_recording())
+        return mt_real.realloc(old, size);
+    uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
+    void* p = mt_real.realloc(old, size);
+    mt_core_on_realloc(MT_KIND_REALLOC, MT_KIND_REALLOC_FREE, MT_CALL_REALLOC, free_seq, old, p,
+                       size);
+    return p;
+}
+
+MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(old))) {
+        size_t total;
+        return __builtin_mul_overflow(n, size, &total) ? NULL : realloc_from_arena(old, total);
+    }
+    ensure_real();
+    if (!mt_recording())
+        return mt_real.reallocarray(old, n, size);
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        // Fails with ENOMEM without touching the old block.
+        void* p = mt_real.reallocarray(old, n, size);
+        mt_core_count_call(MT_CALL_REALLOCARRAY);
+        return p;
+    }
+    uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
+    void* p = mt_real.reallocarray(old, n, size);
+    mt_core_on_realloc(MT_KIND_REALLOCARRAY, MT_KIND_REALLOCARRAY_FREE, MT_CALL_REALLOCARRAY,
+                       free_seq, old, p, total);
+    return p;
+}
+
+MT_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
+    ensure_real();
+    int rc = mt_real.posix_memalign(out, align, size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_POSIX_MEMALIGN, MT_CALL_POSIX_MEMALIGN, rc == 0 ? *out : NULL,
+                         size);
+    return rc;
+}
+
+MT_EXPORT void* aligned_alloc(size_t align, size_t size) {
+    ensure_real();
+    void* p = mt_real.aligned_alloc(align, size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_ALIGNED_ALLOC, MT_CALL_ALIGNED_ALLOC, p, size);
+    return p;
+}
+
+MT_EXPORT void* memalign(size_t align, size_t size) {
+    ensure_real();
+    void* p = mt_real.memalign(align, size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_MEMALIGN, MT_CALL_MEMALIGN, p, size);
+    return p;
+}
+
+MT_EXPORT void* valloc(size_t size) {
+    ensure_real();
+    void* p = mt_real.valloc(size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_VALLOC, MT_CALL_VALLOC, p, size);
+    return p;
+}
+
+MT_EXPORT void* pvalloc(size_t size) {
+    ensure_real();
+    void* p = mt_real.pvalloc(size);
+    if (mt_recording())
+        mt_core_on_alloc(MT_KIND_PVALLOC, MT_CALL_PVALLOC, p, size);
+    return p;
+}
+
+MT_EXPORT size_t malloc_usable_size(void* p) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(p)))
+        return mt_bootstrap_size(p);
+    ensure_real();
+    return mt_real.malloc_usable_size(p);
+}
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 41))
+// glibc 2.41 added the C23 sized frees; older libcs do not have them and neither do we.
+MT_EXPORT void free_sized(void* p, size_t size) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(p)))
+        return;
+    ensure_real();
+    if (mt_recording())
+        mt_core_on_free(MT_KIND_FREE_SIZED, MT_CALL_FREE_SIZED, p, size);
+    mt_real.free_sized(p, size);
+}
+
+MT_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
+    if (MT_UNLIKELY(mt_bootstrap_owns(p)))
+        return;
+    ensure_real();
+    if (mt_recording())
+        mt_core_on_free(MT_KIND_FREE_ALIGNED_SIZED, MT_CALL_FREE_ALIGNED_SIZED, p, size);
+    mt_real.free_aligned_sized(p, align, size);
+}
+#endif
+
+// ---- module maps follow dlopen/dlclose
+
+MT_EXPORT void* dlopen(const char* file, int mode) {
+    ensure_real();
+    void* h = mt_real.dlopen(file, mode);
+    if (h && atomic_load(&mt_state) == 1)
+        mt_maps_refresh(false);
+    return h;
+}
+
+MT_EXPORT int dlclose(void* handle) {
+    ensure_real();
+    int rc = mt_real.dlclose(handle);
+    if (rc == 0 && atomic_load(&mt_state) == 1)
+        mt_maps_refresh(true);
+    return rc;
+}
+
+// _exit skips destructors; finalize first so the capture of a forked child that ends
+// with _exit is complete.
+MT_EXPORT void _exit(int status) {
+    ensure_real();
+    mt_core_shutdown();
+    mt_real.exit_(status);
+}
+
+MT_EXPORT void _Exit(int status) {
+    _exit(status);
+}

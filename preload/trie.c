@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+// Callsite and frame interning (see trie.h). The per-thread cache needs no lock; the
+// shared tables are guarded by trie_lock and touched only on a cache miss. Memory comes
+// from the real allocator (the guard is set by the caller) and is never freed.
+#include "trie.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "bootstrap.h"
+#include "maps.h"
+
+static pthread_mutex_t trie_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t key0, key1, key2;
+
+// ---- shared tables (under trie_lock)
+
+typedef struct node_slot {
+    uintptr_t pc;
+    uint32_t parent, id; // id 0 = empty
+} node_slot;
+
+typedef struct frame_slot {
+    uintptr_t pc;
+    uint32_t id; // 0 = empty
+} frame_slot;
+
+static node_slot* node_tab;
+static size_t node_mask, node_count;
+static frame_slot* frame_tab;
+static size_t frame_mask, frame_count;
+
+static mt_callsite_row* callsites; // by id - 1
+static size_t ncallsites, capcallsites, callsites_written;
+static mt_frame_row* frames; // by id - 1
+static size_t nframes, capframes, frames_written;
+static _Atomic uint32_t epoch = 1;
+
+static inline uint64_t mix(uint64_t x) {
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ull;
+    x ^= x >> 32;
+    x *= 0xd6e8feb86659fd93ull;
+    x ^= x >> 32;
+    return x;
+}
+
+static inline size_t node_hash(uint32_t parent, uintptr_t pc) {
+    return (size_t)mix((uint64_t)pc ^ key0 ^ ((uint64_t)parent << 32 | parent) * 0x9e3779b97f4a7c15ull);
+}
+
+static void* grow_array(void* p, size_t* cap, size_t elem) {
+    size_t nc = *cap ? *cap * 2 : 4096;
+    void* np = mt_real.realloc(p, nc * elem);
+    if (np)
+        *cap = nc;
+    return np;
+}
+
+static bool rehash_nodes(void) {
+    size_t cap = node_mask ? (node_mask + 1) * 2 : 1 << 14;
+    node_slot* t = mt_real.calloc(cap, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; node_tab && i <= node_mask; i++) {
+        if (!node_tab[i].id)
+            continue;
+        size_t j = node_hash(node_tab[i].parent, node_tab[i].pc) & (cap - 1);
+        while (t[j].id)
+            j = (j + 1) & (cap - 1);
+        t[j] = node_tab[i];
+    }
+    mt_real.free(node_tab);
+    node_tab = t;
+    node_mask = cap - 1;
+    return true;
+}
+
+static bool rehash_frames(void) {
+    size_t cap = frame_mask ? (frame_mask + 1) * 2 : 1 << 13;
+    frame_slot* t = mt_real.calloc(cap, sizeof *t);
+    if (!t)
+        return false;
+    for (size_t i = 0; frame_tab && i <= frame_mask; i++) {
+        if (!frame_tab[i].id)
+            continue;
+        size_t j = mix(frame_tab[i].pc ^ key1) & (cap - 1);
+        while (t[j].id)
+            j = (j + 1) & (cap - 1);
+        t[j] = frame_tab[i];
+    }
+    mt_real.free(frame_tab);
+    frame_tab = t;
+    frame_mask = cap - 1;
+    return true;
+}
+
+static uint32_t intern_frame(uintptr_t pc) {
+    if ((frame_count + 1) * 2 > frame_mask + 1 && !rehash_frames())
+        return 0;
+    size_t j = mix(pc ^ key1) & frame_mask;
+    for (; frame_tab[j].id; j = (j + 1) & frame_mask)
+        if (frame_tab[j].pc == pc)
+            return frame_tab[j].id;
+    if (nframes == capframes) {
+        mt_frame_row* nf = grow_array(frames, &capframes, sizeof *frames);
+        if (!nf)
+            return 0;
+        frames = nf;
+    }
+    uintptr_t bias = 0;
+    uint32_t mapping = pc ? mt_maps_lookup(pc, &bias) : 0;
+    uint32_t id = (uint32_t)++nframes;
+    frames[id - 1] = (mt_frame_row){id, mapping, pc, pc - bias};
+    frame_tab[j] = (frame_slot){pc, id};
+    frame_count++;
+    return id;
+}
+
+static uint32_t intern_node(uint32_t parent, uintptr_t pc, uint32_t depth) {
+    if ((node_count + 1) * 2 > node_mask + 1 && !rehash_nodes())
+        return 0;
+    size_t j = node_hash(parent, pc) & node_mask;
+    for (; node_tab[j].id; j = (j + 1) & node_mask)
+        if (node_tab[j].pc == pc && node_tab[j].parent == parent)
+            return node_tab[j].id;
+    uint32_t frame = intern_frame(pc);
+    if (!frame)
+        return 0;
+    if (ncallsites == capcallsites) {
+        mt_callsite_row* nc = grow_array(callsites, &capcallsites, sizeof *callsites);
+        if (!nc)
+            return 0;
+        callsites = nc;
+    }
+    uint32_t id = (uint32_t)++ncallsites;
+    callsites[id - 1] = (mt_callsite_row){id, parent, frame, depth};
+    node_tab[j] = (node_slot){pc, parent, id};
+    node_count++;
+    return id;
+}
+
+static uint32_t intern_locked(const uintptr_t* pcs, int n, bool truncated) {
+    uint32_t parent = 0, depth = 0;
+    if (truncated && !(parent = intern_node(0, 0, ++depth)))
+        return 0;
+    for (int i = n - 1; i >= 0; i--)
+        if (!(parent = intern_node(parent, pcs[i], ++depth)))
+            return 0;
+    return parent;
+}
+
+// ---- per-thread cache
+
+#define CACHE_SLOTS 4096
+
+typedef struct cache_entry {
+    uint64_t h1, h2;
+    uint32_t leaf, epoch;
+} cache_entry;
+
+static __thread cache_entry* tls_cache __attribute__((tls_model("initial-exec")));
+
+static cache_entry* thread_cache(void) {
+    if (!tls_cache) {
+        // mmap, not malloc: keeps the cache out of the traced heap and zero-filled.
+        void* p = mmap(NULL, CACHE_SLOTS * sizeof(cache_entry), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        tls_cache = p == MAP_FAILED ? NULL : p;
+    }
+    return tls_cache;
+}
+
+uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated) {
+    // Two independent keyed hashes: a false hit needs a 128-bit collision.
+    uint64_t h1 = key0 ^ (uint64_t)n ^ ((uint64_t)truncated << 63), h2 = key2 + (uint64_t)n;
+    for (int i = 0; i < n; i++) {
+        h1 = (h1 ^ pcs[i]) * 0x9e3779b97f4a7c15ull;
+        h1 ^= h1 >> 29;
+        h2 = (h2 + pcs[i]) * 0xc2b2ae3d27d4eb4full;
+        h2 = (h2 << 31 | h2 >> 33) ^ key1;
+    }
+    h1 = mix(h1);
+    h2 = mix(h2);
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
+    cache_entry* cache = thread_cache();
+    cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 1)] : NULL;
+    if (e && e->h1 == h1 && e->h2 == h2 && e->epoch == ep && e->leaf)
+        return e->leaf;
+    pthread_mutex_lock(&trie_lock);
+    uint32_t leaf = intern_locked(pcs, n, truncated);
+    ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+    pthread_mutex_unlock(&trie_lock);
+    if (e && leaf)
+        *e = (cache_entry){h1, h2, leaf, ep};
+    return leaf;
+}
+
+void mt_trie_init(void) {
+    uint64_t k[3];
+    if (getrandom(k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        k[0] = mix((uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&ts);
+        k[1] = mix(k[0] + 1);
+        k[2] = mix(k[1] + 2);
+    }
+    key0 = k[0];
+    key1 = k[1];
+    key2 = k[2];
+}
+
+void mt_trie_reset(void) {
+    pthread_mutex_lock(&trie_lock);
+    if (node_tab)
+        memset(node_tab, 0, (node_mask + 1) * sizeof *node_tab);
+    if (frame_tab)
+        memset(frame_tab, 0, (frame_mask + 1) * sizeof *frame_tab);
+    node_count = frame_count = 0;
+    atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
+    pthread_mutex_unlock(&trie_lock);
+}
+
+size_t mt_trie_drain_frames(mt_frame_row* out, size_t max) {
+    pthread_mutex_lock(&trie_lock);
+    size_t n = nframes - frames_written;
+    if (n > max)
+        n = max;
+    memcpy(out, frames + frames_written, n * sizeof *out);
+    frames_written += n;
+    pthread_mutex_unlock(&trie_lock);
+    return n;
+}
+
+size_t mt_trie_drain_callsites(mt_callsite_row* out, size_t max) {
+    pthread_mutex_lock(&trie_lock);
+    size_t n = ncallsites - callsites_written;
+    if (n > max)
+        n = max;
+    memcpy(out, callsites + callsites_written, n * sizeof *out);
+    callsites_written += n;
+    pthread_mutex_unlock(&trie_lock);
+    return n;
+}
+
+void mt_trie_rewrite_all(void) {
+    frames_written = 0;
+    callsites_written = 0;
+}
+
+void mt_trie_lock(void) {
+    pthread_mutex_lock(&trie_lock);
+}
+
+void mt_trie_unlock(void) {
+    pthread_mutex_unlock(&trie_lock);
+}

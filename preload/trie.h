@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Callsite interning: a stack (return addresses, leaf first) becomes one integer, the id of
+// its leaf node in a tree of (parent, frame) nodes. A per-thread cache keyed by a 128-bit
+// keyed hash of the whole stack answers repeats without a lock; a miss walks the shared
+// tree under a mutex and creates only the new nodes and frames, which the writer drains.
+#ifndef MT_TRIE_H
+#define MT_TRIE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mt_callsite_row {
+    uint32_t id, parent, frame, depth;
+} mt_callsite_row;
+
+typedef struct mt_frame_row {
+    uint32_t id, mapping;
+    uintptr_t pc, rel_pc;
+} mt_frame_row;
+
+void mt_trie_init(void);
+// pcs[0] is the leaf. `truncated` adds a synthetic outermost frame (pc 0, "[truncated]").
+uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated);
+// After a dlclose: forget every interned frame so addresses reused by another object get
+// new frames (old rows stay in the capture with their own mapping).
+void mt_trie_reset(void);
+
+// Writer side: copies out rows created since the last drain (up to max), returns the count.
+size_t mt_trie_drain_frames(mt_frame_row* out, size_t max);
+size_t mt_trie_drain_callsites(mt_callsite_row* out, size_t max);
+// Fork child: every row is written again into the child's own capture.
+void mt_trie_rewrite_all(void);
+void mt_trie_lock(void);
+void mt_trie_unlock(void);
+
+#endif

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+// Stack capture: return addresses, leaf first, the tracer's own frames removed.
+#ifndef MT_UNWIND_H
+#define MT_UNWIND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+void mt_unwind_init(int mode);
+// Fills up to `max` pcs; *truncated is set when the stack was deeper than `max`.
+int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi);
+
+#endif

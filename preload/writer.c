@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+// The writer thread (see writer.h). Runs with the guard set for its whole life, so SQLite's
+// and libdw's allocations pass through untraced, and with all signals blocked. Nothing here
+// runs inside a hook except mt_writer_mark's queue push.
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "config.h"
+#include "core.h"
+#include "maps.h"
+#include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+#include "memtrace/symbolize.h"
+#include "trie.h"
+
+#define COMMIT_INTERVAL_NS 100000000 // a SIGKILL loses at most ~100 ms of events
+#define BATCH 4096
+
+static mt_capwriter* cw;
+static pthread_t writer_thread;
+static bool writer_running;
+static _Atomic int stop_requested;
+static uint8_t* scratch;
+static mt_event* sortbuf;
+static int statm_fd = -1;
+static int64_t last_commit, last_sample;
+static uint64_t events_written;
+static long page_size;
+static bool failed;
+
+typedef struct pending_mark {
+    struct pending_mark* next;
+    int what;
+    int64_t ts;
+    uint32_t tid;
+    char name[];
+} pending_mark;
+
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static pending_mark *marks_head, *marks_tail;
+
+// ---- failures: report once, keep what was committed, stop tracing
+
+static void fail_sqlite(const char* what) {
+    if (failed)
+        return;
+    failed = true;
+    mt_core_fail(what, cw ? mt_capwriter_error(cw) : "unknown error");
+}
+
+// ---- meta
+
+static void json_escape_append(char* out, size_t cap, size_t* n, const char* s, size_t len) {
+    for (size_t i = 0; i < len && *n + 8 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            out[(*n)++] = '\\';
+            out[(*n)++] = (char)c;
+        } else if (c < 0x20) {
+            *n += (size_t)snprintf(out + *n, cap - *n, "\\u%04x", c);
+        } else {
+            out[(*n)++] = (char)c;
+        }
+    }
+}
+
+// /proc/self/cmdline as a JSON array of strings.
+static void cmdline_json(char* out, size_t cap) {
+    char buf[16384];
+    size_t n = 0, len = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r;
+        while (len < sizeof buf && (r = read(fd, buf + len, sizeof buf - len)) > 0)
+            len += (size_t)r;
+        close(fd);
+    }
+    out[n++] = '[';
+    for (size_t i = 0; i < len;) {
+        size_t k = strnlen(buf + i, len - i);
+        if (n > 1)
+            out[n++] = ',';
+        out[n++] = '"';
+        json_escape_append(out, cap - 3, &n, buf + i, k);
+        out[n++] = '"';
+        i += k + 1;
+    }
+    out[n++] = ']';
+    out[n] = 0;
+}
+
+static void write_meta(void) {
+    char buf[16384];
+    mt_capwriter_meta_text(cw, "tool_version", "memtrace 0.1.0");
+    mt_capwriter_meta_int(cw, "pid", getpid());
+    mt_capwriter_meta_int(cw, "ppid", getppid());
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = 0;
+    mt_capwriter_meta_text(cw, "exe", buf);
+    cmdline_json(buf, sizeof buf);
+    mt_capwriter_meta_text(cw, "cmdline", buf);
+    if (getcwd(buf, sizeof buf))
+        mt_capwriter_meta_text(cw, "cwd", buf);
+    if (gethostname(buf, sizeof buf) == 0)
+        mt_capwriter_meta_text(cw, "hostname", buf);
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    mt_capwriter_meta_int(cw, "start_realtime_ns",
+                          (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - mt_core_now());
+    mt_capwriter_meta_int(cw, "page_size", page_size);
+    mt_capwriter_meta_text(cw, "unwinder", mt_config_unwind_name(mt_cfg.unwind));
+    mt_capwriter_meta_int(cw, "depth", mt_cfg.depth);
+    mt_capwriter_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
+    mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
+    mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
+    mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
+    mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
+}
+
+// ---- events
+
+static int by_seq(const void* a, const void* b) {
+    uint64_t x = ((const mt_event*)a)->seq, y = ((const mt_event*)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+// Writes ev[from, to) of a buffer as one chunk. A signal handler that allocates inside a
+// realloc can leave a buffer slightly out of seq order; chunks must be sorted.
+static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
+    if (to <= from || failed)
+        return;
+    size_t n = to - from;
+    memcpy(sortbuf, b->ev + from, n * sizeof *sortbuf);
+    bool sorted = true;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = sortbuf[i - 1].seq < sortbuf[i].seq;
+    if (!sorted)
+        qsort(sortbuf, n, sizeof *sortbuf, by_seq);
+    if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sortbuf, n, scratch) != 0)
+        fail_sqlite("cannot write events");
+    events_written += n;
+}
+
+static void drain_full(void) {
+    mt_buffer* b;
+    while ((b = mt_core_take_full())) {
+        write_events(b, b->taken, atomic_load_explicit(&b->committed, memory_order_acquire));
+        mt_core_recycle(b);
+    }
+}
+
+static void steal_partials(void) {
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
+        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
+        if (!b)
+            continue;
+        uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
+        write_events(b, b->taken, n);
+        b->taken = n;
+    }
+}
+
+// ---- stacks, maps, threads, marks, counters
+
+static void write_frames_and_callsites(void) {
+    sqlite3* db = mt_capwriter_db(cw);
+    sqlite3_stmt *fs = NULL, *cs = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc)"
+                               " VALUES(?1,?2,?3,?4)", -1, &fs, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)", -1, &cs,
+                           NULL) != SQLITE_OK) {
+        fail_sqlite("cannot write stacks");
+        goto out;
+    }
+    static mt_frame_row frames[BATCH];
+    static mt_callsite_row sites[BATCH];
+    size_t n;
+    while ((n = mt_trie_drain_frames(frames, BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            sqlite3_bind_int64(fs, 1, frames[i].id);
+            if (frames[i].mapping)
+                sqlite3_bind_int64(fs, 2, frames[i].mapping);
+            else
+                sqlite3_bind_null(fs, 2);
+            sqlite3_bind_int64(fs, 3, (int64_t)frames[i].pc);
+            sqlite3_bind_int64(fs, 4, (int64_t)frames[i].rel_pc);
+            if (sqlite3_step(fs) != SQLITE_DONE)
+                fail_sqlite("cannot write frames");
+            sqlite3_reset(fs);
+        }
+    }
+    while ((n = mt_trie_drain_callsites(sites, BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            sqlite3_bind_int64(cs, 1, sites[i].id);
+            sqlite3_bind_int64(cs, 2, sites[i].parent);
+            sqlite3_bind_int64(cs, 3, sites[i].frame);
+            sqlite3_bind_int64(cs, 4, sites[i].depth);
+            if (sqlite3_step(cs) != SQLITE_DONE)
+                fail_sqlite("cannot write callsites");
+            sqlite3_reset(cs);
+        }
+    }
+out:
+    sqlite3_finalize(fs);
+    sqlite3_finalize(cs);
+}
+
+static void write_mapping(const mt_mapping* m, void* ud) {
+    sqlite3_stmt* st = ud;
+    sqlite3_bind_int64(st, 1, m->id);
+    sqlite3_bind_text(st, 2, m->path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (int64_t)m->start);
+    sqlite3_bind_int64(st, 4, (int64_t)m->end);
+    sqlite3_bind_int64(st, 5, (int64_t)m->bias);
+    if (m->build_id[0])
+        sqlite3_bind_text(st, 6, m->build_id, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 6);
+    sqlite3_bind_int64(st, 7, m->ts_loaded);
+    if (m->ts_unloaded >= 0)
+        sqlite3_bind_int64(st, 8, m->ts_unloaded);
+    else
+        sqlite3_bind_null(st, 8);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        fail_sqlite("cannot write mappings");
+    sqlite3_reset(st);
+}
+
+static void write_mappings(void) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capwriter_db(cw),
+                           "INSERT OR REPLACE INTO mapping VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1,
+                           &st, NULL) != SQLITE_OK) {
+        fail_sqlite("cannot write mappings");
+        return;
+    }
+    mt_maps_drain(write_mapping, st);
+    sqlite3_finalize(st);
+}
+
+static void write_threads(void) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capwriter_db(cw), "INSERT OR REPLACE INTO thread(tid, name)"
+                           " VALUES(?1,?2)", -1, &st, NULL) != SQLITE_OK) {
+        fail_sqlite("cannot write threads");
+        return;
+    }
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
+        if (atomic_load(&t->written) || !atomic_load(&t->alive))
+            continue;
+        char path[64], name[64] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t r = read(fd, name, sizeof name - 1);
+            close(fd);
+            name[r > 0 ? r : 0] = 0;
+            name[strcspn(name, "\n")] = 0;
+        }
+        sqlite3_bind_int64(st, 1, t->tid);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            fail_sqlite("cannot write threads");
+        sqlite3_reset(st);
+        atomic_store(&t->written, 1);
+    }
+    sqlite3_finalize(st);
+}
+
+static void write_call_counts(void) {
+    uint64_t total[MT_CALL_COUNT_] = {0};
+    for (mt_thread* t = mt_core_threads(); t; t = t->next)
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            total[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capwriter_db(cw), "INSERT OR REPLACE INTO call_count VALUES(?1,?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        fail_sqlite("cannot write call counts");
+        return;
+    }
+    for (int k = 0; k < MT_CALL_COUNT_; k++) {
+        sqlite3_bind_text(st, 1, mt_call_names[k], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t)total[k]);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            fail_sqlite("cannot write call counts");
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+}
+
+static void write_marks(void) {
+    pthread_mutex_lock(&mark_lock);
+    pending_mark* m = marks_head;
+    marks_head = marks_tail = NULL;
+    pthread_mutex_unlock(&mark_lock);
+    sqlite3* db = mt_capwriter_db(cw);
+    sqlite3_stmt *ins = NULL, *end = NULL;
+    sqlite3_prepare_v2(db, "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid)"
+                           " VALUES(1,?1,?2,?3,?4,?5)", -1, &ins, NULL);
+    sqlite3_prepare_v2(db, "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
+                           " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)",
+                       -1, &end, NULL);
+    while (m) {
+        pending_mark* next = m->next;
+        sqlite3_stmt* st = m->what == 2 ? end : ins;
+        if (st && m->what == 2) {
+            sqlite3_bind_int64(st, 1, m->ts);
+            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 3, m->tid);
+        } else if (st) {
+            sqlite3_bind_text(st, 1, m->what == 1 ? "range" : "mark", -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 3, m->ts);
+            if (m->what == 1)
+                sqlite3_bind_null(st, 4);
+            else
+                sqlite3_bind_int64(st, 4, m->ts);
+            sqlite3_bind_int64(st, 5, m->tid);
+        }
+        if (!st || sqlite3_step(st) != SQLITE_DONE)
+            fail_sqlite("cannot write marks");
+        if (st) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+        }
+        mt_real.free(m);
+        m = next;
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(end);
+}
+
+void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
+    size_t len = strlen(name);
+    pending_mark* m = mt_real.malloc(sizeof *m + len + 1);
+    if (!m)
+        return;
+    m->next = NULL;
+    m->what = what;
+    m->ts = ts;
+    m->tid = tid;
+    memcpy(m->name, name, len + 1);
+    pthread_mutex_lock(&mark_lock);
+    if (marks_tail)
+        marks_tail->next = m;
+    else
+        marks_head = m;
+    marks_tail = m;
+    pthread_mutex_unlock(&mark_lock);
+}
+
+static void sample_memory(int64_t now) {
+    char buf[128];
+    ssize_t n = statm_fd >= 0 ? pread(statm_fd, buf, sizeof buf - 1, 0) : -1;
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    unsigned long long vsz_pages = 0, rss_pages = 0;
+    if (sscanf(buf, "%llu %llu", &vsz_pages, &rss_pages) != 2)
+        return;
+    if (mt_capwriter_counter(cw, MT_TRACK_RSS, now, (int64_t)(rss_pages * page_size)) ||
+        mt_capwriter_counter(cw, MT_TRACK_VSZ, now, (int64_t)(vsz_pages * page_size)))
+        fail_sqlite("cannot write counters");
+    last_sample = now;
+}
+
+// ---- the loop
+
+static void commit_all(int64_t now) {
+    steal_partials();
+    write_mappings();
+    write_frames_and_callsites();
+    write_threads();
+    write_marks();
+    write_call_counts();
+    mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
+    mt_capwriter_meta_int(cw, "duration_ns", now);
+    if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
+        fail_sqlite("cannot commit capture");
+    last_commit = now;
+}
+
+static void tick(bool final) {
+    if (failed)
+        return;
+    int64_t now = mt_core_now();
+    if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
+        sample_memory(now);
+    drain_full();
+    if (final || now - last_commit >= COMMIT_INTERVAL_NS)
+        commit_all(now);
+}
+
+static void* writer_main(void* arg) {
+    (void)arg;
+    mt_guard = 1;
+    int wait_ms = mt_cfg.sample_ms < 100 ? mt_cfg.sample_ms : 100;
+    while (!atomic_load(&stop_requested)) {
+        mt_core_wait_work(wait_ms);
+        tick(false);
+    }
+    return NULL;
+}
+
+int mt_writer_start(const char* path) {
+    char err[512];
+    page_size = sysconf(_SC_PAGESIZE);
+    if (!scratch)
+        scratch = mt_real.malloc(mt_codec_bound(MT_BUFFER_EVENTS));
+    if (!sortbuf)
+        sortbuf = mt_real.malloc(MT_BUFFER_EVENTS * sizeof *sortbuf);
+    if (!scratch || !sortbuf) {
+        mt_core_fail("cannot start", "out of memory");
+        return -ENOMEM;
+    }
+    failed = false;
+    events_written = 0;
+    last_commit = last_sample = 0;
+    atomic_store(&stop_requested, 0);
+    if (mt_capwriter_open(path, &cw, err, sizeof err) != 0) {
+        cw = NULL;
+        mt_core_fail(path, err);
+        return -EIO;
+    }
+    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    write_meta();
+    if (mt_capwriter_begin(cw) != 0) {
+        fail_sqlite("cannot write capture");
+        return -EIO;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&writer_thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        mt_core_fail("cannot start the writer thread", strerror(rc));
+        mt_capwriter_abandon(cw);
+        cw = NULL;
+        return -rc;
+    }
+    writer_running = true;
+    return 0;
+}
+
+void mt_writer_stop(void) {
+    if (!writer_running)
+        return;
+    atomic_store(&stop_requested, 1);
+    mt_core_wake_writer();
+    pthread_join(writer_thread, NULL);
+    writer_running = false;
+    if (failed) {
+        // Keep what was committed; the status stays 'recording', i.e. truncated.
+        mt_capwriter_abandon(cw);
+        cw = NULL;
+        return;
+    }
+    tick(true);
+    // Names are resolved now, while the binaries exist; if that fails, memreport resolves
+    // them later from the recorded maps and build-ids.
+    if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
+        char err[256];
+        (void)mt_symbolize_capture(mt_capwriter_db(cw), 0, err, sizeof err);
+        if (mt_capwriter_begin(cw) != 0)
+            fail_sqlite("cannot write capture");
+    }
+    if (failed) {
+        mt_capwriter_abandon(cw);
+    } else {
+        mt_capwriter_commit(cw);
+        if (mt_capwriter_finish(cw, "complete") != 0)
+            mt_core_fail("cannot finalize capture", "SQLite error");
+    }
+    cw = NULL;
+    if (statm_fd >= 0)
+        close(statm_fd);
+    statm_fd = -1;
+}
+
+void mt_writer_forget(void) {
+    // The parent's writer thread and SQLite handle are not ours to use or close.
+    writer_running = false;
+    cw = NULL;
+    if (statm_fd >= 0)
+        close(statm_fd);
+    statm_fd = -1;
+}

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// The writer thread: the only SQLite user in the traced process. It drains the threads'
+// event buffers into chunks, samples RSS/VSZ, writes stacks, maps, threads and marks, and
+// commits about every 100 ms so a killed program loses at most that much.
+#ifndef MT_WRITER_H
+#define MT_WRITER_H
+
+#include <stdint.h>
+
+// Creates the capture synchronously (so it exists as soon as the program runs) and starts
+// the thread. Returns 0 or a negative errno (the reason was already reported).
+int mt_writer_start(const char* path);
+// Final flush, symbols, status 'complete', one self-contained file; joins the thread.
+void mt_writer_stop(void);
+// Fork child: forget the parent's writer (its thread does not exist here).
+void mt_writer_forget(void);
+
+// A user mark (memtrace.h), queued for the writer. `name` is copied.
+void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid);
+
+#endif
