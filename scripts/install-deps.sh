@@ -4,7 +4,9 @@
 set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcairo2-dev
             libjansson-dev libdw-dev libelf-dev)
-test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core)
+# libc6-dbg: libc's static start-up functions (__libc_start_call_main, start_thread) get
+# names, so the symbol tests can check that they are tagged as noise.
+test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 missing=()
