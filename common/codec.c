@@ -94,9 +94,15 @@ size_t mt_codec_encode(const mt_event* ev, size_t n, uint8_t* out) {
     }
     for (size_t i = 0; i < n; i++)
         p = put_varint(p, ev[i].size);
+    // Callsites: 0 (frees carry none) is one byte; others are deltas from the previous
+    // non-zero callsite, shifted by one, so interleaved frees do not break the runs.
     uint32_t prev_cs = 0;
     for (size_t i = 0; i < n; i++) {
-        p = put_varint(p, zigzag((int64_t)ev[i].callsite - (int64_t)prev_cs));
+        if (!ev[i].callsite) {
+            *p++ = 0;
+            continue;
+        }
+        p = put_varint(p, zigzag((int64_t)ev[i].callsite - (int64_t)prev_cs) + 1);
         prev_cs = ev[i].callsite;
     }
     return (size_t)(p - out);
@@ -153,8 +159,13 @@ int mt_codec_decode(const uint8_t* data, size_t len, size_t count, uint8_t heap,
         out[i].size = get_varint(&r);
     int64_t cs = 0;
     for (size_t i = 0; i < n; i++) {
-        cs += unzigzag(get_varint(&r));
-        if (cs < 0 || cs > UINT32_MAX)
+        uint64_t v = get_varint(&r);
+        if (v == 0) {
+            out[i].callsite = 0;
+            continue;
+        }
+        cs += unzigzag(v - 1);
+        if (cs <= 0 || cs > UINT32_MAX)
             return -EPROTO;
         out[i].callsite = (uint32_t)cs;
     }
