@@ -104,6 +104,108 @@ static void sb_json_string(sbuf* b, const char* s) {
     sb_put(b, "\"", 1);
 }
 
+// ---- per-CU function index
+//
+// dwarf_getscopes walks a CU's DIE tree on every call (twice per frame with the
+// dwarf_getscopes_die needed for inline chains); in libc's large CUs that made 10,000
+// frames take 2 s. Instead each CU is walked once, recording every function-like DIE with
+// code (subprograms and inlined instances) with its address ranges and its enclosing one.
+
+typedef struct fn_node {
+    Dwarf_Die die;
+    int32_t parent; // enclosing function node, -1 at the top
+    int32_t depth;
+    bool inlined;
+} fn_node;
+
+typedef struct fn_range {
+    Dwarf_Addr lo, hi;
+    uint32_t node;
+} fn_range;
+
+typedef struct cu_index {
+    Dwarf_Off off; // the CU DIE's offset: its key
+    fn_node* nodes;
+    size_t nnodes, capnodes;
+    fn_range* ranges;
+    size_t nranges, capranges;
+    bool oom;
+} cu_index;
+
+static int32_t add_node(cu_index* c, Dwarf_Die* die, int32_t parent, int32_t depth,
+                        bool inlined) {
+    Dwarf_Addr base, lo, hi;
+    ptrdiff_t off = 0;
+    int32_t id = -1;
+    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+        if (id < 0) {
+            if (c->nnodes == c->capnodes) {
+                size_t nc = c->capnodes ? c->capnodes * 2 : 64;
+                fn_node* p = realloc(c->nodes, nc * sizeof *p);
+                if (!p) {
+                    c->oom = true;
+                    return -1;
+                }
+                c->nodes = p;
+                c->capnodes = nc;
+            }
+            id = (int32_t)c->nnodes++;
+            c->nodes[id] = (fn_node){*die, parent, depth, inlined};
+        }
+        if (c->nranges == c->capranges) {
+            size_t nc = c->capranges ? c->capranges * 2 : 64;
+            fn_range* p = realloc(c->ranges, nc * sizeof *p);
+            if (!p) {
+                c->oom = true;
+                return id;
+            }
+            c->ranges = p;
+            c->capranges = nc;
+        }
+        c->ranges[c->nranges++] = (fn_range){lo, hi, (uint32_t)id};
+    }
+    return id;
+}
+
+// Visits the children of `parent_die`; code can sit below functions, lexical blocks and
+// (C++) namespaces and classes, nothing else needs descending into.
+static void index_children(cu_index* c, Dwarf_Die* parent_die, int32_t parent, int32_t depth,
+                           int level) {
+    Dwarf_Die child;
+    if (level > 256 || dwarf_child(parent_die, &child) != 0)
+        return;
+    do {
+        int tag = dwarf_tag(&child);
+        switch (tag) {
+        case DW_TAG_subprogram:
+        case DW_TAG_inlined_subroutine:
+        case DW_TAG_entry_point: {
+            int32_t id = add_node(c, &child, parent, depth + 1, tag == DW_TAG_inlined_subroutine);
+            if (id >= 0)
+                index_children(c, &child, id, depth + 1, level + 1);
+            break;
+        }
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+            index_children(c, &child, parent, depth, level + 1);
+            break;
+        default:
+            break;
+        }
+    } while (!c->oom && dwarf_siblingof(&child, &child) == 0);
+}
+
+static void cu_index_free(cu_index* c) {
+    free(c->nodes);
+    free(c->ranges);
+}
+
 // ---- modules: one Dwfl per (path, build-id)
 
 typedef struct module {
@@ -112,7 +214,34 @@ typedef struct module {
     Dwfl* dwfl;
     Dwfl_Module* mod; // NULL: the file is missing, unreadable or not the recorded build
     const char* base; // basename of path, for module+offset names
+    cu_index* cus;    // indexed CUs, built on first use
+    size_t ncus, capcus;
+    size_t last_cu; // frames come sorted by address: the previous CU is the likely one
 } module;
+
+// The index of the CU whose DIE is cudie (built now if needed); NULL when out of memory.
+static cu_index* module_cu(module* m, Dwarf_Die* cudie) {
+    Dwarf_Off off = dwarf_dieoffset(cudie);
+    if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off)
+        return &m->cus[m->last_cu];
+    for (size_t i = 0; i < m->ncus; i++)
+        if (m->cus[i].off == off)
+            return &m->cus[m->last_cu = i];
+    if (m->ncus == m->capcus) {
+        size_t nc = m->capcus ? m->capcus * 2 : 16;
+        cu_index* p = realloc(m->cus, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        m->cus = p;
+        m->capcus = nc;
+    }
+    cu_index* c = &m->cus[m->ncus];
+    memset(c, 0, sizeof *c);
+    c->off = off;
+    index_children(c, cudie, -1, 0, 0);
+    m->last_cu = m->ncus++;
+    return c;
+}
 
 static const Dwfl_Callbacks dwfl_callbacks = {
     // Separate debug files: build-id path under /usr/lib/debug/.build-id, .gnu_debuglink
@@ -158,6 +287,9 @@ static void module_open(module* m) {
 }
 
 static void module_close(module* m) {
+    for (size_t i = 0; i < m->ncus; i++)
+        cu_index_free(&m->cus[i]);
+    free(m->cus);
     if (m->dwfl)
         dwfl_end(m->dwfl);
     free(m->path);
@@ -222,28 +354,24 @@ static void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, loc* ou
 
 // DWARF lookup: fills res with the physical function, its file:line and the inlined chain.
 // Leaves res->function NULL when there is no function DIE (no debug info, assembly).
-static void resolve_dwarf(Dwfl_Module* mod, Dwarf_Addr addr, result* res) {
+static void resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
+    Dwfl_Module* mod = m->mod;
     Dwarf_Addr bias;
     Dwarf_Die* cu = dwfl_module_addrdie(mod, addr, &bias);
     if (!cu)
         return;
-    // dwarf_getscopes follows an inlined instance into its abstract definition, so it finds
-    // only the innermost function; the call chain comes from the concrete tree around that
-    // DIE (dwarf_getscopes_die), as eu-addr2line -i does.
-    Dwarf_Die* pcscopes = NULL;
-    int npc = dwarf_getscopes(cu, addr - bias, &pcscopes);
-    Dwarf_Die* scopes = NULL;
-    int n = 0;
-    for (int i = 0; i < npc; i++) {
-        int tag = dwarf_tag(&pcscopes[i]);
-        if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
-            n = dwarf_getscopes_die(&pcscopes[i], &scopes);
-            break;
-        }
+    cu_index* c = module_cu(m, cu);
+    if (!c)
+        return;
+    // The innermost function-like DIE containing the pc is the deepest one.
+    Dwarf_Addr pc = addr - bias;
+    int32_t inner = -1;
+    for (size_t i = 0; i < c->nranges; i++) {
+        const fn_range* r = &c->ranges[i];
+        if (pc >= r->lo && pc < r->hi &&
+            (inner < 0 || c->nodes[r->node].depth > c->nodes[inner].depth))
+            inner = (int32_t)r->node;
     }
-    free(pcscopes);
-    if (n < 0)
-        n = 0;
     Dwarf_Files* files = NULL;
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -256,12 +384,10 @@ static void resolve_dwarf(Dwfl_Module* mod, Dwarf_Addr addr, result* res) {
         here.file = dwfl_lineinfo(ln, NULL, &here.line, NULL, NULL, NULL);
 
     bool first = true;
-    for (int i = 0; i < n; i++) {
-        int tag = dwarf_tag(&scopes[i]);
-        if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-            continue;
-        char* name = die_function_name(&scopes[i]);
-        if (tag == DW_TAG_subprogram) {
+    for (int32_t i = inner; i >= 0; i = c->nodes[i].parent) {
+        Dwarf_Die* die = &c->nodes[i].die;
+        char* name = die_function_name(die);
+        if (!c->nodes[i].inlined) {
             res->function = name; // may be NULL: the symbol table names it then
             break;
         }
@@ -280,7 +406,7 @@ static void resolve_dwarf(Dwfl_Module* mod, Dwarf_Addr addr, result* res) {
         snprintf(num, sizeof num, ",\"line\":%d}", here.line);
         sb_str(&res->inlined, here.line ? num : ",\"line\":null}");
         free(name);
-        call_site(&scopes[i], files, nfiles, &here);
+        call_site(die, files, nfiles, &here);
     }
     if (!first)
         sb_str(&res->inlined, "]");
@@ -288,7 +414,6 @@ static void resolve_dwarf(Dwfl_Module* mod, Dwarf_Addr addr, result* res) {
     // of its outermost inlined callee, or the pc's own line when nothing is inlined).
     res->file = here.file;
     res->line = here.line;
-    free(scopes);
 }
 
 // ---- relevance
@@ -306,8 +431,9 @@ static bool has_prefix(const char* s, const char* p) {
 
 static bool is_noise(const char* module_base, const char* fn) {
     // Start-up of the process and of threads: present in every stack, says nothing.
-    static const char* const startup[] = {"_start", "__libc_start_main", "__libc_start_call_main",
-                                          "start_thread", "clone", "clone3", NULL};
+    static const char* const startup[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
+                                          "__libc_start_call_main", "start_thread", "clone",
+                                          "clone3", "__clone", "__clone3", NULL};
     // libc's allocator entry points and internals (reached when libc itself allocates, e.g.
     // through realloc -> _int_realloc; the tracer's own frames never get here).
     static const char* const libc_alloc[] = {
@@ -333,15 +459,23 @@ static void symbolize_one(frame_row* f, module* mods, result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
     if (m && m->mod) {
-        // A return address: the call is the instruction before it.
-        Dwarf_Addr addr = f->rel_pc ? f->rel_pc - 1 : 0;
-        resolve_dwarf(m->mod, addr, res);
-        if (!res->function) {
-            GElf_Off off;
-            GElf_Sym sym;
-            const char* s = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
-            if (s && *s)
-                res->function = demangle(s);
+        // A return address: the call is the instruction before it. Except in the frame a
+        // signal interrupted: there the kernel pushed the signal trampoline's own address
+        // (__restore_rt, an entry point), and pc-1 falls into the padding before it; so
+        // when pc-1 names nothing, the pc itself is tried.
+        for (int attempt = 0; attempt < 2 && !res->function; attempt++) {
+            Dwarf_Addr addr = f->rel_pc - (attempt == 0 && f->rel_pc ? 1 : 0);
+            free(res->inlined.p);
+            memset(&res->inlined, 0, sizeof res->inlined);
+            resolve_dwarf(m, addr, res);
+            if (!res->function) {
+                GElf_Off off;
+                GElf_Sym sym;
+                const char* s =
+                    dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+                if (s && *s)
+                    res->function = demangle(s);
+            }
         }
     }
     if (!res->function && f->pc == 0 && !m) {
@@ -409,10 +543,10 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     const char* q = (flags & MT_SYMBOLIZE_ALL)
                         ? "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
-                          " ORDER BY f.mapping_id"
+                          " ORDER BY f.mapping_id, f.pc"
                         : "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
-                          " WHERE f.function IS NULL ORDER BY f.mapping_id";
+                          " WHERE f.function IS NULL ORDER BY f.mapping_id, f.pc";
     sqlite3_stmt* sel = NULL;
     sqlite3_stmt* upd = NULL;
     module* mods = NULL;

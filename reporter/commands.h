@@ -5,5 +5,11 @@
 #define MR_COMMANDS_H
 
 int mr_cmd_summary(int argc, char** argv);
+int mr_cmd_stacks(int argc, char** argv);
+int mr_cmd_leaks(int argc, char** argv);
+int mr_cmd_stats(int argc, char** argv);
+int mr_cmd_flamegraph(int argc, char** argv);
+int mr_cmd_import(int argc, char** argv);
+int mr_cmd_plot(int argc, char** argv);
 
 #endif

@@ -14,6 +14,12 @@ typedef struct command {
 
 static const command commands[] = {
     {"summary", mr_cmd_summary, "totals of a capture: events, peak, leaks, calls"},
+    {"stacks", mr_cmd_stacks, "distinct allocation stacks with bytes and counts, symbolized"},
+    {"leaks", mr_cmd_leaks, "blocks live at the end, grouped by allocation stack"},
+    {"stats", mr_cmd_stats, "top sites, size histogram, temporaries, threads"},
+    {"flamegraph", mr_cmd_flamegraph, "HTML flame graph of live memory (peak, time, leaks)"},
+    {"import", mr_cmd_import, "import an NPU compiler memory-usage log into a capture"},
+    {"plot", mr_cmd_plot, "memory over time as PNG/SVG (native or NPU heap plot)"},
 };
 
 static void usage(FILE* out) {

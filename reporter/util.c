@@ -118,3 +118,17 @@ void mr_progress(const char* label, double fraction) {
     last = now;
     fprintf(stderr, "\r%s: %3.0f%%", label, fraction * 100.0);
 }
+
+char* mr_path_with_ext(const char* path, const char* ext) {
+    const char* slash = strrchr(path, '/');
+    const char* base = slash ? slash + 1 : path;
+    const char* dot = strrchr(base, '.');
+    size_t keep = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+    size_t n = strlen(ext);
+    char* out = malloc(keep + n + 1);
+    if (out) {
+        memcpy(out, path, keep);
+        memcpy(out + keep, ext, n + 1);
+    }
+    return out;
+}

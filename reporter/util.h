@@ -36,4 +36,8 @@ bool mr_progress_enabled(void);
 // Prints "\rLABEL: NN%" at most every 100 ms when enabled; done < 0 clears the line.
 void mr_progress(const char* label, double fraction);
 
+// A default output name: path with the extension of its last component (if any) replaced
+// by ext (".db", ".png"). Returns a malloc'd string or NULL.
+char* mr_path_with_ext(const char* path, const char* ext);
+
 #endif

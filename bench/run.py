@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The benchmark driver behind bench/run.sh: runs every workload natively, under memtrace
+# (MEMTRACE_UNWIND=auto, fp, libunwind) and under heaptrack (full and --raw), interleaved
+# and repeated, takes medians, checks each capture's counts against the workload's own, and
+# prints the table (also written to bench/results.txt). It measures; it asserts no speed.
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name, binary, arguments
+WORKLOADS = [
+    ("st", "bench_st", []),
+    ("st_fp", "bench_st_fp", []),
+    ("xt2", "bench_xt", ["2"]),
+    ("xt2_fp", "bench_xt_fp", ["2"]),
+    ("xt4", "bench_xt", ["4"]),
+    ("xt4_fp", "bench_xt_fp", ["4"]),
+]
+MEMTRACE_MODES = ["auto", "fp", "libunwind"]
+# Modes run BENCH_SLOW_REPS times only (each takes several times the native time).
+SLOW_MODES = {"mt-libunwind", "heaptrack", "heaptrack-raw"}
+
+TARGET_RATIO = 1.5
+TARGET_BYTES_PER_EVENT = 8.0
+TARGET_EXTRA_RSS_MIB = 64.0
+
+
+def env_int(name, default):
+    v = os.environ.get(name, "")
+    return int(v) if v else default
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_rev():
+    try:
+        return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run(argv, env, stdout_path):
+    """Runs argv, returns (exit code, wall s, cpu s, max RSS KiB) of it and its descendants."""
+    with open(stdout_path, "w") as out:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def parse_workload_line(path):
+    with open(path, errors="replace") as f:
+        text = f.read()
+    m = re.search(r"^bench_\w+: (.*)$", text, re.M)
+    if not m:
+        return None, text
+    fields = dict(kv.split("=", 1) for kv in m.group(1).split())
+    return {k: float(v) for k, v in fields.items()}, text
+
+
+class Bench:
+    def __init__(self, build):
+        self.build = build
+        self.lib = os.path.join(build, "preload", "libmemtrace.so")
+        self.memreport = os.path.join(build, "reporter", "memreport")
+        self.events = env_int("BENCH_EVENTS", 10_000_000)
+        self.reps = max(1, env_int("BENCH_REPS", 3))
+        self.slow_reps = max(0, min(self.reps, env_int("BENCH_SLOW_REPS", 1)))
+        only = os.environ.get("BENCH_WORKLOADS", "")
+        self.workloads = [w for w in WORKLOADS if not only or w[0] in only.split(",")]
+        self.heaptrack = shutil.which("heaptrack") if env_int("BENCH_HEAPTRACK", 1) else None
+        self.tmp = tempfile.mkdtemp(prefix="memtrace-bench.", dir=os.environ.get("BENCH_TMP"))
+        self.modes = ["native"] + ["mt-" + m for m in MEMTRACE_MODES]
+        if self.heaptrack:
+            self.modes += ["heaptrack", "heaptrack-raw"]
+        self.baseline = {}  # workload -> (allocations, frees) the runtime makes by itself
+        self.samples = {}   # (workload, mode) -> list of dicts
+        self.problems = []
+
+    def workload_env(self, events):
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("MEMTRACE_") or k == "LD_PRELOAD":
+                del env[k]
+        env["BENCH_EVENTS"] = str(events)
+        return env
+
+    def summary(self, capture):
+        r = subprocess.run([self.memreport, "summary", "--json", capture],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, r.stderr.strip()
+        return json.loads(r.stdout), None
+
+    def run_memtrace(self, name, exe, args, unwind, events):
+        capture = os.path.join(self.tmp, f"{name}.{unwind}.db")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.exists(capture + suffix):
+                os.unlink(capture + suffix)
+        env = self.workload_env(events)
+        env.update(LD_PRELOAD=self.lib, MEMTRACE_OUTPUT=capture, MEMTRACE_UNWIND=unwind)
+        out = os.path.join(self.tmp, "out.txt")
+        rc, wall, cpu, rss = run([exe] + args, env, out)
+        res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
+        res["prog"], res["text"] = parse_workload_line(out)
+        if os.path.exists(capture):
+            res["bytes"] = os.path.getsize(capture)
+            res["summary"], res["summary_error"] = self.summary(capture)
+            os.unlink(capture)
+        return res
+
+    def measure_baselines(self):
+        for name, binary, args in self.workloads:
+            exe = os.path.join(self.build, "bench", binary)
+            res = self.run_memtrace(name, exe, args, "auto", 0)
+            s = res.get("summary")
+            if res["rc"] != 0 or not s:
+                self.problems.append(f"{name}: the zero-event baseline run failed "
+                                     f"(exit {res['rc']}): {res.get('summary_error', '')}")
+                continue
+            self.baseline[name] = (s["allocations"], s["frees"])
+
+    def check_counts(self, name, mode, res):
+        """Says whether the capture holds exactly the workload's heap calls (plus the
+        runtime's own, measured by the zero-event run of the same program)."""
+        s, prog = res.get("summary"), res.get("prog")
+        if res["rc"] != 0:
+            return f"FAIL exit {res['rc']}"
+        if not s:
+            return "FAIL no capture: " + (res.get("summary_error") or "missing")
+        if not prog:
+            return "FAIL no workload line"
+        if name not in self.baseline:
+            return "? no baseline"
+        ba, bf = self.baseline[name]
+        want_a, want_f = int(prog["mallocs"]) + ba, int(prog["frees"]) + bf
+        if s["status"] != "complete":
+            return f"FAIL status {s['status']}"
+        if s["allocations"] != want_a or s["frees"] != want_f:
+            return (f"FAIL allocs {s['allocations']}/{want_a} frees {s['frees']}/{want_f}")
+        return "exact"
+
+    def run_heaptrack(self, name, exe, args, raw, events):
+        base = os.path.join(self.tmp, f"{name}.heaptrack{'-raw' if raw else ''}")
+        argv = [self.heaptrack] + (["--raw"] if raw else []) + ["-o", base, exe] + args
+        out = os.path.join(self.tmp, "out.txt")
+        rc, wall, cpu, rss = run(argv, self.workload_env(events), out)
+        res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
+        res["prog"], res["text"] = parse_workload_line(out)
+        for f in os.listdir(self.tmp):
+            path = os.path.join(self.tmp, f)
+            if path.startswith(base + "."):
+                res["bytes"] = os.path.getsize(path)
+                os.unlink(path)
+        if rc != 0 or not res["prog"]:
+            tail = " ".join(res["text"].strip().splitlines()[-2:])[:160]
+            self.problems.append(f"{name} {'heaptrack --raw' if raw else 'heaptrack'}: "
+                                 f"exit {rc}: {tail}")
+        return res
+
+    def run_one(self, name, binary, args, mode):
+        exe = os.path.join(self.build, "bench", binary)
+        if mode == "native":
+            out = os.path.join(self.tmp, "out.txt")
+            rc, wall, cpu, rss = run([exe] + args, self.workload_env(self.events), out)
+            res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
+            res["prog"], res["text"] = parse_workload_line(out)
+            if rc != 0:
+                self.problems.append(f"{name} native: exit {rc}")
+        elif mode.startswith("mt-"):
+            res = self.run_memtrace(name, exe, args, mode[3:], self.events)
+            res["check"] = self.check_counts(name, mode, res)
+            if res["check"] != "exact":
+                self.problems.append(f"{name} {mode}: {res['check']}")
+        else:
+            res = self.run_heaptrack(name, exe, args, mode == "heaptrack-raw", self.events)
+        res.pop("text", None)
+        self.samples.setdefault((name, mode), []).append(res)
+        return res
+
+    def go(self):
+        t_start = time.monotonic()
+        self.measure_baselines()
+        for rep in range(self.reps):
+            for name, binary, args in self.workloads:
+                for mode in self.modes:
+                    if mode in SLOW_MODES and rep >= self.slow_reps:
+                        continue
+                    res = self.run_one(name, binary, args, mode)
+                    print(f"  [{rep + 1}/{self.reps}] {name:7} {mode:14} {res['wall']:7.2f} s"
+                          f"{'  ' + res['check'] if 'check' in res else ''}",
+                          file=sys.stderr, flush=True)
+        self.total_s = time.monotonic() - t_start
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ---- reporting ------------------------------------------------------------------------
+
+    def med(self, name, mode, key, ok_only=True):
+        vals = [s[key] for s in self.samples.get((name, mode), [])
+                if key in s and s[key] is not None and (not ok_only or s["rc"] == 0)]
+        return statistics.median(vals) if vals else None
+
+    def events_of(self, name, mode):
+        for s in self.samples.get((name, mode), []):
+            if s.get("summary"):
+                return s["summary"]["events"]
+            if s.get("prog"):
+                return s["prog"]["events"]
+        return None
+
+    def report(self, load_before):
+        L = []
+        now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        L.append(f"memtrace bench, {now}, git {git_rev()}")
+        L.append(f"machine: nproc={os.cpu_count()}, {cpu_model()}, kernel {platform.release()}, "
+                 f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
+        L.append(f"BENCH_EVENTS={self.events}, repetitions {self.reps} (libunwind and heaptrack "
+                 f"modes {self.slow_reps}), medians; run took {self.total_s:.0f} s")
+        L.append("wall = process wall time (tracer start-up and finalization included); "
+                 "cpu = user+sys of the process tree")
+        L.append("")
+        hdr = (f"{'workload':8} {'mode':14} {'wall s':>7} {'x nat':>6} {'cpu s':>7} {'x nat':>6} "
+               f"{'ns/pair':>8} {'B/event':>8} {'+RSS MiB':>9}  counts")
+        L.append(hdr)
+        L.append("-" * len(hdr))
+        for name, _, _ in self.workloads:
+            nat_wall = self.med(name, "native", "wall")
+            nat_cpu = self.med(name, "native", "cpu")
+            nat_rss = self.med(name, "native", "rss")
+            for mode in self.modes:
+                if (name, mode) not in self.samples:
+                    continue
+                wall, cpu = self.med(name, mode, "wall"), self.med(name, mode, "cpu")
+                rss = self.med(name, mode, "rss")
+                prog = [s["prog"]["ns_per_pair"] for s in self.samples[(name, mode)]
+                        if s.get("prog")]
+                nspp = statistics.median(prog) if prog else None
+                size = self.med(name, mode, "bytes")
+                ev = self.events_of(name, mode)
+
+                def fmt(v, f):
+                    return format(v, f) if v is not None else "-"
+                ratio_w = wall / nat_wall if wall and nat_wall else None
+                ratio_c = cpu / nat_cpu if cpu and nat_cpu else None
+                bpe = size / ev if size and ev else None
+                extra = (rss - nat_rss) / 1024 if rss and nat_rss and mode != "native" else None
+                checks = [s.get("check") for s in self.samples[(name, mode)] if s.get("check")]
+                fails = [c for c in checks if c != "exact"]
+                chk = (f"exact {len(checks)}/{len(checks)}" if checks and not fails
+                       else fails[0] if fails else "")
+                if any(s["rc"] != 0 for s in self.samples[(name, mode)]):
+                    chk = (chk + " " if chk else "") + "(a run failed)"
+                L.append(f"{name:8} {mode:14} {fmt(wall, '7.2f')} {fmt(ratio_w, '6.2f')} "
+                         f"{fmt(cpu, '7.2f')} {fmt(ratio_c, '6.2f')} {fmt(nspp, '8.0f')} "
+                         f"{fmt(bpe, '8.2f')} {fmt(extra, '9.1f')}  {chk}")
+            L.append("")
+
+        L.append("Against the targets (memtrace, MEMTRACE_UNWIND=auto):")
+
+        def ratio(name, mode, key="wall"):
+            a, b = self.med(name, mode, key), self.med(name, "native", key)
+            return a / b if a and b else None
+
+        for name in ("st", "st_fp"):
+            r = ratio(name, "mt-auto")
+            if r is not None:
+                L.append(f"  {name:7} traced/native wall {r:.2f}x (target <= {TARGET_RATIO}x): "
+                         f"{'met' if r <= TARGET_RATIO else 'NOT met'}")
+        for name, _, _ in self.workloads:
+            ev = self.events_of(name, "mt-auto")
+            size = self.med(name, "mt-auto", "bytes")
+            if ev and size:
+                b = size / ev
+                L.append(f"  {name:7} capture {b:.2f} bytes/event (target <= "
+                         f"{TARGET_BYTES_PER_EVENT:.0f}): "
+                         f"{'met' if b <= TARGET_BYTES_PER_EVENT else 'NOT met'}")
+        for name, _, _ in self.workloads:
+            rss, nat = self.med(name, "mt-auto", "rss"), self.med(name, "native", "rss")
+            if rss and nat:
+                x = (rss - nat) / 1024
+                L.append(f"  {name:7} extra RSS {x:.1f} MiB (target <= {TARGET_EXTRA_RSS_MIB:.0f}):"
+                         f" {'met' if x <= TARGET_EXTRA_RSS_MIB else 'NOT met'}")
+        # Scaling: the cross-thread workloads make as many events as the one-thread one with
+        # the same per-pair work, so wall(st)/wall(xtN) is their speed-up from N threads.
+        for variant in ("", "_fp"):
+            st = "st" + variant
+            for n in (2, 4):
+                xt = f"xt{n}{variant}"
+                parts = []
+                for mode in self.modes:
+                    a, b = self.med(st, mode, "wall"), self.med(xt, mode, "wall")
+                    if a and b:
+                        parts.append(f"{mode} {a / b:.2f}x")
+                if parts:
+                    L.append(f"  {n} threads vs 1 ({xt}/{st}), throughput: " + ", ".join(parts))
+        L.append("memtrace/heaptrack wall (auto vs heaptrack, vs heaptrack --raw):")
+        for name, _, _ in self.workloads:
+            mt = self.med(name, "mt-auto", "wall")
+            ht, raw = self.med(name, "heaptrack", "wall"), self.med(name, "heaptrack-raw", "wall")
+            if mt and (ht or raw):
+                L.append(f"  {name:7} {mt / ht if ht else float('nan'):.2f}x, "
+                         f"{mt / raw if raw else float('nan'):.2f}x")
+        L.append("")
+        L.append("Correctness: every memtrace capture must hold exactly the workload's mallocs "
+                 "and frees plus the runtime's own (measured by a zero-event run):")
+        bad = [p for p in self.problems]
+        n_checked = sum(1 for v in self.samples.values() for s in v if "check" in s)
+        n_exact = sum(1 for v in self.samples.values() for s in v if s.get("check") == "exact")
+        L.append(f"  {n_exact} of {n_checked} captures exact; baselines (allocations, frees): " +
+                 ", ".join(f"{k} {v}" for k, v in self.baseline.items()))
+        if bad:
+            L.append("Problems:")
+            L.extend("  " + p for p in bad)
+        return "\n".join(L) + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: run.py BUILD_DIR", file=sys.stderr)
+        return 1
+    b = Bench(os.path.abspath(sys.argv[1]))
+    for path in (b.lib, b.memreport):
+        if not os.path.exists(path):
+            print(f"bench: {path} is missing (run bench/run.sh to build it)", file=sys.stderr)
+            return 1
+    load = os.getloadavg()
+    if load[0] > 0.5 * (os.cpu_count() or 1):
+        print(f"bench: warning: load average {load[0]:.2f} on {os.cpu_count()} CPUs; wall times "
+              "will be noisy (the cpu columns less so)", file=sys.stderr)
+    print(f"bench: {len(b.workloads)} workloads x {len(b.modes)} modes, BENCH_EVENTS={b.events}, "
+          f"{b.reps} repetitions, captures in {b.tmp}", file=sys.stderr)
+    try:
+        b.go()
+    finally:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    text = b.report(load)
+    sys.stdout.write(text)
+    with open(os.path.join(HERE, "results.txt"), "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Times memreport's reports on a synthetic capture of EVENTS events (default 100 million)
+# and prints wall time and peak RSS of each (GNU time -v). The capture is generated once
+# into BUILD/bench-scale/ and reused while its event count matches.
+# Usage: bench/scale/run.sh BUILD_DIR [EVENTS]
+set -eu
+build=${1:?usage: run.sh BUILD_DIR [EVENTS]}
+events=${2:-100000000}
+dir=$build/bench-scale
+cap=$dir/capture-$events.db
+memreport=$build/reporter/memreport
+mkdir -p "$dir"
+cmake --build "$build" --target scale_gen_capture memreport >/dev/null
+if [ ! -f "$cap" ]; then
+    echo "generating $cap ..."
+    /usr/bin/time -f "generated in %e s, max RSS %M KB" \
+        "$build/bench/scale/scale_gen_capture" "$cap.tmp" "$events"
+    mv "$cap.tmp" "$cap"
+fi
+echo "capture: $cap ($(du -m "$cap" | cut -f1) MB, $events events)"
+echo "machine: $(nproc) cores, $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+printf '%-34s %10s %12s\n' report "wall (s)" "max RSS (MB)"
+run() {
+    name=$1
+    shift
+    /usr/bin/time -v -o "$dir/time.txt" "$memreport" "$@" >/dev/null 2>"$dir/stderr.txt" ||
+        { echo "$name failed:"; cat "$dir/stderr.txt"; exit 1; }
+    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$dir/time.txt" |
+        awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 60 + $2 }')
+    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$dir/time.txt")
+    printf '%-34s %10.1f %12.0f\n' "$name" "$wall" "$((rss / 1024))"
+}
+run "summary" summary "$cap"
+run "leaks --json" leaks "$cap" --json
+run "stats --json" stats "$cap" --json
+run "flamegraph (peak: two replays)" flamegraph "$cap" -f -o "$dir/peak.html"
+run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
+    -o "$dir/leaks.html"
+echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"

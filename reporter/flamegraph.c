@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: MIT
+// memreport flamegraph: one self-contained HTML page (flamegraph_template.html, compiled
+// in) with the callsite tree of the blocks live at the peak, at a time, or at the end, as
+// JSON. Callsites narrower than a threshold are merged into their caller so the page stays
+// small; hiding non-relevant frames and the thread filter happen in the page itself.
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "flamegraph_html.h"
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+static const char flamegraph_help[] =
+    "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
+    "                            [--split-threads] [--min-width FRACTION]\n"
+    "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
+    "the allocation stacks of the blocks live at a moment, root at the bottom, width = bytes.\n"
+    "  --peak              blocks live at the peak of live bytes (default)\n"
+    "  --at TIME           blocks live at TIME since the start: ns, or with a unit\n"
+    "                      (ns, us, ms, s), e.g. 1.5s or 20ms\n"
+    "  --leaks             blocks still live at the end of the run\n"
+    "  --split-threads     add a thread filter to the page\n"
+    "  --min-width F       merge call sites smaller than F of the total into their caller\n"
+    "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
+    "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
+    "                      NAME being the capture's file name without .db\n"
+    "  -f, --force         overwrite FILE if it exists\n";
+
+// Kept frames at most, whatever --min-width says: the page stays a few MB.
+#define MAX_NODES 20000
+#define DATA_PLACEHOLDER "@MEMTRACE_FLAMEGRAPH_DATA@"
+
+enum mode { MODE_PEAK, MODE_AT, MODE_LEAKS };
+
+// ---- the merged tree: one node per (caller node, function name, relevance)
+
+typedef struct fg_node {
+    uint32_t parent;
+    uint32_t name, module, loc; // string ids; UINT32_MAX = none
+    bool relevant;
+    uint64_t self_bytes, self_count, incl;
+} fg_node;
+
+typedef struct fg {
+    const mr_symbols* sym;
+    fg_node* nodes;
+    size_t n, cap;
+    mr_heapmap children; // (parent, name, relevant) + 1 -> node index (in .size)
+    json_t* strings;     // array of strings
+    json_t* string_ids;  // object: string -> id
+    uint32_t* node_of;   // callsite id -> leaf-most node of its frame; 0 = not yet resolved
+    uint32_t ncallsites;
+    uint64_t blocks; // live blocks collected
+} fg;
+
+static uint32_t intern(fg* g, const char* s) {
+    if (!s)
+        return UINT32_MAX;
+    json_t* id = json_object_get(g->string_ids, s);
+    if (id)
+        return (uint32_t)json_integer_value(id);
+    uint32_t n = (uint32_t)json_array_size(g->strings);
+    json_array_append_new(g->strings, json_string(s));
+    json_object_set_new(g->string_ids, s, json_integer(n));
+    return n;
+}
+
+static int child(fg* g, uint32_t parent, uint32_t name, bool relevant, uint32_t* out) {
+    uint64_t key = ((uint64_t)parent << 32 | (uint64_t)name << 1 | relevant) + 1;
+    const mr_block* b = mr_heapmap_get(&g->children, key);
+    if (b) {
+        *out = (uint32_t)b->size;
+        return 0;
+    }
+    if (g->n == g->cap) {
+        size_t nc = g->cap * 2;
+        fg_node* nn = realloc(g->nodes, nc * sizeof *nn);
+        if (!nn)
+            return -ENOMEM;
+        g->nodes = nn;
+        g->cap = nc;
+    }
+    uint32_t id = (uint32_t)g->n++;
+    g->nodes[id] = (fg_node){.parent = parent, .name = name, .module = UINT32_MAX,
+                             .loc = UINT32_MAX, .relevant = relevant};
+    mr_block kb = {.addr = key, .size = id};
+    if (mr_heapmap_put(&g->children, &kb, NULL, NULL))
+        return -ENOMEM;
+    *out = id;
+    return 0;
+}
+
+// Appends the nodes of one physical frame under `parent`: the function, then the functions
+// inlined into it, innermost last (the flame graph grows from caller to callee).
+static int add_frame(fg* g, uint32_t parent, uint32_t frame, uint32_t* out) {
+    const mr_symloc* locs;
+    size_t nl = mr_symbols_frame_locs(g->sym, frame, &locs);
+    bool relevant = mr_symbols_frame_relevant(g->sym, frame);
+    uint32_t module = intern(g, mr_symbols_frame_module(g->sym, frame));
+    for (size_t k = nl; k-- > 0;) {
+        uint32_t id;
+        if (child(g, parent, intern(g, locs[k].function), relevant, &id))
+            return -ENOMEM;
+        fg_node* n = &g->nodes[id];
+        if (n->loc == UINT32_MAX && locs[k].file) {
+            char buf[1024];
+            if (locs[k].line > 0)
+                snprintf(buf, sizeof buf, "%s:%d", locs[k].file, locs[k].line);
+            else
+                snprintf(buf, sizeof buf, "%s", locs[k].file);
+            n->loc = intern(g, buf);
+        }
+        if (n->module == UINT32_MAX)
+            n->module = module;
+        parent = id;
+    }
+    *out = parent;
+    return 0;
+}
+
+// The node of a leaf callsite, creating the path from the root as needed.
+static int resolve(fg* g, uint32_t callsite, uint32_t* out) {
+    if (callsite == 0 || callsite >= g->ncallsites) {
+        *out = 0;
+        return 0;
+    }
+    if (g->node_of[callsite]) {
+        *out = g->node_of[callsite];
+        return 0;
+    }
+    uint32_t path[MR_SITES_MAX_DEPTH];
+    size_t n = 0;
+    uint32_t cs = callsite;
+    // Walk up to a resolved ancestor (or the root); bounded against parent cycles.
+    while (cs && cs < g->ncallsites && !g->node_of[cs] && n < MR_SITES_MAX_DEPTH) {
+        path[n++] = cs;
+        cs = mr_symbols_parent(g->sym, cs);
+    }
+    uint32_t node = (cs && cs < g->ncallsites) ? g->node_of[cs] : 0;
+    while (n-- > 0) {
+        if (add_frame(g, node, mr_symbols_frame_of(g->sym, path[n]), &node))
+            return -ENOMEM;
+        g->node_of[path[n]] = node;
+    }
+    *out = node;
+    return 0;
+}
+
+static void fg_free(fg* g) {
+    free(g->nodes);
+    free(g->node_of);
+    mr_heapmap_free(&g->children);
+    json_decref(g->strings);
+    json_decref(g->string_ids);
+}
+
+// ---- collecting live blocks
+
+typedef struct thread_acc {
+    mr_heapmap index; // tid + 1 -> thread slot (in .size)
+    uint32_t* tids;
+    uint64_t* bytes;
+    size_t n, cap;
+    mr_heapmap self; // (node << 32 | slot) + 1 -> bytes in .size, count in .seq
+} thread_acc;
+
+static int thread_slot(thread_acc* t, uint32_t tid, uint32_t* slot) {
+    const mr_block* b = mr_heapmap_get(&t->index, (uint64_t)tid + 1);
+    if (b) {
+        *slot = (uint32_t)b->size;
+        return 0;
+    }
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 16;
+        uint32_t* nt = realloc(t->tids, nc * sizeof *nt);
+        if (nt)
+            t->tids = nt;
+        uint64_t* nb = realloc(t->bytes, nc * sizeof *nb);
+        if (nb)
+            t->bytes = nb;
+        if (!nt || !nb)
+            return -ENOMEM;
+        t->cap = nc;
+    }
+    *slot = (uint32_t)t->n;
+    t->tids[t->n] = tid;
+    t->bytes[t->n++] = 0;
+    mr_block kb = {.addr = (uint64_t)tid + 1, .size = *slot};
+    return mr_heapmap_put(&t->index, &kb, NULL, NULL);
+}
+
+static int add_thread_self(mr_heapmap* m, uint32_t node, uint32_t slot, uint64_t bytes,
+                           uint64_t count) {
+    uint64_t key = ((uint64_t)node << 32 | slot) + 1;
+    const mr_block* b = mr_heapmap_get(m, key);
+    mr_block nb = {.addr = key, .size = bytes, .seq = count};
+    if (b) {
+        nb.size += b->size;
+        nb.seq += b->seq;
+    }
+    return mr_heapmap_put(m, &nb, NULL, NULL);
+}
+
+static int collect(fg* g, const mr_heapmap* live, thread_acc* threads) {
+    const mr_block* b;
+    for (size_t i = 0; mr_heapmap_next(live, &i, &b);) {
+        uint32_t node;
+        if (resolve(g, b->callsite, &node))
+            return -ENOMEM;
+        g->nodes[node].self_bytes += b->size;
+        g->nodes[node].self_count++;
+        g->blocks++;
+        if (threads) {
+            uint32_t slot;
+            if (thread_slot(threads, b->tid, &slot) ||
+                add_thread_self(&threads->self, node, slot, b->size, 1))
+                return -ENOMEM;
+            threads->bytes[slot] += b->size;
+        }
+    }
+    return 0;
+}
+
+// ---- pruning and JSON
+
+static int cmp_u64_desc(const void* a, const void* b) {
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+// Nodes below the threshold fold into their nearest kept ancestor. Children always come
+// after their parent in g->nodes, so one forward pass decides and one backward pass sums.
+static uint32_t* prune(fg* g, double min_width, uint64_t* threshold_out, size_t* nmerged) {
+    for (size_t i = g->n; i-- > 1;)
+        g->nodes[g->nodes[i].parent].incl += g->nodes[i].incl;
+    uint64_t total = g->nodes[0].incl;
+    uint64_t threshold = (uint64_t)ceil(min_width * (double)total);
+    if (g->n > MAX_NODES) {
+        uint64_t* v = malloc(g->n * sizeof *v);
+        if (!v)
+            return NULL;
+        for (size_t i = 0; i < g->n; i++)
+            v[i] = g->nodes[i].incl;
+        qsort(v, g->n, sizeof *v, cmp_u64_desc);
+        if (v[MAX_NODES - 1] + 1 > threshold)
+            threshold = v[MAX_NODES - 1] + 1;
+        free(v);
+    }
+    if (threshold == 0)
+        threshold = 1; // empty subtrees (threads filtered out elsewhere) are dropped
+    uint32_t* target = malloc(g->n * sizeof *target); // kept node each node folds into
+    if (!target)
+        return NULL;
+    size_t kept = 1;
+    target[0] = 0;
+    for (size_t i = 1; i < g->n; i++) {
+        fg_node* n = &g->nodes[i];
+        bool keep = n->incl >= threshold && target[n->parent] == n->parent;
+        target[i] = keep ? (uint32_t)i : target[n->parent];
+        if (keep)
+            kept++;
+        else if (n->self_count) {
+            g->nodes[target[i]].self_bytes += n->self_bytes;
+            g->nodes[target[i]].self_count += n->self_count;
+        }
+    }
+    *threshold_out = threshold;
+    *nmerged = g->n - kept;
+    return target;
+}
+
+static json_t* thread_names(mt_capture* cap) {
+    json_t* names = json_object();
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT tid, name FROM thread", -1, &st, NULL) !=
+        SQLITE_OK)
+        return names;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (sqlite3_column_text(st, 1))
+            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
+                                json_string((const char*)sqlite3_column_text(st, 1)));
+    sqlite3_finalize(st);
+    return names;
+}
+
+static json_t* program_title(mt_capture* cap) {
+    char* cmd = mt_capture_meta_text(cap, "cmdline");
+    json_t* argv = cmd ? json_loads(cmd, 0, NULL) : NULL;
+    free(cmd);
+    char title[512] = "";
+    size_t len = 0;
+    size_t i;
+    json_t* a;
+    if (json_is_array(argv))
+        json_array_foreach(argv, i, a) {
+            const char* s = json_string_value(a);
+            if (s && len < sizeof title - 1)
+                len += (size_t)snprintf(title + len, sizeof title - len, "%s%s", i ? " " : "", s);
+        }
+    json_decref(argv);
+    if (!title[0]) {
+        char* exe = mt_capture_meta_text(cap, "exe");
+        snprintf(title, sizeof title, "%s", exe ? exe : mt_capture_path(cap));
+        free(exe);
+    }
+    return json_string(title);
+}
+
+static json_t* string_ref(uint32_t id) {
+    return json_integer(id == UINT32_MAX ? -1 : (json_int_t)id);
+}
+
+static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t nmerged,
+                          uint64_t threshold, thread_acc* threads, enum mode mode, int64_t at_ns,
+                          const mr_replay* r) {
+    uint32_t* newid = malloc(g->n * sizeof *newid);
+    if (!newid)
+        return NULL;
+    json_t* nodes = json_array();
+    for (size_t i = 0; i < g->n; i++) {
+        if (target[i] != i)
+            continue;
+        const fg_node* n = &g->nodes[i];
+        newid[i] = (uint32_t)json_array_size(nodes);
+        json_t* a = json_array();
+        json_array_append_new(a, json_integer(i ? (json_int_t)newid[n->parent] : -1));
+        json_array_append_new(a, string_ref(n->name));
+        json_array_append_new(a, string_ref(n->module));
+        json_array_append_new(a, string_ref(n->loc));
+        json_array_append_new(a, json_integer(n->relevant));
+        json_array_append_new(a, json_integer((json_int_t)n->self_bytes));
+        json_array_append_new(a, json_integer((json_int_t)n->self_count));
+        json_array_append_new(nodes, a);
+    }
+    json_t* o = json_object();
+    json_object_set_new(o, "version", json_integer(1));
+    json_object_set_new(o, "title", program_title(cap));
+    const char* path = mt_capture_path(cap);
+    const char* base = strrchr(path, '/');
+    json_object_set_new(o, "capture", json_string(base ? base + 1 : path));
+    char bytes[32], when[32], sub[256];
+    mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
+    static const char* const modes[] = {"peak", "at", "leaks"};
+    json_object_set_new(o, "mode", json_string(modes[mode]));
+    if (mode == MODE_LEAKS) {
+        snprintf(sub, sizeof sub, "Leaks: %s in %llu blocks still live at the end", bytes,
+                 (unsigned long long)g->blocks);
+        json_object_set_new(o, "what", json_string("the leaked bytes"));
+    } else {
+        int64_t t = mode == MODE_PEAK ? r->peak_ts : at_ns;
+        mt_format_duration(t, when, sizeof when);
+        snprintf(sub, sizeof sub, "%s: %s live at %s", mode == MODE_PEAK ? "Peak" : "Live heap",
+                 bytes, when);
+        json_object_set_new(o, "what", json_string(mode == MODE_PEAK ? "the bytes live at the peak"
+                                                                     : "the bytes live then"));
+        json_object_set_new(o, "time_ns", json_integer(t));
+    }
+    json_object_set_new(o, "subtitle", json_string(sub));
+    json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
+    json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
+    json_object_set_new(o, "merged_below", json_integer((json_int_t)threshold));
+    json_object_set_new(o, "merged_frames", json_integer((json_int_t)nmerged));
+    json_object_set_new(o, "strings", json_incref(g->strings));
+    json_object_set_new(o, "nodes", nodes);
+    if (threads) {
+        // Per-thread self values follow their node into the kept ancestor too.
+        mr_heapmap folded;
+        if (mr_heapmap_init(&folded)) {
+            free(newid);
+            json_decref(o);
+            return NULL;
+        }
+        // Threads are listed by tid; rank[slot] is a thread's place in that list.
+        uint32_t* rank = calloc(threads->n + 1, sizeof *rank);
+        if (!rank) {
+            mr_heapmap_free(&folded);
+            free(newid);
+            json_decref(o);
+            return NULL;
+        }
+        for (size_t i = 0; i < threads->n; i++)
+            for (size_t k = 0; k < threads->n; k++)
+                if (threads->tids[k] < threads->tids[i])
+                    rank[i]++;
+        const mr_block* b;
+        for (size_t i = 0; mr_heapmap_next(&threads->self, &i, &b);) {
+            uint32_t node = (uint32_t)((b->addr - 1) >> 32), slot = (uint32_t)(b->addr - 1);
+            add_thread_self(&folded, newid[target[node]], rank[slot], b->size, b->seq);
+        }
+        json_t* ts = json_array();
+        for (size_t i = 0; mr_heapmap_next(&folded, &i, &b);) {
+            json_t* a = json_array();
+            json_array_append_new(a, json_integer((json_int_t)((b->addr - 1) >> 32)));
+            json_array_append_new(a, json_integer((json_int_t)(uint32_t)(b->addr - 1)));
+            json_array_append_new(a, json_integer((json_int_t)b->size));
+            json_array_append_new(a, json_integer((json_int_t)b->seq));
+            json_array_append_new(ts, a);
+        }
+        mr_heapmap_free(&folded);
+        json_object_set_new(o, "thread_self", ts);
+        json_t* names = thread_names(cap);
+        json_t* tl = json_array();
+        for (size_t pos = 0; pos < threads->n; pos++) {
+            size_t i = 0;
+            while (rank[i] != pos)
+                i++;
+            char key[16];
+            snprintf(key, sizeof key, "%u", threads->tids[i]);
+            json_t* t = json_object();
+            json_object_set_new(t, "tid", json_integer(threads->tids[i]));
+            json_t* name = json_object_get(names, key);
+            json_object_set_new(t, "name", name ? json_incref(name) : json_null());
+            json_object_set_new(t, "bytes", json_integer((json_int_t)threads->bytes[i]));
+            json_array_append_new(tl, t);
+        }
+        json_decref(names);
+        free(rank);
+        json_object_set_new(o, "threads", tl);
+    }
+    free(newid);
+    return o;
+}
+
+// ---- options and the replays
+
+// "1500", "1500ns", "1.5us", "20ms", "1.5s" -> ns. Returns false when malformed.
+static bool parse_time(const char* s, int64_t* ns) {
+    char* end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0))
+        return false;
+    double scale = 1;
+    if (!*end || !strcmp(end, "ns"))
+        scale = 1;
+    else if (!strcmp(end, "us"))
+        scale = 1e3;
+    else if (!strcmp(end, "ms"))
+        scale = 1e6;
+    else if (!strcmp(end, "s"))
+        scale = 1e9;
+    else
+        return false;
+    double t = v * scale;
+    if (t > 9.2e18)
+        return false;
+    *ns = (int64_t)llround(t);
+    return true;
+}
+
+// The seq of the last event applied at time `at`: events run in seq order and stop at
+// the first one stamped after `at` (0: nothing happened by then).
+static int seq_at_time(mt_capture* cap, int64_t at, uint64_t* seq, char* err, size_t errlen) {
+    mt_event_iter* it;
+    int rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
+    *seq = 0;
+    mt_event ev;
+    if (rc == 0) {
+        while ((rc = mt_event_iter_next(it, &ev)) == 1 && ev.ts <= at)
+            *seq = ev.seq;
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "%s", it ? mt_event_iter_error(it) : "corrupt capture");
+    mt_event_iter_close(it);
+    return rc < 0 ? rc : 0;
+}
+
+typedef struct progress_ctx {
+    const char* label;
+    uint64_t total;
+} progress_ctx;
+
+static int progress(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)ev;
+    (void)freed;
+    const progress_ctx* p = ud;
+    if ((r->events & 0xfffff) == 0 && p->total)
+        mr_progress(p->label, (double)r->events / (double)p->total);
+    return 0;
+}
+
+static char* default_output(const char* capture) {
+    const char* base = strrchr(capture, '/');
+    base = base ? base + 1 : capture;
+    size_t n = strlen(base);
+    if (n > 3 && !strcmp(base + n - 3, ".db"))
+        n -= 3;
+    char* out;
+    if (asprintf(&out, "memreport-flamegraph-%.*s.html", (int)n, base) < 0)
+        return NULL;
+    return out;
+}
+
+static int write_page(FILE* fp, json_t* data) {
+    const char* page = (const char*)mr_flamegraph_html;
+    const char* at = strstr(page, DATA_PLACEHOLDER);
+    if (!at)
+        return -EPROTO;
+    fwrite(page, 1, (size_t)(at - page), fp);
+    // JSON_ESCAPE_SLASH turns "</script>" into "<\/script>", so no frame name can end the
+    // script element the data sits in.
+    if (json_dumpf(data, fp, JSON_COMPACT | JSON_ESCAPE_SLASH))
+        return -EIO;
+    const char* rest = at + strlen(DATA_PLACEHOLDER);
+    fwrite(rest, 1, mr_flamegraph_html_len - (size_t)(rest - page), fp);
+    return 0;
+}
+
+int mr_cmd_flamegraph(int argc, char** argv) {
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"peak", no_argument, NULL, 'p'},
+                                         {"at", required_argument, NULL, 'a'},
+                                         {"leaks", no_argument, NULL, 'l'},
+                                         {"split-threads", no_argument, NULL, 's'},
+                                         {"min-width", required_argument, NULL, 'm'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool force = false, split = false;
+    const char* output = NULL;
+    enum mode mode = MODE_PEAK;
+    int modes = 0;
+    int64_t at_ns = 0;
+    double min_width = 0.0001;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            force = true;
+            break;
+        case 'p':
+            mode = MODE_PEAK;
+            modes++;
+            break;
+        case 'a':
+            if (!parse_time(optarg, &at_ns)) {
+                mr_error(NULL, "--at: not a time: '%s' (e.g. 1500000, 1.5ms, 2s)", optarg);
+                return MR_EXIT_USAGE;
+            }
+            mode = MODE_AT;
+            modes++;
+            break;
+        case 'l':
+            mode = MODE_LEAKS;
+            modes++;
+            break;
+        case 's':
+            split = true;
+            break;
+        case 'm': {
+            char* end;
+            min_width = strtod(optarg, &end);
+            if (*end || end == optarg || !(min_width >= 0 && min_width < 1)) {
+                mr_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
+                return MR_EXIT_USAGE;
+            }
+            break;
+        }
+        case 'h':
+            fputs(flamegraph_help, stdout);
+            return MR_EXIT_OK;
+        default:
+            fputs(flamegraph_help, stderr);
+            return MR_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1 || modes > 1) {
+        if (modes > 1)
+            mr_error(NULL, "--peak, --at and --leaks exclude each other");
+        fputs(flamegraph_help, stderr);
+        return MR_EXIT_USAGE;
+    }
+    const char* path = argv[optind];
+    char* def = output ? NULL : default_output(path);
+    if (!output && !(output = def)) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    mt_capture* cap = NULL;
+    mr_symbols* sym = NULL;
+    int rc = mr_open_capture(path, &cap);
+    if (rc || (rc = mr_symbols_load(cap, &sym))) {
+        mt_capture_close(cap);
+        free(def);
+        return rc;
+    }
+    progress_ctx pc = {"flamegraph", (uint64_t)mt_capture_meta_int(cap, "events_written", 0)};
+    char err[256] = "";
+    uint64_t stop = UINT64_MAX;
+    int e = 0;
+    mr_replay r;
+    bool have_replay = false;
+    if (mode == MODE_PEAK) {
+        // First pass: where the peak is. Second pass (below): the live set right there.
+        pc.label = "flamegraph (finding the peak)";
+        if (mr_replay_init(&r, cap, MT_HEAP_LIBC))
+            e = -ENOMEM;
+        else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &pc)))
+            snprintf(err, sizeof err, "%s", r.err);
+        else
+            stop = r.peak_seq;
+        mr_replay_free(&r);
+        pc.label = "flamegraph (replaying to the peak)";
+    } else if (mode == MODE_AT) {
+        e = seq_at_time(cap, at_ns, &stop, err, sizeof err);
+    }
+    fg g = {.sym = sym};
+    thread_acc threads = {0};
+    json_t* data = NULL;
+    uint32_t* target = NULL;
+    if (e == 0) {
+        g.ncallsites = mr_symbols_callsite_count(sym);
+        g.cap = 1024;
+        g.nodes = calloc(g.cap, sizeof *g.nodes);
+        g.node_of = calloc((size_t)g.ncallsites + 1, sizeof *g.node_of);
+        g.strings = json_array();
+        g.string_ids = json_object();
+        bool ok = g.nodes && g.node_of && !mr_heapmap_init(&g.children) &&
+                  !mr_heapmap_init(&threads.index) && !mr_heapmap_init(&threads.self) &&
+                  !mr_replay_init(&r, cap, MT_HEAP_LIBC);
+        if (!ok) {
+            e = -ENOMEM;
+        } else {
+            have_replay = true;
+            g.n = 1; // the root
+            g.nodes[0] = (fg_node){.name = intern(&g, "all"), .module = UINT32_MAX,
+                                   .loc = UINT32_MAX, .relevant = true};
+            if ((e = mr_replay_run(&r, stop, progress, &pc)))
+                snprintf(err, sizeof err, "%s", r.err);
+            else if ((e = collect(&g, &r.live, split ? &threads : NULL)) == 0) {
+                for (size_t i = 0; i < g.n; i++)
+                    g.nodes[i].incl = g.nodes[i].self_bytes;
+                uint64_t threshold;
+                size_t nmerged;
+                target = prune(&g, min_width, &threshold, &nmerged);
+                data = target ? build_json(&g, cap, target, nmerged, threshold,
+                                           split ? &threads : NULL, mode, at_ns, &r)
+                              : NULL;
+                if (!data)
+                    e = -ENOMEM;
+            }
+        }
+    }
+    mr_progress(pc.label, -1);
+    if (e) {
+        mr_error(path, "%s", e == -ENOMEM ? "out of memory" : err[0] ? err : "corrupt capture");
+        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    } else {
+        mr_output out;
+        if ((rc = mr_output_open(&out, output, force)) == 0) {
+            if (write_page(out.fp, data)) {
+                mr_error(output, "cannot write the page");
+                mr_output_abort(&out);
+                rc = MR_EXIT_IO;
+            } else {
+                rc = mr_output_commit(&out);
+            }
+        }
+        if (rc == 0 && strcmp(output, "-") != 0)
+            fprintf(stderr, "memreport: wrote %s\n", output);
+    }
+    json_decref(data);
+    free(target);
+    if (have_replay)
+        mr_replay_free(&r);
+    fg_free(&g);
+    mr_heapmap_free(&threads.index);
+    mr_heapmap_free(&threads.self);
+    free(threads.tids);
+    free(threads.bytes);
+    mr_symbols_free(sym);
+    mt_capture_close(cap);
+    free(def);
+    return rc;
+}

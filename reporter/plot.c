@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+// memreport plot: command line and dispatch. A capture (recognised by its SQLite header)
+// with an NPU heap, or an NPU log imported on the fly in memory, gets the StaticAllocation
+// heap plot (plot_npu.c); any other capture the native time plot (plot_native.c).
+#include "plot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "import_npu.h"
+#include "memtrace/schema.h"
+#include "util.h"
+
+static const char plot_help[] =
+    "usage: memreport plot CAPTURE-or-LOG [-o FILE.png|FILE.svg] [--data FILE.json] [-f]\n"
+    "                      [--sites N | --site NAME ...]\n"
+    "Draws memory over time with cairo, PNG or SVG by the output's extension.\n"
+    "An NPU compiler log (or a capture imported from one) gives upstream's StaticAllocation\n"
+    "heap plot: max allocated size, its increases (and those due to fragmentation), used and\n"
+    "free memory per allocation step, with the function regions. A native capture gives live\n"
+    "heap bytes, RSS and VSZ over time with marks, ranges and the peak.\n"
+    "  -o, --output FILE  the picture (default: the input's name with .png)\n"
+    "  --data FILE        also write every plotted series as JSON (exact bytes)\n"
+    "  --sites N          native: one row per top-N call site (bytes held, share of live)\n"
+    "  --site NAME        native: a row for this function (repeatable)\n"
+    "  -f, --force        overwrite existing outputs\n";
+
+static bool is_sqlite(const char* path, int* err) {
+    char hdr[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    *err = fd < 0 ? errno : 0;
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, hdr, sizeof hdr);
+    close(fd);
+    return n == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
+}
+
+static bool has_npu_heap(mt_capture* cap) {
+    sqlite3_stmt* st;
+    bool yes = false;
+    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT 1 FROM heap WHERE id=?1 AND kind='npu'",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, MT_HEAP_NPU);
+        yes = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    return yes;
+}
+
+static int plot_log(const mr_plot_args* a) {
+    char err[512];
+    mr_npu_log log;
+    int rc = mr_npu_parse_file(a->input, false, &log, err, sizeof err);
+    if (rc) {
+        mr_error(a->input, "%s", err);
+        return mr_npu_exit_code(rc);
+    }
+    mr_npu_series s;
+    rc = mr_npu_series_build(&s, log.legacy, &log.max_raw, &log.frag, &log.used, &log.free,
+                             &log.regions, &log.nregions);
+    mr_npu_log_free(&log);
+    if (rc) {
+        mr_error(a->input, "out of memory");
+        mr_npu_series_free(&s);
+        return MR_EXIT_IO;
+    }
+    rc = mr_plot_npu(&s, a);
+    mr_npu_series_free(&s);
+    return rc;
+}
+
+static int plot_capture(const mr_plot_args* a) {
+    mt_capture* cap;
+    int rc = mr_open_capture(a->input, &cap);
+    if (rc)
+        return rc;
+    if (has_npu_heap(cap)) {
+        char err[256];
+        mr_npu_series s;
+        if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
+            mr_error(a->input, "%s", err);
+            rc = MR_EXIT_BAD_INPUT;
+        } else {
+            rc = mr_plot_npu(&s, a);
+            mr_npu_series_free(&s);
+        }
+    } else {
+        rc = mr_plot_native(cap, a);
+    }
+    mt_capture_close(cap);
+    return rc;
+}
+
+int mr_cmd_plot(int argc, char** argv) {
+    enum { OPT_DATA = 256, OPT_SITES, OPT_SITE };
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"data", required_argument, NULL, OPT_DATA},
+                                         {"sites", required_argument, NULL, OPT_SITES},
+                                         {"site", required_argument, NULL, OPT_SITE},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    mr_plot_args a = {0};
+    const char** sites = calloc((size_t)argc + 1, sizeof *sites);
+    if (!sites)
+        return MR_EXIT_IO;
+    a.sites = sites;
+    int c, rc = -1;
+    char* end;
+    while (rc < 0 && (c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            a.output = optarg;
+            break;
+        case OPT_DATA:
+            a.data = optarg;
+            break;
+        case OPT_SITES:
+            a.top_sites = (int)strtol(optarg, &end, 10);
+            if (*end || a.top_sites < 0 || a.top_sites > 50) {
+                mr_error(NULL, "--sites takes a number from 0 to 50");
+                rc = MR_EXIT_USAGE;
+            }
+            break;
+        case OPT_SITE:
+            sites[a.nsites++] = optarg;
+            break;
+        case 'f':
+            a.force = true;
+            break;
+        case 'h':
+            fputs(plot_help, stdout);
+            rc = MR_EXIT_OK;
+            break;
+        default:
+            fputs(plot_help, stderr);
+            rc = MR_EXIT_USAGE;
+            break;
+        }
+    }
+    if (rc < 0 && optind != argc - 1) {
+        fputs(plot_help, stderr);
+        rc = MR_EXIT_USAGE;
+    }
+    if (rc >= 0) {
+        free(sites);
+        return rc;
+    }
+    a.input = argv[optind];
+    char* def = a.output ? NULL : mr_path_with_ext(a.input, ".png");
+    if (!a.output)
+        a.output = def;
+    int err;
+    bool capture = is_sqlite(a.input, &err);
+    if (!a.output) {
+        mr_error(a.input, "out of memory");
+        rc = MR_EXIT_IO;
+    } else if (err) {
+        mr_error(a.input, "cannot open: %s", strerror(err));
+        rc = MR_EXIT_IO;
+    } else if (strcmp(a.output, a.input) == 0 || (a.data && strcmp(a.data, a.input) == 0)) {
+        mr_error(a.output, "refusing to overwrite the input");
+        rc = MR_EXIT_USAGE;
+    } else {
+        rc = capture ? plot_capture(&a) : plot_log(&a);
+    }
+    free(def);
+    free(sites);
+    return rc;
+}

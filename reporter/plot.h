@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// memreport plot: the picture of a capture's memory over time. plot.c parses the command
+// line and dispatches: an NPU heap (an imported capture, or a log imported on the fly) goes
+// to plot_npu.c, a native capture (heap 1) to plot_native.c. Drawing helpers: plot_draw.h.
+#ifndef MR_PLOT_H
+#define MR_PLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "import_npu.h"
+#include "memtrace/capture.h"
+
+typedef struct mr_plot_args {
+    const char* input;  // capture or log, as given
+    const char* output; // .png or .svg
+    const char* data;   // --data JSON path, or NULL
+    bool force;
+    int top_sites;      // --sites N: rows for the N call sites holding most bytes (0: none)
+    const char** sites; // --site NAME (repeatable): rows for these functions
+    size_t nsites;
+} mr_plot_args;
+
+// The StaticAllocation heap plot of an NPU heap (and its --data JSON). Returns an exit code.
+int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args);
+// The time plot of a native capture's libc heap, RSS and VSZ. Returns an exit code.
+int mr_plot_native(mt_capture* cap, const mr_plot_args* args);
+
+#endif

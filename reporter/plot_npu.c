@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+// The StaticAllocation heap plot of an NPU heap (doc §2.7: upstream's figure, titles,
+// colours and draw order) and its --data JSON, plus reading an imported capture back
+// into the series. The series themselves are built by import_npu.c; this file only draws.
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import_npu.h"
+#include "memtrace/schema.h"
+#include "plot.h"
+#include "plot_draw.h"
+#include "util.h"
+
+// Upstream's figure: 40 x 6 inches at 100 dpi.
+#define WIDTH 4000
+#define HEIGHT 600
+
+static const mr_rgb BLUE = {0, 0, 1}, MAGENTA = {1, 0, 1}, RED = {1, 0, 0},
+                    GREEN = {0, 0.5, 0}, GRAY = {0.5, 0.5, 0.5};
+
+// ---- reading an imported capture
+
+static int read_points(sqlite3* db, const char* sql, int arg, mr_npu_points* out) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    sqlite3_bind_int(st, 1, arg);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 v = sqlite3_column_int64(st, 1);
+        if (v < 0 || mr_npu_points_push(out, sqlite3_column_int64(st, 0), (uint64_t)v)) {
+            sqlite3_finalize(st);
+            return v < 0 ? -EPROTO : -ENOMEM;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -EPROTO;
+}
+
+static int read_frag(sqlite3* db, mr_npu_points* out) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT ts_begin, attrs FROM mark WHERE heap=?1 AND kind=?2"
+                           " ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    sqlite3_bind_int(st, 1, MT_HEAP_NPU);
+    sqlite3_bind_text(st, 2, MR_NPU_MARK_FRAGMENTATION, -1, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char* attrs = (const char*)sqlite3_column_text(st, 1);
+        json_t* j = attrs ? json_loads(attrs, 0, NULL) : NULL;
+        json_t* b = json_object_get(j, "bytes");
+        int bad = !json_is_integer(b) || json_integer_value(b) < 0;
+        int err = bad ? -EPROTO
+                      : mr_npu_points_push(out, sqlite3_column_int64(st, 0),
+                                           (uint64_t)json_integer_value(b));
+        json_decref(j);
+        if (err) {
+            sqlite3_finalize(st);
+            return err;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -EPROTO;
+}
+
+static int read_regions(sqlite3* db, mr_npu_region** out, size_t* n) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT name, ts_begin FROM mark WHERE heap=?1 AND kind='range'"
+                           " ORDER BY ts_begin, id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    sqlite3_bind_int(st, 1, MT_HEAP_NPU);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            mr_npu_region* nr = realloc(*out, cap * sizeof *nr);
+            if (!nr) {
+                sqlite3_finalize(st);
+                return -ENOMEM;
+            }
+            *out = nr;
+        }
+        const char* name = (const char*)sqlite3_column_text(st, 0);
+        mr_npu_region* r = &(*out)[*n];
+        memset(r, 0, sizeof *r);
+        r->start = sqlite3_column_int64(st, 1);
+        if (!(r->name = strdup(name ? name : ""))) {
+            sqlite3_finalize(st);
+            return -ENOMEM;
+        }
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -EPROTO;
+}
+
+int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, size_t errlen) {
+    sqlite3* db = mt_capture_db(cap);
+    char* format = mt_capture_meta_text(cap, "format");
+    bool legacy = format && strcmp(format, "npu-log-legacy") == 0;
+    free(format);
+    static const char counters[] =
+        "SELECT ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid";
+    mr_npu_points max = {0}, frag = {0}, used = {0}, freep = {0};
+    mr_npu_region* regions = NULL;
+    size_t nregions = 0;
+    int rc = read_points(db, counters, MT_TRACK_NPU_MAX_ALLOCATED, &max);
+    if (!rc)
+        rc = read_points(db, counters, MT_TRACK_NPU_USED, &used);
+    if (!rc)
+        rc = read_points(db, counters, MT_TRACK_NPU_FREE, &freep);
+    if (!rc)
+        rc = read_frag(db, &frag);
+    if (!rc)
+        rc = read_regions(db, &regions, &nregions);
+    if (!rc && max.n == 0)
+        rc = -EPROTO;
+    if (!rc)
+        rc = mr_npu_series_build(s, legacy, &max, &frag, &used, &freep, &regions, &nregions);
+    if (rc)
+        snprintf(err, errlen, "%s",
+                 rc == -ENOMEM ? "out of memory"
+                               : "not a usable NPU capture (no max-allocated counter points)");
+    mr_npu_points_free(&max);
+    mr_npu_points_free(&frag);
+    mr_npu_points_free(&used);
+    mr_npu_points_free(&freep);
+    for (size_t i = 0; i < nregions; i++)
+        free(regions[i].name);
+    free(regions);
+    return rc;
+}
+
+// ---- --data JSON (streamed: a million-step series would not fit a jansson tree cheaply)
+
+static void put_points(FILE* fp, const char* name, const mr_npu_points* p, bool last) {
+    fprintf(fp, "    \"%s\": [", name);
+    for (size_t i = 0; i < p->n; i++)
+        fprintf(fp, "%s[%lld, %llu]", i ? ", " : "", (long long)p->v[i].x,
+                (unsigned long long)p->v[i].bytes);
+    fprintf(fp, "]%s\n", last ? "" : ",");
+}
+
+static void write_data(FILE* fp, const mr_npu_series* s) {
+    fprintf(fp, "{\n  \"unit\": \"%s\",\n  \"scale\": %llu,\n  \"total_steps\": %lld,\n",
+            s->unit.name, (unsigned long long)s->unit.scale, (long long)s->total_steps);
+    fputs("  \"regions\": [", fp);
+    for (size_t i = 0; i < s->nregions; i++) {
+        json_t* name = json_string(s->regions[i].name);
+        char* q = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+        fprintf(fp, "%s\n    {\"name\": %s, \"start\": %lld, \"label_drawn\": %s}", i ? "," : "",
+                q ? q : "\"\"", (long long)s->regions[i].start,
+                s->regions[i].label_drawn ? "true" : "false");
+        free(q);
+        json_decref(name);
+    }
+    fputs(s->nregions ? "\n  ],\n" : "],\n", fp);
+    fputs("  \"series\": {\n", fp);
+    put_points(fp, "max_allocated", &s->max, false);
+    put_points(fp, "max_increased", &s->increased, false);
+    put_points(fp, "max_increased_fragmentation", &s->frag, false);
+    put_points(fp, "used", &s->used, false);
+    put_points(fp, "free", &s->free, true);
+    fputs("  }\n}\n", fp);
+}
+
+// ---- the picture
+
+static double scaled(const mr_npu_series* s, uint64_t bytes) {
+    return (double)bytes / (double)s->unit.scale; // doc §2.6: exact for values < 2^53
+}
+
+static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f,
+                        const mr_npu_series* s, const mr_npu_points* p, mr_rgb color) {
+    mr_polyline_begin(pl, cr, f);
+    for (size_t i = 0; i < p->n; i++)
+        mr_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].bytes));
+    mr_polyline_stroke(pl, color, MR_PT(1.5), 0);
+}
+
+// Markers, one per distinct pixel (a million identical circles draw as one); their device
+// positions are appended to pts for the legend placement.
+static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
+                          const mr_npu_points* p, int shape, mr_rgb color, double** pts,
+                          size_t* npts, size_t* cap) {
+    long lx = -1, ly = -1;
+    for (size_t i = 0; i < p->n; i++) {
+        double x = mr_frame_x(f, (double)p->v[i].x), y = mr_frame_y(f, scaled(s, p->v[i].bytes));
+        if (lround(x) == lx && lround(y) == ly)
+            continue;
+        lx = lround(x);
+        ly = lround(y);
+        mr_draw_marker(cr, shape, x, y, MR_PT(5), color);
+        if (*npts + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 256;
+            double* np = realloc(*pts, nc * sizeof *np);
+            if (!np)
+                continue;
+            *pts = np;
+            *cap = nc;
+        }
+        (*pts)[(*npts)++] = x;
+        (*pts)[(*npts)++] = y;
+    }
+}
+
+static void draw(cairo_t* cr, const mr_npu_series* s) {
+    double ymax = 0;
+    const mr_npu_points* all[] = {&s->max, &s->used, &s->free};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < all[k]->n; i++)
+            if (scaled(s, all[k]->v[i].bytes) > ymax)
+                ymax = scaled(s, all[k]->v[i].bytes);
+    double y_max = scaled(s, s->peak);
+    double xlast = (double)(s->total_steps - 1);
+    mr_frame f = {.x0 = 95, .y0 = 40, .x1 = WIDTH - 25, .y1 = HEIGHT - 105, .xmin = 0,
+                  .xmax = xlast > 0 ? xlast * 1.05 : 1, .ymin = 0,
+                  .ymax = ymax > 0 ? ymax * 1.05 : 1};
+    char ylabel[64];
+    snprintf(ylabel, sizeof ylabel, "Memory Size [%s]", s->unit.name);
+    mr_axes_style st = {.title = "Memory Usage Over Time",
+                        .xlabel = "Allocation Step [async op]",
+                        .ylabel = ylabel,
+                        .xrotation = 45,
+                        .xinteger = true,
+                        .max_xticks = 40,
+                        .max_yticks = 8};
+    cairo_save(cr);
+    cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    cairo_clip(cr);
+    // z-order 0: used and free; 1: max; 2: increases; 3: fragmentation (doc §2.7).
+    mr_polyline used, freel, max;
+    line_series(&used, cr, &f, s, &s->used, RED);
+    line_series(&freel, cr, &f, s, &s->free, GREEN);
+    // Region boundaries: always the line; the name only for regions wide enough.
+    long lastcol = LONG_MIN;
+    for (size_t i = 0; i < s->nregions; i++) {
+        double x = mr_frame_x(&f, (double)s->regions[i].start);
+        if (lround(x) == lastcol)
+            continue;
+        lastcol = lround(x);
+        cairo_save(cr);
+        cairo_set_source_rgb(cr, GRAY.r, GRAY.g, GRAY.b);
+        cairo_set_line_width(cr, MR_PT(0.5));
+        double d[2] = {MR_PT(0.5), MR_PT(0.825)};
+        cairo_set_dash(cr, d, 2, 0);
+        cairo_move_to(cr, x, f.y0);
+        cairo_line_to(cr, x, f.y1);
+        cairo_stroke(cr);
+        cairo_restore(cr);
+    }
+    line_series(&max, cr, &f, s, &s->max, BLUE);
+    double* pts = NULL;
+    size_t npts = 0, cap = 0;
+    marker_series(cr, &f, s, &s->increased, MR_MARK_CIRCLE, MAGENTA, &pts, &npts, &cap);
+    marker_series(cr, &f, s, &s->frag, MR_MARK_TRIANGLE, RED, &pts, &npts, &cap);
+    for (size_t i = 0; i < s->nregions; i++)
+        if (s->regions[i].label_drawn)
+            mr_draw_text(cr, s->regions[i].name,
+                         mr_frame_x(&f, (double)s->regions[i].start + 0.5),
+                         mr_frame_y(&f, 0.98 * y_max), MR_PT(11), 90, 0, 0, GRAY, NULL, NULL);
+    if (s->max.n) {
+        const mr_npu_point* last = &s->max.v[s->max.n - 1];
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.2f", scaled(s, last->bytes));
+        mr_draw_text_baseline(cr, buf, mr_frame_x(&f, (double)last->x) + MR_PT(5),
+                              mr_frame_y(&f, scaled(s, last->bytes)) - MR_PT(5), MR_PT(8), BLUE);
+    }
+    cairo_restore(cr);
+    mr_draw_axes(cr, &f, &st);
+    // The legend avoids the drawn vertices and markers of every series.
+    mr_polyline* lines[] = {&used, &freel, &max};
+    for (size_t k = 0; k < 3; k++) {
+        for (size_t i = 0; i + 1 < lines[k]->npts; i += 2) {
+            if (npts + 2 > cap) {
+                size_t nc = cap ? cap * 2 : 256;
+                double* np = realloc(pts, nc * sizeof *np);
+                if (!np)
+                    break;
+                pts = np;
+                cap = nc;
+            }
+            pts[npts++] = lines[k]->pts[i];
+            pts[npts++] = lines[k]->pts[i + 1];
+        }
+        mr_polyline_free(lines[k]);
+    }
+    mr_legend_item items[5];
+    size_t n = 0;
+    if (s->increased.n)
+        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased", MAGENTA, MR_MARK_CIRCLE};
+    if (s->frag.n)
+        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased Due To\nFragmentation", RED,
+                                      MR_MARK_TRIANGLE};
+    items[n++] = (mr_legend_item){"Max Allocated Size", BLUE, MR_MARK_LINE};
+    // Upstream labels the used and free lines even when they have no points.
+    items[n++] = (mr_legend_item){"Used Memory", RED, MR_MARK_LINE};
+    items[n++] = (mr_legend_item){"Free Memory", GREEN, MR_MARK_LINE};
+    mr_draw_legend(cr, &f, items, n, pts, npts);
+    free(pts);
+}
+
+int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
+    mr_output data = {0};
+    int rc = 0;
+    if (args->data) {
+        if ((rc = mr_output_open(&data, args->data, args->force)))
+            return rc;
+        write_data(data.fp, s);
+    }
+    mr_canvas c;
+    if ((rc = mr_canvas_open(&c, args->output, args->force, WIDTH, HEIGHT))) {
+        if (args->data)
+            mr_output_abort(&data);
+        return rc;
+    }
+    draw(c.cr, s);
+    rc = mr_canvas_commit(&c);
+    if (args->data) {
+        if (rc)
+            mr_output_abort(&data);
+        else
+            rc = mr_output_commit(&data);
+    }
+    return rc;
+}

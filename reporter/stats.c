@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: MIT
+// memreport stats: top allocation sites by bytes live at the peak, by bytes allocated and
+// by allocation count; a power-of-two histogram of sizes; temporary allocations by site;
+// totals per thread. One replay with per-callsite and per-thread counters, so memory is
+// the live set plus a few words per callsite, whatever the number of events.
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+static const char stats_help[] =
+    "usage: memreport stats CAPTURE [--json] [--top N] [-o FILE] [-f]\n"
+    "Statistics of the libc heap of a capture:\n"
+    "  - top allocation sites by bytes live at the peak, by bytes allocated, by count;\n"
+    "  - a histogram of allocation sizes in powers of two;\n"
+    "  - temporary allocations by site: blocks freed by a thread right after allocating\n"
+    "    them, with no other allocation or free by that thread in between (heaptrack's\n"
+    "    definition, applied per thread; realloc's implicit free does not count);\n"
+    "  - totals per thread.\n"
+    "A site is a full allocation stack, named by its innermost relevant frame.\n"
+    "  --json             machine-readable output\n"
+    "  --top N            sites per table (default 10)\n"
+    "  -o, --output FILE  write to FILE instead of stdout\n"
+    "  -f, --force        overwrite FILE if it exists\n";
+
+// Power-of-two size classes: bucket 0 holds size 0, bucket k >= 1 holds [2^(k-1), 2^k).
+#define NBUCKETS 65
+
+typedef struct site {
+    uint64_t count, bytes, temporary;
+    uint64_t live, at_peak; // at_peak: live when the latest peak was reached (see note)
+    uint32_t epoch;         // peak epoch at which at_peak was captured
+} site;
+
+typedef struct thread_stat {
+    uint32_t tid;
+    uint64_t allocations, bytes, frees, temporary, live_bytes, live_blocks;
+    uint64_t last_alloc; // address of this thread's last event if it was an allocation
+} thread_stat;
+
+typedef struct stats {
+    const mr_symbols* sites;
+    uint32_t ncallsites;
+    uint32_t* canon; // callsite -> representative of its symbolized stack (sites.h)
+    site* site;           // indexed by callsite id, ncallsites entries
+    uint32_t peak_epoch;  // bumped each time the global peak rises
+    mr_heapmap tid_index; // tid + 1 -> index into threads (in .size)
+    thread_stat* threads;
+    size_t nthreads, capthreads;
+    uint32_t cached_tid;
+    size_t cached_index;
+    uint64_t hist_count[NBUCKETS], hist_bytes[NBUCKETS];
+    uint64_t temporary;
+    uint64_t progress_total;
+} stats;
+
+static unsigned bucket_of(uint64_t size) {
+    return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
+}
+
+static thread_stat* thread_of(stats* s, uint32_t tid) {
+    if (s->nthreads && s->cached_tid == tid)
+        return &s->threads[s->cached_index];
+    const mr_block* b = mr_heapmap_get(&s->tid_index, (uint64_t)tid + 1);
+    size_t i;
+    if (b) {
+        i = (size_t)b->size;
+    } else {
+        if (s->nthreads == s->capthreads) {
+            size_t nc = s->capthreads ? s->capthreads * 2 : 16;
+            thread_stat* nt = realloc(s->threads, nc * sizeof *nt);
+            if (!nt)
+                return NULL;
+            s->threads = nt;
+            s->capthreads = nc;
+        }
+        i = s->nthreads;
+        mr_block key = {.addr = (uint64_t)tid + 1, .size = i};
+        if (mr_heapmap_put(&s->tid_index, &key, NULL, NULL))
+            return NULL;
+        s->threads[s->nthreads++] = (thread_stat){.tid = tid};
+    }
+    s->cached_tid = tid;
+    s->cached_index = i;
+    return &s->threads[i];
+}
+
+// Per-site bytes at the global peak in one pass: a site's live value is saved lazily the
+// first time it changes after a new peak, so at the end each site holds either that saved
+// value (it changed since the latest peak) or its current one (it did not).
+static site* touch(stats* s, uint32_t callsite) {
+    site* st = &s->site[callsite < s->ncallsites ? s->canon[callsite] : 0];
+    if (st->epoch != s->peak_epoch) {
+        st->at_peak = st->live;
+        st->epoch = s->peak_epoch;
+    }
+    return st;
+}
+
+static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    stats* s = ud;
+    thread_stat* th = thread_of(s, ev->tid);
+    if (!th)
+        return -ENOMEM;
+    if (mt_kind_is_alloc(ev->kind)) {
+        site* st = touch(s, ev->callsite);
+        st->count++;
+        st->bytes += ev->size;
+        st->live += ev->size;
+        th->allocations++;
+        th->bytes += ev->size;
+        th->last_alloc = ev->addr;
+        unsigned b = bucket_of(ev->size);
+        s->hist_count[b]++;
+        s->hist_bytes[b] += ev->size;
+        // This event raised the peak: every site's current value is the new snapshot.
+        if (r->peak_seq == ev->seq)
+            s->peak_epoch++;
+    } else if (mt_kind_is_free(ev->kind)) {
+        th->frees++;
+        if (freed) {
+            site* st = touch(s, freed->callsite);
+            st->live -= freed->size;
+            bool real_free = ev->kind != MT_KIND_REALLOC_FREE &&
+                             ev->kind != MT_KIND_REALLOCARRAY_FREE;
+            if (real_free && th->last_alloc == ev->addr && freed->tid == ev->tid) {
+                st->temporary++;
+                th->temporary++;
+                s->temporary++;
+            }
+        }
+        th->last_alloc = 0;
+    }
+    if ((r->events & 0xfffff) == 0 && s->progress_total)
+        mr_progress("stats", (double)r->events / (double)s->progress_total);
+    return 0;
+}
+
+// ---- report
+
+typedef struct row {
+    uint32_t callsite;
+    uint64_t count, bytes, temporary, at_peak;
+} row;
+
+#define DESC_BY(field)                                                                         \
+    static int by_##field(const void* a, const void* b) {                                     \
+        const row *x = a, *y = b;                                                              \
+        if (x->field != y->field)                                                              \
+            return x->field < y->field ? 1 : -1;                                               \
+        return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;                    \
+    }
+DESC_BY(count)
+DESC_BY(bytes)
+DESC_BY(temporary)
+DESC_BY(at_peak)
+
+static json_t* site_json(const mr_symbols* sites, const row* r) {
+    json_t* o = json_object();
+    json_object_set_new(o, "site", json_string(mr_sites_site_name(sites, r->callsite)));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->at_peak));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
+    json_object_set_new(o, "temporary", json_integer((json_int_t)r->temporary));
+    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite));
+    return o;
+}
+
+static json_t* top_sites(const mr_symbols* sites, row* rows, size_t n, size_t top,
+                         int (*cmp)(const void*, const void*), size_t field) {
+    qsort(rows, n, sizeof *rows, cmp);
+    json_t* a = json_array();
+    for (size_t i = 0; i < n && json_array_size(a) < top; i++) {
+        uint64_t v;
+        memcpy(&v, (const char*)&rows[i] + field, sizeof v);
+        if (v)
+            json_array_append_new(a, site_json(sites, &rows[i]));
+    }
+    return a;
+}
+
+static json_t* thread_names(mt_capture* cap) {
+    json_t* names = json_object();
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT tid, name FROM thread", -1, &st, NULL) !=
+        SQLITE_OK)
+        return names;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char* name = (const char*)sqlite3_column_text(st, 1);
+        if (name)
+            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
+                                json_string(name));
+    }
+    sqlite3_finalize(st);
+    return names;
+}
+
+static int by_tid(const void* a, const void* b) {
+    const thread_stat *x = a, *y = b;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top) {
+    const mr_symbols* sites = s->sites;
+    row* rows = malloc(((size_t)s->ncallsites + 1) * sizeof *rows);
+    if (!rows)
+        return NULL;
+    size_t n = 0;
+    for (uint32_t i = 0; i < s->ncallsites; i++) {
+        const site* st = &s->site[i];
+        if (!st->count)
+            continue;
+        rows[n++] = (row){i, st->count, st->bytes, st->temporary,
+                          st->epoch == s->peak_epoch ? st->at_peak : st->live};
+    }
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", json_string(mt_capture_path(cap)));
+    json_object_set_new(o, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
+    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
+    json_object_set_new(o, "by_peak",
+                        top_sites(sites, rows, n, top, by_at_peak, offsetof(row, at_peak)));
+    json_object_set_new(o, "by_bytes",
+                        top_sites(sites, rows, n, top, by_bytes, offsetof(row, bytes)));
+    json_object_set_new(o, "by_count",
+                        top_sites(sites, rows, n, top, by_count, offsetof(row, count)));
+    json_object_set_new(o, "temporary_by_site",
+                        top_sites(sites, rows, n, top, by_temporary, offsetof(row, temporary)));
+    free(rows);
+
+    json_t* hist = json_array();
+    for (unsigned b = 0; b < NBUCKETS; b++) {
+        if (!s->hist_count[b])
+            continue;
+        json_t* h = json_object();
+        uint64_t lo = b ? 1ull << (b - 1) : 0;
+        uint64_t hi = b == 0 ? 0 : b == 64 ? UINT64_MAX : (1ull << b) - 1;
+        json_object_set_new(h, "min", json_integer((json_int_t)lo));
+        json_object_set_new(h, "max", json_integer((json_int_t)hi));
+        json_object_set_new(h, "count", json_integer((json_int_t)s->hist_count[b]));
+        json_object_set_new(h, "bytes", json_integer((json_int_t)s->hist_bytes[b]));
+        json_array_append_new(hist, h);
+    }
+    json_object_set_new(o, "sizes", hist);
+
+    // Live-at-end per thread comes from the blocks still in the replay's table.
+    const mr_block* b;
+    for (size_t i = 0; mr_heapmap_next(&r->live, &i, &b);) {
+        thread_stat* th = thread_of(s, b->tid);
+        if (th) {
+            th->live_bytes += b->size;
+            th->live_blocks++;
+        }
+    }
+    qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
+    json_t* names = thread_names(cap);
+    json_t* threads = json_array();
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const thread_stat* th = &s->threads[i];
+        char key[16];
+        snprintf(key, sizeof key, "%u", th->tid);
+        json_t* t = json_object();
+        json_object_set_new(t, "tid", json_integer(th->tid));
+        json_t* name = json_object_get(names, key);
+        json_object_set_new(t, "name", name ? json_incref(name) : json_null());
+        json_object_set_new(t, "allocations", json_integer((json_int_t)th->allocations));
+        json_object_set_new(t, "bytes_allocated", json_integer((json_int_t)th->bytes));
+        json_object_set_new(t, "frees", json_integer((json_int_t)th->frees));
+        json_object_set_new(t, "temporary", json_integer((json_int_t)th->temporary));
+        json_object_set_new(t, "live_bytes", json_integer((json_int_t)th->live_bytes));
+        json_object_set_new(t, "live_blocks", json_integer((json_int_t)th->live_blocks));
+        json_array_append_new(threads, t);
+    }
+    json_decref(names);
+    json_object_set_new(o, "threads", threads);
+    return o;
+}
+
+// ---- text
+
+#define INT(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
+
+static void print_sites(FILE* out, json_t* o, const char* key, const char* title,
+                        const char* field, bool as_bytes) {
+    json_t* a = json_object_get(o, key);
+    fprintf(out, "\n%s\n", title);
+    if (!json_array_size(a))
+        fputs("  (none)\n", out);
+    size_t i;
+    json_t* s;
+    json_array_foreach(a, i, s) {
+        char v[32], line[1024];
+        if (as_bytes)
+            mt_format_bytes(INT(s, field), v, sizeof v);
+        else
+            snprintf(v, sizeof v, "%llu", INT(s, field));
+        // The site frame, then the next two frames towards main for context.
+        json_t* stack = json_object_get(s, "stack");
+        size_t k, shown = 0;
+        json_t* f;
+        bool found = false;
+        const char* site_name = json_string_value(json_object_get(s, "site"));
+        json_array_foreach(stack, k, f) {
+            const char* fn = json_string_value(json_object_get(f, "function"));
+            if (!found && (!fn || strcmp(fn, site_name) != 0))
+                continue;
+            found = true;
+            mr_sites_format_json_frame(f, line, sizeof line);
+            if (shown == 0)
+                fprintf(out, "  %12s  %s\n", v, line);
+            else
+                fprintf(out, "  %12s    from %s\n", "", line);
+            if (++shown == 3)
+                break;
+        }
+        if (!shown)
+            fprintf(out, "  %12s  %s\n", v, site_name);
+    }
+}
+
+static void print_text(FILE* out, json_t* o) {
+    char a[32], b[32], c[32];
+    unsigned long long allocs = INT(o, "allocations");
+    fprintf(out, "allocations: %llu (%s), frees: %llu, temporary: %llu (%.1f%%)\n", allocs,
+            mt_format_bytes(INT(o, "bytes_allocated"), a, sizeof a), INT(o, "frees"),
+            INT(o, "temporary"), allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
+    fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+            mt_format_duration((int64_t)INT(o, "peak_time_ns"), b, sizeof b));
+    print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
+    print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
+    print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);
+    print_sites(out, o, "temporary_by_site", "top sites by temporary allocations:",
+                "temporary", false);
+
+    fputs("\nallocation sizes:\n", out);
+    size_t i;
+    json_t* h;
+    unsigned long long maxc = 1;
+    json_array_foreach(json_object_get(o, "sizes"), i, h) if (INT(h, "count") > maxc) maxc =
+        INT(h, "count");
+    json_array_foreach(json_object_get(o, "sizes"), i, h) {
+        char range[64], bar[41];
+        if (INT(h, "max") == 0)
+            snprintf(range, sizeof range, "0");
+        else
+            snprintf(range, sizeof range, "%s - <%s", mt_format_bytes(INT(h, "min"), a, sizeof a),
+                     mt_format_bytes(INT(h, "max") + 1, b, sizeof b));
+        size_t w = (size_t)((double)INT(h, "count") * 40.0 / (double)maxc + 0.5);
+        memset(bar, '#', w);
+        bar[w] = 0;
+        fprintf(out, "  %23s  %10llu  %s\n", range, INT(h, "count"), bar);
+    }
+
+    fputs("\nthreads:\n  tid       name              allocations    allocated        frees"
+          "    live at end\n",
+          out);
+    json_array_foreach(json_object_get(o, "threads"), i, h) {
+        const char* name = json_string_value(json_object_get(h, "name"));
+        fprintf(out, "  %-9llu %-16.16s %12llu %12s %12llu %14s\n", INT(h, "tid"),
+                name ? name : "-", INT(h, "allocations"),
+                mt_format_bytes(INT(h, "bytes_allocated"), a, sizeof a), INT(h, "frees"),
+                mt_format_bytes(INT(h, "live_bytes"), c, sizeof c));
+    }
+}
+
+int mr_cmd_stats(int argc, char** argv) {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    bool json = false, force = false;
+    const char* output = "-";
+    size_t top = 10;
+    int c;
+    while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 't': {
+            char* end;
+            long long v = strtoll(optarg, &end, 10);
+            if (*end || end == optarg || v < 0) {
+                mr_error(NULL, "--top: not a count: '%s'", optarg);
+                return MR_EXIT_USAGE;
+            }
+            top = (size_t)v;
+            break;
+        }
+        case 'o':
+            output = optarg;
+            break;
+        case 'f':
+            force = true;
+            break;
+        case 'h':
+            fputs(stats_help, stdout);
+            return MR_EXIT_OK;
+        default:
+            fputs(stats_help, stderr);
+            return MR_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(stats_help, stderr);
+        return MR_EXIT_USAGE;
+    }
+    const char* path = argv[optind];
+    mt_capture* cap;
+    int rc = mr_open_capture(path, &cap);
+    if (rc)
+        return rc;
+    mr_symbols* sites;
+    if ((rc = mr_symbols_load(cap, &sites))) {
+        mt_capture_close(cap);
+        return rc;
+    }
+    stats s = {.sites = sites, .ncallsites = mr_symbols_callsite_count(sites)};
+    s.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
+    s.site = calloc((size_t)s.ncallsites + 1, sizeof *s.site);
+    s.canon = mr_sites_canonical(sites);
+    mr_replay r;
+    bool ok = s.site && s.canon && mr_heapmap_init(&s.tid_index) == 0;
+    if (!ok || mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
+        mr_error(path, "out of memory");
+        if (ok)
+            mr_heapmap_free(&s.tid_index);
+        free(s.site);
+        free(s.canon);
+        mr_symbols_free(sites);
+        mt_capture_close(cap);
+        return MR_EXIT_IO;
+    }
+    int e = mr_replay_run(&r, UINT64_MAX, on_event, &s);
+    mr_progress("stats", -1);
+    if (e) {
+        mr_error(path, "%s", r.err[0] ? r.err : e == -ENOMEM ? "out of memory" : "corrupt capture");
+        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    } else {
+        json_t* rep = build_report(cap, &s, &r, top);
+        mr_output out;
+        if (!rep) {
+            mr_error(path, "out of memory");
+            rc = MR_EXIT_IO;
+        } else if ((rc = mr_output_open(&out, output, force)) == 0) {
+            if (json) {
+                json_dumpf(rep, out.fp, JSON_INDENT(2));
+                fputc('\n', out.fp);
+            } else {
+                print_text(out.fp, rep);
+            }
+            rc = mr_output_commit(&out);
+        }
+        json_decref(rep);
+    }
+    mr_replay_free(&r);
+    mr_heapmap_free(&s.tid_index);
+    free(s.threads);
+    free(s.site);
+    free(s.canon);
+    mr_symbols_free(sites);
+    mt_capture_close(cap);
+    return rc;
+}

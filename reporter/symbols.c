@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+// The in-memory callsite tree and frame names every report walks (symbols.h). Loads the
+// tables once, indexed by id; symbolizes through common/ when the capture lacks names.
+// Never touches events; never writes anything but the symbols it stores in the capture.
+#include "symbols.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memtrace/symbolize.h"
+#include "util.h"
+
+typedef struct sym_frame {
+    mr_symloc* locs; // inlined (innermost first), then the physical function
+    size_t nlocs;
+    const char* module;
+    bool relevant;
+    bool present;
+    bool truncation; // the tracer's marker: root of a stack cut at the depth limit
+} sym_frame;
+
+typedef struct sym_callsite {
+    uint32_t parent;
+    uint32_t frame;
+} sym_callsite;
+
+struct mr_symbols {
+    sym_frame* frames;
+    uint32_t nframes; // highest id + 1
+    sym_callsite* callsites;
+    uint32_t ncallsites;
+    char** strings; // every string the tables point to, freed together
+    size_t nstrings, capstrings;
+};
+
+// A callsite naming a frame row that does not exist: say so rather than show nothing.
+static const mr_symloc unknown_loc = {.function = "[unknown frame]"};
+
+int mr_symbols_ensure(mt_capture* cap) {
+    char* v = mt_capture_meta_text(cap, "symbolized");
+    bool done = v && !strcmp(v, "1");
+    free(v);
+    if (done)
+        return 0;
+    char err[512];
+    int n = mt_symbolize_capture(mt_capture_db(cap), 0, err, sizeof err);
+    if (n < 0)
+        mr_error(mt_capture_path(cap), "cannot store symbols (%s); frames show as module+offset",
+                 err);
+    else if (n > 0)
+        mr_error(mt_capture_path(cap), "symbolized %d frames", n);
+    return 0;
+}
+
+static char* keep(mr_symbols* s, const char* str) {
+    if (!str)
+        return NULL;
+    if (s->nstrings == s->capstrings) {
+        size_t nc = s->capstrings ? s->capstrings * 2 : 1024;
+        char** p = realloc(s->strings, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        s->strings = p;
+        s->capstrings = nc;
+    }
+    char* c = strdup(str);
+    if (c)
+        s->strings[s->nstrings++] = c;
+    return c;
+}
+
+static const char* basename_of(const char* path) {
+    const char* b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+static int64_t max_id(sqlite3* db, const char* sql) {
+    sqlite3_stmt* st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+// Fills one frame from its row: the inlined chain (JSON) then the physical function.
+static int load_frame(mr_symbols* s, sym_frame* f, sqlite3_stmt* st) {
+    const char* fn = (const char*)sqlite3_column_text(st, 1);
+    const char* file = (const char*)sqlite3_column_text(st, 2);
+    int line = sqlite3_column_int(st, 3);
+    const char* inl = (const char*)sqlite3_column_text(st, 4);
+    const char* path = (const char*)sqlite3_column_text(st, 7);
+    f->relevant = sqlite3_column_int(st, 5) != 0;
+    f->truncation = sqlite3_column_int64(st, 8) == 0 && !path;
+    f->module = path ? keep(s, basename_of(path)) : NULL;
+    json_t* arr = inl ? json_loads(inl, 0, NULL) : NULL;
+    size_t ninl = json_is_array(arr) ? json_array_size(arr) : 0;
+    f->locs = calloc(ninl + 1, sizeof *f->locs);
+    if (!f->locs) {
+        json_decref(arr);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < ninl; i++) {
+        json_t* e = json_array_get(arr, i);
+        const char* n = json_string_value(json_object_get(e, "function"));
+        f->locs[i] = (mr_symloc){.function = keep(s, n ? n : "??"),
+                                 .file = keep(s, json_string_value(json_object_get(e, "file"))),
+                                 .line = (int)json_integer_value(json_object_get(e, "line")),
+                                 .inlined = true};
+    }
+    json_decref(arr);
+    char buf[512];
+    if (!fn) {
+        // Not symbolized (read-only capture): the same module+offset text the symbolizer
+        // writes when nothing resolves.
+        uint64_t rel = (uint64_t)sqlite3_column_int64(st, 6);
+        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, path ? basename_of(path) : "[unknown]", rel);
+        fn = f->truncation ? MT_SYMBOLIZE_TRUNCATED : buf;
+    }
+    f->locs[ninl] = (mr_symloc){.function = keep(s, fn), .file = keep(s, file), .line = line};
+    f->nlocs = ninl + 1;
+    f->present = true;
+    return f->locs[ninl].function ? 0 : -ENOMEM;
+}
+
+static int load(mt_capture* cap, mr_symbols* s) {
+    sqlite3* db = mt_capture_db(cap);
+    int64_t fmax = max_id(db, "SELECT coalesce(max(id), 0) FROM frame");
+    int64_t cmax = max_id(db, "SELECT coalesce(max(id), 0) FROM callsite");
+    if (fmax < 0 || cmax < 0 || fmax >= UINT32_MAX || cmax >= UINT32_MAX)
+        return -EPROTO;
+    s->nframes = (uint32_t)fmax + 1;
+    s->ncallsites = (uint32_t)cmax + 1;
+    s->frames = calloc(s->nframes, sizeof *s->frames);
+    s->callsites = calloc(s->ncallsites, sizeof *s->callsites);
+    if (!s->frames || !s->callsites)
+        return -ENOMEM;
+
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT f.id, f.function, f.file, f.line, f.inlined, f.relevant,"
+                           " coalesce(f.rel_pc, f.pc - m.load_bias, f.pc), m.path, f.pc"
+                           " FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    int rc = 0, step;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        if (id > 0 && id < s->nframes)
+            rc = load_frame(s, &s->frames[id], st);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = -EPROTO;
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+
+    if (sqlite3_prepare_v2(db, "SELECT id, parent_id, frame_id FROM callsite", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EPROTO;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        int64_t parent = sqlite3_column_int64(st, 1);
+        int64_t frame = sqlite3_column_int64(st, 2);
+        // A parent must be a valid id; a cycle-free tree is what the tracer writes, but
+        // walks are bounded anyway (mr_symbols_stack) in case a file says otherwise.
+        if (id <= 0 || id >= s->ncallsites || parent < 0 || parent >= s->ncallsites ||
+            frame < 0 || frame >= UINT32_MAX)
+            continue;
+        s->callsites[id] = (sym_callsite){(uint32_t)parent, (uint32_t)frame};
+    }
+    rc = step == SQLITE_DONE ? 0 : -EPROTO;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int mr_symbols_load(mt_capture* cap, mr_symbols** out) {
+    *out = NULL;
+    mr_symbols_ensure(cap);
+    mr_symbols* s = calloc(1, sizeof *s);
+    if (!s) {
+        mr_error(mt_capture_path(cap), "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = load(cap, s);
+    if (rc) {
+        mr_symbols_free(s);
+        if (rc == -ENOMEM) {
+            mr_error(mt_capture_path(cap), "out of memory");
+            return MR_EXIT_IO;
+        }
+        mr_error(mt_capture_path(cap), "corrupt capture: cannot read stacks: %s",
+                 sqlite3_errmsg(mt_capture_db(cap)));
+        return MR_EXIT_BAD_INPUT;
+    }
+    *out = s;
+    return 0;
+}
+
+void mr_symbols_free(mr_symbols* s) {
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->nframes; i++)
+        free(s->frames[i].locs);
+    for (size_t i = 0; i < s->nstrings; i++)
+        free(s->strings[i]);
+    free(s->strings);
+    free(s->frames);
+    free(s->callsites);
+    free(s);
+}
+
+static const sym_frame* frame_at(const mr_symbols* s, uint32_t frame) {
+    return frame < s->nframes && s->frames[frame].present ? &s->frames[frame] : NULL;
+}
+
+size_t mr_symbols_frame_locs(const mr_symbols* s, uint32_t frame, const mr_symloc** locs) {
+    const sym_frame* f = frame_at(s, frame);
+    if (f) {
+        *locs = f->locs;
+        return f->nlocs;
+    }
+    *locs = &unknown_loc;
+    return 1;
+}
+
+const char* mr_symbols_frame_name(const mr_symbols* s, uint32_t frame) {
+    const mr_symloc* locs;
+    size_t n = mr_symbols_frame_locs(s, frame, &locs);
+    return locs[n - 1].function;
+}
+
+bool mr_symbols_frame_relevant(const mr_symbols* s, uint32_t frame) {
+    const sym_frame* f = frame_at(s, frame);
+    return !f || f->relevant;
+}
+
+const char* mr_symbols_frame_module(const mr_symbols* s, uint32_t frame) {
+    const sym_frame* f = frame_at(s, frame);
+    return f ? f->module : NULL;
+}
+
+uint32_t mr_symbols_parent(const mr_symbols* s, uint32_t callsite) {
+    return callsite < s->ncallsites ? s->callsites[callsite].parent : 0;
+}
+
+uint32_t mr_symbols_frame_of(const mr_symbols* s, uint32_t callsite) {
+    return callsite < s->ncallsites ? s->callsites[callsite].frame : 0;
+}
+
+uint32_t mr_symbols_callsite_count(const mr_symbols* s) {
+    return s->ncallsites;
+}
+
+bool mr_symbols_truncated(const mr_symbols* s, uint32_t leaf) {
+    uint32_t root = 0;
+    for (uint32_t cs = leaf, steps = 0; cs && cs < s->ncallsites && steps < s->ncallsites;
+         cs = s->callsites[cs].parent, steps++)
+        root = s->callsites[cs].frame;
+    const sym_frame* f = frame_at(s, root);
+    return f && f->truncation;
+}
+
+size_t mr_symbols_stack(const mr_symbols* s, uint32_t leaf, bool all_frames, uint32_t* out,
+                        size_t max) {
+    size_t n = 0;
+    // Bounded by the number of callsites, so a corrupt file with a cycle cannot hang us.
+    for (uint32_t cs = leaf, steps = 0; cs && cs < s->ncallsites && steps < s->ncallsites;
+         cs = s->callsites[cs].parent, steps++) {
+        uint32_t f = s->callsites[cs].frame;
+        if (!all_frames && !mr_symbols_frame_relevant(s, f))
+            continue;
+        if (n < max)
+            out[n] = f;
+        n++;
+    }
+    return n;
+}

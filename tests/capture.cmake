@@ -1,0 +1,34 @@
+# Capture pipeline tests (issue 2): the reader, heap map and replay as units, and the
+# tracer end to end on programs with known truth (tests/e2e/progs) and on real programs,
+# driven by tests/e2e/run_e2e.py (each case: untraced, baseline and traced runs).
+memtrace_unit_test(capture)
+memtrace_unit_test(heapmap)
+memtrace_unit_test(replay)
+
+# The e2e programs: -O0 and no builtins, so every allocator call in the source is made
+# (GCC may otherwise drop a malloc/free or new/delete pair whose block is unused).
+set(MEMTRACE_E2E_PROGS peak leaks realloc_chain entry_points threads fork_exec exits)
+foreach(prog ${MEMTRACE_E2E_PROGS})
+  add_executable(e2e_${prog} e2e/progs/${prog}.c)
+  target_compile_definitions(e2e_${prog} PRIVATE _GNU_SOURCE)
+  target_compile_options(e2e_${prog} PRIVATE -O0 -fno-builtin)
+  target_link_libraries(e2e_${prog} PRIVATE memtrace_warnings Threads::Threads)
+endforeach()
+add_executable(e2e_cxx e2e/progs/cxx.cpp)
+target_compile_options(e2e_cxx PRIVATE -O0 -fno-builtin -fno-allocation-dce)
+set_target_properties(e2e_cxx PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+target_link_libraries(e2e_cxx PRIVATE memtrace_warnings)
+
+# One ctest test per case, so a failure names what broke. Never under ASan: it replaces
+# malloc itself (STYLE.md 2.7).
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  set(MEMTRACE_E2E_CASES peak leaks realloc entry_points threads cxx fork_exec fork_nofollow
+      exit_return exit_exit exit_kill exit_signals exit_thread launcher unwritable
+      real_python real_git real_sqlite3 cli_errors)
+  foreach(case ${MEMTRACE_E2E_CASES})
+    add_test(NAME e2e.${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py
+                     --build ${CMAKE_BINARY_DIR} ${case})
+    set_tests_properties(e2e.${case} PROPERTIES LABELS e2e TIMEOUT 120)
+  endforeach()
+endif()

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// e2e: one program, every exit path (argv[1]): return, exit (code 3), abort and segv
+// (after a pause, so the tracer has committed everything), abort_now (no pause), kill
+// (prints "ready" and waits for the driver's SIGKILL), thread_exit (a thread calls
+// exit(5) while three others allocate; truth is a lower bound). Known work comes first.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "truth.h"
+
+static void* volatile sink;
+
+static void pause_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void* churn(void* arg) {
+    (void)arg;
+    // The baseline creates the same threads (their set-up allocations are measured) but
+    // they do not churn, so the baseline stays deterministic.
+    while (t_baseline())
+        pause();
+    for (;;) {
+        void* p = malloc(64);
+        sink = p;
+        free(p);
+    }
+    return NULL;
+}
+
+static void* exiter(void* arg) {
+    (void)arg;
+    pause_ms(100);
+    exit(5);
+    return NULL;
+}
+
+int main(int argc, char** argv) {
+    const char* mode = argc > 1 ? argv[1] : "return";
+    if (!t_baseline()) {
+        sink = T_malloc(1000);
+        sink = T_malloc(2000);
+        sink = T_calloc(3, 1000);
+        for (int i = 0; i < 20; i++) {
+            void* p = T_malloc(100 + (size_t)i);
+            T_free(p, 100 + (size_t)i);
+        }
+    }
+    // The truth is written before the exit path: after it nothing more is known.
+    if (strcmp(mode, "thread_exit") == 0)
+        truth.threads = 1; // at least: the churn threads are counted by the driver
+    if (t_write(""))
+        return 12;
+    if (strcmp(mode, "return") == 0)
+        return 0;
+    if (strcmp(mode, "exit") == 0)
+        exit(3);
+    if (strcmp(mode, "abort") == 0 || strcmp(mode, "segv") == 0) {
+        pause_ms(400);
+        if (mode[0] == 'a')
+            abort();
+        // A real fault on an unmapped page (not NULL, which the compiler may turn into a trap).
+        *(volatile int*)(uintptr_t)16 = 1;
+        return 13;
+    }
+    if (strcmp(mode, "abort_now") == 0)
+        abort();
+    if (strcmp(mode, "kill") == 0) {
+        (void)!write(1, "ready\n", 6);
+        for (;;)
+            pause();
+    }
+    if (strcmp(mode, "thread_exit") == 0) {
+        pthread_t t;
+        for (int i = 0; i < 3; i++)
+            pthread_create(&t, NULL, churn, NULL);
+        pthread_create(&t, NULL, exiter, NULL);
+        for (;;)
+            pause();
+    }
+    return 14;
+}

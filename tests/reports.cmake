@@ -1,0 +1,32 @@
+# Report tests (memreport leaks, stats, flamegraph): unit tests run the subcommands in
+# process on fixture captures with known truth (tests/reports/fixture.c); the browser test
+# drives headless chromium over WebDriver.
+set(REPORTS_FIXTURE ${CMAKE_CURRENT_SOURCE_DIR}/reports/fixture.c)
+memtrace_unit_test(sites ${REPORTS_FIXTURE})
+memtrace_unit_test(leaks ${REPORTS_FIXTURE})
+memtrace_unit_test(stats ${REPORTS_FIXTURE})
+memtrace_unit_test(flamegraph ${REPORTS_FIXTURE})
+
+add_executable(reports_fixture reports/mkfixture.c ${REPORTS_FIXTURE})
+target_link_libraries(reports_fixture PRIVATE memtrace_common memtrace_warnings PkgConfig::SQLITE3)
+target_compile_definitions(reports_fixture PRIVATE _GNU_SOURCE)
+
+add_test(NAME e2e.flamegraph_browser
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/browser_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/reports-browser)
+set_tests_properties(e2e.flamegraph_browser PROPERTIES LABELS e2e TIMEOUT 180
+                     SKIP_RETURN_CODE 77)
+
+# Reports on a real traced program (needs the tracer from preload/).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(reports_prog reports/progs/reports_prog.c)
+  target_link_libraries(reports_prog PRIVATE Threads::Threads)
+  target_compile_definitions(reports_prog PRIVATE _GNU_SOURCE)
+  target_compile_options(reports_prog PRIVATE -g -O1 -fno-omit-frame-pointer)
+  add_test(NAME e2e.reports_traced
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/e2e_test.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:reports_prog> ${CMAKE_CURRENT_BINARY_DIR}/reports-e2e)
+  set_tests_properties(e2e.reports_traced PROPERTIES LABELS e2e TIMEOUT 120)
+endif()

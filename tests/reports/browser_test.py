@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The flame graph page in a real browser (headless chromium over WebDriver): loads without
+# script errors, shows the expected frames with widths proportional to bytes and the root at
+# the bottom, tooltips, click-to-zoom and reset, the non-relevant-frames checkbox, the thread
+# filter, search highlighting, and a screenshot with frames drawn in flame colours.
+# Usage: browser_test.py MEMREPORT FIXTURE_TOOL WORKDIR   (exit 77 = skipped: no browser)
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import webdriver  # noqa: E402
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+    else:
+        print("ok:", what)
+
+
+FRAMES_JS = """
+return Array.from(document.querySelectorAll('#chart .fr')).map(function (d) {
+  var r = d.getBoundingClientRect();
+  return {name: d.dataset.name, bytes: +d.dataset.bytes, count: +d.dataset.count,
+          x: r.left, y: r.top, w: r.width, cls: d.className};
+});
+"""
+
+
+def frames(b):
+    return {f["name"]: f for f in b.js(FRAMES_JS)}
+
+
+def main():
+    memreport, fixture, work = sys.argv[1:4]
+    if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
+        print("skipped: chromium/chromedriver not installed")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cap = os.path.join(work, "std.db")
+    subprocess.run([fixture, cap], check=True)
+    # Default output name, in the current directory.
+    subprocess.run([memreport, "flamegraph", cap, "--split-threads"], check=True, cwd=work)
+    page = os.path.join(work, "memreport-flamegraph-std.html")
+    check(os.path.exists(page), "default output name memreport-flamegraph-std.html")
+    html = open(page, encoding="utf-8").read()
+    check("http://" not in html.replace("http://www.w3.org", "") and "https://" not in html,
+          "the page references no network resource")
+
+    with webdriver.Browser(width=1280, height=800) as b:
+        b.get("file://" + page)
+        check(b.js("return window.__errors") == [], "no script errors")
+        f = frames(b)
+        # Non-relevant frames are hidden by default; their callees move to their caller.
+        for name in ("all", "main", "worker", "make_node", "load_config", "parse_file",
+                     "cache_put", "prog+0x1234"):
+            check(name in f, "frame %s is drawn" % name)
+        check("operator new" not in f and "__libc_start_call_main" not in f,
+              "non-relevant frames hidden by default")
+        want = {"all": 10364, "main": 5364, "worker": 5000, "make_node": 4000,
+                "load_config": 1000, "parse_file": 1000, "cache_put": 300, "prog+0x1234": 64}
+        for name, v in want.items():
+            check(f.get(name, {}).get("bytes") == v, "%s holds %d bytes" % (name, v))
+        total_w = f["all"]["w"]
+        for name in ("main", "worker", "make_node", "cache_put"):
+            expect = total_w * want[name] / want["all"]
+            check(abs(f[name]["w"] - expect) <= 1.5,
+                  "%s width %.1f ~ %.1f px (proportional to bytes)" % (name, f[name]["w"], expect))
+        check(f["all"]["y"] > f["main"]["y"] > f["make_node"]["y"] > f["parse_file"]["y"] - 19,
+              "root at the bottom, callees above")
+        check(f["parse_file"]["y"] < f["load_config"]["y"], "parse_file above load_config")
+
+        # Tooltip.
+        b.hover(b.find('#chart .fr[data-name="worker"]'))
+        tip = b.js("return document.getElementById('tip').innerText")
+        check("worker" in tip and "5000 bytes" in tip and "48.24%" in tip and
+              "1 allocation" in tip, "tooltip shows bytes, percentage and count: %r" % tip)
+
+        # Click to zoom into make_node; its callers stay below at full width.
+        b.click(b.find('#chart .fr[data-name="make_node"]'))
+        z = frames(b)
+        check(abs(z["make_node"]["w"] - total_w) <= 1.5, "zoomed frame spans the width")
+        check("parse_file" not in z and "worker" not in z, "frames outside the zoom are gone")
+        check("ancestor" in z.get("main", {}).get("cls", ""), "callers drawn as ancestors")
+        b.click(b.find("#reset"))
+        check(abs(frames(b)["main"]["w"] - f["main"]["w"]) <= 0.5, "reset zoom restores the view")
+
+        # Showing non-relevant frames.
+        b.click(b.find("#hide"))
+        f2 = frames(b)
+        check("operator new" in f2 and "__libc_start_call_main" in f2,
+              "unchecking the box shows non-relevant frames")
+        check(f2.get("operator new", {}).get("bytes") == 4000 and
+              f2.get("make_node", {}).get("bytes") == 4000, "operator new holds make_node's bytes")
+        check(abs(f2["__libc_start_call_main"]["w"] - total_w) <= 1.5,
+              "__libc_start_call_main spans all")
+        b.click(b.find("#hide"))
+        check("operator new" not in frames(b), "checking the box hides them again")
+
+        # Thread filter: thread 200 (worker-1) only, then the Reset entry.
+        opts = b.js("return Array.from(document.querySelectorAll('#thread option'))"
+                    ".map(function (o) { return o.textContent; })")
+        check(b.js("return document.getElementById('thread').offsetWidth > 0"),
+              "thread filter visible with --split-threads")
+        check(len(opts) == 3 and "Reset" in opts[0] and "worker-1" in opts[2],
+              "thread dropdown: Reset entry and one entry per thread: %r" % opts)
+        b.click(b.find("#thread option:nth-child(3)"))
+        t = frames(b)
+        check("main" not in t and t.get("worker", {}).get("bytes") == 5000 and
+              t.get("all", {}).get("bytes") == 5000, "thread filter shows worker-1's bytes only")
+        b.click(b.find("#thread option:nth-child(1)"))
+        check(frames(b).get("all", {}).get("bytes") == 10364, "Reset entry shows all threads")
+
+        # Search highlighting.
+        b.type(b.find("#search"), "make")
+        matched = [x["name"] for x in b.js(FRAMES_JS) if " match" in x["cls"]]
+        check(matched == ["make_node"], "search highlights make_node only: %r" % matched)
+        check("3.91 KB" in b.js("return document.getElementById('match').textContent"),
+              "search reports the matched bytes")
+
+        png = b.screenshot()
+        open(os.path.join(work, "screenshot.png"), "wb").write(png)
+        w, h, rows = webdriver.decode_png(png)
+        check(w >= 1000 and h >= 600, "screenshot size %dx%d" % (w, h))
+        colours, flame, magenta = set(), 0, 0
+        for row in rows:
+            for i in range(0, len(row), 16):  # every 4th pixel
+                r, g, bl = row[i], row[i + 1], row[i + 2]
+                colours.add((r >> 3, g >> 3, bl >> 3))
+                if r > 200 and g > 80 and bl < 120 and r > g > bl:
+                    flame += 1
+                if r > 190 and bl > 190 and g < 120:
+                    magenta += 1
+        check(len(colours) > 20, "screenshot is not blank (%d colours)" % len(colours))
+        check(flame > 2000, "flame-coloured frames drawn (%d sampled pixels)" % flame)
+        check(magenta > 100, "search match drawn in magenta (%d sampled pixels)" % magenta)
+        check(b.js("return window.__errors") == [], "still no script errors")
+
+    # Without --split-threads there is no thread filter.
+    plain = os.path.join(work, "plain.html")
+    subprocess.run([memreport, "flamegraph", cap, "-o", plain], check=True)
+    with webdriver.Browser(width=1024, height=600) as b:
+        b.get("file://" + plain)
+        check(b.js("return document.getElementById('thread').offsetWidth") == 0,
+              "no thread filter without --split-threads")
+        check(b.js("return window.__errors") == [], "no script errors (plain page)")
+    print("%d failures" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// Report-test captures with known truth (see fixture.h). Built into each report test and
+// into the reports_fixture tool the browser test uses.
+#include "fixture.h"
+
+#include <ftw.h>
+#include <getopt.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
+static void die(const char* what, const char* msg) {
+    fprintf(stderr, "fixture: %s: %s\n", what, msg);
+    exit(99);
+}
+
+void fx_open(fx* f, const char* path) {
+    char err[256];
+    memset(f, 0, sizeof *f);
+    if (mt_capwriter_open(path, &f->w, err, sizeof err))
+        die(path, err);
+    if (mt_capwriter_heap(f->w, MT_HEAP_LIBC, "libc", "native", "ns"))
+        die(path, "heap row");
+}
+
+void fx_sql(fx* f, const char* sql) {
+    char* err = NULL;
+    if (sqlite3_exec(mt_capwriter_db(f->w), sql, NULL, NULL, &err) != SQLITE_OK)
+        die(sql, err ? err : "?");
+}
+
+void fx_event(fx* f, int kind, uint32_t tid, uint64_t addr, uint64_t size, uint32_t callsite) {
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 64;
+        f->ev = realloc(f->ev, f->cap * sizeof *f->ev);
+        if (!f->ev)
+            die("events", "out of memory");
+    }
+    f->seq++;
+    f->ev[f->n++] = (mt_event){.seq = f->seq,
+                               .ts = (int64_t)f->seq * 1000,
+                               .addr = addr,
+                               .size = size,
+                               .callsite = callsite,
+                               .tid = tid,
+                               .kind = (uint8_t)kind,
+                               .heap = MT_HEAP_LIBC};
+}
+
+void fx_alloc(fx* f, uint32_t tid, uint64_t addr, uint64_t size, uint32_t callsite) {
+    fx_event(f, MT_KIND_MALLOC, tid, addr, size, callsite);
+}
+
+void fx_free(fx* f, uint32_t tid, uint64_t addr) {
+    fx_event(f, MT_KIND_FREE, tid, addr, 0, 0);
+}
+
+void fx_finish(fx* f, const char* status) {
+    mt_event* part = malloc((f->n + 1) * sizeof *part);
+    uint8_t* scratch = malloc(mt_codec_bound(f->n + 1));
+    if (!part || !scratch)
+        die("finish", "out of memory");
+    if (mt_capwriter_begin(f->w))
+        die("finish", mt_capwriter_error(f->w));
+    // One chunk per thread and per run of 3 events: several chunks overlap in seq.
+    bool* done = calloc(f->n + 1, sizeof *done);
+    for (size_t i = 0; i < f->n; i++) {
+        if (done[i])
+            continue;
+        size_t k = 0;
+        for (size_t j = i; j < f->n && k < 3; j++)
+            if (!done[j] && f->ev[j].tid == f->ev[i].tid) {
+                part[k++] = f->ev[j];
+                done[j] = true;
+            }
+        if (mt_capwriter_chunk(f->w, MT_HEAP_LIBC, part, k, scratch))
+            die("chunk", mt_capwriter_error(f->w));
+    }
+    if (mt_capwriter_meta_int(f->w, "events_written", (int64_t)f->n) ||
+        mt_capwriter_meta_int(f->w, "duration_ns", (int64_t)f->seq * 1000 + 1000) ||
+        mt_capwriter_commit(f->w))
+        die("finish", mt_capwriter_error(f->w));
+    if (mt_capwriter_finish(f->w, status))
+        die("finish", "cannot finish the capture");
+    free(done);
+    free(part);
+    free(scratch);
+    free(f->ev);
+    memset(f, 0, sizeof *f);
+}
+
+// Callsites of the standard scenario (leaf ids carried by events):
+//   1 __libc_start_call_main (relevant=0)
+//   2   main
+//   3     load_config
+//   4       parse_file             leaf A
+//   5     make_node                leaf B
+//   6       operator new (rel=0)   leaf C
+//   7     cache_put                leaf D
+//   8     prog+0x1234 (no name)    leaf E
+//   9   worker                     leaf F (thread 200)
+enum { A = 4, B = 5, C = 6, D = 7, E = 8, F = 9 };
+
+void fx_standard(const char* path) {
+    fx f;
+    fx_open(&f, path);
+    fx_sql(&f, "INSERT INTO meta VALUES('exe','/usr/bin/prog'),"
+               "('cmdline','[\"prog\",\"--fast\"]'),('pid','4242'),('symbolized','1');"
+               "INSERT INTO thread(tid, name) VALUES(100,'main'),(200,'worker-1');"
+               "INSERT INTO mapping VALUES(1,'/usr/bin/prog',4096,65536,0,'ab',0,NULL),"
+               "(2,'/usr/lib/x86_64-linux-gnu/libc.so.6',1048576,2097152,1048576,'cd',0,NULL);"
+               "INSERT INTO frame VALUES"
+               "(1,1,4097,4097,'main','prog.c',10,NULL,1),"
+               "(2,1,4098,4098,'load_config','config.c',20,NULL,1),"
+               "(3,1,4099,4099,'parse_file','parse.c',30,NULL,1),"
+               "(4,1,4100,4100,'make_node','tree.c',40,NULL,1),"
+               "(5,1,4101,4101,'cache_put','cache.c',50,NULL,1),"
+               "(7,1,4660,4660,NULL,NULL,NULL,NULL,1),"
+               "(8,1,4102,4102,'worker','worker.c',7,NULL,1),"
+               "(9,2,1048832,256,'__libc_start_call_main',NULL,NULL,NULL,0),"
+               "(10,2,1048833,257,'operator new',NULL,NULL,NULL,0);"
+               "INSERT INTO callsite VALUES(1,0,9,1),(2,1,1,2),(3,2,2,3),(4,3,3,4),"
+               "(5,2,4,3),(6,5,10,4),(7,2,5,3),(8,2,7,3),(9,1,8,2);");
+    // Frame 7 has rel_pc 0x1234 = 4660, so its label is "prog+0x1234".
+    fx_alloc(&f, 100, 0x1000, 1000, A); // seq 1
+    fx_alloc(&f, 100, 0x2000, 200, B);  // seq 2
+    fx_free(&f, 100, 0x2000);           // seq 3: B is temporary
+    fx_alloc(&f, 100, 0x3000, 4000, C); // seq 4
+    fx_alloc(&f, 100, 0x4000, 300, D);  // seq 5
+    fx_alloc(&f, 200, 0x5000, 5000, F); // seq 6
+    fx_alloc(&f, 100, 0x6000, 64, E);   // seq 7: peak, 10364 live bytes
+    fx_free(&f, 200, 0x5000);           // seq 8: temporary for thread 200 (per-thread rule)
+    fx_alloc(&f, 100, 0x7000, 100, D);  // seq 9
+    fx_free(&f, 100, 0x1000);           // seq 10
+    fx_alloc(&f, 200, 0x8000, 50, F);   // seq 11
+    fx_event(&f, MT_KIND_REALLOC_FREE, 100, 0x4000, 0, D); // seq 12
+    fx_event(&f, MT_KIND_REALLOC, 100, 0x4100, 600, D);    // seq 13
+    fx_free(&f, 100, 0x9999); // seq 14: a block allocated before tracing (unmatched)
+    // End: C 4000 (1 block), D 700 (2), E 64 (1), F 50 (1) = 4814 bytes in 5 blocks.
+    fx_finish(&f, "complete");
+}
+
+int fx_run(int (*cmd)(int, char**), const char* arg0, ...) {
+    char* argv[64];
+    int argc = 0;
+    va_list ap;
+    va_start(ap, arg0);
+    for (const char* a = arg0; a && argc < 63; a = va_arg(ap, const char*))
+        argv[argc++] = (char*)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    optind = 0; // glibc: 0 re-initializes getopt for a new argument vector
+    fflush(stdout);
+    return cmd(argc, argv);
+}
+
+static char tmpdir[] = "/tmp/mt-reports-XXXXXX";
+
+static int remove_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_tmpdir(void) {
+    nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char* fx_tmpdir(void) {
+    static bool made;
+    if (!made) {
+        if (!mkdtemp(tmpdir))
+            die("mkdtemp", "cannot create a temporary directory");
+        made = true;
+        atexit(remove_tmpdir);
+    }
+    return tmpdir;
+}
+
+char* fx_read(const char* path) {
+    FILE* fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char* s = malloc((size_t)n + 1);
+    if (!s || fread(s, 1, (size_t)n, fp) != (size_t)n)
+        die(path, "cannot read");
+    s[n] = 0;
+    fclose(fp);
+    return s;
+}

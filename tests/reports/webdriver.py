@@ -1,0 +1,187 @@
+# SPDX-License-Identifier: MIT
+# A minimal W3C WebDriver client over urllib (python3 stdlib only): starts chromedriver,
+# opens a headless chromium session, and offers the few commands the flame graph test
+# needs, plus a PNG decoder for screenshot checks. Test-only code.
+import base64
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import zlib
+
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+
+class WebDriverError(Exception):
+    pass
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def _chromium_binary():
+    # Debian's /usr/bin/chromium is a wrapper script; chromedriver wants the real binary.
+    for p in ("/usr/lib/chromium/chromium", "/usr/bin/chromium"):
+        if os.access(p, os.X_OK):
+            return p
+    raise WebDriverError("chromium not found")
+
+
+class Browser:
+    def __init__(self, width=1280, height=800, driver="/usr/bin/chromedriver"):
+        self.port = _free_port()
+        self.profile = tempfile.mkdtemp(prefix="mt-chromium-")
+        self.proc = subprocess.Popen([driver, "--port=%d" % self.port],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.session = None
+        deadline = time.time() + 30
+        while True:
+            try:
+                if self._call("GET", "/status").get("ready"):
+                    break
+            except (urllib.error.URLError, ConnectionError, WebDriverError):
+                pass
+            if time.time() > deadline:
+                self.close()
+                raise WebDriverError("chromedriver did not start")
+            time.sleep(0.1)
+        args = ["--headless=new", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                "--user-data-dir=" + self.profile, "--window-size=%d,%d" % (width, height)]
+        caps = {"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": _chromium_binary(), "args": args}}}}
+        try:
+            self.session = self._call("POST", "/session", caps)["sessionId"]
+        except Exception:
+            self.close()
+            raise
+
+    def _call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                reply = json.loads(r.read().decode() or "{}")
+        except urllib.error.HTTPError as e:
+            try:
+                reply = json.loads(e.read().decode())
+            except ValueError:
+                raise WebDriverError("%s %s: HTTP %d" % (method, path, e.code))
+            v = reply.get("value", {})
+            raise WebDriverError("%s %s: %s: %s" % (method, path, v.get("error"),
+                                                    v.get("message", "")[:500]))
+        v = reply.get("value")
+        if path == "/session" and "sessionId" not in (v or {}):
+            raise WebDriverError("no session: %r" % reply)
+        return v if v is not None else {}
+
+    def _s(self, method, path, body=None):
+        return self._call(method, "/session/%s%s" % (self.session, path), body)
+
+    def get(self, url):
+        self._s("POST", "/url", {"url": url})
+
+    def js(self, script, *args):
+        return self._s("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def find(self, css):
+        return self._s("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
+
+    def click(self, element):
+        self._s("POST", "/element/%s/click" % element, {})
+
+    def type(self, element, text):
+        self._s("POST", "/element/%s/value" % element, {"text": text})
+
+    def hover(self, element):
+        self._s("POST", "/actions", {"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [{"type": "pointerMove", "duration": 0,
+                         "origin": {ELEMENT: element}, "x": 0, "y": 0}]}]})
+
+    def screenshot(self):
+        return base64.b64decode(self._s("GET", "/screenshot"))
+
+    def close(self):
+        if self.session:
+            try:
+                self._call("DELETE", "/session/" + self.session)
+            except Exception:
+                pass
+            self.session = None
+        if self.proc:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def decode_png(png):
+    """Returns (width, height, rows) with rows a list of bytes objects of RGBA pixels."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, width = 8, b"", None
+    while pos < len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        chunk = png[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        if kind == b"IHDR":
+            width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            if depth != 8 or ctype not in (2, 6) or interlace:
+                raise ValueError("unsupported PNG format")
+            bpp = 4 if ctype == 6 else 3
+        elif kind == b"IDAT":
+            idat += chunk
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                line[i] = (line[i] + pred) & 255
+        prev = line
+        if bpp == 3:
+            rgba = bytearray()
+            for i in range(0, stride, 3):
+                rgba += line[i:i + 3] + b"\xff"
+            line = rgba
+        rows.append(bytes(line))
+    return width, height, rows

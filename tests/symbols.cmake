@@ -1,0 +1,70 @@
+# Symbolization tests (issue 4): the symbolizer unit test with its subject library in four
+# builds (DWARF, .symtab only, .dynsym only, separate debug file via .gnu_debuglink), and
+# e2e tests that trace programs and check exact stacks with `memreport stacks --json`.
+add_library(symtest SHARED symbols/symtest_lib.c)
+# No SONAME: the four copies must load side by side as distinct objects.
+set_target_properties(symtest PROPERTIES NO_SONAME ON C_VISIBILITY_PRESET hidden)
+target_compile_options(symtest PRIVATE -g -O2)
+target_link_libraries(symtest PRIVATE memtrace_warnings)
+
+set(SYMTEST_DIR ${CMAKE_CURRENT_BINARY_DIR}/symtest)
+file(MAKE_DIRECTORY ${SYMTEST_DIR})
+set(SYMTEST_VARIANTS ${SYMTEST_DIR}/libsymtest.so ${SYMTEST_DIR}/libsymtest_nodebug.so
+  ${SYMTEST_DIR}/libsymtest_stripped.so ${SYMTEST_DIR}/libsymtest_split.so
+  ${SYMTEST_DIR}/libsymtest_split.debug)
+add_custom_command(OUTPUT ${SYMTEST_VARIANTS}
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:symtest> ${SYMTEST_DIR}/libsymtest.so
+  COMMAND ${CMAKE_OBJCOPY} --strip-debug $<TARGET_FILE:symtest> ${SYMTEST_DIR}/libsymtest_nodebug.so
+  COMMAND ${CMAKE_STRIP} --strip-all -o ${SYMTEST_DIR}/libsymtest_stripped.so $<TARGET_FILE:symtest>
+  COMMAND ${CMAKE_OBJCOPY} --only-keep-debug $<TARGET_FILE:symtest> ${SYMTEST_DIR}/libsymtest_split.debug
+  COMMAND ${CMAKE_STRIP} --strip-all -o ${SYMTEST_DIR}/libsymtest_split.tmp $<TARGET_FILE:symtest>
+  COMMAND ${CMAKE_OBJCOPY} --add-gnu-debuglink=libsymtest_split.debug libsymtest_split.tmp libsymtest_split.so
+  COMMAND ${CMAKE_COMMAND} -E remove libsymtest_split.tmp
+  WORKING_DIRECTORY ${SYMTEST_DIR}
+  DEPENDS symtest
+  COMMENT "symtest library variants")
+add_custom_target(symtest_variants ALL DEPENDS ${SYMTEST_VARIANTS})
+
+memtrace_unit_test(symbolize symbols/symtest_cxx.cpp)
+add_dependencies(test_symbolize symtest_variants)
+target_compile_definitions(test_symbolize PRIVATE SYMTEST_DIR="${SYMTEST_DIR}")
+# -O2 -g whatever the build type: the test checks inlined chains and exact lines.
+target_compile_options(test_symbolize PRIVATE -O2 -g)
+target_link_libraries(test_symbolize PRIVATE ${CMAKE_DL_LIBS})
+
+# ---- e2e: trace e2e_stacks (built with and without frame pointers) and check exact chains
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  foreach(variant fp nofp)
+    add_executable(e2e_stacks_${variant} symbols/e2e_stacks.c)
+    target_link_libraries(e2e_stacks_${variant} PRIVATE memtrace_warnings Threads::Threads
+      ${CMAKE_DL_LIBS})
+    target_compile_definitions(e2e_stacks_${variant} PRIVATE _GNU_SOURCE)
+  endforeach()
+  target_compile_options(e2e_stacks_fp PRIVATE -O2 -g -fno-omit-frame-pointer)
+  target_compile_options(e2e_stacks_nofp PRIVATE -O2 -g -fomit-frame-pointer)
+  foreach(lib dl_one dl_two)
+    add_library(${lib} SHARED symbols/${lib}.c)
+    set_target_properties(${lib} PROPERTIES NO_SONAME ON C_VISIBILITY_PRESET hidden)
+    target_compile_options(${lib} PRIVATE -O2 -g)
+    target_link_libraries(${lib} PRIVATE memtrace_warnings)
+  endforeach()
+
+  set(SYM_DRIVER ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stacks.py
+    --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+    --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e)
+  foreach(variant fp nofp)
+    foreach(case chain recursion signal threads dlopen)
+      add_test(NAME e2e.stacks_${case}_${variant}
+        COMMAND ${SYM_DRIVER} --prog $<TARGET_FILE:e2e_stacks_${variant}> --case ${case}
+          --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
+      set_tests_properties(e2e.stacks_${case}_${variant} PROPERTIES LABELS e2e TIMEOUT 120)
+    endforeach()
+  endforeach()
+  # Names survive the binaries: symbolized capture moved away, subject deleted.
+  add_test(NAME e2e.stacks_moved COMMAND ${SYM_DRIVER} --case moved
+    --prog $<TARGET_FILE:e2e_stacks_fp> --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
+  # Killed before finalize (no names in the capture): memreport symbolizes on first open.
+  add_test(NAME e2e.stacks_unsymbolized COMMAND ${SYM_DRIVER} --case unsymbolized
+    --prog $<TARGET_FILE:e2e_stacks_fp> --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
+  set_tests_properties(e2e.stacks_moved e2e.stacks_unsymbolized PROPERTIES LABELS e2e TIMEOUT 120)
+endif()

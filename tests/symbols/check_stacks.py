@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# e2e driver for the symbol tests: traces e2e_stacks CASE under memtrace, then checks with
+# `memreport stacks --json` that each known allocation (found by its unique size) has exactly
+# the expected chain of function names, leaf first, noise frames hidden.
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+# Expected chains (relevant frames only, leaf first; inlined functions are frames too).
+EXPECTED = {
+    "chain": {1001: ["chain_c", "chain_b", "chain_a", "main"],
+              1002: ["inlined_alloc", "inline_host", "main"]},
+    # The signal trampoline is part of the chain; libc's kill is named by its global symbol.
+    "signal": {1004: ["on_signal", "__restore_rt", "__kill", "raise_signal", "main"]},
+    "threads": {1005: ["worker_one"], 1006: ["worker_two"]},
+    "dlopen": {1007: ["dl_one_alloc", "run_library", "main"],
+               1008: ["dl_two_alloc", "run_library", "main"]},
+}
+RECURSION_DEPTH = 16  # MEMTRACE_DEPTH for the recursion case (the program recurses 100 deep)
+
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def trace(args, case, argv, env_extra=None):
+    os.makedirs(args.workdir, exist_ok=True)
+    cap = os.path.join(args.workdir, "%s.%s.db" % (case, os.path.basename(args.prog)))
+    if os.path.exists(cap):
+        os.unlink(cap)
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    p = subprocess.run([args.memtrace, "-o", cap, "--", args.prog] + argv, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail("%s exited %d: %s" % (case, p.returncode, p.stderr))
+    return cap, p.stdout
+
+
+def stacks(args, cap, *extra):
+    p = subprocess.run([args.memreport, "stacks", "--json", cap] + list(extra),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail("memreport stacks %s: exit %d: %s" % (cap, p.returncode, p.stderr))
+        return {"stacks": []}, p.stderr
+    return json.loads(p.stdout), p.stderr
+
+
+def by_size(report, size):
+    found = [s for s in report["stacks"] if s["count"] == 1 and s["bytes"] == size]
+    if len(found) != 1:
+        fail("expected one stack of one %d-byte allocation, found %d" % (size, len(found)))
+        return None
+    return found[0]
+
+
+def names(stack):
+    return [f["function"] for f in stack["frames"]]
+
+
+def check_chains(report, expected):
+    for size, chain in expected.items():
+        s = by_size(report, size)
+        if s is None:
+            continue
+        if names(s) != chain:
+            fail("size %d: chain %s, expected %s" % (size, names(s), chain))
+        for f in s["frames"]:
+            if not f["function"]:
+                fail("size %d: empty function name" % size)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for opt in ("--memtrace", "--memreport", "--workdir", "--prog", "--case", "--lib1",
+                "--lib2"):
+        ap.add_argument(opt, required=True)
+    args = ap.parse_args()
+    case = args.case
+
+    if case in ("chain", "signal", "threads"):
+        cap, _ = trace(args, case, [case])
+        report, _ = stacks(args, cap)
+        check_chains(report, EXPECTED[case])
+        if case == "chain":
+            # The inlined frame says so, and its caller's line is the line of the call.
+            s = by_size(report, 1002)
+            if s and not (s["frames"][0]["inlined"] and not s["frames"][1]["inlined"]):
+                fail("inlined flags wrong: %s" % s["frames"][:2])
+            # --all-frames shows the start-up code the default view hides.
+            full, _ = stacks(args, cap, "--all-frames")
+            s = by_size(full, 1001)
+            if s and names(s)[-3:] != ["__libc_start_call_main", "__libc_start_main_impl",
+                                       "_start"]:
+                fail("--all-frames root: %s" % names(s))
+    elif case == "recursion":
+        cap, _ = trace(args, case, [case, "100"], {"MEMTRACE_DEPTH": str(RECURSION_DEPTH)})
+        report, _ = stacks(args, cap)
+        s = by_size(report, 1003)
+        if s:
+            want = ["recurse"] * RECURSION_DEPTH + ["[truncated]"]
+            if names(s) != want or s["truncated"] is not True:
+                fail("recursion: %s truncated=%s, expected %s" % (names(s), s["truncated"],
+                                                                  want))
+    elif case == "dlopen":
+        cap, out = trace(args, case, [case, args.lib1, args.lib2])
+        addrs = [line.split()[1] for line in out.splitlines()]
+        db = sqlite3.connect(cap)
+        rows = db.execute("SELECT path, start, ts_loaded, ts_unloaded FROM mapping"
+                          " WHERE path LIKE '%libdl_%'").fetchall()
+        db.close()
+        if len(addrs) != 2 or len(rows) != 2:
+            fail("dlopen: program printed %s, mappings %s" % (addrs, rows))
+        elif addrs[0] != addrs[1] or rows[0][1] != rows[1][1]:
+            # The point of the test is two libraries at one address; say if that failed.
+            fail("dlopen: the libraries were not loaded at the same address: %s %s"
+                 % (addrs, rows))
+        report, _ = stacks(args, cap)
+        check_chains(report, EXPECTED["dlopen"])
+    elif case in ("moved", "unsymbolized"):
+        # Copies of the subject and libraries, deleted after tracing (moved) or before
+        # memreport ever symbolizes (unsymbolized: the tracer's names are erased).
+        tmp = os.path.join(args.workdir, case)
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        prog = os.path.join(tmp, "subject")
+        shutil.copy(args.prog, prog)
+        args.prog = prog
+        cap, _ = trace(args, case, ["chain"])
+        if case == "moved":
+            os.unlink(prog)
+            moved = os.path.join(tmp, "elsewhere")
+            os.makedirs(moved)
+            shutil.move(cap, os.path.join(moved, "copy.db"))
+            report, err = stacks(args, os.path.join(moved, "copy.db"))
+            if "symbolized" in err:
+                fail("a symbolized capture was symbolized again: %s" % err)
+            check_chains(report, EXPECTED["chain"])
+        else:
+            db = sqlite3.connect(cap)
+            db.execute("UPDATE frame SET function=NULL, file=NULL, line=NULL, inlined=NULL")
+            db.execute("UPDATE meta SET value='0' WHERE key='symbolized'")
+            db.commit()
+            db.close()
+            report, err = stacks(args, cap)
+            if not err.startswith("memreport: %s: symbolized " % cap):
+                fail("no symbolization message on stderr: %r" % err)
+            check_chains(report, EXPECTED["chain"])
+            # Stored: the second run is silent.
+            _, err = stacks(args, cap)
+            if err:
+                fail("second run printed %r" % err)
+            # Now without the binary: the stored names remain.
+            os.unlink(prog)
+            report, _ = stacks(args, cap)
+            check_chains(report, EXPECTED["chain"])
+    else:
+        fail("unknown case " + case)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

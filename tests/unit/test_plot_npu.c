@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Tests of the NPU heap plot (reporter/plot_npu.c, plot_draw.c): the PNG read back with
+// cairo (size, not blank, every series' colour present), the SVG, the --data JSON, and the
+// refusal to overwrite without --force.
+#include <cairo.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "import_npu.h"
+#include "plot.h"
+#include "util.h"
+
+static char tmpdir[] = "/tmp/test_plot_npu.XXXXXX";
+
+static char* tmp_path(const char* name) {
+    static char buf[4][512];
+    static int k;
+    char* p = buf[k++ % 4];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static int load(const char* path, mr_npu_series* s) {
+    mr_npu_log log;
+    char err[256];
+    int rc = mr_npu_parse_file(path, false, &log, err, sizeof err);
+    if (rc)
+        return rc;
+    rc = mr_npu_series_build(s, log.legacy, &log.max_raw, &log.frag, &log.used, &log.free,
+                             &log.regions, &log.nregions);
+    mr_npu_log_free(&log);
+    return rc;
+}
+
+// Pixels within a small distance of an RGB colour (anti-aliased edges are excluded).
+static size_t count_colour(cairo_surface_t* img, int r, int g, int b) {
+    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    int stride = cairo_image_surface_get_stride(img);
+    const unsigned char* data = cairo_image_surface_get_data(img);
+    size_t n = 0;
+    for (int y = 0; y < h; y++) {
+        const uint32_t* row = (const uint32_t*)(const void*)(data + (size_t)y * stride);
+        for (int x = 0; x < w; x++) {
+            int pr = (row[x] >> 16) & 255, pg = (row[x] >> 8) & 255, pb = row[x] & 255;
+            n += abs(pr - r) + abs(pg - g) + abs(pb - b) <= 30;
+        }
+    }
+    return n;
+}
+
+static void test_png(const char* fixture) {
+    mr_npu_series s;
+    CHECK_EQ_I64(load(fixture, &s), 0);
+    mr_plot_args a = {.input = fixture, .output = tmp_path("heap.png"),
+                      .data = tmp_path("heap.json")};
+    unlink(a.output);
+    unlink(a.data);
+    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    cairo_surface_t* img = cairo_image_surface_create_from_png(a.output);
+    CHECK_EQ_I64(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+    CHECK_EQ_I64(cairo_image_surface_get_width(img), 4000);
+    CHECK_EQ_I64(cairo_image_surface_get_height(img), 600);
+    size_t white = count_colour(img, 255, 255, 255);
+    CHECK(white < 4000u * 600u - 20000u); // axes, text and lines drawn
+    CHECK(white > 4000u * 600u / 2);      // but mostly background
+    size_t blue = count_colour(img, 0, 0, 255), magenta = count_colour(img, 255, 0, 255),
+           red = count_colour(img, 255, 0, 0), green = count_colour(img, 0, 128, 0),
+           gray = count_colour(img, 128, 128, 128);
+    CHECK(blue > 1000);  // the max line spans the plot
+    CHECK(magenta > 30); // increase markers (and the legend's)
+    CHECK(red > 500);    // used line, fragmentation triangles
+    CHECK(green > 100);  // free line (and the legend's)
+    CHECK(gray > 20);    // region boundary and label
+    cairo_surface_destroy(img);
+    // The JSON holds exact bytes in upstream's order.
+    json_error_t je;
+    json_t* j = json_load_file(a.data, 0, &je);
+    CHECK(j != NULL);
+    CHECK_EQ_STR(json_string_value(json_object_get(j, "unit")), s.unit.name);
+    CHECK_EQ_I64(json_integer_value(json_object_get(j, "scale")), s.unit.scale);
+    CHECK_EQ_I64(json_integer_value(json_object_get(j, "total_steps")), s.total_steps);
+    json_t* series = json_object_get(j, "series");
+    json_t* max = json_object_get(series, "max_allocated");
+    CHECK_EQ_I64(json_array_size(max), s.max.n);
+    for (size_t i = 0; i < s.max.n && i < json_array_size(max); i++) {
+        CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(max, i), 0)), s.max.v[i].x);
+        CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(max, i), 1)),
+                     s.max.v[i].bytes);
+    }
+    static const char* keys[] = {"max_increased", "max_increased_fragmentation", "used", "free"};
+    const mr_npu_points* pts[] = {&s.increased, &s.frag, &s.used, &s.free};
+    for (size_t k = 0; k < 4; k++)
+        CHECK_EQ_I64(json_array_size(json_object_get(series, keys[k])), pts[k]->n);
+    json_t* regions = json_object_get(j, "regions");
+    CHECK_EQ_I64(json_array_size(regions), s.nregions);
+    for (size_t i = 0; i < s.nregions && i < json_array_size(regions); i++) {
+        json_t* r = json_array_get(regions, i);
+        CHECK_EQ_STR(json_string_value(json_object_get(r, "name")), s.regions[i].name);
+        CHECK_EQ_I64(json_integer_value(json_object_get(r, "start")), s.regions[i].start);
+        CHECK(json_is_true(json_object_get(r, "label_drawn")) == s.regions[i].label_drawn);
+    }
+    json_decref(j);
+    // No --force: refused, the existing picture untouched.
+    struct stat before, after;
+    CHECK_EQ_I64(stat(a.output, &before), 0);
+    a.data = NULL;
+    CHECK_EQ_I64(mr_plot_npu(&s, &a), MR_EXIT_IO);
+    CHECK_EQ_I64(stat(a.output, &after), 0);
+    CHECK_EQ_I64(before.st_ino, after.st_ino);
+    a.force = true;
+    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    // SVG by extension.
+    a.output = tmp_path("heap.svg");
+    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    FILE* fp = fopen(a.output, "r");
+    char head[512] = "";
+    CHECK(fp && fread(head, 1, sizeof head - 1, fp) > 0);
+    if (fp)
+        fclose(fp);
+    CHECK(strstr(head, "<svg") != NULL);
+    mr_npu_series_free(&s);
+}
+
+int main(void) {
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_png(NPU_FIXTURES "/sample.log");
+    test_png(NPU_FIXTURES "/corner.log");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    CHECK_DONE();
+}

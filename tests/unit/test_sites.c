@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// Site naming and stack rendering over the symbols table (sites.h), on the standard
+// fixture: relevance skipping, unsymbolized frames, inlined expansion, JSON and text.
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../check.h"
+#include "../reports/fixture.h"
+#include "sites.h"
+
+#define GET_STR(o, k) json_string_value(json_object_get(o, k))
+
+int main(void) {
+    char path[256], err[256];
+    snprintf(path, sizeof path, "%s/sites.db", fx_tmpdir());
+    fx_standard(path);
+    mt_capture* cap;
+    CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
+    // Give make_node's frame an inlined helper, so its site and stacks expand it.
+    sqlite3_exec(mt_capture_db(cap),
+                 "UPDATE frame SET inlined='[{\"function\":\"node_alloc\",\"file\":\"tree.h\","
+                 "\"line\":3}]' WHERE id=4",
+                 NULL, NULL, NULL);
+    // Callsite 10: parse_file again under load_config, from another return address (an
+    // unrolled loop): the same symbolized stack as callsite 4.
+    sqlite3_exec(mt_capture_db(cap),
+                 "INSERT INTO frame VALUES(11,1,5000,5000,'parse_file','parse.c',30,NULL,1);"
+                 "INSERT INTO frame VALUES(12,1,5001,5001,'parse_file','parse.c',31,NULL,1);"
+                 "INSERT INTO callsite VALUES(10,3,11,4),(11,3,12,4),(12,10,10,5),(13,4,10,5);",
+                 NULL, NULL, NULL);
+    mr_symbols* s;
+    CHECK_EQ_I64(mr_symbols_load(cap, &s), 0);
+    // Leaf 6 is operator new (not relevant) under make_node: the site is the inlined
+    // function make_node's call sits in.
+    CHECK_EQ_I64(mr_sites_site_frame(s, 6), 4);
+    CHECK_EQ_STR(mr_sites_site_name(s, 6), "node_alloc");
+    CHECK_EQ_STR(mr_sites_site_name(s, 4), "parse_file");
+    CHECK_EQ_STR(mr_sites_site_name(s, 8), "prog+0x1234");
+    CHECK_EQ_STR(mr_sites_site_name(s, 0), "(no stack)");
+    CHECK_EQ_STR(mr_sites_site_name(s, 999), "(no stack)");
+    // Only non-relevant frames: the leaf names the site.
+    CHECK_EQ_STR(mr_sites_site_name(s, 1), "__libc_start_call_main");
+
+    json_t* st = mr_sites_stack_json(s, 6);
+    CHECK_EQ_I64(json_array_size(st), 5);
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "function"), "operator new");
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "module"), "libc.so.6");
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 1), "function"), "node_alloc");
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 1), "file"), "tree.h");
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 2), "function"), "make_node");
+    CHECK_EQ_STR(GET_STR(json_array_get(st, 4), "function"), "__libc_start_call_main");
+    char buf[128];
+    CHECK_EQ_STR(mr_sites_format_json_frame(json_array_get(st, 2), buf, sizeof buf),
+                 "make_node (tree.c:40) [prog]");
+    CHECK_EQ_STR(mr_sites_format_json_frame(json_array_get(st, 0), buf, sizeof buf),
+                 "operator new [libc.so.6]");
+    json_decref(st);
+    st = mr_sites_stack_json(s, 0);
+    CHECK_EQ_I64(json_array_size(st), 0);
+    json_decref(st);
+    uint32_t* canon = mr_sites_canonical(s);
+    CHECK(canon != NULL);
+    CHECK_EQ_I64(canon[10], canon[4]);
+    CHECK(canon[11] != canon[4]); // another line
+    CHECK_EQ_I64(canon[12], canon[13]); // same stack below equal callers
+    CHECK(canon[6] != canon[5]);
+    free(canon);
+    mr_symbols_free(s);
+    mt_capture_close(cap);
+    CHECK_DONE();
+}

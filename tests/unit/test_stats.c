@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// memreport stats on the standard fixture capture (truth in tests/reports/fixture.c):
+// site rankings, bytes at the peak, the size histogram, temporaries, per-thread totals.
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../check.h"
+#include "../reports/fixture.h"
+#include "commands.h"
+
+#define GET_INT(o, k) json_integer_value(json_object_get(o, k))
+#define GET_STR(o, k) json_string_value(json_object_get(o, k))
+
+// Checks one ranked table: site names and values of `field`, in order.
+static void check_table(json_t* r, const char* table, const char* field, size_t n,
+                        const char* const* names, const int64_t* values) {
+    json_t* a = json_object_get(r, table);
+    CHECK_EQ_I64(json_array_size(a), n);
+    for (size_t i = 0; i < n && i < json_array_size(a); i++) {
+        json_t* s = json_array_get(a, i);
+        CHECK_EQ_STR(GET_STR(s, "site"), names[i]);
+        CHECK_EQ_I64(GET_INT(s, field), values[i]);
+    }
+}
+
+int main(void) {
+    char cap[256], out[256], txt[256];
+    snprintf(cap, sizeof cap, "%s/std.db", fx_tmpdir());
+    snprintf(out, sizeof out, "%s/stats.json", fx_tmpdir());
+    snprintf(txt, sizeof txt, "%s/stats.txt", fx_tmpdir());
+    fx_standard(cap);
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "-o", out, NULL), 0);
+    json_error_t je;
+    json_t* r = json_load_file(out, 0, &je);
+    CHECK(r != NULL);
+    CHECK_EQ_I64(GET_INT(r, "allocations"), 9);
+    CHECK_EQ_I64(GET_INT(r, "bytes_allocated"), 11314);
+    CHECK_EQ_I64(GET_INT(r, "frees"), 5);
+    CHECK_EQ_I64(GET_INT(r, "peak_bytes"), 10364);
+    CHECK_EQ_I64(GET_INT(r, "peak_time_ns"), 7000);
+    CHECK_EQ_I64(GET_INT(r, "temporary"), 2);
+
+    // Bytes live at the peak (seq 7), per site; parse_file's block was freed later, and
+    // make_node's site is named past the non-relevant operator new.
+    static const char* const peak_names[] = {"worker", "make_node", "parse_file", "cache_put",
+                                             "prog+0x1234"};
+    static const int64_t peak_values[] = {5000, 4000, 1000, 300, 64};
+    check_table(r, "by_peak", "peak_bytes", 5, peak_names, peak_values);
+    static const char* const bytes_names[] = {"worker",    "make_node",  "parse_file",
+                                              "cache_put", "make_node",  "prog+0x1234"};
+    static const int64_t bytes_values[] = {5050, 4000, 1000, 1000, 200, 64};
+    check_table(r, "by_bytes", "bytes_allocated", 6, bytes_names, bytes_values);
+    static const char* const count_names[] = {"cache_put", "worker"};
+    static const int64_t count_values[] = {3, 2};
+    json_t* by_count = json_object_get(r, "by_count");
+    CHECK_EQ_I64(json_array_size(by_count), 6);
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_EQ_STR(GET_STR(json_array_get(by_count, i), "site"), count_names[i]);
+        CHECK_EQ_I64(GET_INT(json_array_get(by_count, i), "allocations"), count_values[i]);
+    }
+    // Temporaries: make_node's 200-byte block (thread 100) and worker's 5000-byte block,
+    // freed by thread 200 with only another thread's allocation in between.
+    static const char* const temp_names[] = {"make_node", "worker"};
+    static const int64_t temp_values[] = {1, 1};
+    check_table(r, "temporary_by_site", "temporary", 2, temp_names, temp_values);
+    json_t* stack = json_object_get(json_array_get(json_object_get(r, "by_peak"), 1), "stack");
+    CHECK_EQ_STR(GET_STR(json_array_get(stack, 0), "function"), "operator new");
+
+    // Size histogram: powers of two.
+    static const int64_t hist[][3] = {{32, 63, 1},     {64, 127, 2},    {128, 255, 1},
+                                      {256, 511, 1},   {512, 1023, 2},  {2048, 4095, 1},
+                                      {4096, 8191, 1}};
+    json_t* sizes = json_object_get(r, "sizes");
+    CHECK_EQ_I64(json_array_size(sizes), 7);
+    for (size_t i = 0; i < 7; i++) {
+        json_t* h = json_array_get(sizes, i);
+        CHECK_EQ_I64(GET_INT(h, "min"), hist[i][0]);
+        CHECK_EQ_I64(GET_INT(h, "max"), hist[i][1]);
+        CHECK_EQ_I64(GET_INT(h, "count"), hist[i][2]);
+    }
+    CHECK_EQ_I64(GET_INT(json_array_get(sizes, 4), "bytes"), 1600);
+
+    // Per thread.
+    json_t* th = json_object_get(r, "threads");
+    CHECK_EQ_I64(json_array_size(th), 2);
+    json_t* t0 = json_array_get(th, 0);
+    json_t* t1 = json_array_get(th, 1);
+    CHECK_EQ_I64(GET_INT(t0, "tid"), 100);
+    CHECK_EQ_STR(GET_STR(t0, "name"), "main");
+    CHECK_EQ_I64(GET_INT(t0, "allocations"), 7);
+    CHECK_EQ_I64(GET_INT(t0, "bytes_allocated"), 6264);
+    CHECK_EQ_I64(GET_INT(t0, "frees"), 4);
+    CHECK_EQ_I64(GET_INT(t0, "live_bytes"), 4764);
+    CHECK_EQ_I64(GET_INT(t0, "live_blocks"), 4);
+    CHECK_EQ_I64(GET_INT(t1, "tid"), 200);
+    CHECK_EQ_STR(GET_STR(t1, "name"), "worker-1");
+    CHECK_EQ_I64(GET_INT(t1, "allocations"), 2);
+    CHECK_EQ_I64(GET_INT(t1, "bytes_allocated"), 5050);
+    CHECK_EQ_I64(GET_INT(t1, "frees"), 1);
+    CHECK_EQ_I64(GET_INT(t1, "live_bytes"), 50);
+    json_decref(r);
+
+    // --top limits each table.
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "--top", "2", "-f", "-o", out,
+                        NULL),
+                 0);
+    r = json_load_file(out, 0, &je);
+    CHECK_EQ_I64(json_array_size(json_object_get(r, "by_bytes")), 2);
+    json_decref(r);
+
+    // Text output.
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "-o", txt, NULL), 0);
+    char* t = fx_read(txt);
+    CHECK(t && strstr(t, "allocations: 9 (11.05 KB), frees: 5, temporary: 2 (22.2%)\n"));
+    CHECK(t && strstr(t, "top sites by bytes live at the peak:\n"
+                         "       4.88 KB  worker (worker.c:7) [prog]\n"
+                         "                  from __libc_start_call_main [libc.so.6]\n"));
+    CHECK(t && strstr(t, "4.00 KB - <8.00 KB           1  ####################\n"));
+    CHECK(t && strstr(t, "  200       worker-1                    2      4.93 KB            1"));
+    if (t && check_failures)
+        fputs(t, stderr);
+    free(t);
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "-o", txt, NULL), 3);
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", NULL), 1);
+    CHECK_DONE();
+}
