@@ -120,8 +120,10 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
                      sqlite3_column_text(st, 0) ? (const char*)sqlite3_column_text(st, 0)
                                                 : sqlite3_errmsg(db));
         sqlite3_finalize(st);
-        if (!ok)
+        if (!ok) {
+            err[strcspn(err, "\n")] = 0; // quick_check reports one problem per line
             return -EPROTO;
+        }
     }
     return 0;
 }

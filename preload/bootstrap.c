@@ -63,7 +63,6 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(malloc, "malloc", 1);
     RESOLVE(calloc, "calloc", 1);
     RESOLVE(realloc, "realloc", 1);
-    RESOLVE(reallocarray, "reallocarray", 0);
     RESOLVE(posix_memalign, "posix_memalign", 1);
     RESOLVE(aligned_alloc, "aligned_alloc", 1);
     RESOLVE(memalign, "memalign", 1);
@@ -74,6 +73,7 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(free_aligned_sized, "free_aligned_sized", 0);
     RESOLVE(dlopen, "dlopen", 1);
     RESOLVE(dlclose, "dlclose", 1);
+    RESOLVE(exit_, "_exit", 1);
     void (*real_free)(void*);
     {
         void* f_ = must("free");

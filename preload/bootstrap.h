@@ -11,7 +11,6 @@ typedef struct mt_real_fns {
     void* (*malloc)(size_t);
     void* (*calloc)(size_t, size_t);
     void* (*realloc)(void*, size_t);
-    void* (*reallocarray)(void*, size_t, size_t);
     void (*free)(void*);
     int (*posix_memalign)(void**, size_t, size_t);
     void* (*aligned_alloc)(size_t, size_t);

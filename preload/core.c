@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,7 +166,9 @@ static void thread_exit(void* arg) {
     mt_thread* t = arg;
     int saved = mt_guard;
     mt_guard = 1;
+    prctl(PR_GET_NAME, t->name);
     atomic_store(&t->alive, 0);
+    atomic_store(&t->written, 0); // write the row again, with the final name
     mt_buffer* b = atomic_exchange(&t->cur, NULL);
     if (b)
         buffer_hand_over(b);

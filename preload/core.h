@@ -63,6 +63,7 @@ struct mt_thread {
     _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
     _Atomic int written;              // thread row written by the writer
     int paused;
+    char name[16];                    // thread name at exit (the writer may be too late)
     uintptr_t stack_lo, stack_hi;     // for frame-pointer validation
 };
 

@@ -85,23 +85,23 @@ MT_EXPORT void* realloc(void* old, size_t size) {
     return p;
 }
 
+// glibc's reallocarray calls realloc through the PLT, i.e. our realloc: calling it would
+// record the call twice. Do what it does (overflow check, then realloc) on the real realloc.
 MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
-    if (MT_UNLIKELY(mt_bootstrap_owns(old))) {
-        size_t total;
-        return __builtin_mul_overflow(n, size, &total) ? NULL : realloc_from_arena(old, total);
-    }
-    ensure_real();
-    if (!mt_recording())
-        return mt_real.reallocarray(old, n, size);
     size_t total;
     if (__builtin_mul_overflow(n, size, &total)) {
-        // Fails with ENOMEM without touching the old block.
-        void* p = mt_real.reallocarray(old, n, size);
-        mt_core_count_call(MT_CALL_REALLOCARRAY);
-        return p;
+        if (mt_recording())
+            mt_core_count_call(MT_CALL_REALLOCARRAY);
+        errno = ENOMEM;
+        return NULL;
     }
+    if (MT_UNLIKELY(mt_bootstrap_owns(old)))
+        return realloc_from_arena(old, total);
+    ensure_real();
+    if (!mt_recording())
+        return mt_real.realloc(old, total);
     uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
-    void* p = mt_real.reallocarray(old, n, size);
+    void* p = mt_real.realloc(old, total);
     mt_core_on_realloc(MT_KIND_REALLOCARRAY, MT_KIND_REALLOCARRAY_FREE, MT_CALL_REALLOCARRAY,
                        free_seq, old, p, total);
     return p;

@@ -258,11 +258,13 @@ static void write_threads(void) {
         return;
     }
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        if (atomic_load(&t->written) || !atomic_load(&t->alive))
+        if (atomic_load(&t->written))
             continue;
         char path[64], name[64] = "";
         snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = atomic_load(&t->alive) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (!atomic_load(&t->alive))
+            snprintf(name, sizeof name, "%.15s", t->name);
         if (fd >= 0) {
             ssize_t r = read(fd, name, sizeof name - 1);
             close(fd);

@@ -156,7 +156,9 @@ static bool word_before(const unsigned char* s, size_t i) {
 }
 
 static bool lit_at(const unsigned char* s, size_t i, size_t n, int l) {
-    return n - i >= lits[l].len && memcmp(s + i, lits[l].text, lits[l].len) == 0;
+    // The second byte first: most candidate bytes start ordinary words ("memory", "free").
+    return n - i >= lits[l].len && s[i + 1] == (unsigned char)lits[l].text[1] &&
+           memcmp(s + i, lits[l].text, lits[l].len) == 0;
 }
 
 // Checks literal l at i with its required continuation; on a match records it.
@@ -196,9 +198,17 @@ static void try_lit(scan* sc, const unsigned char* s, size_t i, size_t n, int l)
 
 // One pass over the line: the leftmost function key (\b(part\d+|main):) and, for every
 // literal, its leftmost occurrence whose continuation matches (what re.search returns).
+// s[n] must be '\0': strpbrk (SSE4.2 in glibc) skips the bytes that start nothing we look
+// for; a NUL inside the line only ends one strpbrk run, not the scan.
 static void scan_line(scan* sc, const unsigned char* s, size_t n) {
     memset(sc, 0, sizeof *sc);
     for (size_t i = 0; i < n; i++) {
+        const char* hit = strpbrk((const char*)s + i, "MIDBFfpm");
+        if (!hit) {
+            i += strlen((const char*)s + i); // at a NUL: the loop steps over it
+            continue;
+        }
+        i = (size_t)((const unsigned char*)hit - s);
         switch (s[i]) {
         case 'M':
             try_lit(sc, s, i, n, L_MAX);
@@ -799,8 +809,12 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
             p->lineno++;
             if (skipping)
                 skipping = false;
-            else
+            else {
+                unsigned char term = buf[e];
+                buf[e] = '\0';
                 rc = process_line(p, buf + start, e - start);
+                buf[e] = term;
+            }
             start = e + 1;
             if (*eol == '\r') {
                 if (start < len && buf[start] == '\n')
@@ -814,6 +828,7 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
         if (got == 0) { // EOF: the last line may lack a terminator
             if (start < len && !skipping) {
                 p->lineno++;
+                buf[len] = '\0'; // len < cap: the read before EOF asked for cap - len > 0
                 rc = process_line(p, buf + start, len - start);
             }
             break;

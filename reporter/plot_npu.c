@@ -235,7 +235,7 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
                         .xrotation = 45,
                         .xinteger = true,
                         .max_xticks = 40,
-                        .max_yticks = 8};
+                        .max_yticks = 10};
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);

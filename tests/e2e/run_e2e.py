@@ -184,8 +184,10 @@ def compare(ctx, label, got, exp, base, truth):
           f"{got['leaked_bytes']}/{got['leaked_allocations']} (baseline: "
           f"{base['allocations']} allocations, {base['leaked_bytes']} B live)")
     for k in ADDITIVE + ["peak_bytes", "events", "unmatched_frees", "threads"]:
-        ctx.check_eq(f"{label}: {k}", got[k], exp[k],
-                     f"baseline {base.get(k)} + truth {truth.get(k)}")
+        how = {"peak_bytes": "truth peak + baseline leaked_bytes",
+               "events": "allocations + frees", "unmatched_frees": "baseline's",
+               "threads": "truth"}.get(k, f"baseline {base.get(k)} + truth {truth.get(k)}")
+        ctx.check_eq(f"{label}: {k}", got[k], exp[k], how)
     calls = got.get("calls", {})
     for k in CALLS:
         ctx.check_eq(f"{label}: calls.{k}", calls.get(k, 0), exp["calls"][k],
