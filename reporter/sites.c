@@ -21,9 +21,9 @@ const char* mr_sites_site_name(const mr_symbols* s, uint32_t leaf) {
     return locs[0].function;
 }
 
-json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf) {
+json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames) {
     uint32_t frames[MR_SITES_MAX_DEPTH];
-    size_t n = mr_symbols_stack(s, leaf, true, frames, MR_SITES_MAX_DEPTH);
+    size_t n = mr_symbols_stack(s, leaf, all_frames, frames, MR_SITES_MAX_DEPTH);
     if (n > MR_SITES_MAX_DEPTH)
         n = MR_SITES_MAX_DEPTH;
     json_t* a = json_array();

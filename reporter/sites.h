@@ -22,7 +22,7 @@ uint32_t mr_sites_site_frame(const mr_symbols* s, uint32_t leaf);
 const char* mr_sites_site_name(const mr_symbols* s, uint32_t leaf);
 // A stack as a JSON array, leaf first, every frame expanded into its locations (inlined
 // functions first): {"function","file","line","module"}, file/line/module null if unknown.
-json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf);
+json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames);
 // Maps every callsite id (0 .. mr_symbols_callsite_count - 1) to one representative id with
 // the same symbolized stack (function, file and line of every frame, inlined ones included), so
 // stacks that differ only in return addresses (an unrolled loop, two calls on one line)

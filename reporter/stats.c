@@ -171,7 +171,7 @@ static json_t* site_json(const mr_symbols* sites, const row* r) {
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
     json_object_set_new(o, "temporary", json_integer((json_int_t)r->temporary));
-    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite));
+    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite, false));
     return o;
 }
 

@@ -44,7 +44,7 @@ int main(void) {
     snprintf(txt, sizeof txt, "%s/leaks.txt", fx_tmpdir());
     fx_standard(cap);
 
-    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "-o", out, NULL), 0);
+    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--all-frames", "-o", out, NULL), 0);
     json_t* r = load_json(out);
     CHECK(r != NULL);
     CHECK_EQ_I64(GET_INT(r, "bytes"), 4814);
@@ -70,6 +70,15 @@ int main(void) {
     // An unsymbolized frame is named module+offset.
     st = json_object_get(json_array_get(g, 2), "stack");
     check_frame(st, 0, "prog+0x1234", NULL, 0, "prog");
+    json_decref(r);
+
+    // By default the noise frames (operator new, libc start-up) are hidden.
+    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "-f", "-o", out, NULL), 0);
+    r = load_json(out);
+    st = json_object_get(json_array_get(json_object_get(r, "groups"), 0), "stack");
+    CHECK_EQ_I64(json_array_size(st), 2);
+    check_frame(st, 0, "make_node", "tree.c", 40, "prog");
+    check_frame(st, 1, "main", "prog.c", 10, "prog");
     json_decref(r);
 
     // Refuses to overwrite without -f (I/O exit code), overwrites with it.
@@ -99,7 +108,7 @@ int main(void) {
     json_decref(r);
 
     // Text output: one block per group and the totals line.
-    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "-o", txt, NULL), 0);
+    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--all-frames", "-o", txt, NULL), 0);
     char* t = fx_read(txt);
     CHECK(t && strstr(t, "3.91 KB (4000 bytes) in 1 block allocated at:\n"
                          "    #0 operator new [libc.so.6]\n"

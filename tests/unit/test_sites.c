@@ -42,7 +42,7 @@ int main(void) {
     // Only non-relevant frames: the leaf names the site.
     CHECK_EQ_STR(mr_sites_site_name(s, 1), "__libc_start_call_main");
 
-    json_t* st = mr_sites_stack_json(s, 6);
+    json_t* st = mr_sites_stack_json(s, 6, true);
     CHECK_EQ_I64(json_array_size(st), 5);
     CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "function"), "operator new");
     CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "module"), "libc.so.6");
@@ -56,7 +56,7 @@ int main(void) {
     CHECK_EQ_STR(mr_sites_format_json_frame(json_array_get(st, 0), buf, sizeof buf),
                  "operator new [libc.so.6]");
     json_decref(st);
-    st = mr_sites_stack_json(s, 0);
+    st = mr_sites_stack_json(s, 0, true);
     CHECK_EQ_I64(json_array_size(st), 0);
     json_decref(st);
     uint32_t* canon = mr_sites_canonical(s);

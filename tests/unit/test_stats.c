@@ -65,7 +65,8 @@ int main(void) {
     static const int64_t temp_values[] = {1, 1};
     check_table(r, "temporary_by_site", "temporary", 2, temp_names, temp_values);
     json_t* stack = json_object_get(json_array_get(json_object_get(r, "by_peak"), 1), "stack");
-    CHECK_EQ_STR(GET_STR(json_array_get(stack, 0), "function"), "operator new");
+    // Noise frames (operator new) are hidden from the stacks: the leaf is the caller.
+    CHECK_EQ_STR(GET_STR(json_array_get(stack, 0), "function"), "make_node");
 
     // Size histogram: powers of two.
     static const int64_t hist[][3] = {{32, 63, 1},     {64, 127, 2},    {128, 255, 1},
@@ -114,8 +115,8 @@ int main(void) {
     char* t = fx_read(txt);
     CHECK(t && strstr(t, "allocations: 9 (11.05 KB), frees: 5, temporary: 2 (22.2%)\n"));
     CHECK(t && strstr(t, "top sites by bytes live at the peak:\n"
-                         "       4.88 KB  worker (worker.c:7) [prog]\n"
-                         "                  from __libc_start_call_main [libc.so.6]\n"));
+                         "       4.88 KB  worker (worker.c:7) [prog]\n"));
+    CHECK(t && !strstr(t, "from __libc_start_call_main"));
     CHECK(t && strstr(t, "4.00 KB - <8.00 KB           1  ####################\n"));
     CHECK(t && strstr(t, "  200       worker-1                    2      4.93 KB            1"));
     if (t && check_failures)
