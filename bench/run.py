@@ -9,7 +9,9 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -54,19 +56,37 @@ def cpu_model():
 
 def git_rev():
     try:
-        return subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+        return subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
                               capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-def run(argv, env, stdout_path):
-    """Runs argv, returns (exit code, wall s, cpu s, max RSS KiB) of it and its descendants."""
+def run(argv, env, stdout_path, timeout=None, mem_mib=None):
+    """Runs argv in its own process group; returns (exit code, wall s, cpu s, max RSS KiB) of
+    it and its descendants. Past `timeout` seconds the group is killed (exit code -9);
+    mem_mib caps every process's address space (heaptrack's interpreter can eat it all)."""
+    def limit():
+        if mem_mib:
+            resource.setrlimit(resource.RLIMIT_AS, (mem_mib << 20, mem_mib << 20))
     with open(stdout_path, "w") as out:
         t0 = time.monotonic()
-        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
-        _, status, ru = os.wait4(p.pid, 0)
+        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                             start_new_session=True, preexec_fn=limit)
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if timeout and time.monotonic() - t0 > timeout:
+                os.killpg(p.pid, signal.SIGKILL)
+                _, status, ru = os.wait4(p.pid, 0)
+                break
+            time.sleep(0.002)
         wall = time.monotonic() - t0
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # leftovers of a killed or crashed run
+    except ProcessLookupError:
+        pass
     p.returncode = os.waitstatus_to_exitcode(status)
     return p.returncode, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
 
@@ -92,6 +112,9 @@ class Bench:
         only = os.environ.get("BENCH_WORKLOADS", "")
         self.workloads = [w for w in WORKLOADS if not only or w[0] in only.split(",")]
         self.heaptrack = shutil.which("heaptrack") if env_int("BENCH_HEAPTRACK", 1) else None
+        self.timeout = env_int("BENCH_TIMEOUT", 300)
+        self.heaptrack_timeout = env_int("BENCH_HEAPTRACK_TIMEOUT", 120)
+        self.heaptrack_mem = env_int("BENCH_HEAPTRACK_MEM_MIB", 4096)
         self.tmp = tempfile.mkdtemp(prefix="memtrace-bench.", dir=os.environ.get("BENCH_TMP"))
         self.modes = ["native"] + ["mt-" + m for m in MEMTRACE_MODES]
         if self.heaptrack:
@@ -123,7 +146,7 @@ class Bench:
         env = self.workload_env(events)
         env.update(LD_PRELOAD=self.lib, MEMTRACE_OUTPUT=capture, MEMTRACE_UNWIND=unwind)
         out = os.path.join(self.tmp, "out.txt")
-        rc, wall, cpu, rss = run([exe] + args, env, out)
+        rc, wall, cpu, rss = run([exe] + args, env, out, timeout=self.timeout)
         res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
         res["prog"], res["text"] = parse_workload_line(out)
         if os.path.exists(capture):
@@ -167,7 +190,8 @@ class Bench:
         base = os.path.join(self.tmp, f"{name}.heaptrack{'-raw' if raw else ''}")
         argv = [self.heaptrack] + (["--raw"] if raw else []) + ["-o", base, exe] + args
         out = os.path.join(self.tmp, "out.txt")
-        rc, wall, cpu, rss = run(argv, self.workload_env(events), out)
+        rc, wall, cpu, rss = run(argv, self.workload_env(events), out,
+                                 timeout=self.heaptrack_timeout, mem_mib=self.heaptrack_mem)
         res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
         res["prog"], res["text"] = parse_workload_line(out)
         for f in os.listdir(self.tmp):
@@ -176,7 +200,10 @@ class Bench:
                 res["bytes"] = os.path.getsize(path)
                 os.unlink(path)
         if rc != 0 or not res["prog"]:
-            tail = " ".join(res["text"].strip().splitlines()[-2:])[:160]
+            if rc == -9:
+                tail = f"killed after {self.heaptrack_timeout} s (BENCH_HEAPTRACK_TIMEOUT)"
+            else:
+                tail = " ".join(res["text"].strip().splitlines()[-2:])[:160]
             self.problems.append(f"{name} {'heaptrack --raw' if raw else 'heaptrack'}: "
                                  f"exit {rc}: {tail}")
         return res
@@ -185,7 +212,8 @@ class Bench:
         exe = os.path.join(self.build, "bench", binary)
         if mode == "native":
             out = os.path.join(self.tmp, "out.txt")
-            rc, wall, cpu, rss = run([exe] + args, self.workload_env(self.events), out)
+            rc, wall, cpu, rss = run([exe] + args, self.workload_env(self.events), out,
+                                     timeout=self.timeout)
             res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
             res["prog"], res["text"] = parse_workload_line(out)
             if rc != 0:
@@ -316,13 +344,26 @@ class Bench:
                         parts.append(f"{mode} {a / b:.2f}x")
                 if parts:
                     L.append(f"  {n} threads vs 1 ({xt}/{st}), throughput: " + ", ".join(parts))
+        # Load-proof view of the same: CPU the tracer adds per event (all its threads). When
+        # it is no higher with 2 or 4 threads than with 1, the tracer does not serialise them.
+        L.append("  tracer CPU per event (traced cpu - native cpu) / events, in ns:")
+        for name, _, _ in self.workloads:
+            nat = self.med(name, "native", "cpu")
+            parts = []
+            for mode in self.modes[1:]:
+                c, ev = self.med(name, mode, "cpu"), self.events_of(name, mode)
+                if c and nat and ev:
+                    parts.append(f"{mode} {(c - nat) / ev * 1e9:.0f}")
+            if parts:
+                L.append(f"    {name:7} " + ", ".join(parts))
         L.append("memtrace/heaptrack wall (auto vs heaptrack, vs heaptrack --raw):")
         for name, _, _ in self.workloads:
             mt = self.med(name, "mt-auto", "wall")
             ht, raw = self.med(name, "heaptrack", "wall"), self.med(name, "heaptrack-raw", "wall")
             if mt and (ht or raw):
-                L.append(f"  {name:7} {mt / ht if ht else float('nan'):.2f}x, "
-                         f"{mt / raw if raw else float('nan'):.2f}x")
+                a = f"{mt / ht:.2f}x" if ht else "heaptrack failed"
+                b = f"{mt / raw:.2f}x" if raw else "heaptrack --raw failed"
+                L.append(f"  {name:7} {a}, {b}")
         L.append("")
         L.append("Correctness: every memtrace capture must hold exactly the workload's mallocs "
                  "and frees plus the runtime's own (measured by a zero-event run):")

@@ -8,16 +8,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <wctype.h>
 
 #include "heapmap.h"
+#include "util.h"
 
 #define READ_CHUNK (1u << 20)
 // A log with more distinct function names than this is not a compiler log; refuse it
@@ -29,6 +32,15 @@
 // realloc for the big per-step arrays: with transparent huge pages in "madvise" mode (the
 // Debian default) asking for them halves the page faults, about a quarter of import time.
 static void* grow(void* old, size_t bytes) {
+    // The point and event arrays grow to ~100 MB by doubling. glibc's dynamic threshold
+    // keeps blocks under 32 MB on the heap, where each realloc copies into fresh pages;
+    // mmapped blocks (they start at 1 MiB) grow with mremap, without copying. memreport is
+    // a command-line tool, so setting the process-wide threshold is fine.
+    static bool tuned;
+    if (!tuned) {
+        mallopt(M_MMAP_THRESHOLD, 1 << 20);
+        tuned = true;
+    }
     void* p = realloc(old, bytes);
     if (p && bytes >= (4u << 20)) {
         uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
@@ -43,7 +55,7 @@ static void* grow(void* old, size_t bytes) {
 
 int mr_npu_points_push(mr_npu_points* p, int64_t x, uint64_t bytes) {
     if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 64;
+        size_t nc = p->cap ? p->cap * 2 : 65536; // 1 MiB: mmapped (see mallopt), grows by mremap
         mr_npu_point* nv = grow(p->v, nc * sizeof *nv);
         if (!nv)
             return -ENOMEM;
@@ -57,25 +69,6 @@ int mr_npu_points_push(mr_npu_points* p, int64_t x, uint64_t bytes) {
 void mr_npu_points_free(mr_npu_points* p) {
     free(p->v);
     memset(p, 0, sizeof *p);
-}
-
-static int points_reserve(mr_npu_points* p, size_t n) {
-    if (n <= p->cap)
-        return 0;
-    mr_npu_point* nv = grow(p->v, (n ? n : 1) * sizeof *nv);
-    if (!nv)
-        return -ENOMEM;
-    p->v = nv;
-    p->cap = n;
-    return 0;
-}
-
-static int points_append(mr_npu_points* dst, const mr_npu_points* src, int64_t offset) {
-    if (points_reserve(dst, dst->n + src->n))
-        return -ENOMEM;
-    for (size_t i = 0; i < src->n; i++)
-        dst->v[dst->n++] = (mr_npu_point){src->v[i].x + offset, src->v[i].bytes};
-    return 0;
 }
 
 // ---- line scanning: every literal upstream (and the importer) looks for, found in one pass
@@ -274,16 +267,26 @@ static void scan_line(scan* sc, const unsigned char* s, size_t n) {
 typedef struct func {
     char* name;
     size_t len;
-    size_t seen; // first-seen order (the stable sort's tie-break)
+    size_t seen;   // first-seen order (the stable sort's tie-break)
     int64_t steps; // "DDR free memory N" lines seen: the local step counter
-    mr_npu_points max, frag, used, free; // local x
-    mr_npu_event* ev; // local step
-    size_t nev, capev;
+    size_t nmax, nfree;
     uint64_t* pending; // sizes of A lines waiting for their step's B line
     size_t npending, cappending;
     bool cmx;       // the last B line was not DDR: its A/H lines are CMX_NN buffers
     bool frag_flag; // legacy: the next max point is a fragmentation one
 } func;
+
+// Points and events in file order, all functions in one array: point x holds
+// (seen << LOCAL_BITS) | local step, event func the seen index and step the local step.
+// Assembly turns them into timeline order in place when the file is already in that
+// order (sequential logs), else with one stable counting sort: never per-function arrays
+// copied into a global one.
+#define LOCAL_BITS 40
+typedef struct store {
+    mr_npu_points max, frag, used, free;
+    mr_npu_event* ev;
+    size_t nev, capev;
+} store;
 
 // (function, size) -> most recent live buffer id: the synthetic-address pairing.
 typedef struct live_slot {
@@ -303,6 +306,7 @@ typedef struct parser {
     size_t tmask;
     func* last;     // lines come in runs of one function: skip the hash
     func legacy;    // the single function of a legacy log
+    store cur, leg; // what the current-format and the legacy reading collected
     uint64_t k0, k1;
     live_slot* live;
     size_t lmask, lcount;
@@ -311,6 +315,7 @@ typedef struct parser {
     uint64_t ids;
     uint64_t lineno;
     uint64_t long_lines, cmx_events;
+    uint64_t size, done; // bytes of the file (0: unknown) and read so far, for progress
     char* err;
     size_t errlen;
 } parser;
@@ -381,12 +386,20 @@ static func* func_get(parser* p, const char* name, size_t len) {
 
 static void func_free(func* f) {
     free(f->name);
-    mr_npu_points_free(&f->max);
-    mr_npu_points_free(&f->frag);
-    mr_npu_points_free(&f->used);
-    mr_npu_points_free(&f->free);
-    free(f->ev);
     free(f->pending);
+}
+
+static void store_free(store* st) {
+    mr_npu_points_free(&st->max);
+    mr_npu_points_free(&st->frag);
+    mr_npu_points_free(&st->used);
+    mr_npu_points_free(&st->free);
+    free(st->ev);
+    memset(st, 0, sizeof *st);
+}
+
+static int64_t at(const func* f) {
+    return (int64_t)((uint64_t)f->seen << LOCAL_BITS | (uint64_t)f->steps);
 }
 
 // ---- synthetic addresses
@@ -464,14 +477,14 @@ static int new_id(parser* p, uint64_t* id) {
     return 0;
 }
 
-static int add_event(parser* p, func* f, uint64_t size, bool is_free) {
-    if (f->nev == f->capev) {
-        size_t nc = f->capev ? f->capev * 2 : 64;
-        mr_npu_event* ne = grow(f->ev, nc * sizeof *ne);
+static int add_event(parser* p, store* st, func* f, uint64_t size, bool is_free) {
+    if (st->nev == st->capev) {
+        size_t nc = st->capev ? st->capev * 2 : 65536;
+        mr_npu_event* ne = grow(st->ev, nc * sizeof *ne);
         if (!ne)
             return -ENOMEM;
-        f->ev = ne;
-        f->capev = nc;
+        st->ev = ne;
+        st->capev = nc;
     }
     uint32_t fid = (uint32_t)f->seen + 1;
     live_slot* s = live_find(p, fid, size, !is_free);
@@ -491,19 +504,20 @@ static int add_event(parser* p, func* f, uint64_t size, bool is_free) {
             s->head = id;
         }
     }
-    f->ev[f->nev++] = (mr_npu_event){.step = f->steps, .size = size, .addr = id, .is_free = is_free};
+    st->ev[st->nev++] = (mr_npu_event){
+        .step = f->steps, .size = size, .addr = id, .func = (uint32_t)f->seen, .is_free = is_free};
     return 0;
 }
 
 // A lines wait for their step's B line, which names the memory (DDR or CMX_NN); any other
 // line of the function settles them with the last kind seen.
-static int flush_pending(parser* p, func* f) {
+static int flush_pending(parser* p, store* st, func* f) {
     int rc = 0;
     for (size_t i = 0; i < f->npending && !rc; i++) {
         if (f->cmx)
             p->cmx_events++;
         else
-            rc = add_event(p, f, f->pending[i], false);
+            rc = add_event(p, st, f, f->pending[i], false);
     }
     f->npending = 0;
     return rc;
@@ -517,7 +531,7 @@ static int bad_number(parser* p) {
 
 // The data rules (doc §2.3: first match wins, in this order) and the event lines, applied
 // to function f. Legacy logs (§5) mark the next max point after a flag line instead.
-static int apply(parser* p, func* f, const scan* sc, const bool* ok, bool legacy) {
+static int apply(parser* p, store* st, func* f, const scan* sc, const bool* ok, bool legacy) {
     int l = L_COUNT;
     static const int order[] = {L_MAX, L_FRAG, L_USED, L_FREE, L_ALLOC, L_HFREE, L_BEFORE};
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
@@ -550,28 +564,35 @@ static int apply(parser* p, func* f, const scan* sc, const bool* ok, bool legacy
     }
     if (l == L_BEFORE) {
         f->cmx = !sc->before_ddr;
-        return flush_pending(p, f);
+        return flush_pending(p, st, f);
     }
-    int rc = flush_pending(p, f);
+    int rc = flush_pending(p, st, f);
     if (rc)
         return rc;
     switch (l) {
     case L_MAX:
-        rc = mr_npu_points_push(&f->max, f->steps, v);
+        f->nmax++;
+        rc = mr_npu_points_push(&st->max, at(f), v);
         if (!rc && legacy && f->frag_flag) {
             f->frag_flag = false;
-            rc = mr_npu_points_push(&f->frag, f->steps, v);
+            rc = mr_npu_points_push(&st->frag, at(f), v);
         }
         return rc;
     case L_FRAG:
-        return mr_npu_points_push(&f->frag, f->steps, v);
+        return mr_npu_points_push(&st->frag, at(f), v);
     case L_LFRAG:
         f->frag_flag = true;
         return 0;
     case L_USED:
-        return mr_npu_points_push(&f->used, f->steps, v);
+        return mr_npu_points_push(&st->used, at(f), v);
     case L_FREE:
-        rc = mr_npu_points_push(&f->free, f->steps, v);
+        if (f->steps + 1 >= (int64_t)1 << LOCAL_BITS) {
+            snprintf(p->err, p->errlen, "line %llu: more than 2^%d steps in %s",
+                     (unsigned long long)p->lineno, LOCAL_BITS, f->name);
+            return -EPROTO;
+        }
+        f->nfree++;
+        rc = mr_npu_points_push(&st->free, at(f), v);
         f->steps++;
         return rc;
     case L_HFREE:
@@ -579,7 +600,7 @@ static int apply(parser* p, func* f, const scan* sc, const bool* ok, bool legacy
             p->cmx_events++;
             return 0;
         }
-        return add_event(p, f, v, true);
+        return add_event(p, st, f, v, true);
     default:
         return 0;
     }
@@ -611,7 +632,7 @@ static int process_line(parser* p, const unsigned char* s, size_t n) {
             bool ok[L_COUNT];
             for (int l = 0; l < L_COUNT; l++)
                 ok[l] = sc.found[l] && (l == L_BEFORE || legacy_prefix(s, sc.pos[l]));
-            int rc = apply(p, &p->legacy, &sc, ok, true);
+            int rc = apply(p, &p->leg, &p->legacy, &sc, ok, true);
             if (rc)
                 return rc;
         }
@@ -622,13 +643,11 @@ static int process_line(parser* p, const unsigned char* s, size_t n) {
     if (!f)
         return p->err[0] ? -EPROTO : -ENOMEM;
     static const bool all[L_COUNT] = {true, true, true, true, true, true, true, true};
-    size_t before = f->max.n;
-    int rc = apply(p, f, &sc, all, false);
-    if (!rc && p->legacy_on && f->max.n > before) {
+    int rc = apply(p, &p->cur, f, &sc, all, false);
+    if (!rc && p->legacy_on && p->cur.max.n > 0) {
         // A current-format max point settles the format: drop the legacy reading.
         p->legacy_on = false;
-        func_free(&p->legacy);
-        memset(&p->legacy, 0, sizeof p->legacy);
+        store_free(&p->leg);
     }
     return rc;
 }
@@ -666,16 +685,108 @@ static int func_order(const void* pa, const void* pb) {
 }
 
 // log->ev is sized for all events up front (assemble).
-static int push_events(mr_npu_log* log, func* f, uint32_t idx, int64_t offset) {
-    for (size_t i = 0; i < f->nev; i++) {
-        mr_npu_event e = f->ev[i];
-        e.step += offset;
-        e.func = idx;
-        log->ev[log->nev++] = e;
+// Where each function (by seen index) lands on the timeline.
+typedef struct placing {
+    size_t* rank;    // position in timeline order
+    int64_t* offset; // its first global step
+    bool* kept;      // has a region: its points are plotted
+    size_t n;
+    bool legacy;
+} placing;
+
+static size_t slot_of_seen(const placing* pl, uint64_t seen) {
+    return pl->legacy ? 0 : (size_t)seen;
+}
+
+// Moves the points of kept functions into timeline order with global x.
+static int place_points(mr_npu_points* v, const placing* pl) {
+    bool sorted = true;
+    size_t prev = 0;
+    for (size_t i = 0; i < v->n && sorted; i++) {
+        size_t r = pl->rank[slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS)];
+        sorted = r >= prev;
+        prev = r;
     }
-    free(f->ev);
-    f->ev = NULL;
-    f->nev = f->capev = 0;
+    const int64_t mask = ((int64_t)1 << LOCAL_BITS) - 1;
+    if (sorted) {
+        size_t k = 0;
+        for (size_t i = 0; i < v->n; i++) {
+            size_t f = slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS);
+            if (pl->kept[f])
+                v->v[k++] = (mr_npu_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].bytes};
+        }
+        v->n = k;
+        return 0;
+    }
+    // Interleaved functions: a stable counting sort by timeline position.
+    size_t* start = calloc(pl->n + 1, sizeof *start);
+    if (!start)
+        return -ENOMEM;
+    size_t total = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        size_t f = slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS);
+        if (pl->kept[f]) {
+            start[pl->rank[f] + 1]++;
+            total++;
+        }
+    }
+    for (size_t r = 0; r < pl->n; r++)
+        start[r + 1] += start[r];
+    mr_npu_point* out = grow(NULL, (total ? total : 1) * sizeof *out);
+    if (!out) {
+        free(start);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        size_t f = slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS);
+        if (pl->kept[f])
+            out[start[pl->rank[f]]++] =
+                (mr_npu_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].bytes};
+    }
+    free(start);
+    free(v->v);
+    v->v = out;
+    v->n = v->cap = total;
+    return 0;
+}
+
+// The same for events: every function's, ts = global step, func = timeline position.
+static int place_events(store* st, const placing* pl) {
+    bool sorted = true;
+    size_t prev = 0;
+    for (size_t i = 0; i < st->nev && sorted; i++) {
+        size_t r = pl->rank[slot_of_seen(pl, st->ev[i].func)];
+        sorted = r >= prev;
+        prev = r;
+    }
+    mr_npu_event* out = st->ev;
+    size_t* start = NULL;
+    if (!sorted) {
+        start = calloc(pl->n + 1, sizeof *start);
+        out = grow(NULL, st->nev * sizeof *out);
+        if (!start || !out) {
+            free(start);
+            free(out);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < st->nev; i++)
+            start[pl->rank[slot_of_seen(pl, st->ev[i].func)] + 1]++;
+        for (size_t r = 0; r < pl->n; r++)
+            start[r + 1] += start[r];
+    }
+    for (size_t i = 0; i < st->nev; i++) {
+        mr_npu_event e = st->ev[i];
+        size_t f = slot_of_seen(pl, e.func);
+        e.step += pl->offset[f];
+        e.func = (uint32_t)pl->rank[f];
+        out[sorted ? i : start[pl->rank[f]]++] = e;
+    }
+    if (!sorted) {
+        free(st->ev);
+        st->ev = out;
+        st->capev = st->nev;
+        free(start);
+    }
     return 0;
 }
 
@@ -683,6 +794,7 @@ static int assemble(parser* p, mr_npu_log* log) {
     func** order = p->funcs;
     size_t n = p->nfuncs;
     func* one[1] = {&p->legacy};
+    store* st = log->legacy ? &p->leg : &p->cur;
     if (log->legacy) {
         order = one;
         n = 1;
@@ -692,54 +804,62 @@ static int assemble(parser* p, mr_npu_log* log) {
     } else {
         qsort(order, n, sizeof *order, func_order);
     }
-    log->funcs = calloc(n ? n : 1, sizeof *log->funcs);
-    log->regions = calloc(n ? n : 1, sizeof *log->regions);
-    if (!log->funcs || !log->regions)
-        return -ENOMEM;
-    // Exact sizes first: one allocation per array instead of doubling copies of ~100 MB.
-    size_t nev = 0, nmax = 0, nfrag = 0, nused = 0, nfree = 0;
-    for (size_t i = 0; i < n; i++) {
-        nev += order[i]->nev;
-        nmax += order[i]->max.n;
-        nfrag += order[i]->frag.n;
-        nused += order[i]->used.n;
-        nfree += order[i]->free.n;
-    }
-    if ((nev && !(log->ev = grow(NULL, nev * sizeof *log->ev))) ||
-        points_reserve(&log->max_raw, nmax) || points_reserve(&log->frag, nfrag) ||
-        points_reserve(&log->used, nused) || points_reserve(&log->free, nfree))
-        return -ENOMEM;
+    placing pl = {.n = n, .legacy = log->legacy};
+    pl.rank = calloc(n, sizeof *pl.rank);
+    pl.offset = calloc(n, sizeof *pl.offset);
+    pl.kept = calloc(n, sizeof *pl.kept);
+    log->funcs = calloc(n, sizeof *log->funcs);
+    log->regions = calloc(n, sizeof *log->regions);
+    int rc = pl.rank && pl.offset && pl.kept && log->funcs && log->regions ? 0 : -ENOMEM;
     int64_t offset = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && !rc; i++) {
         func* f = order[i];
-        if (!(log->funcs[i] = strdup(f->name)))
-            return -ENOMEM;
+        size_t k = slot_of_seen(&pl, f->seen);
+        if (!(log->funcs[i] = strdup(f->name))) {
+            rc = -ENOMEM;
+            break;
+        }
         log->nfuncs++;
-        int rc = push_events(log, f, (uint32_t)i, offset);
-        if (rc)
-            return rc;
+        pl.rank[k] = i;
+        pl.offset[k] = offset;
         // Functions with neither a max nor a free point get no region (doc §2.4 step 2);
         // the old script drew none at all.
-        if (f->max.n == 0 && f->free.n == 0)
+        pl.kept[k] = f->nmax > 0 || f->nfree > 0;
+        if (!pl.kept[k])
             continue;
         if (!log->legacy) {
             mr_npu_region* r = &log->regions[log->nregions++];
-            if (!(r->name = strdup(f->name)))
-                return -ENOMEM;
+            if (!(r->name = strdup(f->name))) {
+                rc = -ENOMEM;
+                break;
+            }
             r->start = offset;
         }
-        if (points_append(&log->max_raw, &f->max, offset) ||
-            points_append(&log->frag, &f->frag, offset) ||
-            points_append(&log->used, &f->used, offset) ||
-            points_append(&log->free, &f->free, offset))
-            return -ENOMEM;
-        mr_npu_points_free(&f->max);
-        mr_npu_points_free(&f->frag);
-        mr_npu_points_free(&f->used);
-        mr_npu_points_free(&f->free);
         offset += f->steps;
     }
-    return 0;
+    if (!rc)
+        rc = place_points(&st->max, &pl);
+    if (!rc)
+        rc = place_points(&st->frag, &pl);
+    if (!rc)
+        rc = place_points(&st->used, &pl);
+    if (!rc)
+        rc = place_points(&st->free, &pl);
+    if (!rc)
+        rc = place_events(st, &pl);
+    if (!rc) {
+        log->max_raw = st->max;
+        log->frag = st->frag;
+        log->used = st->used;
+        log->free = st->free;
+        log->ev = st->ev;
+        log->nev = st->nev;
+        memset(st, 0, sizeof *st);
+    }
+    free(pl.rank);
+    free(pl.offset);
+    free(pl.kept);
+    return rc;
 }
 
 // ---- reading
@@ -753,6 +873,8 @@ static void parser_free(parser* p) {
     free(p->funcs);
     free(p->table);
     func_free(&p->legacy);
+    store_free(&p->cur);
+    store_free(&p->leg);
     free(p->live);
     free(p->next_live);
 }
@@ -761,9 +883,9 @@ static int finish(parser* p, int fd_rc, mr_npu_log* log) {
     if (fd_rc)
         return fd_rc;
     for (size_t i = 0; i < p->nfuncs; i++)
-        if (flush_pending(p, p->funcs[i]))
+        if (flush_pending(p, &p->cur, p->funcs[i]))
             return -ENOMEM;
-    if (p->legacy_on && flush_pending(p, &p->legacy))
+    if (p->legacy_on && flush_pending(p, &p->leg, &p->legacy))
         return -ENOMEM;
     if (!p->gate) {
         snprintf(p->err, p->errlen,
@@ -771,10 +893,8 @@ static int finish(parser* p, int fd_rc, mr_npu_log* log) {
                  "(run the compiler with OV_NPU_LOG_LEVEL=LOG_TRACE)");
         return -EPROTO;
     }
-    bool current = false;
-    for (size_t i = 0; i < p->nfuncs && !current; i++)
-        current = p->funcs[i]->max.n > 0;
-    if (!current && p->legacy.max.n == 0) {
+    bool current = p->cur.max.n > 0;
+    if (!current && p->leg.max.n == 0) {
         snprintf(p->err, p->errlen,
                  "no memory-usage lines ('{F}: Max allocated size N B' for part<N> or main) "
                  "after 'Start Pass StaticAllocation'");
@@ -813,6 +933,9 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
         }
         size_t start = 0;
         len += (size_t)got;
+        p->done += (uint64_t)got;
+        if (p->size)
+            mr_progress("reading log", (double)p->done / (double)p->size);
         if (after_cr && len > 0) {
             // The LF of a CRLF split across reads belongs to the line already ended.
             if (buf[0] == '\n')
@@ -864,6 +987,8 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
         len -= start;
     }
     free(buf);
+    if (p->size)
+        mr_progress("reading log", -1);
     log->lines = p->lineno;
     return rc;
 }
@@ -884,6 +1009,9 @@ int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char
     }
     p.k0 = key[0];
     p.k1 = key[1];
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        p.size = (uint64_t)st.st_size;
     int rc = table_grow(&p);
     if (!rc)
         rc = read_lines(&p, fd, out);

@@ -43,18 +43,6 @@ static bool is_sqlite(const char* path, int* err) {
     return n == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
 }
 
-static bool has_npu_heap(mt_capture* cap) {
-    sqlite3_stmt* st;
-    bool yes = false;
-    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT 1 FROM heap WHERE id=?1 AND kind='npu'",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int(st, 1, MT_HEAP_NPU);
-        yes = sqlite3_step(st) == SQLITE_ROW;
-        sqlite3_finalize(st);
-    }
-    return yes;
-}
-
 static int plot_log(const mr_plot_args* a) {
     char err[512];
     mr_npu_log log;
@@ -82,7 +70,7 @@ static int plot_capture(const mr_plot_args* a) {
     int rc = mr_open_capture(a->input, &cap);
     if (rc)
         return rc;
-    if (has_npu_heap(cap)) {
+    if (mr_capture_default_heap(cap) == MT_HEAP_NPU) {
         char err[256];
         mr_npu_series s;
         if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {

@@ -324,7 +324,7 @@ void mr_polyline_stroke(mr_polyline* p, mr_rgb color, double width, double dash)
     cairo_save(cr);
     cairo_set_source_rgb(cr, color.r, color.g, color.b);
     cairo_set_line_width(cr, width);
-    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_BEVEL);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
     if (dash > 0) {
         double d[2] = {dash, dash * 1.65};

@@ -1,12 +1,665 @@
 // SPDX-License-Identifier: MIT
 // memreport plot for native captures (issue 5): live heap bytes over time from a replay,
-// RSS and VSZ from the sampled counters, marks and ranges, the peak, per-site rows.
-// Draws with plot_draw.h; never parses NPU logs.
+// RSS and VSZ from counter tracks 1/2, marks and ranges, the peak, and optional rows of
+// bytes held per call site and their share of the live heap. Streams the events (twice
+// with site rows) and keeps per-pixel-column extremes, so memory does not grow with the
+// capture. Draws with plot_draw.h; never parses NPU logs.
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import_npu.h"
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
 #include "plot.h"
+#include "plot_draw.h"
+#include "replay.h"
+#include "sites.h"
 #include "util.h"
 
+#define WIDTH 1600
+#define MAIN_HEIGHT 600
+#define ROW_HEIGHT 300
+#define LEFT 95
+#define RIGHT 30
+#define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
+
+static const mr_rgb HEAP = {0.12, 0.47, 0.71}, RSS = {1.0, 0.50, 0.05}, VSZ = {0.17, 0.63, 0.17},
+                    PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {0.58, 0.40, 0.74};
+// Site rows: matplotlib's tab10 minus the colours above.
+static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29},
+                                      {0.89, 0.47, 0.76}, {0.50, 0.50, 0.50},
+                                      {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
+                                      {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},
+                                      {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16}};
+
+// ---- series with at most 4 points per time bucket (first, min, max, last: what is drawn)
+
+typedef struct bucketed {
+    mr_npu_points* out; // (ts ns, bytes); the generic point vector of import_npu.h
+    int64_t t0, width;
+    int64_t cur;
+    bool any;
+    mr_npu_point first, lo, hi, last;
+} bucketed;
+
+static int emit(mr_npu_points* out, mr_npu_point p) {
+    if (out->n && out->v[out->n - 1].x == p.x && out->v[out->n - 1].bytes == p.bytes)
+        return 0;
+    return mr_npu_points_push(out, p.x, p.bytes);
+}
+
+static int bucket_flush(bucketed* b) {
+    if (!b->any)
+        return 0;
+    mr_npu_point a = b->lo, c = b->hi;
+    if (a.x > c.x) {
+        mr_npu_point t = a;
+        a = c;
+        c = t;
+    }
+    int rc = emit(b->out, b->first);
+    if (!rc)
+        rc = emit(b->out, a);
+    if (!rc)
+        rc = emit(b->out, c);
+    if (!rc)
+        rc = emit(b->out, b->last);
+    b->any = false;
+    return rc;
+}
+
+static int bucket_add(bucketed* b, int64_t ts, uint64_t v) {
+    int64_t idx = b->width > 0 ? (ts - b->t0) / b->width : 0;
+    mr_npu_point p = {ts, v};
+    if (b->any && idx == b->cur) {
+        if (v < b->lo.bytes)
+            b->lo = p;
+        if (v > b->hi.bytes)
+            b->hi = p;
+        b->last = p;
+        return 0;
+    }
+    int rc = bucket_flush(b);
+    b->any = true;
+    b->cur = idx;
+    b->first = b->lo = b->hi = b->last = p;
+    return rc;
+}
+
+// ---- sites: callsites grouped by their site name (innermost relevant frame)
+
+typedef struct site_row {
+    const char* name;
+    uint64_t live, peak;
+    bool chosen;
+    mr_npu_points bytes; // (ts, bytes held) at the last event of each bucket
+    mr_npu_points share; // (ts, bytes held * 1e6 / live bytes): parts per million
+} site_row;
+
+typedef struct native {
+    mt_capture* cap;
+    const mr_plot_args* args;
+    mr_symbols* sym;
+    int64_t duration;
+    // heap
+    mr_npu_points heap, rss, vsz;
+    bucketed hb;
+    uint64_t peak;
+    int64_t peak_ts;
+    // sites
+    bool want_sites;
+    int32_t* site_of; // callsite -> row, -1 not yet looked up
+    uint32_t ncallsites;
+    site_row* rows;
+    size_t nrows, caprows;
+    size_t* chosen; // row indices, in display order
+    size_t nchosen;
+    int64_t row_bucket;
+    bool pass2;
+} native;
+
+static int site_index(native* nv, uint32_t callsite, size_t* out) {
+    if (callsite >= nv->ncallsites) {
+        *out = SIZE_MAX;
+        return 0;
+    }
+    if (nv->site_of[callsite] >= 0) {
+        *out = (size_t)nv->site_of[callsite];
+        return 0;
+    }
+    const char* name = mr_sites_site_name(nv->sym, callsite);
+    size_t i = 0;
+    // Few distinct names per capture; a linear search runs once per callsite, not per event.
+    while (i < nv->nrows && strcmp(nv->rows[i].name, name) != 0)
+        i++;
+    if (i == nv->nrows) {
+        if (nv->nrows == nv->caprows) {
+            size_t nc = nv->caprows ? nv->caprows * 2 : 64;
+            site_row* nr = realloc(nv->rows, nc * sizeof *nr);
+            if (!nr)
+                return -ENOMEM;
+            nv->rows = nr;
+            nv->caprows = nc;
+        }
+        memset(&nv->rows[i], 0, sizeof nv->rows[i]);
+        nv->rows[i].name = name;
+        nv->nrows++;
+    }
+    nv->site_of[callsite] = (int32_t)i;
+    *out = i;
+    return 0;
+}
+
+static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    native* nv = ud;
+    if (!nv->pass2) {
+        if (r->live_bytes > nv->peak || (nv->peak == 0 && r->live_bytes == 0 && r->events == 1)) {
+            nv->peak = r->live_bytes;
+            nv->peak_ts = ev->ts;
+        }
+        if (bucket_add(&nv->hb, ev->ts, r->live_bytes))
+            return -ENOMEM;
+    }
+    if (!nv->want_sites)
+        return 0;
+    size_t row = SIZE_MAX;
+    int64_t delta = 0;
+    if (mt_kind_is_alloc(ev->kind)) {
+        if (site_index(nv, ev->callsite, &row))
+            return -ENOMEM;
+        delta = (int64_t)ev->size;
+    } else if (freed) {
+        if (site_index(nv, freed->callsite, &row))
+            return -ENOMEM;
+        delta = -(int64_t)freed->size;
+    }
+    if (row != SIZE_MAX) {
+        site_row* s = &nv->rows[row];
+        s->live = (uint64_t)((int64_t)s->live + delta);
+        if (s->live > s->peak)
+            s->peak = s->live;
+    }
+    if (!nv->pass2)
+        return 0;
+    // Pass 2: the chosen rows' values at the last event of every bucket.
+    int64_t idx = nv->hb.width > 0 ? (ev->ts - nv->hb.t0) / nv->hb.width : 0;
+    for (size_t k = 0; k < nv->nchosen; k++) {
+        site_row* s = &nv->rows[nv->chosen[k]];
+        uint64_t share = r->live_bytes ? (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes)
+                                       : 0;
+        if (idx == nv->row_bucket && s->bytes.n) {
+            s->bytes.v[s->bytes.n - 1] = (mr_npu_point){ev->ts, s->live};
+            s->share.v[s->share.n - 1] = (mr_npu_point){ev->ts, share};
+        } else if (mr_npu_points_push(&s->bytes, ev->ts, s->live) ||
+                   mr_npu_points_push(&s->share, ev->ts, share)) {
+            return -ENOMEM;
+        }
+    }
+    nv->row_bucket = idx;
+    return 0;
+}
+
+static int read_track(native* nv, int track, mr_npu_points* out) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
+                           "SELECT ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid", -1,
+                           &st, NULL) != SQLITE_OK)
+        return 0; // no counters: nothing to draw
+    sqlite3_bind_int(st, 1, track);
+    bucketed b = {.out = out, .t0 = nv->hb.t0, .width = nv->hb.width};
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        sqlite3_int64 v = sqlite3_column_int64(st, 1);
+        rc = bucket_add(&b, sqlite3_column_int64(st, 0), v > 0 ? (uint64_t)v : 0);
+    }
+    if (!rc)
+        rc = bucket_flush(&b);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int64_t max_ts(native* nv) {
+    sqlite3_stmt* st;
+    int64_t t = 0;
+    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
+                           "SELECT max((SELECT max(ts_last) FROM event_chunk WHERE heap=?1),"
+                           " (SELECT max(ts) FROM counter WHERE track IN (?2, ?3)),"
+                           " (SELECT max(coalesce(ts_end, ts_begin)) FROM mark WHERE heap!=?4))",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
+        sqlite3_bind_int(st, 2, MT_TRACK_RSS);
+        sqlite3_bind_int(st, 3, MT_TRACK_VSZ);
+        sqlite3_bind_int(st, 4, MT_HEAP_NPU);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            t = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    int64_t d = mt_capture_meta_int(nv->cap, "duration_ns", 0);
+    return d > t ? d : t;
+}
+
+// Orders rows: --site NAME in the given order, else the N largest by peak bytes held.
+static int choose_sites(native* nv) {
+    const mr_plot_args* a = nv->args;
+    nv->chosen = calloc(nv->nrows + a->nsites + 1, sizeof *nv->chosen);
+    if (!nv->chosen)
+        return -ENOMEM;
+    if (a->nsites) {
+        for (size_t k = 0; k < a->nsites; k++) {
+            size_t i = 0;
+            while (i < nv->nrows && strcmp(nv->rows[i].name, a->sites[k]) != 0)
+                i++;
+            if (i == nv->nrows) {
+                mr_error(mt_capture_path(nv->cap), "no allocation site named '%s'", a->sites[k]);
+                return -EPROTO;
+            }
+            if (!nv->rows[i].chosen) {
+                nv->rows[i].chosen = true;
+                nv->chosen[nv->nchosen++] = i;
+            }
+        }
+        return 0;
+    }
+    for (int k = 0; k < a->top_sites; k++) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < nv->nrows; i++)
+            if (!nv->rows[i].chosen && nv->rows[i].peak > 0 &&
+                (best == SIZE_MAX || nv->rows[i].peak > nv->rows[best].peak))
+                best = i;
+        if (best == SIZE_MAX)
+            break;
+        nv->rows[best].chosen = true;
+        nv->chosen[nv->nchosen++] = best;
+    }
+    return 0;
+}
+
+// ---- marks
+
+typedef struct mark_row {
+    char* name;
+    bool range;
+    int64_t begin, end;
+} mark_row;
+
+static int read_marks(native* nv, mark_row** out, size_t* n) {
+    sqlite3_stmt* st;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
+                           "SELECT kind, name, ts_begin, ts_end FROM mark WHERE heap!=?1"
+                           " AND kind IN ('mark', 'range') ORDER BY ts_begin, id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int(st, 1, MT_HEAP_NPU);
+    size_t cap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            mark_row* nm = realloc(*out, cap * sizeof *nm);
+            if (!nm) {
+                sqlite3_finalize(st);
+                return -ENOMEM;
+            }
+            *out = nm;
+        }
+        const char* kind = (const char*)sqlite3_column_text(st, 0);
+        const char* name = (const char*)sqlite3_column_text(st, 1);
+        mark_row* m = &(*out)[(*n)++];
+        m->range = kind && strcmp(kind, "range") == 0;
+        m->name = strdup(name ? name : "");
+        m->begin = sqlite3_column_int64(st, 2);
+        m->end = sqlite3_column_type(st, 3) == SQLITE_NULL ? m->begin : sqlite3_column_int64(st, 3);
+        if (!m->name) {
+            sqlite3_finalize(st);
+            return -ENOMEM;
+        }
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+// ---- output
+
+typedef struct time_unit {
+    const char* name;
+    double scale; // ns per unit
+} time_unit;
+
+static time_unit time_unit_for(int64_t ns) {
+    if (ns >= 10000000000LL)
+        return (time_unit){"s", 1e9};
+    if (ns >= 10000000LL)
+        return (time_unit){"ms", 1e6};
+    if (ns >= 10000LL)
+        return (time_unit){"us", 1e3};
+    return (time_unit){"ns", 1};
+}
+
+static json_t* points_json(const mr_npu_points* p) {
+    json_t* a = json_array();
+    for (size_t i = 0; i < p->n; i++)
+        json_array_append_new(a, json_pack("[I,I]", (json_int_t)p->v[i].x,
+                                           (json_int_t)p->v[i].bytes));
+    return a;
+}
+
+static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit unit,
+                      time_unit tu) {
+    json_t* o = json_object();
+    json_object_set_new(o, "unit", json_string(unit.name));
+    json_object_set_new(o, "scale", json_integer((json_int_t)unit.scale));
+    json_object_set_new(o, "time_unit", json_string(tu.name));
+    json_object_set_new(o, "time_scale_ns", json_integer((json_int_t)tu.scale));
+    json_object_set_new(o, "duration_ns", json_integer(nv->duration));
+    json_object_set_new(o, "peak", json_pack("{s:I,s:I}", "ts", (json_int_t)nv->peak_ts, "bytes",
+                                             (json_int_t)nv->peak));
+    json_t* series = json_object();
+    json_object_set_new(series, "heap", points_json(&nv->heap));
+    json_object_set_new(series, "rss", points_json(&nv->rss));
+    json_object_set_new(series, "vsz", points_json(&nv->vsz));
+    json_object_set_new(o, "series", series);
+    json_t* jm = json_array();
+    for (size_t i = 0; i < nmarks; i++) {
+        json_t* m = json_pack("{s:s,s:s,s:I}", "kind", marks[i].range ? "range" : "mark", "name",
+                              marks[i].name, "begin", (json_int_t)marks[i].begin);
+        if (marks[i].range)
+            json_object_set_new(m, "end", json_integer(marks[i].end));
+        json_array_append_new(jm, m);
+    }
+    json_object_set_new(o, "marks", jm);
+    json_t* js = json_array();
+    for (size_t k = 0; k < nv->nchosen; k++) {
+        site_row* s = &nv->rows[nv->chosen[k]];
+        json_t* row = json_object();
+        json_object_set_new(row, "name", json_string(s->name));
+        json_object_set_new(row, "peak_bytes", json_integer((json_int_t)s->peak));
+        json_object_set_new(row, "bytes", points_json(&s->bytes));
+        json_object_set_new(row, "share_ppm", points_json(&s->share));
+        json_array_append_new(js, row);
+    }
+    json_object_set_new(o, "sites", js);
+    mr_output out;
+    int rc = mr_output_open(&out, nv->args->data, nv->args->force);
+    if (!rc) {
+        json_dumpf(o, out.fp, JSON_INDENT(1) | JSON_COMPACT);
+        fputc('\n', out.fp);
+        rc = mr_output_commit(&out);
+    }
+    json_decref(o);
+    return rc;
+}
+
+static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_npu_points* p, double tscale,
+                          double yscale, mr_rgb color, double dash, mr_polyline* keep) {
+    mr_polyline pl;
+    mr_polyline_begin(&pl, cr, f);
+    for (size_t i = 0; i < p->n; i++)
+        mr_polyline_add(&pl, (double)p->v[i].x / tscale, (double)p->v[i].bytes / yscale);
+    mr_polyline_stroke(&pl, color, MR_PT(1.5), dash);
+    if (keep)
+        *keep = pl;
+    else
+        mr_polyline_free(&pl);
+}
+
+static char* title_of(mt_capture* cap) {
+    char* exe = mt_capture_meta_text(cap, "exe");
+    int64_t pid = mt_capture_meta_int(cap, "pid", 0);
+    const char* base = exe ? strrchr(exe, '/') : NULL;
+    base = base ? base + 1 : exe ? exe : mt_capture_path(cap);
+    char* t = NULL;
+    if (asprintf(&t, "Memory over time: %s (pid %lld)", base, (long long)pid) < 0)
+        t = NULL;
+    free(exe);
+    return t;
+}
+
+static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, size_t n,
+                       double tscale, bool labels) {
+    double last_label = -1e9;
+    for (size_t i = 0; i < n; i++) {
+        double x0 = mr_frame_x(f, (double)marks[i].begin / tscale);
+        if (marks[i].range) {
+            double x1 = mr_frame_x(f, (double)marks[i].end / tscale);
+            cairo_save(cr);
+            cairo_set_source_rgba(cr, RANGE.r, RANGE.g, RANGE.b, 0.12);
+            cairo_rectangle(cr, x0, f->y0, fmax(x1 - x0, 1), f->y1 - f->y0);
+            cairo_fill(cr);
+            cairo_restore(cr);
+        } else {
+            cairo_save(cr);
+            cairo_set_source_rgb(cr, MARK.r, MARK.g, MARK.b);
+            cairo_set_line_width(cr, 1);
+            double d[2] = {2, 3};
+            cairo_set_dash(cr, d, 2, 0);
+            cairo_move_to(cr, x0, f->y0);
+            cairo_line_to(cr, x0, f->y1);
+            cairo_stroke(cr);
+            cairo_restore(cr);
+        }
+        // Names rotated along the line; one skipped when it would overlap the previous.
+        if (labels && x0 - last_label >= MR_PT(12)) {
+            mr_draw_text(cr, marks[i].name, x0 + 3, f->y0 + 4, MR_PT(9), 90, 0, 0,
+                         marks[i].range ? RANGE : MARK, NULL, NULL);
+            last_label = x0;
+        }
+    }
+}
+
+static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nmarks,
+                 mt_byte_unit unit, time_unit tu) {
+    uint64_t ymax = nv->peak;
+    const mr_npu_points* all[] = {&nv->rss, &nv->vsz};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < all[k]->n; i++)
+            if (all[k]->v[i].bytes > ymax)
+                ymax = all[k]->v[i].bytes;
+    double ys = (double)unit.scale, xmax = (double)nv->duration / tu.scale;
+    mr_frame f = {.x0 = LEFT, .y0 = 45, .x1 = WIDTH - RIGHT, .y1 = MAIN_HEIGHT - 70, .xmin = 0,
+                  .xmax = xmax > 0 ? xmax : 1, .ymin = 0,
+                  .ymax = ymax ? (double)ymax / ys * 1.08 : 1};
+    char* title = title_of(nv->cap);
+    char xlabel[32], ylabel[32];
+    snprintf(xlabel, sizeof xlabel, "Time [%s]", tu.name);
+    snprintf(ylabel, sizeof ylabel, "Memory [%s]", unit.name);
+    mr_axes_style st = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16,
+                        .max_yticks = 8};
+    cairo_save(cr);
+    cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    cairo_clip(cr);
+    draw_marks(cr, &f, marks, nmarks, tu.scale, true);
+    mr_polyline lv, lr, lh;
+    stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), &lv);
+    stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, &lr);
+    stroke_points(cr, &f, &nv->heap, tu.scale, ys, HEAP, 0, &lh);
+    // The peak: a dot and its value and time, kept inside the plot.
+    double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
+    double py = mr_frame_y(&f, (double)nv->peak / ys);
+    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
+    char b1[32], b2[32], label[96];
+    snprintf(label, sizeof label, "peak %s at %s", mt_format_bytes(nv->peak, b1, sizeof b1),
+             mt_format_duration(nv->peak_ts, b2, sizeof b2));
+    double ha = px > (f.x0 + f.x1) / 2 ? 1 : 0;
+    mr_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f.y0 + 2), MR_PT(9), 0, ha,
+                 py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+    cairo_restore(cr);
+    mr_draw_axes(cr, &f, &st);
+    size_t npts = lv.npts + lr.npts + lh.npts;
+    double* pts = malloc((npts + 2) * sizeof *pts);
+    if (pts) {
+        memcpy(pts, lv.pts, lv.npts * sizeof *pts);
+        memcpy(pts + lv.npts, lr.pts, lr.npts * sizeof *pts);
+        memcpy(pts + lv.npts + lr.npts, lh.pts, lh.npts * sizeof *pts);
+        pts[npts] = px;
+        pts[npts + 1] = py;
+    }
+    mr_legend_item items[4];
+    size_t n = 0;
+    items[n++] = (mr_legend_item){"live heap (requested bytes)", HEAP, MR_MARK_LINE};
+    if (nv->rss.n)
+        items[n++] = (mr_legend_item){"RSS", RSS, MR_MARK_LINE};
+    if (nv->vsz.n)
+        items[n++] = (mr_legend_item){"VSZ", VSZ, MR_MARK_LINE};
+    items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
+    mr_draw_legend(cr, &f, items, n, pts, pts ? npts + 2 : 0);
+    free(pts);
+    mr_polyline_free(&lv);
+    mr_polyline_free(&lr);
+    mr_polyline_free(&lh);
+    free(title);
+    if (!nv->nchosen)
+        return;
+    // Rows: bytes held per site, then each site's share of the live heap.
+    uint64_t smax = 0;
+    for (size_t k = 0; k < nv->nchosen; k++)
+        if (nv->rows[nv->chosen[k]].peak > smax)
+            smax = nv->rows[nv->chosen[k]].peak;
+    mt_byte_unit su = mt_unit_for_bytes(smax);
+    char sl[32];
+    snprintf(sl, sizeof sl, "Held by site [%s]", su.name);
+    for (int row = 0; row < 2; row++) {
+        double top = MAIN_HEIGHT + row * ROW_HEIGHT;
+        mr_frame g = {.x0 = LEFT, .y0 = top + 30, .x1 = WIDTH - RIGHT,
+                      .y1 = top + ROW_HEIGHT - 55, .xmin = 0, .xmax = f.xmax, .ymin = 0,
+                      .ymax = row == 0 ? (smax ? (double)smax / (double)su.scale * 1.08 : 1)
+                                       : 100};
+        mr_axes_style rs = {.title = row == 0 ? "Bytes held by call site"
+                                              : "Share of the live heap by call site",
+                            .xlabel = xlabel, .ylabel = row == 0 ? sl : "Share [%]",
+                            .max_xticks = 16, .max_yticks = 5};
+        cairo_save(cr);
+        cairo_rectangle(cr, g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0);
+        cairo_clip(cr);
+        draw_marks(cr, &g, marks, nmarks, tu.scale, false);
+        mr_legend_item it[10];
+        size_t ni = 0;
+        double* lp = NULL;
+        size_t nlp = 0;
+        for (size_t k = 0; k < nv->nchosen; k++) {
+            site_row* s = &nv->rows[nv->chosen[k]];
+            mr_rgb c = SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
+            mr_polyline pl;
+            stroke_points(cr, &g, row == 0 ? &s->bytes : &s->share, tu.scale,
+                          row == 0 ? (double)su.scale : 1e4, c, 0, &pl);
+            double* np = realloc(lp, (nlp + pl.npts + 1) * sizeof *np);
+            if (np) {
+                lp = np;
+                memcpy(lp + nlp, pl.pts, pl.npts * sizeof *lp);
+                nlp += pl.npts;
+            }
+            mr_polyline_free(&pl);
+            if (ni < 10)
+                it[ni++] = (mr_legend_item){s->name, c, MR_MARK_LINE};
+        }
+        cairo_restore(cr);
+        mr_draw_axes(cr, &g, &rs);
+        mr_draw_legend(cr, &g, it, ni, lp, nlp);
+        free(lp);
+    }
+    (void)height;
+}
+
 int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
-    (void)args;
-    mr_error(mt_capture_path(cap), "plotting native captures is not implemented yet");
-    return MR_EXIT_BAD_INPUT;
+    native nv = {.cap = cap, .args = args};
+    nv.want_sites = args->top_sites > 0 || args->nsites > 0;
+    int rc = 0;
+    if (nv.want_sites) {
+        if ((rc = mr_symbols_load(cap, &nv.sym)))
+            return rc;
+        nv.ncallsites = mr_symbols_callsite_count(nv.sym);
+        nv.site_of = malloc((nv.ncallsites + 1) * sizeof *nv.site_of);
+        if (!nv.site_of) {
+            mr_symbols_free(nv.sym);
+            return MR_EXIT_IO;
+        }
+        memset(nv.site_of, 0xff, (nv.ncallsites + 1) * sizeof *nv.site_of);
+    }
+    nv.duration = max_ts(&nv);
+    nv.hb = (bucketed){.out = &nv.heap, .t0 = 0, .width = nv.duration / BUCKETS + 1};
+    mr_replay r;
+    const char* path = mt_capture_path(cap);
+    if (mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+        goto out;
+    }
+    int err = mr_replay_run(&r, UINT64_MAX, on_event, &nv);
+    if (!err)
+        err = bucket_flush(&nv.hb);
+    if (err) {
+        mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
+        rc = err == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+        mr_replay_free(&r);
+        goto out;
+    }
+    mr_replay_free(&r);
+    if (nv.want_sites) {
+        if ((err = choose_sites(&nv))) {
+            rc = err == -EPROTO ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
+            goto out;
+        }
+        for (size_t i = 0; i < nv.nrows; i++)
+            nv.rows[i].live = 0;
+        nv.pass2 = true;
+        nv.row_bucket = -1;
+        if (mr_replay_init(&r, cap, MT_HEAP_LIBC) ||
+            mr_replay_run(&r, UINT64_MAX, on_event, &nv)) {
+            mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
+            mr_replay_free(&r);
+            rc = MR_EXIT_IO;
+            goto out;
+        }
+        mr_replay_free(&r);
+    }
+    if (read_track(&nv, MT_TRACK_RSS, &nv.rss) || read_track(&nv, MT_TRACK_VSZ, &nv.vsz)) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+        goto out;
+    }
+    mark_row* marks;
+    size_t nmarks;
+    if (read_marks(&nv, &marks, &nmarks)) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+        goto out;
+    }
+    uint64_t ymax = nv.peak;
+    for (size_t i = 0; i < nv.rss.n; i++)
+        ymax = nv.rss.v[i].bytes > ymax ? nv.rss.v[i].bytes : ymax;
+    for (size_t i = 0; i < nv.vsz.n; i++)
+        ymax = nv.vsz.v[i].bytes > ymax ? nv.vsz.v[i].bytes : ymax;
+    mt_byte_unit unit = mt_unit_for_bytes(ymax);
+    time_unit tu = time_unit_for(nv.duration);
+    int height = MAIN_HEIGHT + (nv.nchosen ? 2 * ROW_HEIGHT : 0);
+    mr_canvas c;
+    if (args->data && (rc = write_data(&nv, marks, nmarks, unit, tu)) == 0) {
+        // written; the picture follows
+    }
+    if (!rc && !(rc = mr_canvas_open(&c, args->output, args->force, WIDTH, height))) {
+        draw(&nv, c.cr, height, marks, nmarks, unit, tu);
+        rc = mr_canvas_commit(&c);
+    }
+    for (size_t i = 0; i < nmarks; i++)
+        free(marks[i].name);
+    free(marks);
+out:
+    for (size_t i = 0; i < nv.nrows; i++) {
+        mr_npu_points_free(&nv.rows[i].bytes);
+        mr_npu_points_free(&nv.rows[i].share);
+    }
+    free(nv.rows);
+    free(nv.chosen);
+    free(nv.site_of);
+    mr_npu_points_free(&nv.heap);
+    mr_npu_points_free(&nv.rss);
+    mr_npu_points_free(&nv.vsz);
+    if (nv.sym)
+        mr_symbols_free(nv.sym);
+    return rc;
 }

@@ -2,7 +2,10 @@
 // memreport plumbing: errors, capture opening, atomic output files, progress.
 #include "util.h"
 
+#include "memtrace/schema.h"
+
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +134,21 @@ char* mr_path_with_ext(const char* path, const char* ext) {
         memcpy(out + keep, ext, n + 1);
     }
     return out;
+}
+
+int mr_capture_default_heap(mt_capture* cap) {
+    sqlite3_stmt* st;
+    int heap = MT_HEAP_LIBC;
+    if (sqlite3_prepare_v2(mt_capture_db(cap),
+                           "SELECT (SELECT count(*) FROM heap WHERE id=?1),"
+                           " (SELECT count(*) FROM heap WHERE id=?2 AND kind='npu')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return heap;
+    sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
+    sqlite3_bind_int(st, 2, MT_HEAP_NPU);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0 &&
+        sqlite3_column_int(st, 1) == 1)
+        heap = MT_HEAP_NPU;
+    sqlite3_finalize(st);
+    return heap;
 }

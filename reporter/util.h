@@ -40,4 +40,9 @@ void mr_progress(const char* label, double fraction);
 // by ext (".db", ".png"). Returns a malloc'd string or NULL.
 char* mr_path_with_ext(const char* path, const char* ext);
 
+// The heap a report shows by default: MT_HEAP_NPU for a capture imported from an NPU log
+// (heap 2 of kind 'npu' and no libc heap; its time unit is the allocation step, not ns),
+// MT_HEAP_LIBC otherwise.
+int mr_capture_default_heap(mt_capture* cap);
+
 #endif

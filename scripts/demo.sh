@@ -5,7 +5,15 @@ build=${1:-build}
 out=$build/demo
 mkdir -p "$out"
 rm -f "$out"/demo.db
+memreport=$build/reporter/memreport
 "$build"/preload/memtrace -o "$out/demo.db" -- "$build"/examples/demo
-"$build"/reporter/memreport summary "$out/demo.db"
 echo
-echo "capture:  $out/demo.db"
+"$memreport" summary "$out/demo.db"
+"$memreport" plot "$out/demo.db" -f -o "$out/demo-plot.png"
+"$memreport" flamegraph "$out/demo.db" -f -o "$out/demo-flamegraph.html"
+"$memreport" leaks "$out/demo.db" -f -o "$out/demo-leaks.txt"
+echo
+echo "capture:     $out/demo.db"
+echo "plot:        $out/demo-plot.png"
+echo "flame graph: $out/demo-flamegraph.html (peak memory; open in a browser)"
+echo "leaks:       $out/demo-leaks.txt"

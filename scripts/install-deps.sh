@@ -9,6 +9,8 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
+# --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
+[ "${1:-}" = "--bench" ] && want+=("${test_pkgs[@]}" python3-matplotlib)
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
