@@ -176,13 +176,12 @@ static cache_entry* thread_cache(void) {
 }
 
 uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated) {
-    // Two independent keyed hashes: a false hit needs a 128-bit collision.
+    // Two independent keyed multiply-add chains (one multiply each per frame, run in
+    // parallel by the CPU), finalized by mix(): a false hit needs a 128-bit collision.
     uint64_t h1 = key0 ^ (uint64_t)n ^ ((uint64_t)truncated << 63), h2 = key2 + (uint64_t)n;
     for (int i = 0; i < n; i++) {
-        h1 = (h1 ^ pcs[i]) * 0x9e3779b97f4a7c15ull;
-        h1 ^= h1 >> 29;
-        h2 = (h2 + pcs[i]) * 0xc2b2ae3d27d4eb4full;
-        h2 = (h2 << 31 | h2 >> 33) ^ key1;
+        h1 = (h1 + pcs[i]) * 0x9e3779b97f4a7c15ull;
+        h2 = (h2 ^ pcs[i]) * 0xc2b2ae3d27d4eb4full + key1;
     }
     h1 = mix(h1);
     h2 = mix(h2);

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
-// Stack capture. `libunwind` and `auto` use libunwind's cached DWARF walk (unw_backtrace):
-// Debian's libc and libstdc++ are built without frame pointers, so a bare frame-pointer
-// walk silently skips their callers. `fp` is the bare frame-pointer walk, exact only for
-// code built with -fno-omit-frame-pointer. Called inside hooks with the guard set.
+// Stack capture. Debian's libc and libstdc++ are built without frame pointers, so a bare
+// frame-pointer walk silently skips their callers; DWARF (libunwind) is exact but costs
+// ~20 ns a frame. `auto` gets DWARF's answer at frame-pointer speed: the first time a
+// return address is seen, a libunwind walk learns how that frame unwinds (CFA = SP + k or
+// RBP + 16, where the caller's RBP was saved) and caches the rule per address; later walks
+// apply cached rules with two loads a frame, and fall back to a full libunwind walk at the
+// first address without a usable rule (new code, signal frames, rules that vary).
+// `libunwind` always walks with libunwind; `fp` is the bare frame-pointer walk.
+// Called inside hooks with the guard set: no allocation, no locks on the cached path.
 #define UNW_LOCAL_ONLY
 #include "unwind.h"
 
 #include <libunwind.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "config.h"
@@ -16,6 +23,74 @@
 
 static int unwind_mode;
 static uintptr_t self_lo, self_hi;
+
+static inline bool is_self(uintptr_t pc) {
+    return pc >= self_lo && pc < self_hi;
+}
+
+// ---- the rule cache: return address -> how its frame unwinds
+
+enum {
+    RULE_BP_CFA = 1,  // CFA = RBP + 16 (a frame-pointer frame)
+    RULE_LAST = 2,    // the outermost frame (_start, thread start): the walk ends here
+    RULE_COMPLEX = 4, // signal frame, or a rule that differed between walks: use libunwind
+};
+
+typedef struct rule {
+    _Atomic uintptr_t pc; // 0 = empty slot; published last (release)
+    uint32_t cfa_off;     // CFA = SP + cfa_off (unless RULE_BP_CFA)
+    uint32_t bp_off;      // caller's RBP saved at CFA - bp_off; 0: RBP unchanged
+    _Atomic uint8_t flags;
+} rule;
+
+#define RULE_SLOTS (1u << 16)
+static rule rules[RULE_SLOTS];
+static pthread_mutex_t rules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline size_t rule_slot(uintptr_t pc) {
+    uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 48) & (RULE_SLOTS - 1);
+}
+
+static const rule* rule_find(uintptr_t pc) {
+    for (size_t i = rule_slot(pc), probes = 0; probes < 64; i = (i + 1) & (RULE_SLOTS - 1),
+                probes++) {
+        uintptr_t p = atomic_load_explicit(&rules[i].pc, memory_order_acquire);
+        if (p == pc)
+            return &rules[i];
+        if (!p)
+            return NULL;
+    }
+    return NULL;
+}
+
+static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint32_t bp_off, uint8_t flags) {
+    pthread_mutex_lock(&rules_lock);
+    for (size_t i = rule_slot(pc), probes = 0; probes < 64; i = (i + 1) & (RULE_SLOTS - 1),
+                probes++) {
+        rule* r = &rules[i];
+        uintptr_t p = atomic_load_explicit(&r->pc, memory_order_relaxed);
+        if (p == pc) {
+            // Seen before with another rule: this frame's layout varies (alloca, stack
+            // realignment); never trust a cached rule for it again.
+            uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
+            if (old != flags || (!(flags & (RULE_BP_CFA | RULE_LAST)) && r->cfa_off != cfa_off) ||
+                r->bp_off != bp_off)
+                atomic_store_explicit(&r->flags, old | RULE_COMPLEX, memory_order_relaxed);
+            break;
+        }
+        if (!p) {
+            r->cfa_off = cfa_off;
+            r->bp_off = bp_off;
+            atomic_store_explicit(&r->flags, flags, memory_order_relaxed);
+            atomic_store_explicit(&r->pc, pc, memory_order_release);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&rules_lock);
+}
+
+// ---- walks
 
 void mt_unwind_init(int mode) {
     unwind_mode = mode;
@@ -42,14 +117,106 @@ static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
     return n;
 }
 
+// A full libunwind walk that also learns the rule of every frame it steps through.
+static int walk_libunwind(uintptr_t* out, int max, bool learn) {
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
+        return 0;
+    int n = 0;
+    while (n < max) {
+        unw_word_t ip, sp, bp;
+        unw_get_reg(&cur, UNW_REG_IP, &ip);
+        unw_get_reg(&cur, UNW_REG_SP, &sp);
+        unw_get_reg(&cur, UNW_X86_64_RBP, &bp);
+        if (!ip)
+            break;
+        out[n++] = ip;
+        bool signal_frame = unw_is_signal_frame(&cur) > 0;
+        int step = unw_step(&cur);
+        if (!learn || is_self(ip)) {
+            if (step <= 0)
+                break;
+            continue;
+        }
+        if (step <= 0) {
+            rule_learn(ip, 0, 0, RULE_LAST);
+            break;
+        }
+        unw_word_t cfa, ra, caller_bp;
+        unw_save_loc_t loc;
+        unw_get_reg(&cur, UNW_REG_SP, &cfa);
+        unw_get_reg(&cur, UNW_REG_IP, &ra);
+        unw_get_reg(&cur, UNW_X86_64_RBP, &caller_bp);
+        uint8_t flags = 0;
+        uint32_t bp_off = 0;
+        // Where the caller's RBP lives: saved inside this frame, or still in the register.
+        if (unw_get_save_loc(&cur, UNW_X86_64_RBP, &loc) == 0 && loc.type == UNW_SLT_MEMORY &&
+            loc.u.addr >= sp && loc.u.addr < cfa)
+            bp_off = (uint32_t)(cfa - loc.u.addr);
+        else if (caller_bp != bp)
+            flags |= RULE_COMPLEX;
+        if (signal_frame || cfa <= sp || cfa - sp > (1u << 30) ||
+            *(const uintptr_t*)(cfa - 8) != ra)
+            flags |= RULE_COMPLEX;
+        if (bp_off == 16 && bp + 16 == cfa)
+            flags |= RULE_BP_CFA;
+        rule_learn(ip, (uint32_t)(cfa - sp), bp_off, flags);
+    }
+    return n;
+}
+
+// Applies cached rules from the first frame outside the tracer. Returns the frames found,
+// or -1 when some frame has no usable rule (the caller then walks with libunwind).
+static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
+    if (!stack_hi)
+        return -1;
+    // Our own frames keep frame pointers: follow them to the hook's caller.
+    uintptr_t* fp = __builtin_frame_address(0);
+    while (is_self(fp[1])) {
+        uintptr_t* next = (uintptr_t*)fp[0];
+        if (next <= fp || (uintptr_t)next >= stack_hi)
+            return -1;
+        fp = next;
+    }
+    uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
+    int n = 0;
+    while (n < max) {
+        out[n++] = pc;
+        const rule* r = rule_find(pc);
+        if (!r)
+            return -1;
+        uint8_t flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
+        if (flags & RULE_COMPLEX)
+            return -1;
+        if (flags & RULE_LAST)
+            return n;
+        uintptr_t cfa = (flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
+        if (cfa <= sp || cfa > stack_hi || (cfa & 7))
+            return -1;
+        uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
+        pc = *(const uintptr_t*)(cfa - 8);
+        sp = cfa;
+        bp = caller_bp;
+        if (!pc)
+            return n;
+    }
+    return n;
+}
+
 int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi) {
     uintptr_t raw[MAX_WALK];
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
-    int n = unwind_mode == MT_UNWIND_FP ? walk_fp(raw, want, stack_hi)
-                                        : unw_backtrace((void**)raw, want);
+    int n;
+    if (unwind_mode == MT_UNWIND_FP)
+        n = walk_fp(raw, want, stack_hi);
+    else if (unwind_mode == MT_UNWIND_LIBUNWIND)
+        n = unw_backtrace((void**)raw, want);
+    else if ((n = walk_cached(raw, want, stack_hi)) < 0)
+        n = walk_libunwind(raw, want, true);
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself).
     int skip = 0;
-    while (skip < n && raw[skip] >= self_lo && raw[skip] < self_hi)
+    while (skip < n && is_self(raw[skip]))
         skip++;
     n -= skip;
     *truncated = n > max;
