@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "clock.h"
 #include "config.h"
 #include "maps.h"
 #include "memtrace/schema.h"
@@ -264,7 +265,7 @@ static uint32_t capture_stack(mt_thread* t) {
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
                    uint32_t callsite) {
     mt_event ev = {.seq = seq,
-                   .ts = mt_core_now(),
+                   .ts = mt_clock_raw(), // converted to ns by the writer
                    .addr = (uint64_t)(uintptr_t)addr,
                    .size = size,
                    .callsite = callsite,
@@ -366,6 +367,7 @@ static void start_capture(int child) {
     char path[4096];
     mt_config_output_path(path, sizeof path, getpid(), child);
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    mt_clock_restart();
     if (mt_writer_start(path) == 0)
         atomic_store(&mt_state, 1);
 }
@@ -438,6 +440,7 @@ void mt_core_init(void) {
     mt_guard = 1;
     traced_pid = getpid();
     mt_config_load();
+    mt_clock_init();
     pthread_key_create(&thread_key, thread_exit);
     mt_trie_init();
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "clock.h"
 #include "config.h"
 #include "core.h"
 #include "maps.h"
@@ -144,8 +145,11 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     size_t n = to - from;
     memcpy(sortbuf, b->ev + from, n * sizeof *sortbuf);
     bool sorted = true;
-    for (size_t i = 1; i < n && sorted; i++)
-        sorted = sortbuf[i - 1].seq < sortbuf[i].seq;
+    for (size_t i = 0; i < n; i++) {
+        sortbuf[i].ts = mt_clock_to_ns(sortbuf[i].ts);
+        if (i > 0 && sortbuf[i - 1].seq >= sortbuf[i].seq)
+            sorted = false;
+    }
     if (!sorted)
         qsort(sortbuf, n, sizeof *sortbuf, by_seq);
     if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sortbuf, n, scratch) != 0)
@@ -397,6 +401,7 @@ static void commit_all(int64_t now) {
 static void tick(bool final) {
     if (failed)
         return;
+    mt_clock_calibrate();
     int64_t now = mt_core_now();
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
         sample_memory(now);

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// TSC to nanoseconds (see clock.h). The calibration ring is written and read by the writer
+// thread only (and by start-up code before the writer exists); hooks only read the TSC.
+#include "clock.h"
+
+#include <time.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+bool mt_clock_tsc;
+
+typedef struct calib {
+    int64_t tsc, ns;
+} calib;
+
+#define POINTS 256 // at >= 5 ms apart, over a second of history
+static calib points[POINTS];
+static unsigned npoints; // total points ever added; the ring holds the last POINTS
+static int64_t last_added_ns;
+
+bool mt_clock_uses_tsc(void) {
+    return mt_clock_tsc;
+}
+
+static bool invariant_tsc(void) {
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0x80000000, NULL) < 0x80000007)
+        return false;
+    __cpuid(0x80000007, a, b, c, d);
+    return (d >> 8) & 1; // "TscInvariant": constant rate, runs in every C-state
+#else
+    return false;
+#endif
+}
+
+static void add_point(void) {
+#if defined(__x86_64__)
+    // Bracket clock_gettime between two TSC reads and use their midpoint.
+    int64_t t1 = (int64_t)__builtin_ia32_rdtsc();
+    int64_t ns = mt_core_now();
+    int64_t t2 = (int64_t)__builtin_ia32_rdtsc();
+    calib p = {t1 + (t2 - t1) / 2, ns};
+    if (npoints && p.tsc <= points[(npoints - 1) % POINTS].tsc)
+        return;
+    points[npoints++ % POINTS] = p;
+    last_added_ns = ns;
+#endif
+}
+
+void mt_clock_restart(void) {
+    npoints = 0;
+    if (!mt_clock_tsc)
+        return;
+    add_point();
+    // A second point 200 us later gives a first slope; later points refine it.
+    int64_t until = mt_core_now() + 200000;
+    while (mt_core_now() < until)
+        ;
+    add_point();
+}
+
+void mt_clock_init(void) {
+    mt_clock_tsc = invariant_tsc();
+}
+
+void mt_clock_calibrate(void) {
+    if (mt_clock_tsc && mt_core_now() - last_added_ns >= 5000000)
+        add_point();
+}
+
+static int64_t interpolate(const calib* a, const calib* b, int64_t tsc) {
+    double slope = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
+    return a->ns + (int64_t)((double)(tsc - a->tsc) * slope);
+}
+
+int64_t mt_clock_to_ns(int64_t raw) {
+    if (!mt_clock_tsc || npoints < 2)
+        return raw;
+    unsigned n = npoints < POINTS ? npoints : POINTS;
+    unsigned first = npoints - n; // logical index of the oldest point held
+#define AT(i) (&points[(i) % POINTS])
+    if (raw >= AT(npoints - 1)->tsc)
+        return interpolate(AT(npoints - 2), AT(npoints - 1), raw);
+    if (raw <= AT(first)->tsc)
+        return interpolate(AT(first), AT(first + 1), raw);
+    unsigned lo = first, hi = npoints - 1; // AT(lo)->tsc < raw < AT(hi)->tsc
+    while (hi - lo > 1) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (AT(mid)->tsc <= raw)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return interpolate(AT(lo), AT(hi), raw);
+#undef AT
+}
