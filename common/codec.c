@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdbool.h>
 
+#include "memtrace/schema.h"
+
 // ---- varints
 
 static inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
@@ -71,33 +73,68 @@ size_t mt_codec_bound(size_t n) {
         }                                                                                      \
     } while (0)
 
+enum {
+    FLAG_BARE_FREES = 1, // free events have size 0 and callsite 0: both columns omit them
+    FLAG_WIDE_KINDS = 2, // some kind >= 32: kinds and seq gaps in separate columns
+};
+
+// A free event whose size and callsite columns are omitted under FLAG_BARE_FREES.
+static inline bool bare_free(const mt_event* e) {
+    return mt_kind_is_free(e->kind);
+}
+
 size_t mt_codec_encode(const mt_event* ev, size_t n, uint8_t* out) {
     uint8_t* p = put_varint(out, n);
     if (n == 0)
         return (size_t)(p - out);
-    // seq: first absolute, then (delta - 1) since seqs strictly increase.
     p = put_varint(p, ev[0].seq);
-    for (size_t i = 1; i < n; i++)
-        p = put_varint(p, ev[i].seq - ev[i - 1].seq - 1);
+    uint8_t flags = FLAG_BARE_FREES;
+    for (size_t i = 0; i < n; i++) {
+        if (bare_free(&ev[i]) && (ev[i].size || ev[i].callsite))
+            flags &= (uint8_t)~FLAG_BARE_FREES;
+        if (ev[i].kind >= 32)
+            flags |= FLAG_WIDE_KINDS;
+    }
+    *p++ = flags;
+    // kind and seq gap (delta - 1; seqs strictly increase) share a byte: gaps 0-6 inline,
+    // 7 = the gap minus 7 follows in an escape column. One thread's chunk has mostly gap 0.
+    if (flags & FLAG_WIDE_KINDS) {
+        for (size_t i = 0; i < n; i++)
+            *p++ = ev[i].kind;
+        for (size_t i = 1; i < n; i++)
+            p = put_varint(p, ev[i].seq - ev[i - 1].seq - 1);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t gap = i ? ev[i].seq - ev[i - 1].seq - 1 : 0;
+            *p++ = (uint8_t)(ev[i].kind | (gap < 7 ? gap : 7) << 5);
+        }
+        for (size_t i = 1; i < n; i++) {
+            uint64_t gap = ev[i].seq - ev[i - 1].seq - 1;
+            if (gap >= 7)
+                p = put_varint(p, gap - 7);
+        }
+    }
     int64_t prev_ts = 0;
     for (size_t i = 0; i < n; i++) {
         p = put_varint(p, zigzag(ev[i].ts - prev_ts));
         prev_ts = ev[i].ts;
     }
-    for (size_t i = 0; i < n; i++)
-        *p++ = ev[i].kind;
     PUT_RUNS(tid);
     uint64_t prev_addr = 0;
     for (size_t i = 0; i < n; i++) {
         p = put_varint(p, zigzag((int64_t)(ev[i].addr - prev_addr)));
         prev_addr = ev[i].addr;
     }
+    bool bare = flags & FLAG_BARE_FREES;
     for (size_t i = 0; i < n; i++)
-        p = put_varint(p, ev[i].size);
-    // Callsites: 0 (frees carry none) is one byte; others are deltas from the previous
-    // non-zero callsite, shifted by one, so interleaved frees do not break the runs.
+        if (!bare || !bare_free(&ev[i]))
+            p = put_varint(p, ev[i].size);
+    // Callsites: 0 is one byte; others are deltas from the previous non-zero callsite,
+    // shifted by one, so interleaved zeros do not break the runs.
     uint32_t prev_cs = 0;
     for (size_t i = 0; i < n; i++) {
+        if (bare && bare_free(&ev[i]))
+            continue;
         if (!ev[i].callsite) {
             *p++ = 0;
             continue;
@@ -133,32 +170,57 @@ int mt_codec_decode(const uint8_t* data, size_t len, size_t count, uint8_t heap,
     if (n == 0)
         return r.p == r.end ? 0 : -EPROTO;
     uint64_t seq = get_varint(&r);
-    for (size_t i = 0; i < n; i++) {
-        if (i > 0)
-            seq += get_varint(&r) + 1;
-        out[i].seq = seq;
-        out[i].heap = heap;
+    if (r.bad || r.p >= r.end)
+        return -EPROTO;
+    uint8_t flags = *r.p++;
+    if (flags & ~(FLAG_BARE_FREES | FLAG_WIDE_KINDS) || (size_t)(r.end - r.p) < n)
+        return -EPROTO;
+    if (flags & FLAG_WIDE_KINDS) {
+        for (size_t i = 0; i < n; i++)
+            out[i].kind = *r.p++;
+        for (size_t i = 0; i < n; i++) {
+            if (i > 0)
+                seq += get_varint(&r) + 1;
+            out[i].seq = seq;
+        }
+    } else {
+        const uint8_t* kinds = r.p;
+        r.p += n;
+        for (size_t i = 0; i < n; i++) {
+            out[i].kind = kinds[i] & 31;
+            uint64_t gap = kinds[i] >> 5;
+            if (i == 0 && gap)
+                return -EPROTO;
+            if (gap == 7)
+                gap += get_varint(&r);
+            if (i > 0)
+                seq += gap + 1;
+            out[i].seq = seq;
+        }
     }
+    for (size_t i = 0; i < n; i++)
+        out[i].heap = heap;
     int64_t ts = 0;
     for (size_t i = 0; i < n; i++) {
         ts += unzigzag(get_varint(&r));
         out[i].ts = ts;
     }
-    if (r.bad || (size_t)(r.end - r.p) < n)
-        return -EPROTO;
-    for (size_t i = 0; i < n; i++)
-        out[i].kind = *r.p++;
-    if (get_tid_runs(&r, out, n))
+    if (r.bad || get_tid_runs(&r, out, n))
         return -EPROTO;
     uint64_t addr = 0;
     for (size_t i = 0; i < n; i++) {
         addr += (uint64_t)unzigzag(get_varint(&r));
         out[i].addr = addr;
     }
+    bool bare = flags & FLAG_BARE_FREES;
     for (size_t i = 0; i < n; i++)
-        out[i].size = get_varint(&r);
+        out[i].size = bare && bare_free(&out[i]) ? 0 : get_varint(&r);
     int64_t cs = 0;
     for (size_t i = 0; i < n; i++) {
+        if (bare && bare_free(&out[i])) {
+            out[i].callsite = 0;
+            continue;
+        }
         uint64_t v = get_varint(&r);
         if (v == 0) {
             out[i].callsite = 0;

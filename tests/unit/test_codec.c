@@ -59,6 +59,19 @@ int main(void) {
     }
     roundtrip(ev, N);
     roundtrip(ev, 1);
+    // The tracer's shape: frees carry no size and no callsite (their columns are omitted),
+    // and seq gaps both small and large (other threads' events in between).
+    for (size_t i = 0; i < N; i++) {
+        if (ev[i].kind == 4 || ev[i].kind == 6 || ev[i].kind == 7) {
+            ev[i].size = 0;
+            ev[i].callsite = 0;
+        }
+        if (i > 0 && i % 97 == 0) {
+            for (size_t k = i; k < N; k++)
+                ev[k].seq += 5 + (i % 1000);
+        }
+    }
+    roundtrip(ev, N);
     // Extremes: full-range addresses and sizes, backwards timestamps, max callsite id.
     mt_event edge[3] = {
         {.seq = 1, .ts = 5, .addr = UINT64_MAX, .size = UINT64_MAX, .callsite = UINT32_MAX,
