@@ -303,9 +303,9 @@ static int load_pending(mt_event_iter* it) {
     int64_t codec = sqlite3_column_int64(st, 3);
     const uint8_t* data = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    // Every event takes at least 5 bytes (seq, ts, addr, size, callsite varints).
+    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
     if (codec != MT_CODEC_VARINT_COLUMNS || count <= 0 || count > MAX_CHUNK_EVENTS ||
-        (size_t)count > len / 5 + 1) {
+        (size_t)count > len / 3 + 1) {
         snprintf(it->err, sizeof it->err, "corrupt capture: event chunk %lld is malformed",
                  (long long)id);
         return -EPROTO;
