@@ -32,6 +32,8 @@ int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* h
 // Removes addr; returns true and fills *out if it was live.
 bool mr_heapmap_take(mr_heapmap* m, uint64_t addr, mr_block* out);
 const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr);
+// Hints that addr will be looked up soon (prefetches its home slot).
+void mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr);
 // Iteration: for (size_t i = 0; mr_heapmap_next(m, &i, &b);) ...
 bool mr_heapmap_next(const mr_heapmap* m, size_t* i, const mr_block** b);
 // The hash itself, exposed for tests (and for other tables keyed by traced values).

@@ -64,8 +64,31 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         mt_event_iter_close(it);
         return rc;
     }
-    mt_event ev;
-    while ((rc = mt_event_iter_next(it, &ev)) == 1) {
+    // Reading LOOKAHEAD events ahead and prefetching their hash slots turns the replay from
+    // one cache miss per event (large live sets) into overlapping misses.
+    enum { LOOKAHEAD = 16 };
+    mt_event ring[LOOKAHEAD];
+    size_t head = 0, queued = 0;
+    int more = 1;
+    for (;;) {
+        while (more == 1 && queued < LOOKAHEAD) {
+            mt_event* slot = &ring[(head + queued) % LOOKAHEAD];
+            if ((more = mt_event_iter_next(it, slot)) == 1) {
+                mr_heapmap_prefetch(&r->live, slot->addr);
+                queued++;
+            }
+        }
+        if (more < 0) {
+            rc = more;
+            break;
+        }
+        if (queued == 0) {
+            rc = 0;
+            break;
+        }
+        mt_event ev = ring[head];
+        head = (head + 1) % LOOKAHEAD;
+        queued--;
         if (ev.seq > stop_seq) {
             rc = 0;
             break;
@@ -78,6 +101,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         }
         if (fn && (rc = fn(r, &ev, has_freed ? &freed : NULL, ud)))
             break;
+        rc = 0;
     }
     if (rc < 0 && !r->err[0])
         snprintf(r->err, sizeof r->err, "%s", mt_event_iter_error(it));
