@@ -156,7 +156,7 @@ static uint32_t intern_locked(const uintptr_t* pcs, int n, bool truncated) {
 
 // ---- per-thread cache
 
-#define CACHE_SLOTS 4096
+#define CACHE_SLOTS 8192 // 4096 sets of two
 
 typedef struct cache_entry {
     uint64_t h1, h2;
@@ -187,15 +187,26 @@ uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated) {
     h2 = mix(h2);
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     cache_entry* cache = thread_cache();
-    cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 1)] : NULL;
-    if (e && e->h1 == h1 && e->h2 == h2 && e->epoch == ep && e->leaf)
-        return e->leaf;
+    // Two-way set associative: a program's few thousand hot stacks rarely evict each other.
+    cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 2)] : NULL;
+    if (e) {
+        if (e[0].h1 == h1 && e[0].h2 == h2 && e[0].epoch == ep && e[0].leaf)
+            return e[0].leaf;
+        if (e[1].h1 == h1 && e[1].h2 == h2 && e[1].epoch == ep && e[1].leaf) {
+            cache_entry hit = e[1]; // most recent first
+            e[1] = e[0];
+            e[0] = hit;
+            return hit.leaf;
+        }
+    }
     pthread_mutex_lock(&trie_lock);
     uint32_t leaf = intern_locked(pcs, n, truncated);
     ep = atomic_load_explicit(&epoch, memory_order_relaxed);
     pthread_mutex_unlock(&trie_lock);
-    if (e && leaf)
-        *e = (cache_entry){h1, h2, leaf, ep};
+    if (e && leaf) {
+        e[1] = e[0];
+        e[0] = (cache_entry){h1, h2, leaf, ep};
+    }
     return leaf;
 }
 

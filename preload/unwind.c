@@ -15,8 +15,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "config.h"
+#include "core.h"
 #include "maps.h"
 
 #define MAX_WALK 1100
@@ -39,9 +41,29 @@ enum {
 typedef struct rule {
     _Atomic uintptr_t pc; // 0 = empty slot; published last (release)
     uint32_t cfa_off;     // CFA = SP + cfa_off (unless RULE_BP_CFA)
-    uint32_t bp_off;      // caller's RBP saved at CFA - bp_off; 0: RBP unchanged
+    uint16_t bp_off;      // caller's RBP saved at CFA - bp_off; 0: RBP unchanged
     _Atomic uint8_t flags;
 } rule;
+
+// Bumped whenever a rule is demoted to RULE_COMPLEX, so threads drop their copies.
+static _Atomic uint32_t rules_generation = 1;
+
+// Each thread keeps copies of the rules it uses in a small direct-mapped table: the shared
+// table is too large to stay in the L1 cache and TLB, and the walk is latency-bound.
+#define LOCAL_SLOTS 1024
+typedef struct local_rule {
+    uintptr_t pc;
+    uint32_t cfa_off;
+    uint16_t bp_off;
+    uint8_t flags;
+} local_rule;
+
+typedef struct local_rules {
+    uint32_t generation;
+    local_rule slot[LOCAL_SLOTS];
+} local_rules;
+
+static __thread local_rules* tls_rules __attribute__((tls_model("initial-exec")));
 
 #define RULE_SLOTS (1u << 16)
 static rule rules[RULE_SLOTS];
@@ -64,7 +86,7 @@ static const rule* rule_find(uintptr_t pc) {
     return NULL;
 }
 
-static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint32_t bp_off, uint8_t flags) {
+static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
     pthread_mutex_lock(&rules_lock);
     for (size_t i = rule_slot(pc), probes = 0; probes < 64; i = (i + 1) & (RULE_SLOTS - 1),
                 probes++) {
@@ -76,7 +98,10 @@ static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint32_t bp_off, uint8_t 
             uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
             if (old != flags || (!(flags & (RULE_BP_CFA | RULE_LAST)) && r->cfa_off != cfa_off) ||
                 r->bp_off != bp_off)
+            {
                 atomic_store_explicit(&r->flags, old | RULE_COMPLEX, memory_order_relaxed);
+                atomic_fetch_add_explicit(&rules_generation, 1, memory_order_release);
+            }
             break;
         }
         if (!p) {
@@ -149,11 +174,11 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
         unw_get_reg(&cur, UNW_REG_IP, &ra);
         unw_get_reg(&cur, UNW_X86_64_RBP, &caller_bp);
         uint8_t flags = 0;
-        uint32_t bp_off = 0;
+        uint16_t bp_off = 0;
         // Where the caller's RBP lives: saved inside this frame, or still in the register.
         if (unw_get_save_loc(&cur, UNW_X86_64_RBP, &loc) == 0 && loc.type == UNW_SLT_MEMORY &&
-            loc.u.addr >= sp && loc.u.addr < cfa)
-            bp_off = (uint32_t)(cfa - loc.u.addr);
+            loc.u.addr >= sp && loc.u.addr < cfa && cfa - loc.u.addr < 65536)
+            bp_off = (uint16_t)(cfa - loc.u.addr);
         else if (caller_bp != bp)
             flags |= RULE_COMPLEX;
         if (signal_frame || cfa <= sp || cfa - sp > (1u << 30) ||
@@ -164,6 +189,38 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
         rule_learn(ip, (uint32_t)(cfa - sp), bp_off, flags);
     }
     return n;
+}
+
+static local_rules* thread_rules(void) {
+    local_rules* lr = tls_rules;
+    if (!lr) {
+        // mmap, not malloc: stays out of the traced heap, comes zero-filled.
+        void* p = mmap(NULL, sizeof *lr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        tls_rules = lr = p;
+    }
+    uint32_t gen = atomic_load_explicit(&rules_generation, memory_order_acquire);
+    if (lr->generation != gen) {
+        memset(lr->slot, 0, sizeof lr->slot);
+        lr->generation = gen;
+    }
+    return lr;
+}
+
+static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
+    local_rule* l = &lr->slot[(pc * 0x9e3779b97f4a7c15ull) >> 54];
+    if (MT_LIKELY(l->pc == pc))
+        return l;
+    const rule* r = rule_find(pc);
+    if (!r)
+        return NULL;
+    l->cfa_off = r->cfa_off;
+    l->bp_off = r->bp_off;
+    l->flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
+    l->pc = pc;
+    return l;
 }
 
 // Applies cached rules from the first frame outside the tracer. Returns the frames found,
@@ -179,14 +236,17 @@ static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
             return -1;
         fp = next;
     }
+    local_rules* lr = thread_rules();
+    if (!lr)
+        return -1;
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
     int n = 0;
     while (n < max) {
         out[n++] = pc;
-        const rule* r = rule_find(pc);
+        const local_rule* r = local_find(lr, pc);
         if (!r)
             return -1;
-        uint8_t flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
+        uint8_t flags = r->flags;
         if (flags & RULE_COMPLEX)
             return -1;
         if (flags & RULE_LAST)
