@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The NPU memory-usage log parser and series builder: upstream plot_memory_usage.py's rules
-// (doc §2) reproduced on bytes, in one streaming pass with memory bounded per line, plus
+// (doc §2) reproduced on bytes, in one streaming pass with memory bounded per line (a
+// reader thread splits and scans lines, the caller's thread applies them in order), plus
 // the 2025 legacy format (doc §5). It never writes files, talks to SQLite or draws:
 // import (npu_import_cmd.c) and plot (plot_npu.c) consume what it builds.
 #include "import_npu.h"
@@ -9,10 +10,11 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,8 +31,7 @@
 
 // ---- growing arrays
 
-// realloc for the big per-step arrays: with transparent huge pages in "madvise" mode (the
-// Debian default) asking for them halves the page faults, about a quarter of import time.
+// realloc for the big per-step arrays.
 static void* grow(void* old, size_t bytes) {
     // The point and event arrays grow to ~100 MB by doubling. glibc's dynamic threshold
     // keeps blocks under 32 MB on the heap, where each realloc copies into fresh pages;
@@ -41,14 +42,7 @@ static void* grow(void* old, size_t bytes) {
         mallopt(M_MMAP_THRESHOLD, 1 << 20);
         tuned = true;
     }
-    void* p = realloc(old, bytes);
-    if (p && bytes >= (4u << 20)) {
-        uintptr_t a = ((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
-        uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)((2u << 20) - 1);
-        if (e > a)
-            madvise((void*)a, e - a, MADV_HUGEPAGE);
-    }
-    return p;
+    return realloc(old, bytes);
 }
 
 // ---- points
@@ -89,7 +83,8 @@ static const struct {
     const char* text;
     size_t len;
 } lits[L_COUNT] = {
-#define LIT(s) {s, sizeof s - 1}
+#define LIT(s)                                                                                     \
+    { s, sizeof s - 1 }
     [L_MAX] = LIT("Max allocated size "),
     [L_FRAG] = LIT("Increased allocation size to "),
     [L_USED] = LIT("DDR used memory"),
@@ -302,7 +297,7 @@ typedef struct parser {
     bool legacy_on; // the legacy reading is still possible (doc §5)
     func** funcs;   // seen order
     size_t nfuncs, capfuncs;
-    func** table;   // name hash -> func, open addressing
+    func** table; // name hash -> func, open addressing
     size_t tmask;
     func* last;     // lines come in runs of one function: skip the hash
     func legacy;    // the single function of a legacy log
@@ -315,7 +310,7 @@ typedef struct parser {
     uint64_t ids;
     uint64_t lineno;
     uint64_t long_lines, cmx_events;
-    uint64_t size, done; // bytes of the file (0: unknown) and read so far, for progress
+    uint64_t size; // bytes of the file (0: unknown), for progress
     char* err;
     size_t errlen;
 } parser;
@@ -412,8 +407,8 @@ static int live_grow(parser* p) {
     for (size_t i = 0; p->live && i <= p->lmask; i++) {
         if (!p->live[i].func)
             continue;
-        size_t h = (size_t)mr_siphash_u64(p->k0, p->k1 ^ p->live[i].func, p->live[i].size) &
-                   (cap - 1);
+        size_t h =
+            (size_t)mr_siphash_u64(p->k0, p->k1 ^ p->live[i].func, p->live[i].size) & (cap - 1);
         while (t[h].func)
             h = (h + 1) & (cap - 1);
         t[h] = p->live[i];
@@ -452,8 +447,8 @@ static void live_remove(parser* p, live_slot* s) {
         j = (j + 1) & p->lmask;
         if (!p->live[j].func)
             break;
-        size_t h = (size_t)mr_siphash_u64(p->k0, p->k1 ^ p->live[j].func, p->live[j].size) &
-                   p->lmask;
+        size_t h =
+            (size_t)mr_siphash_u64(p->k0, p->k1 ^ p->live[j].func, p->live[j].size) & p->lmask;
         if (((j - h) & p->lmask) >= ((j - i) & p->lmask)) {
             p->live[i] = p->live[j];
             i = j;
@@ -529,27 +524,29 @@ static int bad_number(parser* p) {
     return -EPROTO;
 }
 
-// The data rules (doc §2.3: first match wins, in this order) and the event lines, applied
-// to function f. Legacy logs (§5) mark the next max point after a flag line instead.
-static int apply(parser* p, store* st, func* f, const scan* sc, const bool* ok, bool legacy) {
-    int l = L_COUNT;
+// The data rules (doc §2.3: first match wins, in this order), then the event lines: the
+// rule a line obeys, or L_COUNT. Legacy lines (§5) have a flag line instead of rule 2.
+static int choose(const scan* sc, const bool* ok, bool legacy) {
     static const int order[] = {L_MAX, L_FRAG, L_USED, L_FREE, L_ALLOC, L_HFREE, L_BEFORE};
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         int c = order[i];
         if (legacy && c == L_FRAG)
             c = L_LFRAG;
-        if (sc->found[c] && ok[c]) {
-            l = c;
-            break;
-        }
+        if (sc->found[c] && ok[c])
+            return c;
     }
+    return L_COUNT;
+}
+
+// Applies rule l with value v to function f. Legacy logs mark the next max point after a
+// flag line as a fragmentation one.
+static int act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, bool legacy) {
     if (l == L_COUNT)
         return 0;
     if (!p->events && (l == L_ALLOC || l == L_HFREE || l == L_BEFORE))
         return 0;
-    if (sc->val[l] == NUM_OVERFLOW)
+    if (v == NUM_OVERFLOW)
         return bad_number(p);
-    uint64_t v = sc->val[l];
     if (l == L_ALLOC) {
         if (f->npending == f->cappending) {
             size_t nc = f->cappending ? f->cappending * 2 : 8;
@@ -563,7 +560,7 @@ static int apply(parser* p, store* st, func* f, const scan* sc, const bool* ok, 
         return 0;
     }
     if (l == L_BEFORE) {
-        f->cmx = !sc->before_ddr;
+        f->cmx = !before_ddr;
         return flush_pending(p, st, f);
     }
     int rc = flush_pending(p, st, f);
@@ -615,38 +612,112 @@ static bool legacy_prefix(const unsigned char* s, size_t at) {
     return at == 0 || s[at - 1] == ']';
 }
 
-static int process_line(parser* p, const unsigned char* s, size_t n) {
-    if (!p->gate) {
+// ---- the line pipeline: a reader thread splits and scans lines (the costly, stateless
+// part) while the parser thread applies them in order (the stateful part).
+
+// What the parser needs of one line after the gate.
+typedef struct scanned {
+    uint64_t lineno;
+    uint64_t cur_val, leg_val;
+    uint32_t key_off, key_len; // the function key in the batch's arena (len 0: none)
+    uint8_t cur, leg;          // rule for the current format / legacy reading (L_COUNT: none)
+    bool before_ddr;
+    bool end_pass; // "End Pass StaticAllocation": ends the legacy reading
+} scanned;
+
+#define BATCH_LINES 8192
+#define NBATCHES 4
+
+typedef struct batch {
+    scanned* v;
+    size_t n;
+    char* arena;
+    size_t alen, acap;
+    bool full;
+} batch;
+
+typedef struct pipeline {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    batch b[NBATCHES];
+    bool eof, stop;
+    int rc;                 // the reader's error (read failure, out of memory)
+    char err[256];          // its message
+    atomic_bool legacy_off; // set by the parser: End Pass lines no longer matter
+    // reader state
+    int fd;
+    const char* name;
+    bool gate;
+    uint64_t lineno, long_lines, size, done;
+} pipeline;
+
+// Scans one line; returns true when the parser must see it.
+static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out, batch* b) {
+    if (!q->gate) {
         // The gate line itself is then examined like any other (doc §2.1).
         if (!memmem(s, n, "Start Pass StaticAllocation", 27))
-            return 0;
-        p->gate = true;
+            return false;
+        q->gate = true;
     }
     scan sc;
     scan_line(&sc, s, n);
+    static const bool all[L_COUNT] = {true, true, true, true, true, true, true, true};
+    memset(out, 0, sizeof *out);
+    out->lineno = q->lineno;
+    out->before_ddr = sc.before_ddr;
+    out->end_pass = !atomic_load_explicit(&q->legacy_off, memory_order_relaxed) &&
+                    memmem(s, n, "End Pass StaticAllocation", 25) != NULL;
+    out->cur = out->leg = L_COUNT;
+    if (sc.key) {
+        out->cur = (uint8_t)choose(&sc, all, false);
+        out->cur_val = out->cur < L_COUNT ? sc.val[out->cur] : 0;
+        if (b->alen + sc.keylen > b->acap) {
+            size_t nc = (b->acap ? b->acap * 2 : 65536) + sc.keylen;
+            char* na = realloc(b->arena, nc);
+            if (!na) {
+                q->rc = -ENOMEM; // reported when the reader is done
+                return false;
+            }
+            b->arena = na;
+            b->acap = nc;
+        }
+        memcpy(b->arena + b->alen, sc.key, sc.keylen);
+        out->key_off = (uint32_t)b->alen;
+        out->key_len = (uint32_t)sc.keylen;
+        b->alen += sc.keylen;
+    } else {
+        bool ok[L_COUNT];
+        for (int l = 0; l < L_COUNT; l++)
+            ok[l] = sc.found[l] && (l == L_BEFORE || legacy_prefix(s, sc.pos[l]));
+        out->leg = (uint8_t)choose(&sc, ok, true);
+        out->leg_val = out->leg < L_COUNT ? sc.val[out->leg] : 0;
+    }
+    return out->key_len || out->leg < L_COUNT || out->end_pass;
+}
+
+static int consume(parser* p, pipeline* q, const scanned* sd, const char* arena) {
+    p->lineno = sd->lineno;
     if (p->legacy_on) {
         // The 2025 script stopped at the first End Pass (doc §5).
-        if (memmem(s, n, "End Pass StaticAllocation", 25)) {
+        if (sd->end_pass) {
             p->legacy_on = false;
-        } else if (!sc.key) {
-            bool ok[L_COUNT];
-            for (int l = 0; l < L_COUNT; l++)
-                ok[l] = sc.found[l] && (l == L_BEFORE || legacy_prefix(s, sc.pos[l]));
-            int rc = apply(p, &p->leg, &p->legacy, &sc, ok, true);
+            atomic_store_explicit(&q->legacy_off, true, memory_order_relaxed);
+        } else if (!sd->key_len) {
+            int rc = act(p, &p->leg, &p->legacy, sd->leg, sd->leg_val, sd->before_ddr, true);
             if (rc)
                 return rc;
         }
     }
-    if (!sc.key)
+    if (!sd->key_len)
         return 0;
-    func* f = func_get(p, sc.key, sc.keylen);
+    func* f = func_get(p, arena + sd->key_off, sd->key_len);
     if (!f)
         return p->err[0] ? -EPROTO : -ENOMEM;
-    static const bool all[L_COUNT] = {true, true, true, true, true, true, true, true};
-    int rc = apply(p, &p->cur, f, &sc, all, false);
+    int rc = act(p, &p->cur, f, sd->cur, sd->cur_val, sd->before_ddr, false);
     if (!rc && p->legacy_on && p->cur.max.n > 0) {
         // A current-format max point settles the format: drop the legacy reading.
         p->legacy_on = false;
+        atomic_store_explicit(&q->legacy_off, true, memory_order_relaxed);
         store_free(&p->leg);
     }
     return rc;
@@ -865,7 +936,6 @@ static int assemble(parser* p, mr_npu_log* log) {
 // ---- reading
 
 static void parser_free(parser* p) {
-    if (getenv("NPU_DEBUG")) fprintf(stderr, "live cap %zu count %zu ids %llu\n", p->live ? p->lmask + 1 : 0, p->lcount, (unsigned long long)p->ids);
     for (size_t i = 0; i < p->nfuncs; i++) {
         func_free(p->funcs[i]);
         free(p->funcs[i]);
@@ -914,28 +984,55 @@ static const unsigned char* find_eol(const unsigned char* s, size_t n) {
     return cr ? cr : lf;
 }
 
-static int read_lines(parser* p, int fd, mr_npu_log* log) {
-    size_t cap = MR_NPU_LINE_LIMIT + READ_CHUNK;
+// Hands the current batch to the parser and takes the next free one (NULL: stop).
+static batch* hand_over(pipeline* q, batch* cur, size_t* slot) {
+    pthread_mutex_lock(&q->mu);
+    if (cur) {
+        cur->full = true;
+        *slot = (*slot + 1) % NBATCHES;
+        pthread_cond_broadcast(&q->cv);
+    }
+    while (q->b[*slot].full && !q->stop)
+        pthread_cond_wait(&q->cv, &q->mu);
+    batch* b = q->stop ? NULL : &q->b[*slot];
+    pthread_mutex_unlock(&q->mu);
+    if (b)
+        b->n = b->alen = 0;
+    return b;
+}
+
+static void add_line(pipeline* q, batch** b, size_t* slot, const unsigned char* s, size_t n) {
+    if (!*b)
+        return;
+    if (examine(q, s, n, &(*b)->v[(*b)->n], *b) && ++(*b)->n == BATCH_LINES)
+        *b = hand_over(q, *b, slot);
+}
+
+static void* reader_main(void* arg) {
+    pipeline* q = arg;
+    size_t cap = MR_NPU_LINE_LIMIT + READ_CHUNK, slot = 0;
     unsigned char* buf = malloc(cap);
-    if (!buf)
-        return -ENOMEM;
+    batch* b = hand_over(q, NULL, &slot);
+    if (!buf) {
+        q->rc = -ENOMEM;
+        b = NULL;
+    }
     size_t len = 0;
     bool skipping = false, after_cr = false;
-    int rc = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf + len, cap - len);
+    while (b) {
+        ssize_t got = read(q->fd, buf + len, cap - len);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
-            rc = -errno;
-            snprintf(p->err, p->errlen, "read failed: %s", strerror(errno));
+            q->rc = -errno;
+            snprintf(q->err, sizeof q->err, "read failed: %s", strerror(errno));
             break;
         }
         size_t start = 0;
         len += (size_t)got;
-        p->done += (uint64_t)got;
-        if (p->size)
-            mr_progress("reading log", (double)p->done / (double)p->size);
+        q->done += (uint64_t)got;
+        if (q->size)
+            mr_progress("reading log", (double)q->done / (double)q->size);
         if (after_cr && len > 0) {
             // The LF of a CRLF split across reads belongs to the line already ended.
             if (buf[0] == '\n')
@@ -943,15 +1040,15 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
             after_cr = false;
         }
         const unsigned char* eol;
-        while (rc == 0 && (eol = find_eol(buf + start, len - start))) {
+        while (b && (eol = find_eol(buf + start, len - start))) {
             size_t e = (size_t)(eol - buf);
-            p->lineno++;
-            if (skipping)
+            q->lineno++;
+            if (skipping) {
                 skipping = false;
-            else {
+            } else {
                 unsigned char term = buf[e];
                 buf[e] = '\0';
-                rc = process_line(p, buf + start, e - start);
+                add_line(q, &b, &slot, buf + start, e - start);
                 buf[e] = term;
             }
             start = e + 1;
@@ -962,23 +1059,22 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
                     after_cr = true;
             }
         }
-        if (rc)
+        if (!b)
             break;
         if (got == 0) { // EOF: the last line may lack a terminator
             if (start < len && !skipping) {
-                p->lineno++;
+                q->lineno++;
                 buf[len] = '\0'; // len < cap: the read before EOF asked for cap - len > 0
-                rc = process_line(p, buf + start, len - start);
+                add_line(q, &b, &slot, buf + start, len - start);
             }
             break;
         }
         if (len - start >= MR_NPU_LINE_LIMIT) {
             // Bounded memory per line: a line this long is not a memory-usage line, drop it.
             if (!skipping) {
-                p->long_lines++;
-                fprintf(stderr,
-                        "memreport: %s: line %llu is longer than %u bytes; skipped\n",
-                        p->name, (unsigned long long)p->lineno + 1, MR_NPU_LINE_LIMIT);
+                q->long_lines++;
+                fprintf(stderr, "memreport: %s: line %llu is longer than %u bytes; skipped\n",
+                        q->name, (unsigned long long)q->lineno + 1, MR_NPU_LINE_LIMIT);
             }
             skipping = true;
             start = len;
@@ -987,17 +1083,77 @@ static int read_lines(parser* p, int fd, mr_npu_log* log) {
         len -= start;
     }
     free(buf);
-    if (p->size)
+    if (q->size)
         mr_progress("reading log", -1);
-    log->lines = p->lineno;
+    pthread_mutex_lock(&q->mu);
+    if (b && b->n) {
+        b->full = true;
+    }
+    q->eof = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+// The parser's side: applies the batches in order until the reader is done.
+static int read_lines(parser* p, int fd, mr_npu_log* log) {
+    pipeline q = {.fd = fd, .name = p->name, .size = p->size};
+    atomic_init(&q.legacy_off, false);
+    int rc = 0;
+    for (int i = 0; i < NBATCHES; i++)
+        if (!(q.b[i].v = malloc(BATCH_LINES * sizeof *q.b[i].v)))
+            rc = -ENOMEM;
+    pthread_t th;
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.cv, NULL);
+    if (!rc && pthread_create(&th, NULL, reader_main, &q) != 0)
+        rc = -EAGAIN;
+    bool started = rc == 0;
+    for (size_t slot = 0; rc == 0;) {
+        pthread_mutex_lock(&q.mu);
+        while (!q.b[slot].full && !q.eof)
+            pthread_cond_wait(&q.cv, &q.mu);
+        bool have = q.b[slot].full;
+        pthread_mutex_unlock(&q.mu);
+        if (!have)
+            break; // eof and nothing left
+        batch* b = &q.b[slot];
+        for (size_t i = 0; i < b->n && !rc; i++)
+            rc = consume(p, &q, &b->v[i], b->arena);
+        pthread_mutex_lock(&q.mu);
+        b->full = false;
+        pthread_cond_broadcast(&q.cv);
+        pthread_mutex_unlock(&q.mu);
+        slot = (slot + 1) % NBATCHES;
+    }
+    if (started) {
+        pthread_mutex_lock(&q.mu);
+        q.stop = true; // an error here: the reader stops at its next hand-over
+        pthread_cond_broadcast(&q.cv);
+        pthread_mutex_unlock(&q.mu);
+        pthread_join(th, NULL);
+    }
+    if (!rc && q.rc) {
+        rc = q.rc;
+        if (q.err[0])
+            snprintf(p->err, p->errlen, "%s", q.err);
+    }
+    p->gate = q.gate;
+    p->long_lines = q.long_lines;
+    log->lines = q.lineno;
+    for (int i = 0; i < NBATCHES; i++) {
+        free(q.b[i].v);
+        free(q.b[i].arena);
+    }
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
     return rc;
 }
 
 int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char* err,
                     size_t errlen) {
     memset(out, 0, sizeof *out);
-    parser p = {
-        .name = name, .events = events, .legacy_on = true, .err = err, .errlen = errlen};
+    parser p = {.name = name, .events = events, .legacy_on = true, .err = err, .errlen = errlen};
     p.legacy.seen = MAX_FUNCS + 1; // its own key space in the buffer pairing
     err[0] = '\0';
     uint64_t key[2];
@@ -1025,8 +1181,7 @@ int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char
     return rc;
 }
 
-int mr_npu_parse_file(const char* path, bool events, mr_npu_log* out, char* err,
-                      size_t errlen) {
+int mr_npu_parse_file(const char* path, bool events, mr_npu_log* out, char* err, size_t errlen) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -1085,9 +1240,9 @@ static bool is_increase(const mr_npu_points* inc, const mr_npu_point* p) {
     return false;
 }
 
-int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw,
-                        mr_npu_points* frag, mr_npu_points* used, mr_npu_points* free_pts,
-                        mr_npu_region** regions, size_t* nregions) {
+int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
+                        mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
+                        size_t* nregions) {
     memset(s, 0, sizeof *s);
     s->legacy = legacy;
     s->max = *max_raw;

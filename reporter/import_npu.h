@@ -44,19 +44,19 @@ typedef struct mr_npu_region {
 
 // The parsed log in timeline order (doc §2.4): raw points with global x, regions, events.
 typedef struct mr_npu_log {
-    bool legacy;            // 2025 format without "{F}:" prefixes (doc §5)
-    char** funcs;           // function names in timeline order (all recognised ones)
+    bool legacy;  // 2025 format without "{F}:" prefixes (doc §5)
+    char** funcs; // function names in timeline order (all recognised ones)
     size_t nfuncs;
     mr_npu_region* regions; // functions with a max or free point, in order
     size_t nregions;
-    mr_npu_points max_raw;  // "Max allocated size" values, not yet running-maxed
-    mr_npu_points frag;     // fragmentation candidates (legacy: the flagged max points)
+    mr_npu_points max_raw; // "Max allocated size" values, not yet running-maxed
+    mr_npu_points frag;    // fragmentation candidates (legacy: the flagged max points)
     mr_npu_points used, free;
-    mr_npu_event* ev;       // DDR allocation/free events, ts order
+    mr_npu_event* ev; // DDR allocation/free events, ts order
     size_t nev;
-    uint64_t lines;         // physical lines read
-    uint64_t long_lines;    // lines over MR_NPU_LINE_LIMIT, skipped
-    uint64_t cmx_events;    // A/H lines of CMX_NN steps, not imported as DDR events
+    uint64_t lines;      // physical lines read
+    uint64_t long_lines; // lines over MR_NPU_LINE_LIMIT, skipped
+    uint64_t cmx_events; // A/H lines of CMX_NN steps, not imported as DDR events
 } mr_npu_log;
 
 // Parses the log at path. Returns 0, -EPROTO (not usable: the message in err says why, e.g.
@@ -65,6 +65,7 @@ typedef struct mr_npu_log {
 // With events false the allocation/free lines are not collected (the plot needs none).
 int mr_npu_parse_file(const char* path, bool events, mr_npu_log* out, char* err, size_t errlen);
 // The same on an open descriptor (read to EOF, not closed); `name` is used in warnings.
+// Both read with one extra thread, joined before they return.
 int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char* err,
                     size_t errlen);
 void mr_npu_log_free(mr_npu_log* log);
@@ -85,9 +86,9 @@ typedef struct mr_npu_series {
 
 // Builds the series, taking ownership of the four point vectors and the regions (they are
 // left empty in the arguments). `max_raw` must be non-empty. Returns 0 or -ENOMEM.
-int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw,
-                        mr_npu_points* frag, mr_npu_points* used, mr_npu_points* free_pts,
-                        mr_npu_region** regions, size_t* nregions);
+int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
+                        mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
+                        size_t* nregions);
 void mr_npu_series_free(mr_npu_series* s);
 
 // Appends a point; returns 0 or -ENOMEM.
@@ -101,8 +102,8 @@ void mr_npu_points_free(mr_npu_points* p);
 #define MR_NPU_MARK_FRAGMENTATION "fragmentation"
 
 // Writes the capture at path (replacing any file there). Returns 0 or -EIO with err set.
-int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* source,
-                         char* err, size_t errlen);
+int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* source, char* err,
+                         size_t errlen);
 // Reads an imported capture back into the plotted series. Returns 0, -EPROTO (not an NPU
 // capture or inconsistent; message in err) or -ENOMEM.
 int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, size_t errlen);

@@ -41,8 +41,9 @@ static int write_names(sqlite3* db, const mr_npu_log* log) {
                            "INSERT INTO frame(id, mapping_id, pc, rel_pc, function, relevant)"
                            " VALUES(?1, NULL, ?1, NULL, ?2, 1)",
                            -1, &fr, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO callsite(id, parent_id, frame_id, depth)"
-                               " VALUES(?1, 0, ?1, 1)",
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO callsite(id, parent_id, frame_id, depth)"
+                           " VALUES(?1, 0, ?1, 1)",
                            -1, &cs, NULL) != SQLITE_OK)
         goto out;
     // One frame and one root callsite per function: a flame graph shows bytes by function.
@@ -161,8 +162,8 @@ static int write_marks(sqlite3* db, const mr_npu_log* log) {
     return rc;
 }
 
-int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* source,
-                         char* err, size_t errlen) {
+int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* source, char* err,
+                         size_t errlen) {
     mt_capwriter* w;
     int rc = mt_capwriter_open(path, &w, err, errlen);
     if (rc)
@@ -182,8 +183,8 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
          mt_capwriter_meta_int(w, "npu_cmx_events_skipped", (int64_t)log->cmx_events) ||
          mt_capwriter_meta_text(w, "symbolized", "1") ||
          mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step") ||
-         mt_capwriter_counter_track(w, MT_TRACK_NPU_MAX_ALLOCATED, MT_HEAP_NPU,
-                                    "npu max allocated", "bytes") ||
+         mt_capwriter_counter_track(w, MT_TRACK_NPU_MAX_ALLOCATED, MT_HEAP_NPU, "npu max allocated",
+                                    "bytes") ||
          mt_capwriter_counter_track(w, MT_TRACK_NPU_USED, MT_HEAP_NPU, "npu used", "bytes") ||
          mt_capwriter_counter_track(w, MT_TRACK_NPU_FREE, MT_HEAP_NPU, "npu free", "bytes") ||
          write_names(db, log) || write_events(w, log) ||
@@ -257,28 +258,32 @@ int mr_cmd_import(int argc, char** argv) {
         free(def);
         return MR_EXIT_USAGE;
     }
+    // The output first: a refused or unwritable output fails before minutes of parsing.
+    // mr_output gives the temporary name and the refuse-or-force check; SQLite then writes
+    // the file at that name (replacing the empty placeholder) and commit renames it.
+    mr_output out;
+    int xrc = mr_output_open(&out, output, force);
+    if (xrc) {
+        free(def);
+        return xrc;
+    }
     char err[512];
     mr_npu_log log;
     int rc = mr_npu_parse_file(path, true, &log, err, sizeof err);
     if (rc) {
         mr_error(path, "%s", err);
+        mr_output_abort(&out);
         free(def);
         return mr_npu_exit_code(rc);
     }
-    // mr_output gives the temporary name and the refuse-or-force check; SQLite writes the
-    // file at that name (the writer replaces the empty placeholder), commit renames it.
-    mr_output out;
-    int xrc = mr_output_open(&out, output, force);
-    if (xrc == MR_EXIT_OK) {
-        rc = mr_npu_write_capture(out.tmp, &log, path, err, sizeof err);
-        if (rc) {
-            mr_error(output, "%s", err);
-            remove_sidecars(out.tmp);
-            mr_output_abort(&out);
-            xrc = MR_EXIT_IO;
-        } else {
-            xrc = mr_output_commit(&out);
-        }
+    rc = mr_npu_write_capture(out.tmp, &log, path, err, sizeof err);
+    if (rc) {
+        mr_error(output, "%s", err);
+        remove_sidecars(out.tmp);
+        mr_output_abort(&out);
+        xrc = MR_EXIT_IO;
+    } else {
+        xrc = mr_output_commit(&out);
     }
     mr_npu_log_free(&log);
     free(def);

@@ -43,7 +43,17 @@ static bool is_sqlite(const char* path, int* err) {
     return n == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
 }
 
+// Site rows are a native-heap view: an NPU heap has one frame per function and no stacks.
+static int refuse_sites(const mr_plot_args* a) {
+    if (!a->top_sites && !a->nsites)
+        return 0;
+    mr_error(a->input, "--sites and --site apply to native captures, not to NPU logs");
+    return MR_EXIT_USAGE;
+}
+
 static int plot_log(const mr_plot_args* a) {
+    if (refuse_sites(a))
+        return MR_EXIT_USAGE;
     char err[512];
     mr_npu_log log;
     int rc = mr_npu_parse_file(a->input, false, &log, err, sizeof err);
@@ -65,24 +75,30 @@ static int plot_log(const mr_plot_args* a) {
     return rc;
 }
 
+static int plot_npu_capture(mt_capture* cap, const mr_plot_args* a) {
+    char err[256];
+    mr_npu_series s;
+    int rc = refuse_sites(a);
+    if (rc)
+        return rc;
+    if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
+        mr_error(a->input, "%s", err);
+        return MR_EXIT_BAD_INPUT;
+    }
+    rc = mr_plot_npu(&s, a);
+    mr_npu_series_free(&s);
+    return rc;
+}
+
 static int plot_capture(const mr_plot_args* a) {
     mt_capture* cap;
     int rc = mr_open_capture(a->input, &cap);
     if (rc)
         return rc;
-    if (mr_capture_default_heap(cap) == MT_HEAP_NPU) {
-        char err[256];
-        mr_npu_series s;
-        if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
-            mr_error(a->input, "%s", err);
-            rc = MR_EXIT_BAD_INPUT;
-        } else {
-            rc = mr_plot_npu(&s, a);
-            mr_npu_series_free(&s);
-        }
-    } else {
+    if (mr_capture_default_heap(cap) == MT_HEAP_NPU)
+        rc = plot_npu_capture(cap, a);
+    else
         rc = mr_plot_native(cap, a);
-    }
     mt_capture_close(cap);
     return rc;
 }

@@ -257,6 +257,35 @@ void mr_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st) {
                      black, NULL, NULL);
 }
 
+void mr_draw_right_axis(cairo_t* cr, const mr_frame* f, double ymax, int max_ticks,
+                        const char* label, mr_rgb color) {
+    const double fs = MR_PT(10), tick = MR_PT(3.5), pad = MR_PT(3.5);
+    double ticks[64], step, right = f->x1 + tick + pad;
+    char buf[64];
+    mr_frame g = *f;
+    g.ymin = 0;
+    g.ymax = ymax;
+    size_t n = mr_nice_ticks(0, ymax, max_ticks, false, ticks, 64, &step);
+    cairo_save(cr);
+    cairo_set_source_rgb(cr, color.r, color.g, color.b);
+    cairo_set_line_width(cr, MR_PT(0.8));
+    for (size_t i = 0; i < n; i++) {
+        double y = mr_frame_y(&g, ticks[i]);
+        cairo_move_to(cr, f->x1, y);
+        cairo_line_to(cr, f->x1 + tick, y);
+        cairo_stroke(cr);
+        mr_format_tick(ticks[i], step, buf, sizeof buf);
+        double w;
+        mr_draw_text(cr, buf, f->x1 + tick + pad, y, fs, 0, 0, 0.5, color, &w, NULL);
+        if (f->x1 + tick + pad + w > right)
+            right = f->x1 + tick + pad + w;
+    }
+    cairo_restore(cr);
+    if (label)
+        mr_draw_text(cr, label, right + MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 0, 0.5, color, NULL,
+                     NULL);
+}
+
 // ---- polylines
 
 void mr_polyline_begin(mr_polyline* p, cairo_t* cr, const mr_frame* f) {
@@ -410,8 +439,8 @@ void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items,
     }
     double w = 2 * pad + handle + gap + textw;
     // matplotlib's candidate order for loc="best".
-    static const double pos[][2] = {{1, 0},   {0, 0},     {0, 1},   {1, 1},  {1, 0.5},
-                                    {0, 0.5}, {0.5, 1},   {0.5, 0}, {0.5, 0.5}};
+    static const double pos[][2] = {{1, 0},   {0, 0},   {0, 1},   {1, 1},    {1, 0.5},
+                                    {0, 0.5}, {0.5, 1}, {0.5, 0}, {0.5, 0.5}};
     double bx = 0, by = 0;
     size_t best = SIZE_MAX;
     for (size_t c = 0; c < sizeof pos / sizeof *pos; c++) {
@@ -437,12 +466,11 @@ void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items,
     for (size_t i = 0; i < n; i++) {
         double th = (double)count_lines(items[i].label) * lh;
         mr_draw_marker(cr, items[i].mark, bx + pad + handle / 2, y + th / 2,
-                       items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND
-                           ? handle / 2
-                           : MR_PT(5),
+                       items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND ? handle / 2
+                                                                                      : MR_PT(5),
                        items[i].color);
-        mr_draw_text(cr, items[i].label, bx + pad + handle + gap, y, fs, 0, 0, 0,
-                     (mr_rgb){0, 0, 0}, NULL, NULL);
+        mr_draw_text(cr, items[i].label, bx + pad + handle + gap, y, fs, 0, 0, 0, (mr_rgb){0, 0, 0},
+                     NULL, NULL);
         y += th + rowgap;
     }
 }

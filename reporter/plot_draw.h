@@ -13,7 +13,7 @@
 #include "util.h"
 
 // Matplotlib sizes are in points at 100 dpi.
-#define MR_PT(pt) ((pt) * 100.0 / 72.0)
+#define MR_PT(pt) ((pt)*100.0 / 72.0)
 
 typedef struct mr_rgb {
     double r, g, b;
@@ -71,6 +71,9 @@ typedef struct mr_axes_style {
 
 // Draws the frame, ticks, tick labels, axis labels and title.
 void mr_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st);
+// A second Y axis on the right edge of f for the range [0, ymax], ticks and labels in color.
+void mr_draw_right_axis(cairo_t* cr, const mr_frame* f, double ymax, int max_ticks,
+                        const char* label, mr_rgb color);
 
 // A polyline of any length drawn with at most 4 vertices per pixel column (first, min,
 // max, last), which looks the same and keeps big plots fast and SVGs small. The vertices

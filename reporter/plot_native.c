@@ -25,17 +25,16 @@
 #define MAIN_HEIGHT 600
 #define ROW_HEIGHT 300
 #define LEFT 95
-#define RIGHT 30
+#define RIGHT 90                       // room for the heap's own axis when it needs one
 #define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
 
 static const mr_rgb HEAP = {0.12, 0.47, 0.71}, RSS = {1.0, 0.50, 0.05}, VSZ = {0.17, 0.63, 0.17},
                     PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {0.58, 0.40, 0.74};
 // Site rows: matplotlib's tab10 minus the colours above.
-static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29},
-                                      {0.89, 0.47, 0.76}, {0.50, 0.50, 0.50},
-                                      {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
-                                      {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},
-                                      {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16}};
+static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76},
+                                      {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
+                                      {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
+                                      {0.84, 0.15, 0.16}};
 
 // ---- series with at most 4 points per time bucket (first, min, max, last: what is drawn)
 
@@ -121,6 +120,7 @@ typedef struct native {
     size_t nchosen;
     int64_t row_bucket;
     bool pass2;
+    uint64_t total_events; // for the progress indicator
 } native;
 
 static int site_index(native* nv, uint32_t callsite, size_t* out) {
@@ -157,14 +157,12 @@ static int site_index(native* nv, uint32_t callsite, size_t* out) {
 
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     native* nv = ud;
-    if (!nv->pass2) {
-        if (r->live_bytes > nv->peak || (nv->peak == 0 && r->live_bytes == 0 && r->events == 1)) {
-            nv->peak = r->live_bytes;
-            nv->peak_ts = ev->ts;
-        }
-        if (bucket_add(&nv->hb, ev->ts, r->live_bytes))
-            return -ENOMEM;
+    if (nv->total_events && (r->events & 0xffff) == 0) {
+        double done = (double)r->events / (double)nv->total_events;
+        mr_progress("plot", nv->want_sites ? (nv->pass2 ? 0.5 + done / 2 : done / 2) : done);
     }
+    if (!nv->pass2 && bucket_add(&nv->hb, ev->ts, r->live_bytes))
+        return -ENOMEM;
     if (!nv->want_sites)
         return 0;
     size_t row = SIZE_MAX;
@@ -190,8 +188,8 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     int64_t idx = nv->hb.width > 0 ? (ev->ts - nv->hb.t0) / nv->hb.width : 0;
     for (size_t k = 0; k < nv->nchosen; k++) {
         site_row* s = &nv->rows[nv->chosen[k]];
-        uint64_t share = r->live_bytes ? (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes)
-                                       : 0;
+        uint64_t share =
+            r->live_bytes ? (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes) : 0;
         if (idx == nv->row_bucket && s->bytes.n) {
             s->bytes.v[s->bytes.n - 1] = (mr_npu_point){ev->ts, s->live};
             s->share.v[s->share.n - 1] = (mr_npu_point){ev->ts, share};
@@ -221,6 +219,20 @@ static int read_track(native* nv, int track, mr_npu_points* out) {
         rc = bucket_flush(&b);
     sqlite3_finalize(st);
     return rc;
+}
+
+static uint64_t count_events(native* nv) {
+    sqlite3_stmt* st;
+    uint64_t n = 0;
+    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
+                           "SELECT sum(count) FROM event_chunk WHERE heap=?1", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            n = (uint64_t)sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    return n;
 }
 
 static int64_t max_ts(native* nv) {
@@ -344,21 +356,21 @@ static time_unit time_unit_for(int64_t ns) {
 static json_t* points_json(const mr_npu_points* p) {
     json_t* a = json_array();
     for (size_t i = 0; i < p->n; i++)
-        json_array_append_new(a, json_pack("[I,I]", (json_int_t)p->v[i].x,
-                                           (json_int_t)p->v[i].bytes));
+        json_array_append_new(a,
+                              json_pack("[I,I]", (json_int_t)p->v[i].x, (json_int_t)p->v[i].bytes));
     return a;
 }
 
-static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit unit,
-                      time_unit tu) {
+static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit unit, time_unit tu) {
     json_t* o = json_object();
     json_object_set_new(o, "unit", json_string(unit.name));
     json_object_set_new(o, "scale", json_integer((json_int_t)unit.scale));
     json_object_set_new(o, "time_unit", json_string(tu.name));
     json_object_set_new(o, "time_scale_ns", json_integer((json_int_t)tu.scale));
     json_object_set_new(o, "duration_ns", json_integer(nv->duration));
-    json_object_set_new(o, "peak", json_pack("{s:I,s:I}", "ts", (json_int_t)nv->peak_ts, "bytes",
-                                             (json_int_t)nv->peak));
+    json_object_set_new(
+        o, "peak",
+        json_pack("{s:I,s:I}", "ts", (json_int_t)nv->peak_ts, "bytes", (json_int_t)nv->peak));
     json_t* series = json_object();
     json_object_set_new(series, "heap", points_json(&nv->heap));
     json_object_set_new(series, "rss", points_json(&nv->rss));
@@ -387,7 +399,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     mr_output out;
     int rc = mr_output_open(&out, nv->args->data, nv->args->force);
     if (!rc) {
-        json_dumpf(o, out.fp, JSON_INDENT(1) | JSON_COMPACT);
+        json_dumpf(o, out.fp, JSON_COMPACT);
         fputc('\n', out.fp);
         rc = mr_output_commit(&out);
     }
@@ -414,14 +426,41 @@ static char* title_of(mt_capture* cap) {
     const char* base = exe ? strrchr(exe, '/') : NULL;
     base = base ? base + 1 : exe ? exe : mt_capture_path(cap);
     char* t = NULL;
-    if (asprintf(&t, "Memory over time: %s (pid %lld)", base, (long long)pid) < 0)
+    if (asprintf(&t, "Memory over time: %s (pid %lld)%s", base, (long long)pid,
+                 mt_capture_truncated(cap) ? " [capture truncated]" : "") < 0)
         t = NULL;
     free(exe);
     return t;
 }
 
+// Appends device points along a drawn label, so the legend does not cover it.
+static void avoid(double** pts, size_t* n, double x, double y0, double len) {
+    double* np = realloc(*pts, (*n + 8) * sizeof *np);
+    if (!np)
+        return;
+    *pts = np;
+    for (int k = 0; k < 4; k++) {
+        np[(*n)++] = x + 6;
+        np[(*n)++] = y0 + len * k / 3;
+    }
+}
+
+static uint64_t series_max(const mr_npu_points* p) {
+    uint64_t m = 0;
+    for (size_t i = 0; i < p->n; i++)
+        m = p->v[i].bytes > m ? p->v[i].bytes : m;
+    return m;
+}
+
+// The top of the memory axis: heap and RSS, and VSZ unless it is over twice that.
+static uint64_t axis_max(const native* nv) {
+    uint64_t m = nv->peak, r = series_max(&nv->rss), v = series_max(&nv->vsz);
+    m = r > m ? r : m;
+    return v <= 2 * m || m == 0 ? (v > m ? v : m) : m;
+}
+
 static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, size_t n,
-                       double tscale, bool labels) {
+                       double tscale, bool labels, double** pts, size_t* npts) {
     double last_label = -1e9;
     for (size_t i = 0; i < n; i++) {
         double x0 = mr_frame_x(f, (double)marks[i].begin / tscale);
@@ -445,8 +484,10 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, si
         }
         // Names rotated along the line; one skipped when it would overlap the previous.
         if (labels && x0 - last_label >= MR_PT(12)) {
+            double h = 0;
             mr_draw_text(cr, marks[i].name, x0 + 3, f->y0 + 4, MR_PT(9), 90, 0, 0,
-                         marks[i].range ? RANGE : MARK, NULL, NULL);
+                         marks[i].range ? RANGE : MARK, NULL, &h);
+            avoid(pts, npts, x0, f->y0 + 4, h);
             last_label = x0;
         }
     }
@@ -454,33 +495,43 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, si
 
 static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nmarks,
                  mt_byte_unit unit, time_unit tu) {
-    uint64_t ymax = nv->peak;
-    const mr_npu_points* all[] = {&nv->rss, &nv->vsz};
-    for (size_t k = 0; k < 2; k++)
-        for (size_t i = 0; i < all[k]->n; i++)
-            if (all[k]->v[i].bytes > ymax)
-                ymax = all[k]->v[i].bytes;
+    uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
+    // A heap under a tenth of the axis would be a flat line at the bottom: it gets its own
+    // scale on the right axis, in its colour.
+    bool own = nv->peak > 0 && nv->peak * 10 < ymax;
+    mt_byte_unit hu = own ? mt_unit_for_bytes(nv->peak) : unit;
+    double hs = (double)hu.scale, hmax = own ? (double)nv->peak / hs * 1.08 : 0;
     double ys = (double)unit.scale, xmax = (double)nv->duration / tu.scale;
-    mr_frame f = {.x0 = LEFT, .y0 = 45, .x1 = WIDTH - RIGHT, .y1 = MAIN_HEIGHT - 70, .xmin = 0,
-                  .xmax = xmax > 0 ? xmax : 1, .ymin = 0,
+    mr_frame f = {.x0 = LEFT,
+                  .y0 = 45,
+                  .x1 = WIDTH - RIGHT,
+                  .y1 = MAIN_HEIGHT - 70,
+                  .xmin = 0,
+                  .xmax = xmax > 0 ? xmax : 1,
+                  .ymin = 0,
                   .ymax = ymax ? (double)ymax / ys * 1.08 : 1};
     char* title = title_of(nv->cap);
     char xlabel[32], ylabel[32];
     snprintf(xlabel, sizeof xlabel, "Time [%s]", tu.name);
     snprintf(ylabel, sizeof ylabel, "Memory [%s]", unit.name);
-    mr_axes_style st = {.title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16,
-                        .max_yticks = 8};
+    mr_axes_style st = {
+        .title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16, .max_yticks = 8};
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
-    draw_marks(cr, &f, marks, nmarks, tu.scale, true);
+    double* labels = NULL;
+    size_t nlabels = 0;
+    draw_marks(cr, &f, marks, nmarks, tu.scale, true, &labels, &nlabels);
     mr_polyline lv, lr, lh;
     stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), &lv);
     stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, &lr);
-    stroke_points(cr, &f, &nv->heap, tu.scale, ys, HEAP, 0, &lh);
+    mr_frame hf = f; // the heap's frame: the same box, maybe its own scale
+    if (own)
+        hf.ymax = hmax;
+    stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, HEAP, 0, &lh);
     // The peak: a dot and its value and time, kept inside the plot.
     double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
-    double py = mr_frame_y(&f, (double)nv->peak / ys);
+    double py = mr_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
     mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
     char b1[32], b2[32], label[96];
     snprintf(label, sizeof label, "peak %s at %s", mt_format_bytes(nv->peak, b1, sizeof b1),
@@ -490,22 +541,37 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
                  py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);
+    char hl[48];
+    snprintf(hl, sizeof hl, "live heap [%s]", hu.name);
+    if (own)
+        mr_draw_right_axis(cr, &f, hmax, 8, hl, HEAP);
     size_t npts = lv.npts + lr.npts + lh.npts;
-    double* pts = malloc((npts + 2) * sizeof *pts);
+    double* pts = malloc((npts + nlabels + 2) * sizeof *pts);
     if (pts) {
         memcpy(pts, lv.pts, lv.npts * sizeof *pts);
         memcpy(pts + lv.npts, lr.pts, lr.npts * sizeof *pts);
         memcpy(pts + lv.npts + lr.npts, lh.pts, lh.npts * sizeof *pts);
+        if (nlabels)
+            memcpy(pts + npts, labels, nlabels * sizeof *pts);
+        npts += nlabels;
         pts[npts] = px;
         pts[npts + 1] = py;
     }
+    free(labels);
     mr_legend_item items[4];
     size_t n = 0;
-    items[n++] = (mr_legend_item){"live heap (requested bytes)", HEAP, MR_MARK_LINE};
+    items[n++] = (mr_legend_item){own ? "live heap (requested bytes, right axis)"
+                                      : "live heap (requested bytes)",
+                                  HEAP, MR_MARK_LINE};
     if (nv->rss.n)
         items[n++] = (mr_legend_item){"RSS", RSS, MR_MARK_LINE};
+    char vl[64], vb[32];
+    // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
+    // is scaled to the heap and RSS and the legend says how far VSZ goes.
+    if (vmax > ymax)
+        snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)", mt_format_bytes(vmax, vb, sizeof vb));
     if (nv->vsz.n)
-        items[n++] = (mr_legend_item){"VSZ", VSZ, MR_MARK_LINE};
+        items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", VSZ, MR_MARK_LINE};
     items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
     mr_draw_legend(cr, &f, items, n, pts, pts ? npts + 2 : 0);
     free(pts);
@@ -525,18 +591,24 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     snprintf(sl, sizeof sl, "Held by site [%s]", su.name);
     for (int row = 0; row < 2; row++) {
         double top = MAIN_HEIGHT + row * ROW_HEIGHT;
-        mr_frame g = {.x0 = LEFT, .y0 = top + 30, .x1 = WIDTH - RIGHT,
-                      .y1 = top + ROW_HEIGHT - 55, .xmin = 0, .xmax = f.xmax, .ymin = 0,
-                      .ymax = row == 0 ? (smax ? (double)smax / (double)su.scale * 1.08 : 1)
-                                       : 100};
+        mr_frame g = {.x0 = LEFT,
+                      .y0 = top + 30,
+                      .x1 = WIDTH - RIGHT,
+                      .y1 = top + ROW_HEIGHT - 70,
+                      .xmin = 0,
+                      .xmax = f.xmax,
+                      .ymin = 0,
+                      .ymax = row == 0 ? (smax ? (double)smax / (double)su.scale * 1.08 : 1) : 100};
         mr_axes_style rs = {.title = row == 0 ? "Bytes held by call site"
                                               : "Share of the live heap by call site",
-                            .xlabel = xlabel, .ylabel = row == 0 ? sl : "Share [%]",
-                            .max_xticks = 16, .max_yticks = 5};
+                            .xlabel = xlabel,
+                            .ylabel = row == 0 ? sl : "Share [%]",
+                            .max_xticks = 16,
+                            .max_yticks = 5};
         cairo_save(cr);
         cairo_rectangle(cr, g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0);
         cairo_clip(cr);
-        draw_marks(cr, &g, marks, nmarks, tu.scale, false);
+        draw_marks(cr, &g, marks, nmarks, tu.scale, false, NULL, NULL);
         mr_legend_item it[10];
         size_t ni = 0;
         double* lp = NULL;
@@ -581,6 +653,8 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
         memset(nv.site_of, 0xff, (nv.ncallsites + 1) * sizeof *nv.site_of);
     }
     nv.duration = max_ts(&nv);
+    if (mr_progress_enabled())
+        nv.total_events = count_events(&nv);
     nv.hb = (bucketed){.out = &nv.heap, .t0 = 0, .width = nv.duration / BUCKETS + 1};
     mr_replay r;
     const char* path = mt_capture_path(cap);
@@ -592,6 +666,8 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
     int err = mr_replay_run(&r, UINT64_MAX, on_event, &nv);
     if (!err)
         err = bucket_flush(&nv.hb);
+    nv.peak = r.peak_bytes;
+    nv.peak_ts = r.peak_ts;
     if (err) {
         mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
         rc = err == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
@@ -608,8 +684,7 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
             nv.rows[i].live = 0;
         nv.pass2 = true;
         nv.row_bucket = -1;
-        if (mr_replay_init(&r, cap, MT_HEAP_LIBC) ||
-            mr_replay_run(&r, UINT64_MAX, on_event, &nv)) {
+        if (mr_replay_init(&r, cap, MT_HEAP_LIBC) || mr_replay_run(&r, UINT64_MAX, on_event, &nv)) {
             mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
             mr_replay_free(&r);
             rc = MR_EXIT_IO;
@@ -622,6 +697,8 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
         rc = MR_EXIT_IO;
         goto out;
     }
+    if (nv.total_events)
+        mr_progress("plot", -1);
     mark_row* marks;
     size_t nmarks;
     if (read_marks(&nv, &marks, &nmarks)) {
@@ -629,18 +706,12 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
         rc = MR_EXIT_IO;
         goto out;
     }
-    uint64_t ymax = nv.peak;
-    for (size_t i = 0; i < nv.rss.n; i++)
-        ymax = nv.rss.v[i].bytes > ymax ? nv.rss.v[i].bytes : ymax;
-    for (size_t i = 0; i < nv.vsz.n; i++)
-        ymax = nv.vsz.v[i].bytes > ymax ? nv.vsz.v[i].bytes : ymax;
-    mt_byte_unit unit = mt_unit_for_bytes(ymax);
+    mt_byte_unit unit = mt_unit_for_bytes(axis_max(&nv));
     time_unit tu = time_unit_for(nv.duration);
     int height = MAIN_HEIGHT + (nv.nchosen ? 2 * ROW_HEIGHT : 0);
     mr_canvas c;
-    if (args->data && (rc = write_data(&nv, marks, nmarks, unit, tu)) == 0) {
-        // written; the picture follows
-    }
+    if (args->data)
+        rc = write_data(&nv, marks, nmarks, unit, tu);
     if (!rc && !(rc = mr_canvas_open(&c, args->output, args->force, WIDTH, height))) {
         draw(&nv, c.cr, height, marks, nmarks, unit, tu);
         rc = mr_canvas_commit(&c);

@@ -21,8 +21,8 @@
 #define WIDTH 4000
 #define HEIGHT 600
 
-static const mr_rgb BLUE = {0, 0, 1}, MAGENTA = {1, 0, 1}, RED = {1, 0, 0},
-                    GREEN = {0, 0.5, 0}, GRAY = {0.5, 0.5, 0.5};
+static const mr_rgb BLUE = {0, 0, 1}, MAGENTA = {1, 0, 1}, RED = {1, 0, 0}, GREEN = {0, 0.5, 0},
+                    GRAY = {0.5, 0.5, 0.5};
 
 // ---- reading an imported capture
 
@@ -223,8 +223,8 @@ static double scaled(const mr_npu_series* s, uint64_t bytes) {
     return (double)bytes / (double)s->unit.scale; // doc §2.6: exact for values < 2^53
 }
 
-static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f,
-                        const mr_npu_series* s, const mr_npu_points* p, mr_rgb color) {
+static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
+                        const mr_npu_points* p, mr_rgb color) {
     mr_polyline_begin(pl, cr, f);
     for (size_t i = 0; i < p->n; i++)
         mr_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].bytes));
@@ -266,8 +266,13 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
                 ymax = scaled(s, all[k]->v[i].bytes);
     double y_max = scaled(s, s->peak);
     double xlast = (double)(s->total_steps - 1);
-    mr_frame f = {.x0 = 95, .y0 = 40, .x1 = WIDTH - 25, .y1 = HEIGHT - 105, .xmin = 0,
-                  .xmax = xlast > 0 ? xlast * 1.05 : 1, .ymin = 0,
+    mr_frame f = {.x0 = 95,
+                  .y0 = 40,
+                  .x1 = WIDTH - 25,
+                  .y1 = HEIGHT - 105,
+                  .xmin = 0,
+                  .xmax = xlast > 0 ? xlast * 1.05 : 1,
+                  .ymin = 0,
                   .ymax = ymax > 0 ? ymax * 1.05 : 1};
     char ylabel[64];
     snprintf(ylabel, sizeof ylabel, "Memory Size [%s]", s->unit.name);
@@ -309,8 +314,7 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
     marker_series(cr, &f, s, &s->frag, MR_MARK_TRIANGLE, RED, &pts, &npts, &cap);
     for (size_t i = 0; i < s->nregions; i++)
         if (s->regions[i].label_drawn)
-            mr_draw_text(cr, s->regions[i].name,
-                         mr_frame_x(&f, (double)s->regions[i].start + 0.5),
+            mr_draw_text(cr, s->regions[i].name, mr_frame_x(&f, (double)s->regions[i].start + 0.5),
                          mr_frame_y(&f, 0.98 * y_max), MR_PT(11), 90, 0, 0, GRAY, NULL, NULL);
     if (s->max.n) {
         const mr_npu_point* last = &s->max.v[s->max.n - 1];

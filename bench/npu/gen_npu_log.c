@@ -107,8 +107,7 @@ int main(int argc, char** argv) {
                 max = used;
             printf(PFX "%s: Max allocated size %" PRIu64 " B\n", name, max);
             if (frag && max > prev)
-                printf(PFX "%s: Increased allocation size to %" PRIu64
-                           " B due to fragmentation!\n",
+                printf(PFX "%s: Increased allocation size to %" PRIu64 " B due to fragmentation!\n",
                        name, max);
             printf(PFX "%s: DDR used memory    %" PRIu64 " %.2f%%\n", name, used,
                    max ? 100.0 * (double)used / (double)max : 0.0);

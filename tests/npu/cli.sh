@@ -57,6 +57,8 @@ for f in sample corner legacy_2025; do
     check "$f: same data" cmp -s "$f-log.json" "$f-db.json"
 done
 check "legacy format meta" test "$(sqlite3 legacy_2025.db "select value from meta where key='format'")" = npu-log-legacy
+"$M" plot "$FIX/sample.log" --sites 2 -o sites.png 2> err.txt; rc=$?
+check "npu --sites refused" test $rc -eq 1 -a ! -e sites.png
 check "help" "$M" import --help
 check "plot help" "$M" plot --help
 exit $fail

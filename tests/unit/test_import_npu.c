@@ -87,15 +87,15 @@ static int load(const char* path, mr_npu_series* s, mr_npu_log* keep, char* err,
     return rc;
 }
 
-#define CHECK_POINTS(pts, ...)                                                                 \
-    do {                                                                                       \
-        static const int64_t want_[][2] = {__VA_ARGS__};                                       \
-        size_t n_ = sizeof want_ / sizeof *want_;                                              \
-        CHECK_EQ_I64((pts).n, n_);                                                             \
-        for (size_t i_ = 0; i_ < n_ && i_ < (pts).n; i_++) {                                   \
-            CHECK_EQ_I64((pts).v[i_].x, want_[i_][0]);                                         \
-            CHECK_EQ_I64((pts).v[i_].bytes, want_[i_][1]);                                     \
-        }                                                                                      \
+#define CHECK_POINTS(pts, ...)                                                                     \
+    do {                                                                                           \
+        static const int64_t want_[][2] = {__VA_ARGS__};                                           \
+        size_t n_ = sizeof want_ / sizeof *want_;                                                  \
+        CHECK_EQ_I64((pts).n, n_);                                                                 \
+        for (size_t i_ = 0; i_ < n_ && i_ < (pts).n; i_++) {                                       \
+            CHECK_EQ_I64((pts).v[i_].x, want_[i_][0]);                                             \
+            CHECK_EQ_I64((pts).v[i_].bytes, want_[i_][1]);                                         \
+        }                                                                                          \
     } while (0)
 
 static bool same_points(const mr_npu_points* a, const mr_npu_points* b) {
@@ -173,8 +173,8 @@ static void test_corner(void) {
     mr_npu_log log;
     char err[256];
     CHECK_EQ_I64(load(NPU_FIXTURES "/corner.log", &s, &log, err, sizeof err), 0);
-    CHECK_POINTS(s.max, {0, 1500}, {1, 6000}, {2, 6500}, {2, 6500}, {3, 6500}, {4, 6500},
-                 {4, 6500}, {5, 7000}, {5, 7000}, {6, 7000}, {7, 7000});
+    CHECK_POINTS(s.max, {0, 1500}, {1, 6000}, {2, 6500}, {2, 6500}, {3, 6500}, {4, 6500}, {4, 6500},
+                 {5, 7000}, {5, 7000}, {6, 7000}, {7, 7000});
     CHECK_POINTS(s.increased, {0, 1500}, {1, 6000}, {2, 6500}, {5, 7000});
     CHECK_POINTS(s.frag, {1, 6000});
     CHECK_EQ_I64(s.nregions, 3);
@@ -399,8 +399,9 @@ static void test_hidden_label(void) {
           "0%\n",
           fp);
     for (int i = 0; i < 1000; i++)
-        fprintf(fp, "[TRACE] [m]   main: Max allocated size %d B\n[TRACE] [m]   main: DDR free "
-                    "memory 0 0%%\n",
+        fprintf(fp,
+                "[TRACE] [m]   main: Max allocated size %d B\n[TRACE] [m]   main: DDR free "
+                "memory 0 0%%\n",
                 i);
     fclose(fp);
     mr_npu_series s;
@@ -491,9 +492,9 @@ static void test_capture_roundtrip(const char* fixture) {
     CHECK(same_series(&s, &t));
     // Rows out of timeline order (not how import writes them) read back the same.
     mr_npu_series_free(&t);
-    CHECK_EQ_I64(sqlite3_exec(mt_capture_db(cap), "UPDATE counter SET rowid = -rowid", NULL,
-                              NULL, NULL),
-                 SQLITE_OK);
+    CHECK_EQ_I64(
+        sqlite3_exec(mt_capture_db(cap), "UPDATE counter SET rowid = -rowid", NULL, NULL, NULL),
+        SQLITE_OK);
     CHECK_EQ_I64(mr_npu_series_from_capture(cap, &t, err, sizeof err), 0);
     CHECK(same_series(&s, &t));
     mt_event_iter* it;

@@ -55,8 +55,8 @@ static size_t count_colour(cairo_surface_t* img, int r, int g, int b) {
 static void test_png(const char* fixture) {
     mr_npu_series s;
     CHECK_EQ_I64(load(fixture, &s), 0);
-    mr_plot_args a = {.input = fixture, .output = tmp_path("heap.png"),
-                      .data = tmp_path("heap.json")};
+    mr_plot_args a = {
+        .input = fixture, .output = tmp_path("heap.png"), .data = tmp_path("heap.json")};
     unlink(a.output);
     unlink(a.data);
     CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+// Tests of the native time plot (reporter/plot_native.c) on a capture built here with the
+// capture writer: exact peak, heap series points that are real (time, live bytes) states,
+// RSS/VSZ counters, marks and ranges, site rows, errors, and the PNG read back with cairo.
+#include <cairo.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+#include "plot.h"
+#include "util.h"
+
+static char tmpdir[] = "/tmp/test_plot_native.XXXXXX";
+
+static char* tmp_path(const char* name) {
+    static char buf[4][512];
+    static int k;
+    char* p = buf[k++ % 4];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+#define NEV 6000
+static mt_event ev[NEV];
+static uint64_t live_after[NEV]; // live bytes after each event (the naive replay)
+
+// Three sites: "grow" (callsite 1) builds up to a peak, "churn" (2) allocates and frees
+// small blocks, "leak" (3) keeps a few. Time: 1 ms per event.
+static void build_capture(const char* path) {
+    char err[256];
+    mt_capwriter* w;
+    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
+    sqlite3* db = mt_capwriter_db(w);
+    mt_capwriter_begin(w);
+    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capwriter_meta_text(w, "exe", "/usr/bin/testprog");
+    mt_capwriter_meta_int(w, "pid", 4242);
+    mt_capwriter_meta_text(w, "symbolized", "1");
+    mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
+    mt_capwriter_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "vsz", "bytes");
+    sqlite3_exec(db,
+                 "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
+                 " (1, NULL, 4096, 'grow', 1), (2, NULL, 8192, 'churn', 1),"
+                 " (3, NULL, 12288, 'leak', 1);"
+                 "INSERT INTO callsite VALUES (1, 0, 1, 1), (2, 0, 2, 1), (3, 0, 3, 1);"
+                 "INSERT INTO mark(heap, kind, name, ts_begin, ts_end) VALUES"
+                 " (1, 'mark', 'phase two', 3000000000, NULL),"
+                 " (1, 'range', 'loading', 500000000, 1500000000);",
+                 NULL, NULL, NULL);
+    uint64_t live = 0, grow_addr = 0x100000, churn_live = 0;
+    for (int i = 0; i < NEV; i++) {
+        mt_event* e = &ev[i];
+        e->seq = (uint64_t)i + 1;
+        e->ts = (int64_t)i * 1000000;
+        e->tid = 7;
+        if (i < 3000 && i % 2 == 0) { // grow: +1000 bytes per 2 ms
+            *e = (mt_event){e->seq, e->ts, grow_addr, 1000, 1, 7, MT_KIND_MALLOC, 1};
+            grow_addr += 0x1000;
+            live += 1000;
+        } else if (i >= 4000 && i < 5500 && i % 2 == 0) { // free the grow blocks
+            grow_addr -= 0x1000;
+            *e = (mt_event){e->seq, e->ts, grow_addr, 0, 0, 7, MT_KIND_FREE, 1};
+            live -= 1000;
+        } else if (i % 100 == 1) { // leak: 10 bytes, never freed
+            *e = (mt_event){e->seq,         e->ts, 0x9000000 + (uint64_t)i * 16, 10, 3, 7,
+                            MT_KIND_MALLOC, 1};
+            live += 10;
+        } else if (!churn_live) {
+            *e = (mt_event){e->seq, e->ts, 0x5000000, 64, 2, 7, MT_KIND_MALLOC, 1};
+            churn_live = 64;
+            live += 64;
+        } else {
+            *e = (mt_event){e->seq, e->ts, 0x5000000, 0, 0, 7, MT_KIND_FREE, 1};
+            churn_live = 0;
+            live -= 64;
+        }
+        live_after[i] = live;
+    }
+    uint8_t* scratch = malloc(mt_codec_bound(1000));
+    for (int i = 0; i < NEV; i += 1000)
+        CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, ev + i, 1000, scratch), 0);
+    free(scratch);
+    for (int i = 0; i < 600; i++) { // every 10 ms
+        mt_capwriter_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000, 4000000 + i * 1000);
+        mt_capwriter_counter(w, MT_TRACK_VSZ, (int64_t)i * 10000000, 9000000);
+    }
+    mt_capwriter_commit(w);
+    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+}
+
+static size_t count_colour(cairo_surface_t* img, int r, int g, int b) {
+    int w = cairo_image_surface_get_width(img), h = cairo_image_surface_get_height(img);
+    int stride = cairo_image_surface_get_stride(img);
+    const unsigned char* data = cairo_image_surface_get_data(img);
+    size_t n = 0;
+    for (int y = 0; y < h; y++) {
+        const uint32_t* row = (const uint32_t*)(const void*)(data + (size_t)y * stride);
+        for (int x = 0; x < w; x++)
+            n += abs((int)((row[x] >> 16) & 255) - r) + abs((int)((row[x] >> 8) & 255) - g) +
+                     abs((int)(row[x] & 255) - b) <=
+                 30;
+    }
+    return n;
+}
+
+static void test_plot(const char* db) {
+    mt_capture* cap;
+    char err[256];
+    CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
+    mr_plot_args a = {.input = db, .output = tmp_path("n.png"), .data = tmp_path("n.json")};
+    CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
+    json_error_t je;
+    json_t* j = json_load_file(a.data, 0, &je);
+    CHECK(j != NULL);
+    uint64_t peak = 0;
+    int64_t peak_ts = 0;
+    for (int i = 0; i < NEV; i++)
+        if (live_after[i] > peak) {
+            peak = live_after[i];
+            peak_ts = ev[i].ts;
+        }
+    json_t* jp = json_object_get(j, "peak");
+    CHECK_EQ_I64(json_integer_value(json_object_get(jp, "bytes")), peak);
+    CHECK_EQ_I64(json_integer_value(json_object_get(jp, "ts")), peak_ts);
+    CHECK_EQ_STR(json_string_value(json_object_get(j, "unit")), "MB");
+    CHECK_EQ_STR(json_string_value(json_object_get(j, "time_unit")), "ms");
+    // Every heap point is a real state (ts, live after the event at ts); the peak is one.
+    json_t* heap = json_object_get(json_object_get(j, "series"), "heap");
+    size_t n = json_array_size(heap), bad = 0;
+    bool has_peak = false;
+    CHECK(n > 100 && n < NEV);
+    for (size_t i = 0; i < n; i++) {
+        int64_t ts = json_integer_value(json_array_get(json_array_get(heap, i), 0));
+        int64_t v = json_integer_value(json_array_get(json_array_get(heap, i), 1));
+        int64_t k = ts / 1000000;
+        bad += k < 0 || k >= NEV || ts % 1000000 || (int64_t)live_after[k] != v;
+        has_peak |= ts == peak_ts && (uint64_t)v == peak;
+    }
+    CHECK_EQ_I64(bad, 0);
+    CHECK(has_peak);
+    json_t* rss = json_object_get(json_object_get(j, "series"), "rss");
+    CHECK_EQ_I64(json_array_size(rss), 600); // fewer samples than pixel columns: all kept
+    CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(rss, 599), 1)), 4599000);
+    json_t* marks = json_object_get(j, "marks");
+    CHECK_EQ_I64(json_array_size(marks), 2);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(marks, 0), "name")), "loading");
+    CHECK_EQ_I64(json_integer_value(json_object_get(json_array_get(marks, 0), "end")), 1500000000);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(marks, 1), "kind")), "mark");
+    CHECK_EQ_I64(json_array_size(json_object_get(j, "sites")), 0);
+    json_decref(j);
+    cairo_surface_t* img = cairo_image_surface_create_from_png(a.output);
+    CHECK_EQ_I64(cairo_image_surface_get_width(img), 1600);
+    CHECK_EQ_I64(cairo_image_surface_get_height(img), 600);
+    CHECK(count_colour(img, 31, 120, 181) > 300); // the heap line
+    CHECK(count_colour(img, 255, 127, 14) > 300); // RSS
+    CHECK(count_colour(img, 255, 255, 255) < 1600u * 600u - 10000u);
+    cairo_surface_destroy(img);
+
+    // Site rows: top 2 by peak bytes held, then by name.
+    a.force = true;
+    a.top_sites = 2;
+    CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
+    j = json_load_file(a.data, 0, &je);
+    json_t* sites = json_object_get(j, "sites");
+    CHECK_EQ_I64(json_array_size(sites), 2);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(sites, 0), "name")), "grow");
+    CHECK_EQ_I64(json_integer_value(json_object_get(json_array_get(sites, 0), "peak_bytes")),
+                 1500000);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(sites, 1), "name")), "leak");
+    CHECK_EQ_I64(json_integer_value(json_object_get(json_array_get(sites, 1), "peak_bytes")), 600);
+    json_decref(j);
+    img = cairo_image_surface_create_from_png(a.output);
+    CHECK_EQ_I64(cairo_image_surface_get_height(img), 1200);
+    cairo_surface_destroy(img);
+    const char* names[] = {"churn"};
+    a.top_sites = 0;
+    a.sites = names;
+    a.nsites = 1;
+    CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
+    j = json_load_file(a.data, 0, &je);
+    sites = json_object_get(j, "sites");
+    CHECK_EQ_I64(json_array_size(sites), 1);
+    CHECK_EQ_I64(json_integer_value(json_object_get(json_array_get(sites, 0), "peak_bytes")), 64);
+    json_decref(j);
+    const char* missing[] = {"nosuchfunction"};
+    a.sites = missing;
+    CHECK_EQ_I64(mr_plot_native(cap, &a), MR_EXIT_BAD_INPUT);
+    mt_capture_close(cap);
+}
+
+int main(void) {
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    build_capture(tmp_path("native.db"));
+    test_plot(tmp_path("native.db"));
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    CHECK_DONE();
+}
