@@ -407,12 +407,20 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     return rc;
 }
 
+// `step`: the value holds until the next point (heap bytes change only at events; drawing
+// a slope between two events would show memory that was never live). Samples (RSS, VSZ)
+// are joined by straight lines.
 static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_npu_points* p, double tscale,
-                          double yscale, mr_rgb color, double dash, mr_polyline* keep) {
+                          double yscale, mr_rgb color, double dash, bool step,
+                          mr_polyline* keep) {
     mr_polyline pl;
     mr_polyline_begin(&pl, cr, f);
-    for (size_t i = 0; i < p->n; i++)
-        mr_polyline_add(&pl, (double)p->v[i].x / tscale, (double)p->v[i].bytes / yscale);
+    for (size_t i = 0; i < p->n; i++) {
+        double x = (double)p->v[i].x / tscale;
+        if (step && i > 0)
+            mr_polyline_add(&pl, x, (double)p->v[i - 1].bytes / yscale);
+        mr_polyline_add(&pl, x, (double)p->v[i].bytes / yscale);
+    }
     mr_polyline_stroke(&pl, color, MR_PT(1.5), dash);
     if (keep)
         *keep = pl;
@@ -523,12 +531,12 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     size_t nlabels = 0;
     draw_marks(cr, &f, marks, nmarks, tu.scale, true, &labels, &nlabels);
     mr_polyline lv, lr, lh;
-    stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), &lv);
-    stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, &lr);
+    stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), false, &lv);
+    stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, false, &lr);
     mr_frame hf = f; // the heap's frame: the same box, maybe its own scale
     if (own)
         hf.ymax = hmax;
-    stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, HEAP, 0, &lh);
+    stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, HEAP, 0, true, &lh);
     // The peak: a dot and its value and time, kept inside the plot.
     double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
     double py = mr_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
@@ -618,7 +626,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
             mr_rgb c = SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
             mr_polyline pl;
             stroke_points(cr, &g, row == 0 ? &s->bytes : &s->share, tu.scale,
-                          row == 0 ? (double)su.scale : 1e4, c, 0, &pl);
+                          row == 0 ? (double)su.scale : 1e4, c, 0, true, &pl);
             double* np = realloc(lp, (nlp + pl.npts + 1) * sizeof *np);
             if (np) {
                 lp = np;
