@@ -460,7 +460,7 @@ static bool parse_time(const char* s, int64_t* ns) {
 // the first one stamped after `at` (0: nothing happened by then).
 static int seq_at_time(mt_capture* cap, int64_t at, uint64_t* seq, char* err, size_t errlen) {
     mt_event_iter* it;
-    int rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
+    int rc = mt_event_iter_open(cap, mr_capture_default_heap(cap), &it);
     *seq = 0;
     mt_event ev;
     if (rc == 0) {
@@ -604,7 +604,7 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     if (mode == MODE_PEAK) {
         // First pass: where the peak is. Second pass (below): the live set right there.
         pc.label = "flamegraph (finding the peak)";
-        if (mr_replay_init(&r, cap, MT_HEAP_LIBC))
+        if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)))
             e = -ENOMEM;
         else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &pc)))
             snprintf(err, sizeof err, "%s", r.err);
@@ -628,7 +628,7 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         g.string_ids = json_object();
         bool ok = g.nodes && g.node_of && !mr_heapmap_init(&g.children) &&
                   !mr_heapmap_init(&threads.index) && !mr_heapmap_init(&threads.self) &&
-                  !mr_replay_init(&r, cap, MT_HEAP_LIBC);
+                  !mr_replay_init(&r, cap, mr_capture_default_heap(cap));
         if (!ok) {
             e = -ENOMEM;
         } else {

@@ -283,7 +283,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     int e;
     mr_replay r;
     uint64_t last_seq = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
-    if (mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
+    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &last_seq))) {

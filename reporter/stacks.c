@@ -278,7 +278,7 @@ int mr_cmd_stacks(int argc, char** argv) {
     bool r_ok = false, peak_ok = false;
     shown* list = NULL;
     ptrdiff_t n = 0;
-    if (!st.per_cs || mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
+    if (!st.per_cs || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
         goto out;
@@ -292,7 +292,7 @@ int mr_cmd_stacks(int argc, char** argv) {
     add_live(&st, &r, false);
     // Live bytes per stack at the peak: a second replay that stops at the peak's event.
     if (r.peak_seq) {
-        if (mr_replay_init(&at_peak, cap, MT_HEAP_LIBC)) {
+        if (mr_replay_init(&at_peak, cap, mr_capture_default_heap(cap))) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
             goto out;

@@ -437,7 +437,7 @@ int mr_cmd_stats(int argc, char** argv) {
     s.canon = mr_sites_canonical(sites);
     mr_replay r;
     bool ok = s.site && s.canon && mr_heapmap_init(&s.tid_index) == 0;
-    if (!ok || mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
+    if (!ok || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
         if (ok)
             mr_heapmap_free(&s.tid_index);

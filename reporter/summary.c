@@ -71,6 +71,8 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
     json_object_set_new(o, "peak_time_ns", json_integer(r->peak_ts));
+    // An imported NPU heap counts time in allocation steps, not nanoseconds.
+    json_object_set_new(o, "time_unit", json_string(r->heap == MT_HEAP_NPU ? "step" : "ns"));
     json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
     json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
     json_object_set_new(o, "calls", calls_object(cap));
@@ -78,7 +80,7 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
 }
 
 static void print_text(FILE* out, json_t* s) {
-    char a[32], b[32];
+    char a[32], b[32], c[32];
     json_t* cmd = json_object_get(s, "command");
     fprintf(out, "capture:      %s (%s)\n", json_string_value(json_object_get(s, "capture")),
             json_string_value(json_object_get(s, "status")));
@@ -87,16 +89,24 @@ static void print_text(FILE* out, json_t* s) {
     json_t* v;
     json_array_foreach(cmd, i, v) fprintf(out, " %s", json_string_value(v));
     fprintf(out, "\npid:          %lld\n", (long long)json_integer_value(json_object_get(s, "pid")));
-    fprintf(out, "duration:     %s\n",
-            mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
+    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
+    int64_t duration = json_integer_value(json_object_get(s, "duration_ns"));
+    int64_t peak_time = json_integer_value(json_object_get(s, "peak_time_ns"));
+    if (steps) {
+        snprintf(a, sizeof a, "%lld steps", (long long)duration);
+        snprintf(b, sizeof b, "step %lld", (long long)peak_time);
+    } else {
+        mt_format_duration(duration, a, sizeof a);
+        mt_format_duration(peak_time, b, sizeof b);
+    }
+    fprintf(out, "duration:     %s\n", a);
 #define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
     fprintf(out, "threads:      %llu\n", INT("threads"));
     fprintf(out, "events:       %llu\n", INT("events"));
     fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
             mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
     fprintf(out, "frees:        %llu\n", INT("frees"));
-    fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), a, sizeof a),
-            mt_format_duration((int64_t)INT("peak_time_ns"), b, sizeof b));
+    fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
     fprintf(out, "leaked:       %s in %llu blocks\n",
             mt_format_bytes(INT("leaked_bytes"), a, sizeof a), INT("leaked_allocations"));
 #undef INT
@@ -148,7 +158,7 @@ int mr_cmd_summary(int argc, char** argv) {
         return rc;
     mr_replay r;
     summary_state s;
-    if (mr_replay_init(&r, cap, MT_HEAP_LIBC) || mr_heapmap_init(&s.tids)) {
+    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)) || mr_heapmap_init(&s.tids)) {
         mr_error(path, "out of memory");
         mt_capture_close(cap);
         return MR_EXIT_IO;
