@@ -59,6 +59,26 @@ done
 check "legacy format meta" test "$(sqlite3 legacy_2025.db "select value from meta where key='format'")" = npu-log-legacy
 "$M" plot "$FIX/sample.log" --sites 2 -o sites.png 2> err.txt; rc=$?
 check "npu --sites refused" test $rc -eq 1 -a ! -e sites.png
+
+# The other reports read the imported heap: the sample's 5 buffers (8 KB in all, peak 6 KB
+# live at step 3), all allocated from function main.
+"$M" summary --json sample.db > sum.json
+check "summary of import" python3 -c '
+import json, sys
+s = json.load(open("sum.json"))
+want = dict(allocations=5, frees=5, bytes_allocated=8192, peak_bytes=6144, peak_time_ns=3,
+            leaked_bytes=0, time_unit="step")
+bad = {k: (s.get(k), v) for k, v in want.items() if s.get(k) != v}
+if bad:
+    print(bad)
+sys.exit(1 if bad else 0)'
+"$M" stacks --json sample.db > stacks.json
+check "stacks by function" python3 -c '
+import json, sys
+s = json.load(open("stacks.json"))["stacks"]
+sys.exit(not (len(s) == 1 and s[0]["frames"][0]["function"] == "main" and s[0]["bytes"] == 8192))'
+check "flamegraph of import" "$M" flamegraph sample.db -o flame.html
+check "flamegraph names main" grep -q '"main"' flame.html
 check "help" "$M" import --help
 check "plot help" "$M" plot --help
 exit $fail
