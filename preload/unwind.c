@@ -58,9 +58,22 @@ typedef struct local_rule {
     uint8_t flags;
 } local_rule;
 
+// One frame of a cached walk, with what the walk read to leave it: the same frame (pc, sp,
+// bp) with the same stack words above it unwinds to the same callers.
+typedef struct walk_frame {
+    uintptr_t pc, sp, bp;
+    uint16_t bp_off;  // the rule's bp_off (where the caller's RBP was read from)
+    bool bp_cfa;      // the rule's CFA is RBP + 16
+    bool bp_needed;   // the walk from here reads this frame's RBP (see unchanged_from)
+} walk_frame;
+
 typedef struct local_rules {
     uint32_t generation;
     local_rule slot[LOCAL_SLOTS];
+    // The previous walk (walk[last]), reused from the first frame both walks share.
+    walk_frame walk[2][MAX_WALK];
+    int last;
+    int last_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
 } local_rules;
 
 static __thread local_rules* tls_rules __attribute__((tls_model("initial-exec")));
@@ -205,6 +218,7 @@ static local_rules* thread_rules(void) {
     if (lr->generation != gen) {
         memset(lr->slot, 0, sizeof lr->slot);
         lr->generation = gen;
+        lr->last_n = 0;
     }
     return lr;
 }
@@ -225,6 +239,27 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
 
 // Applies cached rules from the first frame outside the tracer. Returns the frames found,
 // or -1 when some frame has no usable rule (the caller then walks with libunwind).
+// The lowest j such that the stack words the previous walk read above its frame j still hold
+// what it read (frames j.. are then unchanged), in one pass from the outermost frame down.
+// Also marks which frames' RBP the walk depends on: in code without frame pointers RBP is
+// an ordinary register, and requiring it to match would rule out most reuse.
+static int unchanged_from(walk_frame* w, int n) {
+    bool needed = false;
+    int valid = n - 1;
+    for (int j = n - 1; j >= 0; j--) {
+        needed = w[j].bp_cfa || (!w[j].bp_off && needed);
+        w[j].bp_needed = needed;
+        if (j > 0 && valid == j &&
+            *(const uintptr_t*)(w[j].sp - 8) == w[j].pc &&
+            (!w[j - 1].bp_off || *(const uintptr_t*)(w[j].sp - w[j - 1].bp_off) == w[j].bp))
+            valid = j - 1;
+    }
+    return valid;
+}
+
+// Applies cached rules from the first frame outside the tracer, and stops early where the
+// stack joins the previous walk's unchanged part. Returns the frames found, or -1 when some
+// frame has no usable rule (the caller then walks with libunwind).
 static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
     if (!stack_hi)
         return -1;
@@ -239,28 +274,55 @@ static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
     local_rules* lr = thread_rules();
     if (!lr)
         return -1;
+    walk_frame* prev = lr->walk[lr->last];
+    walk_frame* cur = lr->walk[lr->last ^ 1];
+    int prev_n = lr->last_n;
+    lr->last_n = 0; // until this walk completes
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
-    int n = 0;
+    int n = 0, j = 0, valid_from = -1; // computed at the first candidate frame
+    bool complete = false;
     while (n < max) {
-        out[n++] = pc;
+        // Frames are met in increasing sp order in both walks: a merge finds a shared one.
+        while (j < prev_n && prev[j].sp < sp)
+            j++;
+        if (j < prev_n && prev[j].sp == sp && prev[j].pc == pc &&
+            j >= (valid_from < 0 ? (valid_from = unchanged_from(prev, prev_n)) : valid_from) &&
+            (!prev[j].bp_needed || prev[j].bp == bp)) {
+            int take = prev_n - j < max - n ? prev_n - j : max - n;
+            for (int m = 0; m < take; m++) {
+                cur[n + m] = prev[j + m];
+                out[n + m] = prev[j + m].pc;
+            }
+            complete = take == prev_n - j;
+            n += take;
+            break;
+        }
+        out[n] = pc;
+        cur[n] = (walk_frame){pc, sp, bp, 0, false, false};
+        n++;
         const local_rule* r = local_find(lr, pc);
-        if (!r)
+        if (!r || (r->flags & RULE_COMPLEX))
             return -1;
-        uint8_t flags = r->flags;
-        if (flags & RULE_COMPLEX)
-            return -1;
-        if (flags & RULE_LAST)
-            return n;
-        uintptr_t cfa = (flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
+        if (r->flags & RULE_LAST) {
+            complete = true;
+            break;
+        }
+        uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
         if (cfa <= sp || cfa > stack_hi || (cfa & 7))
             return -1;
+        cur[n - 1].bp_off = r->bp_off;
+        cur[n - 1].bp_cfa = r->flags & RULE_BP_CFA;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
         pc = *(const uintptr_t*)(cfa - 8);
         sp = cfa;
         bp = caller_bp;
-        if (!pc)
-            return n;
+        if (!pc) {
+            complete = true;
+            break;
+        }
     }
+    lr->last ^= 1;
+    lr->last_n = complete ? n : 0;
     return n;
 }
 
