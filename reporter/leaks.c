@@ -222,16 +222,13 @@ int mr_cmd_leaks(int argc, char** argv) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, force = false, all_frames = false;
-    const char* output = "-";
+    mr_opts opt = MR_OPTS_INIT;
+    bool all_frames = false;
     const char* supp_path = NULL;
     size_t top = SIZE_MAX;
     int c;
     while ((c = getopt_long(argc, argv, "jt:s:ao:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
         case 't': {
             char* end;
             long long v = strtoll(optarg, &end, 10);
@@ -248,25 +245,16 @@ int mr_cmd_leaks(int argc, char** argv) {
         case 'a':
             all_frames = true;
             break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            fputs(leaks_help, stdout);
-            return MR_EXIT_OK;
-        default:
-            fputs(leaks_help, stderr);
-            return MR_EXIT_USAGE;
+        default: {
+            int orc = mr_opts_handle(&opt, c, leaks_help);
+            if (orc != MR_OPT_NEXT)
+                return orc;
+        }
         }
     }
-    if (optind != argc - 1) {
-        fputs(leaks_help, stderr);
+    const char* path = mr_opts_input(argc, argv, leaks_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     patterns supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     mt_capture* cap = NULL;
@@ -299,8 +287,8 @@ int mr_cmd_leaks(int argc, char** argv) {
         if (!rep) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
-        } else if ((rc = mr_output_open(&out, output, force)) == 0) {
-            if (json) {
+        } else if ((rc = mr_output_open(&out, opt.output, opt.force)) == 0) {
+            if (opt.json) {
                 json_dumpf(rep, out.fp, JSON_INDENT(2));
                 fputc('\n', out.fp);
             } else {

@@ -232,36 +232,24 @@ int mr_cmd_stacks(int argc, char** argv) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, force = false, all_frames = false;
-    const char* output = "-";
+    mr_opts opt = MR_OPTS_INIT;
+    bool all_frames = false;
     int c;
     while ((c = getopt_long(argc, argv, "jao:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
         case 'a':
             all_frames = true;
             break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            fputs(stacks_help, stdout);
-            return MR_EXIT_OK;
-        default:
-            fputs(stacks_help, stderr);
-            return MR_EXIT_USAGE;
+        default: {
+            int orc = mr_opts_handle(&opt, c, stacks_help);
+            if (orc != MR_OPT_NEXT)
+                return orc;
+        }
         }
     }
-    if (optind != argc - 1) {
-        fputs(stacks_help, stderr);
+    const char* path = mr_opts_input(argc, argv, stacks_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     mt_capture* cap;
     int rc = mr_open_capture(path, &cap);
     if (rc)
@@ -313,9 +301,9 @@ int mr_cmd_stacks(int argc, char** argv) {
     }
     json_t* o = build(sy, list, (size_t)n, all_frames, &r, path);
     mr_output out;
-    rc = mr_output_open(&out, output, force);
+    rc = mr_output_open(&out, opt.output, opt.force);
     if (rc == 0) {
-        if (json) {
+        if (opt.json) {
             json_dumpf(o, out.fp, JSON_INDENT(2));
             fputc('\n', out.fp);
         } else {

@@ -384,15 +384,11 @@ int mr_cmd_stats(int argc, char** argv) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, force = false;
-    const char* output = "-";
+    mr_opts opt = MR_OPTS_INIT;
     size_t top = 10;
     int c;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
         case 't': {
             char* end;
             long long v = strtoll(optarg, &end, 10);
@@ -403,25 +399,16 @@ int mr_cmd_stats(int argc, char** argv) {
             top = (size_t)v;
             break;
         }
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            fputs(stats_help, stdout);
-            return MR_EXIT_OK;
-        default:
-            fputs(stats_help, stderr);
-            return MR_EXIT_USAGE;
+        default: {
+            int orc = mr_opts_handle(&opt, c, stats_help);
+            if (orc != MR_OPT_NEXT)
+                return orc;
+        }
         }
     }
-    if (optind != argc - 1) {
-        fputs(stats_help, stderr);
+    const char* path = mr_opts_input(argc, argv, stats_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     mt_capture* cap;
     int rc = mr_open_capture(path, &cap);
     if (rc)
@@ -458,8 +445,8 @@ int mr_cmd_stats(int argc, char** argv) {
         if (!rep) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
-        } else if ((rc = mr_output_open(&out, output, force)) == 0) {
-            if (json) {
+        } else if ((rc = mr_output_open(&out, opt.output, opt.force)) == 0) {
+            if (opt.json) {
                 json_dumpf(rep, out.fp, JSON_INDENT(2));
                 fputc('\n', out.fp);
             } else {

@@ -125,33 +125,20 @@ int mr_cmd_summary(int argc, char** argv) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool json = false, force = false;
-    const char* output = "-";
+    mr_opts opt = MR_OPTS_INIT;
     int c;
     while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            fputs(summary_help, stdout);
-            return MR_EXIT_OK;
-        default:
-            fputs(summary_help, stderr);
-            return MR_EXIT_USAGE;
+        default: {
+            int orc = mr_opts_handle(&opt, c, summary_help);
+            if (orc != MR_OPT_NEXT)
+                return orc;
+        }
         }
     }
-    if (optind != argc - 1) {
-        fputs(summary_help, stderr);
+    const char* path = mr_opts_input(argc, argv, summary_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     mt_capture* cap;
     int rc = mr_open_capture(path, &cap);
     if (rc)
@@ -170,9 +157,9 @@ int mr_cmd_summary(int argc, char** argv) {
     } else {
         json_t* sum = build_summary(cap, &r, s.tids.count);
         mr_output out;
-        rc = mr_output_open(&out, output, force);
+        rc = mr_output_open(&out, opt.output, opt.force);
         if (rc == 0) {
-            if (json) {
+            if (opt.json) {
                 json_dumpf(sum, out.fp, JSON_INDENT(2));
                 fputc('\n', out.fp);
             } else {

@@ -5,6 +5,7 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -100,6 +101,34 @@ void mr_output_abort(mr_output* o) {
     free(o->path);
     free(o->tmp);
     memset(o, 0, sizeof *o);
+}
+
+int mr_opts_handle(mr_opts* o, int c, const char* help) {
+    switch (c) {
+    case 'j':
+        o->json = true;
+        return MR_OPT_NEXT;
+    case 'o':
+        o->output = optarg;
+        return MR_OPT_NEXT;
+    case 'f':
+        o->force = true;
+        return MR_OPT_NEXT;
+    case 'h':
+        fputs(help, stdout);
+        return MR_EXIT_OK;
+    default:
+        fputs(help, stderr);
+        return MR_EXIT_USAGE;
+    }
+}
+
+const char* mr_opts_input(int argc, char** argv, const char* help) {
+    if (optind != argc - 1) {
+        fputs(help, stderr);
+        return NULL;
+    }
+    return argv[optind];
 }
 
 bool mr_progress_enabled(void) {

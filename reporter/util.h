@@ -31,6 +31,20 @@ int mr_output_open(mr_output* o, const char* path, bool force);
 int mr_output_commit(mr_output* o);
 void mr_output_abort(mr_output* o);
 
+// The options every subcommand shares: -j/--json, -o/--output FILE, -f/--force, -h/--help.
+typedef struct mr_opts {
+    const char* output; // "-" = stdout
+    bool force;
+    bool json;
+} mr_opts;
+#define MR_OPTS_INIT {"-", false, false}
+enum { MR_OPT_NEXT = -1 };
+// For a getopt_long result c: records a shared option and returns MR_OPT_NEXT; prints help
+// for -h (returns 0) or for an unknown option (returns the usage exit code).
+int mr_opts_handle(mr_opts* o, int c, const char* help);
+// The single positional argument (the input file), or NULL after printing help.
+const char* mr_opts_input(int argc, char** argv, const char* help);
+
 // True when stderr is a terminal (progress indicators are shown only then).
 bool mr_progress_enabled(void);
 // Prints "\rLABEL: NN%" at most every 100 ms when enabled; done < 0 clears the line.
