@@ -118,7 +118,18 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="memtrace-bench.", dir=os.environ.get("BENCH_TMP"))
         self.modes = ["native"] + ["mt-" + m for m in MEMTRACE_MODES]
         if self.heaptrack:
-            self.modes += ["heaptrack", "heaptrack-raw"]
+            self.modes.append("heaptrack")
+            # --raw (record only, no interpreter): older heaptracks lack it, so ask.
+            h = subprocess.run([self.heaptrack, "--help"], capture_output=True, text=True)
+            if "--raw" in h.stdout + h.stderr:
+                self.modes.append("heaptrack-raw")
+        self.rev = git_rev()  # now: the tree may move on while the bench runs
+        self.lib_time = (datetime.datetime.fromtimestamp(os.path.getmtime(self.lib))
+                         .strftime("%Y-%m-%d %H:%M") if os.path.exists(self.lib) else "?")
+        # Full heaptrack runs out of memory on every workload here (see README), so by default
+        # it runs on the one-thread ones only; heaptrack --raw runs on all.
+        full = os.environ.get("BENCH_HEAPTRACK_FULL", "st,st_fp")
+        self.heaptrack_full = None if full == "all" else set(full.split(","))
         self.baseline = {}  # workload -> (allocations, frees) the runtime makes by itself
         self.samples = {}   # (workload, mode) -> list of dicts
         self.problems = []
@@ -202,6 +213,10 @@ class Bench:
         if rc != 0 or not res["prog"]:
             if rc == -9:
                 tail = f"killed after {self.heaptrack_timeout} s (BENCH_HEAPTRACK_TIMEOUT)"
+            elif "std::bad_alloc" in res["text"]:
+                tail = (f"heaptrack_interpret ran out of memory (std::bad_alloc under the "
+                        f"{self.heaptrack_mem} MiB cap, BENCH_HEAPTRACK_MEM_MIB); the program "
+                        f"then died of SIGPIPE" if rc == 141 else "")
             else:
                 tail = " ".join(res["text"].strip().splitlines()[-2:])[:160]
             self.problems.append(f"{name} {'heaptrack --raw' if raw else 'heaptrack'}: "
@@ -237,6 +252,9 @@ class Bench:
                 for mode in self.modes:
                     if mode in SLOW_MODES and rep >= self.slow_reps:
                         continue
+                    if (mode == "heaptrack" and self.heaptrack_full is not None
+                            and name not in self.heaptrack_full):
+                        continue
                     res = self.run_one(name, binary, args, mode)
                     print(f"  [{rep + 1}/{self.reps}] {name:7} {mode:14} {res['wall']:7.2f} s"
                           f"{'  ' + res['check'] if 'check' in res else ''}",
@@ -262,7 +280,8 @@ class Bench:
     def report(self, load_before):
         L = []
         now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-        L.append(f"memtrace bench, {now}, git {git_rev()}")
+        L.append(f"memtrace bench, {now}, tracer built from git {self.rev} "
+                 f"(libmemtrace.so of {self.lib_time})")
         L.append(f"machine: nproc={os.cpu_count()}, {cpu_model()}, kernel {platform.release()}, "
                  f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
         L.append(f"BENCH_EVENTS={self.events}, repetitions {self.reps} (libunwind and heaptrack "
@@ -290,7 +309,7 @@ class Bench:
                 ev = self.events_of(name, mode)
 
                 def fmt(v, f):
-                    return format(v, f) if v is not None else "-"
+                    return format(v, f) if v is not None else "-".rjust(int(f.split(".")[0]))
                 ratio_w = wall / nat_wall if wall and nat_wall else None
                 ratio_c = cpu / nat_cpu if cpu and nat_cpu else None
                 bpe = size / ev if size and ev else None
@@ -344,6 +363,10 @@ class Bench:
                         parts.append(f"{mode} {a / b:.2f}x")
                 if parts:
                     L.append(f"  {n} threads vs 1 ({xt}/{st}), throughput: " + ", ".join(parts))
+                a, b = self.med(st, "native", "wall"), self.med(xt, "native", "wall")
+                if n == 2 and a and b and a / b < 1.3:
+                    L.append("    (native gains little from 2 threads here: the machine had no "
+                             "free second core, so scaling was not measurable in this run)")
         # Load-proof view of the same: CPU the tracer adds per event (all its threads). When
         # it is no higher with 2 or 4 threads than with 1, the tracer does not serialise them.
         L.append("  tracer CPU per event (traced cpu - native cpu) / events, in ns:")
@@ -367,7 +390,7 @@ class Bench:
         L.append("")
         L.append("Correctness: every memtrace capture must hold exactly the workload's mallocs "
                  "and frees plus the runtime's own (measured by a zero-event run):")
-        bad = [p for p in self.problems]
+        bad = self.problems
         n_checked = sum(1 for v in self.samples.values() for s in v if "check" in s)
         n_exact = sum(1 for v in self.samples.values() for s in v if s.get("check") == "exact")
         L.append(f"  {n_exact} of {n_checked} captures exact; baselines (allocations, frees): " +
@@ -382,11 +405,13 @@ def main():
     if len(sys.argv) != 2:
         print("usage: run.py BUILD_DIR", file=sys.stderr)
         return 1
-    b = Bench(os.path.abspath(sys.argv[1]))
-    for path in (b.lib, b.memreport):
-        if not os.path.exists(path):
-            print(f"bench: {path} is missing (run bench/run.sh to build it)", file=sys.stderr)
+    build = os.path.abspath(sys.argv[1])
+    for path in ("preload/libmemtrace.so", "reporter/memreport", "bench/bench_st"):
+        if not os.path.exists(os.path.join(build, path)):
+            print(f"bench: {build}/{path} is missing (run bench/run.sh to build it)",
+                  file=sys.stderr)
             return 1
+    b = Bench(build)
     load = os.getloadavg()
     if load[0] > 0.5 * (os.cpu_count() or 1):
         print(f"bench: warning: load average {load[0]:.2f} on {os.cpu_count()} CPUs; wall times "
@@ -399,7 +424,7 @@ def main():
         shutil.rmtree(b.tmp, ignore_errors=True)
     text = b.report(load)
     sys.stdout.write(text)
-    with open(os.path.join(HERE, "results.txt"), "w") as f:
+    with open(os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results.txt"), "w") as f:
         f.write(text)
     return 0
 

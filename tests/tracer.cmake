@@ -17,3 +17,19 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
       LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
+
+# The annotation API (memtrace.h) with and without the tracer.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(annotations tracer/annotations.c)
+  target_include_directories(annotations PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  target_link_libraries(annotations PRIVATE memtrace_warnings)
+  add_test(NAME e2e.annotations COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_annotations.sh
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:annotations>
+    ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
+  set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
+
+  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit and memtrace_* only.
+  add_test(NAME unit.exports COMMAND sh -c
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|memtrace_[a-z_]+' | (! grep .)")
+  set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
+endif()

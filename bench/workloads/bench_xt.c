@@ -48,6 +48,15 @@ static void* q_pop(queue* q) {
     return p;
 }
 
+static void wait_a_little(unsigned spins) {
+    if (spins < 16) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int free_one(worker* w) {
     void* p = q_pop(w->in);
     if (!p)
@@ -71,13 +80,16 @@ static uint64_t xt_leaf(void* arg) {
         w->mallocs++;
         touch(p, size, r);
         acc += burn(r, w->work);
-        // A full queue means the next thread is behind: free our own inbound meanwhile so that
-        // the ring can never deadlock, and yield when there is nothing to do (more threads
-        // than cores).
-        while (!q_push(w->out, p))
+        // A full queue means the next thread is behind (descheduled: more threads than
+        // cores): free our own inbound meanwhile so that the ring can never deadlock, and
+        // wait without burning the CPU the others need when there is nothing to do.
+        for (unsigned spins = 0; !q_push(w->out, p); spins++)
             if (!free_one(w))
-                sched_yield();
-        free_one(w);
+                wait_a_little(spins);
+        // Up to two frees per malloc: the consumer catches up after a pause, so the queue stays
+        // short and threads seldom wait.
+        if (free_one(w))
+            free_one(w);
     }
     return acc;
 }
@@ -85,15 +97,17 @@ static uint64_t xt_leaf(void* arg) {
 // Frees what is still coming after this thread made all its blocks.
 static uint64_t drain_leaf(void* arg) {
     worker* w = arg;
-    for (;;) {
-        if (free_one(w))
+    for (unsigned spins = 0;; spins++) {
+        if (free_one(w)) {
+            spins = 0;
             continue;
+        }
         if (atomic_load_explicit(w->upstream_done, memory_order_acquire)) {
             while (free_one(w)) {
             }
             return 0;
         }
-        sched_yield();
+        wait_a_little(spins);
     }
 }
 
