@@ -6,6 +6,7 @@
 #include "memtrace/capture.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,11 +81,14 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    if (unlink(path) != 0 && errno != ENOENT) {
-        snprintf(err, errlen, "cannot replace: %s", strerror(errno));
+    // Truncated in place, not unlinked: the tracer holds a lock on this very file (inode).
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create: %s", strerror(errno));
         free(w);
         return -EIO;
     }
+    close(fd);
     remove_sidecars(path);
     int rc = -EIO;
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=

@@ -366,6 +366,16 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
 static void start_capture(int child) {
     char path[4096];
     mt_config_output_path(path, sizeof path, getpid(), child);
+    // A live process (our exec'ing parent, say) is writing that file: take <name>.<pid>.db.
+    int rc = mt_writer_claim(path);
+    if (rc == -EBUSY && !child) {
+        mt_config_output_path(path, sizeof path, getpid(), 1);
+        rc = mt_writer_claim(path);
+    }
+    if (rc != 0) {
+        mt_core_fail(path, rc == -EBUSY ? "in use by another traced process" : strerror(-rc));
+        return;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mt_clock_restart();
     if (mt_writer_start(path) == 0)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ static int64_t last_commit, last_sample;
 static uint64_t events_written;
 static long page_size;
 static bool failed;
+static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
 
 typedef struct pending_mark {
     struct pending_mark* next;
@@ -421,6 +423,25 @@ static void* writer_main(void* arg) {
     return NULL;
 }
 
+int mt_writer_claim(const char* path) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno == EWOULDBLOCK ? EBUSY : errno;
+        close(fd);
+        return -e;
+    }
+    claim_fd = fd;
+    return 0;
+}
+
+static void release_claim(void) {
+    if (claim_fd >= 0)
+        close(claim_fd);
+    claim_fd = -1;
+}
+
 int mt_writer_start(const char* path) {
     char err[512];
     page_size = sysconf(_SC_PAGESIZE);
@@ -438,6 +459,7 @@ int mt_writer_start(const char* path) {
     atomic_store(&stop_requested, 0);
     if (mt_capwriter_open(path, &cw, err, sizeof err) != 0) {
         cw = NULL;
+        release_claim();
         mt_core_fail(path, err);
         return -EIO;
     }
@@ -473,6 +495,7 @@ void mt_writer_stop(void) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
         mt_capwriter_abandon(cw);
         cw = NULL;
+        release_claim();
         return;
     }
     tick(true);
@@ -492,15 +515,18 @@ void mt_writer_stop(void) {
             mt_core_fail("cannot finalize capture", "SQLite error");
     }
     cw = NULL;
+    release_claim();
     if (statm_fd >= 0)
         close(statm_fd);
     statm_fd = -1;
 }
 
 void mt_writer_forget(void) {
-    // The parent's writer thread and SQLite handle are not ours to use or close.
+    // The parent's writer thread and SQLite handle are not ours to use or close; closing our
+    // copy of the claim fd leaves the parent's lock in place (flock is per open file).
     writer_running = false;
     cw = NULL;
+    release_claim();
     if (statm_fd >= 0)
         close(statm_fd);
     statm_fd = -1;

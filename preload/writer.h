@@ -7,8 +7,13 @@
 
 #include <stdint.h>
 
-// Creates the capture synchronously (so it exists as soon as the program runs) and starts
-// the thread. Returns 0 or a negative errno (the reason was already reported).
+// Claims `path` for this process: an exclusive flock, held until the capture is finished,
+// so that an exec'd child or another program given the same MEMTRACE_OUTPUT never writes
+// into a capture a live process is writing. Returns 0, -EBUSY (claimed by another live
+// process) or another negative errno.
+int mt_writer_claim(const char* path);
+// Creates the claimed capture synchronously (so it exists as soon as the program runs) and
+// starts the thread. Returns 0 or a negative errno (the reason was already reported).
 int mt_writer_start(const char* path);
 // Final flush, symbols, status 'complete', one self-contained file; joins the thread.
 void mt_writer_stop(void);

@@ -33,3 +33,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
+
+# An exec'd child never writes into the capture its still-running parent is writing.
+if(TARGET memtrace)
+  add_test(NAME e2e.exec_output COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_exec_output.sh
+    $<TARGET_FILE:memtrace> $<TARGET_FILE:memreport> ${CMAKE_CURRENT_BINARY_DIR}/exec_output.d)
+  set_tests_properties(e2e.exec_output PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
