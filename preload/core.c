@@ -384,6 +384,7 @@ static void start_capture(int child) {
 
 static void fork_prepare(void) {
     mt_guard++;
+    mt_writer_fork_lock(); // first: the writer takes the others while holding it
     pthread_mutex_lock(&queue_lock);
     mt_trie_lock();
     mt_maps_lock();
@@ -393,6 +394,7 @@ static void fork_parent(void) {
     mt_maps_unlock();
     mt_trie_unlock();
     pthread_mutex_unlock(&queue_lock);
+    mt_writer_fork_unlock();
     mt_guard--;
 }
 
@@ -400,6 +402,7 @@ static void fork_child(void) {
     mt_maps_unlock();
     mt_trie_unlock();
     pthread_mutex_unlock(&queue_lock);
+    mt_writer_fork_unlock();
     traced_pid = getpid();
     int was_recording = atomic_load(&mt_state) == 1;
     atomic_store(&mt_state, 2);

@@ -42,6 +42,15 @@ static uint64_t events_written;
 static long page_size;
 static bool failed;
 static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
+static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
+
+void mt_writer_fork_lock(void) {
+    pthread_mutex_lock(&sqlite_lock);
+}
+
+void mt_writer_fork_unlock(void) {
+    pthread_mutex_unlock(&sqlite_lock);
+}
 
 typedef struct pending_mark {
     struct pending_mark* next;
@@ -418,7 +427,9 @@ static void* writer_main(void* arg) {
     int wait_ms = mt_cfg.sample_ms < 100 ? mt_cfg.sample_ms : 100;
     while (!atomic_load(&stop_requested)) {
         mt_core_wait_work(wait_ms);
+        pthread_mutex_lock(&sqlite_lock);
         tick(false);
+        pthread_mutex_unlock(&sqlite_lock);
     }
     return NULL;
 }
@@ -491,11 +502,13 @@ void mt_writer_stop(void) {
     mt_core_wake_writer();
     pthread_join(writer_thread, NULL);
     writer_running = false;
+    pthread_mutex_lock(&sqlite_lock);
     if (failed) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
         mt_capwriter_abandon(cw);
         cw = NULL;
         release_claim();
+        pthread_mutex_unlock(&sqlite_lock);
         return;
     }
     tick(true);
@@ -519,6 +532,7 @@ void mt_writer_stop(void) {
     if (statm_fd >= 0)
         close(statm_fd);
     statm_fd = -1;
+    pthread_mutex_unlock(&sqlite_lock);
 }
 
 void mt_writer_forget(void) {

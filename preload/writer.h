@@ -17,6 +17,12 @@ int mt_writer_claim(const char* path);
 int mt_writer_start(const char* path);
 // Final flush, symbols, status 'complete', one self-contained file; joins the thread.
 void mt_writer_stop(void);
+// fork: SQLite's own mutexes must not be held by the writer thread when another thread
+// forks, or the child (which opens its own capture) deadlocks on them. The writer holds this
+// lock whenever it is inside SQLite; fork's prepare handler takes it first.
+void mt_writer_fork_lock(void);
+void mt_writer_fork_unlock(void);
+
 // Fork child: forget the parent's writer (its thread does not exist here).
 void mt_writer_forget(void);
 
