@@ -388,9 +388,11 @@ static void fork_prepare(void) {
     pthread_mutex_lock(&queue_lock);
     mt_trie_lock();
     mt_maps_lock();
+    mt_unwind_fork_lock();
 }
 
 static void fork_parent(void) {
+    mt_unwind_fork_unlock();
     mt_maps_unlock();
     mt_trie_unlock();
     pthread_mutex_unlock(&queue_lock);
@@ -399,10 +401,15 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
+    mt_unwind_fork_unlock();
     mt_maps_unlock();
     mt_trie_unlock();
     pthread_mutex_unlock(&queue_lock);
     mt_writer_fork_unlock();
+    // Condition variables may hold the state of the parent's waiters (its writer thread),
+    // which do not exist here: start them afresh.
+    pthread_cond_init(&queue_cond, NULL);
+    pthread_cond_init(&recycle_cond, NULL);
     traced_pid = getpid();
     int was_recording = atomic_load(&mt_state) == 1;
     atomic_store(&mt_state, 2);

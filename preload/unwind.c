@@ -128,6 +128,14 @@ static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t 
     pthread_mutex_unlock(&rules_lock);
 }
 
+void mt_unwind_fork_lock(void) {
+    pthread_mutex_lock(&rules_lock);
+}
+
+void mt_unwind_fork_unlock(void) {
+    pthread_mutex_unlock(&rules_lock);
+}
+
 // ---- walks
 
 void mt_unwind_init(int mode) {

@@ -44,13 +44,6 @@ static bool failed;
 static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
 static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
 
-void mt_writer_fork_lock(void) {
-    pthread_mutex_lock(&sqlite_lock);
-}
-
-void mt_writer_fork_unlock(void) {
-    pthread_mutex_unlock(&sqlite_lock);
-}
 
 typedef struct pending_mark {
     struct pending_mark* next;
@@ -62,6 +55,16 @@ typedef struct pending_mark {
 
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_mark *marks_head, *marks_tail;
+
+void mt_writer_fork_lock(void) {
+    pthread_mutex_lock(&sqlite_lock);
+    pthread_mutex_lock(&mark_lock);
+}
+
+void mt_writer_fork_unlock(void) {
+    pthread_mutex_unlock(&mark_lock);
+    pthread_mutex_unlock(&sqlite_lock);
+}
 
 // ---- failures: report once, keep what was committed, stop tracing
 

@@ -40,3 +40,14 @@ if(TARGET memtrace)
     $<TARGET_FILE:memtrace> $<TARGET_FILE:memreport> ${CMAKE_CURRENT_BINARY_DIR}/exec_output.d)
   set_tests_properties(e2e.exec_output PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# fork while other threads (the program's and the writer) hold locks.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(fork_storm tracer/fork_storm.c)
+  target_link_libraries(fork_storm PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(fork_storm PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.fork_storm COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_fork_storm.sh
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:fork_storm>
+    ${CMAKE_CURRENT_BINARY_DIR}/fork_storm.d)
+  set_tests_properties(e2e.fork_storm PROPERTIES LABELS e2e TIMEOUT 180)
+endif()
