@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps test-deps build demo test bench clean
+.PHONY: all deps test-deps build demo test test-sanitize bench clean
 
 all: build
 
@@ -24,8 +24,16 @@ demo: build
 test: test-deps build
 	@cd $(BUILD) && ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 600
 
+# Unit tests again with AddressSanitizer and UBSan on common/, reporter/ and the tests
+# (never on libmemtrace.so, which must not run under a sanitizer's own malloc).
+test-sanitize: test-deps
+	@cmake -S . -B $(BUILD)-sanitize -DMEMTRACE_SANITIZE="address;undefined" $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD)-sanitize -j $(JOBS)
+	@cd $(BUILD)-sanitize && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		ctest -L unit --output-on-failure --no-tests=error -j $(JOBS) --timeout 600
+
 bench: build
 	@bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(BUILD)-sanitize

@@ -116,7 +116,8 @@ size_t mt_codec_encode(const mt_event* ev, size_t n, uint8_t* out) {
     }
     int64_t prev_ts = 0;
     for (size_t i = 0; i < n; i++) {
-        p = put_varint(p, zigzag(ev[i].ts - prev_ts));
+        // Unsigned arithmetic: a corrupt or extreme pair must wrap, not overflow (UB).
+        p = put_varint(p, zigzag((int64_t)((uint64_t)ev[i].ts - (uint64_t)prev_ts)));
         prev_ts = ev[i].ts;
     }
     PUT_RUNS(tid);
@@ -202,7 +203,7 @@ int mt_codec_decode(const uint8_t* data, size_t len, size_t count, uint8_t heap,
         out[i].heap = heap;
     int64_t ts = 0;
     for (size_t i = 0; i < n; i++) {
-        ts += unzigzag(get_varint(&r));
+        ts = (int64_t)((uint64_t)ts + (uint64_t)unzigzag(get_varint(&r)));
         out[i].ts = ts;
     }
     if (r.bad || get_tid_runs(&r, out, n))
@@ -226,7 +227,10 @@ int mt_codec_decode(const uint8_t* data, size_t len, size_t count, uint8_t heap,
             out[i].callsite = 0;
             continue;
         }
-        cs += unzigzag(v - 1);
+        int64_t delta = unzigzag(v - 1);
+        if (delta > (int64_t)UINT32_MAX || delta < -(int64_t)UINT32_MAX)
+            return -EPROTO;
+        cs += delta; // |cs| and |delta| < 2^33: no overflow
         if (cs <= 0 || cs > UINT32_MAX)
             return -EPROTO;
         out[i].callsite = (uint32_t)cs;
