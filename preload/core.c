@@ -438,7 +438,10 @@ void mt_core_after_fork_child(void) {
     }
     if (self)
         self->tid = (uint32_t)gettid();
-    full_head = full_tail = NULL; // those buffers are leaked to the child: they hold parent data
+    // Queued buffers hold the parent's events: leak them here, and stop counting them
+    // against the cap, or the child could wait forever for a buffer nobody will recycle.
+    full_head = full_tail = NULL;
+    nbuffers = 0;
     mt_trie_rewrite_all();
     mt_maps_reset_for_child();
     start_capture(1);
