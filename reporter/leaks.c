@@ -283,18 +283,11 @@ int mr_cmd_leaks(int argc, char** argv) {
         size_t n;
         group* g = group_live(&r.live, sites, &n);
         json_t* rep = g ? build_report(cap, sites, g, n, top, &supp, all_frames) : NULL;
-        mr_output out;
         if (!rep) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
-        } else if ((rc = mr_output_open(&out, opt.output, opt.force)) == 0) {
-            if (opt.json) {
-                json_dumpf(rep, out.fp, JSON_INDENT(2));
-                fputc('\n', out.fp);
-            } else {
-                print_text(out.fp, rep);
-            }
-            rc = mr_output_commit(&out);
+        } else {
+            rc = mr_write_report(&opt, rep, print_text);
         }
         json_decref(rep);
         free(g);

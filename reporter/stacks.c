@@ -300,17 +300,7 @@ int mr_cmd_stacks(int argc, char** argv) {
         goto out;
     }
     json_t* o = build(sy, list, (size_t)n, all_frames, &r, path);
-    mr_output out;
-    rc = mr_output_open(&out, opt.output, opt.force);
-    if (rc == 0) {
-        if (opt.json) {
-            json_dumpf(o, out.fp, JSON_INDENT(2));
-            fputc('\n', out.fp);
-        } else {
-            print_text(out.fp, o);
-        }
-        rc = mr_output_commit(&out);
-    }
+    rc = mr_write_report(&opt, o, print_text);
     json_decref(o);
 out:
     for (ptrdiff_t i = 0; i < n; i++)

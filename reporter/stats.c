@@ -441,18 +441,11 @@ int mr_cmd_stats(int argc, char** argv) {
         rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     } else {
         json_t* rep = build_report(cap, &s, &r, top);
-        mr_output out;
         if (!rep) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
-        } else if ((rc = mr_output_open(&out, opt.output, opt.force)) == 0) {
-            if (opt.json) {
-                json_dumpf(rep, out.fp, JSON_INDENT(2));
-                fputc('\n', out.fp);
-            } else {
-                print_text(out.fp, rep);
-            }
-            rc = mr_output_commit(&out);
+        } else {
+            rc = mr_write_report(&opt, rep, print_text);
         }
         json_decref(rep);
     }

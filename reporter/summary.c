@@ -156,17 +156,7 @@ int mr_cmd_summary(int argc, char** argv) {
         rc = MR_EXIT_BAD_INPUT;
     } else {
         json_t* sum = build_summary(cap, &r, s.tids.count);
-        mr_output out;
-        rc = mr_output_open(&out, opt.output, opt.force);
-        if (rc == 0) {
-            if (opt.json) {
-                json_dumpf(sum, out.fp, JSON_INDENT(2));
-                fputc('\n', out.fp);
-            } else {
-                print_text(out.fp, sum);
-            }
-            rc = mr_output_commit(&out);
-        }
+        rc = mr_write_report(&opt, sum, print_text);
         json_decref(sum);
     }
     mr_heapmap_free(&s.tids);

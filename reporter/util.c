@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -129,6 +130,20 @@ const char* mr_opts_input(int argc, char** argv, const char* help) {
         return NULL;
     }
     return argv[optind];
+}
+
+int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {
+    mr_output out;
+    int rc = mr_output_open(&out, o->output, o->force);
+    if (rc)
+        return rc;
+    if (o->json) {
+        json_dumpf(report, out.fp, JSON_INDENT(2));
+        fputc('\n', out.fp);
+    } else {
+        print_text(out.fp, report);
+    }
+    return mr_output_commit(&out);
 }
 
 bool mr_progress_enabled(void) {

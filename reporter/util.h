@@ -45,6 +45,11 @@ int mr_opts_handle(mr_opts* o, int c, const char* help);
 // The single positional argument (the input file), or NULL after printing help.
 const char* mr_opts_input(int argc, char** argv, const char* help);
 
+// Writes a report to o->output: as indented JSON with --json, else through print_text.
+// Returns 0 or an exit code (after printing the reason).
+typedef struct json_t json_t;
+int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*));
+
 // True when stderr is a terminal (progress indicators are shown only then).
 bool mr_progress_enabled(void);
 // Prints "\rLABEL: NN%" at most every 100 ms when enabled; done < 0 clears the line.
