@@ -256,10 +256,11 @@ static inline void leave(hook_ctx* c) {
 }
 
 static uint32_t capture_stack(mt_thread* t) {
-    uintptr_t pcs[1024];
+    uintptr_t pcs[1024 + 1]; // MEMTRACE_DEPTH is at most 1024
     bool truncated;
-    int n = mt_unwind(pcs, mt_cfg.depth, &truncated, t->stack_hi);
-    return mt_trie_intern(pcs, n, truncated);
+    mt_stackhash hash;
+    int n = mt_unwind(pcs, mt_cfg.depth, &truncated, t->stack_hi, &hash);
+    return mt_trie_intern(pcs, n, truncated, hash);
 }
 
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,

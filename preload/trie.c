@@ -15,7 +15,8 @@
 #include "maps.h"
 
 static pthread_mutex_t trie_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t key0, key1, key2;
+static uint64_t key0, key1;
+uint64_t mt_stackhash_keys[3];
 
 // ---- shared tables (under trie_lock)
 
@@ -175,16 +176,9 @@ static cache_entry* thread_cache(void) {
     return tls_cache;
 }
 
-uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated) {
-    // Two independent keyed multiply-add chains (one multiply each per frame, run in
-    // parallel by the CPU), finalized by mix(): a false hit needs a 128-bit collision.
-    uint64_t h1 = key0 ^ (uint64_t)n ^ ((uint64_t)truncated << 63), h2 = key2 + (uint64_t)n;
-    for (int i = 0; i < n; i++) {
-        h1 = (h1 + pcs[i]) * 0x9e3779b97f4a7c15ull;
-        h2 = (h2 ^ pcs[i]) * 0xc2b2ae3d27d4eb4full + key1;
-    }
-    h1 = mix(h1);
-    h2 = mix(h2);
+uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated, mt_stackhash state) {
+    uint64_t h1 = mix(state.h1 ^ (uint64_t)n ^ ((uint64_t)truncated << 63));
+    uint64_t h2 = mix(state.h2 + (uint64_t)n);
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     cache_entry* cache = thread_cache();
     // Two-way set associative: a program's few thousand hot stacks rarely evict each other.
@@ -221,7 +215,9 @@ void mt_trie_init(void) {
     }
     key0 = k[0];
     key1 = k[1];
-    key2 = k[2];
+    mt_stackhash_keys[0] = mix(k[0] + 3);
+    mt_stackhash_keys[1] = mix(k[1] + 4);
+    mt_stackhash_keys[2] = mix(k[2] + 5);
 }
 
 void mt_trie_reset(void) {

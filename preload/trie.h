@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stackhash.h"
+
 typedef struct mt_callsite_row {
     uint32_t id, parent, frame, depth;
 } mt_callsite_row;
@@ -20,8 +22,9 @@ typedef struct mt_frame_row {
 } mt_frame_row;
 
 void mt_trie_init(void);
-// pcs[0] is the leaf. `truncated` adds a synthetic outermost frame (pc 0, "[truncated]").
-uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated);
+// pcs[0] is the leaf; `state` is mt_stackhash over all n pcs (mt_stackhash_of). `truncated`
+// adds a synthetic outermost frame (pc 0, "[truncated]").
+uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated, mt_stackhash state);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);

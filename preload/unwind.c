@@ -62,18 +62,20 @@ typedef struct local_rule {
 // bp) with the same stack words above it unwinds to the same callers.
 typedef struct walk_frame {
     uintptr_t pc, sp, bp;
-    uint16_t bp_off;  // the rule's bp_off (where the caller's RBP was read from)
-    bool bp_cfa;      // the rule's CFA is RBP + 16
-    bool bp_needed;   // the walk from here reads this frame's RBP (see unchanged_from)
+    mt_stackhash hash; // of the stack from the outermost frame down to this one
+    uint16_t bp_off;   // the rule's bp_off (where the caller's RBP was read from)
+    bool bp_cfa;       // the rule's CFA is RBP + 16
+    bool bp_needed;    // the walk from here reads this frame's RBP (see reusable_upto)
 } walk_frame;
 
 typedef struct local_rules {
     uint32_t generation;
     local_rule slot[LOCAL_SLOTS];
-    // The previous walk (walk[last]), reused from the first frame both walks share.
-    walk_frame walk[2][MAX_WALK];
-    int last;
-    int last_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
+    // The previous complete walk, outermost frame first, so that the frames a new walk
+    // shares with it stay where they are; fresh holds a walk's new frames, leaf first.
+    walk_frame top[MAX_WALK];
+    int top_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
+    walk_frame fresh[MAX_WALK];
 } local_rules;
 
 static __thread local_rules* tls_rules __attribute__((tls_model("initial-exec")));
@@ -226,7 +228,7 @@ static local_rules* thread_rules(void) {
     if (lr->generation != gen) {
         memset(lr->slot, 0, sizeof lr->slot);
         lr->generation = gen;
-        lr->last_n = 0;
+        lr->top_n = 0;
     }
     return lr;
 }
@@ -247,28 +249,32 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
 
 // Applies cached rules from the first frame outside the tracer. Returns the frames found,
 // or -1 when some frame has no usable rule (the caller then walks with libunwind).
-// The lowest j such that the stack words the previous walk read above its frame j still hold
-// what it read (frames j.. are then unchanged), in one pass from the outermost frame down.
-// Also marks which frames' RBP the walk depends on: in code without frame pointers RBP is
-// an ordinary register, and requiring it to match would rule out most reuse.
-static int unchanged_from(walk_frame* w, int n) {
+// The highest index t (outermost first) from which the previous walk would unwind the same
+// way today: the stack words it read to reach frames 0..t-1 from their callees still hold
+// what it read. Also marks which frames' RBP that walk depends on: in code without frame
+// pointers RBP is an ordinary register, and requiring it to match would rule out most reuse.
+static int reusable_upto(walk_frame* top, int n) {
+    int upto = n - 1;
     bool needed = false;
-    int valid = n - 1;
-    for (int j = n - 1; j >= 0; j--) {
-        needed = w[j].bp_cfa || (!w[j].bp_off && needed);
-        w[j].bp_needed = needed;
-        if (j > 0 && valid == j &&
-            *(const uintptr_t*)(w[j].sp - 8) == w[j].pc &&
-            (!w[j - 1].bp_off || *(const uintptr_t*)(w[j].sp - w[j - 1].bp_off) == w[j].bp))
-            valid = j - 1;
+    for (int i = 0; i < n; i++) {
+        needed = top[i].bp_cfa || (!top[i].bp_off && needed);
+        top[i].bp_needed = needed;
+        if (upto == n - 1 && i < n - 1 &&
+            (*(const uintptr_t*)(top[i].sp - 8) != top[i].pc ||
+             (top[i + 1].bp_off &&
+              *(const uintptr_t*)(top[i].sp - top[i + 1].bp_off) != top[i].bp)))
+            upto = i;
     }
-    return valid;
+    return upto;
 }
 
-// Applies cached rules from the first frame outside the tracer, and stops early where the
-// stack joins the previous walk's unchanged part. Returns the frames found, or -1 when some
-// frame has no usable rule (the caller then walks with libunwind).
-static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
+// Applies cached rules from the first frame outside the tracer and stops where the stack
+// joins the previous walk's unchanged part. Returns the frames found (leaf first, at most
+// `max`; *hash is then the stack's hash state when `complete`), or -1 when some frame has
+// no usable rule (the caller then walks with libunwind).
+static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi, mt_stackhash* hash,
+                       bool* complete) {
+    *complete = false;
     if (!stack_hi)
         return -1;
     // Our own frames keep frame pointers: follow them to the hook's caller.
@@ -282,59 +288,87 @@ static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi) {
     local_rules* lr = thread_rules();
     if (!lr)
         return -1;
-    walk_frame* prev = lr->walk[lr->last];
-    walk_frame* cur = lr->walk[lr->last ^ 1];
-    int prev_n = lr->last_n;
-    lr->last_n = 0; // until this walk completes
+    walk_frame* top = lr->top;
+    walk_frame* fresh = lr->fresh;
+    int prev_n = lr->top_n;
+    lr->top_n = 0; // until this walk completes
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
-    int n = 0, j = 0, valid_from = -1; // computed at the first candidate frame
-    bool complete = false;
-    while (n < max) {
-        // Frames are met in increasing sp order in both walks: a merge finds a shared one.
-        while (j < prev_n && prev[j].sp < sp)
-            j++;
-        if (j < prev_n && prev[j].sp == sp && prev[j].pc == pc &&
-            j >= (valid_from < 0 ? (valid_from = unchanged_from(prev, prev_n)) : valid_from) &&
-            (!prev[j].bp_needed || prev[j].bp == bp)) {
-            int take = prev_n - j < max - n ? prev_n - j : max - n;
-            for (int m = 0; m < take; m++) {
-                cur[n + m] = prev[j + m];
-                out[n + m] = prev[j + m].pc;
+    int k = 0, t = prev_n - 1, upto = -2, shared = 0;
+    bool done = false;
+    while (k < max) {
+        // Frames come in increasing sp order in both walks: a merge finds a shared one.
+        while (t >= 0 && top[t].sp < sp)
+            t--;
+        if (t >= 0 && top[t].sp == sp && top[t].pc == pc) {
+            if (upto == -2)
+                upto = reusable_upto(top, prev_n);
+            if (t <= upto && (!top[t].bp_needed || top[t].bp == bp)) {
+                shared = t + 1;
+                done = true;
+                break;
             }
-            complete = take == prev_n - j;
-            n += take;
-            break;
         }
-        out[n] = pc;
-        cur[n] = (walk_frame){pc, sp, bp, 0, false, false};
-        n++;
+        fresh[k] = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
+        k++;
         const local_rule* r = local_find(lr, pc);
         if (!r || (r->flags & RULE_COMPLEX))
             return -1;
         if (r->flags & RULE_LAST) {
-            complete = true;
+            done = true;
             break;
         }
         uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
         if (cfa <= sp || cfa > stack_hi || (cfa & 7))
             return -1;
-        cur[n - 1].bp_off = r->bp_off;
-        cur[n - 1].bp_cfa = r->flags & RULE_BP_CFA;
+        fresh[k - 1].bp_off = r->bp_off;
+        fresh[k - 1].bp_cfa = r->flags & RULE_BP_CFA;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
         pc = *(const uintptr_t*)(cfa - 8);
         sp = cfa;
         bp = caller_bp;
         if (!pc) {
-            complete = true;
+            done = true;
             break;
         }
     }
-    lr->last ^= 1;
-    lr->last_n = complete ? n : 0;
-    return n;
+    int n = shared + k;
+    if (!done || n > MAX_WALK) {
+        // Cut by `max`: the outer frames are unknown, nothing to keep for the next walk.
+        for (int i = 0; i < k; i++)
+            out[i] = fresh[i].pc;
+        return k;
+    }
+    // The new frames go above the shared ones, outermost first, each with its hash state.
+    mt_stackhash h = shared ? top[shared - 1].hash : mt_stackhash_begin();
+    for (int i = 0; i < k; i++) {
+        walk_frame* f = &top[shared + i];
+        *f = fresh[k - 1 - i];
+        mt_stackhash_add(&h, f->pc);
+        f->hash = h;
+    }
+    lr->top_n = n;
+    int shown = n < max ? n : max;
+    for (int i = 0; i < shown; i++)
+        out[i] = top[n - 1 - i].pc;
+    *hash = h;
+    *complete = true;
+    return shown == n ? n : max;
 }
 
-int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi) {
+int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
+              mt_stackhash* hash) {
+    if (unwind_mode == MT_UNWIND_AUTO) {
+        bool complete;
+        mt_stackhash h;
+        int n = walk_cached(pcs, max + 1, stack_hi, &h, &complete);
+        if (n >= 0) {
+            *truncated = n > max;
+            if (*truncated)
+                n = max;
+            *hash = complete && !*truncated ? h : mt_stackhash_of(pcs, n);
+            return n;
+        }
+    }
     uintptr_t raw[MAX_WALK];
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
     int n;
@@ -342,7 +376,7 @@ int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi) {
         n = walk_fp(raw, want, stack_hi);
     else if (unwind_mode == MT_UNWIND_LIBUNWIND)
         n = unw_backtrace((void**)raw, want);
-    else if ((n = walk_cached(raw, want, stack_hi)) < 0)
+    else
         n = walk_libunwind(raw, want, true);
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself).
     int skip = 0;
@@ -353,5 +387,6 @@ int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi) {
     if (n > max)
         n = max;
     memcpy(pcs, raw + skip, (size_t)n * sizeof *pcs);
+    *hash = mt_stackhash_of(pcs, n);
     return n;
 }
