@@ -23,6 +23,9 @@
 #include "unwind.h"
 #include "writer.h"
 
+_Static_assert(sizeof(((mt_thread*)0)->pcs) / sizeof(uintptr_t) == MT_UNWIND_MAX_FRAMES,
+               "mt_thread.pcs must hold a whole walk");
+
 const char* const mt_call_names[MT_CALL_COUNT_] = {
 #define MT_CALL_NAME_(e, name) name,
     MT_CALL_MAP(MT_CALL_NAME_)
@@ -256,7 +259,7 @@ static inline void leave(hook_ctx* c) {
 }
 
 static uint32_t capture_stack(mt_thread* t) {
-    uintptr_t pcs[1024 + 1]; // MEMTRACE_DEPTH is at most 1024
+    uintptr_t* pcs = t->pcs;
     bool truncated;
     mt_stackhash hash;
     int n = mt_unwind(pcs, mt_cfg.depth, &truncated, t->stack_hi, &hash);

@@ -64,6 +64,8 @@ struct mt_thread {
     _Atomic int written;              // thread row written by the writer
     int paused;
     char name[16];                    // thread name at exit (the writer may be too late)
+    uintptr_t pcs[1100];              // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
+                                      // program's stack: its threads may have small stacks
     uintptr_t stack_lo, stack_hi;     // for frame-pointer validation
 };
 

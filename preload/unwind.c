@@ -21,7 +21,7 @@
 #include "core.h"
 #include "maps.h"
 
-#define MAX_WALK 1100
+#define MAX_WALK MT_UNWIND_MAX_FRAMES
 
 static int unwind_mode;
 static uintptr_t self_lo, self_hi;
@@ -369,7 +369,7 @@ int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
             return n;
         }
     }
-    uintptr_t raw[MAX_WALK];
+    uintptr_t* raw = pcs; // walked in place, then the tracer's own frames are dropped
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
     int n;
     if (unwind_mode == MT_UNWIND_FP)
@@ -386,7 +386,7 @@ int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
     *truncated = n > max;
     if (n > max)
         n = max;
-    memcpy(pcs, raw + skip, (size_t)n * sizeof *pcs);
+    memmove(pcs, raw + skip, (size_t)n * sizeof *pcs);
     *hash = mt_stackhash_of(pcs, n);
     return n;
 }

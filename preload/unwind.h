@@ -13,7 +13,11 @@ void mt_unwind_init(int mode);
 void mt_unwind_fork_lock(void);
 void mt_unwind_fork_unlock(void);
 // Fills up to `max` pcs; *truncated is set when the stack was deeper than `max`.
-// pcs must hold max + 1 entries. *hash gets the mt_stackhash state of the pcs returned.
+// The most frames a walk looks at (MEMTRACE_DEPTH is at most 1024, plus the tracer's own).
+#define MT_UNWIND_MAX_FRAMES 1100
+
+// pcs must hold MT_UNWIND_MAX_FRAMES entries (it is also the walk's scratch space: hooks
+// keep their stack use small, since a program's threads may have small stacks). *hash gets the mt_stackhash state of the pcs returned.
 int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
               mt_stackhash* hash);
 

@@ -51,3 +51,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/fork_storm.d)
   set_tests_properties(e2e.fork_storm PROPERTIES LABELS e2e TIMEOUT 180)
 endif()
+
+# Hooks must fit in a thread's small stack, in every unwinding mode.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(small_stack tracer/small_stack.c)
+  target_link_libraries(small_stack PRIVATE memtrace_warnings Threads::Threads)
+  foreach(mode auto fp libunwind)
+    add_test(NAME e2e.small_stack_${mode} COMMAND ${CMAKE_COMMAND} -E env MEMTRACE_UNWIND=${mode}
+      MEMTRACE_OUTPUT=${CMAKE_CURRENT_BINARY_DIR}/small_stack_${mode}.db
+      $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:small_stack>)
+    set_tests_properties(e2e.small_stack_${mode} PROPERTIES LABELS e2e TIMEOUT 60
+      PASS_REGULAR_EXPRESSION "small stack ok")
+  endforeach()
+endif()
