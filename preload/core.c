@@ -42,14 +42,16 @@ static _Atomic(mt_thread*) threads_head;
 static pthread_key_t thread_key;
 static pid_t traced_pid;
 
-// Buffer queues. Buffers beyond MAX_BUFFERS make producers wait for the writer: the cap
-// bounds the tracer's memory (64 MiB target) when the program outruns the writer.
-#define MAX_BUFFERS 96
+// Buffer queues. When MAX_PENDING full buffers wait for the writer, producers wait for it to
+// recycle one: this bounds the tracer's memory (64 MiB target) when the program outruns the
+// writer. Only full buffers count: the writer always drains those, so a wait always ends,
+// however many threads hold a partly filled buffer each.
+#define MAX_PENDING 64
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;  // writer: work available
 static pthread_cond_t recycle_cond = PTHREAD_COND_INITIALIZER; // producers: buffer freed
 static mt_buffer *full_head, *full_tail, *free_pool;
-static size_t nbuffers;
+static size_t npending; // buffers in the full queue
 static int work_requested;
 
 int64_t mt_core_now(void) {
@@ -83,26 +85,19 @@ void mt_core_fail(const char* what, const char* why) {
 static mt_buffer* buffer_get(void) {
     pthread_mutex_lock(&queue_lock);
     mt_buffer* b;
-    while (!(b = free_pool) && nbuffers >= MAX_BUFFERS && atomic_load(&mt_state) == 1) {
+    while (!(b = free_pool) && npending >= MAX_PENDING && atomic_load(&mt_state) == 1) {
         work_requested = 1;
         pthread_cond_signal(&queue_cond);
         pthread_cond_wait(&recycle_cond, &queue_lock);
     }
-    if (b) {
+    if (b)
         free_pool = b->next;
-    } else {
-        nbuffers++;
-    }
     pthread_mutex_unlock(&queue_lock);
     if (!b) {
         void* p = mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            pthread_mutex_lock(&queue_lock);
-            nbuffers--;
-            pthread_mutex_unlock(&queue_lock);
+        if (p == MAP_FAILED)
             return NULL;
-        }
         b = p;
     }
     b->next = NULL;
@@ -120,6 +115,7 @@ static void buffer_hand_over(mt_buffer* b) {
     else
         full_head = b;
     full_tail = b;
+    npending++;
     pthread_cond_signal(&queue_cond);
     pthread_mutex_unlock(&queue_lock);
 }
@@ -131,6 +127,7 @@ mt_buffer* mt_core_take_full(void) {
         full_head = b->next;
         if (!full_head)
             full_tail = NULL;
+        npending--;
     }
     pthread_mutex_unlock(&queue_lock);
     return b;
@@ -445,7 +442,7 @@ void mt_core_after_fork_child(void) {
     // Queued buffers hold the parent's events: leak them here, and stop counting them
     // against the cap, or the child could wait forever for a buffer nobody will recycle.
     full_head = full_tail = NULL;
-    nbuffers = 0;
+    npending = 0;
     mt_trie_rewrite_all();
     mt_maps_reset_for_child();
     start_capture(1);

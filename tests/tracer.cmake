@@ -64,3 +64,14 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
       PASS_REGULAR_EXPRESSION "small stack ok")
   endforeach()
 endif()
+
+# More threads alive at once than buffers the tracer lets wait for the writer.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(many_threads tracer/many_threads.c)
+  target_link_libraries(many_threads PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(many_threads PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.many_threads COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_many_threads.sh
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:many_threads>
+    ${CMAKE_CURRENT_BINARY_DIR}/many_threads.d)
+  set_tests_properties(e2e.many_threads PROPERTIES LABELS e2e TIMEOUT 60)
+endif()
