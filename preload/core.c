@@ -448,6 +448,41 @@ void mt_core_after_fork_child(void) {
     start_capture(1);
 }
 
+// ---- fatal signals: save the capture, then die as the program would have
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+
+static void on_fatal_signal(int sig) {
+    // Not when the crash is inside the tracer itself (its locks may be held) or in a child
+    // that shares our memory without being the traced process.
+    if (!mt_guard && atomic_load(&mt_state) == 1 && getpid() == traced_pid) {
+        int saved = errno;
+        mt_guard = 1;
+        atomic_store(&mt_state, 2);
+        mt_writer_save_before_death(sig, 1000);
+        errno = saved;
+    }
+    // SA_RESETHAND restored the default action: this raise ends the process (with a core
+    // dump where the default action makes one), as without the tracer.
+    raise(sig);
+}
+
+// Only where the program left the default action: a program's own handler is never
+// replaced, and one installed later simply replaces ours.
+static void install_fatal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+        struct sigaction old;
+        if (sigaction(fatal_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
 __attribute__((constructor)) static void mt_core_ctor(void) {
     mt_core_init();
 }
@@ -472,6 +507,8 @@ void mt_core_init(void) {
     mt_unwind_init(mt_cfg.unwind);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     start_capture(0);
+    if (atomic_load(&mt_state) == 1)
+        install_fatal_handlers();
     mt_guard = 0;
 }
 

@@ -424,17 +424,53 @@ static void tick(bool final) {
         commit_all(now);
 }
 
+static void release_claim(void);
+static _Atomic int fatal_signal; // set by mt_writer_save_before_death
+static _Atomic int saved_before_death;
+
+// The program is dying of a fatal signal: write everything recorded and leave one
+// self-contained file (names are left to memreport: no time for libdw now).
+static void save_before_death(void) {
+    pthread_mutex_lock(&sqlite_lock);
+    tick(true);
+    if (!failed) {
+        mt_capwriter_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
+        mt_capwriter_commit(cw);
+        mt_capwriter_finish(cw, "complete");
+    }
+    cw = NULL;
+    release_claim();
+    pthread_mutex_unlock(&sqlite_lock);
+    atomic_store(&saved_before_death, 1);
+}
+
 static void* writer_main(void* arg) {
     (void)arg;
     mt_guard = 1;
     int wait_ms = mt_cfg.sample_ms < 100 ? mt_cfg.sample_ms : 100;
     while (!atomic_load(&stop_requested)) {
         mt_core_wait_work(wait_ms);
+        if (atomic_load(&fatal_signal)) {
+            save_before_death();
+            return NULL;
+        }
         pthread_mutex_lock(&sqlite_lock);
         tick(false);
         pthread_mutex_unlock(&sqlite_lock);
     }
     return NULL;
+}
+
+void mt_writer_save_before_death(int sig, int timeout_ms) {
+    if (!writer_running || atomic_exchange(&fatal_signal, sig))
+        return;
+    mt_core_wake_writer();
+    // Bounded: if the dying thread holds a lock the writer needs (a crash inside malloc),
+    // give up and let the process die with what was committed.
+    for (int waited = 0; waited < timeout_ms && !atomic_load(&saved_before_death); waited++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
 }
 
 int mt_writer_claim(const char* path) {

@@ -26,6 +26,10 @@ void mt_writer_fork_unlock(void);
 // Fork child: forget the parent's writer (its thread does not exist here).
 void mt_writer_forget(void);
 
+// Called from a fatal-signal handler: asks the writer to write everything recorded and
+// finalize the capture, and waits for it at most timeout_ms.
+void mt_writer_save_before_death(int sig, int timeout_ms);
+
 // A user mark (memtrace.h), queued for the writer. `name` is copied.
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid);
 

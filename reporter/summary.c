@@ -76,6 +76,10 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
     json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
     json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
     json_object_set_new(o, "calls", calls_object(cap));
+    // Set when the program died of a fatal signal and the tracer saved the capture first.
+    int64_t sig = mt_capture_meta_int(cap, "terminated_by_signal", 0);
+    if (sig)
+        json_object_set_new(o, "terminated_by_signal", json_integer(sig));
     return o;
 }
 

@@ -75,3 +75,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/many_threads.d)
   set_tests_properties(e2e.many_threads PROPERTIES LABELS e2e TIMEOUT 60)
 endif()
+
+# Fatal signals: the capture is saved, the process dies as it would untraced.
+if(TARGET memtrace)
+  add_executable(crash tracer/crash.c)
+  target_link_libraries(crash PRIVATE memtrace_warnings)
+  add_test(NAME e2e.crash COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_crash.sh
+    $<TARGET_FILE:memtrace> $<TARGET_FILE:memreport> $<TARGET_FILE:crash>
+    ${CMAKE_CURRENT_BINARY_DIR}/crash.d)
+  set_tests_properties(e2e.crash PROPERTIES LABELS e2e TIMEOUT 60)
+endif()
