@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps test-deps build demo test test-sanitize bench clean
+.PHONY: all deps test-deps build demo test test-sanitize format format-check bench clean
 
 all: build
 
@@ -31,6 +31,13 @@ test-sanitize: test-deps
 	@cmake --build $(BUILD)-sanitize -j $(JOBS)
 	@cd $(BUILD)-sanitize && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		ctest -L unit --output-on-failure --no-tests=error -j $(JOBS) --timeout 600
+
+# Formatting (clang-format 14, .clang-format): format-check fails on any difference.
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
+
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cpp')
 
 bench: build
 	@bench/run.sh $(BUILD)

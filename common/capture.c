@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include "memtrace/capture.h"
 
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -13,9 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
 
 struct mt_capture {
     sqlite3* db;
@@ -63,8 +63,8 @@ static int check_header(const char* path, char* err, size_t errlen) {
     // The in-header size is valid only when the change counter matches version-valid-for.
     if (pages && be32(hdr + 24) == be32(hdr + 92) &&
         (uint64_t)st.st_size < (uint64_t)pages * page_size) {
-        snprintf(err, errlen, "truncated capture file (%lld of %llu bytes)",
-                 (long long)st.st_size, (unsigned long long)pages * page_size);
+        snprintf(err, errlen, "truncated capture file (%lld of %llu bytes)", (long long)st.st_size,
+                 (unsigned long long)pages * page_size);
         return -EPROTO;
     }
     return 0;
@@ -358,9 +358,8 @@ int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
 int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     // Any unread event with a smaller seq lives in a chunk with seq_first <= that seq, so
     // loading every chunk that starts at or below the current minimum keeps the merge exact.
-    while (it->pending &&
-           (it->nheap == 0 ||
-            (uint64_t)sqlite3_column_int64(it->chunks, 1) <= cur_seq(it->heap[0]))) {
+    while (it->pending && (it->nheap == 0 ||
+                           (uint64_t)sqlite3_column_int64(it->chunks, 1) <= cur_seq(it->heap[0]))) {
         int rc = load_pending(it);
         if (rc)
             return rc;

@@ -4,6 +4,8 @@
 // memreport import. Allocates through SQLite; never call it from inside a malloc hook.
 #define _GNU_SOURCE
 #include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
 
 struct mt_capwriter {
     sqlite3* db;
@@ -57,12 +56,12 @@ static int create_schema(sqlite3* db) {
     if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO event_kind VALUES(?1,?2,?3,?4)", -1, &st,
                            NULL) != SQLITE_OK)
         return -EIO;
-#define MT_KIND_ROW_(id, e, name, a, f)                                                        \
-    sqlite3_bind_int(st, 1, id);                                                               \
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);                                         \
-    sqlite3_bind_int(st, 3, a);                                                                \
-    sqlite3_bind_int(st, 4, f);                                                                \
-    sqlite3_step(st);                                                                          \
+#define MT_KIND_ROW_(id, e, name, a, f)                                                            \
+    sqlite3_bind_int(st, 1, id);                                                                   \
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);                                             \
+    sqlite3_bind_int(st, 3, a);                                                                    \
+    sqlite3_bind_int(st, 4, f);                                                                    \
+    sqlite3_step(st);                                                                              \
     sqlite3_reset(st);
     MEMTRACE_EVENT_KIND_MAP(MT_KIND_ROW_)
 #undef MT_KIND_ROW_
@@ -166,8 +165,8 @@ int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kin
 int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* name,
                                const char* unit) {
     sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO counter_track VALUES(?1,?2,?3,?4)",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO counter_track VALUES(?1,?2,?3,?4)", -1,
+                           &st, NULL) != SQLITE_OK)
         return -EIO;
     sqlite3_bind_int(st, 1, id);
     sqlite3_bind_int(st, 2, heap);
@@ -185,8 +184,7 @@ int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value) 
     return step_reset(w->counter);
 }
 
-int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
-                       uint8_t* scratch) {
+int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
     if (n == 0)
         return 0;
     size_t len = mt_codec_encode(ev, n, scratch);

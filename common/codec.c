@@ -5,10 +5,10 @@
 // because readers open captures from crashed or hostile programs.
 #include "memtrace/codec.h"
 
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <stdbool.h>
-
-#include "memtrace/schema.h"
 
 // ---- varints
 
@@ -60,17 +60,17 @@ size_t mt_codec_bound(size_t n) {
 }
 
 // Run-length column: (value, run length) pairs.
-#define PUT_RUNS(field)                                                                        \
-    do {                                                                                       \
-        size_t i = 0;                                                                          \
-        while (i < n) {                                                                        \
-            size_t j = i + 1;                                                                  \
-            while (j < n && ev[j].field == ev[i].field)                                        \
-                j++;                                                                           \
-            p = put_varint(p, ev[i].field);                                                    \
-            p = put_varint(p, j - i);                                                          \
-            i = j;                                                                             \
-        }                                                                                      \
+#define PUT_RUNS(field)                                                                            \
+    do {                                                                                           \
+        size_t i = 0;                                                                              \
+        while (i < n) {                                                                            \
+            size_t j = i + 1;                                                                      \
+            while (j < n && ev[j].field == ev[i].field)                                            \
+                j++;                                                                               \
+            p = put_varint(p, ev[i].field);                                                        \
+            p = put_varint(p, j - i);                                                              \
+            i = j;                                                                                 \
+        }                                                                                          \
     } while (0)
 
 enum {

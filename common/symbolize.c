@@ -132,8 +132,7 @@ typedef struct cu_index {
     bool oom;
 } cu_index;
 
-static int32_t add_node(cu_index* c, Dwarf_Die* die, int32_t parent, int32_t depth,
-                        bool inlined) {
+static int32_t add_node(cu_index* c, Dwarf_Die* die, int32_t parent, int32_t depth, bool inlined) {
     Dwarf_Addr base, lo, hi;
     ptrdiff_t off = 0;
     int32_t id = -1;
@@ -345,8 +344,7 @@ static void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, loc* ou
     Dwarf_Word v;
     out->file = NULL;
     out->line = 0;
-    if (files && dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 &&
-        v < nfiles)
+    if (files && dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 && v < nfiles)
         out->file = dwarf_filesrc(files, v, NULL, NULL);
     if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0)
         out->line = (int)v;
@@ -431,15 +429,23 @@ static bool has_prefix(const char* s, const char* p) {
 
 static bool is_noise(const char* module_base, const char* fn) {
     // Start-up of the process and of threads: present in every stack, says nothing.
-    static const char* const startup[] = {"_start", "__libc_start_main", "__libc_start_main_impl",
-                                          "__libc_start_call_main", "start_thread", "clone",
-                                          "clone3", "__clone", "__clone3", NULL};
+    static const char* const startup[] = {"_start",
+                                          "__libc_start_main",
+                                          "__libc_start_main_impl",
+                                          "__libc_start_call_main",
+                                          "start_thread",
+                                          "clone",
+                                          "clone3",
+                                          "__clone",
+                                          "__clone3",
+                                          NULL};
     // libc's allocator entry points and internals (reached when libc itself allocates, e.g.
     // through realloc -> _int_realloc; the tracer's own frames never get here).
     static const char* const libc_alloc[] = {
-        "malloc", "calloc", "realloc", "reallocarray", "__reallocarray", "free", "cfree",
-        "memalign", "posix_memalign", "aligned_alloc", "valloc", "pvalloc", "free_sized",
-        "free_aligned_sized", "sysmalloc", "ptmalloc_init", "alloc_perturb", NULL};
+        "malloc",        "calloc",        "realloc",    "reallocarray",       "__reallocarray",
+        "free",          "cfree",         "memalign",   "posix_memalign",     "aligned_alloc",
+        "valloc",        "pvalloc",       "free_sized", "free_aligned_sized", "sysmalloc",
+        "ptmalloc_init", "alloc_perturb", NULL};
     if (module_base && has_prefix(module_base, "libmemtrace"))
         return true;
     if (name_in(fn, startup))
@@ -471,8 +477,7 @@ static void symbolize_one(frame_row* f, module* mods, result* res) {
             if (!res->function) {
                 GElf_Off off;
                 GElf_Sym sym;
-                const char* s =
-                    dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+                const char* s = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
                 if (s && *s)
                     res->function = demangle(s);
             }
@@ -592,9 +597,9 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
         }
         if (f->mapping_id != cur_mapping) {
             cur_mapping = f->mapping_id;
-            module* m = find_module(&mods, &nmods, &modcap,
-                                    (const char*)sqlite3_column_text(sel, 4),
-                                    (const char*)sqlite3_column_text(sel, 6));
+            module* m =
+                find_module(&mods, &nmods, &modcap, (const char*)sqlite3_column_text(sel, 4),
+                            (const char*)sqlite3_column_text(sel, 6));
             if (!m) {
                 rc = -ENOMEM;
                 snprintf(err, errlen, "out of memory");
@@ -656,8 +661,8 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
         }
         sqlite3_reset(upd);
     }
-    if (sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')",
-                     NULL, NULL, NULL) != SQLITE_OK) {
+    if (sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
+                     NULL, NULL) != SQLITE_OK) {
         rc = sql_fail(db, "writing meta", err, errlen);
         goto out;
     }

@@ -2,11 +2,11 @@
 // The quick-start demo: a small word-index builder with a memory peak in the middle, a
 // phase marked with the annotation API, and one deliberate leak, so the plot, the flame
 // graph and the leak report each have something to show.
+#include "memtrace.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "memtrace.h"
 
 typedef struct entry {
     char* word;

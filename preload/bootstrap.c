@@ -55,10 +55,10 @@ void mt_bootstrap_resolve(void) {
     mt_real_fns r;
     memset(&r, 0, sizeof r);
     // dlsym returns void*; ISO C has no cast to function pointers, memcpy is the portable way.
-#define RESOLVE(field, name, required)                                                         \
-    do {                                                                                       \
-        void* f_ = (required) ? must(name) : dlsym(RTLD_NEXT, name);                           \
-        memcpy(&r.field, &f_, sizeof f_);                                                      \
+#define RESOLVE(field, name, required)                                                             \
+    do {                                                                                           \
+        void* f_ = (required) ? must(name) : dlsym(RTLD_NEXT, name);                               \
+        memcpy(&r.field, &f_, sizeof f_);                                                          \
     } while (0)
     RESOLVE(malloc, "malloc", 1);
     RESOLVE(calloc, "calloc", 1);

@@ -5,6 +5,16 @@
 // the queue lock is taken once per full buffer (8192 events).
 #include "core.h"
 
+#include "bootstrap.h"
+#include "clock.h"
+#include "config.h"
+#include "maps.h"
+#include "trie.h"
+#include "unwind.h"
+#include "writer.h"
+
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,15 +23,6 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "bootstrap.h"
-#include "clock.h"
-#include "config.h"
-#include "maps.h"
-#include "memtrace/schema.h"
-#include "trie.h"
-#include "unwind.h"
-#include "writer.h"
 
 _Static_assert(sizeof(((mt_thread*)0)->pcs) / sizeof(uintptr_t) == MT_UNWIND_MAX_FRAMES,
                "mt_thread.pcs must hold a whole walk");
@@ -48,7 +49,7 @@ static pid_t traced_pid;
 // however many threads hold a partly filled buffer each.
 #define MAX_PENDING 64
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;  // writer: work available
+static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;   // writer: work available
 static pthread_cond_t recycle_cond = PTHREAD_COND_INITIALIZER; // producers: buffer freed
 static mt_buffer *full_head, *full_tail, *free_pool;
 static size_t npending; // buffers in the full queue
@@ -94,8 +95,8 @@ static mt_buffer* buffer_get(void) {
         free_pool = b->next;
     pthread_mutex_unlock(&queue_lock);
     if (!b) {
-        void* p = mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
         if (p == MAP_FAILED)
             return NULL;
         b = p;
@@ -303,8 +304,8 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
     leave(&c);
 }
 
-void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq,
-                        void* old, void* new_ptr, size_t size) {
+void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
+                        void* new_ptr, size_t size) {
     hook_ctx c;
     if (!enter(&c))
         return;

@@ -6,37 +6,37 @@
 #ifndef MT_CORE_H
 #define MT_CORE_H
 
+#include "memtrace/event.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/event.h"
 
 #define MT_EXPORT __attribute__((visibility("default")))
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 // Entry points counted in call_count (free(NULL) and failed calls included).
-#define MT_CALL_MAP(XX)                                                                        \
-    XX(MALLOC, "malloc")                                                                       \
-    XX(CALLOC, "calloc")                                                                       \
-    XX(REALLOC, "realloc")                                                                     \
-    XX(REALLOCARRAY, "reallocarray")                                                           \
-    XX(FREE, "free")                                                                           \
-    XX(POSIX_MEMALIGN, "posix_memalign")                                                       \
-    XX(ALIGNED_ALLOC, "aligned_alloc")                                                         \
-    XX(MEMALIGN, "memalign")                                                                   \
-    XX(VALLOC, "valloc")                                                                       \
-    XX(PVALLOC, "pvalloc")                                                                     \
-    XX(FREE_SIZED, "free_sized")                                                               \
+#define MT_CALL_MAP(XX)                                                                            \
+    XX(MALLOC, "malloc")                                                                           \
+    XX(CALLOC, "calloc")                                                                           \
+    XX(REALLOC, "realloc")                                                                         \
+    XX(REALLOCARRAY, "reallocarray")                                                               \
+    XX(FREE, "free")                                                                               \
+    XX(POSIX_MEMALIGN, "posix_memalign")                                                           \
+    XX(ALIGNED_ALLOC, "aligned_alloc")                                                             \
+    XX(MEMALIGN, "memalign")                                                                       \
+    XX(VALLOC, "valloc")                                                                           \
+    XX(PVALLOC, "pvalloc")                                                                         \
+    XX(FREE_SIZED, "free_sized")                                                                   \
     XX(FREE_ALIGNED_SIZED, "free_aligned_sized")
 
 typedef enum mt_call {
 #define MT_CALL_ENUM_(e, name) MT_CALL_##e,
     MT_CALL_MAP(MT_CALL_ENUM_)
 #undef MT_CALL_ENUM_
-    MT_CALL_COUNT_
+        MT_CALL_COUNT_
 } mt_call;
 
 extern const char* const mt_call_names[MT_CALL_COUNT_];
@@ -58,15 +58,15 @@ struct mt_thread {
     mt_thread* next; // registry list (never unlinked; reused threads keep their slot)
     uint32_t tid;
     _Atomic int alive;
-    _Atomic int in_hook;              // set while a hook of this thread is recording
-    _Atomic(mt_buffer*) cur;          // the buffer being filled (the writer may steal from it)
+    _Atomic int in_hook;     // set while a hook of this thread is recording
+    _Atomic(mt_buffer*) cur; // the buffer being filled (the writer may steal from it)
     _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
-    _Atomic int written;              // thread row written by the writer
+    _Atomic int written;                    // thread row written by the writer
     int paused;
-    char name[16];                    // thread name at exit (the writer may be too late)
-    uintptr_t pcs[1100];              // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
-                                      // program's stack: its threads may have small stacks
-    uintptr_t stack_lo, stack_hi;     // for frame-pointer validation
+    char name[16];                // thread name at exit (the writer may be too late)
+    uintptr_t pcs[1100];          // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
+                                  // program's stack: its threads may have small stacks
+    uintptr_t stack_lo, stack_hi; // for frame-pointer validation
 };
 
 // Global state: 0 not yet initialised (hooks pass through), 1 recording, 2 stopped.
@@ -84,8 +84,8 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size);
 // realloc family: seq for the free is taken before the real call (mt_core_reserve_seq),
 // both events are pushed after it returns.
 uint64_t mt_core_reserve_seq(void);
-void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq,
-                        void* old, void* new_ptr, size_t size);
+void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
+                        void* new_ptr, size_t size);
 void mt_core_count_call(mt_call call);
 
 // The annotation API's implementation (memtrace.h calls these through weak symbols).
@@ -93,13 +93,13 @@ MT_EXPORT void memtrace_impl_mark(const char* name, int what);
 MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size);
 
 // Lifecycle.
-void mt_core_init(void);      // constructor: settings, capture, writer thread
-void mt_core_shutdown(void);  // destructor / _exit: flush everything and finalize
+void mt_core_init(void);     // constructor: settings, capture, writer thread
+void mt_core_shutdown(void); // destructor / _exit: flush everything and finalize
 void mt_core_after_fork_child(void);
 
 // For the writer: the registry of threads.
 mt_thread* mt_core_threads(void);
-int64_t mt_core_now(void);    // ns since capture start
+int64_t mt_core_now(void); // ns since capture start
 
 // Buffers handed over by threads, in hand-over order; the writer drains them.
 mt_buffer* mt_core_take_full(void);

@@ -4,16 +4,16 @@
 // result is merged under maps_lock. Internal memory comes from the real allocator.
 #include "maps.h"
 
+#include "bootstrap.h"
+#include "core.h"
+#include "trie.h"
+
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "bootstrap.h"
-#include "core.h"
-#include "trie.h"
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 static mt_mapping* maps; // all mappings ever seen, by id - 1
@@ -51,8 +51,8 @@ static void read_build_id(const struct dl_phdr_info* info, char out[41]) {
             const ElfW(Nhdr)* nh = (const ElfW(Nhdr)*)p;
             const unsigned char* name = p + sizeof *nh;
             const unsigned char* desc = name + ((nh->n_namesz + 3) & ~3u);
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                memcmp(name, "GNU", 4) == 0 && desc + nh->n_descsz <= end) {
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                desc + nh->n_descsz <= end) {
                 size_t n = nh->n_descsz > 20 ? 20 : nh->n_descsz;
                 for (size_t k = 0; k < n; k++)
                     snprintf(out + 2 * k, 3, "%02x", desc[k]);

@@ -3,18 +3,19 @@
 // reports to the core. Record a free before the real free and an allocation after the real
 // allocation returns (DESIGN.md §2), so another thread's reuse of an address pairs right.
 // Built with -fno-builtin-malloc and relatives so the compiler cannot rewrite these calls.
-#include <dlfcn.h>
-#include <errno.h>
-#include <malloc.h>
-#include <stdlib.h>
-#include <stdint.h>
-#include <string.h>
-#include <unistd.h>
-
 #include "bootstrap.h"
 #include "core.h"
 #include "maps.h"
+
 #include "memtrace/schema.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static inline void ensure_real(void) {
     if (MT_UNLIKELY(!mt_bootstrap_ready()))

@@ -4,15 +4,15 @@
 // from the real allocator (the guard is set by the caller) and is never freed.
 #include "trie.h"
 
+#include "bootstrap.h"
+#include "maps.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
-
-#include "bootstrap.h"
-#include "maps.h"
 
 static pthread_mutex_t trie_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t key0, key1;
@@ -51,7 +51,8 @@ static inline uint64_t mix(uint64_t x) {
 }
 
 static inline size_t node_hash(uint32_t parent, uintptr_t pc) {
-    return (size_t)mix((uint64_t)pc ^ key0 ^ ((uint64_t)parent << 32 | parent) * 0x9e3779b97f4a7c15ull);
+    return (size_t)mix((uint64_t)pc ^ key0 ^
+                       ((uint64_t)parent << 32 | parent) * 0x9e3779b97f4a7c15ull);
 }
 
 static void* grow_array(void* p, size_t* cap, size_t elem) {

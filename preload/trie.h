@@ -6,11 +6,11 @@
 #ifndef MT_TRIE_H
 #define MT_TRIE_H
 
+#include "stackhash.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "stackhash.h"
 
 typedef struct mt_callsite_row {
     uint32_t id, parent, frame, depth;

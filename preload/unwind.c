@@ -11,15 +11,15 @@
 #define UNW_LOCAL_ONLY
 #include "unwind.h"
 
+#include "config.h"
+#include "core.h"
+#include "maps.h"
+
 #include <libunwind.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#include "config.h"
-#include "core.h"
-#include "maps.h"
 
 #define MAX_WALK MT_UNWIND_MAX_FRAMES
 
@@ -90,8 +90,8 @@ static inline size_t rule_slot(uintptr_t pc) {
 }
 
 static const rule* rule_find(uintptr_t pc) {
-    for (size_t i = rule_slot(pc), probes = 0; probes < 64; i = (i + 1) & (RULE_SLOTS - 1),
-                probes++) {
+    for (size_t i = rule_slot(pc), probes = 0; probes < 64;
+         i = (i + 1) & (RULE_SLOTS - 1), probes++) {
         uintptr_t p = atomic_load_explicit(&rules[i].pc, memory_order_acquire);
         if (p == pc)
             return &rules[i];
@@ -103,8 +103,8 @@ static const rule* rule_find(uintptr_t pc) {
 
 static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
     pthread_mutex_lock(&rules_lock);
-    for (size_t i = rule_slot(pc), probes = 0; probes < 64; i = (i + 1) & (RULE_SLOTS - 1),
-                probes++) {
+    for (size_t i = rule_slot(pc), probes = 0; probes < 64;
+         i = (i + 1) & (RULE_SLOTS - 1), probes++) {
         rule* r = &rules[i];
         uintptr_t p = atomic_load_explicit(&r->pc, memory_order_relaxed);
         if (p == pc) {
@@ -112,8 +112,7 @@ static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t 
             // realignment); never trust a cached rule for it again.
             uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
             if (old != flags || (!(flags & (RULE_BP_CFA | RULE_LAST)) && r->cfa_off != cfa_off) ||
-                r->bp_off != bp_off)
-            {
+                r->bp_off != bp_off) {
                 atomic_store_explicit(&r->flags, old | RULE_COMPLEX, memory_order_relaxed);
                 atomic_fetch_add_explicit(&rules_generation, 1, memory_order_release);
             }
@@ -218,8 +217,8 @@ static local_rules* thread_rules(void) {
     local_rules* lr = tls_rules;
     if (!lr) {
         // mmap, not malloc: stays out of the traced heap, comes zero-filled.
-        void* p = mmap(NULL, sizeof *lr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void* p =
+            mmap(NULL, sizeof *lr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return NULL;
         tls_rules = lr = p;
@@ -355,8 +354,7 @@ static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi, mt_stackhash
     return shown == n ? n : max;
 }
 
-int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
-              mt_stackhash* hash) {
+int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi, mt_stackhash* hash) {
     if (unwind_mode == MT_UNWIND_AUTO) {
         bool complete;
         mt_stackhash h;

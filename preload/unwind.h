@@ -3,10 +3,10 @@
 #ifndef MT_UNWIND_H
 #define MT_UNWIND_H
 
+#include "stackhash.h"
+
 #include <stdbool.h>
 #include <stdint.h>
-
-#include "stackhash.h"
 
 void mt_unwind_init(int mode);
 // fork: the rule table's lock must not be held by another thread when the child starts.
@@ -17,8 +17,8 @@ void mt_unwind_fork_unlock(void);
 #define MT_UNWIND_MAX_FRAMES 1100
 
 // pcs must hold MT_UNWIND_MAX_FRAMES entries (it is also the walk's scratch space: hooks
-// keep their stack use small, since a program's threads may have small stacks). *hash gets the mt_stackhash state of the pcs returned.
-int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi,
-              mt_stackhash* hash);
+// keep their stack use small, since a program's threads may have small stacks). *hash gets the
+// mt_stackhash state of the pcs returned.
+int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi, mt_stackhash* hash);
 
 #endif

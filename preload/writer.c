@@ -4,28 +4,29 @@
 // runs inside a hook except mt_writer_mark's queue push.
 #include "writer.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/file.h>
-#include <sqlite3.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "bootstrap.h"
 #include "clock.h"
 #include "config.h"
 #include "core.h"
 #include "maps.h"
+#include "trie.h"
+
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 #include "memtrace/symbolize.h"
-#include "trie.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
 
 #define COMMIT_INTERVAL_NS 100000000 // a SIGKILL loses at most ~100 ms of events
 #define BATCH 4096
@@ -43,7 +44,6 @@ static long page_size;
 static bool failed;
 static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
 static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
-
 
 typedef struct pending_mark {
     struct pending_mark* next;
@@ -195,8 +195,10 @@ static void steal_partials(void) {
 static void write_frames_and_callsites(void) {
     sqlite3* db = mt_capwriter_db(cw);
     sqlite3_stmt *fs = NULL, *cs = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc)"
-                               " VALUES(?1,?2,?3,?4)", -1, &fs, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc)"
+                           " VALUES(?1,?2,?3,?4)",
+                           -1, &fs, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)", -1, &cs,
                            NULL) != SQLITE_OK) {
         fail_sqlite("cannot write stacks");
@@ -270,8 +272,10 @@ static void write_mappings(void) {
 
 static void write_threads(void) {
     sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capwriter_db(cw), "INSERT OR REPLACE INTO thread(tid, name)"
-                           " VALUES(?1,?2)", -1, &st, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(mt_capwriter_db(cw),
+                           "INSERT OR REPLACE INTO thread(tid, name)"
+                           " VALUES(?1,?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
         fail_sqlite("cannot write threads");
         return;
     }
@@ -327,10 +331,13 @@ static void write_marks(void) {
     pthread_mutex_unlock(&mark_lock);
     sqlite3* db = mt_capwriter_db(cw);
     sqlite3_stmt *ins = NULL, *end = NULL;
-    sqlite3_prepare_v2(db, "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid)"
-                           " VALUES(1,?1,?2,?3,?4,?5)", -1, &ins, NULL);
-    sqlite3_prepare_v2(db, "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
-                           " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)",
+    sqlite3_prepare_v2(db,
+                       "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid)"
+                       " VALUES(1,?1,?2,?3,?4,?5)",
+                       -1, &ins, NULL);
+    sqlite3_prepare_v2(db,
+                       "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
+                       " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)",
                        -1, &end, NULL);
     while (m) {
         pending_mark* next = m->next;

@@ -3,6 +3,15 @@
 // in) with the callsite tree of the blocks live at the peak, at a time, or at the end, as
 // JSON. Callsites narrower than a threshold are merged into their caller so the page stays
 // small; hiding non-relevant frames and the thread filter happen in the page itself.
+#include "commands.h"
+#include "flamegraph_html.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -10,14 +19,6 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "commands.h"
-#include "flamegraph_html.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
-#include "replay.h"
-#include "sites.h"
-#include "util.h"
 
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
@@ -90,8 +91,11 @@ static int child(fg* g, uint32_t parent, uint32_t name, bool relevant, uint32_t*
         g->cap = nc;
     }
     uint32_t id = (uint32_t)g->n++;
-    g->nodes[id] = (fg_node){.parent = parent, .name = name, .module = UINT32_MAX,
-                             .loc = UINT32_MAX, .relevant = relevant};
+    g->nodes[id] = (fg_node){.parent = parent,
+                             .name = name,
+                             .module = UINT32_MAX,
+                             .loc = UINT32_MAX,
+                             .relevant = relevant};
     mr_block kb = {.addr = key, .size = id};
     if (mr_heapmap_put(&g->children, &kb, NULL, NULL))
         return -ENOMEM;
@@ -360,8 +364,9 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
         mt_format_duration(t, when, sizeof when);
         snprintf(sub, sizeof sub, "%s: %s live at %s", mode == MODE_PEAK ? "Peak" : "Live heap",
                  bytes, when);
-        json_object_set_new(o, "what", json_string(mode == MODE_PEAK ? "the bytes live at the peak"
-                                                                     : "the bytes live then"));
+        json_object_set_new(
+            o, "what",
+            json_string(mode == MODE_PEAK ? "the bytes live at the peak" : "the bytes live then"));
         json_object_set_new(o, "time_ns", json_integer(t));
     }
     json_object_set_new(o, "subtitle", json_string(sub));
@@ -634,8 +639,10 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         } else {
             have_replay = true;
             g.n = 1; // the root
-            g.nodes[0] = (fg_node){.name = intern(&g, "all"), .module = UINT32_MAX,
-                                   .loc = UINT32_MAX, .relevant = true};
+            g.nodes[0] = (fg_node){.name = intern(&g, "all"),
+                                   .module = UINT32_MAX,
+                                   .loc = UINT32_MAX,
+                                   .relevant = true};
             if ((e = mr_replay_run(&r, stop, progress, &pc)))
                 snprintf(err, sizeof err, "%s", r.err);
             else if ((e = collect(&g, &r.live, split ? &threads : NULL)) == 0) {

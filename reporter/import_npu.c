@@ -6,6 +6,9 @@
 // import (npu_import_cmd.c) and plot (plot_npu.c) consume what it builds.
 #include "import_npu.h"
 
+#include "heapmap.h"
+#include "util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
@@ -20,9 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <wctype.h>
-
-#include "heapmap.h"
-#include "util.h"
 
 #define READ_CHUNK (1u << 20)
 // A log with more distinct function names than this is not a compiler log; refuse it

@@ -6,12 +6,12 @@
 #ifndef MR_IMPORT_NPU_H
 #define MR_IMPORT_NPU_H
 
+#include "memtrace/capture.h"
+#include "memtrace/units.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/capture.h"
-#include "memtrace/units.h"
 
 // Lines longer than this are skipped with a warning (real memory-usage lines are < 200 B).
 #define MR_NPU_LINE_LIMIT (1u << 20)

@@ -2,19 +2,20 @@
 // memreport leaks: the blocks still live at the end of a run, grouped by allocation stack,
 // largest first, with an optional suppressions file of function-name patterns.
 // One replay; memory is the live set plus one counter pair per callsite.
+#include "commands.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "commands.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
-#include "replay.h"
-#include "sites.h"
-#include "util.h"
 
 static const char leaks_help[] =
     "usage: memreport leaks CAPTURE [--json] [--top N] [--suppressions FILE] [-o FILE] [-f]\n"
@@ -183,8 +184,8 @@ static void print_text(FILE* out, json_t* r) {
               out);
     json_array_foreach(json_object_get(r, "groups"), i, g) {
         fprintf(out, "%s (%llu bytes) in %llu block%s allocated at:\n",
-                mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"),
-                INT(g, "blocks"), INT(g, "blocks") == 1 ? "" : "s");
+                mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"), INT(g, "blocks"),
+                INT(g, "blocks") == 1 ? "" : "s");
         json_t* stack = json_object_get(g, "stack");
         if (json_array_size(stack) == 0)
             fputs("    (no stack recorded)\n", out);

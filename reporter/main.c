@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // memreport: the offline reporter. Dispatches to one subcommand per module.
-#include <stdio.h>
-#include <string.h>
-
 #include "commands.h"
 #include "util.h"
+
+#include <stdio.h>
+#include <string.h>
 
 typedef struct command {
     const char* name;

@@ -2,6 +2,13 @@
 // memreport import: turns an NPU compiler memory-usage log into a capture (heap 2 'npu',
 // time unit 'step') through common's capture writer, so every report reads it like a
 // native capture. Parsing rules live in import_npu.c; this file only maps the model to rows.
+#include "commands.h"
+#include "import_npu.h"
+#include "util.h"
+
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -10,12 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "commands.h"
-#include "import_npu.h"
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
-#include "util.h"
 
 #define CHUNK_EVENTS 4096
 

@@ -4,6 +4,12 @@
 // heap plot (plot_npu.c); any other capture the native time plot (plot_native.c).
 #include "plot.h"
 
+#include "commands.h"
+#include "import_npu.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -12,11 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "commands.h"
-#include "import_npu.h"
-#include "memtrace/schema.h"
-#include "util.h"
 
 static const char plot_help[] =
     "usage: memreport plot CAPTURE-or-LOG [-o FILE.png|FILE.svg] [--data FILE.json] [-f]\n"

@@ -5,11 +5,12 @@
 #ifndef MR_PLOT_H
 #define MR_PLOT_H
 
+#include "import_npu.h"
+
+#include "memtrace/capture.h"
+
 #include <stdbool.h>
 #include <stddef.h>
-
-#include "import_npu.h"
-#include "memtrace/capture.h"
 
 typedef struct mr_plot_args {
     const char* input;  // capture or log, as given

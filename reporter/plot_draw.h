@@ -6,11 +6,11 @@
 #ifndef MR_PLOT_DRAW_H
 #define MR_PLOT_DRAW_H
 
+#include "util.h"
+
 #include <cairo.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-#include "util.h"
 
 // Matplotlib sizes are in points at 100 dpi.
 #define MR_PT(pt) ((pt)*100.0 / 72.0)

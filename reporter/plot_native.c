@@ -4,6 +4,16 @@
 // bytes held per call site and their share of the live heap. Streams the events (twice
 // with site rows) and keeps per-pixel-column extremes, so memory does not grow with the
 // capture. Draws with plot_draw.h; never parses NPU logs.
+#include "import_npu.h"
+#include "plot.h"
+#include "plot_draw.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -11,15 +21,6 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "import_npu.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
-#include "plot.h"
-#include "plot_draw.h"
-#include "replay.h"
-#include "sites.h"
-#include "util.h"
 
 #define WIDTH 1600
 #define MAIN_HEIGHT 600
@@ -411,8 +412,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
 // a slope between two events would show memory that was never live). Samples (RSS, VSZ)
 // are joined by straight lines.
 static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_npu_points* p, double tscale,
-                          double yscale, mr_rgb color, double dash, bool step,
-                          mr_polyline* keep) {
+                          double yscale, mr_rgb color, double dash, bool step, mr_polyline* keep) {
     mr_polyline pl;
     mr_polyline_begin(&pl, cr, f);
     for (size_t i = 0; i < p->n; i++) {

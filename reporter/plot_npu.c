@@ -2,6 +2,13 @@
 // The StaticAllocation heap plot of an NPU heap (doc §2.7: upstream's figure, titles,
 // colours and draw order) and its --data JSON, plus reading an imported capture back
 // into the series. The series themselves are built by import_npu.c; this file only draws.
+#include "import_npu.h"
+#include "plot.h"
+#include "plot_draw.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -10,12 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "import_npu.h"
-#include "memtrace/schema.h"
-#include "plot.h"
-#include "plot_draw.h"
-#include "util.h"
 
 // Upstream's figure: 40 x 6 inches at 100 dpi.
 #define WIDTH 4000

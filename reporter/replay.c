@@ -2,11 +2,11 @@
 // Event replay: the one place that turns the event stream into live blocks and totals.
 #include "replay.h"
 
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "memtrace/schema.h"
 
 int mr_replay_init(mr_replay* r, mt_capture* cap, int heap) {
     memset(r, 0, sizeof *r);

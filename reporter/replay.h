@@ -5,10 +5,11 @@
 #ifndef MR_REPLAY_H
 #define MR_REPLAY_H
 
-#include <stdint.h>
-
 #include "heapmap.h"
+
 #include "memtrace/capture.h"
+
+#include <stdint.h>
 
 typedef struct mr_replay {
     mt_capture* cap;

@@ -35,8 +35,8 @@ json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames)
             json_t* o = json_object();
             json_object_set_new(o, "function", json_string(locs[k].function));
             json_object_set_new(o, "file", locs[k].file ? json_string(locs[k].file) : json_null());
-            json_object_set_new(o, "line", locs[k].line > 0 ? json_integer(locs[k].line)
-                                                            : json_null());
+            json_object_set_new(o, "line",
+                                locs[k].line > 0 ? json_integer(locs[k].line) : json_null());
             json_object_set_new(o, "module", module ? json_string(module) : json_null());
             json_array_append_new(a, o);
         }

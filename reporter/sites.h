@@ -5,11 +5,11 @@
 #ifndef MR_SITES_H
 #define MR_SITES_H
 
+#include "symbols.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "symbols.h"
 
 // Deepest stack the reports walk (the tracer's MEMTRACE_DEPTH is 64 by default).
 #define MR_SITES_MAX_DEPTH 1024

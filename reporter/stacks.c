@@ -3,18 +3,19 @@
 // number of allocations made there, the bytes it held live at the peak and at the end,
 // fully symbolized (inlined frames expanded), as text or JSON. Noise frames are hidden
 // unless --all-frames; stacks that differ only in hidden frames are merged.
-#include <getopt.h>
-#include <jansson.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "commands.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
 #include "replay.h"
 #include "sites.h"
 #include "symbols.h"
 #include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
 
 static const char stacks_help[] =
     "usage: memreport stacks CAPTURE [--json] [--all-frames] [-o FILE] [-f]\n"
@@ -150,8 +151,7 @@ static void print_text(FILE* out, json_t* o) {
             mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
     json_array_foreach(json_object_get(o, "stacks"), i, s) {
         fprintf(out, "\n#%zu %s in %llu allocations; at peak %s; leaked %s in %llu%s\n", i + 1,
-                mt_format_bytes(U64(s, "bytes"), a, sizeof a),
-                (unsigned long long)U64(s, "count"),
+                mt_format_bytes(U64(s, "bytes"), a, sizeof a), (unsigned long long)U64(s, "count"),
                 mt_format_bytes(U64(s, "peak_bytes"), b, sizeof b),
                 mt_format_bytes(U64(s, "leaked_bytes"), c, sizeof c),
                 (unsigned long long)U64(s, "leaked_count"),
@@ -160,7 +160,8 @@ static void print_text(FILE* out, json_t* o) {
         if (json_array_size(frames) == 0)
             fputs("    (no stack)\n", out);
         json_array_foreach(frames, j, f) {
-            fprintf(out, "    %s%s\n", json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "",
+            fprintf(out, "    %s%s\n",
+                    json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "",
                     mr_sites_format_json_frame(f, line, sizeof line));
         }
     }
@@ -169,8 +170,7 @@ static void print_text(FILE* out, json_t* o) {
 
 // Groups the callsites with allocations by the frames they show. Returns the number of
 // distinct stacks in *out (sorted by bytes), or -1 when out of memory.
-static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_frames,
-                       shown** out) {
+static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_frames, shown** out) {
     size_t n = 0;
     for (uint32_t cs = 0; cs < st->ncs; cs++)
         n += st->per_cs[cs].count > 0;
@@ -226,12 +226,10 @@ static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_fr
 }
 
 int mr_cmd_stacks(int argc, char** argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"all-frames", no_argument, NULL, 'a'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"all-frames", no_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
     bool all_frames = false;
     int c;

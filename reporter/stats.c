@@ -3,19 +3,20 @@
 // by allocation count; a power-of-two histogram of sizes; temporary allocations by site;
 // totals per thread. One replay with per-callsite and per-thread counters, so memory is
 // the live set plus a few words per callsite, whatever the number of events.
+#include "commands.h"
+#include "replay.h"
+#include "sites.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "commands.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
-#include "replay.h"
-#include "sites.h"
-#include "util.h"
 
 static const char stats_help[] =
     "usage: memreport stats CAPTURE [--json] [--top N] [-o FILE] [-f]\n"
@@ -50,7 +51,7 @@ typedef struct thread_stat {
 typedef struct stats {
     const mr_symbols* sites;
     uint32_t ncallsites;
-    uint32_t* canon; // callsite -> representative of its symbolized stack (sites.h)
+    uint32_t* canon;      // callsite -> representative of its symbolized stack (sites.h)
     site* site;           // indexed by callsite id, ncallsites entries
     uint32_t peak_epoch;  // bumped each time the global peak rises
     mr_heapmap tid_index; // tid + 1 -> index into threads (in .size)
@@ -130,8 +131,8 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         if (freed) {
             site* st = touch(s, freed->callsite);
             st->live -= freed->size;
-            bool real_free = ev->kind != MT_KIND_REALLOC_FREE &&
-                             ev->kind != MT_KIND_REALLOCARRAY_FREE;
+            bool real_free =
+                ev->kind != MT_KIND_REALLOC_FREE && ev->kind != MT_KIND_REALLOCARRAY_FREE;
             if (real_free && th->last_alloc == ev->addr && freed->tid == ev->tid) {
                 st->temporary++;
                 th->temporary++;
@@ -152,12 +153,12 @@ typedef struct row {
     uint64_t count, bytes, temporary, at_peak;
 } row;
 
-#define DESC_BY(field)                                                                         \
-    static int by_##field(const void* a, const void* b) {                                     \
-        const row *x = a, *y = b;                                                              \
-        if (x->field != y->field)                                                              \
-            return x->field < y->field ? 1 : -1;                                               \
-        return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;                    \
+#define DESC_BY(field)                                                                             \
+    static int by_##field(const void* a, const void* b) {                                          \
+        const row *x = a, *y = b;                                                                  \
+        if (x->field != y->field)                                                                  \
+            return x->field < y->field ? 1 : -1;                                                   \
+        return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;                         \
     }
 DESC_BY(count)
 DESC_BY(bytes)
@@ -197,8 +198,7 @@ static json_t* thread_names(mt_capture* cap) {
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char* name = (const char*)sqlite3_column_text(st, 1);
         if (name)
-            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
-                                json_string(name));
+            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0), json_string(name));
     }
     sqlite3_finalize(st);
     return names;
@@ -294,8 +294,8 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
 
 #define INT(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
 
-static void print_sites(FILE* out, json_t* o, const char* key, const char* title,
-                        const char* field, bool as_bytes) {
+static void print_sites(FILE* out, json_t* o, const char* key, const char* title, const char* field,
+                        bool as_bytes) {
     json_t* a = json_object_get(o, key);
     fprintf(out, "\n%s\n", title);
     if (!json_array_size(a))
@@ -337,14 +337,15 @@ static void print_text(FILE* out, json_t* o) {
     unsigned long long allocs = INT(o, "allocations");
     fprintf(out, "allocations: %llu (%s), frees: %llu, temporary: %llu (%.1f%%)\n", allocs,
             mt_format_bytes(INT(o, "bytes_allocated"), a, sizeof a), INT(o, "frees"),
-            INT(o, "temporary"), allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
+            INT(o, "temporary"),
+            allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
     fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
             mt_format_duration((int64_t)INT(o, "peak_time_ns"), b, sizeof b));
     print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
     print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
     print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);
-    print_sites(out, o, "temporary_by_site", "top sites by temporary allocations:",
-                "temporary", false);
+    print_sites(out, o, "temporary_by_site", "top sites by temporary allocations:", "temporary",
+                false);
 
     fputs("\nallocation sizes:\n", out);
     size_t i;
@@ -378,12 +379,10 @@ static void print_text(FILE* out, json_t* o) {
 }
 
 int mr_cmd_stats(int argc, char** argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 't'},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
     size_t top = 10;
     int c;

@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: MIT
 // memreport summary: the totals of a capture (status, counts, peak, leaks, calls per
 // entry point), as text for people or JSON for scripts.
+#include "commands.h"
+#include "replay.h"
+#include "util.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
 #include <getopt.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "commands.h"
-#include "memtrace/schema.h"
-#include "memtrace/units.h"
-#include "replay.h"
-#include "util.h"
 
 static const char summary_help[] =
     "usage: memreport summary CAPTURE [--json] [-o FILE] [-f]\n"
@@ -92,7 +93,8 @@ static void print_text(FILE* out, json_t* s) {
     size_t i;
     json_t* v;
     json_array_foreach(cmd, i, v) fprintf(out, " %s", json_string_value(v));
-    fprintf(out, "\npid:          %lld\n", (long long)json_integer_value(json_object_get(s, "pid")));
+    fprintf(out, "\npid:          %lld\n",
+            (long long)json_integer_value(json_object_get(s, "pid")));
     bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
     int64_t duration = json_integer_value(json_object_get(s, "duration_ns"));
     int64_t peak_time = json_integer_value(json_object_get(s, "peak_time_ns"));

@@ -4,6 +4,10 @@
 // Never touches events; never writes anything but the symbols it stores in the capture.
 #include "symbols.h"
 
+#include "util.h"
+
+#include "memtrace/symbolize.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -11,9 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "memtrace/symbolize.h"
-#include "util.h"
 
 typedef struct sym_frame {
     mr_symloc* locs; // inlined (innermost first), then the physical function
@@ -171,8 +172,8 @@ static int load(mt_capture* cap, mr_symbols* s) {
         int64_t frame = sqlite3_column_int64(st, 2);
         // A parent must be a valid id; a cycle-free tree is what the tracer writes, but
         // walks are bounded anyway (mr_symbols_stack) in case a file says otherwise.
-        if (id <= 0 || id >= s->ncallsites || parent < 0 || parent >= s->ncallsites ||
-            frame < 0 || frame >= UINT32_MAX)
+        if (id <= 0 || id >= s->ncallsites || parent < 0 || parent >= s->ncallsites || frame < 0 ||
+            frame >= UINT32_MAX)
             continue;
         s->callsites[id] = (sym_callsite){(uint32_t)parent, (uint32_t)frame};
     }

@@ -6,11 +6,11 @@
 #ifndef MR_SYMBOLS_H
 #define MR_SYMBOLS_H
 
+#include "memtrace/capture.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/capture.h"
 
 // One source location of a frame. A physical frame expands to its inlined functions
 // (innermost first, inlined = true) followed by the function the code belongs to.

@@ -4,10 +4,10 @@
 #ifndef MR_UTIL_H
 #define MR_UTIL_H
 
+#include "memtrace/capture.h"
+
 #include <stdbool.h>
 #include <stdio.h>
-
-#include "memtrace/capture.h"
 
 enum { MR_EXIT_OK = 0, MR_EXIT_USAGE = 1, MR_EXIT_BAD_INPUT = 2, MR_EXIT_IO = 3 };
 
@@ -37,7 +37,8 @@ typedef struct mr_opts {
     bool force;
     bool json;
 } mr_opts;
-#define MR_OPTS_INIT {"-", false, false}
+#define MR_OPTS_INIT                                                                               \
+    { "-", false, false }
 enum { MR_OPT_NEXT = -1 };
 // For a getopt_long result c: records a shared option and returns MR_OPT_NEXT; prints help
 // for -h (returns 0) or for an unknown option (returns the usage exit code).

@@ -4,14 +4,14 @@
 // scale. Threads allocate and free with per-thread chunks whose seq ranges interleave (as the
 // tracer's do), over a callsite tree of ~20000 stacks; the live set rises to about a million
 // blocks mid-run, then drains, leaving some leaks. Deterministic (fixed PRNG seed).
+#include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "memtrace/capture.h"
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
 
 #define CHUNK 4096
 #define NFUNCS 3000
@@ -47,8 +47,8 @@ static void write_stacks(sqlite3* db, uint32_t* leaves, size_t nleaves) {
     sqlite3_prepare_v2(db, "INSERT INTO frame VALUES(?1,1,?2,?2,?3,?4,?5,NULL,?6)", -1, &st, NULL);
     for (int i = 1; i <= NFUNCS; i++) {
         char fn[64], file[64];
-        snprintf(fn, sizeof fn, i <= 3 ? "libc_internal_%d" : "app::module%d::function_%d",
-                 i % 40, i);
+        snprintf(fn, sizeof fn, i <= 3 ? "libc_internal_%d" : "app::module%d::function_%d", i % 40,
+                 i);
         snprintf(file, sizeof file, "src/module%d.cpp", i % 40);
         sqlite3_bind_int(st, 1, i);
         sqlite3_bind_int64(st, 2, 0x10000 + i * 64);
@@ -140,9 +140,8 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < n; i++) {
                 // Interleave the threads' seqs within each round, as concurrent threads do.
                 uint64_t s = seq + t + (uint64_t)i * nthreads + 1;
-                bool alloc = g->nlive == 0 ||
-                             (g->nlive < MAX_LIVE_PER_THREAD &&
-                              (rnd() % 1000) < (g->nlive < target ? 600u : 400u));
+                bool alloc = g->nlive == 0 || (g->nlive < MAX_LIVE_PER_THREAD &&
+                                               (rnd() % 1000) < (g->nlive < target ? 600u : 400u));
                 mt_event* e = &ev[i];
                 memset(e, 0, sizeof *e);
                 e->seq = s;

@@ -3,6 +3,9 @@
 // real objects of this machine: libc (DWARF from libc6-dbg when installed), libsqlite3 and
 // libdw (symbol tables), and this program (DWARF). Prints the wall time. Not a test.
 #define _GNU_SOURCE
+#include "memtrace/capture.h"
+#include "memtrace/symbolize.h"
+
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <gelf.h>
@@ -13,9 +16,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include "memtrace/capture.h"
-#include "memtrace/symbolize.h"
 
 typedef struct object {
     char path[4096];
@@ -29,8 +29,8 @@ static int pick(struct dl_phdr_info* info, size_t size, void* ud) {
     (void)size;
     (void)ud;
     const char* n = info->dlpi_name;
-    if (nobjs < 8 && (!n[0] || strstr(n, "libc.so") || strstr(n, "libsqlite3") ||
-                      strstr(n, "libdw.so"))) {
+    if (nobjs < 8 &&
+        (!n[0] || strstr(n, "libc.so") || strstr(n, "libsqlite3") || strstr(n, "libdw.so"))) {
         object* o = &objs[nobjs++];
         if (n[0])
             snprintf(o->path, sizeof o->path, "%s", n);

@@ -3,11 +3,11 @@
 // allocates blocks (same stacks, sizes and per-pair work as bench_st) and hands them through
 // a lock-free single-producer/single-consumer queue to the next thread, which frees them.
 // Every free is therefore cross-thread. Prints its exact counts and ns per pair on one line.
+#include "workload.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-
-#include "workload.h"
 
 #define QCAP 1024 // power of two
 

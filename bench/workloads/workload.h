@@ -118,10 +118,9 @@ static inline uint64_t step_next(const bench_walk* w, int level) {
     return bench_steps[(h >> 32) % BENCH_NSTEP](w, level + 1);
 }
 
-#define BENCH_STEP(n, k)                                                                      \
-    static __attribute__((noinline, noclone)) uint64_t step##n(const bench_walk* w,           \
-                                                               int level) {                   \
-        return step_next(w, level) * (k) + (uint64_t)level;                                   \
+#define BENCH_STEP(n, k)                                                                           \
+    static __attribute__((noinline, noclone)) uint64_t step##n(const bench_walk* w, int level) {   \
+        return step_next(w, level) * (k) + (uint64_t)level;                                        \
     }
 BENCH_STEP(0, 3)
 BENCH_STEP(1, 5)

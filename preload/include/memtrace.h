@@ -20,8 +20,13 @@ extern "C" {
 void memtrace_impl_mark(const char* name, int what) __attribute__((weak));
 void memtrace_impl_report(int is_alloc, const void* addr, size_t size) __attribute__((weak));
 
-enum { MEMTRACE_MARK_POINT = 0, MEMTRACE_RANGE_BEGIN = 1, MEMTRACE_RANGE_END = 2,
-       MEMTRACE_PAUSE = 3, MEMTRACE_RESUME = 4 };
+enum {
+    MEMTRACE_MARK_POINT = 0,
+    MEMTRACE_RANGE_BEGIN = 1,
+    MEMTRACE_RANGE_END = 2,
+    MEMTRACE_PAUSE = 3,
+    MEMTRACE_RESUME = 4
+};
 
 // A named point in time, drawn as a dotted line in plots. The name is copied.
 static inline void memtrace_mark(const char* name) {

@@ -3,6 +3,9 @@
 // into the reports_fixture tool the browser test uses.
 #include "fixture.h"
 
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <ftw.h>
 #include <getopt.h>
 #include <sqlite3.h>
@@ -11,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
 
 static void die(const char* what, const char* msg) {
     fprintf(stderr, "fixture: %s: %s\n", what, msg);

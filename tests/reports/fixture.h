@@ -4,10 +4,10 @@
 #ifndef MT_REPORTS_FIXTURE_H
 #define MT_REPORTS_FIXTURE_H
 
+#include "memtrace/capture.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/capture.h"
 
 typedef struct fx {
     mt_capwriter* w;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // reports_fixture PATH: writes the standard report-test capture (fixture.c) to PATH, for
 // tests driven from scripts (the browser test).
-#include <stdio.h>
-
 #include "fixture.h"
+
+#include <stdio.h>
 
 int main(int argc, char** argv) {
     if (argc != 2) {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Uses memtrace.h without linking libmemtrace: must run normally untraced, and record its
 // marks, ranges and pool allocations when traced.
+#include "memtrace.h"
+
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "memtrace.h"
 
 static char pool[4096];
 void* volatile sink; // keeps the compiler from eliding malloc/free pairs

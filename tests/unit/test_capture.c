@@ -2,6 +2,11 @@
 // The capture reader against files written by mt_capwriter: exact read-back in seq order
 // across interleaved per-thread chunks, and rejection (message and return code) of every
 // kind of bad file. Files live in a private temporary directory removed at the end.
+#include "../check.h"
+#include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -9,11 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "memtrace/capture.h"
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
 
 static char dir[64] = "/tmp/mt_test_capture.XXXXXX";
 
@@ -91,9 +91,10 @@ static int write_capture(const char* path, bool finish) {
         CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, per[t] + done[t], len, scratch), 0);
         done[t] += len;
     }
-    mt_event npu[3] = {{.seq = 1, .ts = 1, .addr = 1, .size = 10, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
-                       {.seq = 2, .ts = 2, .addr = 2, .size = 20, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
-                       {.seq = 3, .ts = 3, .addr = 1, .tid = 1, .kind = MT_KIND_NPU_FREE}};
+    mt_event npu[3] = {
+        {.seq = 1, .ts = 1, .addr = 1, .size = 10, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
+        {.seq = 2, .ts = 2, .addr = 2, .size = 20, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
+        {.seq = 3, .ts = 3, .addr = 1, .tid = 1, .kind = MT_KIND_NPU_FREE}};
     CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_NPU, npu, 3, scratch), 0);
     CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
     CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 5, 1 << 20), 0);
@@ -158,8 +159,8 @@ static void check_readback(const char* path, bool expect_truncated) {
     for (size_t i = 0; i < n && i < NEVENTS; i++) {
         if (!same_event(&got[i], &events[i]) && bad++ < 5)
             fprintf(stderr, "event %zu differs: seq %llu/%llu kind %d/%d tid %u/%u\n", i,
-                    (unsigned long long)got[i].seq, (unsigned long long)events[i].seq,
-                    got[i].kind, events[i].kind, got[i].tid, events[i].tid);
+                    (unsigned long long)got[i].seq, (unsigned long long)events[i].seq, got[i].kind,
+                    events[i].kind, got[i].tid, events[i].tid);
     }
     CHECK_EQ_I64(bad, 0);
 
@@ -184,8 +185,8 @@ static void expect_open_fails(const char* what, const char* path, int want_rc,
     mt_capture* cap = (mt_capture*)&err; // must be reset to NULL
     int rc = mt_capture_open(path, &cap, err, sizeof err);
     if (rc != want_rc || !strstr(err, want_msg))
-        fprintf(stderr, "%s: got rc %d \"%s\", want rc %d \"...%s...\"\n", what, rc, err,
-                want_rc, want_msg);
+        fprintf(stderr, "%s: got rc %d \"%s\", want rc %d \"...%s...\"\n", what, rc, err, want_rc,
+                want_msg);
     CHECK_EQ_I64(rc, want_rc);
     CHECK(strstr(err, want_msg) != NULL);
     CHECK_NULL(cap);
@@ -213,8 +214,8 @@ static void expect_iter_fails(const char* what, const char* path, const char* wa
     }
     const char* msg = it ? mt_event_iter_error(it) : "";
     if (rc != -EPROTO || !strstr(msg, want_msg))
-        fprintf(stderr, "%s: got rc %d after %zu events \"%s\", want -EPROTO \"...%s...\"\n",
-                what, rc, n, msg, want_msg);
+        fprintf(stderr, "%s: got rc %d after %zu events \"%s\", want -EPROTO \"...%s...\"\n", what,
+                rc, n, msg, want_msg);
     CHECK_EQ_I64(rc, -EPROTO);
     CHECK(strstr(msg, want_msg) != NULL);
     CHECK(n < NEVENTS);
@@ -300,8 +301,7 @@ static void test_rejections(const char* good) {
     expect_open_fails("text", path_in_dir("text.db"), -EPROTO, "not an SQLite database");
 
     sql(path_in_dir("other.db"), "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
-    expect_open_fails("foreign sqlite", path_in_dir("other.db"), -EPROTO,
-                      "not a memtrace capture");
+    expect_open_fails("foreign sqlite", path_in_dir("other.db"), -EPROTO, "not a memtrace capture");
 
     copy_file(good, path_in_dir("newer.db"), -1);
     sql(path_in_dir("newer.db"), "PRAGMA user_version=99");
@@ -322,8 +322,7 @@ static void test_rejections(const char* good) {
     int fd = open(path_in_dir("garbage.db"), O_WRONLY);
     static char junk[65536];
     memset(junk, 0x5a, sizeof junk);
-    CHECK_EQ_I64(pwrite(fd, junk, sizeof junk, st.st_size / 2 - 65536 / 2),
-                 (int64_t)sizeof junk);
+    CHECK_EQ_I64(pwrite(fd, junk, sizeof junk, st.st_size / 2 - 65536 / 2), (int64_t)sizeof junk);
     close(fd);
     expect_open_fails("garbage pages", path_in_dir("garbage.db"), -EPROTO, "corrupt");
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Codec round trips (random and edge values) and rejection of corrupt blobs.
-#include <stdlib.h>
-
 #include "../check.h"
 #include "memtrace/codec.h"
+
+#include <stdlib.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void) {
@@ -74,10 +74,20 @@ int main(void) {
     roundtrip(ev, N);
     // Extremes: full-range addresses and sizes, backwards timestamps, max callsite id.
     mt_event edge[3] = {
-        {.seq = 1, .ts = 5, .addr = UINT64_MAX, .size = UINT64_MAX, .callsite = UINT32_MAX,
-         .tid = UINT32_MAX, .kind = 255},
+        {.seq = 1,
+         .ts = 5,
+         .addr = UINT64_MAX,
+         .size = UINT64_MAX,
+         .callsite = UINT32_MAX,
+         .tid = UINT32_MAX,
+         .kind = 255},
         {.seq = UINT64_MAX - 1, .ts = -3, .addr = 0, .size = 0, .callsite = 0, .tid = 0, .kind = 1},
-        {.seq = UINT64_MAX, .ts = INT64_MAX, .addr = 16, .size = 1, .callsite = 7, .tid = 1,
+        {.seq = UINT64_MAX,
+         .ts = INT64_MAX,
+         .addr = 16,
+         .size = 1,
+         .callsite = 7,
+         .tid = 1,
          .kind = 7},
     };
     roundtrip(edge, 3);

@@ -3,15 +3,16 @@
 // relevance, threads) at the peak, at a time and at the end; merging of narrow frames;
 // escaping of hostile names; output naming and option errors. The browser test
 // (tests/reports/browser_test.py) checks the page's behaviour.
+#include "commands.h"
+
+#include "../check.h"
+#include "../reports/fixture.h"
+#include "memtrace/schema.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "../reports/fixture.h"
-#include "commands.h"
-#include "memtrace/schema.h"
 
 #define GET_INT(o, k) json_integer_value(json_object_get(o, k))
 
@@ -54,7 +55,8 @@ static json_int_t find(json_t* d, json_int_t parent, const char* name) {
 static int64_t field(json_t* d, json_int_t node, size_t k) {
     if (node < 0)
         return -1;
-    return json_integer_value(json_array_get(json_array_get(json_object_get(d, "nodes"), (size_t)node), k));
+    return json_integer_value(
+        json_array_get(json_array_get(json_object_get(d, "nodes"), (size_t)node), k));
 }
 
 // Self bytes summed over every node: what the page's root width adds up to.
@@ -101,23 +103,20 @@ int main(void) {
     json_decref(d);
 
     // At a time: after seq 4 (ts 4000 ns), A and C are live; units are accepted.
-    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "4.5us", "-f", "-o", out,
-                        NULL),
-                 0);
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "4.5us", "-f", "-o", out, NULL), 0);
     d = page_data(out);
     CHECK_EQ_I64(GET_INT(d, "total_bytes"), 5000);
     CHECK_EQ_I64(GET_INT(d, "total_blocks"), 2);
     CHECK_EQ_I64(GET_INT(d, "time_ns"), 4500);
     json_decref(d);
-    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000", "-f", "-o", out,
-                        NULL),
-                 0);
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000", "-f", "-o", out, NULL), 0);
     d = page_data(out);
     CHECK_EQ_I64(GET_INT(d, "total_bytes"), 1000); // B was allocated and freed by then
     json_decref(d);
-    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "0.5us", "-f", "-o", out,
-                        NULL),
-                 0);
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "0.5us", "-f", "-o", out, NULL), 0);
     d = page_data(out);
     CHECK_EQ_I64(GET_INT(d, "total_bytes"), 0);
     json_decref(d);
@@ -140,7 +139,8 @@ int main(void) {
     json_t* ts = json_object_get(d, "thread_self");
     for (size_t i = 0; i < json_array_size(ts); i++) {
         json_t* t = json_array_get(ts, i);
-        per[json_integer_value(json_array_get(t, 1)) & 1] += json_integer_value(json_array_get(t, 2));
+        per[json_integer_value(json_array_get(t, 1)) & 1] +=
+            json_integer_value(json_array_get(t, 2));
     }
     CHECK_EQ_I64(per[0], 4764);
     CHECK_EQ_I64(per[1], 50);
@@ -148,9 +148,9 @@ int main(void) {
 
     // Narrow frames merge into their caller: at 5% of 10364 bytes (519), cache_put (300)
     // and prog+0x1234 (64) fold into main, whose own bytes become 364.
-    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--min-width", "0.05", "-f", "-o",
-                        out, NULL),
-                 0);
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--min-width", "0.05", "-f", "-o", out, NULL),
+        0);
     d = page_data(out);
     libc = find(d, 0, "__libc_start_call_main");
     main_ = find(d, libc, "main");

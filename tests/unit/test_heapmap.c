@@ -2,10 +2,11 @@
 // The live-block hash table: put/get/take/replace/iterate against a simple model, growth,
 // backward-shift deletion, and an adversarial key set (addresses all congruent modulo a
 // large power of two) whose probe lengths must stay short because the hash is keyed SipHash.
-#include <stdlib.h>
+#include "heapmap.h"
 
 #include "../check.h"
-#include "heapmap.h"
+
+#include <stdlib.h>
 
 static uint64_t rng = 0x853c49e6748fea9bull;
 static uint64_t next_rand(void) {
@@ -150,8 +151,8 @@ static void test_adversarial(void) {
     CHECK_EQ_I64(m.count, N);
     uint64_t sum, max;
     displacement(&m, &sum, &max);
-    printf("adversarial: %d keys in %zu slots, mean displacement %.3f, max %llu\n", N,
-           m.mask + 1, (double)sum / N, (unsigned long long)max);
+    printf("adversarial: %d keys in %zu slots, mean displacement %.3f, max %llu\n", N, m.mask + 1,
+           (double)sum / N, (unsigned long long)max);
     // Random keys at load <= 3/4 give a mean of a few slots and a maximum in the tens;
     // a colliding hash gives a mean around N/2.
     CHECK(sum < 4ull * N);

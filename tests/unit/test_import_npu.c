@@ -3,19 +3,20 @@
 // shared/docs/npu-memory-usage-log.md: the §3 table of the sample, the §3 corner-case
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
+#include "import_npu.h"
+#include "replay.h"
+#include "util.h"
+
+#include "../check.h"
+#include "memtrace/capture.h"
+#include "memtrace/schema.h"
+
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "import_npu.h"
-#include "memtrace/capture.h"
-#include "memtrace/schema.h"
-#include "replay.h"
-#include "util.h"
 
 #ifndef NPU_FIXTURES
 #error "NPU_FIXTURES must name tests/fixtures/npu"

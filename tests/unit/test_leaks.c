@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // memreport leaks on the standard fixture capture: exact groups, stacks, totals, --top,
 // suppressions, text output, and the output-file conventions (refuse, -f, exit codes).
-#include <jansson.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "commands.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
-#include "commands.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static json_t* load_json(const char* path) {
     json_error_t e;
@@ -83,8 +84,7 @@ int main(void) {
 
     // Refuses to overwrite without -f (I/O exit code), overwrites with it.
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "-o", out, NULL), 3);
-    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--top", "1", "-f", "-o", out,
-                        NULL),
+    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--top", "1", "-f", "-o", out, NULL),
                  0);
     r = load_json(out);
     CHECK_EQ_I64(json_array_size(json_object_get(r, "groups")), 1);
@@ -95,9 +95,9 @@ int main(void) {
     FILE* fp = fopen(supp, "w");
     fputs("# known leaks\n  make_*  \n\ncache_pu?\n", fp);
     fclose(fp);
-    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--suppressions", supp, "-f",
-                        "-o", out, NULL),
-                 0);
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--suppressions", supp, "-f", "-o", out, NULL),
+        0);
     r = load_json(out);
     CHECK_EQ_I64(GET_INT(r, "bytes"), 114);
     CHECK_EQ_I64(GET_INT(r, "blocks"), 2);
@@ -121,7 +121,6 @@ int main(void) {
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--top", "x", NULL), 1);
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", supp, NULL), 2); // not a capture
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", "/nonexistent/cap.db", NULL), 3);
-    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--suppressions", "/nonexistent", NULL),
-                 3);
+    CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--suppressions", "/nonexistent", NULL), 3);
     CHECK_DONE();
 }

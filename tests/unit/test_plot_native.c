@@ -2,19 +2,20 @@
 // Tests of the native time plot (reporter/plot_native.c) on a capture built here with the
 // capture writer: exact peak, heap series points that are real (time, live bytes) states,
 // RSS/VSZ counters, marks and ranges, site rows, errors, and the PNG read back with cairo.
+#include "plot.h"
+#include "util.h"
+
+#include "../check.h"
+#include "memtrace/capture.h"
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
 #include <cairo.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "memtrace/capture.h"
-#include "memtrace/codec.h"
-#include "memtrace/schema.h"
-#include "plot.h"
-#include "util.h"
 
 static char tmpdir[] = "/tmp/test_plot_native.XXXXXX";
 

@@ -2,17 +2,18 @@
 // Tests of the NPU heap plot (reporter/plot_npu.c, plot_draw.c): the PNG read back with
 // cairo (size, not blank, every series' colour present), the SVG, the --data JSON, and the
 // refusal to overwrite without --force.
+#include "import_npu.h"
+#include "plot.h"
+#include "util.h"
+
+#include "../check.h"
+
 #include <cairo.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "import_npu.h"
-#include "plot.h"
-#include "util.h"
 
 static char tmpdir[] = "/tmp/test_plot_npu.XXXXXX";
 

@@ -2,16 +2,17 @@
 // Event replay on captures written with mt_capwriter: live bytes, peak and when, counts,
 // unmatched frees, realloc as free + alloc, cross-thread address reuse across chunks,
 // partial replay (stop_seq), the per-event callback, and a random stream against a model.
-#include <errno.h>
-#include <sqlite3.h>
-#include <stdlib.h>
-#include <unistd.h>
+#include "replay.h"
 
 #include "../check.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
-#include "replay.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static char dir[64] = "/tmp/mt_test_replay.XXXXXX";
 static int files;
@@ -74,19 +75,19 @@ static mt_capture* open_events(const mt_event* ev, size_t n, size_t per_chunk) {
     return cap;
 }
 
-#define EV(s, k, a, sz, t)                                                                     \
-    (mt_event) {                                                                               \
-        .seq = (s), .ts = (int64_t)(s)*10, .addr = (a), .size = (sz), .callsite = (uint32_t)(s),\
-        .tid = (t), .kind = MT_KIND_##k, .heap = MT_HEAP_LIBC                                  \
+#define EV(s, k, a, sz, t)                                                                         \
+    (mt_event) {                                                                                   \
+        .seq = (s), .ts = (int64_t)(s)*10, .addr = (a), .size = (sz), .callsite = (uint32_t)(s),   \
+        .tid = (t), .kind = MT_KIND_##k, .heap = MT_HEAP_LIBC                                      \
     }
 
 static void test_basic(void) {
     const mt_event ev[] = {
-        EV(1, MALLOC, 0xa0, 100, 1),      EV(2, MALLOC, 0xb0, 200, 1),
-        EV(3, FREE, 0xa0, 0, 1),          EV(4, REALLOC_FREE, 0xb0, 0, 1),
-        EV(5, REALLOC, 0xc0, 300, 1),     EV(6, CALLOC, 0xd0, 50, 1),
+        EV(1, MALLOC, 0xa0, 100, 1),     EV(2, MALLOC, 0xb0, 200, 1),
+        EV(3, FREE, 0xa0, 0, 1),         EV(4, REALLOC_FREE, 0xb0, 0, 1),
+        EV(5, REALLOC, 0xc0, 300, 1),    EV(6, CALLOC, 0xd0, 50, 1),
         EV(7, FREE, 0xe0, 0, 1), /* a block from before tracing */
-        EV(8, FREE, 0xc0, 0, 1),          EV(9, POSIX_MEMALIGN, 0xf0, 64, 1),
+        EV(8, FREE, 0xc0, 0, 1),         EV(9, POSIX_MEMALIGN, 0xf0, 64, 1),
         EV(10, FREE_SIZED, 0xf0, 64, 1),
     };
     size_t n = sizeof ev / sizeof *ev;
@@ -192,9 +193,9 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
 
 static void test_callback(void) {
     const mt_event ev[] = {
-        EV(1, MALLOC, 0x10, 10, 1),  EV(2, MALLOC, 0x20, 20, 1), EV(3, FREE, 0x99, 0, 1),
-        EV(4, FREE, 0x20, 0, 1),     EV(5, REALLOC_FREE, 0x10, 0, 1),
-        EV(6, REALLOC, 0x10, 40, 1), EV(7, FREE, 0x10, 0, 1),
+        EV(1, MALLOC, 0x10, 10, 1), EV(2, MALLOC, 0x20, 20, 1),      EV(3, FREE, 0x99, 0, 1),
+        EV(4, FREE, 0x20, 0, 1),    EV(5, REALLOC_FREE, 0x10, 0, 1), EV(6, REALLOC, 0x10, 40, 1),
+        EV(7, FREE, 0x10, 0, 1),
     };
     mt_capture* cap = open_events(ev, 7, 3);
     if (!cap)

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Site naming and stack rendering over the symbols table (sites.h), on the standard
 // fixture: relevance skipping, unsymbolized frames, inlined expansion, JSON and text.
-#include <sqlite3.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "sites.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
-#include "sites.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define GET_STR(o, k) json_string_value(json_object_get(o, k))
 
@@ -62,7 +63,7 @@ int main(void) {
     uint32_t* canon = mr_sites_canonical(s);
     CHECK(canon != NULL);
     CHECK_EQ_I64(canon[10], canon[4]);
-    CHECK(canon[11] != canon[4]); // another line
+    CHECK(canon[11] != canon[4]);       // another line
     CHECK_EQ_I64(canon[12], canon[13]); // same stack below equal callers
     CHECK(canon[6] != canon[5]);
     free(canon);

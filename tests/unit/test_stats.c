@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // memreport stats on the standard fixture capture (truth in tests/reports/fixture.c):
 // site rankings, bytes at the peak, the size histogram, temporaries, per-thread totals.
-#include <jansson.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include "commands.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
-#include "commands.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define GET_INT(o, k) json_integer_value(json_object_get(o, k))
 #define GET_STR(o, k) json_string_value(json_object_get(o, k))
@@ -47,8 +48,8 @@ int main(void) {
                                              "prog+0x1234"};
     static const int64_t peak_values[] = {5000, 4000, 1000, 300, 64};
     check_table(r, "by_peak", "peak_bytes", 5, peak_names, peak_values);
-    static const char* const bytes_names[] = {"worker",    "make_node",  "parse_file",
-                                              "cache_put", "make_node",  "prog+0x1234"};
+    static const char* const bytes_names[] = {"worker",    "make_node", "parse_file",
+                                              "cache_put", "make_node", "prog+0x1234"};
     static const int64_t bytes_values[] = {5050, 4000, 1000, 1000, 200, 64};
     check_table(r, "by_bytes", "bytes_allocated", 6, bytes_names, bytes_values);
     static const char* const count_names[] = {"cache_put", "worker"};
@@ -69,8 +70,8 @@ int main(void) {
     CHECK_EQ_STR(GET_STR(json_array_get(stack, 0), "function"), "make_node");
 
     // Size histogram: powers of two.
-    static const int64_t hist[][3] = {{32, 63, 1},     {64, 127, 2},    {128, 255, 1},
-                                      {256, 511, 1},   {512, 1023, 2},  {2048, 4095, 1},
+    static const int64_t hist[][3] = {{32, 63, 1},    {64, 127, 2},   {128, 255, 1},
+                                      {256, 511, 1},  {512, 1023, 2}, {2048, 4095, 1},
                                       {4096, 8191, 1}};
     json_t* sizes = json_object_get(r, "sizes");
     CHECK_EQ_I64(json_array_size(sizes), 7);
@@ -103,8 +104,7 @@ int main(void) {
     json_decref(r);
 
     // --top limits each table.
-    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "--top", "2", "-f", "-o", out,
-                        NULL),
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "--top", "2", "-f", "-o", out, NULL),
                  0);
     r = json_load_file(out, 0, &je);
     CHECK_EQ_I64(json_array_size(json_object_get(r, "by_bytes")), 2);

@@ -6,6 +6,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "symbols.h"
+
+#include "../check.h"
+#include "memtrace/capture.h"
+#include "memtrace/symbolize.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -17,11 +23,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "../check.h"
-#include "memtrace/capture.h"
-#include "memtrace/symbolize.h"
-#include "symbols.h"
 
 #define NOINLINE __attribute__((noinline))
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -177,8 +178,7 @@ static void exec_sql(sqlite3* db, const char* sql) {
 static void insert_mapping(sqlite3* db, int id, const char* path, uint64_t start, uint64_t end,
                            uint64_t bias, const char* build_id) {
     sqlite3_stmt* st;
-    sqlite3_prepare_v2(db, "INSERT INTO mapping VALUES(?1,?2,?3,?4,?5,?6,0,NULL)", -1, &st,
-                       NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO mapping VALUES(?1,?2,?3,?4,?5,?6,0,NULL)", -1, &st, NULL);
     sqlite3_bind_int(st, 1, id);
     sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, (int64_t)start);
@@ -192,8 +192,8 @@ static void insert_mapping(sqlite3* db, int id, const char* path, uint64_t start
 
 static void insert_frame(sqlite3* db, int id, int mapping_id, uint64_t pc, uint64_t bias) {
     sqlite3_stmt* st;
-    sqlite3_prepare_v2(db, "INSERT INTO frame(id, mapping_id, pc, rel_pc) VALUES(?1,?2,?3,?4)",
-                       -1, &st, NULL);
+    sqlite3_prepare_v2(db, "INSERT INTO frame(id, mapping_id, pc, rel_pc) VALUES(?1,?2,?3,?4)", -1,
+                       &st, NULL);
     sqlite3_bind_int(st, 1, id);
     sqlite3_bind_int(st, 2, mapping_id);
     sqlite3_bind_int64(st, 3, (int64_t)pc);
@@ -236,16 +236,15 @@ static row get_frame(sqlite3* db, int id) {
 static void check_frame(sqlite3* db, int id, const char* fn, const char* file, int line) {
     row r = get_frame(db, id);
     if (strcmp(r.function, fn) || strcmp(r.file, file) || r.line != line)
-        fprintf(stderr, "frame %d: got %s %s:%d, want %s %s:%d\n", id, r.function, r.file,
-                r.line, fn, file, line);
+        fprintf(stderr, "frame %d: got %s %s:%d, want %s %s:%d\n", id, r.function, r.file, r.line,
+                fn, file, line);
     CHECK_EQ_STR(r.function, fn);
     CHECK_EQ_STR(r.file, file);
     CHECK_EQ_I64(r.line, line);
 }
 
 // Checks frame.inlined: n entries {function, basename(file), line}, innermost first.
-static void check_inlined(sqlite3* db, int id, size_t n, const char* const* fns,
-                          const int* lines) {
+static void check_inlined(sqlite3* db, int id, size_t n, const char* const* fns, const int* lines) {
     row r = get_frame(db, id);
     json_t* a = json_loads(r.inlined, 0, NULL);
     CHECK(json_is_array(a));

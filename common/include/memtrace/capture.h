@@ -6,11 +6,11 @@
 #ifndef MEMTRACE_CAPTURE_H
 #define MEMTRACE_CAPTURE_H
 
+#include "memtrace/event.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/event.h"
 
 typedef struct sqlite3 sqlite3;
 
@@ -63,8 +63,7 @@ int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* na
 int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
-int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
-                       uint8_t* scratch);
+int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
 // Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no
 // -wal/-shm files remain, and closes. w is freed whatever the result.
 int mt_capwriter_finish(mt_capwriter* w, const char* status);

@@ -6,10 +6,10 @@
 #ifndef MEMTRACE_CODEC_H
 #define MEMTRACE_CODEC_H
 
+#include "memtrace/event.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-#include "memtrace/event.h"
 
 // Worst-case encoded size of n events; size the output buffer with it.
 size_t mt_codec_bound(size_t n);

@@ -15,24 +15,24 @@
 // Event kinds: XX(id, ENUM, "name", is_alloc, is_free). The ids are stored in captures: never
 // renumber, only append. realloc is recorded as two events (the free of the old block, then
 // the allocation of the new one), each with its own sequence number.
-#define MEMTRACE_EVENT_KIND_MAP(XX)                                                            \
-    XX(1, MALLOC, "malloc", 1, 0)                                                              \
-    XX(2, CALLOC, "calloc", 1, 0)                                                              \
-    XX(3, REALLOC, "realloc", 1, 0)                                                            \
-    XX(4, REALLOC_FREE, "realloc_free", 0, 1)                                                  \
-    XX(5, REALLOCARRAY, "reallocarray", 1, 0)                                                  \
-    XX(6, REALLOCARRAY_FREE, "reallocarray_free", 0, 1)                                        \
-    XX(7, FREE, "free", 0, 1)                                                                  \
-    XX(8, POSIX_MEMALIGN, "posix_memalign", 1, 0)                                              \
-    XX(9, ALIGNED_ALLOC, "aligned_alloc", 1, 0)                                                \
-    XX(10, MEMALIGN, "memalign", 1, 0)                                                         \
-    XX(11, VALLOC, "valloc", 1, 0)                                                             \
-    XX(12, PVALLOC, "pvalloc", 1, 0)                                                           \
-    XX(13, FREE_SIZED, "free_sized", 0, 1)                                                     \
-    XX(14, FREE_ALIGNED_SIZED, "free_aligned_sized", 0, 1)                                     \
-    XX(15, CUSTOM_ALLOC, "custom_alloc", 1, 0)                                                 \
-    XX(16, CUSTOM_FREE, "custom_free", 0, 1)                                                   \
-    XX(17, NPU_ALLOC, "npu_alloc", 1, 0)                                                       \
+#define MEMTRACE_EVENT_KIND_MAP(XX)                                                                \
+    XX(1, MALLOC, "malloc", 1, 0)                                                                  \
+    XX(2, CALLOC, "calloc", 1, 0)                                                                  \
+    XX(3, REALLOC, "realloc", 1, 0)                                                                \
+    XX(4, REALLOC_FREE, "realloc_free", 0, 1)                                                      \
+    XX(5, REALLOCARRAY, "reallocarray", 1, 0)                                                      \
+    XX(6, REALLOCARRAY_FREE, "reallocarray_free", 0, 1)                                            \
+    XX(7, FREE, "free", 0, 1)                                                                      \
+    XX(8, POSIX_MEMALIGN, "posix_memalign", 1, 0)                                                  \
+    XX(9, ALIGNED_ALLOC, "aligned_alloc", 1, 0)                                                    \
+    XX(10, MEMALIGN, "memalign", 1, 0)                                                             \
+    XX(11, VALLOC, "valloc", 1, 0)                                                                 \
+    XX(12, PVALLOC, "pvalloc", 1, 0)                                                               \
+    XX(13, FREE_SIZED, "free_sized", 0, 1)                                                         \
+    XX(14, FREE_ALIGNED_SIZED, "free_aligned_sized", 0, 1)                                         \
+    XX(15, CUSTOM_ALLOC, "custom_alloc", 1, 0)                                                     \
+    XX(16, CUSTOM_FREE, "custom_free", 0, 1)                                                       \
+    XX(17, NPU_ALLOC, "npu_alloc", 1, 0)                                                           \
     XX(18, NPU_FREE, "npu_free", 0, 1)
 
 typedef enum mt_event_kind {
@@ -40,13 +40,13 @@ typedef enum mt_event_kind {
 #define MT_KIND_ENUM_(id, e, name, a, f) MT_KIND_##e = id,
     MEMTRACE_EVENT_KIND_MAP(MT_KIND_ENUM_)
 #undef MT_KIND_ENUM_
-    MT_KIND_COUNT_
+        MT_KIND_COUNT_
 } mt_event_kind;
 
 static inline const char* mt_kind_name(int kind) {
     switch (kind) {
-#define MT_KIND_NAME_(id, e, name, a, f)                                                       \
-    case id:                                                                                   \
+#define MT_KIND_NAME_(id, e, name, a, f)                                                           \
+    case id:                                                                                       \
         return name;
         MEMTRACE_EVENT_KIND_MAP(MT_KIND_NAME_)
 #undef MT_KIND_NAME_
@@ -57,8 +57,8 @@ static inline const char* mt_kind_name(int kind) {
 
 static inline bool mt_kind_is_alloc(int kind) {
     switch (kind) {
-#define MT_KIND_ALLOC_(id, e, name, a, f)                                                      \
-    case id:                                                                                   \
+#define MT_KIND_ALLOC_(id, e, name, a, f)                                                          \
+    case id:                                                                                       \
         return a;
         MEMTRACE_EVENT_KIND_MAP(MT_KIND_ALLOC_)
 #undef MT_KIND_ALLOC_
@@ -69,8 +69,8 @@ static inline bool mt_kind_is_alloc(int kind) {
 
 static inline bool mt_kind_is_free(int kind) {
     switch (kind) {
-#define MT_KIND_FREE_(id, e, name, a, f)                                                       \
-    case id:                                                                                   \
+#define MT_KIND_FREE_(id, e, name, a, f)                                                           \
+    case id:                                                                                       \
         return f;
         MEMTRACE_EVENT_KIND_MAP(MT_KIND_FREE_)
 #undef MT_KIND_FREE_
@@ -94,35 +94,35 @@ static inline bool mt_kind_is_free(int kind) {
 #define MT_TRACK_NPU_FREE 5
 
 // The DDL. Every statement is idempotent so a writer may run it on an existing capture.
-#define MEMTRACE_SCHEMA_SQL                                                                    \
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"                            \
-    "CREATE TABLE IF NOT EXISTS heap(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"              \
-    " kind TEXT NOT NULL, time_unit TEXT NOT NULL);"                                           \
-    "CREATE TABLE IF NOT EXISTS event_kind(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"        \
-    " is_alloc INTEGER NOT NULL, is_free INTEGER NOT NULL);"                                   \
-    "CREATE TABLE IF NOT EXISTS thread(tid INTEGER PRIMARY KEY, name TEXT,"                    \
-    " first_ts INTEGER, last_ts INTEGER);"                                                     \
-    "CREATE TABLE IF NOT EXISTS mapping(id INTEGER PRIMARY KEY, path TEXT NOT NULL,"           \
-    " start INTEGER NOT NULL, end INTEGER NOT NULL, load_bias INTEGER NOT NULL,"               \
-    " build_id TEXT, ts_loaded INTEGER, ts_unloaded INTEGER);"                                 \
-    "CREATE TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, mapping_id INTEGER,"             \
-    " pc INTEGER NOT NULL, rel_pc INTEGER, function TEXT, file TEXT, line INTEGER,"            \
-    " inlined TEXT, relevant INTEGER NOT NULL DEFAULT 1);"                                     \
-    "CREATE TABLE IF NOT EXISTS callsite(id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL,"  \
-    " frame_id INTEGER NOT NULL, depth INTEGER NOT NULL);"                                     \
-    "CREATE TABLE IF NOT EXISTS counter_track(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"  \
-    " name TEXT NOT NULL, unit TEXT NOT NULL);"                                                \
-    "CREATE TABLE IF NOT EXISTS counter(track INTEGER NOT NULL, ts INTEGER NOT NULL,"          \
-    " value INTEGER NOT NULL);"                                                                \
-    "CREATE INDEX IF NOT EXISTS counter_track_ts ON counter(track, ts);"                       \
-    "CREATE TABLE IF NOT EXISTS mark(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"           \
-    " kind TEXT NOT NULL, name TEXT NOT NULL, ts_begin INTEGER NOT NULL, ts_end INTEGER,"      \
-    " tid INTEGER, attrs TEXT);"                                                               \
-    "CREATE TABLE IF NOT EXISTS call_count(name TEXT PRIMARY KEY, count INTEGER NOT NULL);"    \
-    "CREATE TABLE IF NOT EXISTS event_chunk(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"    \
-    " seq_first INTEGER NOT NULL, seq_last INTEGER NOT NULL, ts_first INTEGER NOT NULL,"       \
-    " ts_last INTEGER NOT NULL, count INTEGER NOT NULL, codec INTEGER NOT NULL,"               \
-    " data BLOB NOT NULL);"                                                                    \
+#define MEMTRACE_SCHEMA_SQL                                                                        \
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"                                \
+    "CREATE TABLE IF NOT EXISTS heap(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"                  \
+    " kind TEXT NOT NULL, time_unit TEXT NOT NULL);"                                               \
+    "CREATE TABLE IF NOT EXISTS event_kind(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"            \
+    " is_alloc INTEGER NOT NULL, is_free INTEGER NOT NULL);"                                       \
+    "CREATE TABLE IF NOT EXISTS thread(tid INTEGER PRIMARY KEY, name TEXT,"                        \
+    " first_ts INTEGER, last_ts INTEGER);"                                                         \
+    "CREATE TABLE IF NOT EXISTS mapping(id INTEGER PRIMARY KEY, path TEXT NOT NULL,"               \
+    " start INTEGER NOT NULL, end INTEGER NOT NULL, load_bias INTEGER NOT NULL,"                   \
+    " build_id TEXT, ts_loaded INTEGER, ts_unloaded INTEGER);"                                     \
+    "CREATE TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, mapping_id INTEGER,"                 \
+    " pc INTEGER NOT NULL, rel_pc INTEGER, function TEXT, file TEXT, line INTEGER,"                \
+    " inlined TEXT, relevant INTEGER NOT NULL DEFAULT 1);"                                         \
+    "CREATE TABLE IF NOT EXISTS callsite(id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL,"      \
+    " frame_id INTEGER NOT NULL, depth INTEGER NOT NULL);"                                         \
+    "CREATE TABLE IF NOT EXISTS counter_track(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"      \
+    " name TEXT NOT NULL, unit TEXT NOT NULL);"                                                    \
+    "CREATE TABLE IF NOT EXISTS counter(track INTEGER NOT NULL, ts INTEGER NOT NULL,"              \
+    " value INTEGER NOT NULL);"                                                                    \
+    "CREATE INDEX IF NOT EXISTS counter_track_ts ON counter(track, ts);"                           \
+    "CREATE TABLE IF NOT EXISTS mark(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"               \
+    " kind TEXT NOT NULL, name TEXT NOT NULL, ts_begin INTEGER NOT NULL, ts_end INTEGER,"          \
+    " tid INTEGER, attrs TEXT);"                                                                   \
+    "CREATE TABLE IF NOT EXISTS call_count(name TEXT PRIMARY KEY, count INTEGER NOT NULL);"        \
+    "CREATE TABLE IF NOT EXISTS event_chunk(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"        \
+    " seq_first INTEGER NOT NULL, seq_last INTEGER NOT NULL, ts_first INTEGER NOT NULL,"           \
+    " ts_last INTEGER NOT NULL, count INTEGER NOT NULL, codec INTEGER NOT NULL,"                   \
+    " data BLOB NOT NULL);"                                                                        \
     "CREATE INDEX IF NOT EXISTS event_chunk_seq ON event_chunk(heap, seq_first);"
 
 #endif

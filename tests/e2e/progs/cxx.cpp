@@ -2,14 +2,14 @@
 // e2e truth for C++: new/delete, new[]/delete[], aligned new (aligned_alloc), and STL
 // containers whose allocations are read back from the containers themselves (vector and
 // string capacities, map and list node sizes). No iostreams; the truth goes out by write(2).
+#include "truth.h"
+
 #include <list>
 #include <map>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
-
-#include "truth.h"
 
 struct alignas(64) Wide {
     char bytes[192];

@@ -4,10 +4,10 @@
 // free(NULL)), posix_memalign, aligned_alloc, memalign, valloc, pvalloc, each also failing
 // once (huge size or bad alignment). Checks return values; errno goes into the truth,
 // which the driver compares with an untraced run.
+#include "truth.h"
+
 #include <malloc.h>
 #include <stdio.h>
-
-#include "truth.h"
 
 static void* T_memalign(size_t align, size_t size) {
     void* p = memalign(align, size);

@@ -3,11 +3,11 @@
 // (after a pause, so the tracer has committed everything), abort_now (no pause), kill
 // (prints "ready" and waits for the driver's SIGKILL), thread_exit (a thread calls
 // exit(5) while three others allocate; truth is a lower bound). Known work comes first.
+#include "truth.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
-
-#include "truth.h"
 
 static void* volatile sink;
 

@@ -3,9 +3,9 @@
 // work and ends with _exit (truth in $TRUTH_FILE.child); a second child execs the program
 // named in argv[1] (e2e_leaks) with TRUTH_FILE=$TRUTH_FILE.exec. The parent's truth holds
 // the children's pids. argv[2] == "noexec" skips the exec child.
-#include <sys/wait.h>
-
 #include "truth.h"
+
+#include <sys/wait.h>
 
 extern char** environ;
 static void* volatile sink;

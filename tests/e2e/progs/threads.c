@@ -4,9 +4,9 @@
 // the threads pass blocks round a ring of mailboxes so freed addresses are reused by other
 // threads at once; each thread leaks one block of 1000 + i bytes. The concurrent phases
 // never hold more than ~1 MiB, so the peak does not depend on the interleaving.
-#include <pthread.h>
-
 #include "truth.h"
+
+#include <pthread.h>
 
 enum { NT = 4, PER = 2000, RING = 64, ROUNDS = 20000 };
 

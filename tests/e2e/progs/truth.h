@@ -60,9 +60,8 @@ static inline void t_alloc(uint64_t size) {
     T_ADD(truth.nlive, 1);
     uint64_t live = T_ADD(truth.live, size);
     uint64_t peak = __atomic_load_n(&truth.peak, __ATOMIC_SEQ_CST);
-    while (live > peak &&
-           !__atomic_compare_exchange_n(&truth.peak, &peak, live, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST)) {
+    while (live > peak && !__atomic_compare_exchange_n(&truth.peak, &peak, live, 0,
+                                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
     }
 }
 
@@ -104,8 +103,7 @@ static inline void* T_calloc(size_t n, size_t size) {
 // realloc(NULL, n) is an allocation; realloc(p, 0) frees p and returns NULL (glibc); a
 // failed realloc leaves p alone; otherwise the old block is freed and a new one allocated.
 // `had_old` is taken before the call: the old pointer may not be looked at afterwards.
-static inline void t_realloc_result(int had_old, uint64_t old_size, const void* p,
-                                    uint64_t size) {
+static inline void t_realloc_result(int had_old, uint64_t old_size, const void* p, uint64_t size) {
     if (had_old && (p || size == 0))
         t_free(old_size);
     if (p)
