@@ -134,13 +134,9 @@ int mr_cmd_summary(int argc, char** argv) {
     mr_opts opt = MR_OPTS_INIT;
     int c;
     while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
-        switch (c) {
-        default: {
-            int orc = mr_opts_handle(&opt, c, summary_help);
-            if (orc != MR_OPT_NEXT)
-                return orc;
-        }
-        }
+        int orc = mr_opts_handle(&opt, c, summary_help);
+        if (orc != MR_OPT_NEXT)
+            return orc;
     }
     const char* path = mr_opts_input(argc, argv, summary_help);
     if (!path)
