@@ -594,9 +594,8 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     }
     mt_capture* cap = NULL;
     mr_symbols* sym = NULL;
-    int rc = mr_open_capture(path, &cap);
-    if (rc || (rc = mr_symbols_load(cap, &sym))) {
-        mt_capture_close(cap);
+    int rc = mr_open_capture_symbols(path, &cap, &sym);
+    if (rc) {
         free(def);
         return rc;
     }

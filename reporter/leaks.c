@@ -230,16 +230,10 @@ int mr_cmd_leaks(int argc, char** argv) {
     int c;
     while ((c = getopt_long(argc, argv, "jt:s:ao:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 't': {
-            char* end;
-            long long v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 0) {
-                mr_error(NULL, "--top: not a count: '%s'", optarg);
+        case 't':
+            if (mr_parse_count("--top", optarg, &top))
                 return MR_EXIT_USAGE;
-            }
-            top = (size_t)v;
             break;
-        }
         case 's':
             supp_path = optarg;
             break;
@@ -259,14 +253,9 @@ int mr_cmd_leaks(int argc, char** argv) {
     patterns supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     mt_capture* cap = NULL;
-    if (rc || (rc = mr_open_capture(path, &cap))) {
+    mr_symbols* sites = NULL;
+    if (rc || (rc = mr_open_capture_symbols(path, &cap, &sites))) {
         patterns_free(&supp);
-        return rc;
-    }
-    mr_symbols* sites;
-    if ((rc = mr_symbols_load(cap, &sites))) {
-        patterns_free(&supp);
-        mt_capture_close(cap);
         return rc;
     }
     int e;

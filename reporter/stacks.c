@@ -249,15 +249,10 @@ int mr_cmd_stacks(int argc, char** argv) {
     if (!path)
         return MR_EXIT_USAGE;
     mt_capture* cap;
-    int rc = mr_open_capture(path, &cap);
+    mr_symbols* sy;
+    int rc = mr_open_capture_symbols(path, &cap, &sy);
     if (rc)
         return rc;
-    mr_symbols* sy;
-    rc = mr_symbols_load(cap, &sy);
-    if (rc) {
-        mt_capture_close(cap);
-        return rc;
-    }
     stacks_state st = {.ncs = mr_symbols_callsite_count(sy)};
     st.per_cs = calloc(st.ncs, sizeof *st.per_cs);
     mr_replay r, at_peak;

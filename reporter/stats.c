@@ -388,16 +388,10 @@ int mr_cmd_stats(int argc, char** argv) {
     int c;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
         switch (c) {
-        case 't': {
-            char* end;
-            long long v = strtoll(optarg, &end, 10);
-            if (*end || end == optarg || v < 0) {
-                mr_error(NULL, "--top: not a count: '%s'", optarg);
+        case 't':
+            if (mr_parse_count("--top", optarg, &top))
                 return MR_EXIT_USAGE;
-            }
-            top = (size_t)v;
             break;
-        }
         default: {
             int orc = mr_opts_handle(&opt, c, stats_help);
             if (orc != MR_OPT_NEXT)
@@ -409,14 +403,10 @@ int mr_cmd_stats(int argc, char** argv) {
     if (!path)
         return MR_EXIT_USAGE;
     mt_capture* cap;
-    int rc = mr_open_capture(path, &cap);
+    mr_symbols* sites;
+    int rc = mr_open_capture_symbols(path, &cap, &sites);
     if (rc)
         return rc;
-    mr_symbols* sites;
-    if ((rc = mr_symbols_load(cap, &sites))) {
-        mt_capture_close(cap);
-        return rc;
-    }
     stats s = {.sites = sites, .ncallsites = mr_symbols_callsite_count(sites)};
     s.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     s.site = calloc((size_t)s.ncallsites + 1, sizeof *s.site);

@@ -2,6 +2,8 @@
 // memreport plumbing: errors, capture opening, atomic output files, progress.
 #include "util.h"
 
+#include "symbols.h"
+
 #include "memtrace/schema.h"
 
 #include <errno.h>
@@ -130,6 +132,28 @@ const char* mr_opts_input(int argc, char** argv, const char* help) {
         return NULL;
     }
     return argv[optind];
+}
+
+int mr_parse_count(const char* option, const char* value, size_t* out) {
+    char* end;
+    long long v = strtoll(value, &end, 10);
+    if (*end || end == value || v < 0) {
+        mr_error(NULL, "%s: not a count: '%s'", option, value);
+        return MR_EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return MR_EXIT_OK;
+}
+
+int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym) {
+    int rc = mr_open_capture(path, cap);
+    if (rc)
+        return rc;
+    if ((rc = mr_symbols_load(*cap, sym))) {
+        mt_capture_close(*cap);
+        *cap = NULL;
+    }
+    return rc;
 }
 
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {

@@ -46,6 +46,14 @@ int mr_opts_handle(mr_opts* o, int c, const char* help);
 // The single positional argument (the input file), or NULL after printing help.
 const char* mr_opts_input(int argc, char** argv, const char* help);
 
+// Parses a count option's value (--top N). Returns 0, or the usage exit code after an error.
+int mr_parse_count(const char* option, const char* value, size_t* out);
+
+// Opens a capture and loads its stacks and names (symbolizing it first if needed). Returns 0
+// or an exit code after printing the reason; on failure nothing is left open.
+typedef struct mr_symbols mr_symbols;
+int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym);
+
 // Writes a report to o->output: as indented JSON with --json, else through print_text.
 // Returns 0 or an exit code (after printing the reason).
 typedef struct json_t json_t;
