@@ -257,11 +257,9 @@ static inline void leave(hook_ctx* c) {
 }
 
 static uint32_t capture_stack(mt_thread* t) {
-    uintptr_t* pcs = t->pcs;
-    bool truncated;
-    mt_stackhash hash;
-    int n = mt_unwind(pcs, mt_cfg.depth, &truncated, t->stack_hi, &hash);
-    return mt_trie_intern(pcs, n, truncated, hash);
+    mt_stack st;
+    mt_unwind(&st, t->pcs, mt_cfg.depth, t->stack_hi);
+    return mt_trie_intern(st.pcs, st.n, st.truncated, st.hash);
 }
 
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,

@@ -23,10 +23,10 @@ static inline void mt_stackhash_add(mt_stackhash* h, uintptr_t pc) {
     h->h2 = (h->h2 ^ pc) * 0xc2b2ae3d27d4eb4full + mt_stackhash_keys[1];
 }
 
-// The state of a whole leaf-first array of pcs.
+// The state of a whole stack, pcs outermost frame first.
 static inline mt_stackhash mt_stackhash_of(const uintptr_t* pcs, int n) {
     mt_stackhash h = mt_stackhash_begin();
-    for (int i = n - 1; i >= 0; i--)
+    for (int i = 0; i < n; i++)
         mt_stackhash_add(&h, pcs[i]);
     return h;
 }

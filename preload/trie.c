@@ -150,7 +150,7 @@ static uint32_t intern_locked(const uintptr_t* pcs, int n, bool truncated) {
     uint32_t parent = 0, depth = 0;
     if (truncated && !(parent = intern_node(0, 0, ++depth)))
         return 0;
-    for (int i = n - 1; i >= 0; i--)
+    for (int i = 0; i < n; i++)
         if (!(parent = intern_node(parent, pcs[i], ++depth)))
             return 0;
     return parent;

@@ -22,8 +22,8 @@ typedef struct mt_frame_row {
 } mt_frame_row;
 
 void mt_trie_init(void);
-// pcs[0] is the leaf; `state` is mt_stackhash over all n pcs (mt_stackhash_of). `truncated`
-// adds a synthetic outermost frame (pc 0, "[truncated]").
+// pcs[0] is the outermost frame, pcs[n - 1] the leaf; `state` is mt_stackhash_of(pcs, n).
+// `truncated` adds a synthetic outermost frame (pc 0, "[truncated]").
 uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated, mt_stackhash state);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).

@@ -65,16 +65,28 @@ typedef struct walk_frame {
     mt_stackhash hash; // of the stack from the outermost frame down to this one
     uint16_t bp_off;   // the rule's bp_off (where the caller's RBP was read from)
     bool bp_cfa;       // the rule's CFA is RBP + 16
-    bool bp_needed;    // the walk from here reads this frame's RBP (see reusable_upto)
+    bool bp_needed;    // the walk from here out reads this frame's RBP (see walk_cached)
 } walk_frame;
+
+// The stack words a stored walk read to step from frame i + 1 out to frame i: the return
+// address, and the caller's RBP where the callee saved it (else the return address again,
+// so that every check is two compares). Flat, so that checking a whole stack before
+// reusing it is a tight loop.
+typedef struct walk_check {
+    const uintptr_t *ra_at, *bp_at;
+    uintptr_t ra, bp;
+} walk_check;
 
 typedef struct local_rules {
     uint32_t generation;
     local_rule slot[LOCAL_SLOTS];
     // The previous complete walk, outermost frame first, so that the frames a new walk
-    // shares with it stay where they are; fresh holds a walk's new frames, leaf first.
-    walk_frame top[MAX_WALK];
+    // shares with it stay where they are: top_pc is what the callsite trie gets, check[i]
+    // guards frame i. fresh holds a walk's new frames, leaf first.
     int top_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
+    walk_frame top[MAX_WALK];
+    uintptr_t top_pc[MAX_WALK];
+    walk_check check[MAX_WALK];
     walk_frame fresh[MAX_WALK];
 } local_rules;
 
@@ -246,81 +258,109 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
     return l;
 }
 
-// Applies cached rules from the first frame outside the tracer. Returns the frames found,
-// or -1 when some frame has no usable rule (the caller then walks with libunwind).
-// The highest index t (outermost first) from which the previous walk would unwind the same
-// way today: the stack words it read to reach frames 0..t-1 from their callees still hold
-// what it read. Also marks which frames' RBP that walk depends on: in code without frame
-// pointers RBP is an ordinary register, and requiring it to match would rule out most reuse.
-static int reusable_upto(walk_frame* top, int n) {
-    int upto = n - 1;
-    bool needed = false;
-    for (int i = 0; i < n; i++) {
-        needed = top[i].bp_cfa || (!top[i].bp_off && needed);
-        top[i].bp_needed = needed;
-        if (upto == n - 1 && i < n - 1 &&
-            (*(const uintptr_t*)(top[i].sp - 8) != top[i].pc ||
-             (top[i + 1].bp_off &&
-              *(const uintptr_t*)(top[i].sp - top[i + 1].bp_off) != top[i].bp)))
-            upto = i;
+// The first frame (outermost first) among 0..t-1 whose stack words changed since the walk
+// stored them, or t: a walk that meets the stored one at frame t may reuse frames 0..t only
+// if none of them did.
+static int first_stale(const walk_check* c, int t) {
+    for (int i = 0; i < t; i++)
+        if ((*c[i].ra_at ^ c[i].ra) | (*c[i].bp_at ^ c[i].bp))
+            return i;
+    return t;
+}
+
+// Keeps a complete walk for the next one: its k new frames (fresh, leaf first) go above the
+// `shared` frames it reused, each with its hash state, RBP dependency and check.
+static void store_walk(local_rules* lr, int shared, int k) {
+    walk_frame* top = lr->top;
+    int n = shared + k;
+    mt_stackhash h = shared ? top[shared - 1].hash : mt_stackhash_begin();
+    bool needed = shared && top[shared - 1].bp_needed;
+    for (int i = shared; i < n; i++) {
+        walk_frame* f = &top[i];
+        *f = lr->fresh[n - 1 - i];
+        mt_stackhash_add(&h, f->pc);
+        f->hash = h;
+        // In code without frame pointers RBP is an ordinary register: the walk depends on
+        // its value only where a rule uses it before some frame reloads it from the stack.
+        needed = f->bp_cfa || (!f->bp_off && needed);
+        f->bp_needed = needed;
+        lr->top_pc[i] = f->pc;
     }
-    return upto;
+    for (int i = shared ? shared - 1 : 0; i < n - 1; i++) {
+        const walk_frame* f = &top[i];
+        walk_check* c = &lr->check[i];
+        c->ra_at = (const uintptr_t*)(f->sp - 8);
+        c->ra = f->pc;
+        uint16_t bp_off = top[i + 1].bp_off;
+        c->bp_at = bp_off ? (const uintptr_t*)(f->sp - bp_off) : c->ra_at;
+        c->bp = bp_off ? f->bp : f->pc;
+    }
+    lr->top_n = n;
+}
+
+// The leaf-most `max` frames of a walk too deep for the limit, outermost first: the walk's
+// k new frames (fresh, leaf first) and below them the `shared` frames reused from top.
+static void leafmost(const local_rules* lr, int shared, int k, int max, uintptr_t* out) {
+    int from_top = max > k ? max - k : 0;
+    for (int i = 0; i < from_top; i++)
+        out[i] = lr->top_pc[shared - from_top + i];
+    for (int i = from_top; i < max; i++)
+        out[i] = lr->fresh[max - 1 - i].pc;
 }
 
 // Applies cached rules from the first frame outside the tracer and stops where the stack
-// joins the previous walk's unchanged part. Returns the frames found (leaf first, at most
-// `max`; *hash is then the stack's hash state when `complete`), or -1 when some frame has
-// no usable rule (the caller then walks with libunwind).
-static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi, mt_stackhash* hash,
-                       bool* complete) {
-    *complete = false;
+// joins the previous walk's unchanged part. Fills *st (up to `max` frames) and returns true,
+// or returns false when some frame has no usable rule (the caller then walks with
+// libunwind). `scratch` holds a stack cut by the limit.
+static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
     if (!stack_hi)
-        return -1;
+        return false;
     // Our own frames keep frame pointers: follow them to the hook's caller.
     uintptr_t* fp = __builtin_frame_address(0);
     while (is_self(fp[1])) {
         uintptr_t* next = (uintptr_t*)fp[0];
         if (next <= fp || (uintptr_t)next >= stack_hi)
-            return -1;
+            return false;
         fp = next;
     }
     local_rules* lr = thread_rules();
     if (!lr)
-        return -1;
+        return false;
     walk_frame* top = lr->top;
     walk_frame* fresh = lr->fresh;
     int prev_n = lr->top_n;
     lr->top_n = 0; // until this walk completes
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
-    int k = 0, t = prev_n - 1, upto = -2, shared = 0;
+    int limit = max + 1; // one more than the limit tells a stack that is deeper
+    int k = 0, t = prev_n - 1, stale = -1, shared = 0;
     bool done = false;
-    while (k < max) {
+    while (k < limit) {
         // Frames come in increasing sp order in both walks: a merge finds a shared one.
         while (t >= 0 && top[t].sp < sp)
             t--;
         if (t >= 0 && top[t].sp == sp && top[t].pc == pc) {
-            if (upto == -2)
-                upto = reusable_upto(top, prev_n);
-            if (t <= upto && (!top[t].bp_needed || top[t].bp == bp)) {
+            if (stale < 0) // candidates only move outwards: one scan serves them all
+                stale = first_stale(lr->check, t);
+            if (t <= stale && (!top[t].bp_needed || top[t].bp == bp)) {
                 shared = t + 1;
                 done = true;
                 break;
             }
         }
-        fresh[k] = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
-        k++;
         const local_rule* r = local_find(lr, pc);
         if (!r || (r->flags & RULE_COMPLEX))
-            return -1;
+            return false;
+        walk_frame* f = &fresh[k++];
+        *f = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
         if (r->flags & RULE_LAST) {
             done = true;
             break;
         }
         uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
         if (cfa <= sp || cfa > stack_hi || (cfa & 7))
-            return -1;
-        fresh[k - 1].bp_off = r->bp_off;
-        fresh[k - 1].bp_cfa = r->flags & RULE_BP_CFA;
+            return false;
+        f->bp_off = r->bp_off;
+        f->bp_cfa = r->flags & RULE_BP_CFA;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
         pc = *(const uintptr_t*)(cfa - 8);
         sp = cfa;
@@ -332,59 +372,47 @@ static int walk_cached(uintptr_t* out, int max, uintptr_t stack_hi, mt_stackhash
     }
     int n = shared + k;
     if (!done || n > MAX_WALK) {
-        // Cut by `max`: the outer frames are unknown, nothing to keep for the next walk.
-        for (int i = 0; i < k; i++)
-            out[i] = fresh[i].pc;
-        return k;
+        // Deeper than the limit: the outer frames are unknown, nothing to keep.
+        leafmost(lr, shared, k, max, scratch);
+        st->pcs = scratch;
+        st->n = max;
+        st->truncated = true;
+        st->hash = mt_stackhash_of(scratch, max);
+        return true;
     }
-    // The new frames go above the shared ones, outermost first, each with its hash state.
-    mt_stackhash h = shared ? top[shared - 1].hash : mt_stackhash_begin();
-    for (int i = 0; i < k; i++) {
-        walk_frame* f = &top[shared + i];
-        *f = fresh[k - 1 - i];
-        mt_stackhash_add(&h, f->pc);
-        f->hash = h;
-    }
-    lr->top_n = n;
-    int shown = n < max ? n : max;
-    for (int i = 0; i < shown; i++)
-        out[i] = top[n - 1 - i].pc;
-    *hash = h;
-    *complete = true;
-    return shown == n ? n : max;
+    store_walk(lr, shared, k);
+    st->truncated = n > max;
+    st->n = st->truncated ? max : n;
+    st->pcs = lr->top_pc + (n - st->n);
+    st->hash = st->truncated ? mt_stackhash_of(st->pcs, st->n) : top[n - 1].hash;
+    return true;
 }
 
-int mt_unwind(uintptr_t* pcs, int max, bool* truncated, uintptr_t stack_hi, mt_stackhash* hash) {
-    if (unwind_mode == MT_UNWIND_AUTO) {
-        bool complete;
-        mt_stackhash h;
-        int n = walk_cached(pcs, max + 1, stack_hi, &h, &complete);
-        if (n >= 0) {
-            *truncated = n > max;
-            if (*truncated)
-                n = max;
-            *hash = complete && !*truncated ? h : mt_stackhash_of(pcs, n);
-            return n;
-        }
-    }
-    uintptr_t* raw = pcs; // walked in place, then the tracer's own frames are dropped
+void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
+    if (unwind_mode == MT_UNWIND_AUTO && walk_cached(st, max, stack_hi, scratch))
+        return;
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
     int n;
     if (unwind_mode == MT_UNWIND_FP)
-        n = walk_fp(raw, want, stack_hi);
+        n = walk_fp(scratch, want, stack_hi);
     else if (unwind_mode == MT_UNWIND_LIBUNWIND)
-        n = unw_backtrace((void**)raw, want);
+        n = unw_backtrace((void**)scratch, want);
     else
-        n = walk_libunwind(raw, want, true);
-    // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself).
+        n = walk_libunwind(scratch, want, true);
+    // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
+    // the leaf-most `max`, and turn them outermost first.
     int skip = 0;
-    while (skip < n && is_self(raw[skip]))
+    while (skip < n && is_self(scratch[skip]))
         skip++;
     n -= skip;
-    *truncated = n > max;
-    if (n > max)
-        n = max;
-    memmove(pcs, raw + skip, (size_t)n * sizeof *pcs);
-    *hash = mt_stackhash_of(pcs, n);
-    return n;
+    st->truncated = n > max;
+    st->n = st->truncated ? max : n;
+    uintptr_t* pcs = scratch + skip;
+    for (int i = 0, j = st->n - 1; i < j; i++, j--) {
+        uintptr_t tmp = pcs[i];
+        pcs[i] = pcs[j];
+        pcs[j] = tmp;
+    }
+    st->pcs = pcs;
+    st->hash = mt_stackhash_of(pcs, st->n);
 }
