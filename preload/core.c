@@ -48,6 +48,10 @@ static pid_t traced_pid;
 // writer. Only full buffers count: the writer always drains those, so a wait always ends,
 // however many threads hold a partly filled buffer each.
 #define MAX_PENDING 64
+// The writer wakes every MEMTRACE_SAMPLE_MS on its own; a producer wakes it early only when
+// this many buffers wait. Waking it for every buffer cost a futex call and an IPI to the
+// other CPU, per 8192 events, on the program's thread.
+#define WAKE_PENDING 16
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t queue_cond = PTHREAD_COND_INITIALIZER;   // writer: work available
 static pthread_cond_t recycle_cond = PTHREAD_COND_INITIALIZER; // producers: buffer freed
@@ -116,8 +120,8 @@ static void buffer_hand_over(mt_buffer* b) {
     else
         full_head = b;
     full_tail = b;
-    npending++;
-    pthread_cond_signal(&queue_cond);
+    if (++npending >= WAKE_PENDING)
+        pthread_cond_signal(&queue_cond);
     pthread_mutex_unlock(&queue_lock);
 }
 
