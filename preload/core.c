@@ -181,14 +181,15 @@ static void thread_exit(void* arg) {
     mt_guard = saved;
 }
 
-static mt_thread* thread_self(void) {
-    mt_thread* t = tls_thread;
-    if (MT_LIKELY(t != NULL))
-        return t;
+// A thread's first hook: its record, made once (keeps errno: mmap may set it).
+static __attribute__((noinline)) mt_thread* thread_create(void) {
+    int saved_errno = errno;
+    mt_thread* t = NULL;
     void* p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
-        return NULL;
+        goto out;
     t = p;
+    t->errno_at = &errno;
     t->tid = (uint32_t)gettid();
     atomic_store(&t->alive, 1);
     pthread_attr_t attr;
@@ -207,7 +208,14 @@ static mt_thread* thread_self(void) {
     while (!atomic_compare_exchange_weak(&threads_head, &head, t));
     pthread_setspecific(thread_key, t);
     tls_thread = t;
+out:
+    errno = saved_errno;
     return t;
+}
+
+static inline mt_thread* thread_self(void) {
+    mt_thread* t = tls_thread;
+    return MT_LIKELY(t != NULL) ? t : thread_create();
 }
 
 static inline void count_call(mt_thread* t, mt_call call) {
@@ -243,13 +251,13 @@ typedef struct hook_ctx {
 } hook_ctx;
 
 static inline bool enter(hook_ctx* c) {
-    c->saved_errno = errno;
     mt_guard = 1;
     c->t = thread_self();
     if (!c->t) {
         mt_guard = 0;
         return false;
     }
+    c->saved_errno = *c->t->errno_at;
     atomic_store_explicit(&c->t->in_hook, 1, memory_order_relaxed);
     return true;
 }
@@ -257,13 +265,13 @@ static inline bool enter(hook_ctx* c) {
 static inline void leave(hook_ctx* c) {
     atomic_store_explicit(&c->t->in_hook, 0, memory_order_release);
     mt_guard = 0;
-    errno = c->saved_errno;
+    *c->t->errno_at = c->saved_errno;
 }
 
 static uint32_t capture_stack(mt_thread* t) {
     mt_stack st;
     mt_unwind(&st, t->pcs, mt_cfg.depth, t->stack_hi);
-    return mt_trie_intern(st.pcs, st.n, st.truncated, st.hash);
+    return mt_trie_intern(&st);
 }
 
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,

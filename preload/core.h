@@ -57,6 +57,7 @@ typedef struct mt_buffer {
 struct mt_thread {
     mt_thread* next; // registry list (never unlinked; reused threads keep their slot)
     uint32_t tid;
+    int* errno_at; // this thread's errno (saves a call into libc per hook)
     _Atomic int alive;
     _Atomic int in_hook;     // set while a hook of this thread is recording
     _Atomic(mt_buffer*) cur; // the buffer being filled (the writer may steal from it)

@@ -177,31 +177,36 @@ static cache_entry* thread_cache(void) {
     return tls_cache;
 }
 
-uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated, mt_stackhash state) {
-    uint64_t h1 = mix(state.h1 ^ (uint64_t)n ^ ((uint64_t)truncated << 63));
-    uint64_t h2 = mix(state.h2 + (uint64_t)n);
+uint32_t mt_trie_intern(const mt_stack* st) {
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
+    mt_callsite_memo* memo = st->memo;
+    if (memo && memo->id && memo->epoch == ep)
+        return memo->id;
+    uint32_t leaf = 0;
+    uint64_t h1 = mix(st->hash.h1 ^ (uint64_t)st->n ^ ((uint64_t)st->truncated << 63));
+    uint64_t h2 = mix(st->hash.h2 + (uint64_t)st->n);
     cache_entry* cache = thread_cache();
     // Two-way set associative: a program's few thousand hot stacks rarely evict each other.
     cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 2)] : NULL;
-    if (e) {
-        if (e[0].h1 == h1 && e[0].h2 == h2 && e[0].epoch == ep && e[0].leaf)
-            return e[0].leaf;
-        if (e[1].h1 == h1 && e[1].h2 == h2 && e[1].epoch == ep && e[1].leaf) {
-            cache_entry hit = e[1]; // most recent first
+    if (e && e[0].h1 == h1 && e[0].h2 == h2 && e[0].epoch == ep && e[0].leaf) {
+        leaf = e[0].leaf;
+    } else if (e && e[1].h1 == h1 && e[1].h2 == h2 && e[1].epoch == ep && e[1].leaf) {
+        cache_entry hit = e[1]; // most recent first
+        e[1] = e[0];
+        e[0] = hit;
+        leaf = hit.leaf;
+    } else {
+        pthread_mutex_lock(&trie_lock);
+        leaf = intern_locked(st->pcs, st->n, st->truncated);
+        ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+        pthread_mutex_unlock(&trie_lock);
+        if (e && leaf) {
             e[1] = e[0];
-            e[0] = hit;
-            return hit.leaf;
+            e[0] = (cache_entry){h1, h2, leaf, ep};
         }
     }
-    pthread_mutex_lock(&trie_lock);
-    uint32_t leaf = intern_locked(pcs, n, truncated);
-    ep = atomic_load_explicit(&epoch, memory_order_relaxed);
-    pthread_mutex_unlock(&trie_lock);
-    if (e && leaf) {
-        e[1] = e[0];
-        e[0] = (cache_entry){h1, h2, leaf, ep};
-    }
+    if (memo)
+        *memo = (mt_callsite_memo){leaf, ep};
     return leaf;
 }
 

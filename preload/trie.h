@@ -6,7 +6,7 @@
 #ifndef MT_TRIE_H
 #define MT_TRIE_H
 
-#include "stackhash.h"
+#include "unwind.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -22,9 +22,10 @@ typedef struct mt_frame_row {
 } mt_frame_row;
 
 void mt_trie_init(void);
-// pcs[0] is the outermost frame, pcs[n - 1] the leaf; `state` is mt_stackhash_of(pcs, n).
-// `truncated` adds a synthetic outermost frame (pc 0, "[truncated]").
-uint32_t mt_trie_intern(const uintptr_t* pcs, int n, bool truncated, mt_stackhash state);
+// The callsite id of a stack: from its memo when the walk cache kept one (then it is filled),
+// else from a per-thread cache keyed by its hash, else from the shared tree. A truncated
+// stack gets a synthetic outermost frame (pc 0, "[truncated]").
+uint32_t mt_trie_intern(const mt_stack* st);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);

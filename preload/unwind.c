@@ -62,10 +62,11 @@ typedef struct local_rule {
 // bp) with the same stack words above it unwinds to the same callers.
 typedef struct walk_frame {
     uintptr_t pc, sp, bp;
-    mt_stackhash hash; // of the stack from the outermost frame down to this one
-    uint16_t bp_off;   // the rule's bp_off (where the caller's RBP was read from)
-    bool bp_cfa;       // the rule's CFA is RBP + 16
-    bool bp_needed;    // the walk from here out reads this frame's RBP (see walk_cached)
+    mt_stackhash hash;     // of the stack from the outermost frame down to this one
+    mt_callsite_memo memo; // the callsite id of that stack, once interned
+    uint16_t bp_off;       // the rule's bp_off (where the caller's RBP was read from)
+    bool bp_cfa;           // the rule's CFA is RBP + 16
+    bool bp_needed;        // the walk from here out reads this frame's RBP (see walk_cached)
 } walk_frame;
 
 // The stack words a stored walk read to step from frame i + 1 out to frame i: the return
@@ -278,6 +279,7 @@ static void store_walk(local_rules* lr, int shared, int k) {
     for (int i = shared; i < n; i++) {
         walk_frame* f = &top[i];
         *f = lr->fresh[n - 1 - i];
+        f->memo = (mt_callsite_memo){0, 0};
         mt_stackhash_add(&h, f->pc);
         f->hash = h;
         // In code without frame pointers RBP is an ordinary register: the walk depends on
@@ -378,6 +380,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
         st->n = max;
         st->truncated = true;
         st->hash = mt_stackhash_of(scratch, max);
+        st->memo = NULL;
         return true;
     }
     store_walk(lr, shared, k);
@@ -385,6 +388,8 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     st->n = st->truncated ? max : n;
     st->pcs = lr->top_pc + (n - st->n);
     st->hash = st->truncated ? mt_stackhash_of(st->pcs, st->n) : top[n - 1].hash;
+    // Frames 0..n-1 are the same as when top[n - 1] was stored: so is their callsite.
+    st->memo = st->truncated ? NULL : &top[n - 1].memo;
     return true;
 }
 
@@ -415,4 +420,5 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
     }
     st->pcs = pcs;
     st->hash = mt_stackhash_of(pcs, st->n);
+    st->memo = NULL;
 }

@@ -15,12 +15,18 @@ void mt_unwind_fork_unlock(void);
 // The most frames a walk looks at (MEMTRACE_DEPTH is at most 1024, plus the tracer's own).
 #define MT_UNWIND_MAX_FRAMES 1100
 
+// The callsite id the trie gave a stack, kept with the cached walk (see mt_trie_intern).
+typedef struct mt_callsite_memo {
+    uint32_t id, epoch; // id 0: not known yet
+} mt_callsite_memo;
+
 // The stack of the hook's caller, the tracer's own frames removed.
 typedef struct mt_stack {
     const uintptr_t* pcs; // return addresses, outermost frame first
     int n;
-    bool truncated;    // deeper than the limit: pcs holds the leaf-most n frames
-    mt_stackhash hash; // mt_stackhash_of(pcs, n)
+    bool truncated;         // deeper than the limit: pcs holds the leaf-most n frames
+    mt_stackhash hash;      // mt_stackhash_of(pcs, n)
+    mt_callsite_memo* memo; // where the walk cache keeps this stack's id, or NULL
 } mt_stack;
 
 // Walks the caller's stack, at most `max` frames. `scratch` must hold MT_UNWIND_MAX_FRAMES
