@@ -216,14 +216,7 @@ typedef struct module {
     cu_index* cus;    // indexed CUs, built on first use
     size_t ncus, capcus;
     size_t last_cu; // frames come sorted by address: the previous CU is the likely one
-    bool warmed;    // its DWARF has been loaded ahead of need (MT_SYMBOLIZE_WARM)
 } module;
-
-// Modules stay open between passes: loading a module's DWARF is the costly part.
-struct mt_symbolizer {
-    module* mods;
-    size_t nmods, cap;
-};
 
 // The index of the CU whose DIE is cudie (built now if needed); NULL when out of memory.
 static cu_index* module_cu(module* m, Dwarf_Die* cudie) {
@@ -471,21 +464,6 @@ static bool is_noise(const char* module_base, const char* fn) {
 static void symbolize_one(frame_row* f, module* mods, result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
-    if (m && m->mod && f->rel_pc) {
-        // Frames reports hide (start-up, allocator internals) are named from the symbol
-        // table alone: reading a module's DWARF costs tens of ms (libc's is compressed), and
-        // in most programs libc and libstdc++ appear only through such frames.
-        GElf_Off off;
-        GElf_Sym sym;
-        const char* s = dwfl_module_addrinfo(m->mod, f->rel_pc - 1, &off, &sym, NULL, NULL, NULL);
-        char* name = s && *s ? demangle(s) : NULL;
-        if (name && is_noise(m->base, name)) {
-            res->function = name;
-            res->relevant = false;
-            return;
-        }
-        free(name);
-    }
     if (m && m->mod) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
@@ -527,23 +505,24 @@ static int sql_fail(sqlite3* db, const char* what, char* err, size_t errlen) {
     return -EIO;
 }
 
-static module* find_module(mt_symbolizer* sym, const char* path, const char* build_id) {
-    for (size_t i = 0; i < sym->nmods; i++) {
-        module* m = &sym->mods[i];
+static module* find_module(module** mods, size_t* nmods, size_t* cap, const char* path,
+                           const char* build_id) {
+    for (size_t i = 0; i < *nmods; i++) {
+        module* m = &(*mods)[i];
         bool same_id = (!m->build_id && !build_id) ||
                        (m->build_id && build_id && !strcmp(m->build_id, build_id));
         if (same_id && !strcmp(m->path, path))
             return m;
     }
-    if (sym->nmods == sym->cap) {
-        size_t nc = sym->cap ? sym->cap * 2 : 16;
-        module* p = realloc(sym->mods, nc * sizeof *p);
+    if (*nmods == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        module* p = realloc(*mods, nc * sizeof *p);
         if (!p)
             return NULL;
-        sym->mods = p;
-        sym->cap = nc;
+        *mods = p;
+        *cap = nc;
     }
-    module* m = &sym->mods[sym->nmods];
+    module* m = &(*mods)[*nmods];
     memset(m, 0, sizeof *m);
     m->path = strdup(path);
     m->build_id = build_id ? strdup(build_id) : NULL;
@@ -554,36 +533,11 @@ static module* find_module(mt_symbolizer* sym, const char* path, const char* bui
     }
     m->base = basename_of(m->path);
     module_open(m);
-    sym->nmods++;
+    (*nmods)++;
     return m;
 }
 
-mt_symbolizer* mt_symbolizer_new(void) {
-    return calloc(1, sizeof(mt_symbolizer));
-}
-
-void mt_symbolizer_free(mt_symbolizer* sym) {
-    if (!sym)
-        return;
-    for (size_t i = 0; i < sym->nmods; i++)
-        module_close(&sym->mods[i]);
-    free(sym->mods);
-    free(sym);
-}
-
 int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
-    mt_symbolizer* sym = mt_symbolizer_new();
-    if (!sym) {
-        if (err && errlen)
-            snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    int rc = mt_symbolizer_run(sym, db, flags, err, errlen);
-    mt_symbolizer_free(sym);
-    return rc;
-}
-
-int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err, size_t errlen) {
     if (err && errlen)
         err[0] = 0;
     char dummy[8];
@@ -600,6 +554,8 @@ int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err
                           " WHERE f.function IS NULL ORDER BY f.mapping_id, f.pc";
     sqlite3_stmt* sel = NULL;
     sqlite3_stmt* upd = NULL;
+    module* mods = NULL;
+    size_t nmods = 0, modcap = 0;
     frame_row* rows = NULL;
     size_t nrows = 0, rowcap = 0;
     int rc = 0;
@@ -641,14 +597,15 @@ int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err
         }
         if (f->mapping_id != cur_mapping) {
             cur_mapping = f->mapping_id;
-            module* m = find_module(sym, (const char*)sqlite3_column_text(sel, 4),
-                                    (const char*)sqlite3_column_text(sel, 6));
+            module* m =
+                find_module(&mods, &nmods, &modcap, (const char*)sqlite3_column_text(sel, 4),
+                            (const char*)sqlite3_column_text(sel, 6));
             if (!m) {
                 rc = -ENOMEM;
                 snprintf(err, errlen, "out of memory");
                 goto out;
             }
-            cur = m - sym->mods;
+            cur = m - mods;
         }
         f->mod = cur;
     }
@@ -658,16 +615,6 @@ int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err
     }
     sqlite3_finalize(sel);
     sel = NULL;
-    if (flags & MT_SYMBOLIZE_WARM) {
-        for (size_t i = 0; i < nrows; i++) {
-            module* m = rows[i].mod >= 0 ? &sym->mods[rows[i].mod] : NULL;
-            if (m && m->mod && !m->warmed) {
-                Dwarf_Addr bias;
-                (void)dwfl_module_getdwarf(m->mod, &bias);
-                m->warmed = true;
-            }
-        }
-    }
 
     if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
         rc = sql_fail(db, "starting transaction", err, errlen);
@@ -683,7 +630,7 @@ int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err
     }
     for (size_t i = 0; i < nrows; i++) {
         result res;
-        symbolize_one(&rows[i], sym->mods, &res);
+        symbolize_one(&rows[i], mods, &res);
         if (!res.function || res.inlined.oom) {
             free(res.function);
             free(res.inlined.p);
@@ -714,8 +661,7 @@ int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err
         }
         sqlite3_reset(upd);
     }
-    if (!(flags & MT_SYMBOLIZE_PARTIAL) &&
-        sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
+    if (sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
                      NULL, NULL) != SQLITE_OK) {
         rc = sql_fail(db, "writing meta", err, errlen);
         goto out;
@@ -734,6 +680,9 @@ out:
         sqlite3_exec(db, "ROLLBACK TO mt_symbolize", NULL, NULL, NULL);
         sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL);
     }
+    for (size_t i = 0; i < nmods; i++)
+        module_close(&mods[i]);
+    free(mods);
     free(rows);
     return rc;
 }

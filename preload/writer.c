@@ -29,11 +29,6 @@
 #include <unistd.h>
 
 #define COMMIT_INTERVAL_NS 100000000 // a SIGKILL loses at most ~100 ms of events
-// Background symbolization: the first pass once the program has run this long (shorter
-// programs are symbolized once, at the end), then at most once per interval while new frames
-// appear. It loads the modules' DWARF while the program runs, so the pass at exit is quick.
-#define SYMBOLIZE_AFTER_NS 250000000
-#define SYMBOLIZE_INTERVAL_NS 1000000000
 #define BATCH 4096
 
 static mt_capwriter* cw;
@@ -43,9 +38,7 @@ static _Atomic int stop_requested;
 static uint8_t* scratch;
 static mt_event* sortbuf;
 static int statm_fd = -1;
-static int64_t last_commit, last_sample, next_symbolize;
-static mt_symbolizer* symbolizer;
-static bool new_frames; // frames written since the last symbolization pass
+static int64_t last_commit, last_sample;
 static uint64_t events_written;
 static long page_size;
 static bool failed;
@@ -227,7 +220,6 @@ static void write_frames_and_callsites(void) {
                 fail_sqlite("cannot write frames");
             sqlite3_reset(fs);
         }
-        new_frames = true;
     }
     while ((n = mt_trie_drain_callsites(sites, BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
@@ -427,17 +419,6 @@ static void commit_all(int64_t now) {
     last_commit = now;
 }
 
-// Names the frames written so far (inside the open transaction; the next commit keeps
-// them). `final`: the capture is complete, mark it symbolized.
-static void symbolize(bool final) {
-    if (!symbolizer && !(symbolizer = mt_symbolizer_new()))
-        return;
-    char err[256];
-    unsigned flags = final ? 0 : MT_SYMBOLIZE_PARTIAL | MT_SYMBOLIZE_WARM;
-    (void)mt_symbolizer_run(symbolizer, mt_capwriter_db(cw), flags, err, sizeof err);
-    new_frames = false;
-}
-
 static void tick(bool final) {
     if (failed)
         return;
@@ -446,13 +427,8 @@ static void tick(bool final) {
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
         sample_memory(now);
     drain_full();
-    if (final || now - last_commit >= COMMIT_INTERVAL_NS) {
+    if (final || now - last_commit >= COMMIT_INTERVAL_NS)
         commit_all(now);
-        if (!final && mt_cfg.symbolize && new_frames && now >= next_symbolize) {
-            symbolize(false);
-            next_symbolize = now + SYMBOLIZE_INTERVAL_NS;
-        }
-    }
 }
 
 static void release_claim(void);
@@ -537,8 +513,6 @@ int mt_writer_start(const char* path) {
     failed = false;
     events_written = 0;
     last_commit = last_sample = 0;
-    next_symbolize = SYMBOLIZE_AFTER_NS;
-    new_frames = false;
     atomic_store(&stop_requested, 0);
     if (mt_capwriter_open(path, &cw, err, sizeof err) != 0) {
         cw = NULL;
@@ -587,12 +561,11 @@ void mt_writer_stop(void) {
     // Names are resolved now, while the binaries exist; if that fails, memreport resolves
     // them later from the recorded maps and build-ids.
     if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
-        symbolize(true);
+        char err[256];
+        (void)mt_symbolize_capture(mt_capwriter_db(cw), 0, err, sizeof err);
         if (mt_capwriter_begin(cw) != 0)
             fail_sqlite("cannot write capture");
     }
-    mt_symbolizer_free(symbolizer);
-    symbolizer = NULL;
     if (failed) {
         mt_capwriter_abandon(cw);
     } else {
@@ -613,7 +586,6 @@ void mt_writer_forget(void) {
     // copy of the claim fd leaves the parent's lock in place (flock is per open file).
     writer_running = false;
     cw = NULL;
-    symbolizer = NULL; // the parent's modules: left alone (their memory is ours to leak)
     release_claim();
     if (statm_fd >= 0)
         close(statm_fd);

@@ -125,14 +125,6 @@ int main(int argc, char** argv) {
         pthread_join(a, NULL);
         pthread_create(&b, NULL, worker_two, NULL);
         pthread_join(b, NULL);
-    } else if (!strcmp(c, "late") && argc == 3) {
-        // Frames before and after the tracer's background symbolization pass (it runs once
-        // the program has run 250 ms); "kill" dies before the end, leaving it partial.
-        chain_a();
-        usleep(1200 * 1000);
-        if (!strcmp(argv[2], "kill"))
-            raise(SIGKILL);
-        inline_host();
     } else if (!strcmp(c, "dlopen") && argc == 4) {
         if (run_library(argv[2], "dl_one_alloc") || run_library(argv[3], "dl_two_alloc"))
             return 1;

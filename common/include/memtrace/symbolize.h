@@ -16,11 +16,6 @@ typedef struct sqlite3 sqlite3;
 
 // Re-symbolize every frame, not only those whose function is still NULL.
 #define MT_SYMBOLIZE_ALL 1u
-// The capture is still growing: leave meta 'symbolized' unset (a later pass sets it).
-#define MT_SYMBOLIZE_PARTIAL 2u
-// Load the DWARF of every module these frames are in, also where their names alone would
-// do (noise frames), so that a later pass over the same modules is quick.
-#define MT_SYMBOLIZE_WARM 4u
 
 // Fills frame.function/file/line/inlined/relevant for the frames whose function IS NULL
 // (all of them with MT_SYMBOLIZE_ALL), in one transaction (a savepoint, so a caller's open
@@ -39,18 +34,8 @@ typedef struct sqlite3 sqlite3;
 // - relevant: 0 for noise (libc's allocator internals, C++ operator new/delete, runtime
 //   and thread start-up frames, anything in libmemtrace.so), 1 otherwise.
 //
-// Noise frames are named from the symbol table alone, without file:line: a module's DWARF
-// is loaded only for the frames reports show.
-//
 // Thread-safe with respect to other connections; writes nothing on stdout/stderr (errors
 // go to err). Returns the number of frames written, or a negative errno (-EIO: SQLite).
 int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen);
-
-// The same in passes that keep modules open, for a capture that grows (the tracer's writer
-// symbolizes in the background while the program runs, then once more at the end).
-typedef struct mt_symbolizer mt_symbolizer;
-mt_symbolizer* mt_symbolizer_new(void); // NULL when out of memory
-int mt_symbolizer_run(mt_symbolizer* sym, sqlite3* db, unsigned flags, char* err, size_t errlen);
-void mt_symbolizer_free(mt_symbolizer* sym);
 
 #endif
