@@ -461,9 +461,37 @@ static bool is_noise(const char* module_base, const char* fn) {
 
 // ---- the pass
 
+// The name the symbol table gives addr (.symtab, else .dynsym), demangled, without a symbol
+// version ("__libc_start_main@@GLIBC_2.34"); NULL when none covers it.
+static char* symtab_name(Dwfl_Module* mod, Dwarf_Addr addr) {
+    GElf_Off off;
+    GElf_Sym sym;
+    const char* s = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+    if (!s || !*s)
+        return NULL;
+    char* plain = strndup(s, strcspn(s, "@"));
+    if (!plain)
+        return NULL;
+    char* name = demangle(plain);
+    free(plain);
+    return name;
+}
+
 static void symbolize_one(frame_row* f, module* mods, result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
+    if (m && m->mod && f->rel_pc) {
+        // Frames reports hide (start-up, allocator internals) are named from the symbol
+        // table alone: reading a module's DWARF costs tens of ms (libc's is compressed), and
+        // in many programs libc and libstdc++ appear only through such frames.
+        char* name = symtab_name(m->mod, f->rel_pc - 1);
+        if (name && is_noise(m->base, name)) {
+            res->function = name;
+            res->relevant = false;
+            return;
+        }
+        free(name);
+    }
     if (m && m->mod) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
@@ -475,11 +503,7 @@ static void symbolize_one(frame_row* f, module* mods, result* res) {
             memset(&res->inlined, 0, sizeof res->inlined);
             resolve_dwarf(m, addr, res);
             if (!res->function) {
-                GElf_Off off;
-                GElf_Sym sym;
-                const char* s = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
-                if (s && *s)
-                    res->function = demangle(s);
+                res->function = symtab_name(m->mod, addr);
             }
         }
     }

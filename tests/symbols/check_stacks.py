@@ -96,12 +96,15 @@ def main():
             s = by_size(report, 1002)
             if s and not (s["frames"][0]["inlined"] and not s["frames"][1]["inlined"]):
                 fail("inlined flags wrong: %s" % s["frames"][:2])
-            # --all-frames shows the start-up code the default view hides.
+            # --all-frames shows the start-up code the default view hides: named from the
+            # symbol table (global names, no symbol version), without reading libc's DWARF.
             full, _ = stacks(args, cap, "--all-frames")
             s = by_size(full, 1001)
-            if s and names(s)[-3:] != ["__libc_start_call_main", "__libc_start_main_impl",
+            if s and names(s)[-3:] != ["__libc_start_call_main", "__libc_start_main",
                                        "_start"]:
                 fail("--all-frames root: %s" % names(s))
+            if s and any(f["file"] for f in s["frames"][-3:]):
+                fail("start-up frames with file:line: %s" % s["frames"][-3:])
     elif case == "recursion":
         cap, _ = trace(args, case, [case, "100"], {"MEMTRACE_DEPTH": str(RECURSION_DEPTH)})
         report, _ = stacks(args, cap)

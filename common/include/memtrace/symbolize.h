@@ -34,6 +34,9 @@ typedef struct sqlite3 sqlite3;
 // - relevant: 0 for noise (libc's allocator internals, C++ operator new/delete, runtime
 //   and thread start-up frames, anything in libmemtrace.so), 1 otherwise.
 //
+// Noise frames are named from the symbol table alone, without file:line: a module's DWARF
+// is loaded only for frames that reports show.
+//
 // Thread-safe with respect to other connections; writes nothing on stdout/stderr (errors
 // go to err). Returns the number of frames written, or a negative errno (-EIO: SQLite).
 int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen);
