@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "memtrace/symbolize.h"
 
+#include "memtrace/symcache.h"
+
 #include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -216,6 +218,8 @@ typedef struct module {
     cu_index* cus;    // indexed CUs, built on first use
     size_t ncus, capcus;
     size_t last_cu; // frames come sorted by address: the previous CU is the likely one
+    bool opened;    // module_open has run (on first need: cached frames need no file)
+    int has_dwarf;  // 1 yes, 0 no, -1 not known yet
 } module;
 
 // The index of the CU whose DIE is cudie (built now if needed); NULL when out of memory.
@@ -269,6 +273,7 @@ static bool build_id_matches(Dwfl_Module* mod, const char* want) {
 }
 
 static void module_open(module* m) {
+    m->opened = true;
     // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
     if (m->path[0] != '/')
         return;
@@ -313,7 +318,7 @@ typedef struct frame_row {
 
 typedef struct result {
     char* function;
-    const char* file;
+    char* file;
     int line;
     sbuf inlined; // empty: nothing inlined
     bool relevant;
@@ -410,7 +415,7 @@ static void resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
         sb_str(&res->inlined, "]");
     // After the walk `here` is the location inside the physical function (the call site
     // of its outermost inlined callee, or the pc's own line when nothing is inlined).
-    res->file = here.file;
+    res->file = here.file ? strdup(here.file) : NULL; // out of memory: no file, as without
     res->line = here.line;
 }
 
@@ -477,22 +482,28 @@ static char* symtab_name(Dwfl_Module* mod, Dwarf_Addr addr) {
     return name;
 }
 
-static void symbolize_one(frame_row* f, module* mods, result* res) {
-    memset(res, 0, sizeof *res);
-    module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
-    if (m && m->mod && f->rel_pc) {
-        // Frames reports hide (start-up, allocator internals) are named from the symbol
-        // table alone: reading a module's DWARF costs tens of ms (libc's is compressed), and
-        // in many programs libc and libstdc++ appear only through such frames.
-        char* name = symtab_name(m->mod, f->rel_pc - 1);
-        if (name && is_noise(m->base, name)) {
-            res->function = name;
-            res->relevant = false;
-            return;
-        }
-        free(name);
+// The module's libdwfl handle, opened on first use; NULL when its file cannot serve.
+static Dwfl_Module* module_dwfl(module* m) {
+    if (!m)
+        return NULL;
+    if (!m->opened)
+        module_open(m);
+    return m->mod;
+}
+
+static bool module_has_dwarf(module* m) {
+    if (!module_dwfl(m))
+        return false;
+    if (m->has_dwarf < 0) {
+        Dwarf_Addr bias;
+        m->has_dwarf = dwfl_module_getdwarf(m->mod, &bias) != NULL;
     }
-    if (m && m->mod) {
+    return m->has_dwarf;
+}
+
+// Names a frame from its module's DWARF and symbol tables.
+static void resolve(const frame_row* f, module* m, result* res) {
+    if (module_dwfl(m)) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
         // (__restore_rt, an entry point), and pc-1 falls into the padding before it; so
@@ -524,6 +535,49 @@ static void symbolize_one(frame_row* f, module* mods, result* res) {
     res->relevant = !is_noise(m ? m->base : NULL, res->function);
 }
 
+// Frames reports hide (start-up, allocator internals) are named from the symbol table
+// alone: reading a module's DWARF costs tens of ms (libc's is compressed), and in many
+// programs libc and libstdc++ appear only through such frames. True when f is one.
+static bool name_noise(const frame_row* f, module* m, result* res) {
+    if (!f->rel_pc || !module_dwfl(m))
+        return false;
+    char* name = symtab_name(m->mod, f->rel_pc - 1);
+    if (!name || !is_noise(m->base, name)) {
+        free(name);
+        return false;
+    }
+    res->function = name;
+    res->relevant = false;
+    return true;
+}
+
+// Names a frame: from the symbol cache, else noise from the symbol table alone, else from
+// DWARF. What a build-id fixes for good (noise names, and names from a module that has
+// DWARF) goes into the cache.
+static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, result* res) {
+    memset(res, 0, sizeof *res);
+    module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
+    bool cacheable = cache && m && m->build_id && m->path[0] == '/';
+    mt_symcache_entry e;
+    if (cacheable && mt_symcache_get(cache, m->build_id, f->rel_pc, &e)) {
+        *res = (result){
+            .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
+        if (e.inlined)
+            res->inlined = (sbuf){e.inlined, strlen(e.inlined), strlen(e.inlined) + 1, false};
+        return;
+    }
+    bool lasting = name_noise(f, m, res);
+    if (!lasting) {
+        resolve(f, m, res);
+        lasting = module_has_dwarf(m);
+    }
+    if (cacheable && lasting && res->function && !res->inlined.oom) {
+        e = (mt_symcache_entry){res->function, res->file, res->line,
+                                res->inlined.len ? res->inlined.p : NULL, res->relevant};
+        mt_symcache_put(cache, m->build_id, f->rel_pc, &e);
+    }
+}
+
 static int sql_fail(sqlite3* db, const char* what, char* err, size_t errlen) {
     snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
     return -EIO;
@@ -548,6 +602,7 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
     }
     module* m = &(*mods)[*nmods];
     memset(m, 0, sizeof *m);
+    m->has_dwarf = -1;
     m->path = strdup(path);
     m->build_id = build_id ? strdup(build_id) : NULL;
     if (!m->path || (build_id && !m->build_id)) {
@@ -556,7 +611,6 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
         return NULL;
     }
     m->base = basename_of(m->path);
-    module_open(m);
     (*nmods)++;
     return m;
 }
@@ -584,6 +638,7 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     size_t nrows = 0, rowcap = 0;
     int rc = 0;
     bool in_tx = false;
+    mt_symcache* cache = NULL;
 
     // Frames are read completely before any update: updating a table while a statement
     // scans it is allowed by SQLite but easy to get wrong.
@@ -639,6 +694,8 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     }
     sqlite3_finalize(sel);
     sel = NULL;
+    if (nrows)
+        cache = mt_symcache_open();
 
     if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
         rc = sql_fail(db, "starting transaction", err, errlen);
@@ -654,19 +711,17 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     }
     for (size_t i = 0; i < nrows; i++) {
         result res;
-        symbolize_one(&rows[i], mods, &res);
+        symbolize_one(&rows[i], mods, cache, &res);
         if (!res.function || res.inlined.oom) {
             free(res.function);
+            free(res.file);
             free(res.inlined.p);
             rc = -ENOMEM;
             snprintf(err, errlen, "out of memory");
             goto out;
         }
         sqlite3_bind_text(upd, 1, res.function, -1, free);
-        if (res.file)
-            sqlite3_bind_text(upd, 2, res.file, -1, SQLITE_TRANSIENT);
-        else
-            sqlite3_bind_null(upd, 2);
+        sqlite3_bind_text(upd, 2, res.file, -1, free); // NULL binds NULL
         if (res.line > 0)
             sqlite3_bind_int(upd, 3, res.line);
         else
@@ -698,6 +753,7 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     rc = (int)nrows;
 
 out:
+    mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
     sqlite3_finalize(sel);
     sqlite3_finalize(upd);
     if (in_tx) {

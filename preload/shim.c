@@ -179,8 +179,18 @@ MT_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
 
 // ---- module maps follow dlopen/dlclose
 
+// libdw loads its debuginfod client (libcurl, gnutls, krb5: some 30 libraries) the first time
+// a module has no local debug file. Inside a traced program that is ~10 ms at every exit,
+// other libraries' constructors run in the program, and with DEBUGINFOD_URLS set (Debian's
+// login shells set it) a network download per binary: the tracer's own calls get none.
+static bool tracer_must_not_load(const char* file) {
+    return mt_guard && file && strstr(file, "libdebuginfod");
+}
+
 MT_EXPORT void* dlopen(const char* file, int mode) {
     ensure_real();
+    if (MT_UNLIKELY(tracer_must_not_load(file)))
+        return NULL;
     void* h = mt_real.dlopen(file, mode);
     if (h && atomic_load(&mt_state) == 1)
         mt_maps_refresh(false);

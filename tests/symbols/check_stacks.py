@@ -43,6 +43,7 @@ def trace(args, case, argv, env_extra=None):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         fail("%s exited %d: %s" % (case, p.returncode, p.stderr))
+    trace.stderr = p.stderr
     return cap, p.stdout
 
 
@@ -79,6 +80,67 @@ def check_chains(report, expected):
                 fail("size %d: empty function name" % size)
 
 
+def frame_rows(cap):
+    db = sqlite3.connect(cap)
+    rows = db.execute("SELECT f.rel_pc, f.function, f.file, f.line, f.inlined, f.relevant"
+                      " FROM frame f JOIN mapping m ON m.id = f.mapping_id"
+                      " WHERE m.path LIKE '%/subject' ORDER BY f.rel_pc").fetchall()
+    db.close()
+    return rows
+
+
+def check_symbol_cache(args):
+    """The persistent symbol cache (MEMTRACE_SYMBOL_CACHE): names read from DWARF once come
+    back from the cache, also once the DWARF is gone; a cache file that is not ours, or a
+    path that cannot be created, is left alone and changes nothing."""
+    tmp = os.path.join(args.workdir, "cache")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    prog = os.path.join(tmp, "subject")
+    shutil.copy(args.prog, prog)
+    args.prog = prog
+    cache = os.path.join(tmp, "dir", "symbols.db")
+
+    cap, _ = trace(args, "cache_fill", ["chain"], {"MEMTRACE_SYMBOL_CACHE": cache})
+    first = frame_rows(cap)
+    if not os.path.exists(cache):
+        fail("no cache file at %s" % cache)
+    # Same build (strip keeps the build-id), no DWARF any more: only the cache knows lines.
+    subprocess.run(["strip", "--strip-debug", prog], check=True)
+    cap, _ = trace(args, "cache_hit", ["chain"], {"MEMTRACE_SYMBOL_CACHE": cache})
+    if frame_rows(cap) != first:
+        fail("names from the cache differ:\n%s\nvs\n%s" % (frame_rows(cap), first))
+    report, _ = stacks(args, cap)
+    check_chains(report, EXPECTED["chain"])
+    cap, _ = trace(args, "cache_off", ["chain"], {"MEMTRACE_SYMBOL_CACHE": "0"})
+    if any(r[2] for r in frame_rows(cap)):
+        fail("control: file:line without DWARF or cache: %s" % frame_rows(cap))
+
+    # Not ours: garbage, or another program's SQLite database. Both stay as they were.
+    foreign = os.path.join(tmp, "foreign.db")
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE t(x)")
+    db.commit()
+    db.close()
+    garbage = os.path.join(tmp, "garbage.db")
+    with open(garbage, "wb") as f:
+        f.write(b"not a database\n" * 512)
+    blocked = os.path.join(tmp, "afile")
+    open(blocked, "w").close()
+    for path in (foreign, garbage, os.path.join(blocked, "sub", "symbols.db")):
+        before = open(path, "rb").read() if os.path.isfile(path) else None
+        cap, _ = trace(args, "cache_bad", ["chain"], {"MEMTRACE_SYMBOL_CACHE": path})
+        complaints = [line for line in trace.stderr.splitlines()
+                      if "capture written" not in line]
+        if complaints:
+            fail("cache %s: the tracer complained: %s" % (path, complaints))
+        if len(frame_rows(cap)) != len(first) or not any(r[1] == "chain_c"
+                                                          for r in frame_rows(cap)):
+            fail("cache %s: frames not named: %s" % (path, frame_rows(cap)))
+        if before is not None and open(path, "rb").read() != before:
+            fail("cache %s: somebody else's file was changed" % path)
+
+
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("--memtrace", "--memreport", "--workdir", "--prog", "--case", "--lib1",
@@ -105,6 +167,24 @@ def main():
                 fail("--all-frames root: %s" % names(s))
             if s and any(f["file"] for f in s["frames"][-3:]):
                 fail("start-up frames with file:line: %s" % s["frames"][-3:])
+    elif case == "cache":
+        check_symbol_cache(args)
+    elif case == "no_debuginfod":
+        # A binary without debug info makes libdw reach for its debuginfod client (libcurl
+        # and ~30 more libraries, maybe a download). Not inside a traced program.
+        tmp = os.path.join(args.workdir, "nodebug")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        prog = os.path.join(tmp, "subject")
+        subprocess.run(["strip", "-o", prog, args.prog], check=True)
+        args.prog = prog
+        cap, _ = trace(args, case, ["chain"], {"LD_DEBUG": "files"})
+        loaded = [line for line in trace.stderr.splitlines() if "libdebuginfod" in line]
+        if loaded:
+            fail("the traced program loaded debuginfod: %s" % loaded)
+        report, _ = stacks(args, cap)
+        if not by_size(report, 1001):
+            fail("no stack of the 1001-byte allocation")
     elif case == "recursion":
         cap, _ = trace(args, case, [case, "100"], {"MEMTRACE_DEPTH": str(RECURSION_DEPTH)})
         report, _ = stacks(args, cap)

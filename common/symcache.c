@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// The persistent symbol cache (see symcache.h): one SQLite file, one table.
+#define _GNU_SOURCE
+#include "memtrace/symcache.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+// Bump whenever the symbolizer would name a frame differently: old entries are then dropped.
+#define CACHE_VERSION 1
+#define CACHE_APP_ID 0x4d545343 // 'MTSC'
+// Past this size the cache starts over (simpler than evicting, and rare).
+#define CACHE_MAX_BYTES (256ll << 20)
+#define BUSY_TIMEOUT_MS 200
+
+typedef struct pending {
+    char* build_id;
+    uint64_t rel_pc;
+    mt_symcache_entry e;
+} pending;
+
+struct mt_symcache {
+    sqlite3* db;
+    sqlite3_stmt* get;
+    pending* puts;
+    size_t nputs, capputs;
+};
+
+static char* dup_or_null(const char* s) {
+    return s ? strdup(s) : NULL;
+}
+
+void mt_symcache_entry_free(mt_symcache_entry* e) {
+    free(e->function);
+    free(e->file);
+    free(e->inlined);
+    memset(e, 0, sizeof *e);
+}
+
+bool mt_symcache_path(char* buf, size_t len) {
+    const char* env = getenv("MEMTRACE_SYMBOL_CACHE");
+    int n;
+    if (env)
+        n = *env && strcmp(env, "0") ? snprintf(buf, len, "%s", env) : -1;
+    else if ((env = getenv("XDG_CACHE_HOME")) && *env == '/')
+        n = snprintf(buf, len, "%s/memtrace/symbols.db", env);
+    else if ((env = getenv("HOME")) && *env == '/')
+        n = snprintf(buf, len, "%s/.cache/memtrace/symbols.db", env);
+    else
+        n = -1;
+    return n > 0 && (size_t)n < len;
+}
+
+// mkdir -p of the directories above path (0700: it is the user's private cache).
+static void make_parents(const char* path) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return;
+    for (char* p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+            return;
+        *p = '/';
+    }
+}
+
+static int64_t pragma_int(sqlite3* db, const char* sql) {
+    sqlite3_stmt* st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+// Makes db an up-to-date cache; false for a file that is not ours (or unreadable).
+static bool prepare_schema(sqlite3* db) {
+    int64_t app = pragma_int(db, "PRAGMA application_id");
+    int64_t version = pragma_int(db, "PRAGMA user_version");
+    int64_t tables = pragma_int(db, "SELECT count(*) FROM sqlite_master");
+    if (app < 0 || version < 0 || tables < 0)
+        return false;
+    if (tables > 0 && app != CACHE_APP_ID)
+        return false; // somebody else's database at our path: leave it alone
+    bool fresh = tables == 0 || version != CACHE_VERSION ||
+                 pragma_int(db, "PRAGMA page_count") * pragma_int(db, "PRAGMA page_size") >
+                     CACHE_MAX_BYTES;
+    if (!fresh)
+        return true;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "BEGIN IMMEDIATE;"
+             "DROP TABLE IF EXISTS sym;"
+             "CREATE TABLE sym(build_id TEXT NOT NULL, rel_pc INTEGER NOT NULL,"
+             " function TEXT NOT NULL, file TEXT, line INTEGER, inlined TEXT,"
+             " relevant INTEGER NOT NULL, PRIMARY KEY(build_id, rel_pc)) WITHOUT ROWID;"
+             "PRAGMA application_id=%d; PRAGMA user_version=%d;"
+             "COMMIT;",
+             CACHE_APP_ID, CACHE_VERSION);
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return false;
+    }
+    // VACUUM after starting over, so the file shrinks; failure only costs disk space.
+    sqlite3_exec(db, "VACUUM", NULL, NULL, NULL);
+    return true;
+}
+
+mt_symcache* mt_symcache_open(void) {
+    char path[4096];
+    if (!mt_symcache_path(path, sizeof path))
+        return NULL;
+    make_parents(path);
+    mt_symcache* c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+            SQLITE_OK ||
+        sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
+        // A cache: losing the last writes to a power failure is fine.
+        sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
+        !prepare_schema(c->db) ||
+        sqlite3_prepare_v2(c->db,
+                           "SELECT function, file, line, inlined, relevant FROM sym"
+                           " WHERE build_id=?1 AND rel_pc=?2",
+                           -1, &c->get, NULL) != SQLITE_OK) {
+        sqlite3_close(c->db);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
+                     mt_symcache_entry* out) {
+    memset(out, 0, sizeof *out);
+    if (!c)
+        return false;
+    sqlite3_bind_text(c->get, 1, build_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(c->get, 2, (int64_t)rel_pc);
+    bool hit = false;
+    if (sqlite3_step(c->get) == SQLITE_ROW) {
+        out->function = dup_or_null((const char*)sqlite3_column_text(c->get, 0));
+        out->file = dup_or_null((const char*)sqlite3_column_text(c->get, 1));
+        out->line = sqlite3_column_int(c->get, 2);
+        out->inlined = dup_or_null((const char*)sqlite3_column_text(c->get, 3));
+        out->relevant = sqlite3_column_int(c->get, 4) != 0;
+        hit = out->function != NULL;
+        if (!hit)
+            mt_symcache_entry_free(out);
+    }
+    sqlite3_reset(c->get);
+    return hit;
+}
+
+void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
+                     const mt_symcache_entry* e) {
+    if (!c || !e->function)
+        return;
+    if (c->nputs == c->capputs) {
+        size_t nc = c->capputs ? c->capputs * 2 : 256;
+        pending* p = realloc(c->puts, nc * sizeof *p);
+        if (!p)
+            return;
+        c->puts = p;
+        c->capputs = nc;
+    }
+    pending* p = &c->puts[c->nputs];
+    p->build_id = strdup(build_id);
+    p->rel_pc = rel_pc;
+    p->e = (mt_symcache_entry){dup_or_null(e->function), dup_or_null(e->file), e->line,
+                               dup_or_null(e->inlined), e->relevant};
+    if (!p->build_id || !p->e.function) {
+        free(p->build_id);
+        mt_symcache_entry_free(&p->e);
+        return;
+    }
+    c->nputs++;
+}
+
+static void write_puts(mt_symcache* c) {
+    sqlite3_stmt* ins = NULL;
+    if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return; // busy past the timeout: these names are simply not kept this time
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO sym VALUES(?1,?2,?3,?4,?5,?6,?7)", -1,
+                           &ins, NULL) == SQLITE_OK) {
+        for (size_t i = 0; i < c->nputs; i++) {
+            const pending* p = &c->puts[i];
+            sqlite3_bind_text(ins, 1, p->build_id, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(ins, 2, (int64_t)p->rel_pc);
+            sqlite3_bind_text(ins, 3, p->e.function, -1, SQLITE_STATIC);
+            sqlite3_bind_text(ins, 4, p->e.file, -1, SQLITE_STATIC);
+            if (p->e.line > 0)
+                sqlite3_bind_int(ins, 5, p->e.line);
+            else
+                sqlite3_bind_null(ins, 5);
+            sqlite3_bind_text(ins, 6, p->e.inlined, -1, SQLITE_STATIC);
+            sqlite3_bind_int(ins, 7, p->e.relevant);
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                break;
+            sqlite3_reset(ins);
+        }
+    }
+    sqlite3_finalize(ins);
+    if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+void mt_symcache_close(mt_symcache* c) {
+    if (!c)
+        return;
+    sqlite3_finalize(c->get);
+    if (c->nputs)
+        write_puts(c);
+    for (size_t i = 0; i < c->nputs; i++) {
+        free(c->puts[i].build_id);
+        mt_symcache_entry_free(&c->puts[i].e);
+    }
+    free(c->puts);
+    sqlite3_close(c->db);
+    free(c);
+}
