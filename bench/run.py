@@ -116,6 +116,11 @@ class Bench:
         self.heaptrack_timeout = env_int("BENCH_HEAPTRACK_TIMEOUT", 120)
         self.heaptrack_mem = env_int("BENCH_HEAPTRACK_MEM_MIB", 4096)
         self.tmp = tempfile.mkdtemp(prefix="memtrace-bench.", dir=os.environ.get("BENCH_TMP"))
+        # warm: a symbol cache of the bench's own, filled by the zero-event baseline runs
+        # (a user tracing a program the second time); cold: none, every run reads DWARF.
+        self.symbol_cache = os.environ.get("BENCH_SYMBOL_CACHE", "warm")
+        if self.symbol_cache not in ("warm", "cold"):
+            sys.exit("bench: BENCH_SYMBOL_CACHE must be warm or cold")
         self.modes = ["native"] + ["mt-" + m for m in MEMTRACE_MODES]
         if self.heaptrack:
             self.modes.append("heaptrack")
@@ -155,7 +160,9 @@ class Bench:
             if os.path.exists(capture + suffix):
                 os.unlink(capture + suffix)
         env = self.workload_env(events)
-        env.update(LD_PRELOAD=self.lib, MEMTRACE_OUTPUT=capture, MEMTRACE_UNWIND=unwind)
+        env.update(LD_PRELOAD=self.lib, MEMTRACE_OUTPUT=capture, MEMTRACE_UNWIND=unwind,
+                   MEMTRACE_SYMBOL_CACHE=os.path.join(self.tmp, "symbols.db")
+                   if self.symbol_cache == "warm" else "0")
         out = os.path.join(self.tmp, "out.txt")
         rc, wall, cpu, rss = run([exe] + args, env, out, timeout=self.timeout)
         res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
@@ -285,7 +292,8 @@ class Bench:
         L.append(f"machine: nproc={os.cpu_count()}, {cpu_model()}, kernel {platform.release()}, "
                  f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
         L.append(f"BENCH_EVENTS={self.events}, repetitions {self.reps} (libunwind and heaptrack "
-                 f"modes {self.slow_reps}), medians; run took {self.total_s:.0f} s")
+                 f"modes {self.slow_reps}), medians; symbol cache {self.symbol_cache}; "
+                 f"run took {self.total_s:.0f} s")
         L.append("wall = process wall time (tracer start-up and finalization included); "
                  "cpu = user+sys of the process tree")
         L.append("")
