@@ -46,7 +46,8 @@ static int create_schema(sqlite3* db) {
     // tail of each chain (64 KiB pages left ~12% of the file empty). WAL keeps each commit
     // an append.
     // synchronous=OFF first: switching to WAL under the default FULL would fsync.
-    if (exec(db, "PRAGMA synchronous=OFF; PRAGMA page_size=4096; PRAGMA journal_mode=WAL;"))
+    if (exec(db, "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
+                 " PRAGMA journal_mode=WAL;"))
         return -EIO;
     snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
              MEMTRACE_APPLICATION_ID, MEMTRACE_SCHEMA_VERSION);
