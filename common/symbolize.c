@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // ---- demangling
 
@@ -217,9 +218,10 @@ typedef struct module {
     const char* base; // basename of path, for module+offset names
     cu_index* cus;    // indexed CUs, built on first use
     size_t ncus, capcus;
-    size_t last_cu; // frames come sorted by address: the previous CU is the likely one
-    bool opened;    // module_open has run (on first need: cached frames need no file)
-    int has_dwarf;  // 1 yes, 0 no, -1 not known yet
+    size_t last_cu;      // frames come sorted by address: the previous CU is the likely one
+    bool opened;         // module_open has run (on first need: cached frames need no file)
+    int has_dwarf;       // 1 yes, 0 no, -1 not known yet
+    int debug_installed; // the same for debug_file_installed
 } module;
 
 // The index of the CU whose DIE is cudie (built now if needed); NULL when out of memory.
@@ -501,8 +503,9 @@ static bool module_has_dwarf(module* m) {
     return m->has_dwarf;
 }
 
-// Names a frame from its module's DWARF and symbol tables.
-static void resolve(const frame_row* f, module* m, result* res) {
+// Names a frame from its module's DWARF, else from symname (the symbol table's name for the
+// call, taken over), else as module+offset.
+static void resolve(const frame_row* f, module* m, char* symname, result* res) {
     if (module_dwfl(m)) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
@@ -513,11 +516,15 @@ static void resolve(const frame_row* f, module* m, result* res) {
             free(res->inlined.p);
             memset(&res->inlined, 0, sizeof res->inlined);
             resolve_dwarf(m, addr, res);
-            if (!res->function) {
+            if (!res->function && attempt == 0 && f->rel_pc) {
+                res->function = symname;
+                symname = NULL;
+            } else if (!res->function) {
                 res->function = symtab_name(m->mod, addr);
             }
         }
     }
+    free(symname);
     if (!res->function && f->pc == 0 && !m) {
         // The tracer's marker at the root of a stack cut at the depth limit.
         res->function = strdup(MT_SYMBOLIZE_TRUNCATED);
@@ -535,45 +542,50 @@ static void resolve(const frame_row* f, module* m, result* res) {
     res->relevant = !is_noise(m ? m->base : NULL, res->function);
 }
 
-// Frames reports hide (start-up, allocator internals) are named from the symbol table
-// alone: reading a module's DWARF costs tens of ms (libc's is compressed), and in many
-// programs libc and libstdc++ appear only through such frames. True when f is one.
-static bool name_noise(const frame_row* f, module* m, result* res) {
-    if (!f->rel_pc || !module_dwfl(m))
-        return false;
-    char* name = symtab_name(m->mod, f->rel_pc - 1);
-    if (!name || !is_noise(m->base, name)) {
-        free(name);
-        return false;
+// Whether a debug file for m's build-id is installed where distributions put them: a name
+// cached while the module had no DWARF is stale then.
+static bool debug_file_installed(module* m) {
+    if (m->debug_installed < 0) {
+        char path[512];
+        snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id,
+                 strlen(m->build_id) > 2 ? m->build_id + 2 : "");
+        m->debug_installed = access(path, F_OK) == 0;
     }
-    res->function = name;
-    res->relevant = false;
-    return true;
+    return m->debug_installed;
 }
 
-// Names a frame: from the symbol cache, else noise from the symbol table alone, else from
-// DWARF. What a build-id fixes for good (noise names, and names from a module that has
-// DWARF) goes into the cache.
+// Names a frame: from the symbol cache; else, for frames reports hide (start-up, allocator
+// internals), from the symbol table alone: reading a module's DWARF costs tens of ms (libc's
+// is compressed), and in many programs libc and libstdc++ appear only through such frames;
+// else from DWARF. Every result of a module with a build-id goes into the cache.
 static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
-    bool cacheable = cache && m && m->build_id && m->path[0] == '/';
+    bool cacheable = cache && m && m->build_id && m->build_id[0] && m->path[0] == '/';
     mt_symcache_entry e;
     if (cacheable && mt_symcache_get(cache, m->build_id, f->rel_pc, &e)) {
-        *res = (result){
-            .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
-        if (e.inlined)
-            res->inlined = (sbuf){e.inlined, strlen(e.inlined), strlen(e.inlined) + 1, false};
-        return;
+        if (e.from_dwarf || !debug_file_installed(m)) {
+            *res = (result){
+                .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
+            if (e.inlined)
+                res->inlined = (sbuf){e.inlined, strlen(e.inlined), strlen(e.inlined) + 1, false};
+            return;
+        }
+        mt_symcache_entry_free(&e);
     }
-    bool lasting = name_noise(f, m, res);
-    if (!lasting) {
-        resolve(f, m, res);
-        lasting = module_has_dwarf(m);
+    char* symname = f->rel_pc && module_dwfl(m) ? symtab_name(m->mod, f->rel_pc - 1) : NULL;
+    bool from_dwarf = false;
+    if (symname && is_noise(m->base, symname)) {
+        res->function = symname;
+        res->relevant = false;
+    } else {
+        resolve(f, m, symname, res);
+        from_dwarf = module_has_dwarf(m);
     }
-    if (cacheable && lasting && res->function && !res->inlined.oom) {
-        e = (mt_symcache_entry){res->function, res->file, res->line,
-                                res->inlined.len ? res->inlined.p : NULL, res->relevant};
+    if (cacheable && res->function && !res->inlined.oom) {
+        e = (mt_symcache_entry){res->function, res->file,
+                                res->line,     res->inlined.len ? res->inlined.p : NULL,
+                                res->relevant, from_dwarf};
         mt_symcache_put(cache, m->build_id, f->rel_pc, &e);
     }
 }
@@ -602,7 +614,7 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
     }
     module* m = &(*mods)[*nmods];
     memset(m, 0, sizeof *m);
-    m->has_dwarf = -1;
+    m->has_dwarf = m->debug_installed = -1;
     m->path = strdup(path);
     m->build_id = build_id ? strdup(build_id) : NULL;
     if (!m->path || (build_id && !m->build_id)) {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 // Bump whenever the symbolizer would name a frame differently: old entries are then dropped.
-#define CACHE_VERSION 1
+#define CACHE_VERSION 2
 #define CACHE_APP_ID 0x4d545343 // 'MTSC'
 // Past this size the cache starts over (simpler than evicting, and rare).
 #define CACHE_MAX_BYTES (256ll << 20)
@@ -88,9 +88,9 @@ static bool prepare_schema(sqlite3* db) {
         return false;
     if (tables > 0 && app != CACHE_APP_ID)
         return false; // somebody else's database at our path: leave it alone
-    bool fresh = tables == 0 || version != CACHE_VERSION ||
-                 pragma_int(db, "PRAGMA page_count") * pragma_int(db, "PRAGMA page_size") >
-                     CACHE_MAX_BYTES;
+    bool fresh =
+        tables == 0 || version != CACHE_VERSION ||
+        pragma_int(db, "PRAGMA page_count") * pragma_int(db, "PRAGMA page_size") > CACHE_MAX_BYTES;
     if (!fresh)
         return true;
     char sql[512];
@@ -99,7 +99,8 @@ static bool prepare_schema(sqlite3* db) {
              "DROP TABLE IF EXISTS sym;"
              "CREATE TABLE sym(build_id TEXT NOT NULL, rel_pc INTEGER NOT NULL,"
              " function TEXT NOT NULL, file TEXT, line INTEGER, inlined TEXT,"
-             " relevant INTEGER NOT NULL, PRIMARY KEY(build_id, rel_pc)) WITHOUT ROWID;"
+             " relevant INTEGER NOT NULL, dwarf INTEGER NOT NULL,"
+             " PRIMARY KEY(build_id, rel_pc)) WITHOUT ROWID;"
              "PRAGMA application_id=%d; PRAGMA user_version=%d;"
              "COMMIT;",
              CACHE_APP_ID, CACHE_VERSION);
@@ -127,7 +128,7 @@ mt_symcache* mt_symcache_open(void) {
         sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
         !prepare_schema(c->db) ||
         sqlite3_prepare_v2(c->db,
-                           "SELECT function, file, line, inlined, relevant FROM sym"
+                           "SELECT function, file, line, inlined, relevant, dwarf FROM sym"
                            " WHERE build_id=?1 AND rel_pc=?2",
                            -1, &c->get, NULL) != SQLITE_OK) {
         sqlite3_close(c->db);
@@ -151,6 +152,7 @@ bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
         out->line = sqlite3_column_int(c->get, 2);
         out->inlined = dup_or_null((const char*)sqlite3_column_text(c->get, 3));
         out->relevant = sqlite3_column_int(c->get, 4) != 0;
+        out->from_dwarf = sqlite3_column_int(c->get, 5) != 0;
         hit = out->function != NULL;
         if (!hit)
             mt_symcache_entry_free(out);
@@ -175,7 +177,7 @@ void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
     p->build_id = strdup(build_id);
     p->rel_pc = rel_pc;
     p->e = (mt_symcache_entry){dup_or_null(e->function), dup_or_null(e->file), e->line,
-                               dup_or_null(e->inlined), e->relevant};
+                               dup_or_null(e->inlined),  e->relevant,          e->from_dwarf};
     if (!p->build_id || !p->e.function) {
         free(p->build_id);
         mt_symcache_entry_free(&p->e);
@@ -188,7 +190,7 @@ static void write_puts(mt_symcache* c) {
     sqlite3_stmt* ins = NULL;
     if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return; // busy past the timeout: these names are simply not kept this time
-    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO sym VALUES(?1,?2,?3,?4,?5,?6,?7)", -1,
+    if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO sym VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1,
                            &ins, NULL) == SQLITE_OK) {
         for (size_t i = 0; i < c->nputs; i++) {
             const pending* p = &c->puts[i];
@@ -202,6 +204,7 @@ static void write_puts(mt_symcache* c) {
                 sqlite3_bind_null(ins, 5);
             sqlite3_bind_text(ins, 6, p->e.inlined, -1, SQLITE_STATIC);
             sqlite3_bind_int(ins, 7, p->e.relevant);
+            sqlite3_bind_int(ins, 8, p->e.from_dwarf);
             if (sqlite3_step(ins) != SQLITE_DONE)
                 break;
             sqlite3_reset(ins);

@@ -74,6 +74,7 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(dlopen, "dlopen", 1);
     RESOLVE(dlclose, "dlclose", 1);
     RESOLVE(exit_, "_exit", 1);
+    RESOLVE(sigprocmask, "sigprocmask", 1);
     void (*real_free)(void*);
     {
         void* f_ = must("free");

@@ -4,6 +4,7 @@
 #ifndef MT_BOOTSTRAP_H
 #define MT_BOOTSTRAP_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -23,6 +24,7 @@ typedef struct mt_real_fns {
     void* (*dlopen)(const char*, int);
     int (*dlclose)(void*);
     void (*exit_)(int) __attribute__((noreturn));
+    int (*sigprocmask)(int, const sigset_t*, sigset_t*);
 } mt_real_fns;
 
 extern mt_real_fns mt_real;

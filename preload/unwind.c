@@ -24,6 +24,7 @@
 #define MAX_WALK MT_UNWIND_MAX_FRAMES
 
 static int unwind_mode;
+__thread int mt_unwind_in_libunwind __attribute__((tls_model("initial-exec")));
 static uintptr_t self_lo, self_hi;
 
 static inline bool is_self(uintptr_t pc) {
@@ -398,12 +399,16 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
         return;
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
     int n;
-    if (unwind_mode == MT_UNWIND_FP)
+    if (unwind_mode == MT_UNWIND_FP) {
         n = walk_fp(scratch, want, stack_hi);
-    else if (unwind_mode == MT_UNWIND_LIBUNWIND)
-        n = unw_backtrace((void**)scratch, want);
-    else
-        n = walk_libunwind(scratch, want, true);
+    } else {
+        mt_unwind_in_libunwind = 1;
+        if (unwind_mode == MT_UNWIND_LIBUNWIND)
+            n = unw_backtrace((void**)scratch, want);
+        else
+            n = walk_libunwind(scratch, want, true);
+        mt_unwind_in_libunwind = 0;
+    }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
     // the leaf-most `max`, and turn them outermost first.
     int skip = 0;

@@ -28,9 +28,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
   set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
 
-  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit and memtrace_* only.
+  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask and
+  # memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 

@@ -70,6 +70,11 @@ static void on_signal(int sig) {
     KEEP(p);
     hold(p);
 }
+static volatile sig_atomic_t usr2_seen;
+static void on_usr2(int sig) {
+    (void)sig;
+    usr2_seen = 1;
+}
 static NOINLINE void raise_signal(void) {
     kill(getpid(), SIGUSR1);
     KEEP(0);
@@ -117,6 +122,19 @@ int main(int argc, char** argv) {
     } else if (!strcmp(c, "recursion")) {
         recurse(argc > 2 ? atoi(argv[2]) : 100);
     } else if (!strcmp(c, "signal")) {
+        // The program's own sigprocmask works as without the tracer (which intercepts it):
+        // blocked, a signal waits; unblocked, it is delivered.
+        signal(SIGUSR2, on_usr2);
+        sigset_t usr2, pending;
+        sigemptyset(&usr2);
+        sigaddset(&usr2, SIGUSR2);
+        if (sigprocmask(SIG_BLOCK, &usr2, NULL) != 0)
+            return 3;
+        raise(SIGUSR2);
+        if (sigpending(&pending) != 0 || !sigismember(&pending, SIGUSR2) || usr2_seen)
+            return 4;
+        if (sigprocmask(SIG_UNBLOCK, &usr2, NULL) != 0 || !usr2_seen)
+            return 5;
         signal(SIGUSR1, on_signal);
         raise_signal();
     } else if (!strcmp(c, "threads")) {

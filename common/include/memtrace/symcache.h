@@ -4,8 +4,8 @@
 // DWARF costs tens of milliseconds (libc's debug info is compressed), paid by every traced
 // process at exit; with the cache it is paid once per library version.
 //
-// Only results read from DWARF are kept: a build-id then fixes them completely (the debug file
-// must carry the same build-id), while a module without debug info may get some later.
+// Keyed by build-id, an entry stays right for good, with one exception the caller checks: a
+// name read without DWARF, for a module whose debug file is installed later (from_dwarf).
 // The cache is a SQLite file; any trouble with it (missing HOME, read-only directory, a
 // corrupt or foreign file, another process holding its lock) makes it silently unused.
 #ifndef MEMTRACE_SYMCACHE_H
@@ -23,6 +23,7 @@ typedef struct mt_symcache_entry {
     int line;       // 0: unknown
     char* inlined;  // JSON array or NULL (see symbolize.h)
     bool relevant;
+    bool from_dwarf; // the module had DWARF (else: symbol table or module+offset)
 } mt_symcache_entry;
 
 // Where the cache lives: $MEMTRACE_SYMBOL_CACHE (empty or "0": no cache), else
@@ -33,8 +34,7 @@ bool mt_symcache_path(char* buf, size_t len);
 // Opens (creating the file and its directory when needed); NULL: no cache this time.
 mt_symcache* mt_symcache_open(void);
 // Fills *out (strings malloc'd, free with mt_symcache_entry_free) and returns true on a hit.
-bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
-                     mt_symcache_entry* out);
+bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc, mt_symcache_entry* out);
 // Queues an entry; written by mt_symcache_close in one transaction.
 void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
                      const mt_symcache_entry* e);
