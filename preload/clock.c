@@ -61,11 +61,16 @@ static void add_point(void) {
 
 void mt_clock_restart(void) {
     npoints = 0;
-    if (!mt_clock_tsc)
+    if (mt_clock_tsc)
+        add_point();
+}
+
+void mt_clock_settle(void) {
+    if (!mt_clock_tsc || npoints != 1)
         return;
-    add_point();
-    // A second point 200 us later gives a first slope; later points refine it.
-    int64_t until = mt_core_now() + 200000;
+    // A second point at least 200 us after the first gives a first slope; later points
+    // refine it.
+    int64_t until = points[0].ns + 200000;
     while (mt_core_now() < until)
         ;
     add_point();

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 // Decides the source once at start-up (invariant TSC or not); mt_clock_restart then takes
-// the first calibration points when the capture starts.
+// the first calibration point when the capture starts.
 void mt_clock_init(void);
 bool mt_clock_uses_tsc(void);
 
@@ -21,8 +21,11 @@ static inline int64_t mt_clock_raw(void);
 // since the capture started. Single-threaded (the writer).
 void mt_clock_calibrate(void);
 int64_t mt_clock_to_ns(int64_t raw);
-// Fork child: the capture restarts at 0.
+// Capture start (also in a fork child): the first calibration point, ns restart at 0.
 void mt_clock_restart(void);
+// Writer side, before converting anything: takes the second point (waiting until 200 us after
+// the first if need be), so the program never waits for calibration.
+void mt_clock_settle(void);
 
 // ---- inline implementation
 

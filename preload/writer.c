@@ -43,6 +43,7 @@ static uint64_t events_written;
 static long page_size;
 static bool failed;
 static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
+static char capture_path[4096];
 static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
 
 typedef struct pending_mark {
@@ -451,9 +452,34 @@ static void save_before_death(void) {
     atomic_store(&saved_before_death, 1);
 }
 
+// Creates the capture file (a few ms of SQLite work, done here so the program does not wait
+// for it; its events wait in their buffers). False when it cannot be: the program then runs
+// on untraced.
+static bool open_capture(void) {
+    char err[512];
+    pthread_mutex_lock(&sqlite_lock);
+    bool ok = mt_capwriter_open(capture_path, &cw, err, sizeof err) == 0;
+    if (!ok) {
+        cw = NULL;
+        failed = true;
+        release_claim();
+        mt_core_fail(capture_path, err);
+    } else {
+        statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+        write_meta();
+        if (mt_capwriter_begin(cw) != 0)
+            fail_sqlite("cannot write capture");
+    }
+    pthread_mutex_unlock(&sqlite_lock);
+    mt_clock_settle();
+    return ok;
+}
+
 static void* writer_main(void* arg) {
     (void)arg;
     mt_guard = 1;
+    if (!open_capture())
+        return NULL;
     int wait_ms = mt_cfg.sample_ms < 100 ? mt_cfg.sample_ms : 100;
     while (!atomic_load(&stop_requested)) {
         mt_core_wait_work(wait_ms);
@@ -500,32 +526,20 @@ static void release_claim(void) {
 }
 
 int mt_writer_start(const char* path) {
-    char err[512];
     page_size = sysconf(_SC_PAGESIZE);
     if (!scratch)
         scratch = mt_real.malloc(mt_codec_bound(MT_BUFFER_EVENTS));
     if (!sortbuf)
         sortbuf = mt_real.malloc(MT_BUFFER_EVENTS * sizeof *sortbuf);
-    if (!scratch || !sortbuf) {
+    if (!scratch || !sortbuf || strlen(path) >= sizeof capture_path) {
         mt_core_fail("cannot start", "out of memory");
         return -ENOMEM;
     }
+    strcpy(capture_path, path);
     failed = false;
     events_written = 0;
     last_commit = last_sample = 0;
     atomic_store(&stop_requested, 0);
-    if (mt_capwriter_open(path, &cw, err, sizeof err) != 0) {
-        cw = NULL;
-        release_claim();
-        mt_core_fail(path, err);
-        return -EIO;
-    }
-    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    write_meta();
-    if (mt_capwriter_begin(cw) != 0) {
-        fail_sqlite("cannot write capture");
-        return -EIO;
-    }
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -533,8 +547,6 @@ int mt_writer_start(const char* path) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         mt_core_fail("cannot start the writer thread", strerror(rc));
-        mt_capwriter_abandon(cw);
-        cw = NULL;
         return -rc;
     }
     writer_running = true;
