@@ -43,7 +43,9 @@ static uint64_t events_written;
 static long page_size;
 static bool failed;
 static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
-static char capture_path[4096];
+// Taken when the capture starts, not when the writer gets to them: the program may chdir,
+// or rewrite its argv (as servers that set their process title do).
+static char capture_path[4096], start_cwd[4096], start_cmdline[16384];
 static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
 
 typedef struct pending_mark {
@@ -125,10 +127,9 @@ static void write_meta(void) {
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     buf[n > 0 ? n : 0] = 0;
     mt_capwriter_meta_text(cw, "exe", buf);
-    cmdline_json(buf, sizeof buf);
-    mt_capwriter_meta_text(cw, "cmdline", buf);
-    if (getcwd(buf, sizeof buf))
-        mt_capwriter_meta_text(cw, "cwd", buf);
+    mt_capwriter_meta_text(cw, "cmdline", start_cmdline);
+    if (start_cwd[0])
+        mt_capwriter_meta_text(cw, "cwd", start_cwd);
     if (gethostname(buf, sizeof buf) == 0)
         mt_capwriter_meta_text(cw, "hostname", buf);
     struct timespec rt;
@@ -531,11 +532,14 @@ int mt_writer_start(const char* path) {
         scratch = mt_real.malloc(mt_codec_bound(MT_BUFFER_EVENTS));
     if (!sortbuf)
         sortbuf = mt_real.malloc(MT_BUFFER_EVENTS * sizeof *sortbuf);
-    if (!scratch || !sortbuf || strlen(path) >= sizeof capture_path) {
+    if (!scratch || !sortbuf) {
         mt_core_fail("cannot start", "out of memory");
         return -ENOMEM;
     }
-    strcpy(capture_path, path);
+    snprintf(capture_path, sizeof capture_path, "%s", path);
+    if (!getcwd(start_cwd, sizeof start_cwd))
+        start_cwd[0] = 0;
+    cmdline_json(start_cmdline, sizeof start_cmdline);
     failed = false;
     events_written = 0;
     last_commit = last_sample = 0;
@@ -546,6 +550,7 @@ int mt_writer_start(const char* path) {
     int rc = pthread_create(&writer_thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
+        release_claim();
         mt_core_fail("cannot start the writer thread", strerror(rc));
         return -rc;
     }
