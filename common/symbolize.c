@@ -557,7 +557,7 @@ static bool debug_file_installed(module* m) {
 // Names a frame: from the symbol cache; else, for frames reports hide (start-up, allocator
 // internals), from the symbol table alone: reading a module's DWARF costs tens of ms (libc's
 // is compressed), and in many programs libc and libstdc++ appear only through such frames;
-// else from DWARF. Every result of a module with a build-id goes into the cache.
+// else from DWARF. What a module with a build-id names goes into the cache.
 static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
@@ -582,7 +582,9 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         resolve(f, m, symname, res);
         from_dwarf = module_has_dwarf(m);
     }
-    if (cacheable && res->function && !res->inlined.oom) {
+    // Only what the module's own file said: a missing or replaced file gives module+offset,
+    // which is no name for that build-id.
+    if (cacheable && m->mod && res->function && !res->inlined.oom) {
         e = (mt_symcache_entry){res->function, res->file,
                                 res->line,     res->inlined.len ? res->inlined.p : NULL,
                                 res->relevant, from_dwarf};

@@ -98,6 +98,7 @@ def check_symbol_cache(args):
     os.makedirs(tmp)
     prog = os.path.join(tmp, "subject")
     shutil.copy(args.prog, prog)
+    args.original_prog = args.prog
     args.prog = prog
     cache = os.path.join(tmp, "dir", "symbols.db")
 
@@ -115,6 +116,23 @@ def check_symbol_cache(args):
     cap, _ = trace(args, "cache_off", ["chain"], {"MEMTRACE_SYMBOL_CACHE": "0"})
     if any(r[2] for r in frame_rows(cap)):
         fail("control: file:line without DWARF or cache: %s" % frame_rows(cap))
+
+    # A binary replaced between the trace and memreport gives module+offset names: those
+    # must not be cached under the traced build-id.
+    shutil.copy(args.original_prog, prog)  # undo the strip
+    fresh_cache = os.path.join(tmp, "replaced.db")
+    cap, _ = trace(args, "cache_replaced", ["chain"], {"MEMTRACE_SYMBOLIZE": "0"})
+    saved = prog + ".saved"
+    shutil.move(prog, saved)
+    shutil.copy("/bin/true", prog)
+    env = dict(os.environ, MEMTRACE_SYMBOL_CACHE=fresh_cache)
+    subprocess.run([args.memreport, "stacks", cap], env=env, capture_output=True)
+    if any(r[1] == "chain_c" for r in frame_rows(cap)):
+        fail("control: a replaced binary still gave names: %s" % frame_rows(cap))
+    shutil.move(saved, prog)
+    cap, _ = trace(args, "cache_restored", ["chain"], {"MEMTRACE_SYMBOL_CACHE": fresh_cache})
+    if not any(r[1] == "chain_c" for r in frame_rows(cap)):
+        fail("module+offset names of a replaced binary were cached: %s" % frame_rows(cap))
 
     # Not ours: garbage, or another program's SQLite database. Both stay as they were.
     foreign = os.path.join(tmp, "foreign.db")
