@@ -190,6 +190,20 @@ uint32_t mt_maps_lookup(uintptr_t pc, uintptr_t* bias) {
     return id;
 }
 
+bool mt_maps_range_of(uintptr_t addr, uintptr_t* lo, uintptr_t* hi) {
+    bool hit = false;
+    pthread_mutex_lock(&maps_lock);
+    for (size_t i = 0; i < nmaps && !hit; i++) {
+        if (maps[i].ts_unloaded < 0 && addr >= maps[i].start && addr < maps[i].end) {
+            *lo = maps[i].start;
+            *hi = maps[i].end;
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&maps_lock);
+    return hit;
+}
+
 void mt_maps_self_range(uintptr_t* lo, uintptr_t* hi) {
     *lo = self_lo;
     *hi = self_hi;

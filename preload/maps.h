@@ -26,6 +26,8 @@ void mt_maps_refresh(bool unloaded);
 uint32_t mt_maps_lookup(uintptr_t pc, uintptr_t* bias);
 // The tracer's own text range, for dropping its frames from stacks.
 void mt_maps_self_range(uintptr_t* lo, uintptr_t* hi);
+// The address range of the loaded object containing addr; false when none does.
+bool mt_maps_range_of(uintptr_t addr, uintptr_t* lo, uintptr_t* hi);
 
 // Writer side: calls fn for every mapping not yet written (or newly unloaded).
 typedef void (*mt_maps_visit_fn)(const mt_mapping* m, void* ud);

@@ -211,7 +211,7 @@ MT_EXPORT int dlclose(void* handle) {
 // tracer need no such protection: a signal handler interrupting them runs with the guard
 // set, so its heap calls are not traced and never re-enter libunwind through us.
 MT_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
-    if (mt_unwind_in_libunwind)
+    if (mt_unwind_masking_for_us((uintptr_t)__builtin_return_address(0)))
         return 0;
     ensure_real();
     return mt_real.sigprocmask(how, set, old);

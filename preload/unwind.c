@@ -24,8 +24,8 @@
 #define MAX_WALK MT_UNWIND_MAX_FRAMES
 
 static int unwind_mode;
-__thread int mt_unwind_in_libunwind __attribute__((tls_model("initial-exec")));
-static uintptr_t self_lo, self_hi;
+static __thread int in_libunwind __attribute__((tls_model("initial-exec")));
+static uintptr_t self_lo, self_hi, libunwind_lo, libunwind_hi;
 
 static inline bool is_self(uintptr_t pc) {
     return pc >= self_lo && pc < self_hi;
@@ -156,7 +156,14 @@ void mt_unwind_fork_unlock(void) {
 void mt_unwind_init(int mode) {
     unwind_mode = mode;
     mt_maps_self_range(&self_lo, &self_hi);
+    if (!mt_maps_range_of((uintptr_t)&unw_backtrace, &libunwind_lo, &libunwind_hi))
+        libunwind_lo = libunwind_hi = 0;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+bool mt_unwind_masking_for_us(uintptr_t caller) {
+    // Both: a signal handler of the program that interrupts a walk keeps its own calls.
+    return in_libunwind && caller >= libunwind_lo && caller < libunwind_hi;
 }
 
 static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
@@ -402,12 +409,12 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
     if (unwind_mode == MT_UNWIND_FP) {
         n = walk_fp(scratch, want, stack_hi);
     } else {
-        mt_unwind_in_libunwind = 1;
+        in_libunwind = 1;
         if (unwind_mode == MT_UNWIND_LIBUNWIND)
             n = unw_backtrace((void**)scratch, want);
         else
             n = walk_libunwind(scratch, want, true);
-        mt_unwind_in_libunwind = 0;
+        in_libunwind = 0;
     }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
     // the leaf-most `max`, and turn them outermost first.

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 void mt_unwind_init(int mode);
-// Set while this thread is inside libunwind on the tracer's behalf (see the sigprocmask hook).
-extern __thread int mt_unwind_in_libunwind __attribute__((tls_model("initial-exec")));
+// Whether a sigprocmask call is libunwind's own, made inside one of the tracer's walks on
+// this thread (see the sigprocmask hook).
+bool mt_unwind_masking_for_us(uintptr_t caller);
 // fork: the rule table's lock must not be held by another thread when the child starts.
 void mt_unwind_fork_lock(void);
 void mt_unwind_fork_unlock(void);
