@@ -124,13 +124,19 @@ mt_symcache* mt_symcache_open(void) {
     if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
             SQLITE_OK ||
         sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
-        // A cache: losing the last writes to a power failure is fine.
+        // A cache: losing the last writes to a power failure is fine. WAL: the passes of
+        // other processes read while one writes.
         sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
         !prepare_schema(c->db) ||
+        sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(c->db,
                            "SELECT function, file, line, inlined, relevant, dwarf FROM sym"
                            " WHERE build_id=?1 AND rel_pc=?2",
-                           -1, &c->get, NULL) != SQLITE_OK) {
+                           -1, &c->get, NULL) != SQLITE_OK ||
+        // One read transaction for every lookup of the pass: a lock and a header read per
+        // lookup cost more than the lookup.
+        sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        sqlite3_finalize(c->get);
         sqlite3_close(c->db);
         free(c);
         return NULL;
@@ -219,6 +225,7 @@ void mt_symcache_close(mt_symcache* c) {
     if (!c)
         return;
     sqlite3_finalize(c->get);
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL); // ends the lookups' read transaction
     if (c->nputs)
         write_puts(c);
     for (size_t i = 0; i < c->nputs; i++) {
