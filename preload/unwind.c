@@ -268,8 +268,8 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
 }
 
 // The first frame (outermost first) among 0..t-1 whose stack words changed since the walk
-// stored them, or t: a walk that meets the stored one at frame t may reuse frames 0..t only
-// if none of them did.
+// stored them, or t: a walk that meets the stored one at frame j may reuse frames 0..j only
+// if none of them did, i.e. for j up to the frame returned.
 static int first_stale(const walk_check* c, int t) {
     for (int i = 0; i < t; i++)
         if ((*c[i].ra_at ^ c[i].ra) | (*c[i].bp_at ^ c[i].bp))
@@ -340,18 +340,22 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     walk_frame* fresh = lr->fresh;
     int prev_n = lr->top_n;
     lr->top_n = 0; // until this walk completes
+    // Frames 0..t of the previous walk are reusable (their stack words are unchanged) up to
+    // the first stale one. A new walk can join them only at their stack pointers: below the
+    // innermost one it only walks, with no compare to mispredict.
+    int t = prev_n ? first_stale(lr->check, prev_n - 1) : -1;
+    uintptr_t join_sp = t >= 0 ? top[t].sp : UINTPTR_MAX;
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
     int limit = max + 1; // one more than the limit tells a stack that is deeper
-    int k = 0, t = prev_n - 1, stale = -1, shared = 0;
+    int k = 0, shared = 0;
     bool done = false;
     while (k < limit) {
-        // Frames come in increasing sp order in both walks: a merge finds a shared one.
-        while (t >= 0 && top[t].sp < sp)
-            t--;
-        if (t >= 0 && top[t].sp == sp && top[t].pc == pc) {
-            if (stale < 0) // candidates only move outwards: one scan serves them all
-                stale = first_stale(lr->check, t);
-            if (t <= stale && (!top[t].bp_needed || top[t].bp == bp)) {
+        if (sp >= join_sp) {
+            // Frames come in increasing sp order in both walks: a merge finds a shared one.
+            while (t >= 0 && top[t].sp < sp)
+                t--;
+            if (t >= 0 && top[t].sp == sp && top[t].pc == pc &&
+                (!top[t].bp_needed || top[t].bp == bp)) {
                 shared = t + 1;
                 done = true;
                 break;
