@@ -70,25 +70,15 @@ typedef struct walk_frame {
     bool bp_needed;        // the walk from here out reads this frame's RBP (see walk_cached)
 } walk_frame;
 
-// The stack words a stored walk read to step from frame i + 1 out to frame i: the return
-// address, and the caller's RBP where the callee saved it (else the return address again,
-// so that every check is two compares). Flat, so that checking a whole stack before
-// reusing it is a tight loop.
-typedef struct walk_check {
-    const uintptr_t *ra_at, *bp_at;
-    uintptr_t ra, bp;
-} walk_check;
-
 typedef struct local_rules {
     uint32_t generation;
     local_rule slot[LOCAL_SLOTS];
     // The previous complete walk, outermost frame first, so that the frames a new walk
-    // shares with it stay where they are: top_pc is what the callsite trie gets, check[i]
-    // guards frame i. fresh holds a walk's new frames, leaf first.
+    // shares with it stay where they are: top_pc is what the callsite trie gets. fresh
+    // holds a walk's new frames, leaf first.
     int top_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
     walk_frame top[MAX_WALK];
     uintptr_t top_pc[MAX_WALK];
-    walk_check check[MAX_WALK];
     walk_frame fresh[MAX_WALK];
 } local_rules;
 
@@ -269,16 +259,22 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
 
 // The first frame (outermost first) among 0..t-1 whose stack words changed since the walk
 // stored them, or t: a walk that meets the stored one at frame j may reuse frames 0..j only
-// if none of them did, i.e. for j up to the frame returned.
-static int first_stale(const walk_check* c, int t) {
-    for (int i = 0; i < t; i++)
-        if ((*c[i].ra_at ^ c[i].ra) | (*c[i].bp_at ^ c[i].bp))
+// if none of them did, i.e. for j up to the frame returned. The words of frame i are those
+// read to step out to it from frame i + 1: its return address, and its RBP where frame i + 1
+// saved it.
+static int first_stale(const walk_frame* top, int t) {
+    for (int i = 0; i < t; i++) {
+        const walk_frame* f = &top[i];
+        uint16_t bp_off = top[i + 1].bp_off;
+        if (*(const uintptr_t*)(f->sp - 8) != f->pc ||
+            (bp_off && *(const uintptr_t*)(f->sp - bp_off) != f->bp))
             return i;
+    }
     return t;
 }
 
 // Keeps a complete walk for the next one: its k new frames (fresh, leaf first) go above the
-// `shared` frames it reused, each with its hash state, RBP dependency and check.
+// `shared` frames it reused, each with its hash state and RBP dependency.
 static void store_walk(local_rules* lr, int shared, int k) {
     walk_frame* top = lr->top;
     int n = shared + k;
@@ -295,15 +291,6 @@ static void store_walk(local_rules* lr, int shared, int k) {
         needed = f->bp_cfa || (!f->bp_off && needed);
         f->bp_needed = needed;
         lr->top_pc[i] = f->pc;
-    }
-    for (int i = shared ? shared - 1 : 0; i < n - 1; i++) {
-        const walk_frame* f = &top[i];
-        walk_check* c = &lr->check[i];
-        c->ra_at = (const uintptr_t*)(f->sp - 8);
-        c->ra = f->pc;
-        uint16_t bp_off = top[i + 1].bp_off;
-        c->bp_at = bp_off ? (const uintptr_t*)(f->sp - bp_off) : c->ra_at;
-        c->bp = bp_off ? f->bp : f->pc;
     }
     lr->top_n = n;
 }
@@ -343,7 +330,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     // Frames 0..t of the previous walk are reusable (their stack words are unchanged) up to
     // the first stale one. A new walk can join them only at their stack pointers: below the
     // innermost one it only walks, with no compare to mispredict.
-    int t = prev_n ? first_stale(lr->check, prev_n - 1) : -1;
+    int t = prev_n ? first_stale(top, prev_n - 1) : -1;
     uintptr_t join_sp = t >= 0 ? top[t].sp : UINTPTR_MAX;
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
     int limit = max + 1; // one more than the limit tells a stack that is deeper
