@@ -3,6 +3,7 @@
 // thread only (and by start-up code before the writer exists); hooks only read the TSC.
 #include "clock.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <time.h>
 #if defined(__x86_64__)
@@ -19,6 +20,12 @@ typedef struct calib {
 static calib points[POINTS];
 static unsigned npoints; // total points ever added; the ring holds the last POINTS
 static int64_t last_added_ns;
+
+// The segment last converted through (points lo and lo + 1, logical indexes) and its slope:
+// a buffer's events fall in one or two segments, so most conversions need no search and no
+// division.
+static unsigned seg_lo = UINT_MAX, seg_npoints;
+static double seg_slope;
 
 bool mt_clock_uses_tsc(void) {
     return mt_clock_tsc;
@@ -61,6 +68,7 @@ static void add_point(void) {
 
 void mt_clock_restart(void) {
     npoints = 0;
+    seg_lo = UINT_MAX;
     if (mt_clock_tsc)
         add_point();
 }
@@ -85,9 +93,15 @@ void mt_clock_calibrate(void) {
         add_point();
 }
 
-static int64_t interpolate(const calib* a, const calib* b, int64_t tsc) {
-    double slope = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
-    return a->ns + (int64_t)((double)(tsc - a->tsc) * slope);
+static int64_t convert(unsigned lo, int64_t tsc) {
+    const calib* a = &points[lo % POINTS];
+    if (lo != seg_lo || seg_npoints != npoints) {
+        const calib* b = &points[(lo + 1) % POINTS];
+        seg_slope = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
+        seg_lo = lo;
+        seg_npoints = npoints;
+    }
+    return a->ns + (int64_t)((double)(tsc - a->tsc) * seg_slope);
 }
 
 int64_t mt_clock_to_ns(int64_t raw) {
@@ -97,9 +111,12 @@ int64_t mt_clock_to_ns(int64_t raw) {
     unsigned first = npoints - n; // logical index of the oldest point held
 #define AT(i) (&points[(i) % POINTS])
     if (raw >= AT(npoints - 1)->tsc)
-        return interpolate(AT(npoints - 2), AT(npoints - 1), raw);
+        return convert(npoints - 2, raw);
     if (raw <= AT(first)->tsc)
-        return interpolate(AT(first), AT(first + 1), raw);
+        return convert(first, raw);
+    if (seg_lo >= first && seg_lo + 1 < npoints && AT(seg_lo)->tsc <= raw &&
+        raw < AT(seg_lo + 1)->tsc)
+        return convert(seg_lo, raw);
     unsigned lo = first, hi = npoints - 1; // AT(lo)->tsc < raw < AT(hi)->tsc
     while (hi - lo > 1) {
         unsigned mid = lo + (hi - lo) / 2;
@@ -108,6 +125,6 @@ int64_t mt_clock_to_ns(int64_t raw) {
         else
             hi = mid;
     }
-    return interpolate(AT(lo), AT(hi), raw);
+    return convert(lo, raw);
 #undef AT
 }

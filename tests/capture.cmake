@@ -24,7 +24,7 @@ target_link_libraries(e2e_cxx PRIVATE memtrace_warnings)
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   set(MEMTRACE_E2E_CASES peak leaks realloc entry_points threads cxx fork_exec fork_nofollow
       exit_return exit_exit exit_kill exit_signals exit_thread launcher unwritable
-      real_python real_git real_sqlite3 cli_errors)
+      real_python real_git real_sqlite3 cli_errors timestamps)
   foreach(case ${MEMTRACE_E2E_CASES})
     add_test(NAME e2e.${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py

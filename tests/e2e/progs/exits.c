@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <time.h>
 
 static void* volatile sink;
@@ -15,6 +16,12 @@ static void pause_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void* churn(void* arg) {
@@ -68,6 +75,19 @@ int main(int argc, char** argv) {
     }
     if (strcmp(mode, "abort_now") == 0)
         abort();
+    if (strcmp(mode, "timed") == 0) {
+        // Two allocations 300 ms apart, each bracketed by CLOCK_MONOTONIC: the capture's
+        // time between them must fall in what the program itself saw.
+        int64_t a = now_ns();
+        sink = malloc(11111);
+        int64_t b = now_ns();
+        pause_ms(300);
+        int64_t c = now_ns();
+        sink = malloc(22222);
+        int64_t d = now_ns();
+        printf("between %lld %lld\n", (long long)(c - b), (long long)(d - a));
+        return 0;
+    }
     if (strcmp(mode, "kill") == 0) {
         (void)!write(1, "ready\n", 6);
         for (;;)
