@@ -159,16 +159,20 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     if (to <= from || failed)
         return;
     size_t n = to - from;
-    memcpy(sortbuf, b->ev + from, n * sizeof *sortbuf);
+    // In place: the owner never touches events it has committed.
+    mt_event* ev = b->ev + from;
     bool sorted = true;
     for (size_t i = 0; i < n; i++) {
-        sortbuf[i].ts = mt_clock_to_ns(sortbuf[i].ts);
-        if (i > 0 && sortbuf[i - 1].seq >= sortbuf[i].seq)
+        ev[i].ts = mt_clock_to_ns(ev[i].ts);
+        if (i > 0 && ev[i - 1].seq >= ev[i].seq)
             sorted = false;
     }
-    if (!sorted)
+    if (!sorted) {
+        memcpy(sortbuf, ev, n * sizeof *sortbuf);
         qsort(sortbuf, n, sizeof *sortbuf, by_seq);
-    if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sortbuf, n, scratch) != 0)
+        ev = sortbuf;
+    }
+    if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, ev, n, scratch) != 0)
         fail_sqlite("cannot write events");
     events_written += n;
 }
