@@ -105,7 +105,21 @@ static const rule* rule_find(uintptr_t pc) {
     return NULL;
 }
 
+// Whether rule r says what a walk just learnt (else the frame's layout varies).
+static bool rule_same(const rule* r, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
+    uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
+    return old == flags && ((flags & (RULE_BP_CFA | RULE_LAST)) || r->cfa_off == cfa_off) &&
+           r->bp_off == bp_off;
+}
+
 static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
+    // Most frames of a libunwind walk are known already: no lock for those (a rule's
+    // offsets are written before its pc is published and never change), nor for frames
+    // already given up on (marking them again would flush every thread's rule copies).
+    const rule* known = rule_find(pc);
+    if (known && ((atomic_load_explicit(&known->flags, memory_order_relaxed) & RULE_COMPLEX) ||
+                  rule_same(known, cfa_off, bp_off, flags)))
+        return;
     pthread_mutex_lock(&rules_lock);
     for (size_t i = rule_slot(pc), probes = 0; probes < 64;
          i = (i + 1) & (RULE_SLOTS - 1), probes++) {
@@ -115,8 +129,7 @@ static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t 
             // Seen before with another rule: this frame's layout varies (alloca, stack
             // realignment); never trust a cached rule for it again.
             uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
-            if (old != flags || (!(flags & (RULE_BP_CFA | RULE_LAST)) && r->cfa_off != cfa_off) ||
-                r->bp_off != bp_off) {
+            if (!(old & RULE_COMPLEX) && !rule_same(r, cfa_off, bp_off, flags)) {
                 atomic_store_explicit(&r->flags, old | RULE_COMPLEX, memory_order_relaxed);
                 atomic_fetch_add_explicit(&rules_generation, 1, memory_order_release);
             }
