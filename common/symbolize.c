@@ -248,12 +248,26 @@ static cu_index* module_cu(module* m, Dwarf_Die* cudie) {
     return c;
 }
 
-static const Dwfl_Callbacks dwfl_callbacks = {
-    // Separate debug files: build-id path under /usr/lib/debug/.build-id, .gnu_debuglink
-    // next to the file, in .debug/ and under /usr/lib/debug. libdwfl checks that what it
-    // finds matches the main file's build-id.
+// Where separate debug files are looked for: $MEMTRACE_DEBUGINFO_PATH, in libdwfl's syntax
+// (colon-separated; absolute directories hold .build-id/ trees and debuglink targets, ""
+// is the binary's own directory, a relative one a subdirectory of it), else libdwfl's
+// default ":.debug:/usr/lib/debug".
+#define DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
+static char* debuginfo_path;
+static pthread_once_t debuginfo_path_once = PTHREAD_ONCE_INIT;
+
+static void read_debuginfo_path(void) {
+    const char* env = getenv("MEMTRACE_DEBUGINFO_PATH");
+    debuginfo_path = env && *env ? strdup(env) : NULL; // NULL: libdwfl's default
+}
+
+static Dwfl_Callbacks dwfl_callbacks = {
+    // Separate debug files: build-id path under <dir>/.build-id, .gnu_debuglink next to the
+    // file, in .debug/ and under <dir>. libdwfl checks that what it finds matches the main
+    // file's build-id.
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
 };
 
 static bool build_id_matches(Dwfl_Module* mod, const char* want) {
@@ -279,6 +293,7 @@ static void module_open(module* m) {
     // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
     if (m->path[0] != '/')
         return;
+    pthread_once(&debuginfo_path_once, read_debuginfo_path);
     m->dwfl = dwfl_begin(&dwfl_callbacks);
     if (!m->dwfl)
         return;
@@ -542,14 +557,25 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
     res->relevant = !is_noise(m ? m->base : NULL, res->function);
 }
 
-// Whether a debug file for m's build-id is installed where distributions put them: a name
-// cached while the module had no DWARF is stale then.
+// Whether a debug file for m's build-id is installed in a .build-id tree of the debug path
+// (where distributions put them): a name cached while the module had no DWARF is stale then.
 static bool debug_file_installed(module* m) {
-    if (m->debug_installed < 0) {
-        char path[512];
-        snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id,
-                 strlen(m->build_id) > 2 ? m->build_id + 2 : "");
-        m->debug_installed = access(path, F_OK) == 0;
+    if (m->debug_installed >= 0)
+        return m->debug_installed;
+    pthread_once(&debuginfo_path_once, read_debuginfo_path);
+    const char* path = debuginfo_path ? debuginfo_path : DEFAULT_DEBUGINFO_PATH;
+    const char* id = m->build_id;
+    m->debug_installed = 0;
+    while (*path && !m->debug_installed && strlen(id) > 2) {
+        size_t len = strcspn(path, ":");
+        const char* dir = path[0] == '+' || path[0] == '-' ? path + 1 : path; // CRC flags
+        size_t dlen = len - (size_t)(dir - path);
+        if (dlen && dir[0] == '/') {
+            char file[4096];
+            snprintf(file, sizeof file, "%.*s/.build-id/%.2s/%s.debug", (int)dlen, dir, id, id + 2);
+            m->debug_installed = access(file, F_OK) == 0;
+        }
+        path += len + (path[len] == ':');
     }
     return m->debug_installed;
 }

@@ -66,12 +66,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   # Killed before finalize (no names in the capture): memreport symbolizes on first open.
   add_test(NAME e2e.stacks_unsymbolized COMMAND ${SYM_DRIVER} --case unsymbolized
     --prog $<TARGET_FILE:e2e_stacks_fp> --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
-  # The persistent symbol cache, and no debuginfod inside traced programs.
-  foreach(case cache no_debuginfod)
+  # The persistent symbol cache, a debug path of ones own, no debuginfod in traced programs.
+  foreach(case cache debug_path no_debuginfod)
     add_test(NAME e2e.stacks_${case} COMMAND ${SYM_DRIVER} --case ${case}
       --prog $<TARGET_FILE:e2e_stacks_nofp> --lib1 $<TARGET_FILE:dl_one>
       --lib2 $<TARGET_FILE:dl_two>)
   endforeach()
   set_tests_properties(e2e.stacks_moved e2e.stacks_unsymbolized e2e.stacks_cache
-    e2e.stacks_no_debuginfod PROPERTIES LABELS e2e TIMEOUT 120)
+    e2e.stacks_debug_path e2e.stacks_no_debuginfod PROPERTIES LABELS e2e TIMEOUT 120)
 endif()

@@ -159,6 +159,40 @@ def check_symbol_cache(args):
             fail("cache %s: somebody else's file was changed" % path)
 
 
+def check_debug_path(args):
+    """MEMTRACE_DEBUGINFO_PATH: separate debug files under another root are found by
+    build-id; and a name cached while the binary had no debug file is not trusted once one
+    is installed there."""
+    tmp = os.path.join(args.workdir, "debug_path")
+    shutil.rmtree(tmp, ignore_errors=True)
+    empty, root = os.path.join(tmp, "empty"), os.path.join(tmp, "root")
+    os.makedirs(empty)
+    prog = os.path.join(tmp, "subject")
+    shutil.copy(args.prog, prog)
+    notes = subprocess.run(["readelf", "-n", prog], capture_output=True, text=True).stdout
+    build_id = [l.split()[-1] for l in notes.splitlines() if "Build ID" in l][0]
+    debug = os.path.join(root, ".build-id", build_id[:2], build_id[2:] + ".debug")
+    os.makedirs(os.path.dirname(debug))
+    subprocess.run(["objcopy", "--only-keep-debug", prog, debug], check=True)
+    subprocess.run(["strip", "--strip-debug", prog], check=True)
+    args.prog = prog
+    cache = os.path.join(tmp, "symbols.db")
+
+    def chain_c(path):
+        cap, _ = trace(args, "debug_path", ["chain"],
+                       {"MEMTRACE_DEBUGINFO_PATH": path, "MEMTRACE_SYMBOL_CACHE": cache})
+        rows = [r for r in frame_rows(cap) if r[1] == "chain_c"]
+        return rows[0] if rows else None
+
+    before = chain_c(empty)
+    if not before or before[2]:
+        fail("no debug file in the path, yet %s" % (before,))
+    after = chain_c(root)
+    if not after or not (after[2] or "").endswith("e2e_stacks.c"):
+        fail("the debug file under the path was not used (a stale cached name?): %s"
+             % (after,))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for opt in ("--memtrace", "--memreport", "--workdir", "--prog", "--case", "--lib1",
@@ -187,6 +221,8 @@ def main():
                 fail("start-up frames with file:line: %s" % s["frames"][-3:])
     elif case == "cache":
         check_symbol_cache(args)
+    elif case == "debug_path":
+        check_debug_path(args)
     elif case == "no_debuginfod":
         # A binary without debug info makes libdw reach for its debuginfod client (libcurl
         # and ~30 more libraries, maybe a download). Not inside a traced program.
