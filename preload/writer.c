@@ -474,6 +474,8 @@ static bool open_capture(void) {
         write_meta();
         if (mt_capwriter_begin(cw) != 0)
             fail_sqlite("cannot write capture");
+        else
+            sample_memory(mt_core_now()); // RSS and VSZ from the start, not one period on
     }
     pthread_mutex_unlock(&sqlite_lock);
     mt_clock_settle();
