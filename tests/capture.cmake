@@ -18,6 +18,9 @@ add_executable(e2e_cxx e2e/progs/cxx.cpp)
 target_compile_options(e2e_cxx PRIVATE -O0 -fno-builtin -fno-allocation-dce)
 set_target_properties(e2e_cxx PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
 target_link_libraries(e2e_cxx PRIVATE memtrace_warnings)
+# Lists a capture's events with exact times (e2e.timestamps), through the reports' reader.
+add_executable(e2e_dump_events e2e/dump_events.c)
+target_link_libraries(e2e_dump_events PRIVATE memtrace_common memtrace_warnings)
 
 # One ctest test per case, so a failure names what broke. Never under ASan: it replaces
 # malloc itself (STYLE.md 2.7).
