@@ -4,6 +4,7 @@
 // JSON. Callsites narrower than a threshold are merged into their caller so the page stays
 // small; hiding non-relevant frames and the thread filter happen in the page itself.
 #include "commands.h"
+#include "escape.h"
 #include "flamegraph_html.h"
 #include "replay.h"
 #include "sites.h"
@@ -63,15 +64,19 @@ typedef struct fg {
     uint64_t blocks; // live blocks collected
 } fg;
 
-static uint32_t intern(fg* g, const char* s) {
+// The id of a string in the page's string table. Strings are made valid UTF-8 first: JSON
+// (and so the table and its index) holds nothing else.
+static uint32_t intern(fg* g, const char* str) {
+    char* s = str ? mr_escape(str, strlen(str), MR_ESCAPE_UTF8) : NULL;
     if (!s)
         return UINT32_MAX;
     json_t* id = json_object_get(g->string_ids, s);
-    if (id)
-        return (uint32_t)json_integer_value(id);
-    uint32_t n = (uint32_t)json_array_size(g->strings);
-    json_array_append_new(g->strings, json_string(s));
-    json_object_set_new(g->string_ids, s, json_integer(n));
+    uint32_t n = id ? (uint32_t)json_integer_value(id) : (uint32_t)json_array_size(g->strings);
+    if (!id) {
+        json_array_append_new(g->strings, json_string(s));
+        json_object_set_new(g->string_ids, s, json_integer(n));
+    }
+    free(s);
     return n;
 }
 
@@ -291,14 +296,14 @@ static json_t* thread_names(mt_capture* cap) {
     while (sqlite3_step(st) == SQLITE_ROW)
         if (sqlite3_column_text(st, 1))
             json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
-                                json_string((const char*)sqlite3_column_text(st, 1)));
+                                mr_json_bytes((const char*)sqlite3_column_text(st, 1)));
     sqlite3_finalize(st);
     return names;
 }
 
 static json_t* program_title(mt_capture* cap) {
     char* cmd = mt_capture_meta_text(cap, "cmdline");
-    json_t* argv = cmd ? json_loads(cmd, 0, NULL) : NULL;
+    json_t* argv = mr_json_loads_bytes(cmd);
     free(cmd);
     char title[512] = "";
     size_t len = 0;
@@ -316,7 +321,7 @@ static json_t* program_title(mt_capture* cap) {
         snprintf(title, sizeof title, "%s", exe ? exe : mt_capture_path(cap));
         free(exe);
     }
-    return json_string(title);
+    return mr_json_bytes(title); // snprintf may have cut a character in two
 }
 
 static json_t* string_ref(uint32_t id) {
@@ -350,7 +355,7 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
     json_object_set_new(o, "title", program_title(cap));
     const char* path = mt_capture_path(cap);
     const char* base = strrchr(path, '/');
-    json_object_set_new(o, "capture", json_string(base ? base + 1 : path));
+    json_object_set_new(o, "capture", mr_json_bytes(base ? base + 1 : path));
     char bytes[32], when[32], sub[256];
     mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
     static const char* const modes[] = {"peak", "at", "leaks"};
@@ -510,9 +515,9 @@ static int write_page(FILE* fp, json_t* data) {
     if (!at)
         return -EPROTO;
     fwrite(page, 1, (size_t)(at - page), fp);
-    // JSON_ESCAPE_SLASH turns "</script>" into "<\/script>", so no frame name can end the
-    // script element the data sits in.
-    if (json_dumpf(data, fp, JSON_COMPACT | JSON_ESCAPE_SLASH))
+    // With < > & escaped no name can end the script element the data sits in, nor open
+    // an HTML comment that would swallow the rest of the page ("<!--<script>").
+    if (mr_json_dump_html(data, fp))
         return -EIO;
     const char* rest = at + strlen(DATA_PLACEHOLDER);
     fwrite(rest, 1, mr_flamegraph_html_len - (size_t)(rest - page), fp);

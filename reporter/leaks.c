@@ -3,6 +3,7 @@
 // largest first, with an optional suppressions file of function-name patterns.
 // One replay; memory is the live set plus one counter pair per callsite.
 #include "commands.h"
+#include "escape.h"
 #include "replay.h"
 #include "sites.h"
 #include "util.h"
@@ -159,7 +160,7 @@ static json_t* build_report(mt_capture* cap, const mr_symbols* s, group* g, size
         json_array_append_new(groups, o);
     }
     json_t* r = json_object();
-    json_object_set_new(r, "capture", json_string(mt_capture_path(cap)));
+    json_object_set_new(r, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(r, "status",
                         json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
     json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
@@ -192,7 +193,9 @@ static void print_text(FILE* out, json_t* r) {
         size_t k;
         json_t* f;
         json_array_foreach(stack, k, f) {
-            fprintf(out, "    #%zu %s\n", k, mr_sites_format_json_frame(f, line, sizeof line));
+            fprintf(out, "    #%zu ", k);
+            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
+            fputc('\n', out);
         }
         fputc('\n', out);
     }

@@ -4,6 +4,7 @@
 // fully symbolized (inlined frames expanded), as text or JSON. Noise frames are hidden
 // unless --all-frames; stacks that differ only in hidden frames are merged.
 #include "commands.h"
+#include "escape.h"
 #include "replay.h"
 #include "sites.h"
 #include "symbols.h"
@@ -101,10 +102,10 @@ static json_t* frames_json(const mr_symbols* sy, const shown* sh) {
         const char* module = mr_symbols_frame_module(sy, sh->frames[i]);
         for (size_t j = 0; j < nl; j++) {
             json_t* f = json_object();
-            json_object_set_new(f, "function", json_string(locs[j].function));
-            json_object_set_new(f, "file", locs[j].file ? json_string(locs[j].file) : json_null());
+            json_object_set_new(f, "function", mr_json_bytes(locs[j].function));
+            json_object_set_new(f, "file", mr_json_bytes(locs[j].file));
             json_object_set_new(f, "line", locs[j].line ? json_integer(locs[j].line) : json_null());
-            json_object_set_new(f, "module", module ? json_string(module) : json_null());
+            json_object_set_new(f, "module", mr_json_bytes(module));
             json_object_set_new(f, "inlined", json_boolean(locs[j].inlined));
             json_object_set_new(f, "relevant",
                                 json_boolean(mr_symbols_frame_relevant(sy, sh->frames[i])));
@@ -117,7 +118,7 @@ static json_t* frames_json(const mr_symbols* sy, const shown* sh) {
 static json_t* build(const mr_symbols* sy, shown* list, size_t n, bool all_frames,
                      const mr_replay* r, const char* path) {
     json_t* o = json_object();
-    json_object_set_new(o, "capture", json_string(path));
+    json_object_set_new(o, "capture", mr_json_bytes(path));
     json_object_set_new(o, "all_frames", json_boolean(all_frames));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
@@ -160,9 +161,9 @@ static void print_text(FILE* out, json_t* o) {
         if (json_array_size(frames) == 0)
             fputs("    (no stack)\n", out);
         json_array_foreach(frames, j, f) {
-            fprintf(out, "    %s%s\n",
-                    json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "",
-                    mr_sites_format_json_frame(f, line, sizeof line));
+            fprintf(out, "    %s", json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "");
+            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
+            fputc('\n', out);
         }
     }
 #undef U64

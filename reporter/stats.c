@@ -4,6 +4,7 @@
 // totals per thread. One replay with per-callsite and per-thread counters, so memory is
 // the live set plus a few words per callsite, whatever the number of events.
 #include "commands.h"
+#include "escape.h"
 #include "replay.h"
 #include "sites.h"
 #include "util.h"
@@ -167,7 +168,7 @@ DESC_BY(at_peak)
 
 static json_t* site_json(const mr_symbols* sites, const row* r) {
     json_t* o = json_object();
-    json_object_set_new(o, "site", json_string(mr_sites_site_name(sites, r->callsite)));
+    json_object_set_new(o, "site", mr_json_bytes(mr_sites_site_name(sites, r->callsite)));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->at_peak));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
@@ -178,7 +179,8 @@ static json_t* site_json(const mr_symbols* sites, const row* r) {
 
 static json_t* top_sites(const mr_symbols* sites, row* rows, size_t n, size_t top,
                          int (*cmp)(const void*, const void*), size_t field) {
-    qsort(rows, n, sizeof *rows, cmp);
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, cmp);
     json_t* a = json_array();
     for (size_t i = 0; i < n && json_array_size(a) < top; i++) {
         uint64_t v;
@@ -198,7 +200,8 @@ static json_t* thread_names(mt_capture* cap) {
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char* name = (const char*)sqlite3_column_text(st, 1);
         if (name)
-            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0), json_string(name));
+            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
+                                mr_json_bytes(name));
     }
     sqlite3_finalize(st);
     return names;
@@ -223,7 +226,7 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
                           st->epoch == s->peak_epoch ? st->at_peak : st->live};
     }
     json_t* o = json_object();
-    json_object_set_new(o, "capture", json_string(mt_capture_path(cap)));
+    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(o, "status",
                         json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
@@ -266,7 +269,9 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
             th->live_blocks++;
         }
     }
-    qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
+    // No threads (an imported NPU capture): threads is NULL, which qsort must not get.
+    if (s->nthreads > 1)
+        qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
     json_t* names = thread_names(cap);
     json_t* threads = json_array();
     for (size_t i = 0; i < s->nthreads; i++) {
@@ -316,19 +321,24 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
         const char* site_name = json_string_value(json_object_get(s, "site"));
         json_array_foreach(stack, k, f) {
             const char* fn = json_string_value(json_object_get(f, "function"));
-            if (!found && (!fn || strcmp(fn, site_name) != 0))
+            if (!found && (!fn || !site_name || strcmp(fn, site_name) != 0))
                 continue;
             found = true;
             mr_sites_format_json_frame(f, line, sizeof line);
             if (shown == 0)
-                fprintf(out, "  %12s  %s\n", v, line);
+                fprintf(out, "  %12s  ", v);
             else
-                fprintf(out, "  %12s    from %s\n", "", line);
+                fprintf(out, "  %12s    from ", "");
+            mr_fputs_text(out, line);
+            fputc('\n', out);
             if (++shown == 3)
                 break;
         }
-        if (!shown)
-            fprintf(out, "  %12s  %s\n", v, site_name);
+        if (!shown) {
+            fprintf(out, "  %12s  ", v);
+            mr_fputs_text(out, site_name ? site_name : "??");
+            fputc('\n', out);
+        }
     }
 }
 
@@ -370,11 +380,15 @@ static void print_text(FILE* out, json_t* o) {
           "    live at end\n",
           out);
     json_array_foreach(json_object_get(o, "threads"), i, h) {
+        // Thread names are at most 15 bytes, but may grow when escaped.
         const char* name = json_string_value(json_object_get(h, "name"));
-        fprintf(out, "  %-9llu %-16.16s %12llu %12s %12llu %14s\n", INT(h, "tid"),
-                name ? name : "-", INT(h, "allocations"),
-                mt_format_bytes(INT(h, "bytes_allocated"), a, sizeof a), INT(h, "frees"),
-                mt_format_bytes(INT(h, "live_bytes"), c, sizeof c));
+        if (!name)
+            name = "-";
+        char* shown = mr_escape(name, strlen(name), MR_ESCAPE_TERMINAL);
+        fprintf(out, "  %-9llu %-16s %12llu %12s %12llu %14s\n", INT(h, "tid"), shown ? shown : "?",
+                INT(h, "allocations"), mt_format_bytes(INT(h, "bytes_allocated"), a, sizeof a),
+                INT(h, "frees"), mt_format_bytes(INT(h, "live_bytes"), c, sizeof c));
+        free(shown);
     }
 }
 

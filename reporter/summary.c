@@ -2,6 +2,7 @@
 // memreport summary: the totals of a capture (status, counts, peak, leaks, calls per
 // entry point), as text for people or JSON for scripts.
 #include "commands.h"
+#include "escape.h"
 #include "replay.h"
 #include "util.h"
 
@@ -43,21 +44,25 @@ static json_t* calls_object(mt_capture* cap) {
     if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT name, count FROM call_count ORDER BY name",
                            -1, &st, NULL) != SQLITE_OK)
         return calls;
-    while (sqlite3_step(st) == SQLITE_ROW)
-        json_object_set_new(calls, (const char*)sqlite3_column_text(st, 0),
-                            json_integer(sqlite3_column_int64(st, 1)));
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char* name = (const char*)sqlite3_column_text(st, 0);
+        char* key = name ? mr_escape(name, strlen(name), MR_ESCAPE_UTF8) : NULL;
+        if (key)
+            json_object_set_new(calls, key, json_integer(sqlite3_column_int64(st, 1)));
+        free(key);
+    }
     sqlite3_finalize(st);
     return calls;
 }
 
 static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
     json_t* o = json_object();
-    json_object_set_new(o, "capture", json_string(mt_capture_path(cap)));
+    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(o, "status",
                         json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
     json_object_set_new(o, "pid", json_integer(mt_capture_meta_int(cap, "pid", 0)));
     char* cmd = mt_capture_meta_text(cap, "cmdline");
-    json_t* cmdline = cmd ? json_loads(cmd, 0, NULL) : NULL;
+    json_t* cmdline = mr_json_loads_bytes(cmd);
     free(cmd);
     json_object_set_new(o, "command", json_is_array(cmdline) ? cmdline : json_array());
     if (cmdline && !json_is_array(cmdline))
@@ -87,12 +92,16 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
 static void print_text(FILE* out, json_t* s) {
     char a[32], b[32], c[32];
     json_t* cmd = json_object_get(s, "command");
-    fprintf(out, "capture:      %s (%s)\n", json_string_value(json_object_get(s, "capture")),
-            json_string_value(json_object_get(s, "status")));
+    fputs("capture:      ", out);
+    mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
+    fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
     fputs("command:     ", out);
     size_t i;
     json_t* v;
-    json_array_foreach(cmd, i, v) fprintf(out, " %s", json_string_value(v));
+    json_array_foreach(cmd, i, v) {
+        fputc(' ', out);
+        mr_fputs_text(out, json_string_value(v));
+    }
     fprintf(out, "\npid:          %lld\n",
             (long long)json_integer_value(json_object_get(s, "pid")));
     bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
@@ -119,8 +128,11 @@ static void print_text(FILE* out, json_t* s) {
     fputs("calls:       ", out);
     const char* key;
     json_object_foreach(json_object_get(s, "calls"), key, v) {
-        if (json_integer_value(v))
-            fprintf(out, " %s=%lld", key, (long long)json_integer_value(v));
+        if (json_integer_value(v)) {
+            fputc(' ', out);
+            mr_fputs_text(out, key);
+            fprintf(out, "=%lld", (long long)json_integer_value(v));
+        }
     }
     fputc('\n', out);
 }

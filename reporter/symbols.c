@@ -4,6 +4,7 @@
 // Never touches events; never writes anything but the symbols it stores in the capture.
 #include "symbols.h"
 
+#include "escape.h"
 #include "util.h"
 
 #include "memtrace/symbolize.h"
@@ -58,6 +59,8 @@ int mr_symbols_ensure(mt_capture* cap) {
     return 0;
 }
 
+// Stores a name, file or module for the reports, made valid UTF-8 (escape.h): every
+// report can put it in JSON as it is, and invalid bytes read the same everywhere.
 static char* keep(mr_symbols* s, const char* str) {
     if (!str)
         return NULL;
@@ -69,7 +72,7 @@ static char* keep(mr_symbols* s, const char* str) {
         s->strings = p;
         s->capstrings = nc;
     }
-    char* c = strdup(str);
+    char* c = mr_escape(str, strlen(str), MR_ESCAPE_UTF8);
     if (c)
         s->strings[s->nstrings++] = c;
     return c;
@@ -101,7 +104,7 @@ static int load_frame(mr_symbols* s, sym_frame* f, sqlite3_stmt* st) {
     f->relevant = sqlite3_column_int(st, 5) != 0;
     f->truncation = sqlite3_column_int64(st, 8) == 0 && !path;
     f->module = path ? keep(s, basename_of(path)) : NULL;
-    json_t* arr = inl ? json_loads(inl, 0, NULL) : NULL;
+    json_t* arr = mr_json_loads_bytes(inl);
     size_t ninl = json_is_array(arr) ? json_array_size(arr) : 0;
     f->locs = calloc(ninl + 1, sizeof *f->locs);
     if (!f->locs) {

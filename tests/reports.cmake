@@ -30,3 +30,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:reports_prog> ${CMAKE_CURRENT_BINARY_DIR}/reports-e2e)
   set_tests_properties(e2e.reports_traced PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# Names, files, argv that are invalid UTF-8 or hold terminal escapes and HTML, in every
+# report (reporter/escape.h).
+memtrace_unit_test(escape ${REPORTS_FIXTURE})

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+// The one escaping rule for bytes from a capture (escape.h): a UTF-8 validator (RFC 3629:
+// no overlong forms, no surrogates, nothing above U+10FFFF) and a writer that sends each
+// character either as it is or escaped, to a buffer or straight to a FILE.
+#include "escape.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Length of the valid UTF-8 sequence starting s[0..n), 0 when none starts there.
+static size_t utf8_length(const unsigned char* s, size_t n) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t len;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = c == 0xe0 ? 0xa0 : 0x80; // overlong
+        hi = c == 0xed ? 0x9f : 0xbf; // surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = c == 0xf0 ? 0x90 : 0x80; // overlong
+        hi = c == 0xf4 ? 0x8f : 0xbf; // above U+10FFFF
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
+// Where escaped text goes: a buffer large enough for the worst case, or a FILE.
+typedef struct sink {
+    char* buf;
+    size_t len;
+    FILE* fp;
+} sink;
+
+static void put(sink* k, const char* p, size_t n) {
+    if (k->fp) {
+        fwrite(p, 1, n, k->fp);
+    } else {
+        memcpy(k->buf + k->len, p, n);
+        k->len += n;
+    }
+}
+
+static void put_escape(sink* k, const char* prefix, unsigned value, int digits) {
+    char e[16];
+    int n = snprintf(e, sizeof e, "%s%0*x", prefix, digits, value);
+    put(k, e, (size_t)n);
+}
+
+// The worst case is a byte written as \\xNN (5 characters).
+#define MAX_EXPANSION 5
+
+static void escape_to(sink* k, const char* str, size_t n, enum mr_escape_mode mode) {
+    const unsigned char* s = (const unsigned char*)str;
+    bool terminal = mode == MR_ESCAPE_TERMINAL;
+    const char* byte_prefix = mode == MR_ESCAPE_JSON_TEXT ? "\\\\x" : "\\x";
+    size_t i = 0;
+    while (i < n) {
+        size_t len = utf8_length(s + i, n - i);
+        if (len == 0) {
+            put_escape(k, byte_prefix, s[i], 2);
+            i++;
+        } else if (terminal && len == 1 && (s[i] < 0x20 || s[i] == 0x7f)) {
+            put_escape(k, "\\x", s[i], 2);
+            i++;
+        } else if (terminal && len == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0) {
+            put_escape(k, "\\u", s[i + 1], 4); // C1 control U+0080..U+009F
+            i += 2;
+        } else {
+            // A run of characters that pass through, written at once.
+            size_t start = i;
+            i += len;
+            while (i < n && (len = utf8_length(s + i, n - i)) == 1 &&
+                   !(terminal && (s[i] < 0x20 || s[i] == 0x7f)))
+                i++;
+            put(k, str + start, i - start);
+        }
+    }
+}
+
+char* mr_escape(const char* s, size_t n, enum mr_escape_mode mode) {
+    if (n > (SIZE_MAX - 1) / MAX_EXPANSION)
+        return NULL;
+    sink k = {.buf = malloc(n * MAX_EXPANSION + 1)};
+    if (!k.buf)
+        return NULL;
+    escape_to(&k, s, n, mode);
+    k.buf[k.len] = 0;
+    return k.buf;
+}
+
+void mr_fputs_text(FILE* out, const char* s) {
+    if (!s)
+        return;
+    sink k = {.fp = out};
+    escape_to(&k, s, strlen(s), MR_ESCAPE_TERMINAL);
+}
+
+json_t* mr_json_bytes(const char* s) {
+    if (!s)
+        return json_null();
+    char* e = mr_escape(s, strlen(s), MR_ESCAPE_UTF8);
+    json_t* j = e ? json_string(e) : NULL;
+    free(e);
+    return j ? j : json_null();
+}
+
+json_t* mr_json_loads_bytes(const char* text) {
+    if (!text)
+        return NULL;
+    char* e = mr_escape(text, strlen(text), MR_ESCAPE_JSON_TEXT);
+    json_t* j = e ? json_loads(e, 0, NULL) : NULL;
+    free(e);
+    return j;
+}
+
+// < > & occur in JSON only inside strings, so replacing them by their \u escapes anywhere
+// in the dumped text keeps it the same JSON.
+static int put_html_safe(const char* buf, size_t n, void* data) {
+    FILE* out = data;
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char* e = buf[i] == '<'   ? "\\u003c"
+                        : buf[i] == '>' ? "\\u003e"
+                        : buf[i] == '&' ? "\\u0026"
+                                        : NULL;
+        if (!e)
+            continue;
+        fwrite(buf + start, 1, i - start, out);
+        fputs(e, out);
+        start = i + 1;
+    }
+    fwrite(buf + start, 1, n - start, out);
+    return ferror(out) ? -1 : 0;
+}
+
+int mr_json_dump_html(const json_t* json, FILE* out) {
+    return json_dump_callback(json, put_html_safe, out, JSON_COMPACT | JSON_ESCAPE_SLASH) ? -1 : 0;
+}
