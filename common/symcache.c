@@ -4,11 +4,14 @@
 #include "memtrace/symcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 // Bump whenever the symbolizer would name a frame differently: old entries are then dropped.
 #define CACHE_VERSION 2
@@ -16,6 +19,10 @@
 // Past this size the cache starts over (simpler than evicting, and rare).
 #define CACHE_MAX_BYTES (256ll << 20)
 #define BUSY_TIMEOUT_MS 200
+// Longest values taken from the cache (longer ones are not what the symbolizer writes).
+#define MAX_FUNCTION_BYTES (64 << 10)
+#define MAX_FILE_BYTES 4096
+#define MAX_INLINED_BYTES (1 << 20)
 
 typedef struct pending {
     char* build_id;
@@ -113,26 +120,78 @@ static bool prepare_schema(sqlite3* db) {
     return true;
 }
 
+// Ours alone: owned by the effective user and not writable by group or others. A cache that
+// someone else can write could make reports show any name and line it likes.
+static bool private_to_us(const struct stat* st) {
+    return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+// Checks the cache's directory and file on open descriptors (no race between a check and an
+// open), creating a missing file 0600; a symlink at the file is refused. *file: the file
+// that SQLite must then open.
+static bool trusted_cache_file(const char* path, struct stat* file) {
+    char dir[4096];
+    const char* slash = strrchr(path, '/');
+    const char* base = slash ? slash + 1 : path;
+    size_t dirlen = slash ? (size_t)(slash - path) + (slash == path) : 0; // "/" stays "/"
+    if (!*base || dirlen >= sizeof dir)
+        return false;
+    if (slash)
+        snprintf(dir, sizeof dir, "%.*s", (int)dirlen, path);
+    else
+        strcpy(dir, ".");
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        return false;
+    struct stat st;
+    int fd = -1;
+    // O_NONBLOCK: a FIFO planted at the path must not hang the traced program's exit.
+    if (fstat(dirfd, &st) == 0 && private_to_us(&st))
+        fd = openat(dirfd, base, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && fstat(fd, file) == 0 && S_ISREG(file->st_mode) && private_to_us(file);
+    if (fd >= 0)
+        close(fd); // before SQLite opens it: closing a file drops the process's locks on it
+    close(dirfd);
+    return ok;
+}
+
+// SQLite opens by path: true when the path still names the file that was checked.
+static bool is_file(const char* path, const struct stat* want) {
+    struct stat st;
+    return lstat(path, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino;
+}
+
 mt_symcache* mt_symcache_open(void) {
     char path[4096];
     if (!mt_symcache_path(path, sizeof path))
         return NULL;
     make_parents(path);
+    struct stat checked;
+    if (!trusted_cache_file(path, &checked))
+        return NULL;
     mt_symcache* c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-            SQLITE_OK ||
-        sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
+    if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        !is_file(path, &checked) || sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
         // A cache: losing the last writes to a power failure is fine. WAL: the passes of
         // other processes read while one writes.
         sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
         !prepare_schema(c->db) ||
         sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(c->db,
-                           "SELECT function, file, line, inlined, relevant, dwarf FROM sym"
-                           " WHERE build_id=?1 AND rel_pc=?2",
-                           -1, &c->get, NULL) != SQLITE_OK ||
+        // The last column vets the inlined chain: a JSON array of {function, file, line}.
+        sqlite3_prepare_v2(
+            c->db,
+            "SELECT function, file, line, inlined, relevant, dwarf,"
+            " inlined IS NULL OR (json_valid(inlined)"
+            "  AND json_type(inlined) = 'array' AND NOT EXISTS("
+            "   SELECT 1 FROM json_each(inlined) WHERE type IS NOT 'object'"
+            "    OR json_type(value, '$.function') IS NOT 'text'"
+            "    OR ifnull(json_type(value, '$.file'), '') NOT IN ('text', 'null')"
+            "    OR ifnull(json_type(value, '$.line'), '') NOT IN ('integer', 'null')"
+            "    OR json_extract(value, '$.line') < 0))"
+            " FROM sym WHERE build_id=?1 AND rel_pc=?2",
+            -1, &c->get, NULL) != SQLITE_OK ||
         // One read transaction for every lookup of the pass: a lock and a header read per
         // lookup cost more than the lookup.
         sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -144,6 +203,34 @@ mt_symcache* mt_symcache_open(void) {
     return c;
 }
 
+// A text column of at most max bytes without a NUL inside (NULL allowed when nullable).
+static bool text_ok(sqlite3_stmt* st, int col, int max, bool nullable) {
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL)
+        return nullable;
+    if (type != SQLITE_TEXT)
+        return false;
+    const char* s = (const char*)sqlite3_column_text(st, col);
+    int n = sqlite3_column_bytes(st, col);
+    return s && n <= max && strlen(s) == (size_t)n;
+}
+
+static bool int_ok(sqlite3_stmt* st, int col, int64_t min, int64_t max, bool nullable) {
+    int type = sqlite3_column_type(st, col);
+    if (type == SQLITE_NULL)
+        return nullable;
+    int64_t v = sqlite3_column_int64(st, col);
+    return type == SQLITE_INTEGER && v >= min && v <= max;
+}
+
+// A row is used only when every value is what mt_symcache_put writes.
+static bool row_ok(sqlite3_stmt* st) {
+    return text_ok(st, 0, MAX_FUNCTION_BYTES, false) && sqlite3_column_bytes(st, 0) > 0 &&
+           text_ok(st, 1, MAX_FILE_BYTES, true) && int_ok(st, 2, 0, INT_MAX, true) &&
+           text_ok(st, 3, MAX_INLINED_BYTES, true) && int_ok(st, 4, 0, 1, false) &&
+           int_ok(st, 5, 0, 1, false) && int_ok(st, 6, 1, 1, false);
+}
+
 bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
                      mt_symcache_entry* out) {
     memset(out, 0, sizeof *out);
@@ -152,7 +239,7 @@ bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
     sqlite3_bind_text(c->get, 1, build_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(c->get, 2, (int64_t)rel_pc);
     bool hit = false;
-    if (sqlite3_step(c->get) == SQLITE_ROW) {
+    if (sqlite3_step(c->get) == SQLITE_ROW && row_ok(c->get)) {
         out->function = dup_or_null((const char*)sqlite3_column_text(c->get, 0));
         out->file = dup_or_null((const char*)sqlite3_column_text(c->get, 1));
         out->line = sqlite3_column_int(c->get, 2);

@@ -75,3 +75,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.stacks_moved e2e.stacks_unsymbolized e2e.stacks_cache
     e2e.stacks_debug_path e2e.stacks_no_debuginfod PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# ---- e2e: only a symbol cache private to the user names frames (issue 9); forged caches of
+# another user, writable by others, symlinked or with invalid rows are ignored and untouched.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_test(NAME e2e.stacks_cache_trust
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_cache_trust.py
+      --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+      --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e_trust --prog $<TARGET_FILE:e2e_stacks_nofp>)
+  set_tests_properties(e2e.stacks_cache_trust PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

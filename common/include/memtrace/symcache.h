@@ -8,6 +8,9 @@
 // name read without DWARF, for a module whose debug file is installed later (from_dwarf).
 // The cache is a SQLite file; any trouble with it (missing HOME, read-only directory, a
 // corrupt or foreign file, another process holding its lock) makes it silently unused.
+// It names frames in reports, so it is used only when the file and its directory are the
+// effective user's own and not writable by group or others, and the file is no symlink;
+// a row whose values are not what mt_symcache_put writes is a miss.
 #ifndef MEMTRACE_SYMCACHE_H
 #define MEMTRACE_SYMCACHE_H
 
@@ -31,7 +34,8 @@ typedef struct mt_symcache_entry {
 // path into buf and returns true, or returns false when there is to be no cache.
 bool mt_symcache_path(char* buf, size_t len);
 
-// Opens (creating the file and its directory when needed); NULL: no cache this time.
+// Opens (creating the directory 0700 and the file 0600 when needed); NULL: no cache this
+// time (also for a cache that is not private to the user, left untouched).
 mt_symcache* mt_symcache_open(void);
 // Fills *out (strings malloc'd, free with mt_symcache_entry_free) and returns true on a hit.
 bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc, mt_symcache_entry* out);
