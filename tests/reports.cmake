@@ -34,3 +34,4 @@ endif()
 # Names, files, argv that are invalid UTF-8 or hold terminal escapes and HTML, in every
 # report (reporter/escape.h).
 memtrace_unit_test(escape ${REPORTS_FIXTURE})
+memtrace_unit_test(reports_empty ${REPORTS_FIXTURE})
