@@ -146,6 +146,46 @@ void fx_standard(const char* path) {
     fx_finish(&f, "complete");
 }
 
+// Names that are bytes, not text. SQL literals cannot hold the invalid UTF-8 and control
+// bytes, so those are cast from blobs (decoded in the comments). Frames, each the leaf of
+// callsite N under main (1):
+//   2 caf\xe9_alloc in evil\x1b[2J.c:20, with an inlined callee hi\xff
+//   3 esc\x1b]0;pwned\x07\x1b[2J<!--<script>    (terminal title, clear screen, HTML comment)
+//   4 csi\xc2\x9b31m_alloc                     (U+009B, a C1 CSI)
+//   5 </script><script>window.__pwned=1</script>
+//   6 <img src=x onerror=window.__pwned=2>
+//   7 <svg onload=window.__pwned=3>   (thread 200, named <img src=x onerror=window.__pwned=4>)
+// Thread 100 is named w\x1b[2J. The command line, as the tracer writes it (controls
+// escaped, other bytes raw): ["./prog","caf\xe9","\u001b]0;pwned\u0007","<!--<script>"].
+void fx_hostile(const char* path) {
+    fx f;
+    fx_open(&f, path);
+    fx_sql(&f, "INSERT INTO meta VALUES('exe','/usr/bin/prog'),('pid','4242'),"
+               "('symbolized','1'),"
+               "('cmdline', CAST(X'5b222e2f70726f67222c22636166e9222c225c75303031625d303b7077"
+               "6e65645c7530303037222c223c212d2d3c7363726970743e225d' AS TEXT));"
+               "INSERT INTO thread(tid, name) VALUES(100, CAST(X'771b5b324a' AS TEXT)),"
+               "(200, '<img src=x onerror=window.__pwned=4>');"
+               "INSERT INTO mapping VALUES(1,'/usr/bin/prog',4096,65536,0,'ab',0,NULL);"
+               "INSERT INTO frame VALUES"
+               "(1,1,4097,4097,'main','prog.c',10,NULL,1),"
+               "(2,1,4098,4098,CAST(X'636166e95f616c6c6f63' AS TEXT),"
+               " CAST(X'6576696c1b5b324a2e63' AS TEXT),20,"
+               " CAST(X'5b7b2266756e6374696f6e223a226869ff222c2266696c65223a6e756c6c2c226c696e"
+               "65223a6e756c6c7d5d' AS TEXT),1),"
+               "(3,1,4099,4099,CAST(X'6573631b5d303b70776e6564071b5b324a3c212d2d3c736372697074"
+               "3e' AS TEXT),'t.c',30,NULL,1),"
+               "(4,1,4100,4100,CAST(X'637369c29b33316d5f616c6c6f63' AS TEXT),'t.c',40,NULL,1),"
+               "(5,1,4101,4101,'</script><script>window.__pwned=1</script>','t.c',50,NULL,1),"
+               "(6,1,4102,4102,'<img src=x onerror=window.__pwned=2>','t.c',60,NULL,1),"
+               "(7,1,4103,4103,'<svg onload=window.__pwned=3>','t.c',70,NULL,1);"
+               "INSERT INTO callsite VALUES(1,0,1,1),(2,1,2,2),(3,1,3,2),(4,1,4,2),(5,1,5,2),"
+               "(6,1,6,2),(7,1,7,2);");
+    for (uint32_t cs = 2; cs <= 7; cs++)
+        fx_alloc(&f, cs == 7 ? 200 : 100, 0x1000 * cs, 100 * cs, cs);
+    fx_finish(&f, "complete");
+}
+
 int fx_run(int (*cmd)(int, char**), const char* arg0, ...) {
     char* argv[64];
     int argc = 0;

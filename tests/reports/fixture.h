@@ -31,6 +31,11 @@ void fx_finish(fx* f, const char* status);
 // spelled out in fixture.c next to the events.
 void fx_standard(const char* path);
 
+// Hostile names (see fixture.c): function, file, thread names and command-line arguments
+// that are invalid UTF-8, hold terminal escape sequences, or HTML that would run script.
+// One block is live at the end per frame 2..7 (callsites 2..7, 100 * id bytes each).
+void fx_hostile(const char* path);
+
 // Runs a memreport subcommand in-process with a NULL-terminated argument list (argv[0] is
 // the subcommand name), resetting getopt between runs. Returns its exit code.
 int fx_run(int (*cmd)(int, char**), const char* arg0, ...);

@@ -81,40 +81,10 @@ static void test_html_dump(void) {
 
 // ---- every report on a hostile capture
 
-#define LATIN1_NAME "caf\xe9_alloc"
 #define TERMINAL_NAME "esc\x1b]0;pwned\x07\x1b[2J<!--<script>"
 #define C1_NAME                                                                                    \
     "csi\xc2\x9b"                                                                                  \
     "31m_alloc"
-
-static void hostile_capture(const char* path) {
-    fx f;
-    fx_open(&f, path);
-    // SQL text literals cannot hold these bytes: they are cast from blobs.
-    fx_sql(&f, "INSERT INTO meta VALUES('exe','/usr/bin/prog'),('pid','4242'),"
-               "('symbolized','1'),"
-               // ["./prog","caf\xe9","\u001b]0;pwned\u0007","<!--<script>"], as the tracer
-               // writes it (controls escaped, other bytes raw).
-               "('cmdline', CAST(X'5b222e2f70726f67222c22636166e9222c225c75303031625d303b7077"
-               "6e65645c7530303037222c223c212d2d3c7363726970743e225d' AS TEXT));"
-               "INSERT INTO thread(tid, name) VALUES(100, CAST(X'771b5b324a' AS TEXT));"
-               "INSERT INTO mapping VALUES(1,'/usr/bin/prog',4096,65536,0,'ab',0,NULL);"
-               "INSERT INTO frame VALUES"
-               "(1,1,4097,4097,'main','prog.c',10,NULL,1),"
-               // caf\xe9_alloc in evil\x1b[2J.c, with an inlined helper named hi\xff
-               "(2,1,4098,4098,CAST(X'636166e95f616c6c6f63' AS TEXT),"
-               " CAST(X'6576696c1b5b324a2e63' AS TEXT),20,"
-               " CAST(X'5b7b2266756e6374696f6e223a226869ff222c2266696c65223a6e756c6c2c226c696e"
-               "65223a6e756c6c7d5d' AS TEXT),1),"
-               "(3,1,4099,4099,CAST(X'6573631b5d303b70776e6564071b5b324a3c212d2d3c736372697074"
-               "3e' AS TEXT),'t.c',30,NULL,1),"
-               "(4,1,4100,4100,CAST(X'637369c29b33316d5f616c6c6f63' AS TEXT),'t.c',40,NULL,1);"
-               "INSERT INTO callsite VALUES(1,0,1,1),(2,1,2,2),(3,1,3,2),(4,1,4,2);");
-    fx_alloc(&f, 100, 0x1000, 100, 2);
-    fx_alloc(&f, 100, 0x2000, 200, 3);
-    fx_alloc(&f, 100, 0x3000, 300, 4);
-    fx_finish(&f, "complete");
-}
 
 // No raw control character (C0 but newline, DEL, C1) and nothing but valid UTF-8.
 static bool terminal_safe(const char* text) {
@@ -156,7 +126,7 @@ static void strings_of(json_t* v, char* acc, size_t cap) {
 static void test_reports(void) {
     char cap[512];
     snprintf(cap, sizeof cap, "%s/hostile.db", fx_tmpdir());
-    hostile_capture(cap);
+    fx_hostile(cap);
     static const struct {
         const char* name;
         int (*cmd)(int, char**);
@@ -172,6 +142,7 @@ static void test_reports(void) {
             CHECK(strstr(text, "caf\\xe9_alloc (evil\\x1b[2J.c:20)"));
             CHECK(strstr(text, "esc\\x1b]0;pwned\\x07\\x1b[2J<!--<script>"));
             CHECK(strstr(text, "csi\\u009b31m_alloc"));
+            CHECK(strstr(text, "<svg onload=window.__pwned=3>")); // text is not HTML
         }
         if (text && reports[r].command)
             CHECK(strstr(text, "./prog caf\\xe9 \\x1b]0;pwned\\x07 <!--<script>"));
@@ -215,6 +186,8 @@ static void test_reports(void) {
         char all[16384] = "";
         strings_of(d, all, sizeof all);
         CHECK(strstr(all, "\ncaf\\xe9_alloc\n") && strstr(all, "\n" TERMINAL_NAME "\n"));
+        CHECK(strstr(all, "\n</script><script>window.__pwned=1</script>\n"));
+        CHECK(strstr(all, "\n<img src=x onerror=window.__pwned=2>\n"));
         CHECK(strstr(all, "./prog caf\\xe9 \x1b]0;pwned\x07 <!--<script>\n")); // the title
         json_decref(d);
         free(js);
