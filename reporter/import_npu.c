@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <locale.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +21,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <wctype.h>
 
 #define READ_CHUNK (1u << 20)
 // A log with more distinct function names than this is not a compiler log; refuse it
@@ -133,7 +131,7 @@ static size_t digits(const unsigned char* s, size_t i, size_t n, uint64_t* v) {
 }
 
 // Whether the character ending just before s[i] is a word character for Python's Unicode
-// \b: ASCII alnum or '_', or a non-ASCII alphanumeric code point (decoded from UTF-8).
+// \b: ASCII alnum or '_', or a code point Python's re counts as \w (decoded from UTF-8).
 static bool word_before(const unsigned char* s, size_t i) {
     if (i == 0)
         return false;
@@ -153,10 +151,7 @@ static bool word_before(const unsigned char* s, size_t i) {
     uint32_t cp = lead & (0x3f >> need);
     for (size_t j = b + 1; j < i; j++)
         cp = cp << 6 | (s[j] & 0x3f);
-    static locale_t utf8;
-    if (!utf8)
-        utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-    return utf8 ? iswalnum_l((wint_t)cp, utf8) != 0 : true;
+    return mr_npu_is_word(cp);
 }
 
 static bool lit_at(const unsigned char* s, size_t i, size_t n, int l) {

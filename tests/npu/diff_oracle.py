@@ -3,7 +3,8 @@
 # Differential test: memreport's `plot --data` JSON must equal oracle_series.py (Python's
 # own re and universal newlines, i.e. upstream's semantics) on every fixture and on random
 # logs full of the traps of doc §2: interleaving, part10/part2/part03, ignored names,
-# non-ASCII before a key, CMX lines, duplicated/truncated steps, noise, CR/CRLF/LF.
+# non-ASCII before a key (Python's \w: superscript two is a word character, the Hebrew
+# point sheva is not), CMX lines, duplicated/truncated steps, noise, CR/CRLF/LF.
 # Usage: diff_oracle.py MEMREPORT FIXTURE_DIR WORKDIR [N_RANDOM]
 import json
 import os
@@ -15,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import oracle_series  # noqa: E402
 
 NAMES = ["main", "part1", "part2", "part10", "part03", "part3", "part0", "init", "main_part7",
-         "xmain", "\u00e9main", "\u2026main", "\u2192part2", "part", "Main", "part12x"]
+         "xmain", "\u00e9main", "\u2026main", "\u2192part2", "part", "Main", "part12x",
+         "\u00b2main", "\u05b0part2", "\u05d0main", "\u0660main", "\u2160part1"]
 
 
 def message(rng, name):

@@ -368,6 +368,36 @@ static void test_errors(void) {
     CHECK(mr_npu_parse_file(tmp_path("missing.log"), true, &log, err, sizeof err) == -ENOENT);
 }
 
+// Upstream's \b before a key is Python's: '²' (U+00B2) and the Hebrew letter alef are word
+// characters there, so no key starts after them; the Hebrew point sheva (U+05B0, a
+// combining mark) is not, so part1 after it counts. (glibc's iswalnum said the opposite
+// for '²' and sheva.)
+static void test_word_boundaries(void) {
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "%s[TRACE] [m]   \u00b2main: Max allocated size 999 B\n"
+                     "[TRACE] [m]   \u05d0main: Max allocated size 7777 B\n"
+                     "[TRACE] [m]   \u05b0part1: Max allocated size 100 B\n"
+                     "[TRACE] [m]   \u05b0part1: DDR free memory    0 0.00%%\n"
+                     "[TRACE] [m]   main: Max allocated size 50 B\n",
+                     gate);
+    write_file(tmp_path("words.log"), buf, (size_t)n);
+    mr_npu_series s;
+    mr_npu_log log;
+    char err[256];
+    CHECK_EQ_I64(load(tmp_path("words.log"), &s, &log, err, sizeof err), 0);
+    CHECK_EQ_I64(log.nfuncs, 2);
+    if (log.nfuncs == 2) {
+        CHECK_EQ_STR(log.funcs[0], "part1");
+        CHECK_EQ_STR(log.funcs[1], "main");
+    }
+    CHECK_POINTS(log.max_raw, {0, 100}, {1, 50});
+    CHECK_POINTS(s.max, {0, 100}, {1, 100});
+    CHECK(mr_npu_is_word(0xB2) && mr_npu_is_word(0x5D0) && !mr_npu_is_word(0x5B0));
+    mr_npu_log_free(&log);
+    mr_npu_series_free(&s);
+}
+
 // A line over the limit is skipped with bounded memory; everything else still counts.
 static void test_long_line(void) {
     size_t big = 3 * MR_NPU_LINE_LIMIT + 17;
@@ -538,6 +568,7 @@ int main(void) {
     test_long_line();
     test_hidden_label();
     test_pairing();
+    test_word_boundaries();
     test_capture_roundtrip(NPU_FIXTURES "/sample.log");
     test_capture_roundtrip(NPU_FIXTURES "/corner.log");
     test_capture_roundtrip(NPU_FIXTURES "/legacy_2025.log");
