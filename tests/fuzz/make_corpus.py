@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the fuzzers' seed corpus (tests/fuzz/corpus/) from real inputs. Run by hand when
+a format changes, then commit the files:
+
+  make_corpus.py CORPUS_DIR --npu LOG... --capture CAPTURE...
+
+- capture/: each CAPTURE, rewritten with 512-byte pages (VACUUM) so the fuzzer mutates
+  a few kB instead of 4 kB pages of mostly zeros;
+- codec/: every event chunk of those captures with fewer than 65536 events, as
+  fuzz_codec reads them: 2 bytes little-endian event count, then the chunk's encoded
+  events (without the checksum of codec 2);
+- npu/: the first 60 lines of each LOG (give both formats: current and legacy 2025).
+Python 3 standard library only.
+"""
+import argparse
+import os
+import shutil
+import sqlite3
+import sys
+
+
+def small_capture(src, dst):
+    tmp = dst + ".tmp"
+    shutil.copyfile(src, tmp)
+    db = sqlite3.connect(tmp)
+    db.execute("PRAGMA journal_mode=DELETE")
+    db.execute("PRAGMA page_size=512")
+    db.execute("VACUUM")
+    db.close()
+    os.replace(tmp, dst)
+
+
+def main():
+    ap = argparse.ArgumentParser(usage=__doc__)
+    ap.add_argument("corpus")
+    ap.add_argument("--npu", nargs="+", default=[])
+    ap.add_argument("--capture", nargs="+", default=[])
+    args = ap.parse_args()
+    for sub in ("capture", "codec", "npu"):
+        os.makedirs(os.path.join(args.corpus, sub), exist_ok=True)
+    for i, cap in enumerate(args.capture):
+        dst = os.path.join(args.corpus, "capture", f"capture{i}.db")
+        small_capture(cap, dst)
+        db = sqlite3.connect(f"file:{dst}?mode=ro", uri=True)
+        rows = db.execute("SELECT id, count, codec, data FROM event_chunk WHERE count < 65536")
+        for cid, count, codec, data in rows:
+            if codec == 2:  # the chunk's CRC32C (4 bytes) follows what mt_codec_decode reads
+                data = data[:-4]
+            with open(os.path.join(args.corpus, "codec", f"capture{i}_chunk{cid}.bin"), "wb") as f:
+                f.write(count.to_bytes(2, "little") + data)
+        db.close()
+    for i, log in enumerate(args.npu):
+        with open(log, "rb") as f:
+            lines = f.read().splitlines(keepends=True)[:60]
+        with open(os.path.join(args.corpus, "npu", f"log{i}.log"), "wb") as f:
+            f.writelines(lines)
+
+
+if __name__ == "__main__":
+    main()
