@@ -4,7 +4,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps test-deps build demo test test-sanitize format format-check bench clean
+.PHONY: all deps test-deps build demo test test-sanitize format format-check bench clean fuzz-build fuzz \
+	fuzz-ci
 
 all: build
 
@@ -42,5 +43,23 @@ format-check:
 bench: build
 	@bench/run.sh $(BUILD)
 
+# libFuzzer targets (tests/fuzz: codec, capture reader and reports, NPU log parser) built
+# with clang in $(FUZZ_BUILD), each run for FUZZ_SECONDS; fuzz-ci is CI's bounded run.
+FUZZ_BUILD ?= $(BUILD)-fuzz
+FUZZ_SECONDS ?= 600
+
+fuzz-build:
+	@scripts/install-deps.sh --fuzz
+	@cmake -S . -B $(FUZZ_BUILD) -DMEMTRACE_FUZZ=ON -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_CXX_COMPILER=clang++ $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_codec fuzz_capture fuzz_npu
+
+fuzz: fuzz-build
+	@cd $(FUZZ_BUILD) && ctest -L fuzz --output-on-failure --no-tests=error
+	@tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz-ci:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=60
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-sanitize
+	rm -rf $(BUILD) $(BUILD)-sanitize $(FUZZ_BUILD)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages memtrace builds and tests with, only those missing.
-# Usage: scripts/install-deps.sh [--test]   (--test adds chromium, sqlite3, valgrind, node for tests)
+# Usage: scripts/install-deps.sh [--test|--bench|--fuzz]   (--test adds what the tests run:
+# chromium, sqlite3, python3, git; --fuzz adds clang and its libFuzzer runtime for tests/fuzz)
 set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcairo2-dev
             libjansson-dev libdw-dev libelf-dev)
@@ -11,6 +12,9 @@ want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
 [ "${1:-}" = "--bench" ] && want+=("${test_pkgs[@]}" python3-matplotlib)
+# --fuzz: clang builds the libFuzzer targets; libclang-rt-14-dev holds libFuzzer itself (only
+# recommended by clang, and recommends are not installed here).
+[ "${1:-}" = "--fuzz" ] && want+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
