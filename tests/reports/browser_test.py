@@ -3,7 +3,8 @@
 # The flame graph page in a real browser (headless chromium over WebDriver): loads without
 # script errors, shows the expected frames with widths proportional to bytes and the root at
 # the bottom, tooltips, click-to-zoom and reset, the non-relevant-frames checkbox, the thread
-# filter, search highlighting, and a screenshot with frames drawn in flame colours.
+# filter, search highlighting, and a screenshot with frames drawn in flame colours. Then a
+# page of hostile names (HTML, "<!--<script>", terminal escapes) that must show them as text.
 # Usage: browser_test.py MEMREPORT FIXTURE_TOOL WORKDIR   (exit 77 = skipped: no browser)
 import os
 import shutil
@@ -152,8 +153,58 @@ def main():
         check(b.js("return document.getElementById('thread').offsetWidth") == 0,
               "no thread filter without --split-threads")
         check(b.js("return window.__errors") == [], "no script errors (plain page)")
+    hostile(memreport, fixture, work)
     print("%d failures" % failures)
     return 1 if failures else 0
+
+
+# Frame names of the hostile fixture (reports_fixture --hostile, tests/reports/fixture.c).
+HOSTILE_FRAMES = ["caf\\xe9_alloc", "esc\x1b]0;pwned\x07\x1b[2J<!--<script>",
+                  "</script><script>window.__pwned=1</script>",
+                  "<img src=x onerror=window.__pwned=2>", "<svg onload=window.__pwned=3>"]
+
+
+def hostile(memreport, fixture, work):
+    """Names that are HTML: the page shows them as text and runs none of them. "<!--<script>"
+    in argv (the page title) once left the page blank: with only "/" escaped in the data,
+    the HTML parser took the rest of the page for an escaped script."""
+    cap = os.path.join(work, "hostile.db")
+    subprocess.run([fixture, "--hostile", cap], check=True)
+    page = os.path.join(work, "hostile.html")
+    subprocess.run([memreport, "flamegraph", cap, "--split-threads", "-o", page], check=True)
+    with webdriver.Browser(width=1280, height=800) as b:
+        b.get("file://" + page)
+        check(b.js("return window.__errors") == [], "hostile names: no script errors")
+        f = frames(b)
+        for name in HOSTILE_FRAMES:
+            check(name in f, "hostile frame drawn with its name as text: %r" % name)
+        check(f.get("all", {}).get("bytes") == 2700, "hostile page: all frames counted")
+        title = b.js("return document.getElementById('title').textContent")
+        check(title == "./prog caf\\xe9 \x1b]0;pwned\x07 <!--<script>",
+              "argv shown as text in the title: %r" % title)
+        # The tooltip and the zoom line are built as HTML from the names.
+        for name in HOSTILE_FRAMES:
+            el = b.js("var want = arguments[0];"
+                      "return Array.from(document.querySelectorAll('#chart .fr'))"
+                      ".find(function (d) { return d.dataset.name === want; })", name)
+            if not el:
+                continue
+            el = el[webdriver.ELEMENT]
+            b.hover(el)
+            tip = b.js("return document.getElementById('tip').textContent")
+            check(name in tip, "tooltip shows %r as text" % name)
+            b.click(el)
+            details = b.js("return document.getElementById('details').textContent")
+            check(name in details, "zoom line shows %r as text" % name)
+            b.click(b.find("#reset"))
+        opts = b.js("return Array.from(document.querySelectorAll('#thread option'))"
+                    ".map(function (o) { return o.textContent; })")
+        check(any("<img src=x onerror=window.__pwned=4>" in o for o in opts),
+              "thread name shown as text: %r" % opts)
+        check(b.js("return document.querySelectorAll('img, svg, #chart script').length") == 0,
+              "no element made from a name")
+        check(b.js("return window.__pwned === undefined"), "no injected script ran")
+        check(b.js("return window.__errors") == [], "hostile names: still no script errors")
 
 
 if __name__ == "__main__":
