@@ -20,7 +20,19 @@
 struct mt_capture {
     sqlite3* db;
     char* path;
+    int64_t version; // PRAGMA user_version: which chunk codec to expect
+    // Corrupt chunks already reported (when skipping them), so a report that reads the
+    // events twice says it once.
+    int64_t* skipped;
+    size_t nskipped;
 };
+
+// Process-wide: skip corrupt chunks (and report each through this) instead of failing.
+static mt_corrupt_chunk_fn skip_corrupt_report;
+
+void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report) {
+    skip_corrupt_report = report;
+}
 
 // Files under this size get a full PRAGMA quick_check at open; larger ones are checked
 // chunk by chunk as they are decoded, so opening a huge capture stays instant.
@@ -32,9 +44,50 @@ static uint32_t be32(const unsigned char* p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+// One line in words for an SQLite failure; returns -EIO for trouble reading the disk or a
+// lock held by another process (exit 3), -EPROTO for a damaged file (exit 2).
+static int sqlite_problem(sqlite3* db, const char* doing, char* err, size_t errlen) {
+    int code = sqlite3_errcode(db) & 0xff;
+    const char* msg = sqlite3_errmsg(db);
+    switch (code) {
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+    case SQLITE_RANGE:
+    case SQLITE_MISMATCH:
+    case SQLITE_ERROR: // e.g. "no such table": a table of the schema is missing or damaged
+        snprintf(err, errlen, "corrupt capture: %s: the SQLite file is damaged (%s)", doing, msg);
+        return -EPROTO;
+    case SQLITE_NOTADB:
+        snprintf(err, errlen, "not a memtrace capture: %s: the SQLite header is damaged", doing);
+        return -EPROTO;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        snprintf(err, errlen,
+                 "%s: the capture is locked by another process (is the traced program still "
+                 "running?)",
+                 doing);
+        return -EIO;
+    case SQLITE_NOMEM:
+        snprintf(err, errlen, "%s: out of memory", doing);
+        return -EIO;
+    default:
+        snprintf(err, errlen, "%s: I/O error (%s)", doing, msg);
+        return -EIO;
+    }
+}
+
+// True when path-wal exists: the capture was not finalized (the program was killed, or
+// its disk filled) and its latest transactions are in the write-ahead log.
+static bool has_wal(const char* path) {
+    char wal[4096];
+    struct stat st;
+    return (size_t)snprintf(wal, sizeof wal, "%s-wal", path) < sizeof wal && stat(wal, &st) == 0 &&
+           st.st_size > 0;
+}
+
 // Checks the SQLite header before SQLite sees the file: an empty or foreign file would
 // otherwise be opened as a fresh, empty database.
-static int check_header(const char* path, char* err, size_t errlen) {
+static int check_header(const char* path, bool wal, char* err, size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
@@ -61,10 +114,12 @@ static int check_header(const char* path, char* err, size_t errlen) {
         page_size = 65536;
     uint32_t pages = be32(hdr + 28);
     // The in-header size is valid only when the change counter matches version-valid-for.
-    if (pages && be32(hdr + 24) == be32(hdr + 92) &&
+    // With a write-ahead log the main file may be shorter: its newest pages are in the log.
+    if (!wal && pages && be32(hdr + 24) == be32(hdr + 92) &&
         (uint64_t)st.st_size < (uint64_t)pages * page_size) {
-        snprintf(err, errlen, "truncated capture file (%lld of %llu bytes)", (long long)st.st_size,
-                 (unsigned long long)pages * page_size);
+        snprintf(err, errlen,
+                 "truncated capture file (%lld of the %llu bytes its SQLite header declares)",
+                 (long long)st.st_size, (unsigned long long)pages * page_size);
         return -EPROTO;
     }
     return 0;
@@ -81,14 +136,119 @@ static int query_int(sqlite3* db, const char* sql, int64_t* out) {
     return rc == SQLITE_ROW ? 0 : -EPROTO;
 }
 
+// SQLite's own check of the file's structure (pages, B-trees, indexes; not BLOB contents).
+static int quick_check(sqlite3* db, char* err, size_t errlen) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        int rc = sqlite_problem(db, "checking its structure", err, errlen);
+        sqlite3_finalize(st);
+        return rc;
+    }
+    const char* res = (const char*)sqlite3_column_text(st, 0);
+    int rc = 0;
+    if (!res || strcmp(res, "ok") != 0) {
+        // The report starts with a "*** in database main ***" line; the problem follows.
+        const char* nl = res ? strchr(res, '\n') : NULL;
+        const char* problem = nl ? nl + 1 : res ? res : "no result";
+        snprintf(err, errlen, "corrupt capture: the SQLite file is damaged (quick_check: %.*s)",
+                 (int)strcspn(problem, "\n"), problem);
+        rc = -EPROTO;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// A chunk whose heap column is damaged would never be read (readers ask for one heap at a
+// time): its checksum could not catch that. Reads the (heap, seq_first) index only.
+static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, heap FROM event_chunk"
+                           " WHERE heap NOT IN (SELECT id FROM heap) LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sqlite_problem(db, "reading its event chunks", err, errlen);
+    int step = sqlite3_step(st), rc = 0;
+    if (step == SQLITE_ROW) {
+        snprintf(err, errlen,
+                 "event chunk %lld is corrupt (its heap %lld is not one of the capture's heaps)",
+                 (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
+        rc = -EPROTO;
+    } else if (step != SQLITE_DONE) {
+        rc = sqlite_problem(db, "reading its event chunks", err, errlen);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// Callsites form a tree (parent_id 0 is the root): a cycle would make every stack walk
+// repeat frames, so it is an error. Each walk up stops at the root, at a node an earlier
+// walk finished, or at a node of its own path (the cycle). Linear in the callsites.
+static int check_callsites(sqlite3* db, char* err, size_t errlen) {
+    int64_t n = 0;
+    if (query_int(db, "SELECT count(*) FROM callsite", &n))
+        return sqlite_problem(db, "reading its callsites", err, errlen);
+    if (n == 0)
+        return 0;
+    int64_t* id = malloc((size_t)n * sizeof *id);
+    int64_t* parent = malloc((size_t)n * sizeof *parent);
+    uint32_t* walk = calloc((size_t)n, sizeof *walk); // 1 + index of the walk that reached it
+    sqlite3_stmt* st = NULL;
+    int rc = 0;
+    if (!id || !parent || !walk) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT id, parent_id FROM callsite ORDER BY id", -1, &st, NULL) !=
+        SQLITE_OK) {
+        rc = sqlite_problem(db, "reading its callsites", err, errlen);
+        goto out;
+    }
+    int64_t rows = 0, step;
+    while (rows < n && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        id[rows] = sqlite3_column_int64(st, 0);
+        parent[rows++] = sqlite3_column_int64(st, 1);
+    }
+    n = rows; // fewer rows than counted: the table changed; check those read
+    for (int64_t start = 0; start < n && rc == 0; start++) {
+        for (int64_t i = start; !walk[i];) {
+            walk[i] = (uint32_t)start + 1;
+            int64_t lo = 0, hi = n; // binary search for the parent's row (ids are sorted)
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (id[mid] < parent[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (parent[i] == 0 || lo == n || id[lo] != parent[i])
+                break; // the root, or a parent that does not exist (shown as a cut stack)
+            if (walk[lo] == (uint32_t)start + 1) {
+                snprintf(err, errlen,
+                         "corrupt capture: callsite %lld is its own ancestor (the callsite "
+                         "table has a cycle)",
+                         (long long)id[lo]);
+                rc = -EPROTO;
+                break;
+            }
+            i = lo;
+        }
+    }
+out:
+    sqlite3_finalize(st);
+    free(id);
+    free(parent);
+    free(walk);
+    return rc;
+}
+
 static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
     sqlite3* db = cap->db;
     int64_t app_id = 0, version = 0;
     if (query_int(db, "PRAGMA application_id", &app_id) ||
-        query_int(db, "PRAGMA user_version", &version)) {
-        snprintf(err, errlen, "corrupt capture: %s", sqlite3_errmsg(db));
-        return -EPROTO;
-    }
+        query_int(db, "PRAGMA user_version", &version))
+        return sqlite_problem(db, "reading its header", err, errlen);
     if (app_id != MEMTRACE_APPLICATION_ID) {
         snprintf(err, errlen, "not a memtrace capture (an SQLite database of another kind)");
         return -EPROTO;
@@ -100,37 +260,59 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
                  (long long)version, MEMTRACE_SCHEMA_VERSION);
         return -ENOTSUP;
     }
-    if (version < 1) {
-        snprintf(err, errlen, "corrupt capture: schema version %lld", (long long)version);
+    if (version < MEMTRACE_SCHEMA_VERSION_OLDEST) {
+        snprintf(err, errlen, "corrupt capture: schema version %lld does not exist",
+                 (long long)version);
         return -EPROTO;
     }
+    cap->version = version;
     int64_t n;
     if (query_int(db, "SELECT count(*) FROM meta", &n) ||
-        query_int(db, "SELECT count(*) FROM heap", &n)) {
-        snprintf(err, errlen, "corrupt capture: %s", sqlite3_errmsg(db));
-        return -EPROTO;
-    }
+        query_int(db, "SELECT count(*) FROM heap", &n))
+        return sqlite_problem(db, "reading its tables", err, errlen);
     if (size <= (off_t)QUICK_CHECK_MAX_BYTES) {
-        sqlite3_stmt* st;
-        int ok = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) == SQLITE_OK &&
-                 sqlite3_step(st) == SQLITE_ROW &&
-                 strcmp((const char*)sqlite3_column_text(st, 0), "ok") == 0;
-        if (!ok)
-            snprintf(err, errlen, "corrupt capture: %s",
-                     sqlite3_column_text(st, 0) ? (const char*)sqlite3_column_text(st, 0)
-                                                : sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-        if (!ok) {
-            err[strcspn(err, "\n")] = 0; // quick_check reports one problem per line
-            return -EPROTO;
-        }
+        int rc = quick_check(db, err, errlen);
+        if (rc)
+            return rc;
     }
+    int rc = check_chunk_heaps(db, err, errlen);
+    return rc ? rc : check_callsites(db, err, errlen);
+}
+
+// Opens a capture left unfinished (a -wal beside it, or its header still in WAL mode: the
+// program was killed or its disk filled) without rewriting what is there: the WAL index
+// lives in this process's memory (exclusive locking mode: no -shm file to create, which a
+// full disk would refuse) and closing never checkpoints, so the -wal stays and the main
+// file is never rewritten. What reports cache (symbols) is appended to the -wal as
+// ordinary transactions, atomic like the tracer's own; on a full disk they fail and leave
+// the capture as it was. Needs write access only for the lock that exclusive mode takes.
+static int open_unfinished(mt_capture* cap, char* err, size_t errlen) {
+    if (sqlite3_open_v2(cap->path, &cap->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        snprintf(err, errlen,
+                 "cannot open: %s (an unfinished capture is read with its -wal file, which "
+                 "needs write access to the capture: copy both to a writable place)",
+                 sqlite3_errmsg(cap->db));
+        return -EIO;
+    }
+    sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+        return sqlite_problem(cap->db, "opening its write-ahead log", err, errlen);
     return 0;
+}
+
+static bool header_in_wal_mode(const char* path) {
+    unsigned char hdr[20];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool wal = fd >= 0 && read(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr && hdr[18] == 2;
+    if (fd >= 0)
+        close(fd);
+    return wal;
 }
 
 int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen) {
     *out = NULL;
-    int rc = check_header(path, err, errlen);
+    bool wal = has_wal(path);
+    int rc = check_header(path, wal, err, errlen);
     if (rc)
         return rc;
     struct stat st;
@@ -144,17 +326,25 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    // Read-write so a killed program's WAL is recovered and derived tables can be cached;
-    // fall back to read-only for files we may not write.
-    int src = sqlite3_open_v2(path, &cap->db, SQLITE_OPEN_READWRITE, NULL);
-    if (src != SQLITE_OK) {
-        sqlite3_close(cap->db);
-        src = sqlite3_open_v2(path, &cap->db, SQLITE_OPEN_READONLY, NULL);
-    }
-    if (src != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(cap->db));
-        mt_capture_close(cap);
-        return -EIO;
+    if (wal || header_in_wal_mode(path)) {
+        rc = open_unfinished(cap, err, errlen);
+        if (rc) {
+            mt_capture_close(cap);
+            return rc;
+        }
+    } else {
+        // A finished capture: read-write so derived tables can be cached; read-only for
+        // files we may not write.
+        int src = sqlite3_open_v2(path, &cap->db, SQLITE_OPEN_READWRITE, NULL);
+        if (src != SQLITE_OK) {
+            sqlite3_close(cap->db);
+            src = sqlite3_open_v2(path, &cap->db, SQLITE_OPEN_READONLY, NULL);
+        }
+        if (src != SQLITE_OK) {
+            snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(cap->db));
+            mt_capture_close(cap);
+            return -EIO;
+        }
     }
     sqlite3_busy_timeout(cap->db, 2000);
     rc = validate(cap, st.st_size, err, errlen);
@@ -171,6 +361,7 @@ void mt_capture_close(mt_capture* cap) {
         return;
     sqlite3_close(cap->db);
     free(cap->path);
+    free(cap->skipped);
     free(cap);
 }
 
@@ -291,25 +482,68 @@ static int step_chunks(mt_event_iter* it) {
     it->pending = false;
     if (rc == SQLITE_DONE)
         return 0;
-    snprintf(it->err, sizeof it->err, "corrupt capture: %s", sqlite3_errmsg(it->cap->db));
-    return -EPROTO;
+    return sqlite_problem(it->cap->db, "reading event chunks", it->err, sizeof it->err);
 }
 
-// Decodes the chunk row under it->chunks into a new cursor.
+// Whether chunk id was reported already (and remembers it if not).
+static bool reported_before(mt_capture* cap, int64_t id) {
+    for (size_t i = 0; i < cap->nskipped; i++)
+        if (cap->skipped[i] == id)
+            return true;
+    int64_t* p = realloc(cap->skipped, (cap->nskipped + 1) * sizeof *p);
+    if (p) {
+        cap->skipped = p;
+        p[cap->nskipped++] = id;
+    }
+    return false;
+}
+
+// A chunk that cannot be trusted: an error, or (mt_capture_skip_corrupt_chunks) left out
+// and reported once per capture.
+static int bad_chunk(mt_event_iter* it, int64_t id, int64_t count, const char* why) {
+    snprintf(it->err, sizeof it->err, "event chunk %lld is corrupt (%s)", (long long)id, why);
+    if (!skip_corrupt_report)
+        return -EPROTO;
+    if (!reported_before(it->cap, id)) {
+        char what[320];
+        snprintf(what, sizeof what, "%s; skipped its %lld events", it->err, (long long)count);
+        skip_corrupt_report(it->cap->path, what);
+    }
+    it->err[0] = 0;
+    return step_chunks(it);
+}
+
+// Decodes the chunk row under it->chunks into a new cursor, after checking its checksum.
 static int load_pending(mt_event_iter* it) {
     sqlite3_stmt* st = it->chunks;
     int64_t id = sqlite3_column_int64(st, 0);
-    int64_t count = sqlite3_column_int64(st, 2);
+    mt_chunk_header h = {.heap = it->heap_id,
+                         .seq_first = sqlite3_column_int64(st, 1),
+                         .count = sqlite3_column_int64(st, 2),
+                         .seq_last = sqlite3_column_int64(st, 5),
+                         .ts_first = sqlite3_column_int64(st, 6),
+                         .ts_last = sqlite3_column_int64(st, 7)};
+    int64_t count = h.count;
     int64_t codec = sqlite3_column_int64(st, 3);
     const uint8_t* data = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
-    if (codec != MT_CODEC_VARINT_COLUMNS || count <= 0 || count > MAX_CHUNK_EVENTS ||
-        (size_t)count > len / 3 + 1) {
-        snprintf(it->err, sizeof it->err, "corrupt capture: event chunk %lld is malformed",
-                 (long long)id);
-        return -EPROTO;
+    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
+    int64_t want_codec =
+        it->cap->version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
+    if (codec != want_codec) {
+        char why[64];
+        snprintf(why, sizeof why, "codec %lld, not %lld", (long long)codec, (long long)want_codec);
+        return bad_chunk(it, id, count, why);
     }
+    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
+        long payload = mt_chunk_verify(&h, data, len);
+        if (payload < 0)
+            return bad_chunk(it, id, count, "checksum mismatch");
+        len = (size_t)payload;
+    }
+    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
+    if (count <= 0 || count > MAX_CHUNK_EVENTS || (size_t)count > len / 3 + 1)
+        return bad_chunk(it, id, count, "impossible event count");
     cursor* c = calloc(1, sizeof *c);
     if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev))) {
         cursor_free(c);
@@ -318,11 +552,9 @@ static int load_pending(mt_event_iter* it) {
     }
     c->n = (size_t)count;
     if (mt_codec_decode(data, len, c->n, (uint8_t)it->heap_id, c->ev) != 0 ||
-        (uint64_t)sqlite3_column_int64(st, 1) != c->ev[0].seq) {
+        (uint64_t)h.seq_first != c->ev[0].seq) {
         cursor_free(c);
-        snprintf(it->err, sizeof it->err, "corrupt capture: event chunk %lld does not decode",
-                 (long long)id);
-        return -EPROTO;
+        return bad_chunk(it, id, count, "its events do not decode");
     }
     int rc = heap_push(it, c);
     if (rc) {
@@ -339,7 +571,8 @@ int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
     it->cap = cap;
     it->heap_id = heap;
     if (sqlite3_prepare_v2(cap->db,
-                           "SELECT id, seq_first, count, codec, data FROM event_chunk"
+                           "SELECT id, seq_first, count, codec, data, seq_last, ts_first,"
+                           " ts_last FROM event_chunk"
                            " WHERE heap=?1 ORDER BY seq_first, id",
                            -1, &it->chunks, NULL) != SQLITE_OK) {
         free(it);
@@ -369,7 +602,8 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     cursor* c = it->heap[0];
     *ev = c->ev[c->pos++];
     if (it->any && ev->seq <= it->last_seq) {
-        snprintf(it->err, sizeof it->err, "corrupt capture: event seq %llu repeats",
+        snprintf(it->err, sizeof it->err,
+                 "corrupt capture: event seq %llu appears twice (overlapping event chunks)",
                  (unsigned long long)ev->seq);
         return -EPROTO;
     }

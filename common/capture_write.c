@@ -188,22 +188,28 @@ int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value) 
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
     if (n == 0)
         return 0;
-    size_t len = mt_codec_encode(ev, n, scratch);
-    int64_t ts_first = ev[0].ts, ts_last = ev[0].ts;
+    mt_chunk_header h = {.heap = heap,
+                         .seq_first = (int64_t)ev[0].seq,
+                         .seq_last = (int64_t)ev[n - 1].seq,
+                         .ts_first = ev[0].ts,
+                         .ts_last = ev[0].ts,
+                         .count = (int64_t)n};
     for (size_t i = 1; i < n; i++) {
-        if (ev[i].ts < ts_first)
-            ts_first = ev[i].ts;
-        if (ev[i].ts > ts_last)
-            ts_last = ev[i].ts;
+        if (ev[i].ts < h.ts_first)
+            h.ts_first = ev[i].ts;
+        if (ev[i].ts > h.ts_last)
+            h.ts_last = ev[i].ts;
     }
+    // The checksum covers the row's columns too: readers verify it before decoding.
+    size_t len = mt_chunk_seal(&h, scratch, mt_codec_encode(ev, n, scratch));
     sqlite3_stmt* st = w->chunk;
-    sqlite3_bind_int(st, 1, heap);
-    sqlite3_bind_int64(st, 2, (int64_t)ev[0].seq);
-    sqlite3_bind_int64(st, 3, (int64_t)ev[n - 1].seq);
-    sqlite3_bind_int64(st, 4, ts_first);
-    sqlite3_bind_int64(st, 5, ts_last);
-    sqlite3_bind_int64(st, 6, (int64_t)n);
-    sqlite3_bind_int(st, 7, MT_CODEC_VARINT_COLUMNS);
+    sqlite3_bind_int64(st, 1, h.heap);
+    sqlite3_bind_int64(st, 2, h.seq_first);
+    sqlite3_bind_int64(st, 3, h.seq_last);
+    sqlite3_bind_int64(st, 4, h.ts_first);
+    sqlite3_bind_int64(st, 5, h.ts_last);
+    sqlite3_bind_int64(st, 6, h.count);
+    sqlite3_bind_int(st, 7, MT_CODEC_VARINT_COLUMNS_CRC32C);
     sqlite3_bind_blob(st, 8, scratch, (int)len, SQLITE_STATIC);
     return step_reset(st);
 }

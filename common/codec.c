@@ -8,7 +8,12 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 // ---- varints
 
@@ -55,8 +60,8 @@ static inline uint64_t get_varint(reader* r) {
 
 size_t mt_codec_bound(size_t n) {
     // 10 bytes per varint, 7 columns (kind and tid runs are at most 2 varints per event),
-    // plus the count.
-    return 10 + n * 10 * 9;
+    // plus the count and the checksum.
+    return 10 + n * 10 * 9 + MT_CHUNK_CHECKSUM_BYTES;
 }
 
 // Run-length column: (value, run length) pairs.
@@ -238,4 +243,92 @@ int mt_codec_decode(const uint8_t* data, size_t len, size_t count, uint8_t heap,
     if (r.bad || r.p != r.end)
         return -EPROTO;
     return 0;
+}
+
+// ---- CRC32C
+
+#define CRC32C_POLY 0x82f63b78u // Castagnoli, reflected
+
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static bool crc_hw;
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c >> 1 ^ (c & 1 ? CRC32C_POLY : 0);
+        crc_table[i] = c;
+    }
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    crc_hw = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
+#endif
+}
+
+static uint32_t crc_soft(uint32_t crc, const uint8_t* p, size_t len) {
+    while (len--)
+        crc = crc >> 8 ^ crc_table[(crc ^ *p++) & 0xff];
+    return crc;
+}
+
+#if defined(__x86_64__)
+// The SSE4.2 crc32 instruction computes exactly CRC32C, 8 bytes at a time: the writer
+// thread checksums every chunk, so this keeps the cost near zero.
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t* p,
+                                                            size_t len) {
+    uint64_t c = crc;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = __builtin_ia32_crc32di(c, w);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; len; p++, len--)
+        c32 = __builtin_ia32_crc32qi(c32, *p);
+    return c32;
+}
+#endif
+
+uint32_t mt_crc32c(uint32_t crc, const void* data, size_t len) {
+    pthread_once(&crc_once, crc_init);
+    crc = ~crc;
+#if defined(__x86_64__)
+    if (crc_hw)
+        return ~crc_sse42(crc, data, len);
+#endif
+    return ~crc_soft(crc, data, len);
+}
+
+uint32_t mt_crc32c_portable(uint32_t crc, const void* data, size_t len) {
+    pthread_once(&crc_once, crc_init);
+    return ~crc_soft(~crc, data, len);
+}
+
+// ---- chunk checksum
+
+static uint32_t chunk_checksum(const mt_chunk_header* h, const uint8_t* data, size_t len) {
+    const int64_t cols[6] = {h->heap, h->seq_first, h->seq_last, h->ts_first, h->ts_last, h->count};
+    uint8_t le[sizeof cols];
+    for (size_t i = 0; i < 6; i++)
+        for (size_t b = 0; b < 8; b++)
+            le[i * 8 + b] = (uint8_t)((uint64_t)cols[i] >> (8 * b));
+    return mt_crc32c(mt_crc32c(0, le, sizeof le), data, len);
+}
+
+size_t mt_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len) {
+    uint32_t crc = chunk_checksum(h, data, len);
+    for (size_t b = 0; b < MT_CHUNK_CHECKSUM_BYTES; b++)
+        data[len + b] = (uint8_t)(crc >> (8 * b));
+    return len + MT_CHUNK_CHECKSUM_BYTES;
+}
+
+long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len) {
+    if (len < MT_CHUNK_CHECKSUM_BYTES)
+        return -EBADMSG;
+    size_t payload = len - MT_CHUNK_CHECKSUM_BYTES;
+    uint32_t stored = 0;
+    for (size_t b = 0; b < MT_CHUNK_CHECKSUM_BYTES; b++)
+        stored |= (uint32_t)data[payload + b] << (8 * b);
+    return stored == chunk_checksum(h, data, payload) ? (long)payload : -EBADMSG;
 }

@@ -3,6 +3,8 @@
 #include "commands.h"
 #include "util.h"
 
+#include "memtrace/capture.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,11 +29,36 @@ static void usage(FILE* out) {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
     fputs("\n'memreport COMMAND --help' describes one command.\n"
+          "--skip-corrupt (anywhere before --): leave out event chunks that fail their\n"
+          "checksum, with a warning for each, instead of stopping at the first.\n"
           "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error\n",
           out);
 }
 
+static void warn_skipped(const char* path, const char* what) {
+    mr_error(path, "warning: %s", what);
+}
+
+// Removes the global option --skip-corrupt from argv (it applies to every subcommand,
+// whose own option parsers do not know it). Returns the new argc.
+static int take_skip_corrupt(int argc, char** argv) {
+    int out = 1;
+    bool options = true;
+    for (int i = 1; i < argc; i++) {
+        if (options && !strcmp(argv[i], "--"))
+            options = false;
+        if (options && !strcmp(argv[i], "--skip-corrupt")) {
+            mt_capture_skip_corrupt_chunks(warn_skipped);
+            continue;
+        }
+        argv[out++] = argv[i];
+    }
+    argv[out] = NULL;
+    return out;
+}
+
 int main(int argc, char** argv) {
+    argc = take_skip_corrupt(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return MR_EXIT_USAGE;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[64] = "/tmp/mt_test_capture.XXXXXX";
@@ -324,44 +325,44 @@ static void test_rejections(const char* good) {
     memset(junk, 0x5a, sizeof junk);
     CHECK_EQ_I64(pwrite(fd, junk, sizeof junk, st.st_size / 2 - 65536 / 2), (int64_t)sizeof junk);
     close(fd);
-    expect_open_fails("garbage pages", path_in_dir("garbage.db"), -EPROTO, "corrupt");
+    expect_open_fails("garbage pages", path_in_dir("garbage.db"), -EPROTO,
+                      "the SQLite file is damaged (quick_check: ");
 
-    // Chunk payloads are not covered by SQLite's checks: the decoder must catch them.
-    // 0xff bytes are varints that never end.
+    // Chunk payloads are not covered by SQLite's checks: the checksum must catch them.
     copy_file(good, path_in_dir("badbytes.db"), -1);
     overwrite_chunk(path_in_dir("badbytes.db"), 5, 0xff);
-    expect_iter_fails("corrupt chunk bytes", path_in_dir("badbytes.db"), "does not decode");
+    expect_iter_fails("corrupt chunk bytes", path_in_dir("badbytes.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("cutblob.db"), -1);
     sql(path_in_dir("cutblob.db"),
         "UPDATE event_chunk SET data = substr(data, 1, length(data) - 3)"
         " WHERE id = (SELECT id FROM event_chunk WHERE heap=1 ORDER BY seq_first LIMIT 1"
         " OFFSET 9)");
-    expect_iter_fails("cut chunk", path_in_dir("cutblob.db"), "does not decode");
+    expect_iter_fails("cut chunk", path_in_dir("cutblob.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("liar.db"), -1);
     sql(path_in_dir("liar.db"),
         "UPDATE event_chunk SET count = count + 1 WHERE id = (SELECT id FROM event_chunk"
         " WHERE heap=1 ORDER BY seq_first LIMIT 1 OFFSET 3)");
-    expect_iter_fails("count + 1", path_in_dir("liar.db"), "does not decode");
+    expect_iter_fails("count + 1", path_in_dir("liar.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("liar2.db"), -1);
     sql(path_in_dir("liar2.db"),
         "UPDATE event_chunk SET count = count - 1 WHERE id = (SELECT id FROM event_chunk"
         " WHERE heap=1 AND count > 1 ORDER BY seq_first LIMIT 1 OFFSET 3)");
-    expect_iter_fails("count - 1", path_in_dir("liar2.db"), "does not decode");
+    expect_iter_fails("count - 1", path_in_dir("liar2.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("liar3.db"), -1);
     sql(path_in_dir("liar3.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
-    expect_iter_fails("huge count", path_in_dir("liar3.db"), "malformed");
+    expect_iter_fails("huge count", path_in_dir("liar3.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("liar4.db"), -1);
     sql(path_in_dir("liar4.db"), "UPDATE event_chunk SET seq_first = seq_first + 1 WHERE id = 4");
-    expect_iter_fails("seq_first lies", path_in_dir("liar4.db"), "does not decode");
+    expect_iter_fails("seq_first lies", path_in_dir("liar4.db"), "checksum mismatch");
 
     copy_file(good, path_in_dir("codec.db"), -1);
     sql(path_in_dir("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
-    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "malformed");
+    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 2)");
 
     // Two chunks holding the same seq: the merge must notice, not report it twice.
     copy_file(good, path_in_dir("dup.db"), -1);
@@ -369,7 +370,270 @@ static void test_rejections(const char* good) {
         "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first, ts_last, count, codec,"
         " data) SELECT heap, seq_first, seq_last, ts_first, ts_last, count, codec, data"
         " FROM event_chunk WHERE id = 6");
-    expect_iter_fails("duplicate chunk", path_in_dir("dup.db"), "repeats");
+    expect_iter_fails("duplicate chunk", path_in_dir("dup.db"), "appears twice");
+}
+
+// ---- checksums: every flipped bit of a chunk (its data or its columns) is caught
+
+// Reads a whole file (for byte-for-byte comparisons). *len gets its size.
+static char* slurp(const char* path, size_t* len) {
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        *len = 0;
+        return NULL;
+    }
+    char* buf = malloc((size_t)st.st_size + 1);
+    *len = (size_t)read(fd, buf, (size_t)st.st_size);
+    close(fd);
+    return buf;
+}
+
+static void test_bit_flips(const char* good) {
+    enum { FLIPS = 150 };
+    sqlite3* db;
+    CHECK_EQ_I64(sqlite3_open(good, &db), SQLITE_OK);
+    int64_t nchunks = 0;
+    sqlite3_stmt* st;
+    CHECK_EQ_I64(sqlite3_prepare_v2(db, "SELECT count(*) FROM event_chunk", -1, &st, NULL),
+                 SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        nchunks = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    CHECK(nchunks > 10);
+    int detected = 0;
+    for (int f = 0; f < FLIPS && nchunks > 0; f++) {
+        const char* p = path_in_dir("flip.db");
+        copy_file(good, p, -1);
+        CHECK_EQ_I64(sqlite3_open(p, &db), SQLITE_OK);
+        int64_t id = 1 + (int64_t)(next_rand() % (uint64_t)nchunks);
+        char stmt[256];
+        if (f % 5 == 4) {
+            static const char* const cols[] = {"seq_first", "seq_last", "ts_first",
+                                               "ts_last",   "count",    "heap"};
+            // A bit of a column the checksum covers; SQL has no xor: (a | b) - (a & b).
+            char col[16];
+            snprintf(col, sizeof col, "%s", cols[next_rand() % 6]);
+            long long bit = 1ll << (next_rand() % 40);
+            snprintf(stmt, sizeof stmt,
+                     "UPDATE event_chunk SET %s = (%s | %lld) - (%s & %lld) WHERE id = %lld", col,
+                     col, bit, col, bit, (long long)id);
+            CHECK_EQ_I64(sqlite3_exec(db, stmt, NULL, NULL, NULL), SQLITE_OK);
+        } else {
+            CHECK_EQ_I64(
+                sqlite3_prepare_v2(db, "SELECT data FROM event_chunk WHERE id=?1", -1, &st, NULL),
+                SQLITE_OK);
+            sqlite3_bind_int64(st, 1, id);
+            CHECK_EQ_I64(sqlite3_step(st), SQLITE_ROW);
+            int len = sqlite3_column_bytes(st, 0);
+            unsigned char* data = malloc((size_t)len);
+            memcpy(data, sqlite3_column_blob(st, 0), (size_t)len);
+            sqlite3_finalize(st);
+            data[next_rand() % (uint64_t)len] ^= (unsigned char)(1u << (next_rand() % 8));
+            CHECK_EQ_I64(
+                sqlite3_prepare_v2(db, "UPDATE event_chunk SET data=?1 WHERE id=?2", -1, &st, NULL),
+                SQLITE_OK);
+            sqlite3_bind_blob(st, 1, data, len, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(st, 2, id);
+            CHECK_EQ_I64(sqlite3_step(st), SQLITE_DONE);
+            sqlite3_finalize(st);
+            free(data);
+        }
+        sqlite3_close(db);
+        // A flipped heap moves the chunk to another heap: heap 1 then misses it, or the
+        // other heap (2, or one with no other chunks) holds a chunk that fails its check.
+        char want[64];
+        snprintf(want, sizeof want, "event chunk %lld is corrupt (checksum mismatch)",
+                 (long long)id);
+        char err[512] = "";
+        mt_capture* cap = NULL;
+        if (mt_capture_open(p, &cap, err, sizeof err) != 0) {
+            // A chunk moved to a heap the capture does not have is caught when opening.
+            snprintf(want, sizeof want, "event chunk %lld is corrupt (its heap ", (long long)id);
+            if (strncmp(err, want, strlen(want)) == 0)
+                detected++;
+            else
+                fprintf(stderr, "flip %d: open: %s\n", f, err);
+            continue;
+        }
+        sqlite3_stmt* heaps;
+        sqlite3_prepare_v2(mt_capture_db(cap), "SELECT DISTINCT heap FROM event_chunk", -1, &heaps,
+                           NULL);
+        bool seen = false;
+        while (sqlite3_step(heaps) == SQLITE_ROW) {
+            mt_event_iter* it = NULL;
+            mt_event ev;
+            int rc = mt_event_iter_open(cap, sqlite3_column_int(heaps, 0), &it);
+            while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1)
+                rc = 0;
+            if (rc == -EPROTO && strcmp(mt_event_iter_error(it), want) == 0)
+                seen = true;
+            else if (rc != 0)
+                fprintf(stderr, "flip %d: %s\n", f, mt_event_iter_error(it));
+            mt_event_iter_close(it);
+        }
+        sqlite3_finalize(heaps);
+        mt_capture_close(cap);
+        if (!seen)
+            fprintf(stderr, "flip %d in chunk %lld not detected\n", f, (long long)id);
+        detected += seen;
+    }
+    CHECK_EQ_I64(detected, FLIPS);
+}
+
+// With skipping on, a corrupt chunk is left out and reported once, however often read.
+static int skip_reports;
+static char skip_what[512];
+static void on_skip(const char* path, const char* what) {
+    (void)path;
+    skip_reports++;
+    snprintf(skip_what, sizeof skip_what, "%s", what);
+}
+
+static void test_skip_corrupt(const char* good) {
+    const char* p = path_in_dir("skip.db");
+    copy_file(good, p, -1);
+    sql(p, "UPDATE event_chunk SET data = zeroblob(length(data)) WHERE id = 5");
+    mt_capture_skip_corrupt_chunks(on_skip);
+    char err[512];
+    mt_capture* cap = NULL;
+    CHECK_EQ_I64(mt_capture_open(p, &cap, err, sizeof err), 0);
+    int64_t lost = 0;
+    sqlite3_stmt* st;
+    sqlite3_prepare_v2(mt_capture_db(cap), "SELECT count FROM event_chunk WHERE id = 5", -1, &st,
+                       NULL);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        lost = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    CHECK(lost > 0);
+    static mt_event got[NEVENTS];
+    for (int pass = 0; pass < 2; pass++) {
+        int rc;
+        size_t n = read_all(cap, MT_HEAP_LIBC, got, NEVENTS, &rc);
+        CHECK_EQ_I64(rc, 0);
+        CHECK_EQ_I64(n, NEVENTS - lost);
+    }
+    CHECK_EQ_I64(skip_reports, 1);
+    char want[128];
+    snprintf(want, sizeof want,
+             "event chunk 5 is corrupt (checksum mismatch); skipped its %lld events",
+             (long long)lost);
+    CHECK_EQ_STR(skip_what, want);
+    mt_capture_close(cap);
+    mt_capture_skip_corrupt_chunks(NULL);
+}
+
+// ---- older captures: schema 1 (codec 1, no checksums) still reads
+
+static void make_v1(const char* good, const char* v1) {
+    copy_file(good, v1, -1);
+    sql(v1, "UPDATE event_chunk SET codec = 1, data = substr(data, 1, length(data) - 4);"
+            " PRAGMA user_version = 1");
+}
+
+static void test_schema_v1(const char* good) {
+    const char* v1 = path_in_dir("v1.db");
+    make_v1(good, v1);
+    check_readback(v1, false);
+    // Without checksums the decoder's own checks are what catches damage.
+    copy_file(v1, path_in_dir("v1bad.db"), -1);
+    overwrite_chunk(path_in_dir("v1bad.db"), 5, 0xff); // varints that never end
+    expect_iter_fails("v1 corrupt chunk bytes", path_in_dir("v1bad.db"), "do not decode");
+    copy_file(v1, path_in_dir("v1count.db"), -1);
+    sql(path_in_dir("v1count.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
+    expect_iter_fails("v1 huge count", path_in_dir("v1count.db"), "impossible event count");
+    // A schema 1 capture holds codec 1 only, a schema 2 capture codec 2 only.
+    copy_file(v1, path_in_dir("v1codec.db"), -1);
+    sql(path_in_dir("v1codec.db"), "UPDATE event_chunk SET codec = 2 WHERE id = 3");
+    expect_iter_fails("v1 codec 2", path_in_dir("v1codec.db"), "(codec 2, not 1)");
+}
+
+// ---- callsites must form a tree
+
+static void test_callsite_cycles(const char* good) {
+    const char* ok = path_in_dir("tree.db");
+    copy_file(good, ok, -1);
+    // A tree whose parents have larger ids than their children is still a tree.
+    sql(ok, "INSERT INTO callsite VALUES(10, 0, 1, 1), (5, 10, 2, 2), (7, 5, 3, 3),"
+            " (8, 5, 4, 3), (3, 99, 5, 9)"); // 99 does not exist: a cut stack, not a cycle
+    char err[512];
+    mt_capture* cap = NULL;
+    CHECK_EQ_I64(mt_capture_open(ok, &cap, err, sizeof err), 0);
+    mt_capture_close(cap);
+
+    const char* cyc = path_in_dir("cycle.db");
+    copy_file(ok, cyc, -1);
+    sql(cyc, "INSERT INTO callsite VALUES(20, 22, 1, 1), (21, 20, 2, 2), (22, 21, 3, 3),"
+             " (23, 21, 4, 4)");
+    expect_open_fails("callsite cycle", cyc, -EPROTO, "the callsite table has a cycle");
+    const char* self = path_in_dir("self.db");
+    copy_file(ok, self, -1);
+    sql(self, "INSERT INTO callsite VALUES(30, 30, 1, 1)");
+    expect_open_fails("callsite parent of itself", self, -EPROTO,
+                      "callsite 30 is its own ancestor");
+}
+
+// ---- an unfinished capture: the tracer's process died with its -wal beside the file
+
+static void test_unfinished(void) {
+    const char* p = path_in_dir("killed.db");
+    pid_t pid = fork();
+    if (pid == 0) {
+        mt_capwriter* w;
+        char err[256];
+        if (mt_capwriter_open(p, &w, err, sizeof err) ||
+            mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns") || mt_capwriter_begin(w) ||
+            mt_capwriter_meta_int(w, "pid", 4242) || mt_capwriter_commit(w))
+            _exit(1);
+        uint8_t* scratch = malloc(mt_codec_bound(1000));
+        for (size_t i = 0; i < NEVENTS; i += 1000)
+            if (mt_capwriter_begin(w) ||
+                mt_capwriter_chunk(w, MT_HEAP_LIBC, events + i, 1000, scratch) ||
+                mt_capwriter_commit(w))
+                _exit(1);
+        _exit(0); // no finish, no close: as if killed
+    }
+    int status = -1;
+    CHECK_EQ_I64(waitpid(pid, &status, 0), pid);
+    CHECK_EQ_I64(status, 0);
+    char wal[300];
+    snprintf(wal, sizeof wal, "%s-wal", p);
+    size_t dblen, wallen;
+    char* db0 = slurp(p, &dblen);
+    char* wal0 = slurp(wal, &wallen);
+    CHECK(wal0 != NULL && wallen > 0);
+    for (int pass = 0; pass < 2; pass++) {
+        char err[512] = "";
+        mt_capture* cap = NULL;
+        CHECK_EQ_I64(mt_capture_open(p, &cap, err, sizeof err), 0);
+        if (!cap) {
+            fprintf(stderr, "unfinished: %s\n", err);
+            break;
+        }
+        CHECK(mt_capture_truncated(cap));
+        static mt_event got[NEVENTS + 1];
+        int rc;
+        CHECK_EQ_I64(read_all(cap, MT_HEAP_LIBC, got, NEVENTS + 1, &rc), NEVENTS);
+        CHECK_EQ_I64(rc, 0);
+        CHECK(same_event(&got[NEVENTS - 1], &events[NEVENTS - 1]));
+        mt_capture_close(cap);
+    }
+    // Read as it was: no checkpoint into the main file, the log kept, no -shm made.
+    size_t dblen1, wallen1;
+    char* db1 = slurp(p, &dblen1);
+    char* wal1 = slurp(wal, &wallen1);
+    CHECK(db1 && dblen1 == dblen && memcmp(db0, db1, dblen) == 0);
+    CHECK(wal1 && wallen1 == wallen && memcmp(wal0, wal1, wallen) == 0);
+    char shm[300];
+    snprintf(shm, sizeof shm, "%s-shm", p);
+    CHECK(access(shm, F_OK) != 0);
+    free(db0);
+    free(wal0);
+    free(db1);
+    free(wal1);
 }
 
 static void cleanup(void) {
@@ -399,6 +663,11 @@ int main(void) {
     check_readback(rec, true);
 
     test_rejections(good);
+    test_bit_flips(good);
+    test_skip_corrupt(good);
+    test_schema_v1(good);
+    test_callsite_cycles(good);
+    test_unfinished();
     // The good capture still reads after all that (the copies were independent).
     check_readback(good, false);
     cleanup();

@@ -3,6 +3,7 @@
 #include "../check.h"
 #include "memtrace/codec.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -43,7 +44,53 @@ static void roundtrip(const mt_event* ev, size_t n) {
     free(out);
 }
 
+// CRC32C: the standard check value, and the CPU's instruction agrees with the table.
+static void test_crc32c(void) {
+    CHECK_EQ_I64(mt_crc32c(0, "123456789", 9), 0xe3069283);
+    CHECK_EQ_I64(mt_crc32c_portable(0, "123456789", 9), 0xe3069283);
+    CHECK_EQ_I64(mt_crc32c(0, "", 0), 0);
+    uint8_t buf[1000];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)next_rand();
+    for (size_t len = 0; len <= sizeof buf; len += 1 + len / 3) {
+        CHECK_EQ_I64(mt_crc32c(0, buf, len), mt_crc32c_portable(0, buf, len));
+        // In pieces: the same as at once.
+        CHECK_EQ_I64(mt_crc32c(mt_crc32c(0, buf, len / 3), buf + len / 3, len - len / 3),
+                     mt_crc32c(0, buf, len));
+    }
+}
+
+// A sealed chunk verifies; any single flipped bit, of its bytes or of a column the
+// checksum covers, does not.
+static void test_seal(const mt_event* ev, size_t n) {
+    uint8_t* buf = malloc(mt_codec_bound(n));
+    mt_chunk_header h = {1, (int64_t)ev[0].seq, (int64_t)ev[n - 1].seq, 5, 9, (int64_t)n};
+    size_t payload = mt_codec_encode(ev, n, buf);
+    size_t len = mt_chunk_seal(&h, buf, payload);
+    CHECK_EQ_I64(len, payload + MT_CHUNK_CHECKSUM_BYTES);
+    CHECK(len <= mt_codec_bound(n));
+    CHECK_EQ_I64(mt_chunk_verify(&h, buf, len), (long)payload);
+    size_t missed = 0;
+    for (size_t bit = 0; bit < len * 8; bit++) {
+        buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
+        missed += mt_chunk_verify(&h, buf, len) != -EBADMSG;
+        buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
+    }
+    int64_t* cols[] = {&h.heap, &h.seq_first, &h.seq_last, &h.ts_first, &h.ts_last, &h.count};
+    for (size_t c = 0; c < 6; c++)
+        for (int bit = 0; bit < 64; bit++) {
+            *cols[c] = (int64_t)((uint64_t)*cols[c] ^ (1ull << bit));
+            missed += mt_chunk_verify(&h, buf, len) != -EBADMSG;
+            *cols[c] = (int64_t)((uint64_t)*cols[c] ^ (1ull << bit));
+        }
+    CHECK_EQ_I64(missed, 0);
+    for (size_t cut = 0; cut < len; cut++)
+        CHECK_EQ_I64(mt_chunk_verify(&h, buf, cut), -EBADMSG);
+    free(buf);
+}
+
 int main(void) {
+    test_crc32c();
     enum { N = 5000 };
     mt_event* ev = calloc(N, sizeof *ev);
     uint64_t seq = 10;
@@ -59,6 +106,8 @@ int main(void) {
     }
     roundtrip(ev, N);
     roundtrip(ev, 1);
+    test_seal(ev, 300);
+    test_seal(ev, 1);
     // The tracer's shape: frees carry no size and no callsite (their columns are omitted),
     // and seq gaps both small and large (other threads' events in between).
     for (size_t i = 0; i < N; i++) {

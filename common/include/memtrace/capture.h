@@ -19,8 +19,11 @@ typedef struct sqlite3 sqlite3;
 typedef struct mt_capture mt_capture;
 
 // Opens and validates a capture (read-write when possible, so readers can cache derived
-// tables; read-only otherwise). On failure returns -ENOENT/-EACCES (cannot open), -EPROTO
-// (not a capture, corrupt) or -ENOTSUP (newer schema), with a message in err.
+// tables; read-only otherwise). A capture left unfinished (killed program, full disk) is
+// read with its -wal file, never checkpointed. Checks SQLite's structure (files up to
+// 64 MiB) and that callsites form a tree. On failure returns -ENOENT/-EACCES/-EIO (cannot
+// open or read, locked), -EISDIR, -EPROTO (not a capture, corrupt) or -ENOTSUP (newer
+// schema), with a one-line message in words in err.
 int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
 void mt_capture_close(mt_capture* cap);
 sqlite3* mt_capture_db(mt_capture* cap);
@@ -35,9 +38,15 @@ bool mt_capture_truncated(mt_capture* cap);
 // Streams the events of one heap in seq order. Memory is bounded by the number of chunks
 // whose seq ranges overlap (about one per live thread).
 typedef struct mt_event_iter mt_event_iter;
+// Process-wide policy, set before reading: with a report function, a chunk whose checksum
+// or decoding fails is left out instead of ending the iteration, and reported once per
+// capture (`what`: "event chunk N is corrupt (...); skipped its M events"). NULL: an error.
+typedef void (*mt_corrupt_chunk_fn)(const char* path, const char* what);
+void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
-// Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk;
-// the message is in mt_event_iter_error).
+// Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
+// e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
+// mt_event_iter_error).
 int mt_event_iter_next(mt_event_iter* it, mt_event* ev);
 const char* mt_event_iter_error(const mt_event_iter* it);
 void mt_event_iter_close(mt_event_iter* it);
