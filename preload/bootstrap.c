@@ -75,6 +75,10 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(dlclose, "dlclose", 1);
     RESOLVE(exit_, "_exit", 1);
     RESOLVE(sigprocmask, "sigprocmask", 1);
+    RESOLVE(pipe2, "pipe2", 1);
+    RESOLVE(execve, "execve", 1);
+    RESOLVE(execvpe, "execvpe", 1);
+    RESOLVE(fexecve, "fexecve", 1);
     void (*real_free)(void*);
     {
         void* f_ = must("free");

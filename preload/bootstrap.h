@@ -25,6 +25,10 @@ typedef struct mt_real_fns {
     int (*dlclose)(void*);
     void (*exit_)(int) __attribute__((noreturn));
     int (*sigprocmask)(int, const sigset_t*, sigset_t*);
+    int (*pipe2)(int[2], int);
+    int (*execve)(const char*, char* const[], char* const[]);
+    int (*execvpe)(const char*, char* const[], char* const[]);
+    int (*fexecve)(int, char* const[], char* const[]);
 } mt_real_fns;
 
 extern mt_real_fns mt_real;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 mt_config mt_cfg;
 
@@ -28,6 +29,12 @@ void mt_config_load(void) {
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "memtrace.%s.%%p.db",
                  program_invocation_short_name);
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
+    // Relative to where the program started: the program may chdir before the capture file
+    // is created (or before a forked child creates its own).
+    if (mt_cfg.pattern[0] != '/' && !getcwd(mt_cfg.start_dir, sizeof mt_cfg.start_dir))
+        mt_cfg.start_dir[0] = 0;
+    const char* report = getenv("MEMTRACE_REPORT");
+    snprintf(mt_cfg.report, sizeof mt_cfg.report, "%s", report ? report : "");
     const char* uw = getenv("MEMTRACE_UNWIND");
     mt_cfg.unwind = MT_UNWIND_AUTO;
     if (uw && !strcmp(uw, "fp"))
@@ -46,6 +53,10 @@ const char* mt_config_unwind_name(int unwind) {
 
 void mt_config_output_path(char* buf, size_t len, pid_t pid, int child) {
     size_t o = 0;
+    if (mt_cfg.start_dir[0] && mt_cfg.pattern[0] != '/')
+        o = (size_t)snprintf(buf, len, "%s/", mt_cfg.start_dir);
+    if (o >= len)
+        o = len - 1;
     const char* p = mt_cfg.pattern;
     for (; *p && o + 1 < len; p++) {
         if (p[0] == '%' && p[1] == 'p') {

@@ -11,6 +11,8 @@ enum { MT_UNWIND_AUTO, MT_UNWIND_FP, MT_UNWIND_LIBUNWIND };
 typedef struct mt_config {
     char pattern[4096]; // output path pattern: %p = pid
     int pattern_has_pid;
+    char start_dir[4096]; // the cwd at start, for a relative pattern ("" if unknown)
+    char report[4096];    // MEMTRACE_REPORT: where the launcher wants to hear of captures
     int unwind;
     int depth;
     int sample_ms;
@@ -21,8 +23,8 @@ typedef struct mt_config {
 extern mt_config mt_cfg;
 
 void mt_config_load(void);
-// The capture path for process `pid`. A forked child (child != 0) whose pattern has no %p
-// gets "<name>.<pid>.db" beside the parent's file.
+// The capture path for process `pid`, absolute when the start directory is known. A forked child
+// (child != 0) whose pattern has no %p gets "<name>.<pid>.db" beside the parent's file.
 void mt_config_output_path(char* buf, size_t len, pid_t pid, int child);
 const char* mt_config_unwind_name(int unwind);
 

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "config.h"
 #include "maps.h"
+#include "output.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -83,6 +84,8 @@ void mt_core_fail(const char* what, const char* why) {
         for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
             line[n++] = *p;
     (void)!write(STDERR_FILENO, line, n);
+    line[n - 1] = 0; // the launcher adds its own newline
+    mt_output_report_failure(line + strlen("memtrace: "));
 }
 
 // ---- buffers
@@ -377,21 +380,17 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
 
 static void start_capture(int child) {
     char path[4096];
-    mt_config_output_path(path, sizeof path, getpid(), child);
-    // A live process (our exec'ing parent, say) is writing that file: take <name>.<pid>.db.
-    int rc = mt_writer_claim(path);
-    if (rc == -EBUSY && !child) {
-        mt_config_output_path(path, sizeof path, getpid(), 1);
-        rc = mt_writer_claim(path);
-    }
+    int rc = mt_output_create(child, path, sizeof path);
     if (rc != 0) {
-        mt_core_fail(path, rc == -EBUSY ? "in use by another traced process" : strerror(-rc));
+        mt_core_fail(path, strerror(-rc));
         return;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mt_clock_restart();
-    if (mt_writer_start(path) == 0)
+    if (mt_writer_start(path) == 0) {
         atomic_store(&mt_state, 1);
+        mt_output_report_capture(path);
+    }
 }
 
 static void fork_prepare(void) {
@@ -431,6 +430,18 @@ static void fork_child(void) {
     mt_guard--;
 }
 
+// A new capture in this process starts with no counts and every thread, stack and mapping
+// still to be written to it.
+static void forget_written(void) {
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            atomic_store(&t->calls[k], 0);
+        atomic_store(&t->written, 0);
+    }
+    mt_trie_rewrite_all();
+    mt_maps_reset_for_child();
+}
+
 void mt_core_after_fork_child(void) {
     // Only this thread exists in the child. The parent's pending events and counts belong
     // to the parent's capture: drop them; stacks and maps are written again.
@@ -444,9 +455,6 @@ void mt_core_after_fork_child(void) {
             atomic_store(&b->committed, 0);
             atomic_store(&t->cur, b);
         }
-        for (int k = 0; k < MT_CALL_COUNT_; k++)
-            atomic_store(&t->calls[k], 0);
-        atomic_store(&t->written, 0);
     }
     if (self)
         self->tid = (uint32_t)gettid();
@@ -454,9 +462,33 @@ void mt_core_after_fork_child(void) {
     // against the cap, or the child could wait forever for a buffer nobody will recycle.
     full_head = full_tail = NULL;
     npending = 0;
-    mt_trie_rewrite_all();
-    mt_maps_reset_for_child();
+    forget_written();
     start_capture(1);
+}
+
+// ---- exec
+
+static _Atomic int stopped_for_exec;
+
+void mt_core_before_exec(void) {
+    // A vfork child shares our memory: the capture is its parent's, not its own.
+    if (getpid() != traced_pid || atomic_load(&mt_state) != 1)
+        return;
+    int saved = errno;
+    mt_core_shutdown();
+    mt_writer_discard_if_empty();
+    atomic_store(&stopped_for_exec, 1);
+    errno = saved;
+}
+
+void mt_core_after_failed_exec(void) {
+    if (!atomic_exchange(&stopped_for_exec, 0))
+        return;
+    int saved = mt_guard;
+    mt_guard = 1;
+    forget_written();
+    start_capture(0);
+    mt_guard = saved;
 }
 
 // ---- fatal signals: save the capture, then die as the program would have

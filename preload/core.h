@@ -97,6 +97,9 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
 void mt_core_init(void);     // constructor: settings, capture, writer thread
 void mt_core_shutdown(void); // destructor / _exit: flush everything and finalize
 void mt_core_after_fork_child(void);
+// exec: finish the capture before the image is replaced; start a new one if it was not.
+void mt_core_before_exec(void);
+void mt_core_after_failed_exec(void);
 
 // For the writer: the registry of threads.
 mt_thread* mt_core_threads(void);

@@ -2,20 +2,27 @@
 // memtrace: runs a program under libmemtrace.so (the one beside this executable, or in
 // ../lib/memtrace when installed), passes its exit status through, and says on stderr
 // where the capture went, as heaptrack does.
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: memtrace [-o FILE] [--] PROGRAM [ARGS...]\n"
+    "usage: memtrace [-o FILE] [-f] [--] PROGRAM [ARGS...]\n"
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
     "  -o FILE   capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
+    "  -f        overwrite FILE if it exists (never through a symlink)\n"
+    "Captures are created private (mode 0600) and never overwrite an existing file: a\n"
+    "process whose name is taken (an exec'd program, a forked child) writes NAME.<pid>.db\n"
+    "or NAME.2.db, ...; every capture this run wrote is listed at the end.\n"
     "Settings (environment): MEMTRACE_UNWIND=auto|fp|libunwind, MEMTRACE_DEPTH (64),\n"
     "MEMTRACE_SAMPLE_MS (10), MEMTRACE_FOLLOW_FORK (1), MEMTRACE_SYMBOLIZE (1).\n"
     "Read the capture with: memreport summary|leaks|plot|flamegraph|stats CAPTURE\n";
@@ -37,8 +44,151 @@ static int find_library(char* out, size_t len) {
     return -1;
 }
 
+// PROGRAM as execvp would find it, for the diagnosis of a run that wrote no capture.
+static int find_program(const char* prog, char* out, size_t len) {
+    if (strchr(prog, '/')) {
+        snprintf(out, len, "%s", prog);
+        return access(out, X_OK);
+    }
+    const char* path = getenv("PATH");
+    for (const char* p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(out, len, "%.*s/%s", (int)n, p, prog);
+        if (n && access(out, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    return -1;
+}
+
+// 1: an ELF executable without a program interpreter, which the dynamic loader (and so
+// LD_PRELOAD) never runs; 0: anything else.
+static int is_static_elf(const char* path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    Elf64_Ehdr eh;
+    int is_static = 0;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_phentsize == sizeof(Elf64_Phdr)) {
+        is_static = 1;
+        for (int i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof ph)) !=
+                (ssize_t)sizeof ph)
+                break;
+            if (ph.p_type == PT_INTERP)
+                is_static = 0;
+        }
+    }
+    close(fd);
+    return is_static;
+}
+
+// The -o path, absolute (the program may chdir before its capture is created); an existing
+// file is refused unless `force`, a directory always.
+static int prepare_output(const char* output, int force, char* out, size_t len) {
+    char cwd[PATH_MAX];
+    int n = output[0] == '/' || !getcwd(cwd, sizeof cwd) ? snprintf(out, len, "%s", output)
+                                                         : snprintf(out, len, "%s/%s", cwd, output);
+    if (n < 0 || (size_t)n >= len) {
+        fprintf(stderr, "memtrace: %s: path too long\n", output);
+        return -1;
+    }
+    if (strstr(out, "%p"))
+        return 0; // a name per process: nothing exists yet
+    struct stat st;
+    if (lstat(out, &st) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "memtrace: %s is a directory; -o names the capture file\n", output);
+        return -1;
+    }
+    if (!force) {
+        fprintf(stderr, "memtrace: %s exists; use -f to overwrite it\n", output);
+        return -1;
+    }
+    // unlink removes a symlink itself, never its target.
+    if (unlink(out) != 0) {
+        fprintf(stderr, "memtrace: cannot remove %s: %s\n", output, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+// The file where every traced process of this run says what it wrote (MEMTRACE_REPORT).
+static int make_report(char* dir, size_t dirlen, char* file, size_t filelen) {
+    const char* tmp = getenv("TMPDIR");
+    snprintf(dir, dirlen, "%s/memtrace.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(file, filelen, "%s/captures", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rmdir(dir);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+// `path` as the user would write it from here: relative below the cwd, absolute elsewhere.
+static const char* relative_to_cwd(const char* path) {
+    static char cwd[PATH_MAX];
+    size_t n = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    if (n > 1 && !strncmp(path, cwd, n) && path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
+// Says which captures the run wrote ("+pid path" lines) and what went wrong ("-pid why").
+// Returns how many captures exist.
+static int tell_captures(const char* report) {
+    FILE* f = fopen(report, "r");
+    if (!f)
+        return 0;
+    char line[8192];
+    int written = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char* text = strchr(line, ' ');
+        if (!text)
+            continue;
+        text++;
+        if (line[0] == '+' && access(text, F_OK) == 0) {
+            fprintf(stderr, "memtrace: capture written to %s\n", relative_to_cwd(text));
+            written++;
+        } else if (line[0] == '-') {
+            fprintf(stderr, "memtrace: process %.*s: %s\n", (int)(text - line - 2), line + 1, text);
+        }
+    }
+    fclose(f);
+    return written;
+}
+
+static void explain_no_capture(const char* prog) {
+    char path[PATH_MAX];
+    struct stat st;
+    if (find_program(prog, path, sizeof path) != 0)
+        return; // the exec failed and said so
+    if (is_static_elf(path))
+        fprintf(stderr,
+                "memtrace: %s is statically linked: LD_PRELOAD cannot trace it; no capture "
+                "written\n",
+                prog);
+    else if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+        fprintf(stderr,
+                "memtrace: %s is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD; "
+                "no capture written\n",
+                prog);
+    else
+        fprintf(stderr, "memtrace: no capture written: %s did not load libmemtrace.so\n", prog);
+}
+
 int main(int argc, char** argv) {
     const char* output = NULL;
+    int force = 0;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
@@ -46,6 +196,8 @@ int main(int argc, char** argv) {
             break;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             output = argv[++i];
+        } else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force")) {
+            force = 1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;
@@ -65,15 +217,24 @@ int main(int argc, char** argv) {
         fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
         return 1;
     }
+    char out_path[PATH_MAX];
+    if (output) {
+        if (prepare_output(output, force, out_path, sizeof out_path) != 0)
+            return 1;
+        setenv("MEMTRACE_OUTPUT", out_path, 1);
+    }
+    char report_dir[PATH_MAX], report[PATH_MAX + 16];
+    if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
+        fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        return 1;
+    }
+    setenv("MEMTRACE_REPORT", report, 1);
     const char* old = getenv("LD_PRELOAD");
     char* preload;
     if (asprintf(&preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
         return 1;
     setenv("LD_PRELOAD", preload, 1);
     free(preload);
-    if (output)
-        setenv("MEMTRACE_OUTPUT", output, 1);
-    const char* pattern = getenv("MEMTRACE_OUTPUT");
     // The launcher itself must not be traced by a preload it inherited.
     pid_t pid = fork();
     if (pid < 0) {
@@ -91,25 +252,10 @@ int main(int argc, char** argv) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    char path[PATH_MAX];
-    if (pattern) {
-        size_t o = 0;
-        for (const char* p = pattern; *p && o + 16 < sizeof path; p++) {
-            if (p[0] == '%' && p[1] == 'p') {
-                o += (size_t)snprintf(path + o, sizeof path - o, "%d", (int)pid);
-                p++;
-            } else {
-                path[o++] = *p;
-            }
-        }
-        path[o] = 0;
-    } else {
-        char* prog = strdup(argv[i]);
-        snprintf(path, sizeof path, "memtrace.%s.%d.db", basename(prog), (int)pid);
-        free(prog);
-    }
-    if (access(path, F_OK) == 0)
-        fprintf(stderr, "memtrace: capture written to %s\n", path);
+    if (tell_captures(report) == 0)
+        explain_no_capture(argv[i]);
+    unlink(report);
+    rmdir(report_dir);
     if (WIFSIGNALED(status)) {
         // Die the same way, so the caller sees the same status.
         signal(WTERMSIG(status), SIG_DFL);

@@ -5,6 +5,7 @@
 // Built with -fno-builtin-malloc and relatives so the compiler cannot rewrite these calls.
 #include "bootstrap.h"
 #include "core.h"
+#include "fdguard.h"
 #include "maps.h"
 #include "unwind.h"
 
@@ -215,6 +216,20 @@ MT_EXPORT int sigprocmask(int how, const sigset_t* set, sigset_t* old) {
         return 0;
     ensure_real();
     return mt_real.sigprocmask(how, set, old);
+}
+
+// libunwind probes memory through a pipe (reading a byte, then writing one) that it
+// reopens, closing the old descriptors, whenever a read fails. At low numbers the program
+// could have closed those and opened its own files there: libunwind would read, write and
+// close them. Its pipe lives among the tracer's high descriptors instead (fdguard.h).
+MT_EXPORT int pipe2(int fds[2], int flags) {
+    ensure_real();
+    int rc = mt_real.pipe2(fds, flags);
+    if (rc == 0 && mt_unwind_is_libunwind((uintptr_t)__builtin_return_address(0))) {
+        fds[0] = mt_fd_move_high(fds[0]);
+        fds[1] = mt_fd_move_high(fds[1]);
+    }
+    return rc;
 }
 
 // _exit skips destructors; finalize first so the capture of a forked child that ends

@@ -164,6 +164,10 @@ void mt_unwind_init(int mode) {
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
+bool mt_unwind_is_libunwind(uintptr_t caller) {
+    return caller >= libunwind_lo && caller < libunwind_hi;
+}
+
 bool mt_unwind_masking_for_us(uintptr_t caller) {
     // Both: a signal handler of the program that interrupts a walk keeps its own calls.
     return in_libunwind && caller >= libunwind_lo && caller < libunwind_hi;

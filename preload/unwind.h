@@ -12,6 +12,8 @@ void mt_unwind_init(int mode);
 // Whether a sigprocmask call is libunwind's own, made inside one of the tracer's walks on
 // this thread (see the sigprocmask hook).
 bool mt_unwind_masking_for_us(uintptr_t caller);
+// Whether `caller` (a return address) lies in libunwind's code.
+bool mt_unwind_is_libunwind(uintptr_t caller);
 // fork: the rule table's lock must not be held by another thread when the child starts.
 void mt_unwind_fork_lock(void);
 void mt_unwind_fork_unlock(void);

@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core.h"
+#include "fdguard.h"
 #include "maps.h"
 #include "trie.h"
 
@@ -37,12 +38,10 @@ static bool writer_running;
 static _Atomic int stop_requested;
 static uint8_t* scratch;
 static mt_event* sortbuf;
-static int statm_fd = -1;
 static int64_t last_commit, last_sample;
 static uint64_t events_written;
 static long page_size;
 static bool failed;
-static int claim_fd = -1; // holds the flock on the capture file (see mt_writer_claim)
 // Taken when the capture starts, not when the writer gets to them: the program may chdir,
 // or rewrite its argv (as servers that set their process title do).
 static char capture_path[4096], start_cwd[4096], start_cmdline[16384];
@@ -394,9 +393,14 @@ void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
     pthread_mutex_unlock(&mark_lock);
 }
 
+// Opened for each sample, not kept: a descriptor kept open could be closed and its number
+// reused by the program (fdguard.h).
 static void sample_memory(int64_t now) {
     char buf[128];
-    ssize_t n = statm_fd >= 0 ? pread(statm_fd, buf, sizeof buf - 1, 0) : -1;
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
     if (n <= 0)
         return;
     buf[n] = 0;
@@ -437,7 +441,6 @@ static void tick(bool final) {
         commit_all(now);
 }
 
-static void release_claim(void);
 static _Atomic int fatal_signal; // set by mt_writer_save_before_death
 static _Atomic int saved_before_death;
 
@@ -452,7 +455,6 @@ static void save_before_death(void) {
         mt_capwriter_finish(cw, "complete");
     }
     cw = NULL;
-    release_claim();
     pthread_mutex_unlock(&sqlite_lock);
     atomic_store(&saved_before_death, 1);
 }
@@ -463,14 +465,16 @@ static void save_before_death(void) {
 static bool open_capture(void) {
     char err[512];
     pthread_mutex_lock(&sqlite_lock);
-    bool ok = mt_capwriter_open(capture_path, &cw, err, sizeof err) == 0;
+    bool ok = mt_fdguard_install() == 0;
+    if (!ok)
+        snprintf(err, sizeof err, "cannot guard the capture's file descriptors");
+    else
+        ok = mt_capwriter_open(capture_path, &cw, err, sizeof err) == 0;
     if (!ok) {
         cw = NULL;
         failed = true;
-        release_claim();
         mt_core_fail(capture_path, err);
     } else {
-        statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
         write_meta();
         if (mt_capwriter_begin(cw) != 0)
             fail_sqlite("cannot write capture");
@@ -513,25 +517,6 @@ void mt_writer_save_before_death(int sig, int timeout_ms) {
     }
 }
 
-int mt_writer_claim(const char* path) {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return -errno;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno == EWOULDBLOCK ? EBUSY : errno;
-        close(fd);
-        return -e;
-    }
-    claim_fd = fd;
-    return 0;
-}
-
-static void release_claim(void) {
-    if (claim_fd >= 0)
-        close(claim_fd);
-    claim_fd = -1;
-}
-
 int mt_writer_start(const char* path) {
     page_size = sysconf(_SC_PAGESIZE);
     if (!scratch)
@@ -556,7 +541,6 @@ int mt_writer_start(const char* path) {
     int rc = pthread_create(&writer_thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        release_claim();
         mt_core_fail("cannot start the writer thread", strerror(rc));
         return -rc;
     }
@@ -576,7 +560,6 @@ void mt_writer_stop(void) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
         mt_capwriter_abandon(cw);
         cw = NULL;
-        release_claim();
         pthread_mutex_unlock(&sqlite_lock);
         return;
     }
@@ -597,20 +580,16 @@ void mt_writer_stop(void) {
             mt_core_fail("cannot finalize capture", "SQLite error");
     }
     cw = NULL;
-    release_claim();
-    if (statm_fd >= 0)
-        close(statm_fd);
-    statm_fd = -1;
     pthread_mutex_unlock(&sqlite_lock);
 }
 
+void mt_writer_discard_if_empty(void) {
+    if (!writer_running && events_written == 0 && capture_path[0])
+        unlink(capture_path);
+}
+
 void mt_writer_forget(void) {
-    // The parent's writer thread and SQLite handle are not ours to use or close; closing our
-    // copy of the claim fd leaves the parent's lock in place (flock is per open file).
+    // The parent's writer thread and SQLite handle are not ours to use or close.
     writer_running = false;
     cw = NULL;
-    release_claim();
-    if (statm_fd >= 0)
-        close(statm_fd);
-    statm_fd = -1;
 }

@@ -7,13 +7,8 @@
 
 #include <stdint.h>
 
-// Claims `path` for this process: an exclusive flock, held until the capture is finished,
-// so that an exec'd child or another program given the same MEMTRACE_OUTPUT never writes
-// into a capture a live process is writing. Returns 0, -EBUSY (claimed by another live
-// process) or another negative errno.
-int mt_writer_claim(const char* path);
-// Creates the claimed capture synchronously (so it exists as soon as the program runs) and
-// starts the thread. Returns 0 or a negative errno (the reason was already reported).
+// Starts the writer thread, which fills the (new, empty) capture file at `path`. Returns 0 or a
+// negative errno (the reason was already reported).
 int mt_writer_start(const char* path);
 // Final flush, symbols, status 'complete', one self-contained file; joins the thread.
 void mt_writer_stop(void);
@@ -22,6 +17,10 @@ void mt_writer_stop(void);
 // lock whenever it is inside SQLite; fork's prepare handler takes it first.
 void mt_writer_fork_lock(void);
 void mt_writer_fork_unlock(void);
+
+// After mt_writer_stop: removes the capture if it holds no event (an image that exec'd before
+// it allocated: a shell's forked child, say), so the exec'd image can take its name.
+void mt_writer_discard_if_empty(void);
 
 // Fork child: forget the parent's writer (its thread does not exist here).
 void mt_writer_forget(void);

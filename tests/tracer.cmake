@@ -28,10 +28,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
   set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
 
-  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask and
+  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family and
   # memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 
@@ -85,4 +85,22 @@ if(TARGET memtrace)
     $<TARGET_FILE:memtrace> $<TARGET_FILE:memreport> $<TARGET_FILE:crash>
     ${CMAKE_CURRENT_BINARY_DIR}/crash.d)
   set_tests_properties(e2e.crash PROPERTIES LABELS e2e TIMEOUT 60)
+endif()
+
+# Trust: the program's files, fds and output are never harmed, no capture is lost, and the
+# launcher reports exactly what a run wrote (tests/tracer/check_trust.py, one test per case).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(trust_prog tracer/trust_prog.c)
+  # No frame pointers: new stacks go through libunwind (and its memory-probing pipe).
+  target_compile_options(trust_prog PRIVATE -O1 -g -fomit-frame-pointer)
+  target_link_libraries(trust_prog PRIVATE memtrace_warnings)
+  add_executable(static_prog tracer/static_prog.c)
+  target_link_options(static_prog PRIVATE -static)
+  foreach(case fds symlink relative reexec launcher)
+    add_test(NAME e2e.trust_${case} COMMAND ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_trust.py ${case}
+      $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:trust_prog>
+      $<TARGET_FILE:static_prog> ${CMAKE_CURRENT_BINARY_DIR}/trust_${case}.d)
+    set_tests_properties(e2e.trust_${case} PROPERTIES LABELS e2e TIMEOUT 180)
+  endforeach()
 endif()

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// The tracer's file descriptors, kept out of the program's way (see fdguard.h).
+//
+// Our SQLite is a private static copy, so its unix VFS serves only the tracer: every file it
+// opens is ours. Its system calls are replaced here by versions that take a descriptor far
+// above the ones the program gets (the kernel hands out the lowest free number), remember
+// which file it is (device, inode, path), and check that before every use. A program that
+// closes every descriptor (close_range, closefrom, a loop up to the limit) and opens its own
+// files can never have them written by SQLite: the check fails, the file is reopened by its
+// path (no symlink followed, same inode required) and the operation goes to the new
+// descriptor.
+#include "fdguard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_GUARDED 16 // capture, its -wal and -journal, the symbol cache and its sidecars
+
+// SQLite's descriptor number (what our open returned) -> the file behind it now.
+typedef struct guarded {
+    int handle; // the number SQLite holds; -1: free slot
+    int fd;     // the descriptor that really is the file (differs after a reopen)
+    dev_t dev;
+    ino_t ino;
+    int flags; // open flags for a reopen (without O_CREAT/O_EXCL/O_TRUNC)
+    char path[4096];
+} guarded;
+
+static guarded table[MAX_GUARDED];
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int high_base = -1;
+
+int mt_fd_high_base(void) {
+    int base = atomic_load(&high_base);
+    if (base >= 0)
+        return base;
+    // Below the soft limit (a program that uses every descriptor still gets all but ours),
+    // and at most ~1000: the kernel sizes a process's descriptor table to its highest fd.
+    struct rlimit rl;
+    rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (top > 1024)
+        top = 1024;
+    base = top > 64 ? (int)top - 48 : 3;
+    atomic_store(&high_base, base);
+    return base;
+}
+
+int mt_fd_move_high(int fd) {
+    if (fd < 0 || fd >= mt_fd_high_base())
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, mt_fd_high_base());
+    if (high < 0)
+        return fd; // table full up there: keep the low one rather than fail
+    close(fd);
+    return high;
+}
+
+// ---- the table
+
+static guarded* find(int handle) {
+    for (int i = 0; i < MAX_GUARDED; i++)
+        if (table[i].handle == handle)
+            return &table[i];
+    return NULL;
+}
+
+static bool same_file(int fd, const guarded* g) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == g->dev && st.st_ino == g->ino;
+}
+
+// The descriptor to use for SQLite's `handle`: itself if not ours, the checked (or reopened)
+// file if ours, -1 with errno EBADF if ours and gone for good.
+static int resolve(int handle) {
+    pthread_mutex_lock(&table_lock);
+    guarded* g = find(handle);
+    int fd = handle;
+    if (g && !same_file(g->fd, g)) {
+        int again = open(g->path, g->flags | O_NOFOLLOW | O_CLOEXEC);
+        if (again >= 0 && same_file(again, g)) {
+            g->fd = mt_fd_move_high(again);
+        } else {
+            if (again >= 0)
+                close(again);
+            g->fd = -1;
+        }
+    }
+    if (g)
+        fd = g->fd;
+    pthread_mutex_unlock(&table_lock);
+    if (fd < 0)
+        errno = EBADF;
+    return fd;
+}
+
+// `fd` moved high, to a number no entry uses as its handle: once the program has closed a
+// file of ours, its handle's number is free in the kernel but still names that file here.
+static int unique_handle(int fd) {
+    int held[MAX_GUARDED], n = 0;
+    fd = mt_fd_move_high(fd);
+    while (fd >= 0 && find(fd) && n < MAX_GUARDED) {
+        held[n++] = fd; // kept open meanwhile, so the next duplicate gets another number
+        fd = fcntl(fd, F_DUPFD_CLOEXEC, mt_fd_high_base());
+    }
+    while (n > 0)
+        close(held[--n]);
+    return fd;
+}
+
+// ---- SQLite's system calls
+
+static int guarded_open(const char* path, int flags, int mode) {
+    // Never through a symlink, and never a file someone else put where ours should be.
+    int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if ((flags & O_CREAT) && fstat(fd, &st) == 0 && st.st_uid != geteuid()) {
+        close(fd);
+        errno = EACCES;
+        return -1;
+    }
+    pthread_mutex_lock(&table_lock);
+    fd = unique_handle(fd);
+    if (fd < 0) {
+        pthread_mutex_unlock(&table_lock);
+        return -1;
+    }
+    guarded* g = find(-1);
+    if (g && fstat(fd, &st) == 0 && strlen(path) < sizeof g->path) {
+        g->handle = g->fd = fd;
+        g->dev = st.st_dev;
+        g->ino = st.st_ino;
+        g->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
+        strcpy(g->path, path);
+    }
+    pthread_mutex_unlock(&table_lock);
+    return fd;
+}
+
+static int guarded_close(int handle) {
+    pthread_mutex_lock(&table_lock);
+    guarded* g = find(handle);
+    int fd = handle;
+    if (g) {
+        // Never close a number the program has taken over since.
+        fd = same_file(g->fd, g) ? g->fd : -1;
+        g->handle = g->fd = -1;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return fd >= 0 ? close(fd) : 0;
+}
+
+#define RESOLVE_OR_FAIL(fd, handle)                                                                \
+    int fd = resolve(handle);                                                                      \
+    if (fd < 0)                                                                                    \
+        return -1;
+
+static int guarded_fstat(int handle, struct stat* st) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return fstat(fd, st);
+}
+
+static int guarded_ftruncate(int handle, off_t len) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return ftruncate(fd, len);
+}
+
+static int guarded_fcntl(int handle, int cmd, ...) {
+    // Every fcntl command SQLite uses takes an int or a pointer: read it as glibc does.
+    va_list ap;
+    va_start(ap, cmd);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    RESOLVE_OR_FAIL(fd, handle);
+    return fcntl(fd, cmd, arg);
+}
+
+static int guarded_ioctl(int handle, int request, ...) {
+    va_list ap;
+    va_start(ap, request);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    RESOLVE_OR_FAIL(fd, handle);
+    return ioctl(fd, (unsigned long)request, arg);
+}
+
+static ssize_t guarded_read(int handle, void* buf, size_t n) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return read(fd, buf, n);
+}
+
+static ssize_t guarded_pread(int handle, void* buf, size_t n, off_t off) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return pread(fd, buf, n, off);
+}
+
+static ssize_t guarded_write(int handle, const void* buf, size_t n) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return write(fd, buf, n);
+}
+
+static ssize_t guarded_pwrite(int handle, const void* buf, size_t n, off_t off) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return pwrite(fd, buf, n, off);
+}
+
+static int guarded_fchmod(int handle, mode_t mode) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return fchmod(fd, mode);
+}
+
+static int guarded_fchown(int handle, uid_t uid, gid_t gid) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return fchown(fd, uid, gid);
+}
+
+static int guarded_fallocate(int handle, off_t off, off_t len) {
+    RESOLVE_OR_FAIL(fd, handle);
+    return posix_fallocate(fd, off, len);
+}
+
+static void* guarded_mmap(void* addr, size_t len, int prot, int flags, int handle, off_t off) {
+    int fd = handle;
+    if (!(flags & MAP_ANONYMOUS) && (fd = resolve(handle)) < 0)
+        return MAP_FAILED;
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+int mt_fdguard_install(void) {
+    static int installed;
+    if (installed)
+        return 0;
+    for (int i = 0; i < MAX_GUARDED; i++)
+        table[i].handle = table[i].fd = -1;
+    sqlite3_vfs* vfs = sqlite3_vfs_find("unix");
+    if (!vfs || !vfs->xSetSystemCall)
+        return -1;
+    // pread64/pwrite64 are the same calls as pread/pwrite with a 64-bit off_t.
+    static const struct {
+        const char* name;
+        sqlite3_syscall_ptr fn;
+    } calls[] = {
+        {"open", (sqlite3_syscall_ptr)guarded_open},
+        {"close", (sqlite3_syscall_ptr)guarded_close},
+        {"fstat", (sqlite3_syscall_ptr)guarded_fstat},
+        {"ftruncate", (sqlite3_syscall_ptr)guarded_ftruncate},
+        {"fcntl", (sqlite3_syscall_ptr)guarded_fcntl},
+        {"ioctl", (sqlite3_syscall_ptr)guarded_ioctl},
+        {"read", (sqlite3_syscall_ptr)guarded_read},
+        {"pread", (sqlite3_syscall_ptr)guarded_pread},
+        {"pread64", (sqlite3_syscall_ptr)guarded_pread},
+        {"write", (sqlite3_syscall_ptr)guarded_write},
+        {"pwrite", (sqlite3_syscall_ptr)guarded_pwrite},
+        {"pwrite64", (sqlite3_syscall_ptr)guarded_pwrite},
+        {"fchmod", (sqlite3_syscall_ptr)guarded_fchmod},
+        {"fchown", (sqlite3_syscall_ptr)guarded_fchown},
+        {"fallocate", (sqlite3_syscall_ptr)guarded_fallocate},
+        {"mmap", (sqlite3_syscall_ptr)guarded_mmap},
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+        // A call this SQLite build does not use (NOTFOUND) needs no guard; anything
+        // else must be replaced, or a descriptor could escape the check.
+        int rc = vfs->xSetSystemCall(vfs, calls[i].name, calls[i].fn);
+        if (rc != SQLITE_OK && rc != SQLITE_NOTFOUND)
+            return -1;
+    }
+    installed = 1;
+    return 0;
+}

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// Where a capture goes: its file is created here, never over an existing one, and the
+// launcher (memtrace) is told which captures this run wrote.
+#ifndef MT_OUTPUT_H
+#define MT_OUTPUT_H
+
+#include <stddef.h>
+
+// Creates this process's capture file, empty, mode 0600: the configured path; if that exists
+// (an earlier run, the image before an exec, a symlink planted there), NAME.<pid>.db when
+// the pattern has no %p, then the first free of NAME.2.db, NAME.3.db, ... No existing file
+// or symlink is ever opened or overwritten. A forked child (child != 0) whose pattern has no
+// %p starts from NAME.<pid>.db. Writes the path
+// into `path` and returns 0, or returns a negative errno.
+int mt_output_create(int child, char* path, size_t len);
+
+// Tells the launcher (MEMTRACE_REPORT, a file the launcher made) about this process:
+// a capture it started, or why it stopped recording.
+void mt_output_report_capture(const char* path);
+void mt_output_report_failure(const char* message);
+
+#endif

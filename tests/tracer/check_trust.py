@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The tracer never harms the traced program or its files, and never loses a capture.
+
+Usage: check_trust.py CASE MEMTRACE MEMREPORT TRUST_PROG [STATIC_PROG] WORKDIR
+Cases: fds, symlink, relative, reexec, launcher (see each function).
+"""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+FAILS = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILS.append(what)
+    return ok
+
+
+def summary(memreport, path):
+    r = subprocess.run([memreport, "summary", "--json", path], capture_output=True, text=True)
+    if not check(r.returncode == 0, f"memreport summary {os.path.basename(path)} reads it "
+                 f"({r.stderr.strip()})"):
+        return None
+    return json.loads(r.stdout)
+
+
+def traced(launcher, argv, env=None, cwd=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run([launcher] + argv, capture_output=True, text=True, env=e, cwd=cwd)
+
+
+def preloaded(lib, argv, env, cwd=None):
+    e = dict(os.environ, LD_PRELOAD=lib)
+    e.update(env)
+    return subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd)
+
+
+def library(launcher):
+    return os.path.join(os.path.dirname(launcher), "libmemtrace.so")
+
+
+def case_fds(a, w):
+    """A program that closes every fd and opens its own files keeps them intact (item 1)."""
+    results = {}
+    for label, extra in (("closes", {}), ("control", {"TRUST_NO_CLOSE": "1"})):
+        for unwind in ("auto", "libunwind"):
+            d = os.path.join(w, f"{label}-{unwind}")
+            os.makedirs(d)
+            cap = os.path.join(d, "cap.db")
+            env = dict(extra, MEMTRACE_OUTPUT=cap, TRUST_CAPTURE=cap, MEMTRACE_UNWIND=unwind)
+            r = preloaded(library(a.memtrace), [a.prog, "closefds", d], env)
+            check(r.returncode == 0 and r.stderr == "",
+                  f"{label}/{unwind}: exit 0, no message ({r.returncode}: {r.stderr.strip()})")
+            for f in range(8):
+                with open(os.path.join(d, f"file{f}.txt"), "rb") as fh:
+                    data = fh.read()
+                want = b"".join(b"file %d line %d\n" % (f, n) for n in range(30))
+                check(data == want, f"{label}/{unwind}: file{f}.txt holds exactly its 30 lines "
+                      f"({len(data)} bytes, want {len(want)})")
+            s = summary(a.memreport, cap)
+            if s:
+                check(s["status"] == "complete", f"{label}/{unwind}: capture complete "
+                      f"({s['status']})")
+                results[(label, unwind)] = (s["allocations"], s["frees"])
+    # Every allocation after the fds were closed is in the capture: as many as without closing.
+    for unwind in ("auto", "libunwind"):
+        got, want = results.get(("closes", unwind)), results.get(("control", unwind))
+        check(got is not None and got == want,
+              f"{unwind}: allocations and frees after close: {got}, without closing: {want}")
+
+
+def case_symlink(a, w):
+    """A planted symlink at the output path is never followed; captures are 0600 (items 2-3)."""
+    victim = os.path.join(w, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    cap = os.path.join(w, "cap.db")
+    os.symlink(victim, cap)
+    dangling = os.path.join(w, "dangling.db")
+    os.symlink(os.path.join(w, "created-by-tracer"), dangling)
+    old = os.umask(0)
+    try:
+        for out in (cap, dangling):
+            r = preloaded(library(a.memtrace), [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": out})
+            check(r.returncode == 0 and r.stderr == "", f"{os.path.basename(out)}: program ran "
+                  f"unchanged ({r.returncode}: {r.stderr.strip()})")
+    finally:
+        os.umask(old)
+    with open(victim, "rb") as f:
+        check(f.read() == b"precious\n", "the symlink's target is untouched")
+    check(os.path.islink(cap) and os.path.islink(dangling), "the symlinks are still symlinks")
+    check(not os.path.exists(os.path.join(w, "created-by-tracer")),
+          "no file created through a dangling symlink")
+    for name in sorted(os.listdir(w)):
+        if name.endswith(".db") and not os.path.islink(os.path.join(w, name)):
+            path = os.path.join(w, name)
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            check(mode == 0o600, f"{name}: mode {oct(mode)} is 0600 (umask 0)")
+            s = summary(a.memreport, path)
+            if s:
+                check(s["leaked_bytes"] == 4242, f"{name}: the program's 4242 leaked bytes "
+                      f"({s['leaked_bytes']})")
+    written = [n for n in os.listdir(w) if n.endswith(".db") and not os.path.islink(
+        os.path.join(w, n))]
+    check(len(written) == 2, f"two captures beside the symlinks: {sorted(written)}")
+
+
+def case_relative(a, w):
+    """A relative output path is where the program started, whatever it chdirs to (item 5)."""
+    sub = os.path.join(w, "elsewhere")
+    os.makedirs(sub)
+    r = traced(a.memtrace, ["-o", "rel.db", "--", a.prog, "chdir", sub], cwd=w)
+    check(r.returncode == 0, f"launcher run exits 0 ({r.returncode})")
+    check(os.path.exists(os.path.join(w, "rel.db")), "capture in the start directory")
+    check(os.listdir(sub) == [], f"nothing in the directory it moved to: {os.listdir(sub)}")
+    check("memtrace: capture written to rel.db" in r.stderr, f"launcher names it: {r.stderr!r}")
+    r = preloaded(library(a.memtrace), [a.prog, "chdir", sub], {"MEMTRACE_OUTPUT": "pre.db"},
+                  cwd=w)
+    check(os.path.exists(os.path.join(w, "pre.db")), "LD_PRELOAD alone: same")
+    check(os.listdir(sub) == [], f"LD_PRELOAD alone: nothing in {sub}: {os.listdir(sub)}")
+
+
+def case_reexec(a, w):
+    """A program that re-execs itself 20 times leaves 21 complete captures (item 4)."""
+    images = 21
+    r = traced(a.memtrace, ["-o", os.path.join(w, "cap.%p.db"), a.prog, "reexec", str(images)])
+    check(r.returncode == 0, f"exit 0 ({r.returncode}: {r.stderr.strip()})")
+    caps = sorted(n for n in os.listdir(w) if n.endswith(".db"))
+    check(len(caps) == images, f"{images} captures: {caps}")
+    told = [l for l in r.stderr.splitlines() if l.startswith("memtrace: capture written to ")]
+    check(len(told) == images, f"the launcher names all {images}: {len(told)}")
+    leaked = set()
+    for name in caps:
+        s = summary(a.memreport, os.path.join(w, name))
+        if not s:
+            continue
+        check(s["status"] == "complete", f"{name}: complete ({s['status']})")
+        n = s["leaked_bytes"] - 1000
+        check(s["allocations"] == n + 1 and s["frees"] == n,
+              f"{name}: image {n}: {n + 1} allocations, {n} frees ({s['allocations']}, "
+              f"{s['frees']})")
+        leaked.add(s["leaked_bytes"])
+    check(leaked == {1000 + n for n in range(1, images + 1)},
+          f"one capture per image, every image's leak: {sorted(leaked)}")
+
+
+def case_launcher(a, w):
+    """The launcher reports exactly what this run wrote, and says why when nothing (item 7)."""
+    stale = os.path.join(w, "old.db")
+    with open(stale, "w") as f:
+        f.write("not a capture of this run\n")
+    r = traced(a.memtrace, ["-o", stale, a.prog, "chdir", "/"])
+    check(r.returncode != 0 and "exists" in r.stderr and "capture written" not in r.stderr,
+          f"an existing -o file is refused: {r.returncode} {r.stderr.strip()!r}")
+    with open(stale) as f:
+        check(f.read() == "not a capture of this run\n", "and left as it was")
+    r = traced(a.memtrace, ["-f", "-o", stale, a.prog, "chdir", "/"])
+    told = r.stderr.strip().rpartition("memtrace: capture written to ")[2]
+    check(r.returncode == 0 and r.stderr.count("\n") == 1 and os.path.exists(told) and
+          os.path.samefile(told, stale), f"-f overwrites it: {r.stderr.strip()!r}")
+    check(summary(a.memreport, stale) is not None, "and it is now this run's capture")
+    r = traced(a.memtrace, ["-o", w, a.prog, "chdir", "/"])
+    check(r.returncode != 0 and "is a directory" in r.stderr and "written to" not in r.stderr,
+          f"a directory as -o: {r.stderr.strip()!r}")
+    r = traced(a.memtrace, ["-o", os.path.join(w, "static.db"), a.static_prog])
+    check(r.returncode == 0 and "statically linked" in r.stderr and "written to" not in r.stderr,
+          f"a static program: {r.stderr.strip()!r}")
+    check(r.stdout == "static program ran\n", f"and it ran: {r.stdout!r}")
+    check(not os.path.exists(os.path.join(w, "static.db")), "no capture for it")
+
+
+def main():
+    case = sys.argv[1]
+
+    class A:
+        pass
+    a = A()
+    a.memtrace, a.memreport, a.prog = sys.argv[2:5]
+    a.static_prog = sys.argv[5] if len(sys.argv) > 6 else None
+    w = sys.argv[-1]
+    shutil.rmtree(w, ignore_errors=True)
+    os.makedirs(w)
+    {"fds": case_fds, "symlink": case_symlink, "relative": case_relative,
+     "reexec": case_reexec, "launcher": case_launcher}[case](a, w)
+    print(f"{'0' if FAILS else '1'} passed, {len(FAILS) and 1} failed")
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// A program that does what daemons, shells and test runners do to their own process, for
+// tests/tracer/check_trust.py. Every mode allocates a known amount, so the capture can be
+// checked exactly, and writes its own files, so they can be checked byte for byte.
+//   closefds DIR     wait for the capture, close every fd >= 3 (TRUST_NO_CLOSE: don't), open 8
+//   files in DIR, write
+//                    30 lines to each with an allocation per line (new stacks: unwinding)
+//   reexec N         allocate, then exec itself with N-1 (N images in all)
+//   chdir DIR        chdir to DIR, allocate, exit
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINES 30
+#define FILES 8
+
+static void* volatile sink;
+
+// Recursion of varying depth: each line's allocation comes from a stack not seen before.
+static __attribute__((noinline)) void alloc_at_depth(int depth, size_t size) {
+    if (depth > 0) {
+        alloc_at_depth(depth - 1, size);
+        __asm__ volatile("" ::: "memory"); // not a tail call
+        return;
+    }
+    sink = malloc(size);
+    free(sink);
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int closefds(const char* dir) {
+    // The writer creates the capture (and SQLite its -wal) shortly after start; wait for a
+    // commit to have happened, so its descriptors are open when we close everything.
+    const char* cap = getenv("TRUST_CAPTURE");
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", cap ? cap : "");
+    struct stat st;
+    for (int i = 0; cap && i < 1000 && stat(wal, &st) != 0; i++)
+        sleep_ms(10);
+    sink = malloc(100);
+    free(sink);
+    sleep_ms(50);
+    // As daemons do (close_range and closefrom end the same way). TRUST_NO_CLOSE: the
+    // control run, to compare the capture with.
+    if (!getenv("TRUST_NO_CLOSE"))
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    int fds[FILES];
+    for (int f = 0; f < FILES; f++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/file%d.txt", dir, f);
+        fds[f] = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fds[f] < 0) {
+            perror(path);
+            return 1;
+        }
+    }
+    for (int line = 0; line < LINES; line++) {
+        for (int f = 0; f < FILES; f++) {
+            alloc_at_depth(line % 7 + f, 64 + (size_t)line);
+            char text[64];
+            int n = snprintf(text, sizeof text, "file %d line %d\n", f, line);
+            if (write(fds[f], text, (size_t)n) != n) {
+                perror("write");
+                return 1;
+            }
+        }
+        sleep_ms(2); // let the writer commit while the program's files are open
+    }
+    for (int f = 0; f < FILES; f++)
+        close(fds[f]);
+    printf("closefds: %d files of %d lines\n", FILES, LINES);
+    return 0;
+}
+
+static int reexec(char** argv, int n) {
+    // 1000 + n bytes in n+1 blocks of image n, one of them leaked: exact per image.
+    for (int i = 0; i < n; i++) {
+        sink = malloc(1000);
+        free(sink);
+    }
+    sink = malloc(1000 + (size_t)n);
+    if (n <= 1)
+        return 0;
+    char next[16];
+    snprintf(next, sizeof next, "%d", n - 1);
+    execl(argv[0], argv[0], "reexec", next, (char*)NULL);
+    perror("execl");
+    return 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc == 3 && !strcmp(argv[1], "closefds"))
+        return closefds(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "reexec"))
+        return reexec(argv, atoi(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "chdir")) {
+        if (chdir(argv[2]) != 0) {
+            perror(argv[2]);
+            return 1;
+        }
+        sink = malloc(4242);
+        return 0;
+    }
+    fprintf(stderr, "usage: trust_prog closefds DIR | reexec N | chdir DIR\n");
+    return 2;
+}
