@@ -81,8 +81,9 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    // Truncated in place, not unlinked: the tracer holds a lock on this very file (inode).
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    // Captures hold command lines, paths and the address-space layout: private (0600), and
+    // never written through a symlink. (The tracer has created the file itself, exclusively.)
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create: %s", strerror(errno));
         free(w);
