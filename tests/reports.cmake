@@ -35,3 +35,18 @@ endif()
 # report (reporter/escape.h).
 memtrace_unit_test(escape ${REPORTS_FIXTURE})
 memtrace_unit_test(reports_empty ${REPORTS_FIXTURE})
+
+# Every report on a real traced program with hostile names (needs the tracer). Its
+# functions are named by __asm__ labels, which only the ELF symbols carry: no -g there.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(hostile_names reports/progs/hostile_names.c reports/progs/hostile_file.c)
+  target_compile_definitions(hostile_names PRIVATE _GNU_SOURCE)
+  target_compile_options(hostile_names PRIVATE -g0 -O1 -fno-omit-frame-pointer)
+  set_source_files_properties(reports/progs/hostile_file.c PROPERTIES COMPILE_OPTIONS -g)
+  target_link_libraries(hostile_names PRIVATE Threads::Threads)
+  add_test(NAME e2e.reports_hostile_names
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/e2e_hostile.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:hostile_names> ${CMAKE_CURRENT_BINARY_DIR}/reports-hostile)
+  set_tests_properties(e2e.reports_hostile_names PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
