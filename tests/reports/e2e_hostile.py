@@ -81,6 +81,13 @@ def main():
     files = [f.get("file") for g in leaks.get("groups", []) for f in g["stack"]]
     check(any((f or "").endswith("/evil\x1b[2J.c") for f in files),
           "leaks --json keeps the file name: %r" % files)
+    # A suppression pattern matches the escaped name (README).
+    supp = os.path.join(work, "supp.txt")
+    with open(supp, "w") as f:
+        f.write("caf\\\\xe9*\n")
+    s = report_json("leaks", "--suppressions", supp)
+    check(s.get("suppressed_bytes") == 100,
+          "suppression caf\\\\xe9* hides caf\\xe9_alloc's 100 bytes")
     stacks = report_json("stacks")
     names = [f.get("function") for s in stacks.get("stacks", []) for f in s["frames"]]
     check(all(exact in names for exact, _, _ in FUNCTIONS), "stacks --json keeps every name")
