@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: the event chunk decoder (mt_codec_decode) on arbitrary blobs.
 // Input: 2 bytes little-endian, the event count the caller claims (event_chunk.count),
-// then the blob. Besides the sanitizers' checks, a blob that decodes must survive a round
-// trip: its events re-encoded within mt_codec_bound and decoded again are the same events.
+// then the blob. The decoder is fuzzed on its own (the chunk checksum, which readers verify
+// first, would reject nearly every mutation); the checksum check runs on the same bytes.
+// Besides the sanitizers' checks, a blob that decodes must survive a round trip: its events
+// re-encoded and sealed within mt_codec_bound, verified and decoded again, are the same.
 #include "memtrace/codec.h"
 
 #include <stdint.h>
@@ -30,14 +32,19 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     mt_event* ev = malloc((count ? count : 1) * sizeof *ev);
     if (!ev)
         return 0;
+    mt_chunk_header h = {.heap = 1, .count = (int64_t)count};
+    long payload = mt_chunk_verify(&h, blob, len);
+    if (payload > (long)len)
+        abort(); // the checksummed part cannot be longer than the blob
     if (mt_codec_decode(blob, len, count, 1, ev) == 0) {
         uint8_t* enc = malloc(mt_codec_bound(count));
         mt_event* again = malloc((count ? count : 1) * sizeof *again);
         if (!enc || !again)
             abort();
         size_t n = mt_codec_encode(ev, count, enc);
-        if (n > mt_codec_bound(count) || mt_codec_decode(enc, n, count, 1, again) != 0 ||
-            !same_events(ev, again, count))
+        size_t sealed = mt_chunk_seal(&h, enc, n);
+        if (sealed > mt_codec_bound(count) || mt_chunk_verify(&h, enc, sealed) != (long)n ||
+            mt_codec_decode(enc, n, count, 1, again) != 0 || !same_events(ev, again, count))
             abort(); // a decoded chunk that does not round-trip: the codec is inconsistent
         free(again);
         free(enc);

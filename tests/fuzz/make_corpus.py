@@ -5,7 +5,7 @@ a format changes, then commit the files:
 
   make_corpus.py CORPUS_DIR --npu LOG... --capture CAPTURE...
 
-- capture/: each CAPTURE, rewritten with 512-byte pages (VACUUM) so the fuzzer mutates
+- capture/: each CAPTURE (as NAME.capture), rewritten with 512-byte pages (VACUUM) so the fuzzer mutates
   a few kB instead of 4 kB pages of mostly zeros;
 - codec/: every event chunk of those captures with fewer than 65536 events, as
   fuzz_codec reads them: 2 bytes little-endian event count, then the chunk's encoded
@@ -14,6 +14,7 @@ a format changes, then commit the files:
 Python 3 standard library only.
 """
 import argparse
+import hashlib
 import os
 import shutil
 import sqlite3
@@ -39,16 +40,21 @@ def main():
     args = ap.parse_args()
     for sub in ("capture", "codec", "npu"):
         os.makedirs(os.path.join(args.corpus, sub), exist_ok=True)
-    for i, cap in enumerate(args.capture):
-        dst = os.path.join(args.corpus, "capture", f"capture{i}.db")
+    for cap in args.capture:
+        # Not *.db: .gitignore leaves those out of the repository.
+        name = os.path.splitext(os.path.basename(cap))[0]
+        dst = os.path.join(args.corpus, "capture", f"{name}.capture")
         small_capture(cap, dst)
         db = sqlite3.connect(f"file:{dst}?mode=ro", uri=True)
         rows = db.execute("SELECT id, count, codec, data FROM event_chunk WHERE count < 65536")
-        for cid, count, codec, data in rows:
+        for _, count, codec, data in rows:
             if codec == 2:  # the chunk's CRC32C (4 bytes) follows what mt_codec_decode reads
                 data = data[:-4]
-            with open(os.path.join(args.corpus, "codec", f"capture{i}_chunk{cid}.bin"), "wb") as f:
-                f.write(count.to_bytes(2, "little") + data)
+            seed = count.to_bytes(2, "little") + data
+            # Named by content: the same events in two captures make one seed.
+            digest = hashlib.sha1(seed).hexdigest()[:16]
+            with open(os.path.join(args.corpus, "codec", f"chunk-{digest}.bin"), "wb") as f:
+                f.write(seed)
         db.close()
     for i, log in enumerate(args.npu):
         with open(log, "rb") as f:

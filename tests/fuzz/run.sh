@@ -12,8 +12,9 @@ seconds="$2"
 shift 2
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(codec capture npu)
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0"
+# UB is a crash like any other; fontconfig's process-lifetime allocations are not leaks.
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$here/lsan.supp:print_suppressions=0}"
 export MEMTRACE_SYMBOL_CACHE=0
 for t in "${targets[@]}"; do
     bin="$build/tests/fuzz_$t"
@@ -30,7 +31,7 @@ for t in "${targets[@]}"; do
         -artifact_prefix="$artifacts/" "${dirs[@]}" >"$build/fuzz-$t.log" 2>&1
     rc=$?
     set -e
-    grep -E '^(#[0-9]+ +(INITED|DONE)|stat::number_of_executed_units|SUMMARY|==[0-9]+==ERROR)' \
+    grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|SUMMARY|==[0-9]+==ERROR)' \
         "$build/fuzz-$t.log" || true
     if [ $rc -ne 0 ]; then
         tail -n 40 "$build/fuzz-$t.log" >&2
