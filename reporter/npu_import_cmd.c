@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CHUNK_EVENTS 4096
@@ -207,7 +208,8 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
 }
 
 int mr_npu_exit_code(int rc) {
-    return rc == -EPROTO ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
+    // A directory given as the log is bad input, not an I/O failure.
+    return rc == -EPROTO || rc == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
 }
 
 static void remove_sidecars(const char* path) {
@@ -249,6 +251,11 @@ int mr_cmd_import(int argc, char** argv) {
         return MR_EXIT_USAGE;
     }
     const char* path = argv[optind];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        mr_error(path, "is a directory, not an NPU log");
+        return MR_EXIT_BAD_INPUT;
+    }
     char* def = output ? NULL : mr_path_with_ext(path, ".db");
     if (!output && !(output = def)) {
         mr_error(path, "out of memory");

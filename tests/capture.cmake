@@ -7,7 +7,8 @@ memtrace_unit_test(replay)
 
 # The e2e programs: -O0 and no builtins, so every allocator call in the source is made
 # (GCC may otherwise drop a malloc/free or new/delete pair whose block is unused).
-set(MEMTRACE_E2E_PROGS peak leaks realloc_chain entry_points threads fork_exec exits)
+set(MEMTRACE_E2E_PROGS peak leaks realloc_chain entry_points threads fork_exec exits
+    signal_alloc)
 foreach(prog ${MEMTRACE_E2E_PROGS})
   add_executable(e2e_${prog} e2e/progs/${prog}.c)
   target_compile_definitions(e2e_${prog} PRIVATE _GNU_SOURCE)
@@ -27,11 +28,26 @@ target_link_libraries(e2e_dump_events PRIVATE memtrace_common memtrace_warnings)
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   set(MEMTRACE_E2E_CASES peak leaks realloc entry_points threads cxx fork_exec fork_nofollow
       exit_return exit_exit exit_kill exit_signals exit_thread launcher unwritable
-      real_python real_git real_sqlite3 cli_errors timestamps)
+      real_python real_git real_sqlite3 cli_errors timestamps signal_alloc)
   foreach(case ${MEMTRACE_E2E_CASES})
     add_test(NAME e2e.${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py
                      --build ${CMAKE_BINARY_DIR} ${case})
     set_tests_properties(e2e.${case} PROPERTIES LABELS e2e TIMEOUT 120)
+  endforeach()
+endif()
+
+# memreport against damaged and unfinished captures of a real traced program (issue 9):
+# flipped bits in event chunks, a corpus of truncated and overwritten files, a full disk.
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_executable(paced_churn capture/paced_churn.c)
+  target_link_libraries(paced_churn PRIVATE memtrace_warnings)
+  foreach(case flips corpus diskfull)
+    add_test(NAME e2e.capture_${case}
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/capture/check_trust.py
+                     --launcher $<TARGET_FILE:memtrace_launcher>
+                     --memreport $<TARGET_FILE:memreport> --prog $<TARGET_FILE:paced_churn>
+                     ${case})
+    set_tests_properties(e2e.capture_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
