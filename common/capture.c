@@ -294,7 +294,10 @@ static int open_unfinished(mt_capture* cap, char* err, size_t errlen) {
                  sqlite3_errmsg(cap->db));
         return -EIO;
     }
+    // Neither at close nor after a report's own commit (SQLite checkpoints automatically
+    // once the log passes 1000 pages).
     sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    sqlite3_wal_autocheckpoint(cap->db, 0);
     if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
         return sqlite_problem(cap->db, "opening its write-ahead log", err, errlen);
     return 0;

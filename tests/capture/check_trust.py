@@ -9,7 +9,7 @@ corpus    truncations at many offsets and random byte overwrites (fixed seed): e
           exits 2 (or 3 for I/O) with exactly one line `memreport: FILE: ...` on stderr and
           no output file, or exits 0 with exactly the events of the intact capture.
 diskfull  the program traced onto a small full filesystem (a tmpfs in a private mount
-          namespace; RLIMIT_FSIZE where mounting is not permitted): memreport reads what
+          namespace, where permitted) and under RLIMIT_FSIZE: memreport reads what
           was left (main file and -wal) without changing it, reports it as truncated, and
           its numbers add up.
 """
@@ -247,6 +247,9 @@ def diskfull_inner(args, fs):
 
 
 def case_diskfull(args, d):
+    """Both ways of filling a disk: a small tmpfs (when mounting is permitted), where even
+    memreport cannot write, and RLIMIT_FSIZE on the traced program only, where memreport's
+    own writes (names it caches) succeed and must still never checkpoint into the file."""
     if args.inner:
         diskfull_inner(args, args.inner)
         return
@@ -265,9 +268,13 @@ def case_diskfull(args, d):
             r = subprocess.run(unshare + ["sh", "-c", script, "sh", fs] + me +
                                ["--method", "tmpfs", "--inner", fs, "diskfull"], timeout=TIMEOUT)
             check(r.returncode == 0, "the test inside the mount namespace failed")
-            return
-    print("method: RLIMIT_FSIZE 8 MiB with SIGXFSZ ignored (mounting is not permitted here)")
+            break
+    else:
+        print("method tmpfs: mounting is not permitted here, skipped")
+    print("method: RLIMIT_FSIZE 8 MiB on the traced program, SIGXFSZ ignored")
     args.method = "rlimit"
+    fs = os.path.join(d, "rlimit")
+    os.mkdir(fs)
     diskfull_inner(args, fs)
 
 
