@@ -1235,6 +1235,15 @@ static bool is_increase(const mr_npu_points* inc, const mr_npu_point* p) {
     return false;
 }
 
+// a - b, clamped to the int64 range: steps of a crafted capture can be anything.
+static int64_t saturating_sub(int64_t a, int64_t b) {
+    if (b < 0 && a > INT64_MAX + b)
+        return INT64_MAX;
+    if (b > 0 && a < INT64_MIN + b)
+        return INT64_MIN;
+    return a - b;
+}
+
 int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
                         mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
                         size_t* nregions) {
@@ -1276,12 +1285,12 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, m
         s->frag.n = k;
         s->peak = s->max.n ? s->max.v[s->max.n - 1].bytes : 0;
     }
-    s->total_steps = s->max.n ? s->max.v[s->max.n - 1].x + 1 : 0;
+    s->total_steps = s->max.n ? saturating_sub(s->max.v[s->max.n - 1].x, -1) : 0;
     s->unit = mt_unit_for_bytes(s->peak);
     for (size_t i = 0; i < s->nregions; i++) {
         mr_npu_region* r = &s->regions[i];
         int64_t end = i + 1 < s->nregions ? s->regions[i + 1].start : s->total_steps;
-        r->span = end - r->start;
+        r->span = saturating_sub(end, r->start);
         r->label_drawn = (double)r->span >= 0.0025 * (double)s->total_steps;
     }
     return 0;

@@ -16,6 +16,11 @@
 // Lines longer than this are skipped with a warning (real memory-usage lines are < 200 B).
 #define MR_NPU_LINE_LIMIT (1u << 20)
 
+// The largest step (x) a capture may hold: the parser's timeline ends before 2^60 (at most
+// 2^20 functions of 2^40 steps each), so every sum and difference of steps fits an int64.
+// Readers of a capture refuse steps outside 0..MR_NPU_MAX_STEP.
+#define MR_NPU_MAX_STEP ((int64_t)1 << 61)
+
 typedef struct mr_npu_point {
     int64_t x;      // global allocation step
     uint64_t bytes; // exact value from the log
@@ -92,7 +97,9 @@ typedef struct mr_npu_series {
 } mr_npu_series;
 
 // Builds the series, taking ownership of the four point vectors and the regions (they are
-// left empty in the arguments). `max_raw` must be non-empty. Returns 0 or -ENOMEM.
+// left empty in the arguments). `max_raw` must be non-empty. Steps should lie in
+// 0..MR_NPU_MAX_STEP; any int64 is safe (total_steps and spans saturate). Returns 0 or
+// -ENOMEM.
 int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
                         mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
                         size_t* nregions);

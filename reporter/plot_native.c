@@ -167,19 +167,18 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     if (!nv->want_sites)
         return 0;
     size_t row = SIZE_MAX;
-    int64_t delta = 0;
-    if (mt_kind_is_alloc(ev->kind)) {
-        if (site_index(nv, ev->callsite, &row))
+    bool alloc = mt_kind_is_alloc(ev->kind);
+    if (alloc || freed) {
+        if (site_index(nv, alloc ? ev->callsite : freed->callsite, &row))
             return -ENOMEM;
-        delta = (int64_t)ev->size;
-    } else if (freed) {
-        if (site_index(nv, freed->callsite, &row))
-            return -ENOMEM;
-        delta = -(int64_t)freed->size;
     }
     if (row != SIZE_MAX) {
+        // Unsigned: sizes in a capture are any uint64 (a crafted one must not overflow).
         site_row* s = &nv->rows[row];
-        s->live = (uint64_t)((int64_t)s->live + delta);
+        if (alloc)
+            s->live += ev->size;
+        else
+            s->live -= freed->size;
         if (s->live > s->peak)
             s->peak = s->live;
     }
@@ -189,8 +188,12 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     int64_t idx = nv->hb.width > 0 ? (ev->ts - nv->hb.t0) / nv->hb.width : 0;
     for (size_t k = 0; k < nv->nchosen; k++) {
         site_row* s = &nv->rows[nv->chosen[k]];
-        uint64_t share =
-            r->live_bytes ? (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes) : 0;
+        // A site holds at most the whole live heap; the clamp keeps the conversion from
+        // double defined when a crafted capture says otherwise.
+        uint64_t share = !r->live_bytes ? 0
+                         : s->live >= r->live_bytes
+                             ? 1000000
+                             : (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes);
         if (idx == nv->row_bucket && s->bytes.n) {
             s->bytes.v[s->bytes.n - 1] = (mr_npu_point){ev->ts, s->live};
             s->share.v[s->share.n - 1] = (mr_npu_point){ev->ts, share};
@@ -354,11 +357,17 @@ static time_unit time_unit_for(int64_t ns) {
     return (time_unit){"ns", 1};
 }
 
+// JSON integers are int64: a byte count beyond that (only a crafted capture has one) is
+// written saturated, never wrapped to a negative number.
+static json_int_t json_bytes(uint64_t v) {
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
+
 static json_t* points_json(const mr_npu_points* p) {
     json_t* a = json_array();
     for (size_t i = 0; i < p->n; i++)
         json_array_append_new(a,
-                              json_pack("[I,I]", (json_int_t)p->v[i].x, (json_int_t)p->v[i].bytes));
+                              json_pack("[I,I]", (json_int_t)p->v[i].x, json_bytes(p->v[i].bytes)));
     return a;
 }
 
@@ -371,7 +380,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     json_object_set_new(o, "duration_ns", json_integer(nv->duration));
     json_object_set_new(
         o, "peak",
-        json_pack("{s:I,s:I}", "ts", (json_int_t)nv->peak_ts, "bytes", (json_int_t)nv->peak));
+        json_pack("{s:I,s:I}", "ts", (json_int_t)nv->peak_ts, "bytes", json_bytes(nv->peak)));
     json_t* series = json_object();
     json_object_set_new(series, "heap", points_json(&nv->heap));
     json_object_set_new(series, "rss", points_json(&nv->rss));
@@ -391,7 +400,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
         site_row* s = &nv->rows[nv->chosen[k]];
         json_t* row = json_object();
         json_object_set_new(row, "name", json_string(s->name));
-        json_object_set_new(row, "peak_bytes", json_integer((json_int_t)s->peak));
+        json_object_set_new(row, "peak_bytes", json_integer(json_bytes(s->peak)));
         json_object_set_new(row, "bytes", points_json(&s->bytes));
         json_object_set_new(row, "share_ppm", points_json(&s->share));
         json_array_append_new(js, row);
@@ -453,6 +462,14 @@ static void avoid(double** pts, size_t* n, double x, double y0, double len) {
     }
 }
 
+// Copies n coordinates after the first `at` of dst; returns the new count. A series with
+// no points has src NULL, which memcpy must never see, even for 0 bytes.
+static size_t append_points(double* dst, size_t at, const double* src, size_t n) {
+    if (n)
+        memcpy(dst + at, src, n * sizeof *dst);
+    return at + n;
+}
+
 static uint64_t series_max(const mr_npu_points* p) {
     uint64_t m = 0;
     for (size_t i = 0; i < p->n; i++)
@@ -464,7 +481,8 @@ static uint64_t series_max(const mr_npu_points* p) {
 static uint64_t axis_max(const native* nv) {
     uint64_t m = nv->peak, r = series_max(&nv->rss), v = series_max(&nv->vsz);
     m = r > m ? r : m;
-    return v <= 2 * m || m == 0 ? (v > m ? v : m) : m;
+    bool near = v <= m || v - m <= m; // v <= 2 * m, which could wrap
+    return near || m == 0 ? (v > m ? v : m) : m;
 }
 
 static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, size_t n,
@@ -506,7 +524,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
     // A heap under a tenth of the axis would be a flat line at the bottom: it gets its own
     // scale on the right axis, in its colour.
-    bool own = nv->peak > 0 && nv->peak * 10 < ymax;
+    bool own = nv->peak > 0 && nv->peak <= (ymax - 1) / 10; // peak * 10 < ymax, no wrap
     mt_byte_unit hu = own ? mt_unit_for_bytes(nv->peak) : unit;
     double hs = (double)hu.scale, hmax = own ? (double)nv->peak / hs * 1.08 : 0;
     double ys = (double)unit.scale, xmax = (double)nv->duration / tu.scale;
@@ -553,15 +571,13 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     snprintf(hl, sizeof hl, "live heap [%s]", hu.name);
     if (own)
         mr_draw_right_axis(cr, &f, hmax, 8, hl, HEAP);
-    size_t npts = lv.npts + lr.npts + lh.npts;
-    double* pts = malloc((npts + nlabels + 2) * sizeof *pts);
+    size_t npts = 0;
+    double* pts = malloc((lv.npts + lr.npts + lh.npts + nlabels + 2) * sizeof *pts);
     if (pts) {
-        memcpy(pts, lv.pts, lv.npts * sizeof *pts);
-        memcpy(pts + lv.npts, lr.pts, lr.npts * sizeof *pts);
-        memcpy(pts + lv.npts + lr.npts, lh.pts, lh.npts * sizeof *pts);
-        if (nlabels)
-            memcpy(pts + npts, labels, nlabels * sizeof *pts);
-        npts += nlabels;
+        npts = append_points(pts, npts, lv.pts, lv.npts);
+        npts = append_points(pts, npts, lr.pts, lr.npts);
+        npts = append_points(pts, npts, lh.pts, lh.npts);
+        npts = append_points(pts, npts, labels, nlabels);
         pts[npts] = px;
         pts[npts + 1] = py;
     }
@@ -630,8 +646,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
             double* np = realloc(lp, (nlp + pl.npts + 1) * sizeof *np);
             if (np) {
                 lp = np;
-                memcpy(lp + nlp, pl.pts, pl.npts * sizeof *lp);
-                nlp += pl.npts;
+                nlp = append_points(lp, nlp, pl.pts, pl.npts);
             }
             mr_polyline_free(&pl);
             if (ni < 10)

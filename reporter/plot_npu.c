@@ -27,17 +27,41 @@ static const mr_rgb BLUE = {0, 0, 1}, MAGENTA = {1, 0, 1}, RED = {1, 0, 0}, GREE
 
 // ---- reading an imported capture
 
-static int read_points(sqlite3* db, const char* sql, int arg, mr_npu_points* out) {
+// What `memreport import` writes: steps in 0..MR_NPU_MAX_STEP and byte counts >= 0. Anything
+// else is a crafted or damaged capture, refused with what is wrong (steps that large would
+// overflow the timeline arithmetic).
+static int check_point(sqlite3_int64 ts, sqlite3_int64 bytes, const char* what, char* err,
+                       size_t errlen) {
+    if (ts < 0 || ts > MR_NPU_MAX_STEP)
+        snprintf(err, errlen, "%s at step %lld: NPU steps must lie in 0..2^61", what,
+                 (long long)ts);
+    else if (bytes < 0)
+        snprintf(err, errlen, "%s at step %lld holds a negative byte count (%lld)", what,
+                 (long long)ts, (long long)bytes);
+    else
+        return 0;
+    return -EPROTO;
+}
+
+static const char* track_name(int track) {
+    return track == MT_TRACK_NPU_MAX_ALLOCATED ? "max-allocated counter"
+           : track == MT_TRACK_NPU_USED        ? "used counter"
+                                               : "free counter";
+}
+
+static int read_points(sqlite3* db, const char* sql, int track, mr_npu_points* out, char* err,
+                       size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return -EPROTO;
-    sqlite3_bind_int(st, 1, arg);
+    sqlite3_bind_int(st, 1, track);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        sqlite3_int64 v = sqlite3_column_int64(st, 1);
-        if (v < 0 || mr_npu_points_push(out, sqlite3_column_int64(st, 0), (uint64_t)v)) {
+        sqlite3_int64 ts = sqlite3_column_int64(st, 0), v = sqlite3_column_int64(st, 1);
+        int bad = check_point(ts, v, track_name(track), err, errlen);
+        if (bad || mr_npu_points_push(out, ts, (uint64_t)v)) {
             sqlite3_finalize(st);
-            return v < 0 ? -EPROTO : -ENOMEM;
+            return bad ? bad : -ENOMEM;
         }
     }
     sqlite3_finalize(st);
@@ -55,8 +79,8 @@ static bool ts_sorted(const mr_npu_points* p) {
 // timeline order, so one table scan in rowid order reads them without an index lookup
 // per row (3x faster on a million steps); a capture written otherwise falls back to the
 // (track, ts) index.
-static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used,
-                         mr_npu_points* freep) {
+static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used, mr_npu_points* freep,
+                         char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db,
                            "SELECT track, ts, value FROM counter NOT INDEXED"
@@ -68,13 +92,14 @@ static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used,
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int track = sqlite3_column_int(st, 0);
-        sqlite3_int64 v = sqlite3_column_int64(st, 2);
+        sqlite3_int64 ts = sqlite3_column_int64(st, 1), v = sqlite3_column_int64(st, 2);
         mr_npu_points* p = track == MT_TRACK_NPU_MAX_ALLOCATED ? max
                            : track == MT_TRACK_NPU_USED        ? used
                                                                : freep;
-        if (v < 0 || mr_npu_points_push(p, sqlite3_column_int64(st, 1), (uint64_t)v)) {
+        int bad = check_point(ts, v, track_name(track), err, errlen);
+        if (bad || mr_npu_points_push(p, ts, (uint64_t)v)) {
             sqlite3_finalize(st);
-            return v < 0 ? -EPROTO : -ENOMEM;
+            return bad ? bad : -ENOMEM;
         }
     }
     sqlite3_finalize(st);
@@ -84,15 +109,15 @@ static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used,
         return 0;
     static const char by_ts[] = "SELECT ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid";
     max->n = used->n = freep->n = 0;
-    rc = read_points(db, by_ts, MT_TRACK_NPU_MAX_ALLOCATED, max);
+    rc = read_points(db, by_ts, MT_TRACK_NPU_MAX_ALLOCATED, max, err, errlen);
     if (!rc)
-        rc = read_points(db, by_ts, MT_TRACK_NPU_USED, used);
+        rc = read_points(db, by_ts, MT_TRACK_NPU_USED, used, err, errlen);
     if (!rc)
-        rc = read_points(db, by_ts, MT_TRACK_NPU_FREE, freep);
+        rc = read_points(db, by_ts, MT_TRACK_NPU_FREE, freep, err, errlen);
     return rc;
 }
 
-static int read_frag(sqlite3* db, mr_npu_points* out) {
+static int read_frag(sqlite3* db, mr_npu_points* out, char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db,
                            "SELECT ts_begin, attrs FROM mark WHERE heap=?1 AND kind=?2"
@@ -103,24 +128,31 @@ static int read_frag(sqlite3* db, mr_npu_points* out) {
     sqlite3_bind_text(st, 2, MR_NPU_MARK_FRAGMENTATION, -1, SQLITE_STATIC);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 ts = sqlite3_column_int64(st, 0);
         const char* attrs = (const char*)sqlite3_column_text(st, 1);
         json_t* j = attrs ? json_loads(attrs, 0, NULL) : NULL;
         json_t* b = json_object_get(j, "bytes");
-        int bad = !json_is_integer(b) || json_integer_value(b) < 0;
-        int err = bad ? -EPROTO
-                      : mr_npu_points_push(out, sqlite3_column_int64(st, 0),
-                                           (uint64_t)json_integer_value(b));
+        int bad = 0;
+        if (!json_is_integer(b)) {
+            snprintf(err, errlen, "fragmentation mark at step %lld has no \"bytes\" attribute",
+                     (long long)ts);
+            bad = -EPROTO;
+        } else {
+            bad = check_point(ts, json_integer_value(b), "fragmentation mark", err, errlen);
+        }
+        if (!bad)
+            bad = mr_npu_points_push(out, ts, (uint64_t)json_integer_value(b));
         json_decref(j);
-        if (err) {
+        if (bad) {
             sqlite3_finalize(st);
-            return err;
+            return bad;
         }
     }
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : -EPROTO;
 }
 
-static int read_regions(sqlite3* db, mr_npu_region** out, size_t* n) {
+static int read_regions(sqlite3* db, mr_npu_region** out, size_t* n, char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db,
                            "SELECT name, ts_begin FROM mark WHERE heap=?1 AND kind='range'"
@@ -131,6 +163,12 @@ static int read_regions(sqlite3* db, mr_npu_region** out, size_t* n) {
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sqlite3_int64 start = sqlite3_column_int64(st, 1);
+        int bad = check_point(start, 0, "function region", err, errlen);
+        if (bad) {
+            sqlite3_finalize(st);
+            return bad;
+        }
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             mr_npu_region* nr = realloc(*out, cap * sizeof *nr);
@@ -143,7 +181,7 @@ static int read_regions(sqlite3* db, mr_npu_region** out, size_t* n) {
         const char* name = (const char*)sqlite3_column_text(st, 0);
         mr_npu_region* r = &(*out)[*n];
         memset(r, 0, sizeof *r);
-        r->start = sqlite3_column_int64(st, 1);
+        r->start = start;
         if (!(r->name = strdup(name ? name : ""))) {
             sqlite3_finalize(st);
             return -ENOMEM;
@@ -162,19 +200,23 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
     mr_npu_points max = {0}, frag = {0}, used = {0}, freep = {0};
     mr_npu_region* regions = NULL;
     size_t nregions = 0;
-    int rc = read_counters(db, &max, &used, &freep);
+    err[0] = '\0';
+    int rc = read_counters(db, &max, &used, &freep, err, errlen);
     if (!rc)
-        rc = read_frag(db, &frag);
+        rc = read_frag(db, &frag, err, errlen);
     if (!rc)
-        rc = read_regions(db, &regions, &nregions);
-    if (!rc && max.n == 0)
+        rc = read_regions(db, &regions, &nregions, err, errlen);
+    if (!rc && max.n == 0) {
+        snprintf(err, errlen, "not a usable NPU capture (no max-allocated counter points)");
         rc = -EPROTO;
+    }
     if (!rc)
         rc = mr_npu_series_build(s, legacy, &max, &frag, &used, &freep, &regions, &nregions);
-    if (rc)
+    if (rc && !err[0])
         snprintf(err, errlen, "%s",
-                 rc == -ENOMEM ? "out of memory"
-                               : "not a usable NPU capture (no max-allocated counter points)");
+                 rc == -ENOMEM
+                     ? "out of memory"
+                     : "not a usable NPU capture (its counter or mark rows are unreadable)");
     mr_npu_points_free(&max);
     mr_npu_points_free(&frag);
     mr_npu_points_free(&used);
@@ -266,7 +308,7 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
             if (scaled(s, all[k]->v[i].bytes) > ymax)
                 ymax = scaled(s, all[k]->v[i].bytes);
     double y_max = scaled(s, s->peak);
-    double xlast = (double)(s->total_steps - 1);
+    double xlast = (double)s->total_steps - 1; // in double: any int64 is safe
     mr_frame f = {.x0 = 95,
                   .y0 = 40,
                   .x1 = WIDTH - 25,

@@ -79,6 +79,41 @@ s = json.load(open("stacks.json"))["stacks"]
 sys.exit(not (len(s) == 1 and s[0]["frames"][0]["function"] == "main" and s[0]["bytes"] == 8192))'
 check "flamegraph of import" "$M" flamegraph sample.db -o flame.html
 check "flamegraph names main" grep -q '"main"' flame.html
+# Hostile input (run under ASan+UBSan by `make test-sanitize`, halting on any finding).
+# Values up to INT64_MAX import and plot exactly; one more is refused.
+G='[DEBUG] [vpux-compiler] Start Pass StaticAllocation on Operation x'
+big=9223372036854775807
+{ echo "$G"
+  for f in part1 main; do
+    echo "[T] [m]   $f: Buffer size to allocate      $big B"
+    echo "[T] [m]   $f: DDR free memory before alloc 0 B"
+    echo "[T] [m]   $f: Max allocated size $big B"
+    echo "[T] [m]   $f: Increased allocation size to $big B due to fragmentation!"
+    echo "[T] [m]   $f: DDR used memory    $big 100.00%"
+    echo "[T] [m]   $f: DDR free memory    $big 0.00%"
+    echo "[T] [m]   $f: Free buffer of size $big B"
+  done; } > huge.log
+check "huge values: import" "$M" import huge.log -o huge.db
+check "huge values: plot log" "$M" plot huge.log -o huge.png --data huge.json
+check "huge values: exact" python3 -c '
+import json, sys
+d = json.load(open("huge.json"))
+sys.exit(d["series"]["max_allocated"] != [[0, 2**63 - 1], [1, 2**63 - 1]] or d["unit"] != "GB")'
+check "huge values: plot capture" "$M" plot huge.db -o huge-db.png --data huge-db.json
+check "huge values: same data" cmp -s huge.json huge-db.json
+check "huge values: summary" "$M" summary huge.db --json -o huge-summary.json
+sed "s/$big/9223372036854775808/" huge.log > over.log
+"$M" import over.log -o over.db 2> err.txt; rc=$?
+check "over INT64_MAX: exit 2, one line" test $rc -eq 2 -a "$(wc -l < err.txt)" -eq 1
+check "over INT64_MAX: message" grep -q "^memreport: over.log: line 2: number larger than" err.txt
+# A capture whose steps are not what import writes: refused with what is wrong.
+cp sample.db crafted.db
+sqlite3 crafted.db "UPDATE counter SET ts = 9223372036854775807 WHERE ts = 4"
+"$M" plot crafted.db -o crafted.png 2> err.txt; rc=$?
+check "crafted steps: exit 2, no picture" test $rc -eq 2 -a ! -e crafted.png
+check "crafted steps: message" grep -q "^memreport: crafted.db: max-allocated counter at step 9223372036854775807: NPU steps must lie in 0..2^61$" err.txt
+check "crafted steps: one line" test "$(wc -l < err.txt)" -eq 1
+
 check "help" "$M" import --help
 check "plot help" "$M" plot --help
 exit $fail

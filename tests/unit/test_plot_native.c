@@ -195,6 +195,63 @@ static void test_plot(const char* db) {
     mt_capture_close(cap);
 }
 
+// A crafted capture: no RSS/VSZ counters (empty series: no memcpy from NULL), and a site
+// whose bytes held pass INT64_MAX (unsigned sums, no signed overflow; the JSON saturates at
+// INT64_MAX instead of wrapping negative), marks at the int64 extremes.
+static void test_crafted(const char* db) {
+    char err[256];
+    mt_capwriter* w;
+    CHECK_EQ_I64(mt_capwriter_open(db, &w, err, sizeof err), 0);
+    mt_capwriter_begin(w);
+    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capwriter_meta_text(w, "symbolized", "1");
+    sqlite3_exec(mt_capwriter_db(w),
+                 "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
+                 " (1, NULL, 4096, 'huge', 1);"
+                 "INSERT INTO callsite VALUES (1, 0, 1, 1);"
+                 "INSERT INTO mark(heap, kind, name, ts_begin, ts_end) VALUES"
+                 " (1, 'range', 'all', -9223372036854775807 - 1, 9223372036854775807),"
+                 " (1, 'mark', 'late', 9223372036854775807, NULL);",
+                 NULL, NULL, NULL);
+    mt_event e[3] = {{1, 1000, 0x1000, (uint64_t)INT64_MAX, 1, 7, MT_KIND_MALLOC, 1},
+                     {2, 2000, 0x2000, 1, 1, 7, MT_KIND_MALLOC, 1},
+                     {3, 3000, 0x2000, 0, 0, 7, MT_KIND_FREE, 1}};
+    uint8_t* scratch = malloc(mt_codec_bound(3));
+    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, e, 3, scratch), 0);
+    free(scratch);
+    mt_capwriter_commit(w);
+    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+
+    mt_capture* cap;
+    CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
+    mr_plot_args a = {.input = db,
+                      .output = tmp_path("crafted.png"),
+                      .data = tmp_path("crafted.json"),
+                      .force = true,
+                      .top_sites = 1};
+    CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
+    mt_capture_close(cap);
+    json_error_t je;
+    json_t* j = json_load_file(a.data, 0, &je);
+    CHECK(j != NULL);
+    json_t* series = json_object_get(j, "series");
+    CHECK_EQ_I64(json_array_size(json_object_get(series, "rss")), 0);
+    CHECK_EQ_I64(json_array_size(json_object_get(series, "vsz")), 0);
+    json_t* site = json_array_get(json_object_get(j, "sites"), 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(site, "name")), "huge");
+    CHECK_EQ_I64(json_integer_value(json_object_get(site, "peak_bytes")), INT64_MAX);
+    json_t* held = json_object_get(site, "bytes");
+    CHECK(json_array_size(held) > 0);
+    CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(held, 0), 1)), INT64_MAX);
+    json_t* share = json_object_get(site, "share_ppm");
+    CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(share, 0), 1)), 1000000);
+    CHECK_EQ_I64(json_array_size(json_object_get(j, "marks")), 2);
+    json_decref(j);
+    cairo_surface_t* img = cairo_image_surface_create_from_png(a.output);
+    CHECK_EQ_I64(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
+    cairo_surface_destroy(img);
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -202,6 +259,7 @@ int main(void) {
     }
     build_capture(tmp_path("native.db"));
     test_plot(tmp_path("native.db"));
+    test_crafted(tmp_path("crafted.db"));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -7,9 +7,12 @@
 #include "util.h"
 
 #include "../check.h"
+#include "memtrace/capture.h"
 
 #include <cairo.h>
+#include <errno.h>
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -126,6 +129,93 @@ static void test_png(const char* fixture) {
     mr_npu_series_free(&s);
 }
 
+// The sample imported, then changed by sql: what mr_npu_series_from_capture returns.
+static int from_crafted(const char* sql, mr_npu_series* s, char* err, size_t errlen) {
+    const char* db = tmp_path("crafted.db");
+    mr_npu_log log;
+    unlink(db);
+    CHECK_EQ_I64(mr_npu_parse_file(NPU_FIXTURES "/sample.log", true, &log, err, errlen), 0);
+    CHECK_EQ_I64(mr_npu_write_capture(db, &log, "sample.log", err, errlen), 0);
+    mr_npu_log_free(&log);
+    sqlite3* h;
+    CHECK_EQ_I64(sqlite3_open(db, &h), SQLITE_OK);
+    CHECK_EQ_I64(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    mt_capture* cap;
+    CHECK_EQ_I64(mt_capture_open(db, &cap, err, errlen), 0);
+    memset(s, 0, sizeof *s);
+    err[0] = '\0';
+    int rc = mr_npu_series_from_capture(cap, s, err, errlen);
+    mt_capture_close(cap);
+    return rc;
+}
+
+static void expect_refused(const char* sql, const char* message) {
+    mr_npu_series s;
+    char err[256];
+    CHECK_EQ_I64(from_crafted(sql, &s, err, sizeof err), -EPROTO);
+    if (!strstr(err, message))
+        fprintf(stderr, "for %s\n  got: %s\n  want: %s\n", sql, err, message);
+    CHECK(strstr(err, message) != NULL);
+    mr_npu_series_free(&s);
+}
+
+// Steps of an imported capture lie in 0..MR_NPU_MAX_STEP; a crafted one with steps near
+// the int64 limits (they overflowed total_steps = x + 1 and span = end - start) or negative
+// byte counts is refused with what is wrong. Steps up to the limit itself still plot.
+static void test_crafted_capture(void) {
+    expect_refused("UPDATE counter SET ts = 9223372036854775807 WHERE ts = 4",
+                   "max-allocated counter at step 9223372036854775807: NPU steps must lie in");
+    expect_refused("UPDATE counter SET ts = -3 WHERE ts = 2", "counter at step -3");
+    expect_refused("UPDATE mark SET ts_begin = -9223372036854775807 - 1 WHERE kind = 'range'",
+                   "function region at step -9223372036854775808");
+    expect_refused("UPDATE mark SET ts_begin = 2305843009213693953 WHERE kind = 'fragmentation'",
+                   "fragmentation mark at step 2305843009213693953");
+    expect_refused("UPDATE counter SET value = -5 WHERE ts = 1",
+                   "at step 1 holds a negative byte count (-5)");
+    expect_refused("UPDATE mark SET attrs = '{}' WHERE kind = 'fragmentation'",
+                   "fragmentation mark at step 4 has no \"bytes\"");
+
+    // Every step moved up to end exactly at MR_NPU_MAX_STEP (2^61): accepted, exact.
+    mr_npu_series s;
+    char err[256], sql[256];
+    int64_t shift = MR_NPU_MAX_STEP - 4;
+    snprintf(sql, sizeof sql,
+             "UPDATE counter SET ts = ts + %lld; UPDATE mark SET ts_begin = ts_begin + %lld",
+             (long long)shift, (long long)shift);
+    CHECK_EQ_I64(from_crafted(sql, &s, err, sizeof err), 0);
+    CHECK_EQ_I64(s.total_steps, MR_NPU_MAX_STEP + 1);
+    CHECK_EQ_I64(s.nregions, 1);
+    if (s.nregions == 1) {
+        CHECK_EQ_I64(s.regions[0].start, shift);
+        CHECK_EQ_I64(s.regions[0].span, 5);
+    }
+    CHECK_EQ_I64(s.frag.n, 1);
+    if (s.frag.n == 1)
+        CHECK_EQ_I64(s.frag.v[0].x, MR_NPU_MAX_STEP);
+    mr_plot_args a = {.input = "crafted.db",
+                      .output = tmp_path("crafted.png"),
+                      .data = tmp_path("crafted.json"),
+                      .force = true};
+    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    mr_npu_series_free(&s);
+
+    // The builder itself never overflows, whatever it is given: total_steps and spans
+    // saturate at the int64 limits.
+    mr_npu_points max = {0}, frag = {0}, used = {0}, freep = {0};
+    mr_npu_points_push(&max, INT64_MAX, 10);
+    mr_npu_region* regions = calloc(2, sizeof *regions);
+    regions[0] = (mr_npu_region){.name = strdup("part1"), .start = INT64_MIN};
+    regions[1] = (mr_npu_region){.name = strdup("main"), .start = INT64_MAX};
+    size_t nregions = 2;
+    CHECK_EQ_I64(mr_npu_series_build(&s, false, &max, &frag, &used, &freep, &regions, &nregions),
+                 0);
+    CHECK_EQ_I64(s.total_steps, INT64_MAX);
+    CHECK_EQ_I64(s.regions[0].span, INT64_MAX);
+    CHECK_EQ_I64(s.regions[1].span, 0);
+    mr_npu_series_free(&s);
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -133,6 +223,7 @@ int main(void) {
     }
     test_png(NPU_FIXTURES "/sample.log");
     test_png(NPU_FIXTURES "/corner.log");
+    test_crafted_capture();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
