@@ -171,6 +171,8 @@ void mt_core_wake_writer(void) {
 
 // ---- threads
 
+static void drain_nested(mt_thread* t);
+
 static void thread_exit(void* arg) {
     mt_thread* t = arg;
     int saved = mt_guard;
@@ -178,6 +180,8 @@ static void thread_exit(void* arg) {
     prctl(PR_GET_NAME, t->name);
     atomic_store(&t->alive, 0);
     atomic_store(&t->written, 0); // write the row again, with the final name
+    if (atomic_load(&t->nested_n))
+        drain_nested(t);
     mt_buffer* b = atomic_exchange(&t->cur, NULL);
     if (b)
         buffer_hand_over(b);
@@ -216,11 +220,6 @@ out:
     return t;
 }
 
-static inline mt_thread* thread_self(void) {
-    mt_thread* t = tls_thread;
-    return MT_LIKELY(t != NULL) ? t : thread_create();
-}
-
 static inline void count_call(mt_thread* t, mt_call call) {
     uint64_t c = atomic_load_explicit(&t->calls[call], memory_order_relaxed);
     atomic_store_explicit(&t->calls[call], c + 1, memory_order_relaxed);
@@ -254,11 +253,16 @@ typedef struct hook_ctx {
 } hook_ctx;
 
 static inline bool enter(hook_ctx* c) {
-    mt_guard = 1;
-    c->t = thread_self();
-    if (!c->t) {
-        mt_guard = 0;
-        return false;
+    // MT_GUARD_HOOK from the first instruction: a signal handler's heap call is recorded
+    // through the side queue wherever it interrupts the hook.
+    mt_guard = MT_GUARD_HOOK;
+    c->t = tls_thread;
+    if (MT_UNLIKELY(!c->t)) {
+        mt_guard = 1; // thread_create's own allocations pass through
+        c->t = thread_create();
+        mt_guard = c->t ? MT_GUARD_HOOK : 0;
+        if (!c->t)
+            return false;
     }
     c->saved_errno = *c->t->errno_at;
     atomic_store_explicit(&c->t->in_hook, 1, memory_order_relaxed);
@@ -266,6 +270,8 @@ static inline bool enter(hook_ctx* c) {
 }
 
 static inline void leave(hook_ctx* c) {
+    if (MT_UNLIKELY(atomic_load_explicit(&c->t->nested_n, memory_order_relaxed)))
+        drain_nested(c->t);
     atomic_store_explicit(&c->t->in_hook, 0, memory_order_release);
     mt_guard = 0;
     *c->t->errno_at = c->saved_errno;
@@ -319,6 +325,14 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
 
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size) {
+    if (mt_interrupting_hook()) {
+        bool freed_old = old && (new_ptr || size == 0);
+        if (freed_old)
+            mt_core_on_nested(free_kind, new_ptr ? -1 : (int)call, old, 0, free_seq, false);
+        if (new_ptr || !freed_old)
+            mt_core_on_nested(alloc_kind, (int)call, new_ptr, size, 0, true);
+        return;
+    }
     hook_ctx c;
     if (!enter(&c))
         return;
@@ -335,6 +349,80 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
         }
     }
     leave(&c);
+}
+
+// ---- heap calls of signal handlers that interrupted a hook (core.h: the side queue)
+
+// Slot i of t's side queue; NULL past its end (or if the spill block cannot be mapped).
+static mt_nested_event* nested_slot(mt_thread* t, uint32_t i, bool may_map) {
+    if (i < MT_NESTED_FIXED)
+        return &t->nested[i];
+    if (i >= MT_NESTED_MAX)
+        return NULL;
+    mt_nested_event* spill = atomic_load_explicit(&t->nested_spill, memory_order_acquire);
+    if (!spill && may_map) {
+        // mmap is async-signal-safe; a nested handler may race us to it: one mapping wins.
+        void* p = mmap(NULL, MT_NESTED_SPILL * sizeof *spill, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        if (atomic_compare_exchange_strong(&t->nested_spill, &spill, (mt_nested_event*)p))
+            spill = p;
+        else
+            munmap(p, MT_NESTED_SPILL * sizeof *spill);
+    }
+    return spill ? &spill[i - MT_NESTED_FIXED] : NULL;
+}
+
+void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack) {
+    mt_thread* t = tls_thread;
+    if (!t)
+        return;
+    int saved_errno = *t->errno_at; // the spill block's mmap may set it
+    // Handlers nest inside each other, never interleave: a slot taken is written before the
+    // handler that took it returns, and the interrupted hook drains only after that.
+    uint32_t i = atomic_fetch_add_explicit(&t->nested_n, 1, memory_order_relaxed);
+    mt_nested_event* e = nested_slot(t, i, true);
+    if (!e) {
+        atomic_fetch_add_explicit(&t->nested_lost, 1, memory_order_relaxed);
+        *t->errno_at = saved_errno;
+        return;
+    }
+    e->call = call;
+    e->npcs = stack && addr ? mt_unwind_fp_only(e->pcs, MT_NESTED_FRAMES, t->stack_hi) : 0;
+    e->ev = (mt_event){.seq = addr ? (seq ? seq : mt_core_reserve_seq()) : 0,
+                       .ts = mt_clock_raw(),
+                       .addr = (uint64_t)(uintptr_t)addr,
+                       .size = size,
+                       .tid = t->tid,
+                       .kind = (uint8_t)kind,
+                       .heap = MT_HEAP_LIBC};
+    *t->errno_at = saved_errno;
+}
+
+static void drain_nested(mt_thread* t) {
+    uint32_t done = 0, n = atomic_load_explicit(&t->nested_n, memory_order_acquire);
+    do {
+        for (; done < n && done < MT_NESTED_MAX; done++) {
+            mt_nested_event* e = nested_slot(t, done, false);
+            if (!e)
+                continue; // its handler could not map the spill block: counted as lost
+            if (e->call >= 0)
+                count_call(t, (mt_call)e->call);
+            if (!e->ev.addr)
+                continue;
+            if (e->npcs > 0) {
+                mt_stack st = {.pcs = e->pcs,
+                               .n = e->npcs,
+                               .truncated = e->npcs == MT_NESTED_FRAMES,
+                               .hash = mt_stackhash_of(e->pcs, e->npcs)};
+                e->ev.callsite = mt_trie_intern(&st);
+            }
+            push(t, &e->ev);
+        }
+        // A handler that ran meanwhile took the next slot: drain that one too.
+    } while (!atomic_compare_exchange_weak_explicit(&t->nested_n, &n, 0, memory_order_acq_rel,
+                                                    memory_order_acquire));
 }
 
 void mt_core_count_call(mt_call call) {
@@ -577,6 +665,8 @@ void mt_core_shutdown(void) {
     pthread_mutex_lock(&queue_lock);
     pthread_cond_broadcast(&recycle_cond); // release producers waiting for a buffer
     pthread_mutex_unlock(&queue_lock);
+    if (tls_thread && atomic_load(&tls_thread->nested_n))
+        drain_nested(tls_thread);
     mt_writer_stop();
     mt_guard = saved;
 }

@@ -46,6 +46,24 @@ extern const char* const mt_call_names[MT_CALL_COUNT_];
 
 typedef struct mt_thread mt_thread;
 
+// A signal handler that allocates while one of its thread's hooks is recording cannot use
+// the thread's buffer or walk state (both are mid-update): its events wait in a side queue
+// that the interrupted hook drains. The queue's first MT_NESTED_FIXED slots live in the
+// thread's record; a hook that lasts (waiting for the writer, say) while signals keep coming
+// spills into a larger block, mapped once by the handler that needs it. Beyond that, events
+// are counted (meta events_lost), not recorded.
+#define MT_NESTED_FIXED 16
+#define MT_NESTED_SPILL 4096
+#define MT_NESTED_MAX (MT_NESTED_FIXED + MT_NESTED_SPILL)
+#define MT_NESTED_FRAMES 32
+
+typedef struct mt_nested_event {
+    mt_event ev;
+    int call; // the entry point to count, or -1 (the free half of a realloc)
+    int npcs; // frames walked in the handler (frame pointers only), outermost first
+    uintptr_t pcs[MT_NESTED_FRAMES];
+} mt_nested_event;
+
 typedef struct mt_buffer {
     struct mt_buffer* next; // queue link (full queue or free pool)
     mt_thread* owner;
@@ -68,11 +86,23 @@ struct mt_thread {
     uintptr_t pcs[1100];          // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
                                   // program's stack: its threads may have small stacks
     uintptr_t stack_lo, stack_hi; // for frame-pointer validation
+    _Atomic uint32_t nested_n;    // side queue: slots taken (may exceed MT_NESTED_MAX)
+    _Atomic uint64_t nested_lost; // events beyond the side queue (meta events_lost)
+    mt_nested_event nested[MT_NESTED_FIXED];
+    _Atomic(mt_nested_event*) nested_spill; // MT_NESTED_SPILL more slots, mapped on demand
 };
 
 // Global state: 0 not yet initialised (hooks pass through), 1 recording, 2 stopped.
 extern _Atomic int mt_state;
+// Non-zero: the thread is inside the tracer, whose own heap calls pass through untraced.
+// MT_GUARD_HOOK: inside a hook that is recording; a heap call seen then comes from a signal
+// handler of the program, and is recorded through the side queue (mt_core_on_nested).
 extern __thread int mt_guard __attribute__((tls_model("initial-exec")));
+#define MT_GUARD_HOOK 2
+
+static inline bool mt_interrupting_hook(void) {
+    return MT_UNLIKELY(mt_guard == MT_GUARD_HOOK);
+}
 
 static inline bool mt_recording(void) {
     return MT_LIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) == 1) && !mt_guard;
@@ -88,6 +118,9 @@ uint64_t mt_core_reserve_seq(void);
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size);
 void mt_core_count_call(mt_call call);
+// A heap call made by a signal handler that interrupted a recording hook of this thread
+// (mt_interrupting_hook()). `call` < 0: count no call. `seq` 0: take one now.
+void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack);
 
 // The annotation API's implementation (memtrace.h calls these through weak symbols).
 MT_EXPORT void memtrace_impl_mark(const char* name, int what);

@@ -24,13 +24,30 @@ static inline void ensure_real(void) {
         mt_bootstrap_resolve();
 }
 
+// Recorded when tracing; or, when a signal handler's call interrupted a hook of this
+// thread, through the side queue (core.h).
+#define RECORD_ALLOC(kind, call, p, size)                                                          \
+    do {                                                                                           \
+        if (mt_recording())                                                                        \
+            mt_core_on_alloc(kind, call, p, size);                                                 \
+        else if (mt_interrupting_hook())                                                           \
+            mt_core_on_nested(kind, call, p, size, 0, true);                                       \
+    } while (0)
+
+#define RECORD_FREE(kind, call, p, size)                                                           \
+    do {                                                                                           \
+        if (mt_recording())                                                                        \
+            mt_core_on_free(kind, call, p, size);                                                  \
+        else if (mt_interrupting_hook())                                                           \
+            mt_core_on_nested(kind, call, p, size, 0, false);                                      \
+    } while (0)
+
 MT_EXPORT void* malloc(size_t size) {
     ensure_real();
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return mt_bootstrap_alloc(size);
     void* p = mt_real.malloc(size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_MALLOC, MT_CALL_MALLOC, p, size);
+    RECORD_ALLOC(MT_KIND_MALLOC, MT_CALL_MALLOC, p, size);
     return p;
 }
 
@@ -43,13 +60,11 @@ MT_EXPORT void* calloc(size_t n, size_t size) {
         return mt_bootstrap_alloc(total); // static memory is zeroed
     }
     void* p = mt_real.calloc(n, size);
-    if (mt_recording()) {
-        size_t total;
-        // On overflow calloc returns NULL: the call is counted, no event.
-        if (__builtin_mul_overflow(n, size, &total))
-            total = 0;
-        mt_core_on_alloc(MT_KIND_CALLOC, MT_CALL_CALLOC, p, total);
-    }
+    size_t total;
+    // On overflow calloc returns NULL: the call is counted, no event.
+    if (__builtin_mul_overflow(n, size, &total))
+        total = 0;
+    RECORD_ALLOC(MT_KIND_CALLOC, MT_CALL_CALLOC, p, total);
     return p;
 }
 
@@ -60,8 +75,7 @@ MT_EXPORT void free(void* p) {
     // Still resolving (dlsym's error path frees what the loader allocated): leak it.
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return;
-    if (mt_recording())
-        mt_core_on_free(MT_KIND_FREE, MT_CALL_FREE, p, 0);
+    RECORD_FREE(MT_KIND_FREE, MT_CALL_FREE, p, 0);
     mt_real.free(p);
 }
 
@@ -79,7 +93,7 @@ MT_EXPORT void* realloc(void* old, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(old)))
         return realloc_from_arena(old, size);
     ensure_real();
-    if (!mt_recording())
+    if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, size);
     uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
     void* p = mt_real.realloc(old, size);
@@ -95,13 +109,15 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
     if (__builtin_mul_overflow(n, size, &total)) {
         if (mt_recording())
             mt_core_count_call(MT_CALL_REALLOCARRAY);
+        else if (mt_interrupting_hook())
+            mt_core_on_nested(MT_KIND_REALLOCARRAY, MT_CALL_REALLOCARRAY, NULL, 0, 0, false);
         errno = ENOMEM;
         return NULL;
     }
     if (MT_UNLIKELY(mt_bootstrap_owns(old)))
         return realloc_from_arena(old, total);
     ensure_real();
-    if (!mt_recording())
+    if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, total);
     uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
     void* p = mt_real.realloc(old, total);
@@ -113,41 +129,35 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
 MT_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
     ensure_real();
     int rc = mt_real.posix_memalign(out, align, size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_POSIX_MEMALIGN, MT_CALL_POSIX_MEMALIGN, rc == 0 ? *out : NULL,
-                         size);
+    RECORD_ALLOC(MT_KIND_POSIX_MEMALIGN, MT_CALL_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
     return rc;
 }
 
 MT_EXPORT void* aligned_alloc(size_t align, size_t size) {
     ensure_real();
     void* p = mt_real.aligned_alloc(align, size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_ALIGNED_ALLOC, MT_CALL_ALIGNED_ALLOC, p, size);
+    RECORD_ALLOC(MT_KIND_ALIGNED_ALLOC, MT_CALL_ALIGNED_ALLOC, p, size);
     return p;
 }
 
 MT_EXPORT void* memalign(size_t align, size_t size) {
     ensure_real();
     void* p = mt_real.memalign(align, size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_MEMALIGN, MT_CALL_MEMALIGN, p, size);
+    RECORD_ALLOC(MT_KIND_MEMALIGN, MT_CALL_MEMALIGN, p, size);
     return p;
 }
 
 MT_EXPORT void* valloc(size_t size) {
     ensure_real();
     void* p = mt_real.valloc(size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_VALLOC, MT_CALL_VALLOC, p, size);
+    RECORD_ALLOC(MT_KIND_VALLOC, MT_CALL_VALLOC, p, size);
     return p;
 }
 
 MT_EXPORT void* pvalloc(size_t size) {
     ensure_real();
     void* p = mt_real.pvalloc(size);
-    if (mt_recording())
-        mt_core_on_alloc(MT_KIND_PVALLOC, MT_CALL_PVALLOC, p, size);
+    RECORD_ALLOC(MT_KIND_PVALLOC, MT_CALL_PVALLOC, p, size);
     return p;
 }
 
@@ -164,8 +174,7 @@ MT_EXPORT void free_sized(void* p, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(p)))
         return;
     ensure_real();
-    if (mt_recording())
-        mt_core_on_free(MT_KIND_FREE_SIZED, MT_CALL_FREE_SIZED, p, size);
+    RECORD_FREE(MT_KIND_FREE_SIZED, MT_CALL_FREE_SIZED, p, size);
     mt_real.free_sized(p, size);
 }
 
@@ -173,8 +182,7 @@ MT_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(p)))
         return;
     ensure_real();
-    if (mt_recording())
-        mt_core_on_free(MT_KIND_FREE_ALIGNED_SIZED, MT_CALL_FREE_ALIGNED_SIZED, p, size);
+    RECORD_FREE(MT_KIND_FREE_ALIGNED_SIZED, MT_CALL_FREE_ALIGNED_SIZED, p, size);
     mt_real.free_aligned_sized(p, align, size);
 }
 #endif

@@ -8,6 +8,7 @@
 #include "maps.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -55,9 +56,25 @@ static inline size_t node_hash(uint32_t parent, uintptr_t pc) {
                        ((uint64_t)parent << 32 | parent) * 0x9e3779b97f4a7c15ull);
 }
 
+// The tables grow inside hooks, and the real allocator may take its arena lock: a signal
+// handler of the program that allocates must not run meanwhile, or it would wait for that
+// lock forever. Rare (the tables double), so the two system calls do not matter.
+static sigset_t block_signals(void) {
+    sigset_t all, old;
+    sigfillset(&all);
+    mt_real.sigprocmask(SIG_BLOCK, &all, &old);
+    return old;
+}
+
+static void restore_signals(sigset_t old) {
+    mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static void* grow_array(void* p, size_t* cap, size_t elem) {
     size_t nc = *cap ? *cap * 2 : 4096;
+    sigset_t old = block_signals();
     void* np = mt_real.realloc(p, nc * elem);
+    restore_signals(old);
     if (np)
         *cap = nc;
     return np;
@@ -65,7 +82,9 @@ static void* grow_array(void* p, size_t* cap, size_t elem) {
 
 static bool rehash_nodes(void) {
     size_t cap = node_mask ? (node_mask + 1) * 2 : 1 << 14;
+    sigset_t old = block_signals();
     node_slot* t = mt_real.calloc(cap, sizeof *t);
+    restore_signals(old);
     if (!t)
         return false;
     for (size_t i = 0; node_tab && i <= node_mask; i++) {
@@ -76,7 +95,9 @@ static bool rehash_nodes(void) {
             j = (j + 1) & (cap - 1);
         t[j] = node_tab[i];
     }
+    old = block_signals();
     mt_real.free(node_tab);
+    restore_signals(old);
     node_tab = t;
     node_mask = cap - 1;
     return true;
@@ -84,7 +105,9 @@ static bool rehash_nodes(void) {
 
 static bool rehash_frames(void) {
     size_t cap = frame_mask ? (frame_mask + 1) * 2 : 1 << 13;
+    sigset_t old = block_signals();
     frame_slot* t = mt_real.calloc(cap, sizeof *t);
+    restore_signals(old);
     if (!t)
         return false;
     for (size_t i = 0; frame_tab && i <= frame_mask; i++) {
@@ -95,7 +118,9 @@ static bool rehash_frames(void) {
             j = (j + 1) & (cap - 1);
         t[j] = frame_tab[i];
     }
+    old = block_signals();
     mt_real.free(frame_tab);
+    restore_signals(old);
     frame_tab = t;
     frame_mask = cap - 1;
     return true;

@@ -409,6 +409,22 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     return true;
 }
 
+#define NESTED_WALK_MAX (MT_NESTED_FRAMES + 16)
+
+int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
+    uintptr_t pcs[NESTED_WALK_MAX];
+    int n = walk_fp(pcs, max + 8 < NESTED_WALK_MAX ? max + 8 : NESTED_WALK_MAX, stack_hi);
+    int skip = 0;
+    while (skip < n && is_self(pcs[skip]))
+        skip++;
+    n -= skip;
+    if (n > max)
+        n = max;
+    for (int i = 0; i < n; i++)
+        out[i] = pcs[skip + n - 1 - i];
+    return n;
+}
+
 void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
     if (unwind_mode == MT_UNWIND_AUTO && walk_cached(st, max, stack_hi, scratch))
         return;

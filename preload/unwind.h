@@ -39,4 +39,9 @@ typedef struct mt_stack {
 // st->pcs points into it or into the thread's walk cache, valid until its next walk.
 void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi);
 
+// Frame pointers only, with no per-thread state (safe in a signal handler that interrupted
+// a walk): the caller's return addresses, outermost first, the tracer's own frames dropped.
+// Returns how many of `max` were written to `out`.
+int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi);
+
 #endif

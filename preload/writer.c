@@ -309,10 +309,15 @@ static void write_threads(void) {
 }
 
 static void write_call_counts(void) {
-    uint64_t total[MT_CALL_COUNT_] = {0};
-    for (mt_thread* t = mt_core_threads(); t; t = t->next)
+    uint64_t total[MT_CALL_COUNT_] = {0}, lost = 0;
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
         for (int k = 0; k < MT_CALL_COUNT_; k++)
             total[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
+        lost += atomic_load_explicit(&t->nested_lost, memory_order_relaxed);
+    }
+    // Heap calls of signal handlers nested deeper than the side queue holds (core.h).
+    if (lost)
+        mt_capwriter_meta_int(cw, "events_lost", (int64_t)lost);
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(mt_capwriter_db(cw), "INSERT OR REPLACE INTO call_count VALUES(?1,?2)",
                            -1, &st, NULL) != SQLITE_OK) {
