@@ -72,13 +72,15 @@ static void read_capture(void) {
     }
     (void)mt_capture_truncated(cap);
     for (int heap = 0; heap <= 3; heap++) {
-        mt_event_iter* it;
-        if (mt_event_iter_open(cap, heap, &it) != 0)
-            continue;
+        // A failed open may still hand back the iterator (to read its message): close it.
+        mt_event_iter* it = NULL;
+        int rc = mt_event_iter_open(cap, heap, &it);
         mt_event ev;
-        while (mt_event_iter_next(it, &ev) == 1) {
-        }
-        (void)mt_event_iter_error(it);
+        if (rc == 0)
+            while ((rc = mt_event_iter_next(it, &ev)) == 1) {
+            }
+        if (rc < 0 && it)
+            (void)mt_event_iter_error(it);
         mt_event_iter_close(it);
     }
     mt_capture_close(cap);
