@@ -43,6 +43,7 @@ void mt_config_load(void) {
         mt_cfg.unwind = MT_UNWIND_LIBUNWIND;
     mt_cfg.depth = env_int("MEMTRACE_DEPTH", 64, 1, 1024);
     mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10, 1, 60000);
+    mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", 10, 1, 60000);
     mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
     mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1, 0, 1);
 }

@@ -16,6 +16,7 @@ typedef struct mt_config {
     int unwind;
     int depth;
     int sample_ms;
+    int commit_ms; // commit period: the most a SIGKILL can lose
     int follow_fork;
     int symbolize;
 } mt_config;

@@ -24,7 +24,8 @@ static const char usage[] =
     "process whose name is taken (an exec'd program, a forked child) writes NAME.<pid>.db\n"
     "or NAME.2.db, ...; every capture this run wrote is listed at the end.\n"
     "Settings (environment): MEMTRACE_UNWIND=auto|fp|libunwind, MEMTRACE_DEPTH (64),\n"
-    "MEMTRACE_SAMPLE_MS (10), MEMTRACE_FOLLOW_FORK (1), MEMTRACE_SYMBOLIZE (1).\n"
+    "MEMTRACE_SAMPLE_MS (10), MEMTRACE_COMMIT_MS (10), MEMTRACE_FOLLOW_FORK (1),\n"
+    "MEMTRACE_SYMBOLIZE (1).\n"
     "Read the capture with: memreport summary|leaks|plot|flamegraph|stats CAPTURE\n";
 
 static int find_library(char* out, size_t len) {

@@ -29,7 +29,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define COMMIT_INTERVAL_NS 100000000 // a SIGKILL loses at most ~100 ms of events
 #define BATCH 4096
 
 static mt_capwriter* cw;
@@ -139,6 +138,7 @@ static void write_meta(void) {
     mt_capwriter_meta_text(cw, "unwinder", mt_config_unwind_name(mt_cfg.unwind));
     mt_capwriter_meta_int(cw, "depth", mt_cfg.depth);
     mt_capwriter_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
+    mt_capwriter_meta_int(cw, "commit_ms", mt_cfg.commit_ms);
     mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
     mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
     mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
@@ -442,7 +442,7 @@ static void tick(bool final) {
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
         sample_memory(now);
     drain_full();
-    if (final || now - last_commit >= COMMIT_INTERVAL_NS)
+    if (final || now - last_commit >= (int64_t)mt_cfg.commit_ms * 1000000)
         commit_all(now);
 }
 
@@ -496,7 +496,7 @@ static void* writer_main(void* arg) {
     mt_guard = 1;
     if (!open_capture())
         return NULL;
-    int wait_ms = mt_cfg.sample_ms < 100 ? mt_cfg.sample_ms : 100;
+    int wait_ms = mt_cfg.sample_ms < mt_cfg.commit_ms ? mt_cfg.sample_ms : mt_cfg.commit_ms;
     while (!atomic_load(&stop_requested)) {
         mt_core_wait_work(wait_ms);
         if (atomic_load(&fatal_signal)) {

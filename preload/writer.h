@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The writer thread: the only SQLite user in the traced process. It drains the threads'
 // event buffers into chunks, samples RSS/VSZ, writes stacks, maps, threads and marks, and
-// commits about every 100 ms so a killed program loses at most that much.
+// commits every MEMTRACE_COMMIT_MS (10 ms) so a killed program loses at most that much.
 #ifndef MT_WRITER_H
 #define MT_WRITER_H
 
