@@ -83,9 +83,12 @@ void mt_core_fail(const char* what, const char* why) {
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
             line[n++] = *p;
-    (void)!write(STDERR_FILENO, line, n);
-    line[n - 1] = 0; // the launcher adds its own newline
-    mt_output_report_failure(line + strlen("memtrace: "));
+    // Under the launcher, it says so at the end; the program's stderr stays the program's.
+    line[n - 1] = 0;
+    if (!mt_output_report_failure(line + strlen("memtrace: "))) {
+        line[n - 1] = '\n';
+        (void)!write(STDERR_FILENO, line, n);
+    }
 }
 
 // ---- buffers

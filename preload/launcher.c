@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,29 +144,51 @@ static const char* relative_to_cwd(const char* path) {
     return path;
 }
 
-// Says which captures the run wrote ("+pid path" lines) and what went wrong ("-pid why").
+// Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
+// ("-pid why"): a capture whose process then failed is named as incomplete, with the reason.
 // Returns how many captures exist.
 static int tell_captures(const char* report) {
     FILE* f = fopen(report, "r");
     if (!f)
         return 0;
-    char line[8192];
-    int written = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = 0;
-        char* text = strchr(line, ' ');
-        if (!text)
-            continue;
-        text++;
-        if (line[0] == '+' && access(text, F_OK) == 0) {
-            fprintf(stderr, "memtrace: capture written to %s\n", relative_to_cwd(text));
+    enum { MAX_LINES = 4096 };
+    static char lines[MAX_LINES][PATH_MAX + 64];
+    int n = 0, written = 0;
+    while (n < MAX_LINES && fgets(lines[n], sizeof lines[n], f))
+        if (strchr(lines[n], ' ') && (lines[n][0] == '+' || lines[n][0] == '-'))
+            lines[n][strcspn(lines[n], "\n")] = 0, n++;
+    fclose(f);
+    for (int i = 0; i < n; i++) {
+        char* text = strchr(lines[i], ' ') + 1;
+        size_t pidlen = (size_t)(text - lines[i] - 2);
+        const char* why = NULL; // this process's failure, if any
+        bool has_capture = false;
+        for (int k = 0; k < n; k++) {
+            if (strncmp(lines[k] + 1, lines[i] + 1, pidlen + 1) != 0)
+                continue;
+            if (lines[k][0] == '-')
+                why = strchr(lines[k], ' ') + 1;
+            else if (access(strchr(lines[k], ' ') + 1, F_OK) == 0)
+                has_capture = true;
+        }
+        if (lines[i][0] == '+' && access(text, F_OK) == 0) {
             written++;
-        } else if (line[0] == '-') {
-            fprintf(stderr, "memtrace: process %.*s: %s\n", (int)(text - line - 2), line + 1, text);
+            if (why)
+                fprintf(stderr, "memtrace: incomplete capture written to %s (%s)\n",
+                        relative_to_cwd(text), why);
+            else
+                fprintf(stderr, "memtrace: capture written to %s\n", relative_to_cwd(text));
+        } else if (lines[i][0] == '-' && !has_capture) {
+            fprintf(stderr, "memtrace: process %.*s: %s\n", (int)pidlen, lines[i] + 1, text);
         }
     }
-    fclose(f);
     return written;
+}
+
+// Whether any traced process of the run said anything (a capture, or why not).
+static bool heard_of_any(const char* report) {
+    struct stat st;
+    return stat(report, &st) == 0 && st.st_size > 0;
 }
 
 static void explain_no_capture(const char* prog) {
@@ -253,7 +276,7 @@ int main(int argc, char** argv) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (tell_captures(report) == 0)
+    if (tell_captures(report) == 0 && !heard_of_any(report))
         explain_no_capture(argv[i]);
     unlink(report);
     rmdir(report_dir);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,23 +49,23 @@ int mt_output_create(int child, char* path, size_t len) {
 
 // One line per call, appended with a single write(): lines of concurrent processes of the
 // traced tree never interleave. The file must exist (the launcher made it): never created.
-static void report_line(char sign, const char* text) {
+static bool report_line(char sign, const char* text) {
     if (!mt_cfg.report[0])
-        return;
+        return false;
     int fd = open(mt_cfg.report, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return false;
     char line[4200];
     int n = snprintf(line, sizeof line, "%c%d %s\n", sign, (int)getpid(), text);
-    if (n > 0 && (size_t)n < sizeof line)
-        (void)!write(fd, line, (size_t)n);
+    bool ok = n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) == n;
     close(fd);
+    return ok;
 }
 
 void mt_output_report_capture(const char* path) {
-    report_line('+', path);
+    (void)report_line('+', path);
 }
 
-void mt_output_report_failure(const char* message) {
-    report_line('-', message);
+bool mt_output_report_failure(const char* message) {
+    return report_line('-', message);
 }

@@ -4,6 +4,7 @@
 #ifndef MT_OUTPUT_H
 #define MT_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 // Creates this process's capture file, empty, mode 0600: the configured path; if that exists
@@ -14,9 +15,9 @@
 // into `path` and returns 0, or returns a negative errno.
 int mt_output_create(int child, char* path, size_t len);
 
-// Tells the launcher (MEMTRACE_REPORT, a file the launcher made) about this process:
-// a capture it started, or why it stopped recording.
+// Tells the launcher (MEMTRACE_REPORT, a file the launcher made) about this process: a
+// capture it started, or why it stopped recording (false: no launcher heard it).
 void mt_output_report_capture(const char* path);
-void mt_output_report_failure(const char* message);
+bool mt_output_report_failure(const char* message);
 
 #endif

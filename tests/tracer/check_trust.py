@@ -174,6 +174,11 @@ def case_launcher(a, w):
           f"a static program: {r.stderr.strip()!r}")
     check(r.stdout == "static program ran\n", f"and it ran: {r.stdout!r}")
     check(not os.path.exists(os.path.join(w, "static.db")), "no capture for it")
+    r = traced(a.memtrace, ["-o", os.path.join(w, "no-such-dir", "x.db"), a.prog, "chdir", "/"])
+    lines = r.stderr.splitlines()
+    check(r.returncode == 0 and len(lines) == 1 and lines[0].startswith("memtrace: process ")
+          and "No such file or directory" in lines[0],
+          f"a capture that cannot be created: one line saying why: {r.stderr!r}")
 
 
 def main():
