@@ -44,7 +44,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
   target_link_libraries(paced_churn PRIVATE memtrace_warnings)
   foreach(case flips corpus diskfull)
     add_test(NAME e2e.capture_${case}
-             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/capture/check_trust.py
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/capture/check_damaged.py
                      --launcher $<TARGET_FILE:memtrace_launcher>
                      --memreport $<TARGET_FILE:memreport> --prog $<TARGET_FILE:paced_churn>
                      ${case})
