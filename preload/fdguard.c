@@ -240,6 +240,16 @@ static void* guarded_mmap(void* addr, size_t len, int prot, int flags, int handl
     return mmap(addr, len, prot, flags, fd, off);
 }
 
+void mt_fdguard_forget_all(void) {
+    pthread_mutex_lock(&table_lock);
+    for (int i = 0; i < MAX_GUARDED; i++) {
+        if (table[i].handle >= 0 && same_file(table[i].fd, &table[i]))
+            close(table[i].fd);
+        table[i].handle = table[i].fd = -1;
+    }
+    pthread_mutex_unlock(&table_lock);
+}
+
 int mt_fdguard_install(void) {
     static int installed;
     if (installed)

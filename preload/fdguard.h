@@ -12,6 +12,9 @@
 // before the first SQLite file is opened. Returns 0, or -1 if they cannot be replaced.
 int mt_fdguard_install(void);
 
+// Fork child: the parent's files are not the child's to write; closes its copies of them.
+void mt_fdguard_forget_all(void);
+
 // The lowest descriptor number the tracer keeps its files at.
 int mt_fd_high_base(void);
 

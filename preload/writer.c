@@ -594,7 +594,9 @@ void mt_writer_discard_if_empty(void) {
 }
 
 void mt_writer_forget(void) {
-    // The parent's writer thread and SQLite handle are not ours to use or close.
+    // The parent's writer thread and SQLite handle are not ours to use; its files, only our
+    // copies of them, to close.
     writer_running = false;
     cw = NULL;
+    mt_fdguard_forget_all();
 }
