@@ -568,6 +568,7 @@ static int load_pending(mt_event_iter* it) {
 }
 
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
+    *out = NULL;
     mt_event_iter* it = calloc(1, sizeof *it);
     if (!it)
         return -ENOMEM;

@@ -469,7 +469,7 @@ static bool parse_time(const char* s, int64_t* ns) {
 // The seq of the last event applied at time `at`: events run in seq order and stop at
 // the first one stamped after `at` (0: nothing happened by then).
 static int seq_at_time(mt_capture* cap, int64_t at, uint64_t* seq, char* err, size_t errlen) {
-    mt_event_iter* it;
+    mt_event_iter* it = NULL;
     int rc = mt_event_iter_open(cap, mr_capture_default_heap(cap), &it);
     *seq = 0;
     mt_event ev;

@@ -43,6 +43,8 @@ typedef struct mt_event_iter mt_event_iter;
 // capture (`what`: "event chunk N is corrupt (...); skipped its M events"). NULL: an error.
 typedef void (*mt_corrupt_chunk_fn)(const char* path, const char* what);
 void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
+// Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
+// mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
 // Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
 // e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
