@@ -77,8 +77,9 @@ struct mt_thread {
     uint32_t tid;
     int* errno_at; // this thread's errno (saves a call into libc per hook)
     _Atomic int alive;
-    _Atomic int in_hook;     // set while a hook of this thread is recording
-    _Atomic(mt_buffer*) cur; // the buffer being filled (the writer may steal from it)
+    _Atomic int in_hook;       // set while a hook of this thread is recording
+    _Atomic uint32_t nested_n; // side queue (below): slots taken (may exceed MT_NESTED_MAX)
+    _Atomic(mt_buffer*) cur;   // the buffer being filled (the writer may steal from it)
     _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
     _Atomic int written;                    // thread row written by the writer
     int paused;
@@ -86,7 +87,6 @@ struct mt_thread {
     uintptr_t pcs[1100];          // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
                                   // program's stack: its threads may have small stacks
     uintptr_t stack_lo, stack_hi; // for frame-pointer validation
-    _Atomic uint32_t nested_n;    // side queue: slots taken (may exceed MT_NESTED_MAX)
     _Atomic uint64_t nested_lost; // events beyond the side queue (meta events_lost)
     mt_nested_event nested[MT_NESTED_FIXED];
     _Atomic(mt_nested_event*) nested_spill; // MT_NESTED_SPILL more slots, mapped on demand

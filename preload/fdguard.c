@@ -164,14 +164,36 @@ static int guarded_close(int handle) {
     return fd >= 0 ? close(fd) : 0;
 }
 
+// Calls that write or lock check the file first (one fstat): a number the program took
+// over is never written to. Calls that only read use the descriptor as it is, and check only
+// when it is gone (EBADF): reading, even the program's file, changes nothing of the
+// program's (pread never moves a file offset, and fails on pipes and sockets).
 #define RESOLVE_OR_FAIL(fd, handle)                                                                \
     int fd = resolve(handle);                                                                      \
     if (fd < 0)                                                                                    \
         return -1;
 
+static int current_fd(int handle) {
+    pthread_mutex_lock(&table_lock);
+    guarded* g = find(handle);
+    int fd = g ? g->fd : handle;
+    pthread_mutex_unlock(&table_lock);
+    return fd;
+}
+
+#define READ_AND_RETRY(result, call_with_fd, handle)                                               \
+    int fd_ = current_fd(handle);                                                                  \
+    result = fd_ >= 0 ? call_with_fd : -1;                                                         \
+    if (fd_ < 0 || (result < 0 && errno == EBADF)) {                                               \
+        if ((fd_ = resolve(handle)) < 0)                                                           \
+            return -1;                                                                             \
+        result = call_with_fd;                                                                     \
+    }
+
 static int guarded_fstat(int handle, struct stat* st) {
-    RESOLVE_OR_FAIL(fd, handle);
-    return fstat(fd, st);
+    int rc;
+    READ_AND_RETRY(rc, fstat(fd_, st), handle);
+    return rc;
 }
 
 static int guarded_ftruncate(int handle, off_t len) {
@@ -199,13 +221,15 @@ static int guarded_ioctl(int handle, int request, ...) {
 }
 
 static ssize_t guarded_read(int handle, void* buf, size_t n) {
+    // Used by SQLite only where pread is not: a read that moves the offset must check first.
     RESOLVE_OR_FAIL(fd, handle);
     return read(fd, buf, n);
 }
 
 static ssize_t guarded_pread(int handle, void* buf, size_t n, off_t off) {
-    RESOLVE_OR_FAIL(fd, handle);
-    return pread(fd, buf, n, off);
+    ssize_t r;
+    READ_AND_RETRY(r, pread(fd_, buf, n, off), handle);
+    return r;
 }
 
 static ssize_t guarded_write(int handle, const void* buf, size_t n) {

@@ -598,5 +598,6 @@ void mt_writer_forget(void) {
     // copies of them, to close.
     writer_running = false;
     cw = NULL;
+    capture_path[0] = 0;
     mt_fdguard_forget_all();
 }
