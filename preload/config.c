@@ -41,7 +41,7 @@ void mt_config_load(void) {
         mt_cfg.unwind = MT_UNWIND_FP;
     else if (uw && !strcmp(uw, "libunwind"))
         mt_cfg.unwind = MT_UNWIND_LIBUNWIND;
-    mt_cfg.depth = env_int("MEMTRACE_DEPTH", 64, 1, 1024);
+    mt_cfg.depth = env_int("MEMTRACE_DEPTH", 256, 1, 1024);
     mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10, 1, 60000);
     mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", 10, 1, 60000);
     mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
