@@ -371,6 +371,8 @@ static json_t* points_json(const mr_npu_points* p) {
     return a;
 }
 
+static json_t* axes_json(const native* nv, mt_byte_unit unit);
+
 static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit unit, time_unit tu) {
     json_t* o = json_object();
     json_object_set_new(o, "unit", json_string(unit.name));
@@ -386,6 +388,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     json_object_set_new(series, "rss", points_json(&nv->rss));
     json_object_set_new(series, "vsz", points_json(&nv->vsz));
     json_object_set_new(o, "series", series);
+    json_object_set_new(o, "axes", axes_json(nv, unit));
     json_t* jm = json_array();
     for (size_t i = 0; i < nmarks; i++) {
         json_t* m = json_pack("{s:s,s:s,s:I}", "kind", marks[i].range ? "range" : "mark", "name",
@@ -485,6 +488,38 @@ static uint64_t axis_max(const native* nv) {
     return near || m == 0 ? (v > m ? v : m) : m;
 }
 
+// Heap and RSS share the left axis unless their maxima differ by more than this factor.
+// Two scales for series of similar size let the heap line cross RSS, which reads as "heap
+// above RSS"; only a heap so small that it would be a flat line at the bottom gets its own
+// scale on the right axis. Without RSS the heap is compared with the whole axis.
+#define HEAP_OWN_AXIS_RATIO 20
+
+static bool heap_own_axis(const native* nv) {
+    uint64_t ref = series_max(&nv->rss);
+    if (!ref)
+        ref = axis_max(nv);
+    return nv->peak > 0 && nv->peak <= (ref - 1) / HEAP_OWN_AXIS_RATIO; // 20 * peak < ref
+}
+
+// The axes as drawn, for --data: each side's unit and the series scaled to it.
+static json_t* axes_json(const native* nv, mt_byte_unit unit) {
+    bool own = heap_own_axis(nv);
+    json_t* left = json_pack("{s:s,s:s,s:[]}", "side", "left", "unit", unit.name, "series");
+    json_t* ls = json_object_get(left, "series");
+    if (!own)
+        json_array_append_new(ls, json_string("heap"));
+    if (nv->rss.n)
+        json_array_append_new(ls, json_string("rss"));
+    if (nv->vsz.n)
+        json_array_append_new(ls, json_string("vsz"));
+    json_t* axes = json_array();
+    json_array_append_new(axes, left);
+    if (own)
+        json_array_append_new(axes, json_pack("{s:s,s:s,s:[s]}", "side", "right", "unit",
+                                              mt_unit_for_bytes(nv->peak).name, "series", "heap"));
+    return axes;
+}
+
 static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, size_t n,
                        double tscale, bool labels, double** pts, size_t* npts) {
     double last_label = -1e9;
@@ -522,9 +557,7 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, si
 static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nmarks,
                  mt_byte_unit unit, time_unit tu) {
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
-    // A heap under a tenth of the axis would be a flat line at the bottom: it gets its own
-    // scale on the right axis, in its colour.
-    bool own = nv->peak > 0 && nv->peak <= (ymax - 1) / 10; // peak * 10 < ymax, no wrap
+    bool own = heap_own_axis(nv); // then its scale is on the right axis, in its colour
     mt_byte_unit hu = own ? mt_unit_for_bytes(nv->peak) : unit;
     double hs = (double)hu.scale, hmax = own ? (double)nv->peak / hs * 1.08 : 0;
     double ys = (double)unit.scale, xmax = (double)nv->duration / tu.scale;
@@ -568,7 +601,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);
     char hl[48];
-    snprintf(hl, sizeof hl, "live heap [%s]", hu.name);
+    snprintf(hl, sizeof hl, "live heap, own scale [%s]", hu.name);
     if (own)
         mr_draw_right_axis(cr, &f, hmax, 8, hl, HEAP);
     size_t npts = 0;
@@ -588,7 +621,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
                                       : "live heap (requested bytes)",
                                   HEAP, MR_MARK_LINE};
     if (nv->rss.n)
-        items[n++] = (mr_legend_item){"RSS", RSS, MR_MARK_LINE};
+        items[n++] = (mr_legend_item){own ? "RSS (left axis)" : "RSS", RSS, MR_MARK_LINE};
     char vl[64], vb[32];
     // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
     // is scaled to the heap and RSS and the legend says how far VSZ goes.

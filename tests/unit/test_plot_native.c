@@ -252,6 +252,129 @@ static void test_crafted(const char* db) {
     cairo_surface_destroy(img);
 }
 
+// Heap against RSS at a given ratio: one block of `heap` bytes live from 100 ms to 900 ms,
+// RSS rising from rss/2 to rss over 1 s. Returns the plot's --data JSON; the PNG is read
+// back into *img.
+static json_t* plot_ratio(const char* name, uint64_t heap, uint64_t rss, cairo_surface_t** img) {
+    char db[64], png[64], data[64], err[256];
+    snprintf(db, sizeof db, "%s.db", name);
+    snprintf(png, sizeof png, "%s.png", name);
+    snprintf(data, sizeof data, "%s.json", name);
+    mt_capwriter* w;
+    CHECK_EQ_I64(mt_capwriter_open(tmp_path(db), &w, err, sizeof err), 0);
+    mt_capwriter_begin(w);
+    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capwriter_meta_text(w, "symbolized", "1");
+    mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
+    sqlite3_exec(mt_capwriter_db(w),
+                 "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
+                 " (1, NULL, 4096, 'f', 1);"
+                 "INSERT INTO callsite VALUES (1, 0, 1, 1);",
+                 NULL, NULL, NULL);
+    mt_event e[2] = {{1, 100000000, 0x1000, heap, 1, 7, MT_KIND_MALLOC, 1},
+                     {2, 900000000, 0x1000, 0, 0, 7, MT_KIND_FREE, 1}};
+    uint8_t* scratch = malloc(mt_codec_bound(2));
+    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, e, 2, scratch), 0);
+    free(scratch);
+    for (int i = 0; i <= 100; i++)
+        mt_capwriter_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000,
+                             (int64_t)(rss / 2 + rss / 2 * (uint64_t)i / 100));
+    mt_capwriter_commit(w);
+    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    mt_capture* cap;
+    CHECK_EQ_I64(mt_capture_open(tmp_path(db), &cap, err, sizeof err), 0);
+    mr_plot_args a = {.input = tmp_path(db), .output = tmp_path(png), .data = tmp_path(data)};
+    CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
+    mt_capture_close(cap);
+    json_error_t je;
+    json_t* j = json_load_file(a.data, 0, &je);
+    CHECK(j != NULL);
+    *img = cairo_image_surface_create_from_png(a.output);
+    CHECK_EQ_I64(cairo_surface_status(*img), CAIRO_STATUS_SUCCESS);
+    return j;
+}
+
+static bool is_colour(uint32_t px, int r, int g, int b) {
+    return abs((int)((px >> 16) & 255) - r) + abs((int)((px >> 8) & 255) - g) +
+               abs((int)(px & 255) - b) <=
+           30;
+}
+
+// Pixels of colour (r, g, b) in columns [x0, x1).
+static size_t count_colour_in(cairo_surface_t* img, int x0, int x1, int r, int g, int b) {
+    int h = cairo_image_surface_get_height(img), stride = cairo_image_surface_get_stride(img);
+    const unsigned char* data = cairo_image_surface_get_data(img);
+    size_t n = 0;
+    for (int y = 0; y < h; y++)
+        for (int x = x0; x < x1; x++)
+            n += is_colour(((const uint32_t*)(const void*)(data + (size_t)y * stride))[x], r, g, b);
+    return n;
+}
+
+// Columns of the plot area where the heap line's top lies more than 3 px above the RSS
+// line's top: the picture says "heap above RSS". (The legend's samples, heap above RSS,
+// add a few dozen.)
+static int columns_heap_above_rss(cairo_surface_t* img) {
+    int h = cairo_image_surface_get_height(img), stride = cairo_image_surface_get_stride(img);
+    const unsigned char* data = cairo_image_surface_get_data(img);
+    int above = 0;
+    for (int x = 100; x < 1500; x++) {
+        int heap_top = -1, rss_top = -1;
+        for (int y = 50; y < h - 75 && (heap_top < 0 || rss_top < 0); y++) {
+            uint32_t px = ((const uint32_t*)(const void*)(data + (size_t)y * stride))[x];
+            if (heap_top < 0 && is_colour(px, 31, 120, 181))
+                heap_top = y;
+            if (rss_top < 0 && is_colour(px, 255, 127, 14))
+                rss_top = y;
+        }
+        above += heap_top >= 0 && rss_top >= 0 && heap_top < rss_top - 3;
+    }
+    return above;
+}
+
+// Heap and RSS share one axis unless their maxima differ by more than 20x; the axes are
+// stated in --data and visible in the picture: the right axis's ticks and label are drawn
+// in the heap's colour right of the plot area (x >= 1510).
+static void test_axes(void) {
+    struct {
+        const char* name;
+        uint64_t heap, rss;
+        bool own;
+    } cases[] = {{"third", 10000000, 30000000, false},
+                 {"fifteenth", 2000000, 30000000, false},
+                 {"twentieth", 1500000, 30000000, false},
+                 {"hundredth", 300000, 30000000, true}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        cairo_surface_t* img;
+        json_t* j = plot_ratio(cases[k].name, cases[k].heap, cases[k].rss, &img);
+        json_t* axes = json_object_get(j, "axes");
+        CHECK_EQ_I64(json_array_size(axes), (cases[k].own ? 2 : 1));
+        json_t* left = json_array_get(axes, 0);
+        CHECK_EQ_STR(json_string_value(json_object_get(left, "side")), "left");
+        json_t* ls = json_object_get(left, "series");
+        bool heap_left = false;
+        for (size_t i = 0; i < json_array_size(ls); i++)
+            heap_left |= !strcmp(json_string_value(json_array_get(ls, i)), "heap");
+        CHECK(heap_left == !cases[k].own);
+        if (cases[k].own) {
+            json_t* right = json_array_get(axes, 1);
+            CHECK_EQ_STR(json_string_value(json_object_get(right, "side")), "right");
+            CHECK_EQ_STR(json_string_value(json_array_get(json_object_get(right, "series"), 0)),
+                         "heap");
+            CHECK(count_colour_in(img, 1510, 1600, 31, 120, 181) > 100); // right axis drawn
+        } else {
+            CHECK_EQ_I64(count_colour_in(img, 1510, 1600, 31, 120, 181), 0); // no right axis
+            CHECK(count_colour_in(img, 100, 1500, 31, 120, 181) > 300);      // the heap line
+            int above = columns_heap_above_rss(img);
+            if (above >= 100)
+                fprintf(stderr, "%s: heap drawn above RSS in %d columns\n", cases[k].name, above);
+            CHECK(above < 100);
+        }
+        cairo_surface_destroy(img);
+        json_decref(j);
+    }
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -260,6 +383,7 @@ int main(void) {
     build_capture(tmp_path("native.db"));
     test_plot(tmp_path("native.db"));
     test_crafted(tmp_path("crafted.db"));
+    test_axes();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
