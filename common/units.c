@@ -5,6 +5,14 @@
 #include <stdio.h>
 
 mt_byte_unit mt_unit_for_bytes(uint64_t peak) {
+    static const char* const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    unsigned i = 0;
+    while (i + 1 < sizeof names / sizeof *names && peak >= (1ull << (10 * (i + 1))))
+        i++;
+    return (mt_byte_unit){names[i], 1ull << (10 * i)};
+}
+
+mt_byte_unit mt_npu_unit_for_bytes(uint64_t peak) {
     if (peak >= (1ull << 30))
         return (mt_byte_unit){"GB", 1ull << 30};
     if (peak >= (1ull << 20))

@@ -27,8 +27,8 @@ static const char flamegraph_help[] =
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, root at the bottom, width = bytes.\n"
     "  --peak              blocks live at the peak of live bytes (default)\n"
-    "  --at TIME           blocks live at TIME since the start: ns, or with a unit\n"
-    "                      (ns, us, ms, s), e.g. 1.5s or 20ms\n"
+    "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
+    "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
     "  --leaks             blocks still live at the end of the run\n"
     "  --split-threads     add a thread filter to the page\n"
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
@@ -330,7 +330,7 @@ static json_t* string_ref(uint32_t id) {
 
 static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t nmerged,
                           uint64_t threshold, thread_acc* threads, enum mode mode, int64_t at_ns,
-                          const mr_replay* r) {
+                          bool steps, const mr_replay* r) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
     if (!newid)
         return NULL;
@@ -366,13 +366,14 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
         json_object_set_new(o, "what", json_string("the leaked bytes"));
     } else {
         int64_t t = mode == MODE_PEAK ? r->peak_ts : at_ns;
-        mt_format_duration(t, when, sizeof when);
+        mr_format_time(t, steps, when, sizeof when);
         snprintf(sub, sizeof sub, "%s: %s live at %s", mode == MODE_PEAK ? "Peak" : "Live heap",
                  bytes, when);
         json_object_set_new(
             o, "what",
             json_string(mode == MODE_PEAK ? "the bytes live at the peak" : "the bytes live then"));
-        json_object_set_new(o, "time_ns", json_integer(t));
+        // An imported NPU heap counts time in allocation steps.
+        json_object_set_new(o, steps ? "step" : "time_ns", json_integer(t));
     }
     json_object_set_new(o, "subtitle", json_string(sub));
     json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
@@ -441,30 +442,6 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
 }
 
 // ---- options and the replays
-
-// "1500", "1500ns", "1.5us", "20ms", "1.5s" -> ns. Returns false when malformed.
-static bool parse_time(const char* s, int64_t* ns) {
-    char* end;
-    double v = strtod(s, &end);
-    if (end == s || !(v >= 0))
-        return false;
-    double scale = 1;
-    if (!*end || !strcmp(end, "ns"))
-        scale = 1;
-    else if (!strcmp(end, "us"))
-        scale = 1e3;
-    else if (!strcmp(end, "ms"))
-        scale = 1e6;
-    else if (!strcmp(end, "s"))
-        scale = 1e9;
-    else
-        return false;
-    double t = v * scale;
-    if (t > 9.2e18)
-        return false;
-    *ns = (int64_t)llround(t);
-    return true;
-}
 
 // The seq of the last event applied at time `at`: events run in seq order and stop at
 // the first one stamped after `at` (0: nothing happened by then).
@@ -538,9 +515,11 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     const char* output = NULL;
     enum mode mode = MODE_PEAK;
     int modes = 0;
-    int64_t at_ns = 0;
+    mr_time at = {0, false};
+    const char* at_arg = NULL;
+    int64_t at_ns = 0; // or the step, for an NPU capture
     double min_width = 0.0001;
-    int c;
+    int c, rc;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
@@ -554,10 +533,9 @@ int mr_cmd_flamegraph(int argc, char** argv) {
             modes++;
             break;
         case 'a':
-            if (!parse_time(optarg, &at_ns)) {
-                mr_error(NULL, "--at: not a time: '%s' (e.g. 1500000, 1.5ms, 2s)", optarg);
-                return MR_EXIT_USAGE;
-            }
+            if ((rc = mr_parse_time("--at", optarg, &at)))
+                return rc;
+            at_arg = optarg;
             mode = MODE_AT;
             modes++;
             break;
@@ -599,8 +577,14 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     }
     mt_capture* cap = NULL;
     mr_symbols* sym = NULL;
-    int rc = mr_open_capture_symbols(path, &cap, &sym);
+    rc = mr_open_capture_symbols(path, &cap, &sym);
+    mr_extent extent =
+        rc ? (mr_extent){0, false} : mr_capture_extent(cap, mr_capture_default_heap(cap));
+    if (!rc && mode == MODE_AT)
+        rc = mr_time_in_capture("--at", at_arg, at, path, extent, &at_ns);
     if (rc) {
+        mr_symbols_free(sym);
+        mt_capture_close(cap);
         free(def);
         return rc;
     }
@@ -656,7 +640,7 @@ int mr_cmd_flamegraph(int argc, char** argv) {
                 size_t nmerged;
                 target = prune(&g, min_width, &threshold, &nmerged);
                 data = target ? build_json(&g, cap, target, nmerged, threshold,
-                                           split ? &threads : NULL, mode, at_ns, &r)
+                                           split ? &threads : NULL, mode, at_ns, extent.steps, &r)
                               : NULL;
                 if (!data)
                     e = -ENOMEM;

@@ -233,7 +233,10 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
-    json_object_set_new(o, "peak_time_ns", json_integer(r->peak_ts));
+    // An imported NPU heap counts time in allocation steps, not nanoseconds.
+    bool steps = r->heap == MT_HEAP_NPU;
+    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
     json_object_set_new(o, "by_peak",
                         top_sites(sites, rows, n, top, by_at_peak, offsetof(row, at_peak)));
@@ -349,8 +352,10 @@ static void print_text(FILE* out, json_t* o) {
             mt_format_bytes(INT(o, "bytes_allocated"), a, sizeof a), INT(o, "frees"),
             INT(o, "temporary"),
             allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
-    fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
-            mt_format_duration((int64_t)INT(o, "peak_time_ns"), b, sizeof b));
+    bool steps = !strcmp(json_string_value(json_object_get(o, "time_unit")), "step");
+    fprintf(
+        out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+        mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b, sizeof b));
     print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
     print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
     print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);

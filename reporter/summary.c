@@ -55,11 +55,20 @@ static json_t* calls_object(mt_capture* cap) {
     return calls;
 }
 
-static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
-    json_t* o = json_object();
-    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
-    json_object_set_new(o, "status",
-                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+// An imported NPU log has no process: its source log, format and number of steps instead.
+static void npu_origin(json_t* o, mt_capture* cap, mr_replay* r) {
+    char* source = mt_capture_meta_text(cap, "source");
+    json_object_set_new(o, "source", source ? mr_json_bytes(source) : json_null());
+    free(source);
+    char* format = mt_capture_meta_text(cap, "format");
+    json_object_set_new(
+        o, "format",
+        json_string(format && !strcmp(format, "npu-log-legacy") ? "legacy" : "current"));
+    free(format);
+    json_object_set_new(o, "steps", json_integer(mr_capture_extent(cap, r->heap).end));
+}
+
+static void process_origin(json_t* o, mt_capture* cap, mr_replay* r) {
     json_object_set_new(o, "pid", json_integer(mt_capture_meta_int(cap, "pid", 0)));
     char* cmd = mt_capture_meta_text(cap, "cmdline");
     json_t* cmdline = mr_json_loads_bytes(cmd);
@@ -69,19 +78,33 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
         json_decref(cmdline);
     int64_t duration = mt_capture_meta_int(cap, "duration_ns", -1);
     json_object_set_new(o, "duration_ns", json_integer(duration >= 0 ? duration : r->last_ts));
-    json_object_set_new(o, "threads", json_integer((json_int_t)threads));
+}
+
+static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
+    bool npu = r->heap == MT_HEAP_NPU;
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
+    json_object_set_new(o, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    if (npu)
+        npu_origin(o, cap, r);
+    else
+        process_origin(o, cap, r);
+    if (!npu) // a log's one synthetic thread says nothing
+        json_object_set_new(o, "threads", json_integer((json_int_t)threads));
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
     json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
     json_object_set_new(o, "unmatched_frees", json_integer((json_int_t)r->unmatched_frees));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
-    json_object_set_new(o, "peak_time_ns", json_integer(r->peak_ts));
     // An imported NPU heap counts time in allocation steps, not nanoseconds.
-    json_object_set_new(o, "time_unit", json_string(r->heap == MT_HEAP_NPU ? "step" : "ns"));
+    json_object_set_new(o, npu ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "time_unit", json_string(npu ? "step" : "ns"));
     json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
     json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
-    json_object_set_new(o, "calls", calls_object(cap));
+    if (!npu) // the tracer counts calls per entry point; a log has none
+        json_object_set_new(o, "calls", calls_object(cap));
     // Set when the program died of a fatal signal and the tracer saved the capture first.
     int64_t sig = mt_capture_meta_int(cap, "terminated_by_signal", 0);
     if (sig)
@@ -91,32 +114,36 @@ static json_t* build_summary(mt_capture* cap, mr_replay* r, size_t threads) {
 
 static void print_text(FILE* out, json_t* s) {
     char a[32], b[32], c[32];
-    json_t* cmd = json_object_get(s, "command");
     fputs("capture:      ", out);
     mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
     fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
-    fputs("command:     ", out);
+    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
     size_t i;
     json_t* v;
-    json_array_foreach(cmd, i, v) {
-        fputc(' ', out);
-        mr_fputs_text(out, json_string_value(v));
-    }
-    fprintf(out, "\npid:          %lld\n",
-            (long long)json_integer_value(json_object_get(s, "pid")));
-    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
-    int64_t duration = json_integer_value(json_object_get(s, "duration_ns"));
-    int64_t peak_time = json_integer_value(json_object_get(s, "peak_time_ns"));
     if (steps) {
-        snprintf(a, sizeof a, "%lld steps", (long long)duration);
-        snprintf(b, sizeof b, "step %lld", (long long)peak_time);
+        fputs("source log:   ", out);
+        mr_fputs_text(out, json_string_value(json_object_get(s, "source")));
+        fprintf(out, "\nformat:       NPU memory-usage log (%s)\n",
+                json_string_value(json_object_get(s, "format")));
+        fprintf(out, "steps:        %lld\n",
+                (long long)json_integer_value(json_object_get(s, "steps")));
     } else {
-        mt_format_duration(duration, a, sizeof a);
-        mt_format_duration(peak_time, b, sizeof b);
+        fputs("command:     ", out);
+        json_array_foreach(json_object_get(s, "command"), i, v) {
+            fputc(' ', out);
+            mr_fputs_text(out, json_string_value(v));
+        }
+        fprintf(out, "\npid:          %lld\n",
+                (long long)json_integer_value(json_object_get(s, "pid")));
+        fprintf(
+            out, "duration:     %s\n",
+            mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
     }
-    fprintf(out, "duration:     %s\n", a);
+    mr_format_time(json_integer_value(json_object_get(s, steps ? "peak_step" : "peak_time_ns")),
+                   steps, b, sizeof b);
 #define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
-    fprintf(out, "threads:      %llu\n", INT("threads"));
+    if (!steps)
+        fprintf(out, "threads:      %llu\n", INT("threads"));
     fprintf(out, "events:       %llu\n", INT("events"));
     fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
             mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
@@ -125,6 +152,8 @@ static void print_text(FILE* out, json_t* s) {
     fprintf(out, "leaked:       %s in %llu blocks\n",
             mt_format_bytes(INT("leaked_bytes"), a, sizeof a), INT("leaked_allocations"));
 #undef INT
+    if (steps)
+        return;
     fputs("calls:       ", out);
     const char* key;
     json_object_foreach(json_object_get(s, "calls"), key, v) {

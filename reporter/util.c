@@ -5,10 +5,12 @@
 #include "symbols.h"
 
 #include "memtrace/schema.h"
+#include "memtrace/units.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -219,4 +221,129 @@ int mr_capture_default_heap(mt_capture* cap) {
         heap = MT_HEAP_NPU;
     sqlite3_finalize(st);
     return heap;
+}
+
+// ---- times on the command line
+
+#define MR_TIME_EXPECTED                                                                           \
+    "a time with its unit, ns, us, ms or s (e.g. 20ms, 1.5s), or step N for an imported NPU log"
+
+int mr_parse_time(const char* option, const char* value, mr_time* out) {
+    const char* p = value;
+    if (!strncmp(p, "step", 4)) {
+        p += 4;
+        while (*p == ' ')
+            p++;
+        char* end;
+        errno = 0;
+        long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
+        if (v < 0 || *end || errno) {
+            mr_error(NULL, "%s %s: not a step: expected step N, N a whole number", option, value);
+            return MR_EXIT_USAGE;
+        }
+        *out = (mr_time){v, true};
+        return MR_EXIT_OK;
+    }
+    // Digits with an optional fraction; strtod alone would also take "1e3", "inf" or "0x1p4".
+    size_t n = strspn(p, "0123456789");
+    if (n && p[n] == '.')
+        n += 1 + strspn(p + n + 1, "0123456789");
+    if (!n) {
+        mr_error(NULL, "%s %s: not a time: expected %s", option, value, MR_TIME_EXPECTED);
+        return MR_EXIT_USAGE;
+    }
+    const char* unit = p + n;
+    while (*unit == ' ')
+        unit++;
+    static const struct {
+        const char* name;
+        double ns;
+    } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+    double scale = 0;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (!strcmp(unit, units[i].name))
+            scale = units[i].ns;
+    if (!*unit) {
+        mr_error(NULL, "%s %s: no unit: expected %s", option, value, MR_TIME_EXPECTED);
+        return MR_EXIT_USAGE;
+    }
+    if (!scale) {
+        mr_error(NULL, "%s %s: unknown unit '%s': expected %s", option, value, unit,
+                 MR_TIME_EXPECTED);
+        return MR_EXIT_USAGE;
+    }
+    double ns = strtod(p, NULL) * scale;
+    if (!(ns < 9.2e18)) {
+        mr_error(NULL, "%s %s: too large a time", option, value);
+        return MR_EXIT_USAGE;
+    }
+    *out = (mr_time){(int64_t)llround(ns), false};
+    return MR_EXIT_OK;
+}
+
+// Largest value of a column over the rows of one heap or track (-1 when there are none).
+static int64_t max_of(mt_capture* cap, const char* sql, int id) {
+    sqlite3_stmt* st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(mt_capture_db(cap), sql, -1, &st, NULL) != SQLITE_OK)
+        return v;
+    sqlite3_bind_int(st, 1, id);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+mr_extent mr_capture_extent(mt_capture* cap, int heap) {
+    int64_t last_event = max_of(cap, "SELECT max(ts_last) FROM event_chunk WHERE heap=?1", heap);
+    if (heap == MT_HEAP_NPU) {
+        // Upstream's count (the plot's x axis): the last max-allocated step, plus one.
+        int64_t last =
+            max_of(cap, "SELECT max(ts) FROM counter WHERE track=?1", MT_TRACK_NPU_MAX_ALLOCATED);
+        if (last < 0)
+            last = last_event;
+        return (mr_extent){last + 1, true};
+    }
+    // The recorded duration; a capture cut short has none, its last event ends it.
+    int64_t d = mt_capture_meta_int(cap, "duration_ns", -1);
+    return (mr_extent){d > last_event ? d : last_event > 0 ? last_event : 0, false};
+}
+
+int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
+                       mr_extent extent, int64_t* ts) {
+    char a[32];
+    if (extent.steps && !t.step) {
+        mr_error(NULL,
+                 "%s %s: %s is an imported NPU log, timed in allocation steps: expected step N "
+                 "(0 to %lld)",
+                 option, value, path, (long long)extent.end - 1);
+        return MR_EXIT_USAGE;
+    }
+    if (!extent.steps && t.step) {
+        mr_error(NULL,
+                 "%s %s: %s is timed in ns, not steps: expected a time with a unit (e.g. "
+                 "20ms, 1.5s)",
+                 option, value, path);
+        return MR_EXIT_USAGE;
+    }
+    if (extent.steps && t.value >= extent.end) {
+        mr_error(NULL, "%s %s: past the end of %s (%lld steps: step 0 to step %lld)", option, value,
+                 path, (long long)extent.end, (long long)extent.end - 1);
+        return MR_EXIT_USAGE;
+    }
+    if (!extent.steps && t.value > extent.end) {
+        mr_error(NULL, "%s %s: past the end of %s (duration %s)", option, value, path,
+                 mt_format_duration(extent.end, a, sizeof a));
+        return MR_EXIT_USAGE;
+    }
+    *ts = t.value;
+    return MR_EXIT_OK;
+}
+
+char* mr_format_time(int64_t t, bool steps, char* buf, size_t len) {
+    if (steps)
+        snprintf(buf, len, "step %lld", (long long)t);
+    else
+        mt_format_duration(t, buf, len);
+    return buf;
 }

@@ -73,4 +73,33 @@ char* mr_path_with_ext(const char* path, const char* ext);
 // MT_HEAP_LIBC otherwise.
 int mr_capture_default_heap(mt_capture* cap);
 
+// A time given on the command line (--at): nanoseconds since the capture started, or for an
+// imported NPU capture an allocation step. Every subcommand parses times with mr_parse_time
+// and checks them against its capture with mr_time_in_capture.
+typedef struct mr_time {
+    int64_t value; // ns, or the step
+    bool step;
+} mr_time;
+// Accepts a number with a unit, "20ms", "1.5s", "250 us", "100ns", or "step N". A bare
+// number is refused: its unit would be a guess. Returns 0, or the usage exit code after an
+// error saying what is expected.
+int mr_parse_time(const char* option, const char* value, mr_time* out);
+
+// The extent in time of a capture's heap: a native heap's duration in ns (steps false), or
+// an imported NPU heap's number of allocation steps (steps true; they run 0..end-1).
+typedef struct mr_extent {
+    int64_t end;
+    bool steps;
+} mr_extent;
+mr_extent mr_capture_extent(mt_capture* cap, int heap);
+
+// Checks t against the capture `path` (its heap's extent): steps only for an NPU capture,
+// ns only for a native one, and inside the capture. Returns 0 with the time in the heap's
+// unit in *ts, or the usage exit code after an error naming the capture's extent.
+int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
+                       mr_extent extent, int64_t* ts);
+
+// A time of a report: "step 3" for steps, else a duration ("1.234 s", "12.5 ms"). Returns buf.
+char* mr_format_time(int64_t t, bool steps, char* buf, size_t len);
+
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Human units for bytes and durations, shared by every report. Binary multiples labelled
-// B/KB/MB/GB as the NPU plotter does (1 KB = 1024 B). Pure functions.
+// Human units for bytes and durations, shared by every report. Sizes are 1024-based and
+// labelled as such (IEC: B, KiB, MiB, GiB, TiB). The NPU heap plot alone keeps upstream's
+// labels (KB/MB/GB for the same 1024 multiples), because it reproduces upstream's plotter.
+// Pure functions.
 #ifndef MEMTRACE_UNITS_H
 #define MEMTRACE_UNITS_H
 
@@ -8,13 +10,16 @@
 #include <stdint.h>
 
 typedef struct mt_byte_unit {
-    const char* name; // "B", "KB", "MB", "GB"
-    uint64_t scale;   // 1, 1024, 1024^2, 1024^3
+    const char* name; // "B", "KiB", "MiB", "GiB", "TiB" (NPU plot: "B", "KB", "MB", "GB")
+    uint64_t scale;   // 1, 1024, 1024^2, ...
 } mt_byte_unit;
 
-// The unit for axis values up to `peak`: >= 2^30 GB, >= 2^20 MB, >= 2^10 KB, else B.
+// The unit for axis values up to `peak`: the largest of B, KiB, MiB, GiB, TiB whose scale
+// is <= peak.
 mt_byte_unit mt_unit_for_bytes(uint64_t peak);
-// "1.50 MB"; small values exact ("512 B"). Returns buf.
+// Upstream NPU plotter's unit for `peak`: >= 2^30 GB, >= 2^20 MB, >= 2^10 KB, else B.
+mt_byte_unit mt_npu_unit_for_bytes(uint64_t peak);
+// "1.50 MiB"; small values exact ("512 B"). Returns buf.
 char* mt_format_bytes(uint64_t bytes, char* buf, size_t len);
 // "1.234 s", "12.5 ms", "850 us", "120 ns". Returns buf.
 char* mt_format_duration(int64_t ns, char* buf, size_t len);
