@@ -1,0 +1,17 @@
+# Installing and packaging: `make install`'s layout (cmake --install with DESTDIR) and the
+# Debian package of `make deb` (unpacked into a temporary root), each used as a user would:
+# a program traced by the installed memtrace, its capture read by the installed memreport.
+# Not in sanitized builds: those are not what is installed.
+if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET memreport AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.install COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
+    install ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
+    ${CMAKE_CURRENT_BINARY_DIR}/install.d)
+  set_tests_properties(e2e.install PROPERTIES LABELS e2e TIMEOUT 300)
+  find_program(MEMTRACE_DPKG_DEB dpkg-deb)
+  if(MEMTRACE_DPKG_DEB)
+    add_test(NAME e2e.deb COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
+      deb ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
+      ${CMAKE_CURRENT_BINARY_DIR}/deb.d)
+    set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600)
+  endif()
+endif()
