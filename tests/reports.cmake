@@ -11,10 +11,16 @@ add_executable(reports_fixture reports/mkfixture.c ${REPORTS_FIXTURE})
 target_link_libraries(reports_fixture PRIVATE memtrace_common memtrace_warnings PkgConfig::SQLITE3)
 target_compile_definitions(reports_fixture PRIVATE _GNU_SOURCE)
 
+# A capture 152 frames deep (tests/reports/mkdeep.c), for the flame graph's orientation.
+add_executable(reports_deep_fixture reports/mkdeep.c ${REPORTS_FIXTURE})
+target_link_libraries(reports_deep_fixture PRIVATE memtrace_common memtrace_warnings
+                      PkgConfig::SQLITE3)
+target_compile_definitions(reports_deep_fixture PRIVATE _GNU_SOURCE)
+
 add_test(NAME e2e.flamegraph_browser
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/browser_test.py
           $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
-          ${CMAKE_CURRENT_BINARY_DIR}/reports-browser)
+          $<TARGET_FILE:reports_deep_fixture> ${CMAKE_CURRENT_BINARY_DIR}/reports-browser)
 set_tests_properties(e2e.flamegraph_browser PROPERTIES LABELS e2e TIMEOUT 180
                      SKIP_RETURN_CODE 77)
 

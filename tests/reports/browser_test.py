@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # The flame graph page in a real browser (headless chromium over WebDriver): loads without
-# script errors, shows the expected frames with widths proportional to bytes and the root at
-# the bottom, tooltips, click-to-zoom and reset, the non-relevant-frames checkbox, the thread
-# filter, search highlighting, and a screenshot with frames drawn in flame colours. Then a
-# page of hostile names (HTML, "<!--<script>", terminal escapes) that must show them as text.
-# Usage: browser_test.py MEMREPORT FIXTURE_TOOL WORKDIR   (exit 77 = skipped: no browser)
+# script errors, shows the expected frames with widths proportional to bytes and the root on
+# top (icicle, the default), tooltips, click-to-zoom and reset, the non-relevant-frames
+# checkbox, the thread filter, search highlighting, and a screenshot with frames drawn in
+# flame colours. Then a page of hostile names (HTML, "<!--<script>", terminal escapes) that
+# must show them as text, and a deep graph that must open showing frames in either
+# orientation (the toggle, remembered in the URL hash and localStorage).
+# Usage: browser_test.py MEMREPORT FIXTURE_TOOL DEEP_FIXTURE_TOOL WORKDIR
+#        (exit 77 = skipped: no browser)
 import os
 import shutil
 import subprocess
@@ -40,7 +43,7 @@ def frames(b):
 
 
 def main():
-    memreport, fixture, work = sys.argv[1:4]
+    memreport, fixture, deep_fixture, work = sys.argv[1:5]
     if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
         print("skipped: chromium/chromedriver not installed")
         return 77
@@ -75,9 +78,9 @@ def main():
             expect = total_w * want[name] / want["all"]
             check(abs(f[name]["w"] - expect) <= 1.5,
                   "%s width %.1f ~ %.1f px (proportional to bytes)" % (name, f[name]["w"], expect))
-        check(f["all"]["y"] > f["main"]["y"] > f["make_node"]["y"] > f["parse_file"]["y"] - 19,
-              "root at the bottom, callees above")
-        check(f["parse_file"]["y"] < f["load_config"]["y"], "parse_file above load_config")
+        check(f["all"]["y"] < f["main"]["y"] < f["make_node"]["y"] < f["parse_file"]["y"] + 19,
+              "icicle by default: root on top, callees below")
+        check(f["parse_file"]["y"] > f["load_config"]["y"], "parse_file below load_config")
 
         # Tooltip.
         b.hover(b.find('#chart .fr[data-name="worker"]'))
@@ -124,7 +127,7 @@ def main():
         b.type(b.find("#search"), "make")
         matched = [x["name"] for x in b.js(FRAMES_JS) if " match" in x["cls"]]
         check(matched == ["make_node"], "search highlights make_node only: %r" % matched)
-        check("3.91 KB" in b.js("return document.getElementById('match').textContent"),
+        check("3.91 KiB" in b.js("return document.getElementById('match').textContent"),
               "search reports the matched bytes")
 
         png = b.screenshot()
@@ -154,6 +157,7 @@ def main():
               "no thread filter without --split-threads")
         check(b.js("return window.__errors") == [], "no script errors (plain page)")
     hostile(memreport, fixture, work)
+    deep(memreport, deep_fixture, work)
     print("%d failures" % failures)
     return 1 if failures else 0
 
@@ -205,6 +209,92 @@ def hostile(memreport, fixture, work):
               "no element made from a name")
         check(b.js("return window.__pwned === undefined"), "no injected script ran")
         check(b.js("return window.__errors") == [], "hostile names: still no script errors")
+
+
+# Frames inside the window below the sticky header, with their rectangles.
+VISIBLE_JS = """
+var top = document.querySelector('header').getBoundingClientRect().bottom;
+var bottom = window.innerHeight;
+return Array.from(document.querySelectorAll('#chart .fr')).map(function (d) {
+  var r = d.getBoundingClientRect();
+  return {name: d.dataset.name, depth: +d.dataset.depth, y: r.top, h: r.height, w: r.width,
+          visible: r.bottom > top && r.top < bottom};
+});
+"""
+
+
+def deep_view(b, what):
+    """Checks that the window shows the graph, not empty space: the root frame is in view
+    and the frames in view add up to many full rows; and a screenshot is mostly frames."""
+    fr = b.js(VISIBLE_JS)
+    vis = [x for x in fr if x["visible"]]
+    width = b.js("return document.getElementById('chart').clientWidth")
+    rows = sum(x["w"] for x in vis) / width
+    root = [x for x in fr if x["name"] == "all"]
+    check(root and root[0]["visible"], "%s: the root frame is in the window" % what)
+    check(rows >= 10, "%s: the frames in the window fill %.1f rows (>= 10)" % (what, rows))
+    w, h, px = webdriver.decode_png(b.screenshot())
+    flame = total = 0
+    for row in px[::4]:
+        for i in range(0, len(row), 16):
+            r, g, bl = row[i], row[i + 1], row[i + 2]
+            total += 1
+            flame += r - bl > 60  # frames are warm colours; page and text are grey
+    check(flame > total * 0.3, "%s: the screenshot is %.0f%% frames (> 30%%)"
+          % (what, 100.0 * flame / max(total, 1)))
+    return {x["name"]: x for x in fr}
+
+
+def deep(memreport, deep_fixture, work):
+    """A graph 152 frames deep (2,736 px: python3's is 2,600) in an 800 px window. It opens
+    as an icicle with the root on top; the toggle flips it to a flame graph scrolled to its
+    root at the bottom; the choice is kept in the hash and in localStorage."""
+    cap = os.path.join(work, "deep.db")
+    subprocess.run([deep_fixture, cap], check=True)
+    page = os.path.join(work, "deep.html")
+    subprocess.run([memreport, "flamegraph", cap, "-o", page], check=True)
+    url = "file://" + page
+    with webdriver.Browser(width=1280, height=800) as b:
+        b.get(url)
+        check(b.js("return window.__errors") == [], "deep: no script errors")
+        check(b.js("return document.getElementById('chart').offsetHeight") >= 152 * 18,
+              "deep: the graph is taller than the window")
+        f = deep_view(b, "deep, at load")
+        check(f["all"]["y"] < f["main"]["y"] < f["step_1"]["y"] < f["recurse_150"]["y"],
+              "deep: icicle at load, root on top")
+        check("root is on top" in b.js("return document.getElementById('footer').textContent"),
+              "deep: the footer says where the root is")
+
+        b.click(b.find("#orient"))
+        f = deep_view(b, "deep, flame")
+        check(f["all"]["y"] > f["main"]["y"] > f["step_1"]["y"] > f["recurse_150"]["y"],
+              "deep: the toggle puts the root at the bottom")
+        check(b.js("return window.scrollY") > 1000, "deep: the flame view is scrolled down")
+        check(b.js("return location.hash") == "#flame", "deep: the hash says #flame")
+        check("root is at the bottom" in
+              b.js("return document.getElementById('footer').textContent"),
+              "deep: the footer follows the orientation")
+
+        # Remembered: a new load without a hash opens as a flame graph, at its root.
+        b.get("about:blank")
+        b.get(url)
+        check(b.js("return window.memreport.state.icicle") is False,
+              "deep: reopened as a flame graph (localStorage)")
+        deep_view(b, "deep, reopened as flame")
+        # The hash wins over localStorage, at load and when it changes.
+        b.get("about:blank")
+        b.get(url + "#icicle")
+        f = deep_view(b, "deep, opened with #icicle")
+        check(f["all"]["y"] < f["main"]["y"], "deep: #icicle opens with the root on top")
+        b.js("location.hash = '#flame'")
+        b.js("return 0")
+        f = frames(b)
+        check(f["all"]["y"] > f["main"]["y"], "deep: changing the hash to #flame flips it")
+        b.click(b.find("#orient"))
+        f = deep_view(b, "deep, toggled back")
+        check(f["all"]["y"] < f["main"]["y"] and b.js("return window.scrollY") == 0,
+              "deep: toggled back to icicle, at the top")
+        check(b.js("return window.__errors") == [], "deep: still no script errors")
 
 
 if __name__ == "__main__":
