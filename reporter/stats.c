@@ -378,7 +378,8 @@ static void print_text(FILE* out, json_t* o) {
         size_t w = (size_t)((double)INT(h, "count") * 40.0 / (double)maxc + 0.5);
         memset(bar, '#', w);
         bar[w] = 0;
-        fprintf(out, "  %23s  %10llu  %s\n", range, INT(h, "count"), bar);
+        // Wide enough for "128.00 KiB - <256.00 KiB".
+        fprintf(out, "  %24s  %10llu  %s\n", range, INT(h, "count"), bar);
     }
 
     fputs("\nthreads:\n  tid       name              allocations    allocated        frees"

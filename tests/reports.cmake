@@ -56,3 +56,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:hostile_names> ${CMAKE_CURRENT_BINARY_DIR}/reports-hostile)
   set_tests_properties(e2e.reports_hostile_names PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# Units and times of every report: sizes in KiB/MiB/GiB (common/units.c), the one --at
+# parser and a capture's extent in time (reporter/util.c), on native and imported NPU captures.
+memtrace_unit_test(units ${REPORTS_FIXTURE})
+target_compile_definitions(test_units PRIVATE
+  NPU_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu")

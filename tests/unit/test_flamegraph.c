@@ -81,6 +81,8 @@ int main(void) {
     CHECK_EQ_I64(GET_INT(d, "total_bytes"), 10364);
     CHECK_EQ_I64(GET_INT(d, "total_blocks"), 5);
     CHECK_EQ_I64(GET_INT(d, "time_ns"), 7000);
+    CHECK_EQ_STR(json_string_value(json_object_get(d, "subtitle")),
+                 "Peak: 10.12 KiB live at 7 us"); // 1024-based, labelled so
     CHECK_EQ_STR(json_string_value(json_object_get(d, "title")), "prog --fast");
     CHECK_EQ_STR(json_string_value(json_object_get(d, "mode")), "peak");
     CHECK_EQ_I64(sum_self(d), 10364);
@@ -111,10 +113,20 @@ int main(void) {
     CHECK_EQ_I64(GET_INT(d, "time_ns"), 4500);
     json_decref(d);
     CHECK_EQ_I64(
-        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000", "-f", "-o", out, NULL), 0);
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000ns", "-f", "-o", out, NULL), 0);
     d = page_data(out);
     CHECK_EQ_I64(GET_INT(d, "total_bytes"), 1000); // B was allocated and freed by then
+    CHECK(strstr(json_string_value(json_object_get(d, "subtitle")), "live at 3 us") != NULL);
     json_decref(d);
+    // A time without its unit, past the end of the capture or in steps (for an NPU log) is a
+    // usage error and writes nothing.
+    char late[256];
+    snprintf(late, sizeof late, "%s/late.html", fx_tmpdir());
+    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000", "-o", late, NULL), 1);
+    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "99s", "-o", late, NULL), 1);
+    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "step 3", "-o", late, NULL),
+                 1);
+    CHECK(access(late, F_OK) != 0);
     CHECK_EQ_I64(
         fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "0.5us", "-f", "-o", out, NULL), 0);
     d = page_data(out);
@@ -172,7 +184,7 @@ int main(void) {
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, NULL), 3);
     CHECK_EQ_I64(chdir(cwd), 0);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "soon", NULL), 1);
-    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "5", "--leaks", NULL), 1);
+    CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "5us", "--leaks", NULL), 1);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--min-width", "2", NULL), 1);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", NULL), 1);
 

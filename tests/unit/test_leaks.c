@@ -110,10 +110,10 @@ int main(void) {
     // Text output: one block per group and the totals line.
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--all-frames", "-o", txt, NULL), 0);
     char* t = fx_read(txt);
-    CHECK(t && strstr(t, "3.91 KB (4000 bytes) in 1 block allocated at:\n"
+    CHECK(t && strstr(t, "3.91 KiB (4000 bytes) in 1 block allocated at:\n"
                          "    #0 operator new [libc.so.6]\n"
                          "    #1 make_node (tree.c:40) [prog]\n"));
-    CHECK(t && strstr(t, "leaked: 4.70 KB (4814 bytes) in 5 blocks from 4 stacks\n"));
+    CHECK(t && strstr(t, "leaked: 4.70 KiB (4814 bytes) in 5 blocks from 4 stacks\n"));
     free(t);
 
     // Usage and input errors.

@@ -129,7 +129,7 @@ static void test_plot(const char* db) {
     json_t* jp = json_object_get(j, "peak");
     CHECK_EQ_I64(json_integer_value(json_object_get(jp, "bytes")), peak);
     CHECK_EQ_I64(json_integer_value(json_object_get(jp, "ts")), peak_ts);
-    CHECK_EQ_STR(json_string_value(json_object_get(j, "unit")), "MB");
+    CHECK_EQ_STR(json_string_value(json_object_get(j, "unit")), "MiB"); // 1024-based: IEC label
     CHECK_EQ_STR(json_string_value(json_object_get(j, "time_unit")), "ms");
     // Every heap point is a real state (ts, live after the event at ts); the peak is one.
     json_t* heap = json_object_get(json_object_get(j, "series"), "heap");

@@ -113,12 +113,12 @@ int main(void) {
     // Text output.
     CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "-o", txt, NULL), 0);
     char* t = fx_read(txt);
-    CHECK(t && strstr(t, "allocations: 9 (11.05 KB), frees: 5, temporary: 2 (22.2%)\n"));
+    CHECK(t && strstr(t, "allocations: 9 (11.05 KiB), frees: 5, temporary: 2 (22.2%)\n"));
     CHECK(t && strstr(t, "top sites by bytes live at the peak:\n"
-                         "       4.88 KB  worker (worker.c:7) [prog]\n"));
+                         "      4.88 KiB  worker (worker.c:7) [prog]\n"));
     CHECK(t && !strstr(t, "from __libc_start_call_main"));
-    CHECK(t && strstr(t, "4.00 KB - <8.00 KB           1  ####################\n"));
-    CHECK(t && strstr(t, "  200       worker-1                    2      4.93 KB            1"));
+    CHECK(t && strstr(t, "    4.00 KiB - <8.00 KiB           1  ####################\n"));
+    CHECK(t && strstr(t, "  200       worker-1                    2     4.93 KiB            1"));
     if (t && check_failures)
         fputs(t, stderr);
     free(t);
