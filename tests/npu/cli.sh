@@ -60,18 +60,39 @@ check "legacy format meta" test "$(sqlite3 legacy_2025.db "select value from met
 "$M" plot "$FIX/sample.log" --sites 2 -o sites.png 2> err.txt; rc=$?
 check "npu --sites refused" test $rc -eq 1 -a ! -e sites.png
 
-# The other reports read the imported heap: the sample's 5 buffers (8 KB in all, peak 6 KB
-# live at step 3), all allocated from function main.
+# The other reports read the imported heap: the sample's 5 buffers (8 KiB in all, peak 6 KiB
+# live at step 3), all allocated from function main. Where a native capture shows its
+# process (command, pid, threads, calls), an import shows its source log, format and steps;
+# its times are steps, never ns.
 "$M" summary --json sample.db > sum.json
 check "summary of import" python3 -c '
-import json, sys
+import json, os, sys
 s = json.load(open("sum.json"))
-want = dict(allocations=5, frees=5, bytes_allocated=8192, peak_bytes=6144, peak_time_ns=3,
-            leaked_bytes=0, time_unit="step")
+want = dict(allocations=5, frees=5, bytes_allocated=8192, peak_bytes=6144, peak_step=3,
+            leaked_bytes=0, time_unit="step", steps=5, format="current",
+            source=os.path.realpath(sys.argv[1]))
 bad = {k: (s.get(k), v) for k, v in want.items() if s.get(k) != v}
+bad.update({k: s[k] for k in ("pid", "command", "threads", "calls", "duration_ns",
+                              "peak_time_ns") if k in s})
 if bad:
     print(bad)
-sys.exit(1 if bad else 0)'
+sys.exit(1 if bad else 0)' "$FIX/sample.log"
+"$M" summary sample.db > sum.txt
+check "summary text: source log" grep -qx "source log:   $(realpath "$FIX/sample.log")" sum.txt
+check "summary text: format" grep -qx "format:       NPU memory-usage log (current)" sum.txt
+check "summary text: steps" grep -qx "steps:        5" sum.txt
+check "summary text: peak at step 3" grep -qx "peak:         6.00 KiB at step 3" sum.txt
+check "summary text: no process fields" test -z "$(grep -E '^(command|pid|threads|calls|duration):' sum.txt)"
+"$M" summary legacy_2025.db > legacy-sum.txt
+check "summary text: legacy format" grep -qx "format:       NPU memory-usage log (legacy)" legacy-sum.txt
+"$M" stats sample.db > stats.txt
+check "stats text: peak at step 3" grep -qx "peak: 6.00 KiB at step 3" stats.txt
+"$M" stats --json sample.db > stats.json
+check "stats json: peak step" python3 -c '
+import json, sys
+s = json.load(open("stats.json"))
+sys.exit(not (s.get("peak_step") == 3 and s.get("time_unit") == "step" and "peak_time_ns" not in s))'
+check "no ns in NPU reports" test -z "$(grep -E '[0-9] ns\b' sum.txt stats.txt)"
 "$M" stacks --json sample.db > stacks.json
 check "stacks by function" python3 -c '
 import json, sys
@@ -79,6 +100,17 @@ s = json.load(open("stacks.json"))["stacks"]
 sys.exit(not (len(s) == 1 and s[0]["frames"][0]["function"] == "main" and s[0]["bytes"] == 8192))'
 check "flamegraph of import" "$M" flamegraph sample.db -o flame.html
 check "flamegraph names main" grep -q '"main"' flame.html
+check "flamegraph peak at step 3" grep -q '"subtitle":"Peak: 6.00 KiB live at step 3"' flame.html
+# Times of an import are steps: step N, 0 to 4 for the sample's 5 steps; ns are refused.
+check "flamegraph --at step 2" "$M" flamegraph sample.db --at 'step 2' -o at2.html
+check "flamegraph --at step 2: 5 KiB" grep -q '"subtitle":"Live heap: 5.00 KiB live at step 2"' at2.html
+check "flamegraph --at step 2: step key" grep -q '"step":2' at2.html
+"$M" flamegraph sample.db --at 2ms -o at-ms.html 2> err.txt; rc=$?
+check "--at 2ms on an import: exit 1, no page" test $rc -eq 1 -a ! -e at-ms.html
+check "--at 2ms on an import: message" grep -qx "memreport: --at 2ms: sample.db is an imported NPU log, timed in allocation steps: expected step N (0 to 4)" err.txt
+"$M" flamegraph sample.db --at 'step 5' -o at5.html 2> err.txt; rc=$?
+check "--at step 5: exit 1, no page" test $rc -eq 1 -a ! -e at5.html
+check "--at step 5: message" grep -qx "memreport: --at step 5: past the end of sample.db (5 steps: step 0 to step 4)" err.txt
 # Hostile input (run under ASan+UBSan by `make test-sanitize`, halting on any finding).
 # Values up to INT64_MAX import and plot exactly; one more is refused.
 G='[DEBUG] [vpux-compiler] Start Pass StaticAllocation on Operation x'
