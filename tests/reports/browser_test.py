@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import webdriver  # noqa: E402
@@ -287,7 +288,10 @@ def deep(memreport, deep_fixture, work):
         f = deep_view(b, "deep, opened with #icicle")
         check(f["all"]["y"] < f["main"]["y"], "deep: #icicle opens with the root on top")
         b.js("location.hash = '#flame'")
-        b.js("return 0")
+        # hashchange is an event: wait for it (bounded), then look.
+        deadline = time.time() + 30
+        while b.js("return window.memreport.state.icicle") and time.time() < deadline:
+            time.sleep(0.05)
         f = frames(b)
         check(f["all"]["y"] > f["main"]["y"], "deep: changing the hash to #flame flips it")
         b.click(b.find("#orient"))
