@@ -82,7 +82,7 @@ def main():
     check(len(stats["threads"]) >= 2 and len(w) == 1,
           "per-thread totals: the worker's allocations and live bytes: %r" % stats["threads"])
     hist = {(h["min"], h["max"]): h["count"] for h in stats["sizes"]}
-    check(hist.get((8192, 16383), 0) >= 10, "histogram: 10000-byte blocks in [8 KB, 16 KB)")
+    check(hist.get((8192, 16383), 0) >= 10, "histogram: 10000-byte blocks in [8 KiB, 16 KiB)")
 
     page = os.path.join(work, "fg.html")
     subprocess.run([memreport, "flamegraph", cap, "-o", page], check=True,
