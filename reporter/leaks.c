@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // memreport leaks: the blocks still live at the end of a run, grouped by allocation stack,
-// largest first, with an optional suppressions file of function-name patterns.
+// largest first; the C runtime's own blocks apart from the program's (runtime_held.h); an
+// optional suppressions file (memreport's glob patterns or LeakSanitizer's leak: lines).
 // One replay; memory is the live set plus one counter pair per callsite.
 #include "commands.h"
 #include "escape.h"
 #include "replay.h"
+#include "runtime_held.h"
 #include "sites.h"
 #include "util.h"
 
@@ -21,30 +23,109 @@
 static const char leaks_help[] =
     "usage: memreport leaks CAPTURE [--json] [--top N] [--suppressions FILE] [-o FILE] [-f]\n"
     "Blocks of the libc heap still live at the end of the run, grouped by allocation\n"
-    "stack, largest first, with the full stack of each group and a totals line.\n"
+    "stack, largest first, with the full stack of each group and a totals line. Blocks\n"
+    "the C runtime allocated for itself and never frees (stdio buffers, thread DTVs and\n"
+    "TLS, locale data, dlerror results...) are a group of their own, \"held by the C\n"
+    "runtime\", not counted as the program's leaks.\n"
     "  --json               machine-readable output\n"
     "  --top N              show the N largest groups only (totals still count all)\n"
-    "  --suppressions FILE  hide groups with a frame whose function matches a pattern\n"
-    "                       of FILE (one glob pattern a line, '#' starts a comment)\n"
+    "  --suppressions FILE  hide the groups a line of FILE matches: a glob pattern matched\n"
+    "                       against whole function names, or LeakSanitizer's leak:PATTERN,\n"
+    "                       a substring of a function, source file or module name ('*'\n"
+    "                       any text, '^' and '$' anchor); '#' starts a comment. A line\n"
+    "                       that matches no leak is reported on stderr\n"
     "  --all-frames         also show noise frames (allocator internals, start-up code);\n"
     "                       hidden by default, their bytes count in their callers\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  -f, --force          overwrite FILE if it exists\n";
 
-typedef struct patterns {
-    char** v;
-    size_t n;
-} patterns;
+// One line of a suppressions file and what it matched.
+typedef struct suppression {
+    char* pattern; // as written (after "leak:" for LeakSanitizer lines)
+    char* glob;    // the fnmatch pattern it is matched with
+    bool lsan;     // leak:PATTERN: any function, file or module name; else function names
+    unsigned line;
+    uint64_t bytes, blocks, stacks;
+} suppression;
 
-static void patterns_free(patterns* p) {
-    for (size_t i = 0; i < p->n; i++)
-        free(p->v[i]);
+typedef struct suppressions {
+    suppression* v;
+    size_t n;
+} suppressions;
+
+static void suppressions_free(suppressions* p) {
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].pattern);
+        free(p->v[i].glob);
+    }
     free(p->v);
 }
 
-// Reads a suppressions file: one fnmatch pattern a line, blank lines and '#' comments
-// ignored, surrounding white space trimmed. Returns 0 or an exit code.
-static int load_suppressions(const char* path, patterns* p) {
+// LeakSanitizer's template as an fnmatch pattern: a substring unless anchored by a leading
+// '^' or a trailing '$'; '*' is the only wildcard, every other character is literal.
+static char* lsan_glob(const char* t) {
+    bool start = t[0] == '^';
+    t += start;
+    size_t n = strlen(t);
+    bool end = n && t[n - 1] == '$';
+    n -= end;
+    char* g = malloc(2 * n + 3);
+    if (!g)
+        return NULL;
+    char* o = g;
+    if (!start)
+        *o++ = '*';
+    for (size_t i = 0; i < n; i++) {
+        if (strchr("?[]\\", t[i]))
+            *o++ = '\\';
+        *o++ = t[i];
+    }
+    if (!end)
+        *o++ = '*';
+    *o = 0;
+    return g;
+}
+
+// One non-blank line b (comments and white space gone) of FILE, line `line`. A line
+// "TYPE:PATTERN" (TYPE a lower-case word, not "::" as in C++ names) is LeakSanitizer's
+// format, where only leak: is about leaks. Returns 0 or an exit code.
+static int add_suppression(suppressions* p, const char* path, unsigned line, const char* b) {
+    char where[4096];
+    snprintf(where, sizeof where, "%s:%u", path, line);
+    size_t type = strspn(b, "abcdefghijklmnopqrstuvwxyz_");
+    bool lsan = type && b[type] == ':' && b[type + 1] != ':';
+    if (lsan && (type != 4 || strncmp(b, "leak", 4))) {
+        mr_error(where, "unknown suppression type '%.*s' (only leak: lines are read)", (int)type,
+                 b);
+        return MR_EXIT_BAD_INPUT;
+    }
+    const char* pattern = lsan ? b + type + 1 : b;
+    if (!*pattern) {
+        mr_error(where, "empty suppression pattern");
+        return MR_EXIT_BAD_INPUT;
+    }
+    suppression* nv = realloc(p->v, (p->n + 1) * sizeof *nv);
+    if (!nv) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    p->v = nv;
+    suppression* s = &p->v[p->n];
+    *s = (suppression){.pattern = strdup(pattern),
+                       .glob = lsan ? lsan_glob(pattern) : strdup(pattern),
+                       .lsan = lsan,
+                       .line = line};
+    p->n++; // freed with the others even when a copy failed
+    if (!s->pattern || !s->glob) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    return MR_EXIT_OK;
+}
+
+// Reads a suppressions file: one pattern a line (see leaks_help), blank lines and '#'
+// comments ignored, surrounding white space trimmed. Returns 0 or an exit code.
+static int load_suppressions(const char* path, suppressions* p) {
     FILE* fp = fopen(path, "r");
     if (!fp) {
         mr_error(path, "cannot open suppressions: %s", strerror(errno));
@@ -53,7 +134,7 @@ static int load_suppressions(const char* path, patterns* p) {
     char* line = NULL;
     size_t cap = 0;
     int rc = MR_EXIT_OK;
-    while (getline(&line, &cap, fp) >= 0) {
+    for (unsigned lineno = 1; rc == MR_EXIT_OK && getline(&line, &cap, fp) >= 0; lineno++) {
         char* hash = strchr(line, '#');
         if (hash)
             *hash = 0;
@@ -63,36 +144,36 @@ static int load_suppressions(const char* path, patterns* p) {
         char* e = b + strlen(b);
         while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
             *--e = 0;
-        if (!*b)
-            continue;
-        char** nv = realloc(p->v, (p->n + 1) * sizeof *nv);
-        if (!nv || !(nv[p->n] = strdup(b))) {
-            if (nv)
-                p->v = nv;
-            mr_error(path, "out of memory");
-            rc = MR_EXIT_IO;
-            break;
-        }
-        p->v = nv;
-        p->n++;
+        if (*b)
+            rc = add_suppression(p, path, lineno, b);
+    }
+    if (rc == MR_EXIT_OK && ferror(fp)) {
+        mr_error(path, "cannot read suppressions: %s", strerror(errno));
+        rc = MR_EXIT_IO;
     }
     free(line);
     fclose(fp);
     return rc;
 }
 
-static bool suppressed(const mr_symbols* s, uint32_t callsite, const patterns* p) {
-    if (!p->n)
-        return false;
+static bool name_matches(const char* glob, const char* name) {
+    return name && fnmatch(glob, name, 0) == 0;
+}
+
+// Whether a suppression matches a frame of the stack (every frame, noise included, and
+// every inlined function of a frame).
+static bool stack_matches(const mr_symbols* s, uint32_t callsite, const suppression* p) {
     uint32_t frames[MR_SITES_MAX_DEPTH];
     size_t n = mr_symbols_stack(s, callsite, true, frames, MR_SITES_MAX_DEPTH);
     for (size_t i = 0; i < n && i < MR_SITES_MAX_DEPTH; i++) {
+        if (p->lsan && name_matches(p->glob, mr_symbols_frame_module(s, frames[i])))
+            return true;
         const mr_symloc* locs;
         size_t nl = mr_symbols_frame_locs(s, frames[i], &locs);
         for (size_t l = 0; l < nl; l++)
-            for (size_t k = 0; k < p->n; k++)
-                if (fnmatch(p->v[k], locs[l].function, 0) == 0)
-                    return true;
+            if (name_matches(p->glob, locs[l].function) ||
+                (p->lsan && name_matches(p->glob, locs[l].file)))
+                return true;
     }
     return false;
 }
@@ -101,6 +182,20 @@ typedef struct group {
     uint32_t callsite;
     uint64_t bytes, blocks;
 } group;
+
+// Counts a group in every suppression that matches it; true when one does.
+static bool suppressed(const mr_symbols* s, const group* g, suppressions* p) {
+    bool any = false;
+    for (size_t k = 0; k < p->n; k++) {
+        if (stack_matches(s, g->callsite, &p->v[k])) {
+            p->v[k].bytes += g->bytes;
+            p->v[k].blocks += g->blocks;
+            p->v[k].stacks++;
+            any = true;
+        }
+    }
+    return any;
+}
 
 static int by_bytes_desc(const void* a, const void* b) {
     const group *x = a, *y = b;
@@ -138,52 +233,110 @@ static group* group_live(const mr_heapmap* live, const mr_symbols* s, size_t* ng
     return g;
 }
 
+// One section of the report (the program's leaks, or what the C runtime holds): totals of
+// every group, and the largest `top` groups with their stacks.
+typedef struct section {
+    uint64_t bytes, blocks, stacks;
+    json_t* groups;
+} section;
+
+static void section_add(section* sec, const mr_symbols* s, const group* g, size_t top,
+                        bool all_frames) {
+    sec->bytes += g->bytes;
+    sec->blocks += g->blocks;
+    sec->stacks++;
+    if (json_array_size(sec->groups) >= top)
+        return;
+    json_t* o = json_object();
+    json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
+    json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
+    json_object_set_new(o, "stack", mr_sites_stack_json(s, g->callsite, all_frames));
+    json_array_append_new(sec->groups, o);
+}
+
+static json_t* suppressions_json(const suppressions* p) {
+    json_t* a = json_array();
+    for (size_t k = 0; k < p->n; k++) {
+        const suppression* x = &p->v[k];
+        json_t* o = json_object();
+        json_object_set_new(o, "line", json_integer(x->line));
+        json_object_set_new(o, "pattern", mr_json_bytes(x->pattern));
+        json_object_set_new(o, "format", json_string(x->lsan ? "leak" : "glob"));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
+        json_object_set_new(o, "blocks", json_integer((json_int_t)x->blocks));
+        json_object_set_new(o, "stacks", json_integer((json_int_t)x->stacks));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+// The report: groups matched by a suppression are counted as suppressed; the others go to
+// the C runtime's section when it holds them (runtime_held.h), else to the program's.
 static json_t* build_report(mt_capture* cap, const mr_symbols* s, group* g, size_t n, size_t top,
-                            const patterns* supp, bool all_frames) {
-    json_t* groups = json_array();
-    uint64_t bytes = 0, blocks = 0, sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
+                            suppressions* supp, bool all_frames) {
+    section prog = {.groups = json_array()}, runtime = {.groups = json_array()};
+    uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
     for (size_t i = 0; i < n; i++) {
-        if (suppressed(s, g[i].callsite, supp)) {
+        if (suppressed(s, &g[i], supp)) {
             sup_bytes += g[i].bytes;
             sup_blocks += g[i].blocks;
             sup_groups++;
-            continue;
+        } else {
+            bool held = mr_runtime_held(s, g[i].callsite);
+            section_add(held ? &runtime : &prog, s, &g[i], top, all_frames);
         }
-        bytes += g[i].bytes;
-        blocks += g[i].blocks;
-        if (json_array_size(groups) >= top)
-            continue;
-        json_t* o = json_object();
-        json_object_set_new(o, "bytes", json_integer((json_int_t)g[i].bytes));
-        json_object_set_new(o, "blocks", json_integer((json_int_t)g[i].blocks));
-        json_object_set_new(o, "stack", mr_sites_stack_json(s, g[i].callsite, all_frames));
-        json_array_append_new(groups, o);
     }
     json_t* r = json_object();
     json_object_set_new(r, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(r, "status",
                         json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
-    json_object_set_new(r, "bytes", json_integer((json_int_t)bytes));
-    json_object_set_new(r, "blocks", json_integer((json_int_t)blocks));
-    json_object_set_new(r, "stacks", json_integer((json_int_t)(n - sup_groups)));
+    json_object_set_new(r, "bytes", json_integer((json_int_t)prog.bytes));
+    json_object_set_new(r, "blocks", json_integer((json_int_t)prog.blocks));
+    json_object_set_new(r, "stacks", json_integer((json_int_t)prog.stacks));
     json_object_set_new(r, "suppressed_bytes", json_integer((json_int_t)sup_bytes));
     json_object_set_new(r, "suppressed_blocks", json_integer((json_int_t)sup_blocks));
     json_object_set_new(r, "suppressed_stacks", json_integer((json_int_t)sup_groups));
-    json_object_set_new(r, "groups", groups);
+    json_object_set_new(r, "groups", prog.groups);
+    json_t* held = json_object();
+    json_object_set_new(held, "bytes", json_integer((json_int_t)runtime.bytes));
+    json_object_set_new(held, "blocks", json_integer((json_int_t)runtime.blocks));
+    json_object_set_new(held, "stacks", json_integer((json_int_t)runtime.stacks));
+    json_object_set_new(held, "groups", runtime.groups);
+    json_object_set_new(r, "runtime_held", held);
+    json_object_set_new(r, "suppressions", suppressions_json(supp));
     return r;
+}
+
+// Says on stderr which suppressions matched nothing (a typo, or a leak that is gone).
+static void report_unused(const char* path, const suppressions* p) {
+    for (size_t k = 0; k < p->n; k++) {
+        if (p->v[k].stacks)
+            continue;
+        char where[4096];
+        snprintf(where, sizeof where, "%s:%u", path, p->v[k].line);
+        char* shown = mr_escape(p->v[k].pattern, strlen(p->v[k].pattern), MR_ESCAPE_TERMINAL);
+        mr_error(where, "suppression '%s' matched no leak", shown ? shown : p->v[k].pattern);
+        free(shown);
+    }
 }
 
 #define INT(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
 
-static void print_text(FILE* out, json_t* r) {
-    char a[32], line[1024];
+// "4.70 KiB (4814 bytes) in 5 blocks from 4 stacks", in the singular where it is one.
+static void print_amount(FILE* out, unsigned long long bytes, unsigned long long blocks,
+                         unsigned long long stacks) {
+    char a[32];
+    fprintf(out, "%s (%llu byte%s) in %llu block%s from %llu stack%s",
+            mt_format_bytes(bytes, a, sizeof a), bytes, bytes == 1 ? "" : "s", blocks,
+            blocks == 1 ? "" : "s", stacks, stacks == 1 ? "" : "s");
+}
+
+static void print_groups(FILE* out, json_t* groups) {
+    char line[1024];
     size_t i;
     json_t* g;
-    if (!strcmp(json_string_value(json_object_get(r, "status")), "truncated"))
-        fputs("note: the capture is truncated (the program did not exit normally); blocks\n"
-              "      live when it stopped are reported as leaks\n\n",
-              out);
-    json_array_foreach(json_object_get(r, "groups"), i, g) {
+    json_array_foreach(groups, i, g) {
+        char a[32];
         fprintf(out, "%s (%llu bytes) in %llu block%s allocated at:\n",
                 mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"), INT(g, "blocks"),
                 INT(g, "blocks") == 1 ? "" : "s");
@@ -199,14 +352,35 @@ static void print_text(FILE* out, json_t* r) {
         }
         fputc('\n', out);
     }
-    fprintf(out, "leaked: %s (%llu bytes) in %llu blocks from %llu stacks",
-            mt_format_bytes(INT(r, "bytes"), a, sizeof a), INT(r, "bytes"), INT(r, "blocks"),
-            INT(r, "stacks"));
-    if (INT(r, "suppressed_stacks"))
-        fprintf(out, "; suppressed: %llu bytes in %llu blocks from %llu stacks",
-                INT(r, "suppressed_bytes"), INT(r, "suppressed_blocks"),
-                INT(r, "suppressed_stacks"));
+}
+
+static void print_text(FILE* out, json_t* r) {
+    if (!strcmp(json_string_value(json_object_get(r, "status")), "truncated"))
+        fputs("note: the capture is truncated (the program did not exit normally); blocks\n"
+              "      live when it stopped are reported as leaks\n\n",
+              out);
+    print_groups(out, json_object_get(r, "groups"));
+    json_t* held = json_object_get(r, "runtime_held");
+    if (json_array_size(json_object_get(held, "groups"))) {
+        fputs("Held by the C runtime (allocated by libc or the dynamic loader for their own use\n"
+              "and never freed: stdio buffers, thread DTVs and TLS, locale data...):\n\n",
+              out);
+        print_groups(out, json_object_get(held, "groups"));
+    }
+    fputs("leaked: ", out);
+    print_amount(out, INT(r, "bytes"), INT(r, "blocks"), INT(r, "stacks"));
+    if (INT(r, "suppressed_stacks")) {
+        fputs("; ", out);
+        print_amount(out, INT(r, "suppressed_bytes"), INT(r, "suppressed_blocks"),
+                     INT(r, "suppressed_stacks"));
+        fputs(" suppressed", out);
+    }
     fputc('\n', out);
+    if (INT(held, "stacks")) {
+        fputs("held by the C runtime: ", out);
+        print_amount(out, INT(held, "bytes"), INT(held, "blocks"), INT(held, "stacks"));
+        fputc('\n', out);
+    }
 }
 
 static int progress(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
@@ -253,12 +427,12 @@ int mr_cmd_leaks(int argc, char** argv) {
     const char* path = mr_opts_input(argc, argv, leaks_help);
     if (!path)
         return MR_EXIT_USAGE;
-    patterns supp = {0};
+    suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     mt_capture* cap = NULL;
     mr_symbols* sites = NULL;
     if (rc || (rc = mr_open_capture_symbols(path, &cap, &sites))) {
-        patterns_free(&supp);
+        suppressions_free(&supp);
         return rc;
     }
     int e;
@@ -281,13 +455,15 @@ int mr_cmd_leaks(int argc, char** argv) {
             rc = MR_EXIT_IO;
         } else {
             rc = mr_write_report(&opt, rep, print_text);
+            if (rc == MR_EXIT_OK)
+                report_unused(supp_path, &supp);
         }
         json_decref(rep);
         free(g);
     }
     mr_replay_free(&r);
     mr_symbols_free(sites);
-    patterns_free(&supp);
+    suppressions_free(&supp);
     mt_capture_close(cap);
     return rc;
 }
