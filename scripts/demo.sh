@@ -6,9 +6,12 @@ out=$build/demo
 mkdir -p "$out"
 rm -f "$out"/demo.db
 memreport=$build/reporter/memreport
+echo "demo: tracing examples/demo with memtrace"
 "$build"/preload/memtrace -o "$out/demo.db" -- "$build"/examples/demo
 echo
 "$memreport" summary "$out/demo.db"
+echo
+echo "demo: writing the plot, the flame graph and the leak report"
 "$memreport" plot "$out/demo.db" -f -o "$out/demo-plot.png"
 "$memreport" flamegraph "$out/demo.db" -f -o "$out/demo-flamegraph.html"
 "$memreport" leaks "$out/demo.db" -f -o "$out/demo-leaks.txt"

@@ -15,3 +15,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET memreport AND NOT MEM
     set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600)
   endif()
 endif()
+
+# `make demo` in a fresh build directory: quiet, builds only what the demo runs, and every
+# file it names is written. Needs make and the tree's Makefile (not in sanitized builds).
+find_program(MEMTRACE_MAKE NAMES make gmake)
+if(MEMTRACE_MAKE AND EXISTS ${PROJECT_SOURCE_DIR}/Makefile AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.make_demo COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_make_demo.sh
+    ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/make_demo.d)
+  set_tests_properties(e2e.make_demo PROPERTIES LABELS e2e TIMEOUT 900)
+endif()
