@@ -24,9 +24,9 @@ static const char stats_help[] =
     "Statistics of the libc heap of a capture:\n"
     "  - top allocation sites by bytes live at the peak, by bytes allocated, by count;\n"
     "  - a histogram of allocation sizes in powers of two;\n"
-    "  - temporary allocations by site: blocks freed by a thread right after allocating\n"
-    "    them, with no other allocation or free by that thread in between (heaptrack's\n"
-    "    definition, applied per thread; realloc's implicit free does not count);\n"
+    "  - temporary allocations by site, as heaptrack counts them: a free (realloc's\n"
+    "    implicit free included) whose block has the size and stack of the allocation\n"
+    "    made just before it, in the order of events of all threads;\n"
     "  - totals per thread.\n"
     "A site is a full allocation stack, named by its innermost relevant frame.\n"
     "  --json             machine-readable output\n"
@@ -46,8 +46,14 @@ typedef struct site {
 typedef struct thread_stat {
     uint32_t tid;
     uint64_t allocations, bytes, frees, temporary, live_bytes, live_blocks;
-    uint64_t last_alloc; // address of this thread's last event if it was an allocation
 } thread_stat;
+
+// An allocation as heaptrack's analyzer identifies it: size and (unsymbolized) stack.
+typedef struct alloc_key {
+    uint64_t size;
+    uint32_t callsite;
+    bool set;
+} alloc_key;
 
 typedef struct stats {
     const mr_symbols* sites;
@@ -62,6 +68,8 @@ typedef struct stats {
     size_t cached_index;
     uint64_t hist_count[NBUCKETS], hist_bytes[NBUCKETS];
     uint64_t temporary;
+    alloc_key last_alloc;  // the allocation heaptrack compares the next free with
+    alloc_key first_alloc; // the process's first allocation (see is_temporary)
     uint64_t progress_total;
 } stats;
 
@@ -108,6 +116,19 @@ static site* touch(stats* s, uint32_t callsite) {
     return st;
 }
 
+// heaptrack 1.4's rule (src/analyze/accumulatedtracedata.cpp), reproduced exactly: a free
+// is temporary when the last event before it, over all threads, is an allocation of the same
+// size from the same stack (not necessarily the same block). After a free, heaptrack's
+// "last allocation" is index 0, which is also the index of the first (size, stack) seen:
+// a free right after a free counts when its block matches the process's first allocation.
+// Frees of blocks allocated before tracing are skipped by heaptrack and here alike.
+static bool is_temporary(stats* s, const mr_block* freed) {
+    bool temporary = s->last_alloc.set && s->last_alloc.size == freed->size &&
+                     s->last_alloc.callsite == freed->callsite;
+    s->last_alloc = s->first_alloc;
+    return temporary;
+}
+
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     stats* s = ud;
     thread_stat* th = thread_of(s, ev->tid);
@@ -120,7 +141,9 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         st->live += ev->size;
         th->allocations++;
         th->bytes += ev->size;
-        th->last_alloc = ev->addr;
+        s->last_alloc = (alloc_key){.size = ev->size, .callsite = ev->callsite, .set = true};
+        if (!s->first_alloc.set)
+            s->first_alloc = s->last_alloc;
         unsigned b = bucket_of(ev->size);
         s->hist_count[b]++;
         s->hist_bytes[b] += ev->size;
@@ -132,15 +155,12 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         if (freed) {
             site* st = touch(s, freed->callsite);
             st->live -= freed->size;
-            bool real_free =
-                ev->kind != MT_KIND_REALLOC_FREE && ev->kind != MT_KIND_REALLOCARRAY_FREE;
-            if (real_free && th->last_alloc == ev->addr && freed->tid == ev->tid) {
+            if (is_temporary(s, freed)) {
                 st->temporary++;
                 th->temporary++;
                 s->temporary++;
             }
         }
-        th->last_alloc = 0;
     }
     if ((r->events & 0xfffff) == 0 && s->progress_total)
         mr_progress("stats", (double)r->events / (double)s->progress_total);

@@ -62,3 +62,17 @@ endif()
 memtrace_unit_test(units ${REPORTS_FIXTURE})
 target_compile_definitions(test_units PRIVATE
   NPU_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu")
+
+# Temporary allocations counted as heaptrack counts them, checked against Debian's heaptrack
+# on a program with known temporaries (skipped when heaptrack is not installed).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(temporaries_prog reports/progs/temporaries.c)
+  target_link_libraries(temporaries_prog PRIVATE Threads::Threads)
+  target_compile_options(temporaries_prog PRIVATE -g -O1 -fno-omit-frame-pointer)
+  add_test(NAME e2e.stats_temporary_heaptrack
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/e2e_temporaries.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:temporaries_prog> ${CMAKE_CURRENT_BINARY_DIR}/reports-temporaries)
+  set_tests_properties(e2e.stats_temporary_heaptrack PROPERTIES LABELS e2e TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endif()

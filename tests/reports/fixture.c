@@ -135,7 +135,7 @@ void fx_standard(const char* path) {
     fx_alloc(&f, 100, 0x4000, 300, D);  // seq 5
     fx_alloc(&f, 200, 0x5000, 5000, F); // seq 6
     fx_alloc(&f, 100, 0x6000, 64, E);   // seq 7: peak, 10364 live bytes
-    fx_free(&f, 200, 0x5000);           // seq 8: temporary for thread 200 (per-thread rule)
+    fx_free(&f, 200, 0x5000);           // seq 8: not temporary (E allocated in between)
     fx_alloc(&f, 100, 0x7000, 100, D);  // seq 9
     fx_free(&f, 100, 0x1000);           // seq 10
     fx_alloc(&f, 200, 0x8000, 50, F);   // seq 11
