@@ -7,8 +7,10 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
             libjansson-dev libdw-dev libelf-dev)
 # libc6-dbg: libc's static start-up functions (__libc_start_call_main, start_thread) get
 # names, so the symbol tests can check that they are tagged as noise.
+# groff-base: the install tests render the man pages.
 # heaptrack: e2e.stats_temporary_heaptrack compares memreport's temporaries with its count.
-test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack)
+test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
+           groff-base)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
