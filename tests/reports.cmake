@@ -76,3 +76,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.stats_temporary_heaptrack PROPERTIES LABELS e2e TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endif()
+
+# leaks and summary on a real program: its own leaks apart from what the C runtime holds
+# (stdout's buffer, a thread's DTV); LeakSanitizer suppressions (needs the tracer).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(runtime_leaks reports/progs/runtime_leaks.c)
+  target_link_libraries(runtime_leaks PRIVATE Threads::Threads)
+  target_compile_options(runtime_leaks PRIVATE -g -O1 -fno-omit-frame-pointer)
+  add_test(NAME e2e.leaks_runtime_held
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/e2e_runtime.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:runtime_leaks> ${CMAKE_CURRENT_BINARY_DIR}/reports-runtime)
+  set_tests_properties(e2e.leaks_runtime_held PROPERTIES LABELS e2e TIMEOUT 120)
+endif()

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# memreport leaks and summary on a real traced program (progs/runtime_leaks.c): the
+# program's leaks exactly in the main group, stdout's buffer and the thread's DTV in the
+# "held by the C runtime" group, every live block counted once; LeakSanitizer suppressions
+# and the report of one that matches nothing.
+# Usage: e2e_runtime.py MEMTRACE_LAUNCHER MEMREPORT PROG WORKDIR
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures += 1
+
+
+def functions(group):
+    return [f["function"] for f in group["stack"]]
+
+
+def main():
+    launcher, memreport, prog, work = sys.argv[1:5]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    cap = os.path.join(work, "prog.db")
+    # stdout is a pipe: libc gives it a full buffer on the first printf.
+    run = subprocess.run([launcher, "-o", cap, "--", prog], check=True, capture_output=True,
+                         text=True)
+    check(run.stdout == "leaking 4 blocks\n", "the program's output: %r" % run.stdout)
+
+    def report(*args):
+        p = subprocess.run([memreport] + list(args), check=True, capture_output=True, text=True)
+        return (json.loads(p.stdout) if "--json" in args else p.stdout), p.stderr
+
+    leaks, _ = report("leaks", cap, "--json", "--all-frames")
+    own = sorted((g["bytes"], g["blocks"], [f for f in functions(g) if f in
+                                            ("leak_here", "worker_leak")]) for g in leaks["groups"])
+    check(own == [(2000, 1, ["worker_leak"]), (3000, 3, ["leak_here"])],
+          "the main group holds exactly the program's two leaks: %r" % own)
+    check((leaks["bytes"], leaks["blocks"], leaks["stacks"]) == (5000, 4, 2),
+          "program totals: 5000 bytes in 4 blocks from 2 stacks")
+    held = leaks["runtime_held"]
+    stacks = [functions(g) for g in held["groups"]]
+    check(any(any("_IO_file_doallocate" in f for f in s) for s in stacks),
+          "stdout's buffer is held by the C runtime: %r" % stacks)
+    check(any(any("_dl_allocate_tls" in f for f in s) for s in stacks),
+          "the thread's DTV is held by the C runtime: %r" % stacks)
+    check(not any("leak_here" in s or "worker_leak" in s for s in stacks),
+          "no program leak among the runtime's")
+
+    summary, _ = report("summary", cap, "--json")
+    check(summary["leaked_allocations"] == leaks["blocks"] + held["blocks"] and
+          summary["leaked_bytes"] == leaks["bytes"] + held["bytes"],
+          "program + runtime-held = every live block (%d + %d of %d)" %
+          (leaks["blocks"], held["blocks"], summary["leaked_allocations"]))
+    check(summary["runtime_held_bytes"] == held["bytes"], "summary's runtime-held bytes")
+    text, _ = report("summary", cap)
+    check("in 4 blocks (+" in text and "held by the C runtime)" in text,
+          "summary's leaked line: %r" % [l for l in text.splitlines() if "leaked" in l])
+
+    supp = os.path.join(work, "lsan.supp")
+    with open(supp, "w") as f:
+        # (a pattern on the file runtime_leaks.c would also match main's frame, under the
+        # runtime's stacks: LeakSanitizer matches every frame)
+        f.write("# LeakSanitizer's format\nleak:worker_l\nleak:^leak_here$\n"
+                "leak:no_such_function\n")
+    text, err = report("leaks", cap, "--suppressions", supp)
+    check("leaked: 0 B (0 bytes) in 0 blocks from 0 stacks; " in text and
+          "(5000 bytes) in 4 blocks from 2 stacks suppressed" in text,
+          "LeakSanitizer suppressions hide both leaks: %r" %
+          [l for l in text.splitlines() if l.startswith("leaked")])
+    check(err == "memreport: %s:4: suppression 'no_such_function' matched no leak\n" % supp,
+          "the unmatched line is reported: %r" % err)
+    print("%d failures" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
