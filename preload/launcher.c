@@ -16,18 +16,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char usage[] =
-    "usage: memtrace [-o FILE] [-f] [--] PROGRAM [ARGS...]\n"
+#define USAGE_LINE "usage: memtrace [-o FILE] [-f] [--] PROGRAM [ARGS...]\n"
+static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
-    "  -o FILE   capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
-    "  -f        overwrite FILE if it exists (never through a symlink)\n"
+    "  -o FILE       capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
+    "  -f, --force   overwrite FILE if it exists (never through a symlink)\n"
+    "  -h, --help    this help\n"
+    "  --version     print the version\n"
     "Captures are created private (mode 0600) and never overwrite an existing file: a\n"
     "process whose name is taken (an exec'd program, a forked child) writes NAME.<pid>.db\n"
     "or NAME.2.db, ...; every capture this run wrote is listed at the end.\n"
-    "Settings (environment): MEMTRACE_UNWIND=auto|fp|libunwind, MEMTRACE_DEPTH (64),\n"
-    "MEMTRACE_SAMPLE_MS (10), MEMTRACE_COMMIT_MS (10), MEMTRACE_FOLLOW_FORK (1),\n"
-    "MEMTRACE_SYMBOLIZE (1).\n"
-    "Read the capture with: memreport summary|leaks|plot|flamegraph|stats CAPTURE\n";
+    "\n"
+    "Settings (environment variables, default in brackets):\n"
+    "  MEMTRACE_OUTPUT          capture path, as -o [memtrace.<program>.<pid>.db]\n"
+    "  MEMTRACE_UNWIND          auto, fp (frame pointers only) or libunwind [auto]\n"
+    "  MEMTRACE_DEPTH           stack depth limit; deeper stacks lose their outer frames [256]\n"
+    "  MEMTRACE_SAMPLE_MS       RSS/VSZ sampling period in ms [10]\n"
+    "  MEMTRACE_COMMIT_MS       commit period in ms: the most a SIGKILL loses [10]\n"
+    "  MEMTRACE_FOLLOW_FORK     1: a forked child writes <name>.<childpid>.db; 0: untraced [1]\n"
+    "  MEMTRACE_SYMBOLIZE       resolve frame names at exit (0: leave it to memreport) [1]\n"
+    "  MEMTRACE_SYMBOL_CACHE    symbol cache file (0: none); also read by memreport\n"
+    "                           [~/.cache/memtrace/symbols.db]\n"
+    "  MEMTRACE_DEBUGINFO_PATH  where separate debug files are looked for (libdwfl syntax);\n"
+    "                           also read by memreport [:.debug:/usr/lib/debug]\n"
+    "\n"
+    "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
+    "('memreport --help' lists every command).\n";
 
 static int find_library(char* out, size_t len) {
     char self[PATH_MAX];
@@ -210,6 +224,13 @@ static void explain_no_capture(const char* prog) {
         fprintf(stderr, "memtrace: no capture written: %s did not load libmemtrace.so\n", prog);
 }
 
+// A usage error: what is wrong, then the usage line (the full help is one --help away).
+static int usage_error(const char* what, const char* arg) {
+    fprintf(stderr, "memtrace: %s%s%s%s\n" USAGE_LINE "('memtrace --help' for the options)\n", what,
+            arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
+    return 1;
+}
+
 int main(int argc, char** argv) {
     const char* output = NULL;
     int force = 0;
@@ -218,23 +239,26 @@ int main(int argc, char** argv) {
         if (!strcmp(argv[i], "--")) {
             i++;
             break;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "-o")) {
+            if (i + 1 >= argc)
+                return usage_error("-o needs a FILE", NULL);
             output = argv[++i];
         } else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force")) {
             force = 1;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("memtrace %s\n", MEMTRACE_VERSION_STRING);
+            return 0;
         } else if (argv[i][0] == '-') {
-            fprintf(stderr, "memtrace: unknown option '%s'\n%s", argv[i], usage);
-            return 1;
+            return usage_error("unknown option", argv[i]);
         } else {
             break;
         }
     }
     if (i >= argc) {
-        fputs(usage, stderr);
-        return 1;
+        return usage_error("no PROGRAM to run", NULL);
     }
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) {

@@ -119,7 +119,7 @@ static void cmdline_json(char* out, size_t cap) {
 
 static void write_meta(void) {
     char buf[16384];
-    mt_capwriter_meta_text(cw, "tool_version", "memtrace 0.1.0");
+    mt_capwriter_meta_text(cw, "tool_version", "memtrace " MEMTRACE_VERSION_STRING);
     mt_capwriter_meta_int(cw, "pid", getpid());
     mt_capwriter_meta_int(cw, "ppid", getppid());
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);

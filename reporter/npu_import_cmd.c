@@ -177,6 +177,7 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
     // track in ts order, so the (track, ts) index only ever appends (cheaper, measured,
     // than dropping it and rebuilding it after the insert).
     rc = exec_sql(db, "PRAGMA journal_mode=OFF") || mt_capwriter_begin(w) ||
+         mt_capwriter_meta_text(w, "tool_version", "memreport " MEMTRACE_VERSION_STRING) ||
          mt_capwriter_meta_text(w, "format", log->legacy ? "npu-log-legacy" : "npu-log") ||
          mt_capwriter_meta_text(w, "source", abs ? abs : source) ||
          mt_capwriter_meta_int(w, "events_written", (int64_t)log->nev) ||

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What a new user meets on the command line (issue 10, "Commands and help").
+
+Usage: check_cli.py CASE VERSION SOURCE_DIR MEMTRACE MEMREPORT REPORTS_FIXTURE WORKDIR
+Cases:
+  version  one version string (CMake's) in both --version, the tracer's and the importer's
+           tool_version meta row, and nowhere hard-coded in the sources
+  help     every MEMTRACE_* setting of README's table (with its default) is in
+           `memtrace --help`; every subcommand of memreport's dispatch table in
+           `memreport --help`, and each one's --help works
+  wrote    every subcommand that writes a file says `memreport: wrote FILE` once per file
+  usage    every usage error says what is wrong in one line, then a short usage hint; exit 1
+  top      stacks takes --top N (default 20, 0 = all), as stats and leaks do
+  frames   stats and flamegraph take --all-frames like stacks and leaks
+"""
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+FAILS = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILS.append(what)
+    return ok
+
+
+def run(argv, cwd=None):
+    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
+
+
+def meta(path, key):
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    finally:
+        db.close()
+    return row[0] if row else None
+
+
+def commands(a):
+    """The subcommands of memreport's dispatch table (reporter/main.c)."""
+    src = open(os.path.join(a.src, "reporter", "main.c")).read()
+    table = src[src.index("static const command commands[]"):]
+    table = table[:table.index("};")]
+    return re.findall(r'\{"([a-z-]+)",\s*mr_cmd_\w+', table)
+
+
+def readme_settings(a):
+    """(name, default) of every row of README's MEMTRACE_* settings table."""
+    rows = []
+    for line in open(os.path.join(a.src, "README.md")):
+        m = re.match(r"\|\s*`(MEMTRACE_[A-Z_]+)`\s*\|.*\|\s*(.+?)\s*\|\s*$", line)
+        if m:
+            rows.append((m.group(1), m.group(2).strip("`")))
+    return rows
+
+
+def fixture(a, name="fx.db"):
+    path = os.path.join(a.work, name)
+    if not os.path.exists(path):
+        r = run([a.fixture, path])
+        assert r.returncode == 0, r.stderr
+    return path
+
+
+def traced_capture(a, argv, name):
+    """A capture of a real program, written by the launcher."""
+    path = os.path.join(a.work, name)
+    r = run([a.memtrace, "-o", path, "--"] + argv)
+    assert r.returncode == 0 and os.path.exists(path), r.stderr
+    return path
+
+
+def case_version(a):
+    for tool in (a.memtrace, a.memreport):
+        name = os.path.basename(tool)
+        r = run([tool, "--version"])
+        check(r.returncode == 0 and r.stdout == f"{name} {a.version}\n",
+              f"{name} --version prints '{name} {a.version}' ({r.stdout.strip()!r})")
+    cap = traced_capture(a, ["/bin/ls", "/"], "ls.db")
+    v = meta(cap, "tool_version")
+    check(v == f"memtrace {a.version}", f"a traced capture's tool_version ({v!r})")
+    imp = os.path.join(a.work, "npu.db")
+    r = run([a.memreport, "import", os.path.join(a.src, "tests/fixtures/npu/sample.log"),
+             "-o", imp])
+    v = meta(imp, "tool_version") if r.returncode == 0 else None
+    check(v == f"memreport {a.version}", f"an imported capture's tool_version ({v!r})")
+    # The version lives in CMakeLists.txt only: no source spells it out.
+    literal = re.compile(r'["\s]' + re.escape(a.version) + r'\b')
+    found = []
+    for top in ("common", "preload", "reporter"):
+        for d, _, files in os.walk(os.path.join(a.src, top)):
+            for f in files:
+                if f.endswith((".c", ".h", ".html", ".js")):
+                    p = os.path.join(d, f)
+                    text = open(p, encoding="utf-8", errors="replace").read()
+                    if literal.search(text) and "unicode_version" not in text:
+                        found.append(os.path.relpath(p, a.src))
+    check(not found, f"no source hard-codes {a.version} ({found})")
+
+
+def case_help(a):
+    r = run([a.memtrace, "--help"])
+    check(r.returncode == 0, "memtrace --help exits 0")
+    text = r.stdout
+    settings = readme_settings(a)
+    check(len(settings) >= 5, f"README's settings table read ({len(settings)} rows)")
+    for i, (name, default) in enumerate(settings):
+        at = text.find(name)
+        if not check(at >= 0, f"memtrace --help lists {name}"):
+            continue
+        # Its description runs until the next setting; the default is given in brackets.
+        nxt = re.search(r"MEMTRACE_[A-Z_]+", text[at + len(name):])
+        desc = text[at:at + len(name) + (nxt.start() if nxt else len(text))]
+        check(f"[{default}]" in " ".join(desc.split()),
+              f"memtrace --help gives {name}'s default [{default}]")
+    r = run([a.memreport, "--help"])
+    check(r.returncode == 0, "memreport --help exits 0")
+    names = commands(a)
+    check(len(names) >= 7, f"memreport's dispatch table read ({names})")
+    for name in names:
+        check(re.search(r"^  " + re.escape(name) + r" +\S.*$", r.stdout, re.M) is not None,
+              f"memreport --help lists {name} with a description")
+        h = run([a.memreport, name, "--help"])
+        check(h.returncode == 0 and h.stdout.startswith(f"usage: memreport {name} "),
+              f"memreport {name} --help")
+
+
+def wrote_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("memreport: wrote ")]
+
+
+def case_wrote(a):
+    fx = fixture(a)
+    log = os.path.join(a.src, "tests/fixtures/npu/sample.log")
+    out = lambda n: os.path.join(a.work, n)
+    runs = [
+        (["summary", fx, "-o", out("s.txt")], [out("s.txt")]),
+        (["stacks", fx, "-o", out("k.txt")], [out("k.txt")]),
+        (["leaks", fx, "-o", out("l.txt")], [out("l.txt")]),
+        (["stats", fx, "--json", "-o", out("t.json")], [out("t.json")]),
+        (["flamegraph", fx, "-o", out("f.html")], [out("f.html")]),
+        (["plot", fx, "-o", out("p.png"), "--data", out("p.json")], [out("p.png"), out("p.json")]),
+        (["plot", log, "-o", out("n.svg")], [out("n.svg")]),
+        (["import", log, "-o", out("i.db")], [out("i.db")]),
+    ]
+    for argv, files in runs:
+        r = run([a.memreport] + argv)
+        lines = wrote_lines(r.stderr)
+        want = sorted(f"memreport: wrote {f}" for f in files)
+        check(r.returncode == 0 and sorted(lines) == want and all(map(os.path.exists, files)),
+              f"{argv[0]} {' '.join(os.path.basename(f) for f in files)}: says {want} "
+              f"(rc {r.returncode}, said {lines})")
+    # Stdout is no file: nothing to say.
+    r = run([a.memreport, "summary", fx])
+    check(r.returncode == 0 and r.stderr == "", f"summary to stdout says nothing ({r.stderr!r})")
+    # A refused output is not written, and not said to be.
+    r = run([a.memreport, "summary", fx, "-o", out("s.txt")])
+    check(r.returncode == 3 and not wrote_lines(r.stderr), "a refused output is not announced")
+
+
+def usage_error(a, argv, first, what):
+    r = run([a.memreport] + argv)
+    lines = r.stderr.splitlines()
+    ok = (r.returncode == 1 and len(lines) >= 2 and re.fullmatch(first, lines[0]) is not None
+          and any(l.startswith("usage: memreport") for l in lines[1:4]) and len(lines) <= 5)
+    check(ok, f"{what}: exit 1, reason then a short usage hint (rc {r.returncode}: "
+              f"{lines[:3]}, {len(lines)} lines)")
+
+
+def case_usage(a):
+    fx = fixture(a)
+    usage_error(a, ["summary", fx, fx], r"memreport: summary takes one capture, got 2",
+                "summary a.db b.db")
+    usage_error(a, ["summary"], r"memreport: summary needs a capture", "summary without capture")
+    usage_error(a, [], r"memreport: no command given", "memreport alone")
+    usage_error(a, ["summarize", fx], r"memreport: unknown command 'summarize'",
+                "an unknown command")
+    for name in commands(a):
+        usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
+                    f"{name} with two inputs")
+        usage_error(a, [name, "--bogus", fx],
+                    rf"memreport: {name}: unrecognized option '--bogus'",
+                    f"{name} --bogus")
+        usage_error(a, [name, fx, "-o"],
+                    rf"memreport: {name}: option requires an argument -- 'o'",
+                    f"{name} -o without FILE")
+    usage_error(a, ["stacks", fx, "--top", "x"], r"memreport: stacks: --top: not a count: 'x'",
+                "stacks --top x")
+
+
+def stacks(a, cap, *extra):
+    r = run([a.memreport, "stacks", "--json", cap] + list(extra))
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def case_top(a):
+    # A real program has hundreds of distinct stacks.
+    cap = traced_capture(a, [sys.executable, "-c", "import json; json.dumps(list(range(99)))"],
+                         "py.db")
+    every = stacks(a, cap, "--top", "0")
+    n = len(every["stacks"])
+    check(n > 20 and every["stacks_total"] == n, f"--top 0 shows all {every['stacks_total']} ({n})")
+    dflt = stacks(a, cap)
+    check(len(dflt["stacks"]) == 20 and dflt["stacks_total"] == n,
+          f"stacks shows the top 20 by default ({len(dflt['stacks'])} of {dflt['stacks_total']})")
+    check(dflt["stacks"] == every["stacks"][:20], "the default 20 are the 20 with most bytes")
+    three = stacks(a, cap, "--top", "3")
+    check(three["stacks"] == every["stacks"][:3], f"--top 3 shows 3 ({len(three['stacks'])})")
+    r = run([a.memreport, "stacks", cap, "--top", "3"])
+    blocks = re.findall(r"^#\d+ ", r.stdout, re.M)
+    check(r.returncode == 0 and len(blocks) == 3 and f"top 3 of {n}" in r.stdout,
+          f"stacks --top 3 as text: 3 stacks and 'top 3 of {n}' ({len(blocks)})")
+    # --top 0 is "all" for every report that takes --top.
+    for cmd, key in (("stats", "by_count"), ("leaks", "groups")):
+        r0 = run([a.memreport, cmd, "--json", cap, "--top", "0"])
+        r1 = run([a.memreport, cmd, "--json", cap, "--top", "1"])
+        n0 = len(json.loads(r0.stdout)[key]) if r0.returncode == 0 else -1
+        n1 = len(json.loads(r1.stdout)[key]) if r1.returncode == 0 else -1
+        check(n1 == 1 and n0 > 1, f"{cmd} --top 0 shows all {key} ({n0}), --top 1 one ({n1})")
+
+
+def has_noise(obj):
+    """Whether a report's JSON names a non-relevant frame of the fixture."""
+    return "__libc_start_call_main" in json.dumps(obj)
+
+
+def case_frames(a):
+    fx = fixture(a)
+    for cmd in ("stacks", "leaks", "stats"):
+        plain = run([a.memreport, cmd, "--json", fx])
+        full = run([a.memreport, cmd, "--json", "--all-frames", fx])
+        check(plain.returncode == 0 and not has_noise(json.loads(plain.stdout)),
+              f"{cmd} hides noise frames by default")
+        check(full.returncode == 0 and has_noise(json.loads(full.stdout or "{}")),
+              f"{cmd} --all-frames shows them (rc {full.returncode}: {full.stderr.strip()})")
+    pages = {}
+    for label, extra in (("default", []), ("all", ["--all-frames"])):
+        out = os.path.join(a.work, f"fg-{label}.html")
+        r = run([a.memreport, "flamegraph", fx, "-o", out] + extra)
+        check(r.returncode == 0, f"flamegraph {' '.join(extra)} (rc {r.returncode}: "
+                                 f"{r.stderr.strip()})")
+        pages[label] = open(out).read() if r.returncode == 0 else ""
+    flag = re.compile(r'"all_frames":\s*(true|false)')
+    got = {k: (flag.search(v).group(1) if flag.search(v) else None) for k, v in pages.items()}
+    check(got == {"default": "false", "all": "true"},
+          f"the flame graph page opens with noise frames hidden unless --all-frames ({got})")
+
+
+def main():
+    if len(sys.argv) != 8:
+        sys.exit(__doc__)
+
+    class A:
+        pass
+
+    a = A()
+    (case, a.version, a.src, a.memtrace, a.memreport, a.fixture, a.work) = sys.argv[1:]
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    # Tests name frames afresh (tests/CMakeLists.txt); the launcher's captures go here.
+    os.environ["MEMTRACE_SYMBOL_CACHE"] = "0"
+    globals()["case_" + case](a)
+    if FAILS:
+        print(f"{len(FAILS)} check(s) failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
