@@ -34,6 +34,8 @@ static bool keeps_its_allocation(const char* fn) {
         "__new_exitfn", "__register_atfork",
         // the dlerror result of a thread
         "_dlerror_run",
+        // gettext's text domain and its bindings (no call frees them); setenv's strings
+        "textdomain", "set_binding_values", "__add_to_environ",
         // iconv's loaded conversion modules and configuration
         "__gconv_load_cache", "__gconv_read_conf", "__gconv_find_shlib",
         // the time zone read by localtime, tzset...

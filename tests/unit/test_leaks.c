@@ -52,8 +52,9 @@ static void check_frame(json_t* stack, size_t i, const char* function, const cha
 //   9  main > fopen > __fopen_internal            472 B        the program's (libc entry)
 //   11 _dl_init > pool::pool                      73728 B      C++ emergency pool: runtime
 //   13 main > qsort > cmp                         24 B         the program's (a callback)
+//   15 main > bindtextdomain > set_binding_values 34 B         gettext binding: runtime
 // plus one block allocated and freed. Program: 3516 B in 7 blocks from 4 stacks; runtime:
-// 78160 B in 3 blocks from 3 stacks.
+// 78194 B in 4 blocks from 4 stacks.
 static void runtime_capture(const char* path) {
     fx f;
     fx_open(&f, path);
@@ -78,10 +79,12 @@ static void runtime_capture(const char* path) {
                "(10,3,4194306,2,'_dl_init',NULL,NULL,NULL,1),"
                "(11,4,8388609,1,'(anonymous namespace)::pool::pool',NULL,NULL,NULL,1),"
                "(12,2,1048583,7,'qsort',NULL,NULL,NULL,1),"
-               "(13,1,4099,4099,'cmp','util/cmp.c',3,NULL,1);"
+               "(13,1,4099,4099,'cmp','util/cmp.c',3,NULL,1),"
+               "(14,2,1048584,8,'__bindtextdomain',NULL,NULL,NULL,1),"
+               "(15,2,1048585,9,'set_binding_values',NULL,NULL,NULL,1);"
                "INSERT INTO callsite VALUES(1,0,1,1),(2,1,2,2),(3,1,3,2),(4,3,4,3),(5,1,5,2),"
                "(6,5,6,3),(7,1,7,2),(8,1,8,2),(9,8,9,3),(10,0,10,1),(11,10,11,2),(12,1,12,2),"
-               "(13,12,13,3);");
+               "(13,12,13,3),(14,1,14,2),(15,14,15,3);");
     fx_alloc(&f, 100, 0x11000, 73728, 11);
     for (int i = 0; i < 3; i++)
         fx_alloc(&f, 100, 0x1000 + (uint64_t)i * 0x1000, 1000, 2);
@@ -91,6 +94,7 @@ static void runtime_capture(const char* path) {
     fx_alloc(&f, 100, 0x8100, 10, 7);
     fx_alloc(&f, 100, 0x9000, 472, 9);
     fx_alloc(&f, 100, 0xa000, 24, 13);
+    fx_alloc(&f, 100, 0xc000, 34, 15);
     fx_alloc(&f, 100, 0xb000, 5000, 2);
     fx_free(&f, 100, 0xb000);
     fx_finish(&f, "complete");
@@ -125,6 +129,14 @@ static int leaks_stderr(const char* err_path, const char* cap, const char* supp,
     return rc;
 }
 
+// How many times `needle` occurs in `s`.
+static int occurrences(const char* s, const char* needle) {
+    int n = 0;
+    for (const char* p = s; p && (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
 static void write_file(const char* path, const char* text) {
     FILE* fp = fopen(path, "w");
     CHECK(fp != NULL);
@@ -155,14 +167,14 @@ static void test_runtime_held(void) {
     for (size_t i = 0; i < 4; i++)
         CHECK(stack_has(json_array_get(g, i), prog[i]));
     json_t* held = json_object_get(r, "runtime_held");
-    CHECK_EQ_I64(GET_INT(held, "bytes"), 78160);
-    CHECK_EQ_I64(GET_INT(held, "blocks"), 3);
-    CHECK_EQ_I64(GET_INT(held, "stacks"), 3);
+    CHECK_EQ_I64(GET_INT(held, "bytes"), 78194);
+    CHECK_EQ_I64(GET_INT(held, "blocks"), 4);
+    CHECK_EQ_I64(GET_INT(held, "stacks"), 4);
     json_t* hg = json_object_get(held, "groups");
-    CHECK_EQ_I64(json_array_size(hg), 3);
+    CHECK_EQ_I64(json_array_size(hg), 4);
     const char* runtime[] = {"(anonymous namespace)::pool::pool", "__GI__IO_file_doallocate",
-                             "__GI__dl_allocate_tls"};
-    for (size_t i = 0; i < 3; i++)
+                             "__GI__dl_allocate_tls", "set_binding_values"};
+    for (size_t i = 0; i < 4; i++)
         CHECK(stack_has(json_array_get(hg, i), runtime[i]));
     json_decref(r);
 
@@ -173,7 +185,7 @@ static void test_runtime_held(void) {
     CHECK_EQ_I64(json_array_size(json_object_get(r, "groups")), 1);
     held = json_object_get(r, "runtime_held");
     CHECK_EQ_I64(json_array_size(json_object_get(held, "groups")), 1);
-    CHECK_EQ_I64(GET_INT(held, "bytes"), 78160);
+    CHECK_EQ_I64(GET_INT(held, "bytes"), 78194);
     json_decref(r);
 
     // Text: the runtime's section after the program's groups, a totals line for each.
@@ -183,8 +195,8 @@ static void test_runtime_held(void) {
              mt_format_bytes(3516, a, sizeof a));
     CHECK(t && strstr(t, want));
     snprintf(want, sizeof want,
-             "held by the C runtime: %s (78160 bytes) in 3 blocks from 3 stacks\n",
-             mt_format_bytes(78160, a, sizeof a));
+             "held by the C runtime: %s (78194 bytes) in 4 blocks from 4 stacks\n",
+             mt_format_bytes(78194, a, sizeof a));
     CHECK(t && strstr(t, want));
     const char* section = t ? strstr(t, "Held by the C runtime") : NULL;
     CHECK(section && section > strstr(t, "leak_a") && section < strstr(t, "_IO_file_doallocate"));
@@ -193,16 +205,16 @@ static void test_runtime_held(void) {
     // summary: every live block in leaked_*, the runtime's part apart.
     CHECK_EQ_I64(fx_run(mr_cmd_summary, "summary", cap, "--json", "-f", "-o", out, NULL), 0);
     r = load_json(out);
-    CHECK_EQ_I64(GET_INT(r, "leaked_bytes"), 3516 + 78160);
-    CHECK_EQ_I64(GET_INT(r, "leaked_allocations"), 10);
-    CHECK_EQ_I64(GET_INT(r, "runtime_held_bytes"), 78160);
-    CHECK_EQ_I64(GET_INT(r, "runtime_held_allocations"), 3);
+    CHECK_EQ_I64(GET_INT(r, "leaked_bytes"), 3516 + 78194);
+    CHECK_EQ_I64(GET_INT(r, "leaked_allocations"), 11);
+    CHECK_EQ_I64(GET_INT(r, "runtime_held_bytes"), 78194);
+    CHECK_EQ_I64(GET_INT(r, "runtime_held_allocations"), 4);
     json_decref(r);
     CHECK_EQ_I64(fx_run(mr_cmd_summary, "summary", cap, "-f", "-o", out, NULL), 0);
     t = fx_read(out);
     snprintf(want, sizeof want,
-             "leaked:       %s in 7 blocks (+%s in 3 blocks held by the C runtime)\n",
-             mt_format_bytes(3516, a, sizeof a), mt_format_bytes(78160, b, sizeof b));
+             "leaked:       %s in 7 blocks (+%s in 4 blocks held by the C runtime)\n",
+             mt_format_bytes(3516, a, sizeof a), mt_format_bytes(78194, b, sizeof b));
     CHECK(t && strstr(t, want));
     free(t);
 
@@ -223,7 +235,7 @@ static void test_runtime_held(void) {
     CHECK_EQ_I64(GET_INT(r, "suppressed_bytes"), 3000 + 20 + 24 + 73728);
     CHECK_EQ_I64(GET_INT(r, "suppressed_blocks"), 7);
     CHECK_EQ_I64(GET_INT(r, "suppressed_stacks"), 4);
-    CHECK_EQ_I64(GET_INT(json_object_get(r, "runtime_held"), "bytes"), 4432);
+    CHECK_EQ_I64(GET_INT(json_object_get(r, "runtime_held"), "bytes"), 4466);
     json_t* used = json_object_get(r, "suppressions");
     CHECK_EQ_I64(json_array_size(used), 6);
     CHECK_EQ_I64(GET_INT(json_array_get(used, 0), "line"), 2);
@@ -238,7 +250,7 @@ static void test_runtime_held(void) {
              "memreport: %s:7: suppression '^_fopen' matched no leak\n"
              "memreport: %s:8: suppression 'util$' matched no leak\n",
              supp, supp);
-    CHECK(t && !strcmp(t, want));
+    CHECK(t && strstr(t, want) && occurrences(t, "matched no leak") == 2);
     free(t);
 
     // Both formats in one file (a glob matches whole function names only), and the totals
@@ -255,7 +267,7 @@ static void test_runtime_held(void) {
     t = fx_read(err);
     snprintf(want, sizeof want, "memreport: %s:2: suppression 'fopen_internal' matched no leak\n",
              supp);
-    CHECK(t && !strcmp(t, want));
+    CHECK(t && strstr(t, want) && occurrences(t, "matched no leak") == 1);
     free(t);
     // Singular where it is one.
     write_file(supp, "leak:libstdc++\nleak:leak_a\nleak:cmp\nleak:dup\n");
