@@ -19,8 +19,9 @@
 static const char summary_help[] =
     "usage: memreport summary CAPTURE [--json] [-o FILE] [-f]\n"
     "Totals of the libc heap of a capture: status, events, allocations, frees, bytes\n"
-    "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks),\n"
-    "and the number of calls made to each allocator entry point. For a capture imported\n"
+    "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks;\n"
+    "what the C runtime holds for itself, such as stdio buffers, is told apart), and the\n"
+    "number of calls made to each allocator entry point. For a capture imported\n"
     "from an NPU log: its source log, format and number of steps instead of the process,\n"
     "and times in steps.\n"
     "  --json         machine-readable output\n"
