@@ -6,13 +6,17 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET memreport AND NOT MEM
   add_test(NAME e2e.install COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
     install ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
     ${CMAKE_CURRENT_BINARY_DIR}/install.d)
-  set_tests_properties(e2e.install PROPERTIES LABELS e2e TIMEOUT 300)
+  # cpack first builds the `preinstall` target of this build tree: never while e2e.install
+  # copies from it.
+  set_tests_properties(e2e.install PROPERTIES LABELS e2e TIMEOUT 300
+    RESOURCE_LOCK memtrace_install_tree)
   find_program(MEMTRACE_DPKG_DEB dpkg-deb)
   if(MEMTRACE_DPKG_DEB)
     add_test(NAME e2e.deb COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
       deb ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
       ${CMAKE_CURRENT_BINARY_DIR}/deb.d)
-    set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600)
+    set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600
+      RESOURCE_LOCK memtrace_install_tree)
   endif()
 endif()
 
