@@ -23,7 +23,7 @@
 
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
-    "                            [--split-threads] [--min-width FRACTION]\n"
+    "                            [--split-threads] [--min-width FRACTION] [--all-frames]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top); a button flips it to a flame graph (root at the bottom).\n"
@@ -32,6 +32,8 @@ static const char flamegraph_help[] =
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
     "  --leaks             blocks still live at the end of the run\n"
     "  --split-threads     add a thread filter to the page\n"
+    "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
+    "                      code) shown; by default they are hidden, their bytes in their callers\n"
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
     "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
     "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
@@ -510,9 +512,10 @@ int mr_cmd_flamegraph(int argc, char** argv) {
                                          {"leaks", no_argument, NULL, 'l'},
                                          {"split-threads", no_argument, NULL, 's'},
                                          {"min-width", required_argument, NULL, 'm'},
+                                         {"all-frames", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool force = false, split = false;
+    bool force = false, split = false, all_frames = false;
     const char* output = NULL;
     enum mode mode = MODE_PEAK;
     int modes = 0;
@@ -547,6 +550,9 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         case 's':
             split = true;
             break;
+        case 'A':
+            all_frames = true;
+            break;
         case 'm': {
             char* end;
             min_width = strtod(optarg, &end);
@@ -559,18 +565,16 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         case 'h':
             fputs(flamegraph_help, stdout);
             return MR_EXIT_OK;
-        default:
-            fputs(flamegraph_help, stderr);
+        default: // getopt said what is wrong
+            mr_usage_hint(flamegraph_help);
             return MR_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1 || modes > 1) {
-        if (modes > 1)
-            mr_error(NULL, "--peak, --at and --leaks exclude each other");
-        fputs(flamegraph_help, stderr);
+    if (modes > 1)
+        return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
+    const char* path = mr_opts_input(argc, argv, flamegraph_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     char* def = output ? NULL : default_output(path);
     if (!output && !(output = def)) {
         mr_error(path, "out of memory");
@@ -645,6 +649,8 @@ int mr_cmd_flamegraph(int argc, char** argv) {
                               : NULL;
                 if (!data)
                     e = -ENOMEM;
+                else // the page's "hide non-relevant frames" starts unchecked
+                    json_object_set_new(data, "all_frames", json_boolean(all_frames));
             }
         }
     }
@@ -663,8 +669,6 @@ int mr_cmd_flamegraph(int argc, char** argv) {
                 rc = mr_output_commit(&out);
             }
         }
-        if (rc == 0 && strcmp(output, "-") != 0)
-            fprintf(stderr, "memreport: wrote %s\n", output);
     }
     json_decref(data);
     free(target);

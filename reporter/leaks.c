@@ -28,7 +28,8 @@ static const char leaks_help[] =
     "TLS, locale data, dlerror results...) are a group of their own, \"held by the C\n"
     "runtime\", not counted as the program's leaks.\n"
     "  --json               machine-readable output\n"
-    "  --top N              show the N largest groups only (totals still count all)\n"
+    "  --top N              show the N largest groups only (totals still count all);\n"
+    "                       default and 0: every group\n"
     "  --suppressions FILE  hide the groups a line of FILE matches: a glob pattern matched\n"
     "                       against whole function names, or LeakSanitizer's leak:PATTERN,\n"
     "                       a substring of a function, source file or module name ('*'\n"
@@ -408,7 +409,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     while ((c = getopt_long(argc, argv, "jt:s:ao:fh", opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (mr_parse_count("--top", optarg, &top))
+            if (mr_parse_top(optarg, leaks_help, &top))
                 return MR_EXIT_USAGE;
             break;
         case 's':

@@ -60,6 +60,7 @@ static int take_skip_corrupt(int argc, char** argv) {
 int main(int argc, char** argv) {
     argc = take_skip_corrupt(argc, argv);
     if (argc < 2) {
+        mr_error(NULL, "no command given");
         usage(stderr);
         return MR_EXIT_USAGE;
     }
@@ -71,9 +72,15 @@ int main(int argc, char** argv) {
         printf("memreport %s\n", MEMTRACE_VERSION_STRING);
         return MR_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        if (strcmp(argv[1], commands[i].name) != 0)
+            continue;
+        // getopt names argv[0] in its messages: "memreport: stats: unrecognized option".
+        char arg0[64];
+        snprintf(arg0, sizeof arg0, "memreport: %s", commands[i].name);
+        argv[1] = arg0;
+        return commands[i].run(argc - 1, argv + 1);
+    }
     mr_error(NULL, "unknown command '%s'", argv[1]);
     usage(stderr);
     return MR_EXIT_USAGE;

@@ -242,16 +242,14 @@ int mr_cmd_import(int argc, char** argv) {
         case 'h':
             fputs(import_help, stdout);
             return MR_EXIT_OK;
-        default:
-            fputs(import_help, stderr);
+        default: // getopt said what is wrong
+            mr_usage_hint(import_help);
             return MR_EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) {
-        fputs(import_help, stderr);
+    const char* path = mr_opts_input(argc, argv, import_help);
+    if (!path)
         return MR_EXIT_USAGE;
-    }
-    const char* path = argv[optind];
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         mr_error(path, "is a directory, not an NPU log");

@@ -145,16 +145,14 @@ int mr_cmd_plot(int argc, char** argv) {
             fputs(plot_help, stdout);
             rc = MR_EXIT_OK;
             break;
-        default:
-            fputs(plot_help, stderr);
+        default: // getopt said what is wrong
+            mr_usage_hint(plot_help);
             rc = MR_EXIT_USAGE;
             break;
         }
     }
-    if (rc < 0 && optind != argc - 1) {
-        fputs(plot_help, stderr);
+    if (rc < 0 && !mr_opts_input(argc, argv, plot_help))
         rc = MR_EXIT_USAGE;
-    }
     if (rc >= 0) {
         free(sites);
         return rc;

@@ -19,11 +19,12 @@
 #include <string.h>
 
 static const char stacks_help[] =
-    "usage: memreport stacks CAPTURE [--json] [--all-frames] [-o FILE] [-f]\n"
+    "usage: memreport stacks CAPTURE [--json] [--top N] [--all-frames] [-o FILE] [-f]\n"
     "The distinct allocation stacks of a capture's libc heap, most bytes first: bytes and\n"
     "number of allocations made from each, bytes live there at the peak and at the end.\n"
     "Frames are listed leaf first (the caller of malloc first), inlined functions expanded.\n"
     "  --json         machine-readable output\n"
+    "  --top N        the N stacks with most bytes (default 20; 0: all)\n"
     "  --all-frames   also show noise frames (allocator internals, start-up code)\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
@@ -115,7 +116,8 @@ static json_t* frames_json(const mr_symbols* sy, const shown* sh) {
     return arr;
 }
 
-static json_t* build(const mr_symbols* sy, shown* list, size_t n, bool all_frames,
+// The report of the first `top` of the n stacks of list (all of them still in the totals).
+static json_t* build(const mr_symbols* sy, shown* list, size_t n, size_t top, bool all_frames,
                      const mr_replay* r, const char* path) {
     json_t* o = json_object();
     json_object_set_new(o, "capture", mr_json_bytes(path));
@@ -123,8 +125,9 @@ static json_t* build(const mr_symbols* sy, shown* list, size_t n, bool all_frame
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "stacks_total", json_integer((json_int_t)n));
     json_t* arr = json_array();
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && i < top; i++) {
         json_t* s = json_object();
         json_object_set_new(s, "bytes", json_integer((json_int_t)list[i].st.bytes));
         json_object_set_new(s, "count", json_integer((json_int_t)list[i].st.count));
@@ -145,11 +148,15 @@ static void print_text(FILE* out, json_t* o) {
     size_t i, j;
     json_t *s, *f;
 #define U64(obj, k) (uint64_t) json_integer_value(json_object_get(obj, k))
-    fprintf(out, "%zu distinct allocation stacks, %s in %llu allocations, peak %s\n",
-            json_array_size(json_object_get(o, "stacks")),
+    size_t shown_n = json_array_size(json_object_get(o, "stacks"));
+    fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, peak %s\n",
+            (unsigned long long)U64(o, "stacks_total"),
             mt_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
             (unsigned long long)U64(o, "allocations"),
             mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
+    if (shown_n < U64(o, "stacks_total"))
+        fprintf(out, "(top %zu of %llu by bytes allocated; --top 0 shows all)\n", shown_n,
+                (unsigned long long)U64(o, "stacks_total"));
     json_array_foreach(json_object_get(o, "stacks"), i, s) {
         fprintf(out, "\n#%zu %s in %llu allocations; at peak %s; leaked %s in %llu%s\n", i + 1,
                 mt_format_bytes(U64(s, "bytes"), a, sizeof a), (unsigned long long)U64(s, "count"),
@@ -227,17 +234,25 @@ static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_fr
 }
 
 int mr_cmd_stacks(int argc, char** argv) {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},         {"all-frames", no_argument, NULL, 'a'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"all-frames", no_argument, NULL, 'a'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
     bool all_frames = false;
+    size_t top = MR_TOP_DEFAULT;
     int c;
-    while ((c = getopt_long(argc, argv, "jao:fh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jat:o:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
             all_frames = true;
+            break;
+        case 't':
+            if (mr_parse_top(optarg, stacks_help, &top))
+                return MR_EXIT_USAGE;
             break;
         default: {
             int orc = mr_opts_handle(&opt, c, stacks_help);
@@ -293,7 +308,7 @@ int mr_cmd_stacks(int argc, char** argv) {
         rc = MR_EXIT_IO;
         goto out;
     }
-    json_t* o = build(sy, list, (size_t)n, all_frames, &r, path);
+    json_t* o = build(sy, list, (size_t)n, top, all_frames, &r, path);
     rc = mr_write_report(&opt, o, print_text);
     json_decref(o);
 out:

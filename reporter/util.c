@@ -7,6 +7,7 @@
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -90,11 +91,17 @@ int mr_output_commit(mr_output* o) {
         mr_error(o->path, "cannot rename into place: %s", strerror(errno));
         unlink(o->tmp);
         rc = MR_EXIT_IO;
+    } else {
+        mr_note_written(o->path);
     }
     free(o->path);
     free(o->tmp);
     memset(o, 0, sizeof *o);
     return rc;
+}
+
+void mr_note_written(const char* path) {
+    fprintf(stderr, "memreport: wrote %s\n", path);
 }
 
 void mr_output_abort(mr_output* o) {
@@ -122,18 +129,58 @@ int mr_opts_handle(mr_opts* o, int c, const char* help) {
     case 'h':
         fputs(help, stdout);
         return MR_EXIT_OK;
-    default:
-        fputs(help, stderr);
+    default: // getopt said what is wrong
+        mr_usage_hint(help);
         return MR_EXIT_USAGE;
     }
 }
 
+// The subcommand (second word) and the input (third word, "CAPTURE-or-LOG" read as
+// "capture or log") of a help text's first line, "usage: memreport NAME INPUT ...".
+static void usage_words(const char* help, char* name, size_t namelen, char* input,
+                        size_t inputlen) {
+    int n = 0, i = 0;
+    sscanf(help, "usage: memreport %n%*s%n", &n, &i);
+    snprintf(name, namelen, "%.*s", i > n ? i - n : 0, help + n);
+    const char* in = help + i + strspn(help + i, " ");
+    size_t k = 0;
+    for (; k + 1 < inputlen && in[k] && in[k] != ' ' && in[k] != '\n'; k++)
+        input[k] = in[k] == '-' ? ' ' : (char)tolower((unsigned char)in[k]);
+    input[k] = 0;
+}
+
+void mr_usage_hint(const char* help) {
+    // The usage lines: the first, and those indented under it.
+    const char* end = strchr(help, '\n');
+    while (end && end[1] == ' ' && end[2] == ' ')
+        end = strchr(end + 1, '\n');
+    char name[64], input[64];
+    usage_words(help, name, sizeof name, input, sizeof input);
+    fprintf(stderr, "%.*s\n('memreport %s --help' describes every option)\n",
+            end ? (int)(end - help) : (int)strlen(help), help, name);
+}
+
+int mr_usage_error(const char* help, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memreport: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    mr_usage_hint(help);
+    return MR_EXIT_USAGE;
+}
+
 const char* mr_opts_input(int argc, char** argv, const char* help) {
-    if (optind != argc - 1) {
-        fputs(help, stderr);
-        return NULL;
-    }
-    return argv[optind];
+    if (optind == argc - 1)
+        return argv[optind];
+    char name[64], input[64];
+    usage_words(help, name, sizeof name, input, sizeof input);
+    if (optind >= argc)
+        mr_usage_error(help, "%s needs a %s", name, input);
+    else
+        mr_usage_error(help, "%s takes one %s, got %d", name, input, argc - optind);
+    return NULL;
 }
 
 int mr_parse_count(const char* option, const char* value, size_t* out) {
@@ -144,6 +191,18 @@ int mr_parse_count(const char* option, const char* value, size_t* out) {
         return MR_EXIT_USAGE;
     }
     *out = (size_t)v;
+    return MR_EXIT_OK;
+}
+
+int mr_parse_top(const char* value, const char* help, size_t* out) {
+    char* end;
+    long long v = strtoll(value, &end, 10);
+    if (*end || end == value || v < 0) {
+        char name[64], input[64];
+        usage_words(help, name, sizeof name, input, sizeof input);
+        return mr_usage_error(help, "%s: --top: not a count: '%s'", name, value);
+    }
+    *out = v == 0 ? SIZE_MAX : (size_t)v;
     return MR_EXIT_OK;
 }
 

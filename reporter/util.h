@@ -26,9 +26,12 @@ typedef struct mr_output {
     char* tmp;
 } mr_output;
 
-// Returns 0 or an exit code (after printing the reason).
+// Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote
+// FILE" on stderr once the file is in place (never for stdout).
 int mr_output_open(mr_output* o, const char* path, bool force);
 int mr_output_commit(mr_output* o);
+// The one line every subcommand prints for a file it wrote: "memreport: wrote FILE".
+void mr_note_written(const char* path);
 void mr_output_abort(mr_output* o);
 
 // The options every subcommand shares: -j/--json, -o/--output FILE, -f/--force, -h/--help.
@@ -41,13 +44,24 @@ typedef struct mr_opts {
     { "-", false, false }
 enum { MR_OPT_NEXT = -1 };
 // For a getopt_long result c: records a shared option and returns MR_OPT_NEXT; prints help
-// for -h (returns 0) or for an unknown option (returns the usage exit code).
+// for -h (returns 0), or the usage hint after getopt's message for an unknown option or a
+// missing value (returns the usage exit code).
 int mr_opts_handle(mr_opts* o, int c, const char* help);
-// The single positional argument (the input file), or NULL after printing help.
+// The single positional argument (the input file), or NULL after saying what is wrong
+// ("memreport: summary takes one capture, got 2") and the usage hint.
 const char* mr_opts_input(int argc, char** argv, const char* help);
+// A usage error: "memreport: " and the message on one line, then the usage hint (the usage
+// lines of `help` and where the full help is). Returns the usage exit code.
+int mr_usage_error(const char* help, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// The usage lines of a subcommand's help (its first lines) and a pointer to --help.
+void mr_usage_hint(const char* help);
 
 // Parses a count option's value (--top N). Returns 0, or the usage exit code after an error.
 int mr_parse_count(const char* option, const char* value, size_t* out);
+// --top N of the reports that list stacks (stacks, stats, leaks): N >= 0, 0 meaning all
+// (*out = SIZE_MAX). Returns 0, or the usage exit code after an error and the usage hint.
+#define MR_TOP_DEFAULT 20
+int mr_parse_top(const char* value, const char* help, size_t* out);
 
 // Opens a capture and loads its stacks and names (symbolizing it first if needed). Returns 0
 // or an exit code after printing the reason; on failure nothing is left open.

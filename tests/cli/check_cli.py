@@ -167,11 +167,11 @@ def case_wrote(a):
     check(r.returncode == 3 and not wrote_lines(r.stderr), "a refused output is not announced")
 
 
-def usage_error(a, argv, first, what):
+def usage_error(a, argv, first, what, max_lines=5):
     r = run([a.memreport] + argv)
     lines = r.stderr.splitlines()
     ok = (r.returncode == 1 and len(lines) >= 2 and re.fullmatch(first, lines[0]) is not None
-          and any(l.startswith("usage: memreport") for l in lines[1:4]) and len(lines) <= 5)
+          and any(l.startswith("usage: memreport") for l in lines[1:4]) and len(lines) <= max_lines)
     check(ok, f"{what}: exit 1, reason then a short usage hint (rc {r.returncode}: "
               f"{lines[:3]}, {len(lines)} lines)")
 
@@ -181,9 +181,11 @@ def case_usage(a):
     usage_error(a, ["summary", fx, fx], r"memreport: summary takes one capture, got 2",
                 "summary a.db b.db")
     usage_error(a, ["summary"], r"memreport: summary needs a capture", "summary without capture")
-    usage_error(a, [], r"memreport: no command given", "memreport alone")
+    # Without a command, the hint is the list of commands.
+    n = len(commands(a)) + 12
+    usage_error(a, [], r"memreport: no command given", "memreport alone", n)
     usage_error(a, ["summarize", fx], r"memreport: unknown command 'summarize'",
-                "an unknown command")
+                "an unknown command", n)
     for name in commands(a):
         usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
                     f"{name} with two inputs")
