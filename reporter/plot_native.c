@@ -91,7 +91,7 @@ static int bucket_add(bucketed* b, int64_t ts, uint64_t v) {
     return rc;
 }
 
-// ---- sites: callsites grouped by their site name (innermost relevant frame)
+// ---- sites: callsites grouped by their site label (sites.h: past allocation wrappers)
 
 typedef struct site_row {
     const char* name;
@@ -114,6 +114,7 @@ typedef struct native {
     // sites
     bool want_sites;
     int32_t* site_of; // callsite -> row, -1 not yet looked up
+    mr_site_labels* labels;
     uint32_t ncallsites;
     site_row* rows;
     size_t nrows, caprows;
@@ -133,7 +134,7 @@ static int site_index(native* nv, uint32_t callsite, size_t* out) {
         *out = (size_t)nv->site_of[callsite];
         return 0;
     }
-    const char* name = mr_sites_site_name(nv->sym, callsite);
+    const char* name = mr_site_label(nv->labels, callsite);
     size_t i = 0;
     // Few distinct names per capture; a linear search runs once per callsite, not per event.
     while (i < nv->nrows && strcmp(nv->rows[i].name, name) != 0)
@@ -702,7 +703,10 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
             return rc;
         nv.ncallsites = mr_symbols_callsite_count(nv.sym);
         nv.site_of = malloc((nv.ncallsites + 1) * sizeof *nv.site_of);
-        if (!nv.site_of) {
+        nv.labels = mr_site_labels_new(nv.sym);
+        if (!nv.site_of || !nv.labels) {
+            free(nv.site_of);
+            mr_site_labels_free(nv.labels);
             mr_symbols_free(nv.sym);
             return MR_EXIT_IO;
         }
@@ -783,6 +787,7 @@ out:
     free(nv.rows);
     free(nv.chosen);
     free(nv.site_of);
+    mr_site_labels_free(nv.labels);
     mr_npu_points_free(&nv.heap);
     mr_npu_points_free(&nv.rss);
     mr_npu_points_free(&nv.vsz);

@@ -2,6 +2,7 @@
 // Site names and stack renderings shared by leaks, stats and flamegraph (sites.h).
 #include "sites.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +115,109 @@ uint32_t* mr_sites_canonical(const mr_symbols* s) {
     }
     json_decref(seen);
     return canon;
+}
+
+// ---- site labels past allocation wrappers
+
+struct mr_site_labels {
+    const mr_symbols* s;
+    json_t* callers; // allocator-named function -> its first caller's name, or true for >= 2
+};
+
+// The unqualified name of a function, lower-cased, without template arguments, parameters
+// or lambda decorations: "std::__new_allocator<int>::allocate(unsigned long)" -> "allocate".
+static void bare_name(const char* fn, char* out, size_t len) {
+    size_t n = 0;
+    int depth = 0;
+    for (const char* p = fn; *p; p++) {
+        if (strchr("<({[", *p)) {
+            depth++;
+        } else if (strchr(">)}]", *p)) {
+            depth -= depth > 0;
+        } else if (depth == 0 && p[0] == ':' && p[1] == ':') {
+            n = 0;
+            p++;
+        } else if (depth == 0 && n + 1 < len) {
+            out[n++] = (char)tolower((unsigned char)*p);
+        }
+    }
+    out[n] = 0;
+}
+
+static bool allocator_named(const char* fn) {
+    char b[256];
+    bare_name(fn, b, sizeof b);
+    size_t n = strlen(b);
+    return strstr(b, "alloc") || strstr(b, "strdup") || strstr(b, "strndup") ||
+           strstr(b, "memdup") || (n >= 4 && strcmp(b + n - 4, "_new") == 0);
+}
+
+// Records that `caller` calls the allocator-named `fn`.
+static int note_caller(json_t* callers, const char* fn, const char* caller) {
+    if (!allocator_named(fn))
+        return 0;
+    json_t* v = json_object_get(callers, fn);
+    if (!v)
+        return json_object_set_new(callers, fn, json_string(caller));
+    if (json_is_string(v) && strcmp(json_string_value(v), caller) != 0)
+        return json_object_set_new(callers, fn, json_true());
+    return 0;
+}
+
+mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
+    mr_site_labels* l = calloc(1, sizeof *l);
+    if (!l || !(l->callers = json_object())) {
+        free(l);
+        return NULL;
+    }
+    l->s = s;
+    // Every callsite is one call: each location of its frame is called by the next one
+    // outwards (inlined functions first), the outermost by the parent's innermost location.
+    uint32_t n = mr_symbols_callsite_count(s);
+    for (uint32_t c = 1; c < n; c++) {
+        uint32_t frame = mr_symbols_frame_of(s, c);
+        if (!mr_symbols_frame_relevant(s, frame))
+            continue;
+        const mr_symloc *locs, *plocs;
+        size_t nl = mr_symbols_frame_locs(s, frame, &locs);
+        uint32_t parent = mr_symbols_parent(s, c);
+        const char* outer = NULL;
+        if (parent && parent < n) {
+            mr_symbols_frame_locs(s, mr_symbols_frame_of(s, parent), &plocs);
+            outer = plocs[0].function;
+        }
+        for (size_t k = 0; k < nl; k++) {
+            const char* caller = k + 1 < nl ? locs[k + 1].function : outer;
+            if (caller && note_caller(l->callers, locs[k].function, caller)) {
+                mr_site_labels_free(l);
+                return NULL;
+            }
+        }
+    }
+    return l;
+}
+
+bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function) {
+    return json_is_true(json_object_get(l->callers, function));
+}
+
+const char* mr_site_label(const mr_site_labels* l, uint32_t leaf) {
+    if (leaf == 0 || leaf >= mr_symbols_callsite_count(l->s))
+        return "(no stack)";
+    uint32_t frames[MR_SITES_MAX_DEPTH];
+    size_t n = mr_symbols_stack(l->s, leaf, false, frames, MR_SITES_MAX_DEPTH);
+    for (size_t i = 0; i < n && i < MR_SITES_MAX_DEPTH; i++) {
+        const mr_symloc* locs;
+        size_t nl = mr_symbols_frame_locs(l->s, frames[i], &locs);
+        for (size_t k = 0; k < nl; k++)
+            if (!mr_site_labels_is_wrapper(l, locs[k].function))
+                return locs[k].function;
+    }
+    return mr_sites_site_name(l->s, leaf);
+}
+
+void mr_site_labels_free(mr_site_labels* l) {
+    if (l)
+        json_decref(l->callers);
+    free(l);
 }

@@ -31,4 +31,26 @@ uint32_t* mr_sites_canonical(const mr_symbols* s);
 // One JSON stack entry as text: "function (file:line) [module]"; returns buf.
 char* mr_sites_format_json_frame(json_t* frame, char* buf, size_t len);
 
+// Site labels for stats and plot --sites, where rows merge by label: the innermost relevant
+// function of the stack that is not an allocation wrapper, so the callers of xmalloc,
+// g_malloc, PyObject_Malloc, PyUnicode_New or sqlite3Malloc each get their own row. A
+// wrapper is a function that
+//   - is named like an allocator: its unqualified name, in any case, without template
+//     arguments and parameters, contains "alloc", "strdup", "strndup" or "memdup", or ends
+//     in "_new" (xmalloc, g_malloc0, PyObject_Malloc, sqlite3Malloc, xstrdup, PyUnicode_New,
+//     std::allocator<T>::allocate), and
+//   - allocates for at least two different calling functions in this capture (a function
+//     with one caller already names its rows uniquely, and keeps its name).
+// The name alone would relabel every function that says "alloc"; the callers alone would
+// climb through every shared helper up to main. Both together pick the functions whose
+// rows would otherwise look identical. A stack of wrappers only is labelled as
+// mr_sites_site_name labels it.
+typedef struct mr_site_labels mr_site_labels;
+// Finds the wrappers of a capture's stacks. NULL when out of memory.
+mr_site_labels* mr_site_labels_new(const mr_symbols* s);
+// The label of a leaf callsite; the string lives as long as the mr_symbols.
+const char* mr_site_label(const mr_site_labels* l, uint32_t leaf);
+bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function);
+void mr_site_labels_free(mr_site_labels* l);
+
 #endif

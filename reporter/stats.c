@@ -20,7 +20,7 @@
 #include <string.h>
 
 static const char stats_help[] =
-    "usage: memreport stats CAPTURE [--json] [--top N] [-o FILE] [-f]\n"
+    "usage: memreport stats CAPTURE [--json] [--top N] [--stacks] [-o FILE] [-f]\n"
     "Statistics of the libc heap of a capture:\n"
     "  - top allocation sites by bytes live at the peak, by bytes allocated, by count;\n"
     "  - a histogram of allocation sizes in powers of two;\n"
@@ -28,7 +28,10 @@ static const char stats_help[] =
     "    implicit free included) whose block has the size and stack of the allocation\n"
     "    made just before it, in the order of events of all threads;\n"
     "  - totals per thread.\n"
-    "A site is a full allocation stack, named by its innermost relevant frame.\n"
+    "A site is the innermost relevant function of an allocation stack that is not an\n"
+    "allocation wrapper (xmalloc, g_malloc, PyObject_Malloc... called from several\n"
+    "functions: see README); the stacks of one site merge into one row.\n"
+    "  --stacks           one row per allocation stack instead\n"
     "  --json             machine-readable output\n"
     "  --top N            sites per table (default 10)\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
@@ -57,6 +60,8 @@ typedef struct alloc_key {
 
 typedef struct stats {
     const mr_symbols* sites;
+    const mr_site_labels* labels;
+    bool by_stack; // --stacks: a row per symbolized stack, not per label
     uint32_t ncallsites;
     uint32_t* canon;      // callsite -> representative of its symbolized stack (sites.h)
     site* site;           // indexed by callsite id, ncallsites entries
@@ -170,7 +175,10 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
 // ---- report
 
 typedef struct row {
-    uint32_t callsite;
+    uint32_t callsite; // the stack shown: the row's own, or its largest one's when merged
+    uint32_t nstacks;
+    uint64_t stack_bytes; // bytes allocated by that stack
+    const char* label;
     uint64_t count, bytes, temporary, at_peak;
 } row;
 
@@ -186,9 +194,40 @@ DESC_BY(bytes)
 DESC_BY(temporary)
 DESC_BY(at_peak)
 
+static int by_label(const void* a, const void* b) {
+    const row *x = a, *y = b;
+    int c = strcmp(x->label, y->label);
+    return c ? c : x->callsite < y->callsite ? -1 : x->callsite > y->callsite;
+}
+
+// Merges the rows of one label into one, shown with the stack that allocated most bytes.
+static size_t merge_by_label(row* rows, size_t n) {
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, by_label);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        row* m = out ? &rows[out - 1] : NULL;
+        if (!m || strcmp(m->label, rows[i].label) != 0) {
+            rows[out++] = rows[i];
+            continue;
+        }
+        if (rows[i].stack_bytes > m->stack_bytes) {
+            m->callsite = rows[i].callsite;
+            m->stack_bytes = rows[i].stack_bytes;
+        }
+        m->nstacks++;
+        m->count += rows[i].count;
+        m->bytes += rows[i].bytes;
+        m->temporary += rows[i].temporary;
+        m->at_peak += rows[i].at_peak;
+    }
+    return out;
+}
+
 static json_t* site_json(const mr_symbols* sites, const row* r) {
     json_t* o = json_object();
-    json_object_set_new(o, "site", mr_json_bytes(mr_sites_site_name(sites, r->callsite)));
+    json_object_set_new(o, "site", mr_json_bytes(r->label));
+    json_object_set_new(o, "stacks", json_integer(r->nstacks));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->at_peak));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
@@ -242,9 +281,17 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
         const site* st = &s->site[i];
         if (!st->count)
             continue;
-        rows[n++] = (row){i, st->count, st->bytes, st->temporary,
+        rows[n++] = (row){i,
+                          1,
+                          st->bytes,
+                          mr_site_label(s->labels, i),
+                          st->count,
+                          st->bytes,
+                          st->temporary,
                           st->epoch == s->peak_epoch ? st->at_peak : st->live};
     }
+    if (!s->by_stack)
+        n = merge_by_label(rows, n);
     json_t* o = json_object();
     json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(o, "status",
@@ -336,7 +383,9 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
             mt_format_bytes(INT(s, field), v, sizeof v);
         else
             snprintf(v, sizeof v, "%llu", INT(s, field));
-        // The site frame, then the next two frames towards main for context.
+        // The site frame, then the next two frames towards main for context; a row of
+        // several stacks shows the site's function only, where they all meet.
+        unsigned long long nstacks = INT(s, "stacks");
         json_t* stack = json_object_get(s, "stack");
         size_t k, shown = 0;
         json_t* f;
@@ -347,14 +396,23 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
             if (!found && (!fn || !site_name || strcmp(fn, site_name) != 0))
                 continue;
             found = true;
-            mr_sites_format_json_frame(f, line, sizeof line);
+            if (nstacks > 1) {
+                json_t* fn_only = json_copy(f);
+                json_object_set_new(fn_only, "line", json_null());
+                mr_sites_format_json_frame(fn_only, line, sizeof line);
+                json_decref(fn_only);
+                size_t len = strlen(line);
+                snprintf(line + len, sizeof line - len, ", %llu stacks", nstacks);
+            } else {
+                mr_sites_format_json_frame(f, line, sizeof line);
+            }
             if (shown == 0)
                 fprintf(out, "  %12s  ", v);
             else
                 fprintf(out, "  %12s    from ", "");
             mr_fputs_text(out, line);
             fputc('\n', out);
-            if (++shown == 3)
+            if (++shown == 3 || nstacks > 1)
                 break;
         }
         if (!shown) {
@@ -419,15 +477,22 @@ static void print_text(FILE* out, json_t* o) {
 }
 
 int mr_cmd_stats(int argc, char** argv) {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 't'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"stacks", no_argument, NULL, 'S'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
     size_t top = 10;
     int c;
+    bool by_stack = false;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
         switch (c) {
+        case 'S':
+            by_stack = true;
+            break;
         case 't':
             if (mr_parse_count("--top", optarg, &top))
                 return MR_EXIT_USAGE;
@@ -447,18 +512,22 @@ int mr_cmd_stats(int argc, char** argv) {
     int rc = mr_open_capture_symbols(path, &cap, &sites);
     if (rc)
         return rc;
-    stats s = {.sites = sites, .ncallsites = mr_symbols_callsite_count(sites)};
+    stats s = {
+        .sites = sites, .ncallsites = mr_symbols_callsite_count(sites), .by_stack = by_stack};
+    mr_site_labels* labels = mr_site_labels_new(sites);
+    s.labels = labels;
     s.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     s.site = calloc((size_t)s.ncallsites + 1, sizeof *s.site);
     s.canon = mr_sites_canonical(sites);
     mr_replay r;
-    bool ok = s.site && s.canon && mr_heapmap_init(&s.tid_index) == 0;
+    bool ok = s.site && s.canon && labels && mr_heapmap_init(&s.tid_index) == 0;
     if (!ok || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
         if (ok)
             mr_heapmap_free(&s.tid_index);
         free(s.site);
         free(s.canon);
+        mr_site_labels_free(labels);
         mr_symbols_free(sites);
         mt_capture_close(cap);
         return MR_EXIT_IO;
@@ -483,6 +552,7 @@ int mr_cmd_stats(int argc, char** argv) {
     free(s.threads);
     free(s.site);
     free(s.canon);
+    mr_site_labels_free(labels);
     mr_symbols_free(sites);
     mt_capture_close(cap);
     return rc;

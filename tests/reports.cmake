@@ -89,3 +89,14 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:runtime_leaks> ${CMAKE_CURRENT_BINARY_DIR}/reports-runtime)
   set_tests_properties(e2e.leaks_runtime_held PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# Site labels past an xmalloc wrapper in stats and plot --sites (needs the tracer).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(xmalloc_sites reports/progs/xmalloc_sites.c)
+  target_compile_options(xmalloc_sites PRIVATE -g -O1 -fno-omit-frame-pointer)
+  add_test(NAME e2e.sites_wrappers
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/e2e_sites.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:xmalloc_sites> ${CMAKE_CURRENT_BINARY_DIR}/reports-sites)
+  set_tests_properties(e2e.sites_wrappers PROPERTIES LABELS e2e TIMEOUT 120)
+endif()

@@ -12,7 +12,54 @@
 
 #define GET_STR(o, k) json_string_value(json_object_get(o, k))
 
+// Site labels past allocation wrappers (mr_site_label): xmalloc and an inlined
+// std::allocator<int>::allocate, each called from two functions, are wrappers; only_alloc,
+// called from main only, and use_vec, whose "allocator" is in its parameters, are not.
+static void check_labels(void) {
+    char path[256], err[256];
+    snprintf(path, sizeof path, "%s/labels.db", fx_tmpdir());
+    fx f;
+    fx_open(&f, path);
+    fx_sql(&f, "INSERT INTO meta VALUES('symbolized','1');"
+               "INSERT INTO mapping VALUES(1,'/usr/bin/prog',4096,65536,0,'ab',0,NULL);"
+               "INSERT INTO frame VALUES(1,1,4097,4097,'main','p.c',1,NULL,1),"
+               "(2,1,4098,4098,'xmalloc','x.c',2,NULL,1),(3,1,4099,4099,'caller_a','p.c',3,NULL,1),"
+               "(4,1,4100,4100,'caller_b','p.c',4,NULL,1),"
+               "(5,1,4101,4101,'only_alloc','p.c',5,NULL,1),"
+               "(6,1,4102,4102,'use_vec(std::vector<int, std::allocator<int> >&)','v.cc',6,"
+               " '[{\"function\":\"std::__new_allocator<int>::allocate(unsigned long)\","
+               "   \"file\":\"new_allocator.h\",\"line\":7}]',1),"
+               "(7,1,4103,4103,'use_list()','v.cc',8,"
+               " '[{\"function\":\"std::__new_allocator<int>::allocate(unsigned long)\","
+               "   \"file\":\"new_allocator.h\",\"line\":7}]',1);"
+               "INSERT INTO callsite VALUES(1,0,1,1),(2,1,3,2),(3,1,4,2),(4,2,2,3),(5,3,2,3),"
+               "(6,1,5,2),(7,2,6,3),(8,3,6,3),(9,2,7,3);");
+    fx_alloc(&f, 1, 0x1000, 10, 4);
+    fx_finish(&f, "complete");
+    mt_capture* cap;
+    CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
+    mr_symbols* s;
+    CHECK_EQ_I64(mr_symbols_load(cap, &s), 0);
+    mr_site_labels* l = mr_site_labels_new(s);
+    CHECK(l != NULL);
+    CHECK(mr_site_labels_is_wrapper(l, "xmalloc"));
+    CHECK(!mr_site_labels_is_wrapper(l, "only_alloc"));
+    CHECK(!mr_site_labels_is_wrapper(l, "use_vec(std::vector<int, std::allocator<int> >&)"));
+    CHECK_EQ_STR(mr_site_label(l, 4), "caller_a");
+    CHECK_EQ_STR(mr_site_label(l, 5), "caller_b");
+    CHECK_EQ_STR(mr_site_label(l, 6), "only_alloc");
+    CHECK_EQ_STR(mr_site_label(l, 7), "use_vec(std::vector<int, std::allocator<int> >&)");
+    CHECK_EQ_STR(mr_site_label(l, 9), "use_list()");
+    CHECK_EQ_STR(mr_site_label(l, 0), "(no stack)");
+    // The reports' other name stays the innermost relevant function.
+    CHECK_EQ_STR(mr_sites_site_name(s, 4), "xmalloc");
+    mr_site_labels_free(l);
+    mr_symbols_free(s);
+    mt_capture_close(cap);
+}
+
 int main(void) {
+    check_labels();
     char path[256], err[256];
     snprintf(path, sizeof path, "%s/sites.db", fx_tmpdir());
     fx_standard(path);

@@ -100,14 +100,17 @@ int main(void) {
                                              "prog+0x1234"};
     static const int64_t peak_values[] = {5000, 4000, 1000, 300, 64};
     check_table(r, "by_peak", "peak_bytes", 5, peak_names, peak_values);
-    static const char* const bytes_names[] = {"worker",    "make_node", "parse_file",
-                                              "cache_put", "make_node", "prog+0x1234"};
-    static const int64_t bytes_values[] = {5050, 4000, 1000, 1000, 200, 64};
-    check_table(r, "by_bytes", "bytes_allocated", 6, bytes_names, bytes_values);
-    static const char* const count_names[] = {"cache_put", "worker"};
+    // make_node's two stacks (one through operator new) merge into one row of its name.
+    static const char* const bytes_names[] = {"worker", "make_node", "parse_file", "cache_put",
+                                              "prog+0x1234"};
+    static const int64_t bytes_values[] = {5050, 4200, 1000, 1000, 64};
+    check_table(r, "by_bytes", "bytes_allocated", 5, bytes_names, bytes_values);
+    CHECK_EQ_I64(GET_INT(json_array_get(json_object_get(r, "by_bytes"), 1), "stacks"), 2);
+    CHECK_EQ_I64(GET_INT(json_array_get(json_object_get(r, "by_bytes"), 0), "stacks"), 1);
+    static const char* const count_names[] = {"cache_put", "make_node"};
     static const int64_t count_values[] = {3, 2};
     json_t* by_count = json_object_get(r, "by_count");
-    CHECK_EQ_I64(json_array_size(by_count), 6);
+    CHECK_EQ_I64(json_array_size(by_count), 5);
     for (size_t i = 0; i < 2; i++) {
         CHECK_EQ_STR(GET_STR(json_array_get(by_count, i), "site"), count_names[i]);
         CHECK_EQ_I64(GET_INT(json_array_get(by_count, i), "allocations"), count_values[i]);
@@ -155,6 +158,16 @@ int main(void) {
     CHECK_EQ_I64(GET_INT(t1, "live_bytes"), 50);
     json_decref(r);
 
+    // --stacks: a row per stack.
+    CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "--stacks", "-f", "-o", out, NULL),
+                 0);
+    r = json_load_file(out, 0, &je);
+    static const char* const stack_names[] = {"worker",    "make_node", "parse_file",
+                                              "cache_put", "make_node", "prog+0x1234"};
+    static const int64_t stack_values[] = {5050, 4000, 1000, 1000, 200, 64};
+    check_table(r, "by_bytes", "bytes_allocated", 6, stack_names, stack_values);
+    json_decref(r);
+
     // --top limits each table.
     CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "--top", "2", "-f", "-o", out, NULL),
                  0);
@@ -169,6 +182,8 @@ int main(void) {
     CHECK(t && strstr(t, "top sites by bytes live at the peak:\n"
                          "      4.88 KiB  worker (worker.c:7) [prog]\n"));
     CHECK(t && !strstr(t, "from __libc_start_call_main"));
+    // A row of several stacks names the function they meet in, without a line.
+    CHECK(t && strstr(t, "      4.10 KiB  make_node (tree.c) [prog], 2 stacks\n"));
     CHECK(t && strstr(t, "    4.00 KiB - <8.00 KiB           1  ####################\n"));
     CHECK(t && strstr(t, "  200       worker-1                    2     4.93 KiB            1"));
     if (t && check_failures)
