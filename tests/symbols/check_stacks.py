@@ -48,7 +48,7 @@ def trace(args, case, argv, env_extra=None):
 
 
 def stacks(args, cap, *extra):
-    p = subprocess.run([args.memreport, "stacks", "--json", cap] + list(extra),
+    p = subprocess.run([args.memreport, "stacks", "--json", "--top", "0", cap] + list(extra),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         fail("memreport stacks %s: exit %d: %s" % (cap, p.returncode, p.stderr))

@@ -16,7 +16,7 @@ def stacks(memtrace, memreport, prog, mode, tmp):
     run = subprocess.run([memtrace, "-o", cap, "--", prog], env=env, capture_output=True)
     if run.returncode != 0:
         sys.exit(f"FAIL: {mode}: exit {run.returncode}: {run.stderr.decode()}")
-    out = subprocess.run([memreport, "stacks", "--json", "--all-frames", cap],
+    out = subprocess.run([memreport, "stacks", "--json", "--all-frames", "--top", "0", cap],
                          capture_output=True, check=True).stdout
     doc = json.loads(out)
     result = {}
