@@ -20,7 +20,7 @@
 #include <string.h>
 
 static const char stats_help[] =
-    "usage: memreport stats CAPTURE [--json] [--top N] [--stacks] [-o FILE] [-f]\n"
+    "usage: memreport stats CAPTURE [--json] [--top N] [--all-frames] [--stacks] [-o FILE] [-f]\n"
     "Statistics of the libc heap of a capture:\n"
     "  - top allocation sites by bytes live at the peak, by bytes allocated, by count;\n"
     "  - a histogram of allocation sizes in powers of two;\n"
@@ -33,7 +33,8 @@ static const char stats_help[] =
     "functions: see README); the stacks of one site merge into one row.\n"
     "  --stacks           one row per allocation stack instead\n"
     "  --json             machine-readable output\n"
-    "  --top N            sites per table (default 10)\n"
+    "  --top N            sites per table (default 20; 0: all)\n"
+    "  --all-frames       also show noise frames (allocator internals, start-up code)\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  -f, --force        overwrite FILE if it exists\n";
 
@@ -61,7 +62,8 @@ typedef struct alloc_key {
 typedef struct stats {
     const mr_symbols* sites;
     const mr_site_labels* labels;
-    bool by_stack; // --stacks: a row per symbolized stack, not per label
+    bool by_stack;   // --stacks: a row per symbolized stack, not per label
+    bool all_frames; // --all-frames: stacks with their noise frames
     uint32_t ncallsites;
     uint32_t* canon;      // callsite -> representative of its symbolized stack (sites.h)
     site* site;           // indexed by callsite id, ncallsites entries
@@ -224,7 +226,7 @@ static size_t merge_by_label(row* rows, size_t n) {
     return out;
 }
 
-static json_t* site_json(const mr_symbols* sites, const row* r) {
+static json_t* site_json(const mr_symbols* sites, const row* r, bool all_frames) {
     json_t* o = json_object();
     json_object_set_new(o, "site", mr_json_bytes(r->label));
     json_object_set_new(o, "stacks", json_integer(r->nstacks));
@@ -232,12 +234,12 @@ static json_t* site_json(const mr_symbols* sites, const row* r) {
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
     json_object_set_new(o, "temporary", json_integer((json_int_t)r->temporary));
-    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite, false));
+    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite, all_frames));
     return o;
 }
 
 static json_t* top_sites(const mr_symbols* sites, row* rows, size_t n, size_t top,
-                         int (*cmp)(const void*, const void*), size_t field) {
+                         int (*cmp)(const void*, const void*), size_t field, bool all_frames) {
     if (n > 1)
         qsort(rows, n, sizeof *rows, cmp);
     json_t* a = json_array();
@@ -245,7 +247,7 @@ static json_t* top_sites(const mr_symbols* sites, row* rows, size_t n, size_t to
         uint64_t v;
         memcpy(&v, (const char*)&rows[i] + field, sizeof v);
         if (v)
-            json_array_append_new(a, site_json(sites, &rows[i]));
+            json_array_append_new(a, site_json(sites, &rows[i], all_frames));
     }
     return a;
 }
@@ -305,14 +307,18 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
     json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
-    json_object_set_new(o, "by_peak",
-                        top_sites(sites, rows, n, top, by_at_peak, offsetof(row, at_peak)));
-    json_object_set_new(o, "by_bytes",
-                        top_sites(sites, rows, n, top, by_bytes, offsetof(row, bytes)));
-    json_object_set_new(o, "by_count",
-                        top_sites(sites, rows, n, top, by_count, offsetof(row, count)));
-    json_object_set_new(o, "temporary_by_site",
-                        top_sites(sites, rows, n, top, by_temporary, offsetof(row, temporary)));
+    json_object_set_new(
+        o, "by_peak",
+        top_sites(sites, rows, n, top, by_at_peak, offsetof(row, at_peak), s->all_frames));
+    json_object_set_new(
+        o, "by_bytes",
+        top_sites(sites, rows, n, top, by_bytes, offsetof(row, bytes), s->all_frames));
+    json_object_set_new(
+        o, "by_count",
+        top_sites(sites, rows, n, top, by_count, offsetof(row, count), s->all_frames));
+    json_object_set_new(
+        o, "temporary_by_site",
+        top_sites(sites, rows, n, top, by_temporary, offsetof(row, temporary), s->all_frames));
     free(rows);
 
     json_t* hist = json_array();
@@ -477,24 +483,25 @@ static void print_text(FILE* out, json_t* o) {
 }
 
 int mr_cmd_stats(int argc, char** argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"stacks", no_argument, NULL, 'S'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 't'},
+        {"stacks", no_argument, NULL, 'S'},       {"all-frames", no_argument, NULL, 'a'},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
-    size_t top = 10;
+    size_t top = MR_TOP_DEFAULT;
     int c;
-    bool by_stack = false;
+    bool by_stack = false, all_frames = false;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
         switch (c) {
+        case 'a':
+            all_frames = true;
+            break;
         case 'S':
             by_stack = true;
             break;
         case 't':
-            if (mr_parse_count("--top", optarg, &top))
+            if (mr_parse_top(optarg, stats_help, &top))
                 return MR_EXIT_USAGE;
             break;
         default: {
@@ -512,8 +519,10 @@ int mr_cmd_stats(int argc, char** argv) {
     int rc = mr_open_capture_symbols(path, &cap, &sites);
     if (rc)
         return rc;
-    stats s = {
-        .sites = sites, .ncallsites = mr_symbols_callsite_count(sites), .by_stack = by_stack};
+    stats s = {.sites = sites,
+               .ncallsites = mr_symbols_callsite_count(sites),
+               .by_stack = by_stack,
+               .all_frames = all_frames};
     mr_site_labels* labels = mr_site_labels_new(sites);
     s.labels = labels;
     s.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
