@@ -183,17 +183,6 @@ const char* mr_opts_input(int argc, char** argv, const char* help) {
     return NULL;
 }
 
-int mr_parse_count(const char* option, const char* value, size_t* out) {
-    char* end;
-    long long v = strtoll(value, &end, 10);
-    if (*end || end == value || v < 0) {
-        mr_error(NULL, "%s: not a count: '%s'", option, value);
-        return MR_EXIT_USAGE;
-    }
-    *out = (size_t)v;
-    return MR_EXIT_OK;
-}
-
 int mr_parse_top(const char* value, const char* help, size_t* out) {
     char* end;
     long long v = strtoll(value, &end, 10);

@@ -56,8 +56,6 @@ int mr_usage_error(const char* help, const char* fmt, ...) __attribute__((format
 // The usage lines of a subcommand's help (its first lines) and a pointer to --help.
 void mr_usage_hint(const char* help);
 
-// Parses a count option's value (--top N). Returns 0, or the usage exit code after an error.
-int mr_parse_count(const char* option, const char* value, size_t* out);
 // --top N of the reports that list stacks (stacks, stats, leaks): N >= 0, 0 meaning all
 // (*out = SIZE_MAX). Returns 0, or the usage exit code after an error and the usage hint.
 #define MR_TOP_DEFAULT 20
