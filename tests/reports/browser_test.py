@@ -277,9 +277,16 @@ def deep(memreport, deep_fixture, work):
               b.js("return document.getElementById('footer').textContent"),
               "deep: the footer follows the orientation")
 
-        # Remembered: a new load without a hash opens as a flame graph, at its root.
-        b.get("about:blank")
-        b.get(url)
+        # Remembered: a new load without a hash opens as a flame graph, at its root. Chromium
+        # hands a page's localStorage writes to its storage service asynchronously, and a new
+        # load may run in another renderer: reopen until it sees the write (bounded).
+        deadline = time.time() + 30
+        while True:
+            b.get("about:blank")
+            b.get(url)
+            if b.js("return window.memreport.state.icicle") is False or time.time() > deadline:
+                break
+            time.sleep(0.5)
         check(b.js("return window.memreport.state.icicle") is False,
               "deep: reopened as a flame graph (localStorage)")
         deep_view(b, "deep, reopened as flame")
