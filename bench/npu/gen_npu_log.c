@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Generates a synthetic NPU compiler memory-usage log in the current format (doc §1.1-1.3):
-// functions part1..part<F-1> and main, each a linear-scan allocator simulation printing
-// A x k, B, C, [D], E, G per step and batches of H lines, no timestamps, like the doc's
-// ~1M-step benchmark log (999,982 steps, 41 functions, 6.8 M lines, 489 MB).
+// Generates a synthetic NPU compiler memory-usage log in the current format
+// (docs/npu-memory-usage-log.md §1.1-1.3): functions part1..part<F-1> and main, each a
+// linear-scan allocator simulation printing A x k, B, C, [D], E, G per step and batches of
+// H lines, no timestamps, like that page's ~1M-step benchmark log (999,982 steps, 41
+// functions, 6.8 M lines, 489 MB).
 // --trap makes every step a fragmentation-driven global increase (the quadratic trap, §4).
 // Usage: gen_npu_log [--steps N] [--funcs F] [--seed S] [--trap] > log.txt
 #include <inttypes.h>

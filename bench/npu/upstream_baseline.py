@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # BENCHMARK BASELINE, NOT UPSTREAM'S CODE. Upstream's plot_memory_usage.py is not available
-# here, so this is a reimplementation written only from shared/docs/npu-memory-usage-log.md
+# here, so this is a reimplementation written only from docs/npu-memory-usage-log.md
 # (§2 parsing with Python's re in text mode, §2.5 series including upstream's list-scan
 # fragmentation filter, §2.7 matplotlib figure: 40x6 in at 100 dpi, same draw calls and
 # styles), run with Debian's python3-matplotlib (the doc's anchor setup: Python 3.11,
@@ -48,7 +48,7 @@ def main():
             inc.append((x, v))
             run = v
         mx.append((x, run))
-    frag = [p for p in frag if p in inc]  # quadratic, as upstream (doc §4)
+    frag = [p for p in frag if p in inc]  # quadratic, as upstream (§4)
     peak = mx[-1][1]
     unit, scale = ("GB", 1 << 30) if peak >= 1 << 30 else ("MB", 1 << 20) if peak >= 1 << 20 else (
         "KB", 1 << 10) if peak >= 1 << 10 else ("B", 1)

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Differential test: memreport's `plot --data` JSON must equal oracle_series.py (Python's
 # own re and universal newlines, i.e. upstream's semantics) on every fixture and on random
-# logs full of the traps of doc §2: interleaving, part10/part2/part03, ignored names,
-# non-ASCII before a key (Python's \w: superscript two is a word character, the Hebrew
-# point sheva is not), CMX lines, duplicated/truncated steps, noise, CR/CRLF/LF.
+# logs full of the traps of docs/npu-memory-usage-log.md §2: interleaving,
+# part10/part2/part03, ignored names, non-ASCII before a key (Python's \w: superscript two
+# is a word character, the Hebrew point sheva is not), CMX lines, duplicated/truncated
+# steps, noise, CR/CRLF/LF.
 # Usage: diff_oracle.py MEMREPORT FIXTURE_DIR WORKDIR [N_RANDOM]
 import json
 import os

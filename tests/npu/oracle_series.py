@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # An independent reimplementation of upstream plot_memory_usage.py's *series* (no drawing),
-# written only from shared/docs/npu-memory-usage-log.md §2 with Python's own `re` and text
+# written only from docs/npu-memory-usage-log.md §2 with Python's own `re` and text
 # mode, i.e. the same regex and newline semantics as upstream. Not upstream's code. Tests
 # diff memreport's `plot --data` JSON against it; bench/npu uses it as the timing baseline.
 # Usage: oracle_series.py LOG [OUT.json]   (exit 1 like upstream when the max series is empty)
