@@ -310,7 +310,7 @@ void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
     count_call(c.t, call);
     if (addr && !c.t->paused) {
         uint32_t cs = capture_stack(c.t);
-        // The seq is taken after the real allocation returned (DESIGN.md §2).
+        // The seq is taken after the real allocation returned (docs/capture-format.md, Events).
         record(c.t, kind, mt_core_reserve_seq(), addr, size, cs);
     }
     leave(&c);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The interposed libc symbols and nothing else: each one calls the real function and
 // reports to the core. Record a free before the real free and an allocation after the real
-// allocation returns (DESIGN.md §2), so another thread's reuse of an address pairs right.
+// allocation returns (docs/capture-format.md, Events), so another thread's reuse of an
+// address pairs right.
 // Built with -fno-builtin-malloc and relatives so the compiler cannot rewrite these calls.
 #include "bootstrap.h"
 #include "core.h"

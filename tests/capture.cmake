@@ -24,7 +24,7 @@ add_executable(e2e_dump_events e2e/dump_events.c)
 target_link_libraries(e2e_dump_events PRIVATE memtrace_common memtrace_warnings)
 
 # One ctest test per case, so a failure names what broke. Never under ASan: it replaces
-# malloc itself (STYLE.md 2.7).
+# malloc itself.
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   set(MEMTRACE_E2E_CASES peak leaks realloc entry_points threads cxx fork_exec fork_nofollow
       exit_return exit_exit exit_kill exit_signals exit_thread launcher unwritable
