@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The NPU memory-usage log parser and series builder: upstream plot_memory_usage.py's rules
-// (doc §2) reproduced on bytes, in one streaming pass with memory bounded per line (a
-// reader thread splits and scans lines, the caller's thread applies them in order), plus
-// the 2025 legacy format (doc §5). It never writes files, talks to SQLite or draws:
-// import (npu_import_cmd.c) and plot (plot_npu.c) consume what it builds.
+// (docs/npu-memory-usage-log.md §2; every § below is a section of that page) reproduced on
+// bytes, in one streaming pass with memory bounded per line (a reader thread splits and
+// scans lines, the caller's thread applies them in order), plus the 2025 legacy format
+// (§5). It never writes files, talks to SQLite or draws: import (npu_import_cmd.c) and plot
+// (plot_npu.c) consume what it builds.
 #include "import_npu.h"
 
 #include "heapmap.h"
@@ -289,7 +290,7 @@ typedef struct parser {
     const char* name;
     bool events; // collect allocation/free events
     bool gate;
-    bool legacy_on; // the legacy reading is still possible (doc §5)
+    bool legacy_on; // the legacy reading is still possible (§5)
     func** funcs;   // seen order
     size_t nfuncs, capfuncs;
     func** table; // name hash -> func, open addressing
@@ -519,7 +520,7 @@ static int bad_number(parser* p) {
     return -EPROTO;
 }
 
-// The data rules (doc §2.3: first match wins, in this order), then the event lines: the
+// The data rules (§2.3: first match wins, in this order), then the event lines: the
 // rule a line obeys, or L_COUNT. Legacy lines (§5) have a flag line instead of rule 2.
 static int choose(const scan* sc, const bool* ok, bool legacy) {
     static const int order[] = {L_MAX, L_FRAG, L_USED, L_FREE, L_ALLOC, L_HFREE, L_BEFORE};
@@ -649,7 +650,7 @@ typedef struct pipeline {
 // Scans one line; returns true when the parser must see it.
 static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out, batch* b) {
     if (!q->gate) {
-        // The gate line itself is then examined like any other (doc §2.1).
+        // The gate line itself is then examined like any other (§2.1).
         if (!memmem(s, n, "Start Pass StaticAllocation", 27))
             return false;
         q->gate = true;
@@ -693,7 +694,7 @@ static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out,
 static int consume(parser* p, pipeline* q, const scanned* sd, const char* arena) {
     p->lineno = sd->lineno;
     if (p->legacy_on) {
-        // The 2025 script stopped at the first End Pass (doc §5).
+        // The 2025 script stopped at the first End Pass (§5).
         if (sd->end_pass) {
             p->legacy_on = false;
             atomic_store_explicit(&q->legacy_off, true, memory_order_relaxed);
@@ -718,7 +719,7 @@ static int consume(parser* p, pipeline* q, const scanned* sd, const char* arena)
     return rc;
 }
 
-// ---- timeline assembly (doc §2.4)
+// ---- timeline assembly (§2.4)
 
 // part<n> by the integer value of n (any length), then main.
 static int key_cmp(const func* a, const func* b) {
@@ -888,7 +889,7 @@ static int assemble(parser* p, mr_npu_log* log) {
         log->nfuncs++;
         pl.rank[k] = i;
         pl.offset[k] = offset;
-        // Functions with neither a max nor a free point get no region (doc §2.4 step 2);
+        // Functions with neither a max nor a free point get no region (§2.4 step 2);
         // the old script drew none at all.
         pl.kept[k] = f->nmax > 0 || f->nfree > 0;
         if (!pl.kept[k])
@@ -1209,7 +1210,7 @@ void mr_npu_log_free(mr_npu_log* log) {
     memset(log, 0, sizeof *log);
 }
 
-// ---- the five series (doc §2.5-2.7)
+// ---- the five series (§2.5-2.7)
 
 static int point_cmp(const mr_npu_point* a, const mr_npu_point* b) {
     if (a->x != b->x)
@@ -1219,7 +1220,7 @@ static int point_cmp(const mr_npu_point* a, const mr_npu_point* b) {
 
 // `increased` is sorted by (x, bytes): x never decreases along the timeline and each
 // record is larger than the last. So membership is a binary search, where upstream scans
-// the whole list per candidate (quadratic, doc §4).
+// the whole list per candidate (quadratic, §4).
 static bool is_increase(const mr_npu_points* inc, const mr_npu_point* p) {
     size_t lo = 0, hi = inc->n;
     while (lo < hi) {
@@ -1261,7 +1262,7 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, m
     memset(free_pts, 0, sizeof *free_pts);
     *regions = NULL;
     *nregions = 0;
-    // Legacy: "increased" against the previous raw value, no running max (doc §5).
+    // Legacy: "increased" against the previous raw value, no running max (§5).
     uint64_t run = 0;
     for (size_t i = 0; i < s->max.n; i++) {
         mr_npu_point* p = &s->max.v[i];

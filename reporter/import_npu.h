@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// NPU compiler "memory-usage-info" logs (docs: shared/docs/npu-memory-usage-log.md): a
-// streaming parser that applies upstream plot_memory_usage.py's rules exactly (doc §2,
-// legacy format §5) and the series builder (§2.5-2.7) shared by `import` and `plot`.
+// NPU compiler "memory-usage-info" logs (docs/npu-memory-usage-log.md; every § below is a
+// section of that page): a streaming parser that applies upstream plot_memory_usage.py's
+// rules exactly (§2, legacy format §5) and the series builder (§2.5-2.7) shared by `import`
+// and `plot`.
 // Memory is bounded per line; nothing here writes files or draws.
 #ifndef MR_IMPORT_NPU_H
 #define MR_IMPORT_NPU_H
@@ -47,9 +48,9 @@ typedef struct mr_npu_region {
     bool label_drawn; // set by mr_npu_series_build (span >= 0.25 % of the timeline)
 } mr_npu_region;
 
-// The parsed log in timeline order (doc §2.4): raw points with global x, regions, events.
+// The parsed log in timeline order (§2.4): raw points with global x, regions, events.
 typedef struct mr_npu_log {
-    bool legacy;  // 2025 format without "{F}:" prefixes (doc §5)
+    bool legacy;  // 2025 format without "{F}:" prefixes (§5)
     char** funcs; // function names in timeline order (all recognised ones)
     size_t nfuncs;
     mr_npu_region* regions; // functions with a max or free point, in order
@@ -82,7 +83,7 @@ void mr_npu_log_free(mr_npu_log* log);
 bool mr_npu_is_word(uint32_t cp);
 extern const char mr_npu_word_unicode_version[];
 
-// The five plotted series (doc §2.5), unit (§2.6) and regions with label visibility (§2.7).
+// The five plotted series (§2.5), unit (§2.6) and regions with label visibility (§2.7).
 typedef struct mr_npu_series {
     bool legacy;
     mr_npu_points max;       // running max (legacy: raw values)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The StaticAllocation heap plot of an NPU heap (doc §2.7: upstream's figure, titles,
-// colours and draw order) and its --data JSON, plus reading an imported capture back
-// into the series. The series themselves are built by import_npu.c; this file only draws.
+// The StaticAllocation heap plot of an NPU heap (docs/npu-memory-usage-log.md §2.7:
+// upstream's figure, titles, colours and draw order; every § below is a section of that
+// page) and its --data JSON. It also reads an imported capture back with SQL of its own
+// (counter tracks 3-5, fragmentation marks, region ranges) and hands those points to
+// import_npu.c's series builder, which computes the series a log would give.
 #include "import_npu.h"
 #include "plot.h"
 #include "plot_draw.h"
@@ -263,7 +265,7 @@ static void write_data(FILE* fp, const mr_npu_series* s) {
 // ---- the picture
 
 static double scaled(const mr_npu_series* s, uint64_t bytes) {
-    return (double)bytes / (double)s->unit.scale; // doc §2.6: exact for values < 2^53
+    return (double)bytes / (double)s->unit.scale; // §2.6: exact for values < 2^53
 }
 
 static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
@@ -329,7 +331,7 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
-    // z-order 0: used and free; 1: max; 2: increases; 3: fragmentation (doc §2.7).
+    // z-order 0: used and free; 1: max; 2: increases; 3: fragmentation (§2.7).
     mr_polyline used, freel, max;
     line_series(&used, cr, &f, s, &s->used, RED);
     line_series(&freel, cr, &f, s, &s->free, GREEN);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the NPU log parser and series builder (reporter/import_npu.c) against
-// shared/docs/npu-memory-usage-log.md: the §3 table of the sample, the §3 corner-case
+// docs/npu-memory-usage-log.md: the §3 table of the sample, the §3 corner-case
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
 #include "import_npu.h"
@@ -117,7 +117,7 @@ static bool same_series(const mr_npu_series* a, const mr_npu_series* b) {
            same_points(&a->free, &b->free);
 }
 
-// Doc §3: the upstream sample, exact.
+// §3: the upstream sample, exact.
 static void test_sample(void) {
     mr_npu_series s;
     mr_npu_log log;
@@ -168,7 +168,7 @@ static void test_sample(void) {
     mr_npu_series_free(&s);
 }
 
-// Doc §3: the hand-written corner-case log and its upstream output.
+// §3: the hand-written corner-case log and its upstream output.
 static void test_corner(void) {
     mr_npu_series s;
     mr_npu_log log;
@@ -283,7 +283,7 @@ static void test_units(void) {
     }
 }
 
-// Doc §5: no {F}: prefix; stops at the first End Pass; the flag marks the next max point;
+// §5: no {F}: prefix; stops at the first End Pass; the flag marks the next max point;
 // "increased" against the previous raw value.
 static void test_legacy(void) {
     mr_npu_series s;
