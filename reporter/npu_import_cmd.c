@@ -147,7 +147,7 @@ static int write_marks(sqlite3* db, const mr_npu_log* log) {
         sqlite3_reset(st);
     }
     // Every fragmentation line, in timeline order; the plot keeps those that set a new
-    // global maximum (doc §2.5 item 3).
+    // global maximum (docs/npu-memory-usage-log.md §2.5 item 3).
     for (size_t i = 0; i < log->frag.n && !rc; i++) {
         char attrs[64];
         snprintf(attrs, sizeof attrs, "{\"bytes\":%llu}", (unsigned long long)log->frag.v[i].bytes);
