@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Frame symbolization with elfutils: one Dwfl per distinct (path, build-id), reported at
-// bias 0 so rel_pc is a file address, looked up once per unique frame. Runs in the tracer's
-// writer thread at exit and in memreport: no stdio, no global state but a once-resolved
-// demangler, nothing reported except through the return value and err.
+// bias 0 so rel_pc is a file address, looked up once per unique frame (through the user's
+// symbol cache, symcache.h). Runs in the tracer's writer thread at exit and in memreport.
+// Prints nothing: stdio only formats into buffers, and failures come back through the
+// return value and err. Process-wide state is two values each set once (pthread_once):
+// the demangler resolved from libstdc++ and the MEMTRACE_DEBUGINFO_PATH setting.
 #define _GNU_SOURCE
 #include "memtrace/symbolize.h"
 
