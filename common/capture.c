@@ -376,6 +376,18 @@ const char* mt_capture_path(const mt_capture* cap) {
     return cap->path;
 }
 
+int mt_capture_threads(mt_capture* cap, mt_thread_fn fn, void* ud) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(cap->db, "SELECT tid, name FROM thread", -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        if (sqlite3_column_text(st, 1))
+            fn(ud, sqlite3_column_int64(st, 0), (const char*)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 char* mt_capture_meta_text(mt_capture* cap, const char* key) {
     sqlite3_stmt* st;
     char* v = NULL;

@@ -6,6 +6,7 @@
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
+#include "memtrace/symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,18 +16,23 @@
 #include <string.h>
 #include <unistd.h>
 
+// Rows written by the thousand (counters, chunks) or on every commit (stacks, modules,
+// threads, call counts, marks) keep their statement; the second group is prepared on first use.
+#define COUNTER_ROWS 128 // points per multi-row counter INSERT
+
 struct mt_capwriter {
     sqlite3* db;
     sqlite3_stmt* chunk;
     sqlite3_stmt* counter;
     sqlite3_stmt* meta;
+    sqlite3_stmt *counters, *frame, *callsite, *mapping, *thread, *call_count, *mark, *mark_end;
 };
 
 static int exec(sqlite3* db, const char* sql) {
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
-static void remove_sidecars(const char* path) {
+void mt_capture_remove_sidecars(const char* path) {
     static const char* const suffix[] = {"-wal", "-shm", "-journal"};
     size_t n = strlen(path);
     for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
@@ -90,7 +96,7 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
         return -EIO;
     }
     close(fd);
-    remove_sidecars(path);
+    mt_capture_remove_sidecars(path);
     int rc = -EIO;
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
             SQLITE_OK ||
@@ -107,7 +113,7 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
                  w->db ? sqlite3_errmsg(w->db) : "out of memory");
         mt_capwriter_abandon(w);
         unlink(path);
-        remove_sidecars(path);
+        mt_capture_remove_sidecars(path);
         return rc;
     }
     *out = w;
@@ -116,6 +122,10 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
 
 sqlite3* mt_capwriter_db(mt_capwriter* w) {
     return w->db;
+}
+
+int mt_capwriter_no_journal(mt_capwriter* w) {
+    return exec(w->db, "PRAGMA journal_mode=OFF");
 }
 
 const char* mt_capwriter_error(mt_capwriter* w) {
@@ -186,6 +196,148 @@ int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value) 
     return step_reset(w->counter);
 }
 
+// The statement *st, prepared on first use.
+static sqlite3_stmt* prepared(mt_capwriter* w, sqlite3_stmt** st, const char* sql) {
+    if (!*st && sqlite3_prepare_v2(w->db, sql, -1, st, NULL) != SQLITE_OK)
+        *st = NULL;
+    return *st;
+}
+
+static void bind_text_or_null(sqlite3_stmt* st, int i, const char* s) {
+    if (s && s[0])
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p, size_t n) {
+    size_t i = 0;
+    if (n >= COUNTER_ROWS) {
+        char sql[COUNTER_ROWS * 8 + 64];
+        size_t k =
+            (size_t)snprintf(sql, sizeof sql, "INSERT INTO counter(track, ts, value) VALUES");
+        for (int r = 0; r < COUNTER_ROWS; r++)
+            k += (size_t)snprintf(sql + k, sizeof sql - k, "%s(?,?,?)", r ? "," : "");
+        sqlite3_stmt* st = prepared(w, &w->counters, sql);
+        if (!st)
+            return -EIO;
+        for (; i + COUNTER_ROWS <= n; i += COUNTER_ROWS) {
+            for (int r = 0; r < COUNTER_ROWS; r++) {
+                sqlite3_bind_int(st, 3 * r + 1, track);
+                sqlite3_bind_int64(st, 3 * r + 2, p[i + (size_t)r].ts);
+                sqlite3_bind_int64(st, 3 * r + 3, p[i + (size_t)r].value);
+            }
+            if (step_reset(st))
+                return -EIO;
+        }
+    }
+    for (; i < n; i++)
+        if (mt_capwriter_counter(w, track, p[i].ts, p[i].value))
+            return -EIO;
+    return 0;
+}
+
+int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f) {
+    sqlite3_stmt* st = prepared(w, &w->frame,
+                                "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc, function)"
+                                " VALUES(?1,?2,?3,?4,?5)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, f->id);
+    if (f->mapping_id)
+        sqlite3_bind_int64(st, 2, f->mapping_id);
+    sqlite3_bind_int64(st, 3, (int64_t)f->pc);
+    if (f->has_rel_pc)
+        sqlite3_bind_int64(st, 4, (int64_t)f->rel_pc);
+    if (f->function)
+        sqlite3_bind_text(st, 5, f->function, -1, SQLITE_TRANSIENT);
+    return step_reset(st);
+}
+
+int mt_capwriter_callsite(mt_capwriter* w, const mt_callsite_rec* c) {
+    sqlite3_stmt* st =
+        prepared(w, &w->callsite, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, c->id);
+    sqlite3_bind_int64(st, 2, c->parent_id);
+    sqlite3_bind_int64(st, 3, c->frame_id);
+    sqlite3_bind_int64(st, 4, c->depth);
+    return step_reset(st);
+}
+
+int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m) {
+    sqlite3_stmt* st =
+        prepared(w, &w->mapping, "INSERT OR REPLACE INTO mapping VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, m->id);
+    sqlite3_bind_text(st, 2, m->path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (int64_t)m->start);
+    sqlite3_bind_int64(st, 4, (int64_t)m->end);
+    sqlite3_bind_int64(st, 5, (int64_t)m->load_bias);
+    bind_text_or_null(st, 6, m->build_id);
+    sqlite3_bind_int64(st, 7, m->ts_loaded);
+    if (m->ts_unloaded >= 0)
+        sqlite3_bind_int64(st, 8, m->ts_unloaded);
+    return step_reset(st);
+}
+
+int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name) {
+    sqlite3_stmt* st =
+        prepared(w, &w->thread, "INSERT OR REPLACE INTO thread(tid, name) VALUES(?1,?2)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, tid);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    return step_reset(st);
+}
+
+int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count) {
+    sqlite3_stmt* st =
+        prepared(w, &w->call_count, "INSERT OR REPLACE INTO call_count VALUES(?1,?2)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_text(st, 1, call, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, count);
+    return step_reset(st);
+}
+
+int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m) {
+    sqlite3_stmt* st = prepared(w, &w->mark,
+                                "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid, attrs)"
+                                " VALUES(?1,?2,?3,?4,?5,?6,?7)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int(st, 1, m->heap);
+    sqlite3_bind_text(st, 2, m->kind, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, m->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, m->ts_begin);
+    if (m->has_end)
+        sqlite3_bind_int64(st, 5, m->ts_end);
+    if (m->has_tid)
+        sqlite3_bind_int64(st, 6, m->tid);
+    if (m->attrs)
+        sqlite3_bind_text(st, 7, m->attrs, -1, SQLITE_TRANSIENT);
+    return step_reset(st);
+}
+
+int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts) {
+    sqlite3_stmt* st = prepared(w, &w->mark_end,
+                                "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
+                                " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, ts);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, tid);
+    return step_reset(st);
+}
+
+int mt_capwriter_symbolize(mt_capwriter* w, char* err, size_t errlen) {
+    return mt_symbolize_capture(w->db, 0, err, errlen);
+}
+
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
     if (n == 0)
         return 0;
@@ -219,6 +371,10 @@ static void finalize_statements(mt_capwriter* w) {
     sqlite3_finalize(w->chunk);
     sqlite3_finalize(w->counter);
     sqlite3_finalize(w->meta);
+    sqlite3_stmt* lazy[] = {w->counters, w->frame,      w->callsite, w->mapping,
+                            w->thread,   w->call_count, w->mark,     w->mark_end};
+    for (size_t i = 0; i < sizeof lazy / sizeof *lazy; i++)
+        sqlite3_finalize(lazy[i]);
 }
 
 int mt_capwriter_finish(mt_capwriter* w, const char* status) {

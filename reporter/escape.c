@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,12 @@ json_t* mr_json_bytes(const char* s) {
     json_t* j = e ? json_string(e) : NULL;
     free(e);
     return j ? j : json_null();
+}
+
+void mr_json_add_thread(void* object, int64_t tid, const char* name) {
+    char key[24];
+    snprintf(key, sizeof key, "%lld", (long long)tid);
+    json_object_set_new(object, key, mr_json_bytes(name));
 }
 
 json_t* mr_json_loads_bytes(const char* text) {

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum mr_escape_mode {
@@ -31,6 +32,8 @@ void mr_fputs_text(FILE* out, const char* s);
 
 // A JSON string holding s made valid UTF-8 (MR_ESCAPE_UTF8); JSON null for NULL.
 json_t* mr_json_bytes(const char* s);
+// Sets object[tid as decimal text] = mr_json_bytes(name): an mt_capture_threads callback.
+void mr_json_add_thread(void* object, int64_t tid, const char* name);
 
 // Parses a JSON text written by the tracer, whose strings may hold raw bytes that are not
 // UTF-8 (meta 'cmdline', frame 'inlined'); such bytes read as \xNN. NULL when malformed.

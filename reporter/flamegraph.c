@@ -17,7 +17,6 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,20 +289,6 @@ static uint32_t* prune(fg* g, double min_width, uint64_t* threshold_out, size_t*
     return target;
 }
 
-static json_t* thread_names(mt_capture* cap) {
-    json_t* names = json_object();
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT tid, name FROM thread", -1, &st, NULL) !=
-        SQLITE_OK)
-        return names;
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_text(st, 1))
-            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
-                                mr_json_bytes((const char*)sqlite3_column_text(st, 1)));
-    sqlite3_finalize(st);
-    return names;
-}
-
 static json_t* program_title(mt_capture* cap) {
     char* cmd = mt_capture_meta_text(cap, "cmdline");
     json_t* argv = mr_json_loads_bytes(cmd);
@@ -421,7 +406,8 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
         }
         mr_heapmap_free(&folded);
         json_object_set_new(o, "thread_self", ts);
-        json_t* names = thread_names(cap);
+        json_t* names = json_object();
+        mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
         json_t* tl = json_array();
         for (size_t pos = 0; pos < threads->n; pos++) {
             size_t i = 0;

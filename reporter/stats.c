@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,22 +251,6 @@ static json_t* top_sites(const mr_symbols* sites, row* rows, size_t n, size_t to
     return a;
 }
 
-static json_t* thread_names(mt_capture* cap) {
-    json_t* names = json_object();
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT tid, name FROM thread", -1, &st, NULL) !=
-        SQLITE_OK)
-        return names;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char* name = (const char*)sqlite3_column_text(st, 1);
-        if (name)
-            json_object_set_new(names, (const char*)sqlite3_column_text(st, 0),
-                                mr_json_bytes(name));
-    }
-    sqlite3_finalize(st);
-    return names;
-}
-
 static int by_tid(const void* a, const void* b) {
     const thread_stat *x = a, *y = b;
     return x->tid < y->tid ? -1 : x->tid > y->tid;
@@ -348,7 +331,8 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     // No threads (an imported NPU capture): threads is NULL, which qsort must not get.
     if (s->nthreads > 1)
         qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
-    json_t* names = thread_names(cap);
+    json_t* names = json_object();
+    mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
     json_t* threads = json_array();
     for (size_t i = 0; i < s->nthreads; i++) {
         const thread_stat* th = &s->threads[i];

@@ -28,6 +28,9 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
 void mt_capture_close(mt_capture* cap);
 sqlite3* mt_capture_db(mt_capture* cap);
 const char* mt_capture_path(const mt_capture* cap);
+// Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
+typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
+int mt_capture_threads(mt_capture* cap, mt_thread_fn fn, void* ud);
 
 // Meta values. mt_capture_meta_text returns a malloc'd copy (NULL when absent).
 char* mt_capture_meta_text(mt_capture* cap, const char* key);
@@ -57,11 +60,55 @@ void mt_event_iter_close(mt_event_iter* it);
 
 typedef struct mt_capwriter mt_capwriter;
 
+// Rows of the capture's tables as the writer takes them (docs/capture-format.md). A 0 id
+// of a mapping, a NULL string or a has_ flag left false is stored as SQL NULL.
+typedef struct mt_frame_rec {
+    int64_t id, mapping_id; // mapping_id 0: no mapping (pc outside every loaded object)
+    uint64_t pc;
+    bool has_rel_pc;
+    uint64_t rel_pc;
+    const char* function; // NULL until symbolized
+} mt_frame_rec;
+
+typedef struct mt_callsite_rec {
+    int64_t id, parent_id, frame_id, depth; // parent_id 0: a root
+} mt_callsite_rec;
+
+typedef struct mt_mapping_rec {
+    int64_t id;
+    const char* path;
+    uint64_t start, end, load_bias;
+    const char* build_id; // NULL or "": unknown
+    int64_t ts_loaded;
+    int64_t ts_unloaded; // negative: still loaded
+} mt_mapping_rec;
+
+typedef struct mt_mark_rec {
+    int heap;
+    const char* kind; // "mark", "range", or an importer's kind
+    const char* name;
+    int64_t ts_begin;
+    bool has_end; // false: ts_end NULL (a range still open, closed by mt_capwriter_mark_end)
+    int64_t ts_end;
+    bool has_tid;
+    int64_t tid;
+    const char* attrs; // a JSON object, or NULL
+} mt_mark_rec;
+
+typedef struct mt_counter_point {
+    int64_t ts, value;
+} mt_counter_point;
+
 // Creates a new capture at path (an existing file there is replaced: callers that must
 // not overwrite check first). The file is written as WAL while recording and left as one
 // self-contained file by mt_capwriter_finish.
 int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen);
+// The SQLite handle, for test and benchmark fixtures that build odd captures by hand.
+// Programs write through the typed functions below.
 sqlite3* mt_capwriter_db(mt_capwriter* w);
+// For a temporary file renamed into place only on success: no journal at all (WAL would
+// write every page twice: log, then checkpoint). Call before the first mt_capwriter_begin.
+int mt_capwriter_no_journal(mt_capwriter* w);
 const char* mt_capwriter_error(mt_capwriter* w);
 int mt_capwriter_begin(mt_capwriter* w);
 int mt_capwriter_commit(mt_capwriter* w);
@@ -72,6 +119,21 @@ int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kin
 int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* name,
                                const char* unit);
 int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value);
+// n points of one track, in as few statement executions as possible (imports write millions).
+int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p, size_t n);
+// Stacks, modules, threads, call counts and marks. Rows with an id replace an earlier row of
+// that id (a fork child writes every row again into its own capture).
+int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f);
+int mt_capwriter_callsite(mt_capwriter* w, const mt_callsite_rec* c);
+int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m);
+int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name);
+int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count);
+int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m);
+// Ends the latest open range of that name on that thread (none open: nothing changes).
+int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts);
+// Resolves the names of the frames written so far (memtrace/symbolize.h); returns the
+// number of frames named or a negative errno. Commit first: it runs its own transactions.
+int mt_capwriter_symbolize(mt_capwriter* w, char* err, size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
@@ -80,5 +142,7 @@ int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, 
 int mt_capwriter_finish(mt_capwriter* w, const char* status);
 // Closes without finalizing (the capture stays 'recording', i.e. truncated).
 void mt_capwriter_abandon(mt_capwriter* w);
+// Removes path-wal, path-shm and path-journal, if present.
+void mt_capture_remove_sidecars(const char* path);
 
 #endif
