@@ -74,7 +74,7 @@ mt_thread* mt_core_threads(void) {
 
 void mt_core_fail(const char* what, const char* why) {
     static _Atomic int reported;
-    atomic_store(&mt_state, 2);
+    atomic_store(&mt_state, MT_STATE_STOPPED);
     if (atomic_exchange(&reported, 1))
         return;
     char line[512];
@@ -96,7 +96,8 @@ void mt_core_fail(const char* what, const char* why) {
 static mt_buffer* buffer_get(void) {
     pthread_mutex_lock(&queue_lock);
     mt_buffer* b;
-    while (!(b = free_pool) && npending >= MAX_PENDING && atomic_load(&mt_state) == 1) {
+    while (!(b = free_pool) && npending >= MAX_PENDING &&
+           atomic_load(&mt_state) == MT_STATE_RECORDING) {
         work_requested = 1;
         pthread_cond_signal(&queue_cond);
         pthread_cond_wait(&recycle_cond, &queue_lock);
@@ -439,14 +440,14 @@ void mt_core_count_call(mt_call call) {
 // ---- public annotation API (memtrace.h)
 
 MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
-    if (atomic_load(&mt_state) != 1 || mt_guard)
+    if (atomic_load(&mt_state) != MT_STATE_RECORDING || mt_guard)
         return;
     hook_ctx c;
     if (!enter(&c))
         return;
-    if (what == 3 /* MEMTRACE_PAUSE */)
+    if (what == MT_MARK_PAUSE)
         c.t->paused = 1;
-    else if (what == 4 /* MEMTRACE_RESUME */)
+    else if (what == MT_MARK_RESUME)
         c.t->paused = 0;
     else if (name)
         mt_writer_mark(name, what, mt_core_now(), c.t->tid);
@@ -479,7 +480,7 @@ static void start_capture(int child) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     mt_clock_restart();
     if (mt_writer_start(path) == 0) {
-        atomic_store(&mt_state, 1);
+        atomic_store(&mt_state, MT_STATE_RECORDING);
         mt_output_report_capture(path);
     }
 }
@@ -513,8 +514,8 @@ static void fork_child(void) {
     pthread_cond_init(&queue_cond, NULL);
     pthread_cond_init(&recycle_cond, NULL);
     traced_pid = getpid();
-    int was_recording = atomic_load(&mt_state) == 1;
-    atomic_store(&mt_state, 2);
+    int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
+    atomic_store(&mt_state, MT_STATE_STOPPED);
     mt_writer_forget();
     if (was_recording && mt_cfg.follow_fork)
         mt_core_after_fork_child();
@@ -563,7 +564,7 @@ static _Atomic int stopped_for_exec;
 
 void mt_core_before_exec(void) {
     // A vfork child shares our memory: the capture is its parent's, not its own.
-    if (getpid() != traced_pid || atomic_load(&mt_state) != 1)
+    if (getpid() != traced_pid || atomic_load(&mt_state) != MT_STATE_RECORDING)
         return;
     int saved = errno;
     mt_core_shutdown();
@@ -589,10 +590,10 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static void on_fatal_signal(int sig) {
     // Not when the crash is inside the tracer itself (its locks may be held) or in a child
     // that shares our memory without being the traced process.
-    if (!mt_guard && atomic_load(&mt_state) == 1 && getpid() == traced_pid) {
+    if (!mt_guard && atomic_load(&mt_state) == MT_STATE_RECORDING && getpid() == traced_pid) {
         int saved = errno;
         mt_guard = 1;
-        atomic_store(&mt_state, 2);
+        atomic_store(&mt_state, MT_STATE_STOPPED);
         mt_writer_save_before_death(sig, 1000);
         errno = saved;
     }
@@ -641,7 +642,7 @@ void mt_core_init(void) {
     mt_unwind_init(mt_cfg.unwind);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     start_capture(0);
-    if (atomic_load(&mt_state) == 1)
+    if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         install_fatal_handlers();
     mt_guard = 0;
 }
@@ -650,8 +651,8 @@ void mt_core_shutdown(void) {
     // A vfork child shares our memory and must not touch the parent's capture.
     if (getpid() != traced_pid)
         return;
-    int expected = 1;
-    if (!atomic_compare_exchange_strong(&mt_state, &expected, 2))
+    int expected = MT_STATE_RECORDING;
+    if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_STATE_STOPPED))
         return;
     int saved = mt_guard;
     mt_guard = 1;

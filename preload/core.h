@@ -92,7 +92,12 @@ struct mt_thread {
     _Atomic(mt_nested_event*) nested_spill; // MT_NESTED_SPILL more slots, mapped on demand
 };
 
-// Global state: 0 not yet initialised (hooks pass through), 1 recording, 2 stopped.
+// Global state (mt_state): hooks pass through until it is recording.
+enum mt_state_value {
+    MT_STATE_INIT = 0, // not yet initialised
+    MT_STATE_RECORDING = 1,
+    MT_STATE_STOPPED = 2, // shut down, or failed
+};
 extern _Atomic int mt_state;
 // Non-zero: the thread is inside the tracer, whose own heap calls pass through untraced.
 // MT_GUARD_HOOK: inside a hook that is recording; a heap call seen then comes from a signal
@@ -105,7 +110,8 @@ static inline bool mt_interrupting_hook(void) {
 }
 
 static inline bool mt_recording(void) {
-    return MT_LIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) == 1) && !mt_guard;
+    return MT_LIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_STATE_RECORDING) &&
+           !mt_guard;
 }
 
 // Record functions, called by the hooks only when mt_recording() was true. They set the
@@ -121,6 +127,16 @@ void mt_core_count_call(mt_call call);
 // A heap call made by a signal handler that interrupted a recording hook of this thread
 // (mt_interrupting_hook()). `call` < 0: count no call. `seq` 0: take one now.
 void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack);
+
+// memtrace_impl_mark's `what`: the values of memtrace.h's public enum (a stable ABI; that
+// header is not included here because it declares memtrace_impl_mark weak).
+enum mt_mark_what {
+    MT_MARK_POINT = 0,
+    MT_MARK_RANGE_BEGIN = 1,
+    MT_MARK_RANGE_END = 2,
+    MT_MARK_PAUSE = 3,
+    MT_MARK_RESUME = 4,
+};
 
 // The annotation API's implementation (memtrace.h calls these through weak symbols).
 MT_EXPORT void memtrace_impl_mark(const char* name, int what);

@@ -203,7 +203,7 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
     if (MT_UNLIKELY(tracer_must_not_load(file)))
         return NULL;
     void* h = mt_real.dlopen(file, mode);
-    if (h && atomic_load(&mt_state) == 1)
+    if (h && atomic_load(&mt_state) == MT_STATE_RECORDING)
         mt_maps_refresh(false);
     return h;
 }
@@ -211,7 +211,7 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
 MT_EXPORT int dlclose(void* handle) {
     ensure_real();
     int rc = mt_real.dlclose(handle);
-    if (rc == 0 && atomic_load(&mt_state) == 1)
+    if (rc == 0 && atomic_load(&mt_state) == MT_STATE_RECORDING)
         mt_maps_refresh(true);
     return rc;
 }

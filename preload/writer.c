@@ -15,13 +15,11 @@
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
-#include "memtrace/symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,92 +196,51 @@ static void steal_partials(void) {
 // ---- stacks, maps, threads, marks, counters
 
 static void write_frames_and_callsites(void) {
-    sqlite3* db = mt_capwriter_db(cw);
-    sqlite3_stmt *fs = NULL, *cs = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc)"
-                           " VALUES(?1,?2,?3,?4)",
-                           -1, &fs, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)", -1, &cs,
-                           NULL) != SQLITE_OK) {
-        fail_sqlite("cannot write stacks");
-        goto out;
-    }
     static mt_frame_row frames[BATCH];
     static mt_callsite_row sites[BATCH];
     size_t n;
     while ((n = mt_trie_drain_frames(frames, BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
-            sqlite3_bind_int64(fs, 1, frames[i].id);
-            if (frames[i].mapping)
-                sqlite3_bind_int64(fs, 2, frames[i].mapping);
-            else
-                sqlite3_bind_null(fs, 2);
-            sqlite3_bind_int64(fs, 3, (int64_t)frames[i].pc);
-            sqlite3_bind_int64(fs, 4, (int64_t)frames[i].rel_pc);
-            if (sqlite3_step(fs) != SQLITE_DONE)
+            mt_frame_rec f = {.id = frames[i].id,
+                              .mapping_id = frames[i].mapping,
+                              .pc = frames[i].pc,
+                              .has_rel_pc = true,
+                              .rel_pc = frames[i].rel_pc};
+            if (mt_capwriter_frame(cw, &f))
                 fail_sqlite("cannot write frames");
-            sqlite3_reset(fs);
         }
     }
     while ((n = mt_trie_drain_callsites(sites, BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
-            sqlite3_bind_int64(cs, 1, sites[i].id);
-            sqlite3_bind_int64(cs, 2, sites[i].parent);
-            sqlite3_bind_int64(cs, 3, sites[i].frame);
-            sqlite3_bind_int64(cs, 4, sites[i].depth);
-            if (sqlite3_step(cs) != SQLITE_DONE)
+            mt_callsite_rec c = {.id = sites[i].id,
+                                 .parent_id = sites[i].parent,
+                                 .frame_id = sites[i].frame,
+                                 .depth = sites[i].depth};
+            if (mt_capwriter_callsite(cw, &c))
                 fail_sqlite("cannot write callsites");
-            sqlite3_reset(cs);
         }
     }
-out:
-    sqlite3_finalize(fs);
-    sqlite3_finalize(cs);
 }
 
 static void write_mapping(const mt_mapping* m, void* ud) {
-    sqlite3_stmt* st = ud;
-    sqlite3_bind_int64(st, 1, m->id);
-    sqlite3_bind_text(st, 2, m->path, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 3, (int64_t)m->start);
-    sqlite3_bind_int64(st, 4, (int64_t)m->end);
-    sqlite3_bind_int64(st, 5, (int64_t)m->bias);
-    if (m->build_id[0])
-        sqlite3_bind_text(st, 6, m->build_id, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(st, 6);
-    sqlite3_bind_int64(st, 7, m->ts_loaded);
-    if (m->ts_unloaded >= 0)
-        sqlite3_bind_int64(st, 8, m->ts_unloaded);
-    else
-        sqlite3_bind_null(st, 8);
-    if (sqlite3_step(st) != SQLITE_DONE)
+    (void)ud;
+    mt_mapping_rec r = {.id = m->id,
+                        .path = m->path,
+                        .start = m->start,
+                        .end = m->end,
+                        .load_bias = m->bias,
+                        .build_id = m->build_id,
+                        .ts_loaded = m->ts_loaded,
+                        .ts_unloaded = m->ts_unloaded};
+    if (mt_capwriter_mapping(cw, &r))
         fail_sqlite("cannot write mappings");
-    sqlite3_reset(st);
 }
 
 static void write_mappings(void) {
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capwriter_db(cw),
-                           "INSERT OR REPLACE INTO mapping VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1,
-                           &st, NULL) != SQLITE_OK) {
-        fail_sqlite("cannot write mappings");
-        return;
-    }
-    mt_maps_drain(write_mapping, st);
-    sqlite3_finalize(st);
+    mt_maps_drain(write_mapping, NULL);
 }
 
 static void write_threads(void) {
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capwriter_db(cw),
-                           "INSERT OR REPLACE INTO thread(tid, name)"
-                           " VALUES(?1,?2)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        fail_sqlite("cannot write threads");
-        return;
-    }
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
         if (atomic_load(&t->written))
             continue;
@@ -298,14 +255,10 @@ static void write_threads(void) {
             name[r > 0 ? r : 0] = 0;
             name[strcspn(name, "\n")] = 0;
         }
-        sqlite3_bind_int64(st, 1, t->tid);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (mt_capwriter_thread(cw, t->tid, name))
             fail_sqlite("cannot write threads");
-        sqlite3_reset(st);
         atomic_store(&t->written, 1);
     }
-    sqlite3_finalize(st);
 }
 
 static void write_call_counts(void) {
@@ -318,20 +271,24 @@ static void write_call_counts(void) {
     // Heap calls of signal handlers nested deeper than the side queue holds (core.h).
     if (lost)
         mt_capwriter_meta_int(cw, "events_lost", (int64_t)lost);
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capwriter_db(cw), "INSERT OR REPLACE INTO call_count VALUES(?1,?2)",
-                           -1, &st, NULL) != SQLITE_OK) {
-        fail_sqlite("cannot write call counts");
-        return;
-    }
-    for (int k = 0; k < MT_CALL_COUNT_; k++) {
-        sqlite3_bind_text(st, 1, mt_call_names[k], -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t)total[k]);
-        if (sqlite3_step(st) != SQLITE_DONE)
+    for (int k = 0; k < MT_CALL_COUNT_; k++)
+        if (mt_capwriter_call_count(cw, mt_call_names[k], (int64_t)total[k]))
             fail_sqlite("cannot write call counts");
-        sqlite3_reset(st);
-    }
-    sqlite3_finalize(st);
+}
+
+static int write_mark(const pending_mark* m) {
+    if (m->what == MT_MARK_RANGE_END)
+        return mt_capwriter_mark_end(cw, m->name, m->tid, m->ts);
+    bool range = m->what == MT_MARK_RANGE_BEGIN;
+    mt_mark_rec r = {.heap = MT_HEAP_LIBC,
+                     .kind = range ? "range" : "mark",
+                     .name = m->name,
+                     .ts_begin = m->ts,
+                     .has_end = !range, // a point: begins and ends at once
+                     .ts_end = m->ts,
+                     .has_tid = true,
+                     .tid = m->tid};
+    return mt_capwriter_mark(cw, &r);
 }
 
 static void write_marks(void) {
@@ -339,44 +296,13 @@ static void write_marks(void) {
     pending_mark* m = marks_head;
     marks_head = marks_tail = NULL;
     pthread_mutex_unlock(&mark_lock);
-    sqlite3* db = mt_capwriter_db(cw);
-    sqlite3_stmt *ins = NULL, *end = NULL;
-    sqlite3_prepare_v2(db,
-                       "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid)"
-                       " VALUES(1,?1,?2,?3,?4,?5)",
-                       -1, &ins, NULL);
-    sqlite3_prepare_v2(db,
-                       "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
-                       " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)",
-                       -1, &end, NULL);
     while (m) {
         pending_mark* next = m->next;
-        sqlite3_stmt* st = m->what == 2 ? end : ins;
-        if (st && m->what == 2) {
-            sqlite3_bind_int64(st, 1, m->ts);
-            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 3, m->tid);
-        } else if (st) {
-            sqlite3_bind_text(st, 1, m->what == 1 ? "range" : "mark", -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 3, m->ts);
-            if (m->what == 1)
-                sqlite3_bind_null(st, 4);
-            else
-                sqlite3_bind_int64(st, 4, m->ts);
-            sqlite3_bind_int64(st, 5, m->tid);
-        }
-        if (!st || sqlite3_step(st) != SQLITE_DONE)
+        if (write_mark(m))
             fail_sqlite("cannot write marks");
-        if (st) {
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
-        }
         mt_real.free(m);
         m = next;
     }
-    sqlite3_finalize(ins);
-    sqlite3_finalize(end);
 }
 
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
@@ -573,7 +499,7 @@ void mt_writer_stop(void) {
     // them later from the recorded maps and build-ids.
     if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
         char err[256];
-        (void)mt_symbolize_capture(mt_capwriter_db(cw), 0, err, sizeof err);
+        (void)mt_capwriter_symbolize(cw, err, sizeof err);
         if (mt_capwriter_begin(cw) != 0)
             fail_sqlite("cannot write capture");
     }
