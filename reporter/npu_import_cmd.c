@@ -6,13 +6,12 @@
 #include "import_npu.h"
 #include "util.h"
 
+#include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,37 +31,16 @@ static const char import_help[] =
     "  -o, --output   the capture to write (default: LOG with its extension replaced by .db)\n"
     "  -f, --force    overwrite the capture if it exists\n";
 
-static int exec_sql(sqlite3* db, const char* sql) {
-    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
-}
-
-static int write_names(sqlite3* db, const mr_npu_log* log) {
-    sqlite3_stmt *fr = NULL, *cs = NULL;
-    int rc = -EIO;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO frame(id, mapping_id, pc, rel_pc, function, relevant)"
-                           " VALUES(?1, NULL, ?1, NULL, ?2, 1)",
-                           -1, &fr, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "INSERT INTO callsite(id, parent_id, frame_id, depth)"
-                           " VALUES(?1, 0, ?1, 1)",
-                           -1, &cs, NULL) != SQLITE_OK)
-        goto out;
-    // One frame and one root callsite per function: a flame graph shows bytes by function.
+// One frame and one root callsite per function: a flame graph shows bytes by function.
+static int write_names(mt_capwriter* w, const mr_npu_log* log) {
     for (size_t i = 0; i < log->nfuncs; i++) {
-        sqlite3_bind_int64(fr, 1, (int64_t)i + 1);
-        sqlite3_bind_text(fr, 2, log->funcs[i], -1, SQLITE_STATIC);
-        sqlite3_bind_int64(cs, 1, (int64_t)i + 1);
-        if (sqlite3_step(fr) != SQLITE_DONE || sqlite3_step(cs) != SQLITE_DONE)
-            goto out;
-        sqlite3_reset(fr);
-        sqlite3_reset(cs);
+        int64_t id = (int64_t)i + 1;
+        mt_frame_rec f = {.id = id, .pc = (uint64_t)id, .function = log->funcs[i]};
+        mt_callsite_rec c = {.id = id, .parent_id = 0, .frame_id = id, .depth = 1};
+        if (mt_capwriter_frame(w, &f) || mt_capwriter_callsite(w, &c))
+            return -EIO;
     }
-    rc = 0;
-out:
-    sqlite3_finalize(fr);
-    sqlite3_finalize(cs);
-    return rc;
+    return 0;
 }
 
 static int write_events(mt_capwriter* w, const mr_npu_log* log) {
@@ -92,76 +70,45 @@ static int write_events(mt_capwriter* w, const mr_npu_log* log) {
     return rc;
 }
 
-// Millions of counter rows: a multi-row INSERT costs one statement execution per
-// COUNTER_ROWS points instead of one per point (mt_capwriter_counter takes the remainder).
-#define COUNTER_ROWS 128
-
 static int write_counters(mt_capwriter* w, int track, const mr_npu_points* p) {
-    char sql[COUNTER_ROWS * 8 + 64];
-    size_t k = (size_t)snprintf(sql, sizeof sql, "INSERT INTO counter(track, ts, value) VALUES");
-    for (int i = 0; i < COUNTER_ROWS; i++)
-        k += (size_t)snprintf(sql + k, sizeof sql - k, "%s(?,?,?)", i ? "," : "");
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capwriter_db(w), sql, -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
-    size_t i = 0;
-    for (; i + COUNTER_ROWS <= p->n; i += COUNTER_ROWS) {
-        for (int r = 0; r < COUNTER_ROWS; r++) {
-            sqlite3_bind_int(st, 3 * r + 1, track);
-            sqlite3_bind_int64(st, 3 * r + 2, p->v[i + (size_t)r].x);
-            sqlite3_bind_int64(st, 3 * r + 3, (int64_t)p->v[i + (size_t)r].bytes);
-        }
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            sqlite3_finalize(st);
+    mt_counter_point block[1024];
+    for (size_t i = 0; i < p->n;) {
+        size_t n = 0;
+        for (; n < sizeof block / sizeof *block && i < p->n; n++, i++)
+            block[n] = (mt_counter_point){p->v[i].x, (int64_t)p->v[i].bytes};
+        if (mt_capwriter_counters(w, track, block, n))
             return -EIO;
-        }
     }
-    sqlite3_finalize(st);
-    for (; i < p->n; i++)
-        if (mt_capwriter_counter(w, track, p->v[i].x, (int64_t)p->v[i].bytes))
-            return -EIO;
     return 0;
 }
 
-static int write_marks(sqlite3* db, const mr_npu_log* log) {
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid, attrs)"
-                           " VALUES(?1, ?2, ?3, ?4, ?5, NULL, ?6)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -EIO;
+static int write_marks(mt_capwriter* w, const mr_npu_log* log) {
     int64_t total = log->max_raw.n ? log->max_raw.v[log->max_raw.n - 1].x + 1 : 0;
-    int rc = 0;
-    for (size_t i = 0; i < log->nregions && !rc; i++) {
+    for (size_t i = 0; i < log->nregions; i++) {
         const mr_npu_region* r = &log->regions[i];
-        int64_t end = i + 1 < log->nregions ? log->regions[i + 1].start : total;
-        sqlite3_bind_int(st, 1, MT_HEAP_NPU);
-        sqlite3_bind_text(st, 2, "range", -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, r->name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, r->start);
-        sqlite3_bind_int64(st, 5, end);
-        sqlite3_bind_null(st, 6);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-        sqlite3_reset(st);
+        mt_mark_rec m = {.heap = MT_HEAP_NPU,
+                         .kind = "range",
+                         .name = r->name,
+                         .ts_begin = r->start,
+                         .has_end = true,
+                         .ts_end = i + 1 < log->nregions ? log->regions[i + 1].start : total};
+        if (mt_capwriter_mark(w, &m))
+            return -EIO;
     }
     // Every fragmentation line, in timeline order; the plot keeps those that set a new
     // global maximum (docs/npu-memory-usage-log.md §2.5 item 3).
-    for (size_t i = 0; i < log->frag.n && !rc; i++) {
+    for (size_t i = 0; i < log->frag.n; i++) {
         char attrs[64];
         snprintf(attrs, sizeof attrs, "{\"bytes\":%llu}", (unsigned long long)log->frag.v[i].bytes);
-        sqlite3_bind_int(st, 1, MT_HEAP_NPU);
-        sqlite3_bind_text(st, 2, MR_NPU_MARK_FRAGMENTATION, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, "fragmentation", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, log->frag.v[i].x);
-        sqlite3_bind_null(st, 5);
-        sqlite3_bind_text(st, 6, attrs, -1, SQLITE_TRANSIENT);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-        sqlite3_reset(st);
+        mt_mark_rec m = {.heap = MT_HEAP_NPU,
+                         .kind = MR_NPU_MARK_FRAGMENTATION,
+                         .name = "fragmentation",
+                         .ts_begin = log->frag.v[i].x,
+                         .attrs = attrs};
+        if (mt_capwriter_mark(w, &m))
+            return -EIO;
     }
-    sqlite3_finalize(st);
-    return rc;
+    return 0;
 }
 
 int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* source, char* err,
@@ -170,13 +117,12 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
     int rc = mt_capwriter_open(path, &w, err, errlen);
     if (rc)
         return rc;
-    sqlite3* db = mt_capwriter_db(w);
     char* abs = realpath(source, NULL);
     // The file is a temporary renamed into place only on success, so it needs no journal:
     // WAL would write every page twice (log, then checkpoint). Counters go in track by
     // track in ts order, so the (track, ts) index only ever appends (cheaper, measured,
     // than dropping it and rebuilding it after the insert).
-    rc = exec_sql(db, "PRAGMA journal_mode=OFF") || mt_capwriter_begin(w) ||
+    rc = mt_capwriter_no_journal(w) || mt_capwriter_begin(w) ||
          mt_capwriter_meta_text(w, "tool_version", "memreport " MEMTRACE_VERSION_STRING) ||
          mt_capwriter_meta_text(w, "format", log->legacy ? "npu-log-legacy" : "npu-log") ||
          mt_capwriter_meta_text(w, "source", abs ? abs : source) ||
@@ -190,10 +136,10 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
                                     "bytes") ||
          mt_capwriter_counter_track(w, MT_TRACK_NPU_USED, MT_HEAP_NPU, "npu used", "bytes") ||
          mt_capwriter_counter_track(w, MT_TRACK_NPU_FREE, MT_HEAP_NPU, "npu free", "bytes") ||
-         write_names(db, log) || write_events(w, log) ||
+         write_names(w, log) || write_events(w, log) ||
          write_counters(w, MT_TRACK_NPU_MAX_ALLOCATED, &log->max_raw) ||
          write_counters(w, MT_TRACK_NPU_USED, &log->used) ||
-         write_counters(w, MT_TRACK_NPU_FREE, &log->free) || write_marks(db, log) ||
+         write_counters(w, MT_TRACK_NPU_FREE, &log->free) || write_marks(w, log) ||
          mt_capwriter_commit(w);
     free(abs);
     if (rc) {
@@ -211,16 +157,6 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
 int mr_npu_exit_code(int rc) {
     // A directory given as the log is bad input, not an I/O failure.
     return rc == -EPROTO || rc == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
-}
-
-static void remove_sidecars(const char* path) {
-    char buf[PATH_MAX + 16];
-    snprintf(buf, sizeof buf, "%s-wal", path);
-    unlink(buf);
-    snprintf(buf, sizeof buf, "%s-shm", path);
-    unlink(buf);
-    snprintf(buf, sizeof buf, "%s-journal", path);
-    unlink(buf);
 }
 
 int mr_cmd_import(int argc, char** argv) {
@@ -286,7 +222,7 @@ int mr_cmd_import(int argc, char** argv) {
     rc = mr_npu_write_capture(out.tmp, &log, path, err, sizeof err);
     if (rc) {
         mr_error(output, "%s", err);
-        remove_sidecars(out.tmp);
+        mt_capture_remove_sidecars(out.tmp);
         mr_output_abort(&out);
         xrc = MR_EXIT_IO;
     } else {
