@@ -2,6 +2,7 @@
 # tracer end to end on programs with known truth (tests/e2e/progs) and on real programs,
 # driven by tests/e2e/run_e2e.py (each case: untraced, baseline and traced runs).
 memtrace_unit_test(capture)
+memtrace_unit_test(capture_write)
 memtrace_unit_test(heapmap)
 memtrace_unit_test(replay)
 
