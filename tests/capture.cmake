@@ -1,4 +1,4 @@
-# Capture pipeline tests (issue 2): the reader, heap map and replay as units, and the
+# Capture pipeline tests: the reader, heap map and replay as units, and the
 # tracer end to end on programs with known truth (tests/e2e/progs) and on real programs,
 # driven by tests/e2e/run_e2e.py (each case: untraced, baseline and traced runs).
 memtrace_unit_test(capture)
@@ -38,7 +38,7 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   endforeach()
 endif()
 
-# memreport against damaged and unfinished captures of a real traced program (issue 9):
+# memreport against damaged and unfinished captures of a real traced program:
 # flipped bits in event chunks, a corpus of truncated and overwritten files, a full disk.
 if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
   add_executable(paced_churn capture/paced_churn.c)

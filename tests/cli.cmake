@@ -1,4 +1,4 @@
-# The command line a new user meets (issue 10, "Commands and help"): --version, --help,
+# The command line a new user meets: --version, --help,
 # usage errors, "memreport: wrote FILE", --top and --all-frames (tests/cli/check_cli.py,
 # one test per case).
 if(TARGET memtrace AND TARGET memtrace_launcher)

@@ -1,4 +1,5 @@
-# NPU compiler log import and the StaticAllocation heap plot (issue 3).
+# NPU tests: the compiler memory-usage log import and the StaticAllocation heap plot, and
+# the native time plot that shares its plotting code.
 memtrace_unit_test(import_npu)
 target_compile_definitions(test_import_npu PRIVATE
   NPU_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu")
@@ -31,7 +32,7 @@ add_test(NAME e2e.npu_cli
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu ${CMAKE_CURRENT_BINARY_DIR}/npu-cli)
 set_tests_properties(e2e.npu_oracle e2e.npu_cli PROPERTIES LABELS e2e TIMEOUT 300)
 
-# The native time plot (issue 5, `memreport plot` on a native capture): unit test on a
+# The native time plot (`memreport plot` on a native capture): unit test on a
 # capture built with the writer, and a traced program (the tracer is never sanitized, but
 # memreport is in a sanitizer build: the test runs there too).
 memtrace_unit_test(plot_native)

@@ -1,4 +1,4 @@
-# Symbolization tests (issue 4): the symbolizer unit test with its subject library in four
+# Symbolization tests: the symbolizer unit test with its subject library in four
 # builds (DWARF, .symtab only, .dynsym only, separate debug file via .gnu_debuglink), and
 # e2e tests that trace programs and check exact stacks with `memreport stacks --json`.
 add_library(symtest SHARED symbols/symtest_lib.c)
@@ -76,7 +76,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     e2e.stacks_debug_path e2e.stacks_no_debuginfod PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
 
-# ---- e2e: only a symbol cache private to the user names frames (issue 9); forged caches of
+# ---- e2e: only a symbol cache private to the user names frames; forged caches of
 # another user, writable by others, symlinked or with invalid rows are ignored and untouched.
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_test(NAME e2e.stacks_cache_trust
