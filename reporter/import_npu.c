@@ -28,42 +28,6 @@
 // rather than let a hostile file grow the table without bound.
 #define MAX_FUNCS (1u << 20)
 
-// ---- growing arrays
-
-// realloc for the big per-step arrays.
-static void* grow(void* old, size_t bytes) {
-    // The point and event arrays grow to ~100 MB by doubling. glibc's dynamic threshold
-    // keeps blocks under 32 MB on the heap, where each realloc copies into fresh pages;
-    // mmapped blocks (they start at 1 MiB) grow with mremap, without copying. memreport is
-    // a command-line tool, so setting the process-wide threshold is fine.
-    static bool tuned;
-    if (!tuned) {
-        mallopt(M_MMAP_THRESHOLD, 1 << 20);
-        tuned = true;
-    }
-    return realloc(old, bytes);
-}
-
-// ---- points
-
-int mr_npu_points_push(mr_npu_points* p, int64_t x, uint64_t bytes) {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 65536; // 1 MiB: mmapped (see mallopt), grows by mremap
-        mr_npu_point* nv = grow(p->v, nc * sizeof *nv);
-        if (!nv)
-            return -ENOMEM;
-        p->v = nv;
-        p->cap = nc;
-    }
-    p->v[p->n++] = (mr_npu_point){x, bytes};
-    return 0;
-}
-
-void mr_npu_points_free(mr_npu_points* p) {
-    free(p->v);
-    memset(p, 0, sizeof *p);
-}
-
 // ---- line scanning: every literal upstream (and the importer) looks for, found in one pass
 
 enum {
@@ -274,7 +238,7 @@ typedef struct func {
 // copied into a global one.
 #define LOCAL_BITS 40
 typedef struct store {
-    mr_npu_points max, frag, used, free;
+    mr_points max, frag, used, free;
     mr_npu_event* ev;
     size_t nev, capev;
 } store;
@@ -381,10 +345,10 @@ static void func_free(func* f) {
 }
 
 static void store_free(store* st) {
-    mr_npu_points_free(&st->max);
-    mr_npu_points_free(&st->frag);
-    mr_npu_points_free(&st->used);
-    mr_npu_points_free(&st->free);
+    mr_points_free(&st->max);
+    mr_points_free(&st->frag);
+    mr_points_free(&st->used);
+    mr_points_free(&st->free);
     free(st->ev);
     memset(st, 0, sizeof *st);
 }
@@ -458,7 +422,7 @@ static int new_id(parser* p, uint64_t* id) {
     *id = ++p->ids;
     if (*id >= p->capnext) {
         size_t nc = p->capnext ? p->capnext * 2 : 1024;
-        uint64_t* nn = grow(p->next_live, nc * sizeof *nn);
+        uint64_t* nn = mr_big_realloc(p->next_live, nc * sizeof *nn);
         if (!nn)
             return -ENOMEM;
         p->next_live = nn;
@@ -471,7 +435,7 @@ static int new_id(parser* p, uint64_t* id) {
 static int add_event(parser* p, store* st, func* f, uint64_t size, bool is_free) {
     if (st->nev == st->capev) {
         size_t nc = st->capev ? st->capev * 2 : 65536;
-        mr_npu_event* ne = grow(st->ev, nc * sizeof *ne);
+        mr_npu_event* ne = mr_big_realloc(st->ev, nc * sizeof *ne);
         if (!ne)
             return -ENOMEM;
         st->ev = ne;
@@ -565,19 +529,19 @@ static int act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr
     switch (l) {
     case L_MAX:
         f->nmax++;
-        rc = mr_npu_points_push(&st->max, at(f), v);
+        rc = mr_points_push(&st->max, at(f), v);
         if (!rc && legacy && f->frag_flag) {
             f->frag_flag = false;
-            rc = mr_npu_points_push(&st->frag, at(f), v);
+            rc = mr_points_push(&st->frag, at(f), v);
         }
         return rc;
     case L_FRAG:
-        return mr_npu_points_push(&st->frag, at(f), v);
+        return mr_points_push(&st->frag, at(f), v);
     case L_LFRAG:
         f->frag_flag = true;
         return 0;
     case L_USED:
-        return mr_npu_points_push(&st->used, at(f), v);
+        return mr_points_push(&st->used, at(f), v);
     case L_FREE:
         if (f->steps + 1 >= (int64_t)1 << LOCAL_BITS) {
             snprintf(p->err, p->errlen, "line %llu: more than 2^%d steps in %s",
@@ -585,7 +549,7 @@ static int act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr
             return -EPROTO;
         }
         f->nfree++;
-        rc = mr_npu_points_push(&st->free, at(f), v);
+        rc = mr_points_push(&st->free, at(f), v);
         f->steps++;
         return rc;
     case L_HFREE:
@@ -766,7 +730,7 @@ static size_t slot_of_seen(const placing* pl, uint64_t seen) {
 }
 
 // Moves the points of kept functions into timeline order with global x.
-static int place_points(mr_npu_points* v, const placing* pl) {
+static int place_points(mr_points* v, const placing* pl) {
     bool sorted = true;
     size_t prev = 0;
     for (size_t i = 0; i < v->n && sorted; i++) {
@@ -780,7 +744,7 @@ static int place_points(mr_npu_points* v, const placing* pl) {
         for (size_t i = 0; i < v->n; i++) {
             size_t f = slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS);
             if (pl->kept[f])
-                v->v[k++] = (mr_npu_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].bytes};
+                v->v[k++] = (mr_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].y};
         }
         v->n = k;
         return 0;
@@ -799,7 +763,7 @@ static int place_points(mr_npu_points* v, const placing* pl) {
     }
     for (size_t r = 0; r < pl->n; r++)
         start[r + 1] += start[r];
-    mr_npu_point* out = grow(NULL, (total ? total : 1) * sizeof *out);
+    mr_point* out = mr_big_realloc(NULL, (total ? total : 1) * sizeof *out);
     if (!out) {
         free(start);
         return -ENOMEM;
@@ -807,8 +771,7 @@ static int place_points(mr_npu_points* v, const placing* pl) {
     for (size_t i = 0; i < v->n; i++) {
         size_t f = slot_of_seen(pl, (uint64_t)v->v[i].x >> LOCAL_BITS);
         if (pl->kept[f])
-            out[start[pl->rank[f]]++] =
-                (mr_npu_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].bytes};
+            out[start[pl->rank[f]]++] = (mr_point){(v->v[i].x & mask) + pl->offset[f], v->v[i].y};
     }
     free(start);
     free(v->v);
@@ -830,7 +793,7 @@ static int place_events(store* st, const placing* pl) {
     size_t* start = NULL;
     if (!sorted) {
         start = calloc(pl->n + 1, sizeof *start);
-        out = grow(NULL, st->nev * sizeof *out);
+        out = mr_big_realloc(NULL, st->nev * sizeof *out);
         if (!start || !out) {
             free(start);
             free(out);
@@ -1202,26 +1165,26 @@ void mr_npu_log_free(mr_npu_log* log) {
         free(log->funcs[i]);
     free(log->funcs);
     regions_free(log->regions, log->nregions);
-    mr_npu_points_free(&log->max_raw);
-    mr_npu_points_free(&log->frag);
-    mr_npu_points_free(&log->used);
-    mr_npu_points_free(&log->free);
+    mr_points_free(&log->max_raw);
+    mr_points_free(&log->frag);
+    mr_points_free(&log->used);
+    mr_points_free(&log->free);
     free(log->ev);
     memset(log, 0, sizeof *log);
 }
 
 // ---- the five series (§2.5-2.7)
 
-static int point_cmp(const mr_npu_point* a, const mr_npu_point* b) {
+static int point_cmp(const mr_point* a, const mr_point* b) {
     if (a->x != b->x)
         return a->x < b->x ? -1 : 1;
-    return a->bytes < b->bytes ? -1 : a->bytes > b->bytes;
+    return a->y < b->y ? -1 : a->y > b->y;
 }
 
 // `increased` is sorted by (x, bytes): x never decreases along the timeline and each
 // record is larger than the last. So membership is a binary search, where upstream scans
 // the whole list per candidate (quadratic, §4).
-static bool is_increase(const mr_npu_points* inc, const mr_npu_point* p) {
+static bool is_increase(const mr_points* inc, const mr_point* p) {
     size_t lo = 0, hi = inc->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -1245,8 +1208,8 @@ static int64_t saturating_sub(int64_t a, int64_t b) {
     return a - b;
 }
 
-int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
-                        mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
+int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_points* frag,
+                        mr_points* used, mr_points* free_pts, mr_npu_region** regions,
                         size_t* nregions) {
     memset(s, 0, sizeof *s);
     s->legacy = legacy;
@@ -1265,17 +1228,17 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, m
     // Legacy: "increased" against the previous raw value, no running max (§5).
     uint64_t run = 0;
     for (size_t i = 0; i < s->max.n; i++) {
-        mr_npu_point* p = &s->max.v[i];
-        if (p->bytes > run && mr_npu_points_push(&s->increased, p->x, p->bytes))
+        mr_point* p = &s->max.v[i];
+        if (p->y > run && mr_points_push(&s->increased, p->x, p->y))
             return -ENOMEM;
         if (legacy) {
-            run = p->bytes;
-            if (p->bytes > s->peak)
-                s->peak = p->bytes;
+            run = p->y;
+            if (p->y > s->peak)
+                s->peak = p->y;
         } else {
-            if (p->bytes > run)
-                run = p->bytes;
-            p->bytes = run;
+            if (p->y > run)
+                run = p->y;
+            p->y = run;
         }
     }
     if (!legacy) {
@@ -1284,7 +1247,7 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, m
             if (is_increase(&s->increased, &s->frag.v[i]))
                 s->frag.v[k++] = s->frag.v[i];
         s->frag.n = k;
-        s->peak = s->max.n ? s->max.v[s->max.n - 1].bytes : 0;
+        s->peak = s->max.n ? s->max.v[s->max.n - 1].y : 0;
     }
     s->total_steps = s->max.n ? saturating_sub(s->max.v[s->max.n - 1].x, -1) : 0;
     s->unit = mt_npu_unit_for_bytes(s->peak); // upstream's labels (KB = 1024 B)
@@ -1298,11 +1261,11 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, m
 }
 
 void mr_npu_series_free(mr_npu_series* s) {
-    mr_npu_points_free(&s->max);
-    mr_npu_points_free(&s->increased);
-    mr_npu_points_free(&s->frag);
-    mr_npu_points_free(&s->used);
-    mr_npu_points_free(&s->free);
+    mr_points_free(&s->max);
+    mr_points_free(&s->increased);
+    mr_points_free(&s->frag);
+    mr_points_free(&s->used);
+    mr_points_free(&s->free);
     regions_free(s->regions, s->nregions);
     memset(s, 0, sizeof *s);
 }

@@ -7,6 +7,9 @@
 #ifndef MR_IMPORT_NPU_H
 #define MR_IMPORT_NPU_H
 
+#include "plot.h"
+#include "series.h"
+
 #include "memtrace/capture.h"
 #include "memtrace/units.h"
 
@@ -21,16 +24,6 @@
 // 2^20 functions of 2^40 steps each), so every sum and difference of steps fits an int64.
 // Readers of a capture refuse steps outside 0..MR_NPU_MAX_STEP.
 #define MR_NPU_MAX_STEP ((int64_t)1 << 61)
-
-typedef struct mr_npu_point {
-    int64_t x;      // global allocation step
-    uint64_t bytes; // exact value from the log
-} mr_npu_point;
-
-typedef struct mr_npu_points {
-    mr_npu_point* v;
-    size_t n, cap;
-} mr_npu_points;
 
 // One allocation ("Buffer size to allocate") or free ("Free buffer of size") line.
 typedef struct mr_npu_event {
@@ -55,9 +48,9 @@ typedef struct mr_npu_log {
     size_t nfuncs;
     mr_npu_region* regions; // functions with a max or free point, in order
     size_t nregions;
-    mr_npu_points max_raw; // "Max allocated size" values, not yet running-maxed
-    mr_npu_points frag;    // fragmentation candidates (legacy: the flagged max points)
-    mr_npu_points used, free;
+    mr_points max_raw; // "Max allocated size" values, not yet running-maxed
+    mr_points frag;    // fragmentation candidates (legacy: the flagged max points)
+    mr_points used, free;
     mr_npu_event* ev; // DDR allocation/free events, ts order
     size_t nev;
     uint64_t lines;      // physical lines read
@@ -86,10 +79,10 @@ extern const char mr_npu_word_unicode_version[];
 // The five plotted series (§2.5), unit (§2.6) and regions with label visibility (§2.7).
 typedef struct mr_npu_series {
     bool legacy;
-    mr_npu_points max;       // running max (legacy: raw values)
-    mr_npu_points increased; // points of max that set a new record
-    mr_npu_points frag;      // fragmentation candidates that are increases
-    mr_npu_points used, free;
+    mr_points max;       // running max (legacy: raw values)
+    mr_points increased; // points of max that set a new record
+    mr_points frag;      // fragmentation candidates that are increases
+    mr_points used, free;
     mr_npu_region* regions;
     size_t nregions;
     int64_t total_steps; // x of the last max point + 1
@@ -101,14 +94,13 @@ typedef struct mr_npu_series {
 // left empty in the arguments). `max_raw` must be non-empty. Steps should lie in
 // 0..MR_NPU_MAX_STEP; any int64 is safe (total_steps and spans saturate). Returns 0 or
 // -ENOMEM.
-int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_npu_points* max_raw, mr_npu_points* frag,
-                        mr_npu_points* used, mr_npu_points* free_pts, mr_npu_region** regions,
+int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_points* frag,
+                        mr_points* used, mr_points* free_pts, mr_npu_region** regions,
                         size_t* nregions);
 void mr_npu_series_free(mr_npu_series* s);
 
-// Appends a point; returns 0 or -ENOMEM.
-int mr_npu_points_push(mr_npu_points* p, int64_t x, uint64_t bytes);
-void mr_npu_points_free(mr_npu_points* p);
+// The StaticAllocation heap plot of an NPU heap (and its --data JSON). Returns an exit code.
+int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args);
 
 // ---- the capture mapping: npu_import_cmd.c writes it, plot_npu.c reads it back.
 // Heap MT_HEAP_NPU ('npu', time unit 'step'); counters MT_TRACK_NPU_* hold the raw max,

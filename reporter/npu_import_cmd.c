@@ -70,12 +70,12 @@ static int write_events(mt_capwriter* w, const mr_npu_log* log) {
     return rc;
 }
 
-static int write_counters(mt_capwriter* w, int track, const mr_npu_points* p) {
+static int write_counters(mt_capwriter* w, int track, const mr_points* p) {
     mt_counter_point block[1024];
     for (size_t i = 0; i < p->n;) {
         size_t n = 0;
         for (; n < sizeof block / sizeof *block && i < p->n; n++, i++)
-            block[n] = (mt_counter_point){p->v[i].x, (int64_t)p->v[i].bytes};
+            block[n] = (mt_counter_point){p->v[i].x, (int64_t)p->v[i].y};
         if (mt_capwriter_counters(w, track, block, n))
             return -EIO;
     }
@@ -99,7 +99,7 @@ static int write_marks(mt_capwriter* w, const mr_npu_log* log) {
     // global maximum (docs/npu-memory-usage-log.md §2.5 item 3).
     for (size_t i = 0; i < log->frag.n; i++) {
         char attrs[64];
-        snprintf(attrs, sizeof attrs, "{\"bytes\":%llu}", (unsigned long long)log->frag.v[i].bytes);
+        snprintf(attrs, sizeof attrs, "{\"bytes\":%llu}", (unsigned long long)log->frag.v[i].y);
         mt_mark_rec m = {.heap = MT_HEAP_NPU,
                          .kind = MR_NPU_MARK_FRAGMENTATION,
                          .name = "fragmentation",

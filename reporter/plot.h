@@ -5,8 +5,6 @@
 #ifndef MR_PLOT_H
 #define MR_PLOT_H
 
-#include "import_npu.h"
-
 #include "memtrace/capture.h"
 
 #include <stdbool.h>
@@ -22,8 +20,6 @@ typedef struct mr_plot_args {
     size_t nsites;
 } mr_plot_args;
 
-// The StaticAllocation heap plot of an NPU heap (and its --data JSON). Returns an exit code.
-int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args);
 // The time plot of a native capture's libc heap, RSS and VSZ. Returns an exit code.
 int mr_plot_native(mt_capture* cap, const mr_plot_args* args);
 

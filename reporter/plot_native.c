@@ -4,10 +4,10 @@
 // bytes held per call site and their share of the live heap. Streams the events (twice
 // with site rows) and keeps per-pixel-column extremes, so memory does not grow with the
 // capture. Draws with plot_draw.h; never parses NPU logs.
-#include "import_npu.h"
 #include "plot.h"
 #include "plot_draw.h"
 #include "replay.h"
+#include "series.h"
 #include "sites.h"
 #include "util.h"
 
@@ -40,25 +40,25 @@ static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0
 // ---- series with at most 4 points per time bucket (first, min, max, last: what is drawn)
 
 typedef struct bucketed {
-    mr_npu_points* out; // (ts ns, bytes); the generic point vector of import_npu.h
+    mr_points* out; // (ts ns, bytes); see series.h
     int64_t t0, width;
     int64_t cur;
     bool any;
-    mr_npu_point first, lo, hi, last;
+    mr_point first, lo, hi, last;
 } bucketed;
 
-static int emit(mr_npu_points* out, mr_npu_point p) {
-    if (out->n && out->v[out->n - 1].x == p.x && out->v[out->n - 1].bytes == p.bytes)
+static int emit(mr_points* out, mr_point p) {
+    if (out->n && out->v[out->n - 1].x == p.x && out->v[out->n - 1].y == p.y)
         return 0;
-    return mr_npu_points_push(out, p.x, p.bytes);
+    return mr_points_push(out, p.x, p.y);
 }
 
 static int bucket_flush(bucketed* b) {
     if (!b->any)
         return 0;
-    mr_npu_point a = b->lo, c = b->hi;
+    mr_point a = b->lo, c = b->hi;
     if (a.x > c.x) {
-        mr_npu_point t = a;
+        mr_point t = a;
         a = c;
         c = t;
     }
@@ -75,11 +75,11 @@ static int bucket_flush(bucketed* b) {
 
 static int bucket_add(bucketed* b, int64_t ts, uint64_t v) {
     int64_t idx = b->width > 0 ? (ts - b->t0) / b->width : 0;
-    mr_npu_point p = {ts, v};
+    mr_point p = {ts, v};
     if (b->any && idx == b->cur) {
-        if (v < b->lo.bytes)
+        if (v < b->lo.y)
             b->lo = p;
-        if (v > b->hi.bytes)
+        if (v > b->hi.y)
             b->hi = p;
         b->last = p;
         return 0;
@@ -97,8 +97,8 @@ typedef struct site_row {
     const char* name;
     uint64_t live, peak;
     bool chosen;
-    mr_npu_points bytes; // (ts, bytes held) at the last event of each bucket
-    mr_npu_points share; // (ts, bytes held * 1e6 / live bytes): parts per million
+    mr_points bytes; // (ts, bytes held) at the last event of each bucket
+    mr_points share; // (ts, bytes held * 1e6 / live bytes): parts per million
 } site_row;
 
 typedef struct native {
@@ -107,7 +107,7 @@ typedef struct native {
     mr_symbols* sym;
     int64_t duration;
     // heap
-    mr_npu_points heap, rss, vsz;
+    mr_points heap, rss, vsz;
     bucketed hb;
     uint64_t peak;
     int64_t peak_ts;
@@ -196,10 +196,10 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
                              ? 1000000
                              : (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes);
         if (idx == nv->row_bucket && s->bytes.n) {
-            s->bytes.v[s->bytes.n - 1] = (mr_npu_point){ev->ts, s->live};
-            s->share.v[s->share.n - 1] = (mr_npu_point){ev->ts, share};
-        } else if (mr_npu_points_push(&s->bytes, ev->ts, s->live) ||
-                   mr_npu_points_push(&s->share, ev->ts, share)) {
+            s->bytes.v[s->bytes.n - 1] = (mr_point){ev->ts, s->live};
+            s->share.v[s->share.n - 1] = (mr_point){ev->ts, share};
+        } else if (mr_points_push(&s->bytes, ev->ts, s->live) ||
+                   mr_points_push(&s->share, ev->ts, share)) {
             return -ENOMEM;
         }
     }
@@ -207,7 +207,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return 0;
 }
 
-static int read_track(native* nv, int track, mr_npu_points* out) {
+static int read_track(native* nv, int track, mr_points* out) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
                            "SELECT ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid", -1,
@@ -364,11 +364,10 @@ static json_int_t json_bytes(uint64_t v) {
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v;
 }
 
-static json_t* points_json(const mr_npu_points* p) {
+static json_t* points_json(const mr_points* p) {
     json_t* a = json_array();
     for (size_t i = 0; i < p->n; i++)
-        json_array_append_new(a,
-                              json_pack("[I,I]", (json_int_t)p->v[i].x, json_bytes(p->v[i].bytes)));
+        json_array_append_new(a, json_pack("[I,I]", (json_int_t)p->v[i].x, json_bytes(p->v[i].y)));
     return a;
 }
 
@@ -424,15 +423,15 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
 // `step`: the value holds until the next point (heap bytes change only at events; drawing
 // a slope between two events would show memory that was never live). Samples (RSS, VSZ)
 // are joined by straight lines.
-static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_npu_points* p, double tscale,
+static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_points* p, double tscale,
                           double yscale, mr_rgb color, double dash, bool step, mr_polyline* keep) {
     mr_polyline pl;
     mr_polyline_begin(&pl, cr, f);
     for (size_t i = 0; i < p->n; i++) {
         double x = (double)p->v[i].x / tscale;
         if (step && i > 0)
-            mr_polyline_add(&pl, x, (double)p->v[i - 1].bytes / yscale);
-        mr_polyline_add(&pl, x, (double)p->v[i].bytes / yscale);
+            mr_polyline_add(&pl, x, (double)p->v[i - 1].y / yscale);
+        mr_polyline_add(&pl, x, (double)p->v[i].y / yscale);
     }
     mr_polyline_stroke(&pl, color, MR_PT(1.5), dash);
     if (keep)
@@ -474,10 +473,10 @@ static size_t append_points(double* dst, size_t at, const double* src, size_t n)
     return at + n;
 }
 
-static uint64_t series_max(const mr_npu_points* p) {
+static uint64_t series_max(const mr_points* p) {
     uint64_t m = 0;
     for (size_t i = 0; i < p->n; i++)
-        m = p->v[i].bytes > m ? p->v[i].bytes : m;
+        m = p->v[i].y > m ? p->v[i].y : m;
     return m;
 }
 
@@ -781,16 +780,16 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
     free(marks);
 out:
     for (size_t i = 0; i < nv.nrows; i++) {
-        mr_npu_points_free(&nv.rows[i].bytes);
-        mr_npu_points_free(&nv.rows[i].share);
+        mr_points_free(&nv.rows[i].bytes);
+        mr_points_free(&nv.rows[i].share);
     }
     free(nv.rows);
     free(nv.chosen);
     free(nv.site_of);
     mr_site_labels_free(nv.labels);
-    mr_npu_points_free(&nv.heap);
-    mr_npu_points_free(&nv.rss);
-    mr_npu_points_free(&nv.vsz);
+    mr_points_free(&nv.heap);
+    mr_points_free(&nv.rss);
+    mr_points_free(&nv.vsz);
     if (nv.sym)
         mr_symbols_free(nv.sym);
     return rc;

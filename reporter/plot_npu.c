@@ -51,7 +51,7 @@ static const char* track_name(int track) {
                                                : "free counter";
 }
 
-static int read_points(sqlite3* db, const char* sql, int track, mr_npu_points* out, char* err,
+static int read_points(sqlite3* db, const char* sql, int track, mr_points* out, char* err,
                        size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
@@ -61,7 +61,7 @@ static int read_points(sqlite3* db, const char* sql, int track, mr_npu_points* o
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         sqlite3_int64 ts = sqlite3_column_int64(st, 0), v = sqlite3_column_int64(st, 1);
         int bad = check_point(ts, v, track_name(track), err, errlen);
-        if (bad || mr_npu_points_push(out, ts, (uint64_t)v)) {
+        if (bad || mr_points_push(out, ts, (uint64_t)v)) {
             sqlite3_finalize(st);
             return bad ? bad : -ENOMEM;
         }
@@ -70,7 +70,7 @@ static int read_points(sqlite3* db, const char* sql, int track, mr_npu_points* o
     return rc == SQLITE_DONE ? 0 : -EPROTO;
 }
 
-static bool ts_sorted(const mr_npu_points* p) {
+static bool ts_sorted(const mr_points* p) {
     for (size_t i = 1; i < p->n; i++)
         if (p->v[i].x < p->v[i - 1].x)
             return false;
@@ -81,8 +81,8 @@ static bool ts_sorted(const mr_npu_points* p) {
 // timeline order, so one table scan in rowid order reads them without an index lookup
 // per row (3x faster on a million steps); a capture written otherwise falls back to the
 // (track, ts) index.
-static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used, mr_npu_points* freep,
-                         char* err, size_t errlen) {
+static int read_counters(sqlite3* db, mr_points* max, mr_points* used, mr_points* freep, char* err,
+                         size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db,
                            "SELECT track, ts, value FROM counter NOT INDEXED"
@@ -95,11 +95,11 @@ static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used, m
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int track = sqlite3_column_int(st, 0);
         sqlite3_int64 ts = sqlite3_column_int64(st, 1), v = sqlite3_column_int64(st, 2);
-        mr_npu_points* p = track == MT_TRACK_NPU_MAX_ALLOCATED ? max
-                           : track == MT_TRACK_NPU_USED        ? used
-                                                               : freep;
+        mr_points* p = track == MT_TRACK_NPU_MAX_ALLOCATED ? max
+                       : track == MT_TRACK_NPU_USED        ? used
+                                                           : freep;
         int bad = check_point(ts, v, track_name(track), err, errlen);
-        if (bad || mr_npu_points_push(p, ts, (uint64_t)v)) {
+        if (bad || mr_points_push(p, ts, (uint64_t)v)) {
             sqlite3_finalize(st);
             return bad ? bad : -ENOMEM;
         }
@@ -119,7 +119,7 @@ static int read_counters(sqlite3* db, mr_npu_points* max, mr_npu_points* used, m
     return rc;
 }
 
-static int read_frag(sqlite3* db, mr_npu_points* out, char* err, size_t errlen) {
+static int read_frag(sqlite3* db, mr_points* out, char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db,
                            "SELECT ts_begin, attrs FROM mark WHERE heap=?1 AND kind=?2"
@@ -143,7 +143,7 @@ static int read_frag(sqlite3* db, mr_npu_points* out, char* err, size_t errlen) 
             bad = check_point(ts, json_integer_value(b), "fragmentation mark", err, errlen);
         }
         if (!bad)
-            bad = mr_npu_points_push(out, ts, (uint64_t)json_integer_value(b));
+            bad = mr_points_push(out, ts, (uint64_t)json_integer_value(b));
         json_decref(j);
         if (bad) {
             sqlite3_finalize(st);
@@ -199,7 +199,7 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
     char* format = mt_capture_meta_text(cap, "format");
     bool legacy = format && strcmp(format, "npu-log-legacy") == 0;
     free(format);
-    mr_npu_points max = {0}, frag = {0}, used = {0}, freep = {0};
+    mr_points max = {0}, frag = {0}, used = {0}, freep = {0};
     mr_npu_region* regions = NULL;
     size_t nregions = 0;
     err[0] = '\0';
@@ -219,10 +219,10 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
                  rc == -ENOMEM
                      ? "out of memory"
                      : "not a usable NPU capture (its counter or mark rows are unreadable)");
-    mr_npu_points_free(&max);
-    mr_npu_points_free(&frag);
-    mr_npu_points_free(&used);
-    mr_npu_points_free(&freep);
+    mr_points_free(&max);
+    mr_points_free(&frag);
+    mr_points_free(&used);
+    mr_points_free(&freep);
     for (size_t i = 0; i < nregions; i++)
         free(regions[i].name);
     free(regions);
@@ -231,11 +231,11 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
 
 // ---- --data JSON (streamed: a million-step series would not fit a jansson tree cheaply)
 
-static void put_points(FILE* fp, const char* name, const mr_npu_points* p, bool last) {
+static void put_points(FILE* fp, const char* name, const mr_points* p, bool last) {
     fprintf(fp, "    \"%s\": [", name);
     for (size_t i = 0; i < p->n; i++)
         fprintf(fp, "%s[%lld, %llu]", i ? ", " : "", (long long)p->v[i].x,
-                (unsigned long long)p->v[i].bytes);
+                (unsigned long long)p->v[i].y);
     fprintf(fp, "]%s\n", last ? "" : ",");
 }
 
@@ -269,21 +269,21 @@ static double scaled(const mr_npu_series* s, uint64_t bytes) {
 }
 
 static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
-                        const mr_npu_points* p, mr_rgb color) {
+                        const mr_points* p, mr_rgb color) {
     mr_polyline_begin(pl, cr, f);
     for (size_t i = 0; i < p->n; i++)
-        mr_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].bytes));
+        mr_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].y));
     mr_polyline_stroke(pl, color, MR_PT(1.5), 0);
 }
 
 // Markers, one per distinct pixel (a million identical circles draw as one); their device
 // positions are appended to pts for the legend placement.
 static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
-                          const mr_npu_points* p, int shape, mr_rgb color, double** pts,
-                          size_t* npts, size_t* cap) {
+                          const mr_points* p, int shape, mr_rgb color, double** pts, size_t* npts,
+                          size_t* cap) {
     long lx = -1, ly = -1;
     for (size_t i = 0; i < p->n; i++) {
-        double x = mr_frame_x(f, (double)p->v[i].x), y = mr_frame_y(f, scaled(s, p->v[i].bytes));
+        double x = mr_frame_x(f, (double)p->v[i].x), y = mr_frame_y(f, scaled(s, p->v[i].y));
         if (lround(x) == lx && lround(y) == ly)
             continue;
         lx = lround(x);
@@ -304,11 +304,11 @@ static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s
 
 static void draw(cairo_t* cr, const mr_npu_series* s) {
     double ymax = 0;
-    const mr_npu_points* all[] = {&s->max, &s->used, &s->free};
+    const mr_points* all[] = {&s->max, &s->used, &s->free};
     for (size_t k = 0; k < 3; k++)
         for (size_t i = 0; i < all[k]->n; i++)
-            if (scaled(s, all[k]->v[i].bytes) > ymax)
-                ymax = scaled(s, all[k]->v[i].bytes);
+            if (scaled(s, all[k]->v[i].y) > ymax)
+                ymax = scaled(s, all[k]->v[i].y);
     double y_max = scaled(s, s->peak);
     double xlast = (double)s->total_steps - 1; // in double: any int64 is safe
     mr_frame f = {.x0 = 95,
@@ -362,11 +362,11 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
             mr_draw_text(cr, s->regions[i].name, mr_frame_x(&f, (double)s->regions[i].start + 0.5),
                          mr_frame_y(&f, 0.98 * y_max), MR_PT(11), 90, 0, 0, GRAY, NULL, NULL);
     if (s->max.n) {
-        const mr_npu_point* last = &s->max.v[s->max.n - 1];
+        const mr_point* last = &s->max.v[s->max.n - 1];
         char buf[64];
-        snprintf(buf, sizeof buf, "%.2f", scaled(s, last->bytes));
+        snprintf(buf, sizeof buf, "%.2f", scaled(s, last->y));
         mr_draw_text_baseline(cr, buf, mr_frame_x(&f, (double)last->x) + MR_PT(5),
-                              mr_frame_y(&f, scaled(s, last->bytes)) - MR_PT(5), MR_PT(8), BLUE);
+                              mr_frame_y(&f, scaled(s, last->y)) - MR_PT(5), MR_PT(8), BLUE);
     }
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);

@@ -64,15 +64,15 @@ static int load(const char* path, mr_npu_series* s, mr_npu_log* keep, char* err,
         return rc;
     if (keep) {
         *keep = log; // the caller reads events and names; series from copies
-        mr_npu_points a = {0}, b = {0}, c = {0}, d = {0};
+        mr_points a = {0}, b = {0}, c = {0}, d = {0};
         for (size_t i = 0; i < log.max_raw.n; i++)
-            mr_npu_points_push(&a, log.max_raw.v[i].x, log.max_raw.v[i].bytes);
+            mr_points_push(&a, log.max_raw.v[i].x, log.max_raw.v[i].y);
         for (size_t i = 0; i < log.frag.n; i++)
-            mr_npu_points_push(&b, log.frag.v[i].x, log.frag.v[i].bytes);
+            mr_points_push(&b, log.frag.v[i].x, log.frag.v[i].y);
         for (size_t i = 0; i < log.used.n; i++)
-            mr_npu_points_push(&c, log.used.v[i].x, log.used.v[i].bytes);
+            mr_points_push(&c, log.used.v[i].x, log.used.v[i].y);
         for (size_t i = 0; i < log.free.n; i++)
-            mr_npu_points_push(&d, log.free.v[i].x, log.free.v[i].bytes);
+            mr_points_push(&d, log.free.v[i].x, log.free.v[i].y);
         mr_npu_region* r = calloc(log.nregions + 1, sizeof *r);
         for (size_t i = 0; i < log.nregions; i++) {
             r[i] = log.regions[i];
@@ -95,11 +95,11 @@ static int load(const char* path, mr_npu_series* s, mr_npu_log* keep, char* err,
         CHECK_EQ_I64((pts).n, n_);                                                                 \
         for (size_t i_ = 0; i_ < n_ && i_ < (pts).n; i_++) {                                       \
             CHECK_EQ_I64((pts).v[i_].x, want_[i_][0]);                                             \
-            CHECK_EQ_I64((pts).v[i_].bytes, want_[i_][1]);                                         \
+            CHECK_EQ_I64((pts).v[i_].y, want_[i_][1]);                                             \
         }                                                                                          \
     } while (0)
 
-static bool same_points(const mr_npu_points* a, const mr_npu_points* b) {
+static bool same_points(const mr_points* a, const mr_points* b) {
     return a->n == b->n && (a->n == 0 || memcmp(a->v, b->v, a->n * sizeof *a->v) == 0);
 }
 
@@ -294,13 +294,13 @@ static void test_legacy(void) {
     CHECK_EQ_I64(s.nregions, 0);
     CHECK_EQ_I64(log.nfuncs, 1);
     CHECK_POINTS(s.frag, {4, 14680064});
-    CHECK_EQ_I64(s.max.v[0].bytes, 4096);
-    CHECK_EQ_I64(s.max.v[5].bytes, 18350080);
+    CHECK_EQ_I64(s.max.v[0].y, 4096);
+    CHECK_EQ_I64(s.max.v[5].y, 18350080);
     CHECK_EQ_STR(s.unit.name, "MB");
     // Every raw value is plotted as is, and each rise over the previous one is an increase.
     size_t rises = 0;
     for (size_t i = 0; i < s.max.n; i++)
-        rises += s.max.v[i].bytes > (i ? s.max.v[i - 1].bytes : 0);
+        rises += s.max.v[i].y > (i ? s.max.v[i - 1].y : 0);
     CHECK_EQ_I64(s.increased.n, rises);
     CHECK(s.increased.n >= 5);
     // Lines after the End Pass are ignored: appending a bigger step changes nothing.

@@ -92,11 +92,10 @@ static void test_png(const char* fixture) {
     CHECK_EQ_I64(json_array_size(max), s.max.n);
     for (size_t i = 0; i < s.max.n && i < json_array_size(max); i++) {
         CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(max, i), 0)), s.max.v[i].x);
-        CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(max, i), 1)),
-                     s.max.v[i].bytes);
+        CHECK_EQ_I64(json_integer_value(json_array_get(json_array_get(max, i), 1)), s.max.v[i].y);
     }
     static const char* keys[] = {"max_increased", "max_increased_fragmentation", "used", "free"};
-    const mr_npu_points* pts[] = {&s.increased, &s.frag, &s.used, &s.free};
+    const mr_points* pts[] = {&s.increased, &s.frag, &s.used, &s.free};
     for (size_t k = 0; k < 4; k++)
         CHECK_EQ_I64(json_array_size(json_object_get(series, keys[k])), pts[k]->n);
     json_t* regions = json_object_get(j, "regions");
@@ -202,8 +201,8 @@ static void test_crafted_capture(void) {
 
     // The builder itself never overflows, whatever it is given: total_steps and spans
     // saturate at the int64 limits.
-    mr_npu_points max = {0}, frag = {0}, used = {0}, freep = {0};
-    mr_npu_points_push(&max, INT64_MAX, 10);
+    mr_points max = {0}, frag = {0}, used = {0}, freep = {0};
+    mr_points_push(&max, INT64_MAX, 10);
     mr_npu_region* regions = calloc(2, sizeof *regions);
     regions[0] = (mr_npu_region){.name = strdup("part1"), .start = INT64_MIN};
     regions[1] = (mr_npu_region){.name = strdup("main"), .start = INT64_MAX};
