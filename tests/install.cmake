@@ -10,14 +10,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET memreport AND NOT MEM
   # copies from it.
   set_tests_properties(e2e.install PROPERTIES LABELS e2e TIMEOUT 300
     RESOURCE_LOCK memtrace_install_tree)
-  find_program(MEMTRACE_DPKG_DEB dpkg-deb)
-  if(MEMTRACE_DPKG_DEB)
-    add_test(NAME e2e.deb COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
-      deb ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
-      ${CMAKE_CURRENT_BINARY_DIR}/deb.d)
-    set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600
-      RESOURCE_LOCK memtrace_install_tree)
-  endif()
+  # Without dpkg-deb the script exits 77: the test shows as skipped, not absent.
+  add_test(NAME e2e.deb COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install/check_install.sh
+    deb ${PROJECT_BINARY_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/install/probe.c
+    ${CMAKE_CURRENT_BINARY_DIR}/deb.d)
+  set_tests_properties(e2e.deb PROPERTIES LABELS e2e TIMEOUT 600
+    RESOURCE_LOCK memtrace_install_tree SKIP_RETURN_CODE 77)
 endif()
 
 # `make demo` in a fresh build directory: quiet, builds only what the demo runs, and every

@@ -27,6 +27,7 @@ install)
         { cat "$W/install.log"; echo "FAIL cmake --install"; exit 1; }
     ;;
 deb)
+    command -v dpkg-deb >/dev/null || { echo "SKIP: dpkg-deb is not installed"; exit 77; }
     prefix=/usr
     root=$W/root
     (cd "$B" && cpack -G DEB -B "$W/pkg" >"$W/cpack.log" 2>&1) ||
