@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // memreport plot: command line and dispatch. A capture (recognised by its SQLite header)
 // with an NPU heap, or an NPU log imported on the fly in memory, gets the StaticAllocation
-// heap plot (plot_npu.c); any other capture the native time plot (plot_native.c).
+// heap plot (npu/npu_plot.c); any other capture the native time plot (plot_native.c).
 #include "plot.h"
 
 #include "commands.h"
-#include "import_npu.h"
 #include "util.h"
 
 #include "memtrace/schema.h"
@@ -44,60 +43,13 @@ static bool is_sqlite(const char* path, int* err) {
     return n == (ssize_t)sizeof hdr && memcmp(hdr, "SQLite format 3", 16) == 0;
 }
 
-// Site rows are a native-heap view: an NPU heap has one frame per function and no stacks.
-static int refuse_sites(const mr_plot_args* a) {
-    if (!a->top_sites && !a->nsites)
-        return 0;
-    mr_error(a->input, "--sites and --site apply to native captures, not to NPU logs");
-    return MR_EXIT_USAGE;
-}
-
-static int plot_log(const mr_plot_args* a) {
-    if (refuse_sites(a))
-        return MR_EXIT_USAGE;
-    char err[512];
-    mr_npu_log log;
-    int rc = mr_npu_parse_file(a->input, false, &log, err, sizeof err);
-    if (rc) {
-        mr_error(a->input, "%s", err);
-        return mr_npu_exit_code(rc);
-    }
-    mr_npu_series s;
-    rc = mr_npu_series_build(&s, log.legacy, &log.max_raw, &log.frag, &log.used, &log.free,
-                             &log.regions, &log.nregions);
-    mr_npu_log_free(&log);
-    if (rc) {
-        mr_error(a->input, "out of memory");
-        mr_npu_series_free(&s);
-        return MR_EXIT_IO;
-    }
-    rc = mr_plot_npu(&s, a);
-    mr_npu_series_free(&s);
-    return rc;
-}
-
-static int plot_npu_capture(mt_capture* cap, const mr_plot_args* a) {
-    char err[256];
-    mr_npu_series s;
-    int rc = refuse_sites(a);
-    if (rc)
-        return rc;
-    if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
-        mr_error(a->input, "%s", err);
-        return MR_EXIT_BAD_INPUT;
-    }
-    rc = mr_plot_npu(&s, a);
-    mr_npu_series_free(&s);
-    return rc;
-}
-
 static int plot_capture(const mr_plot_args* a) {
     mt_capture* cap;
     int rc = mr_open_capture(a->input, &cap);
     if (rc)
         return rc;
     if (mr_capture_default_heap(cap) == MT_HEAP_NPU)
-        rc = plot_npu_capture(cap, a);
+        rc = mr_plot_npu_capture(cap, a);
     else
         rc = mr_plot_native(cap, a);
     mt_capture_close(cap);
@@ -173,7 +125,7 @@ int mr_cmd_plot(int argc, char** argv) {
         mr_error(a.output, "refusing to overwrite the input");
         rc = MR_EXIT_USAGE;
     } else {
-        rc = capture ? plot_capture(&a) : plot_log(&a);
+        rc = capture ? plot_capture(&a) : mr_plot_npu_log(&a);
     }
     free(def);
     free(sites);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // memreport plot: the picture of a capture's memory over time. plot.c parses the command
 // line and dispatches: an NPU heap (an imported capture, or a log imported on the fly) goes
-// to plot_npu.c, a native capture (heap 1) to plot_native.c. Drawing helpers: plot_draw.h.
+// to npu/npu_plot.c, a native capture (heap 1) to plot_native.c. Drawing helpers: plot_draw.h.
 #ifndef MR_PLOT_H
 #define MR_PLOT_H
 
@@ -20,6 +20,10 @@ typedef struct mr_plot_args {
     size_t nsites;
 } mr_plot_args;
 
+// The NPU StaticAllocation plot (npu/npu_plot.c) of an NPU log, parsed on the fly, or of a
+// capture whose default heap is the NPU heap. Each returns an exit code.
+int mr_plot_npu_log(const mr_plot_args* args);
+int mr_plot_npu_capture(mt_capture* cap, const mr_plot_args* args);
 // The time plot of a native capture's libc heap, RSS and VSZ. Returns an exit code.
 int mr_plot_native(mt_capture* cap, const mr_plot_args* args);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# Generates reporter/npu_word_table.c: the code points that Python 3's `re` matches with \w
+# Generates reporter/npu/npu_word_table.c: the code points that Python 3's `re` matches with \w
 # in a str pattern, as sorted ranges. The NPU log parser needs them for upstream's \b
 # (plot_memory_usage.py's `\b(part\d+|main):`); checking the table in means the build never
 # needs python3.
@@ -46,7 +46,7 @@ def render(ranges):
         f"{unicodedata.unidata_version}: do not edit.",
         "// The code points Python 3's re matches with \\w in a str pattern "
         "(str.isalnum() or '_').",
-        '#include "import_npu.h"',
+        '#include "npu.h"',
         "",
         "#include <stddef.h>",
         "",

@@ -3,7 +3,7 @@
 // docs/npu-memory-usage-log.md: the §3 table of the sample, the §3 corner-case
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
-#include "import_npu.h"
+#include "npu/npu.h"
 #include "replay.h"
 #include "util.h"
 

@@ -2,7 +2,7 @@
 // Tests of the NPU heap plot (reporter/plot_npu.c, plot_draw.c): the PNG read back with
 // cairo (size, not blank, every series' colour present), the SVG, the --data JSON, and the
 // refusal to overwrite without --force.
-#include "import_npu.h"
+#include "npu/npu.h"
 #include "plot.h"
 #include "util.h"
 

@@ -3,8 +3,8 @@
 // upstream's figure, titles, colours and draw order; every § below is a section of that
 // page) and its --data JSON. It also reads an imported capture back with SQL of its own
 // (counter tracks 3-5, fragmentation marks, region ranges) and hands those points to
-// import_npu.c's series builder, which computes the series a log would give.
-#include "import_npu.h"
+// npu_series.c's series builder, which computes the series a log would give.
+#include "npu.h"
 #include "plot.h"
 #include "plot_draw.h"
 #include "util.h"
@@ -424,5 +424,54 @@ int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
         else
             rc = mr_output_commit(&data);
     }
+    return rc;
+}
+
+// ---- the plot command's NPU half (plot.c dispatches here)
+
+// Site rows are a native-heap view: an NPU heap has one frame per function and no stacks.
+static int refuse_sites(const mr_plot_args* a) {
+    if (!a->top_sites && !a->nsites)
+        return 0;
+    mr_error(a->input, "--sites and --site apply to native captures, not to NPU logs");
+    return MR_EXIT_USAGE;
+}
+
+int mr_plot_npu_log(const mr_plot_args* a) {
+    if (refuse_sites(a))
+        return MR_EXIT_USAGE;
+    char err[512];
+    mr_npu_log log;
+    int rc = mr_npu_parse_file(a->input, false, &log, err, sizeof err);
+    if (rc) {
+        mr_error(a->input, "%s", err);
+        return mr_npu_exit_code(rc);
+    }
+    mr_npu_series s;
+    rc = mr_npu_series_build(&s, log.legacy, &log.max_raw, &log.frag, &log.used, &log.free,
+                             &log.regions, &log.nregions);
+    mr_npu_log_free(&log);
+    if (rc) {
+        mr_error(a->input, "out of memory");
+        mr_npu_series_free(&s);
+        return MR_EXIT_IO;
+    }
+    rc = mr_plot_npu(&s, a);
+    mr_npu_series_free(&s);
+    return rc;
+}
+
+int mr_plot_npu_capture(mt_capture* cap, const mr_plot_args* a) {
+    char err[256];
+    mr_npu_series s;
+    int rc = refuse_sites(a);
+    if (rc)
+        return rc;
+    if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
+        mr_error(a->input, "%s", err);
+        return MR_EXIT_BAD_INPUT;
+    }
+    rc = mr_plot_npu(&s, a);
+    mr_npu_series_free(&s);
     return rc;
 }

@@ -4,8 +4,8 @@
 // rules exactly (§2, legacy format §5) and the series builder (§2.5-2.7) shared by `import`
 // and `plot`.
 // Memory is bounded per line; nothing here writes files or draws.
-#ifndef MR_IMPORT_NPU_H
-#define MR_IMPORT_NPU_H
+#ifndef MR_NPU_H
+#define MR_NPU_H
 
 #include "plot.h"
 #include "series.h"
@@ -102,7 +102,7 @@ void mr_npu_series_free(mr_npu_series* s);
 // The StaticAllocation heap plot of an NPU heap (and its --data JSON). Returns an exit code.
 int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args);
 
-// ---- the capture mapping: npu_import_cmd.c writes it, plot_npu.c reads it back.
+// ---- the capture mapping: npu_import.c writes it, npu_plot.c reads it back.
 // Heap MT_HEAP_NPU ('npu', time unit 'step'); counters MT_TRACK_NPU_* hold the raw max,
 // used and free points in timeline order; marks: 'range' per region, and one mark of this
 // kind per fragmentation line (ts_begin = step, attrs {"bytes": N}).

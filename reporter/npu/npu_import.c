@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // memreport import: turns an NPU compiler memory-usage log into a capture (heap 2 'npu',
 // time unit 'step') through common's capture writer, so every report reads it like a
-// native capture. Parsing rules live in import_npu.c; this file only maps the model to rows.
+// native capture. Parsing rules live in npu_parse.c and its siblings; this file only maps the model
+// to rows.
 #include "commands.h"
-#include "import_npu.h"
+#include "npu.h"
 #include "util.h"
 
 #include "memtrace/capture.h"
