@@ -5,6 +5,8 @@
 #ifndef MR_HEAPMAP_H
 #define MR_HEAPMAP_H
 
+#include "siphash.h" // mr_siphash_u64: tests recompute home slots with it
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +38,4 @@ const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr);
 void mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr);
 // Iteration: for (size_t i = 0; mr_heapmap_next(m, &i, &b);) ...
 bool mr_heapmap_next(const mr_heapmap* m, size_t* i, const mr_block** b);
-// The hash itself, exposed for tests (and for other tables keyed by traced values).
-uint64_t mr_siphash_u64(uint64_t k0, uint64_t k1, uint64_t v);
-
 #endif

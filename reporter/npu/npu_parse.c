@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The parser state: the function table, the points and events collected per line, and the
 // synthetic addresses that pair a free with its allocation.
-#include "heapmap.h"
 #include "npu_internal.h"
+#include "siphash.h"
 #include "util.h"
 
 #include <errno.h>

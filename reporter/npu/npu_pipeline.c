@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Reading a log: a reader thread splits and scans lines while the caller's thread applies
 // them in order; the entry points mr_npu_parse_fd and mr_npu_parse_file.
-#include "heapmap.h"
 #include "npu_internal.h"
+#include "siphash.h"
 #include "util.h"
 
 #include <errno.h>
@@ -310,12 +310,7 @@ int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char
     p.legacy.seen = MAX_FUNCS + 1; // its own key space in the buffer pairing
     err[0] = '\0';
     uint64_t key[2];
-    if (getrandom(key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        key[0] = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull;
-        key[1] = (uint64_t)ts.tv_sec ^ 0xd6e8feb86659fd93ull;
-    }
+    mr_siphash_random_key(key, &p);
     p.k0 = key[0];
     p.k1 = key[1];
     struct stat st;

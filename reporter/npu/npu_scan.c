@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The line scanner: every literal upstream (and the importer) looks for, found in one pass.
-#include "heapmap.h"
 #include "npu_internal.h"
+#include "siphash.h"
 #include "util.h"
 
 #include <errno.h>

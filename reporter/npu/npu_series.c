@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The five plotted series (§2.5-2.7), and freeing a parsed log.
-#include "heapmap.h"
 #include "npu_internal.h"
+#include "siphash.h"
 #include "util.h"
 
 #include <errno.h>

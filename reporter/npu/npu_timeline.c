@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Timeline assembly (§2.4): the functions' points and events put in timeline order.
-#include "heapmap.h"
 #include "npu_internal.h"
+#include "siphash.h"
 #include "util.h"
 
 #include <errno.h>
