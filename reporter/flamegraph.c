@@ -12,6 +12,7 @@
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
+#include "memtrace/vec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -89,14 +90,8 @@ static int child(fg* g, uint32_t parent, uint32_t name, bool relevant, uint32_t*
         *out = (uint32_t)b->size;
         return 0;
     }
-    if (g->n == g->cap) {
-        size_t nc = g->cap * 2;
-        fg_node* nn = realloc(g->nodes, nc * sizeof *nn);
-        if (!nn)
-            return -ENOMEM;
-        g->nodes = nn;
-        g->cap = nc;
-    }
+    if (MT_VEC_RESERVE(&g->nodes, &g->cap, g->n + 1))
+        return -ENOMEM;
     uint32_t id = (uint32_t)g->n++;
     g->nodes[id] = (fg_node){.parent = parent,
                              .name = name,
@@ -190,18 +185,12 @@ static int thread_slot(thread_acc* t, uint32_t tid, uint32_t* slot) {
         *slot = (uint32_t)b->size;
         return 0;
     }
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 16;
-        uint32_t* nt = realloc(t->tids, nc * sizeof *nt);
-        if (nt)
-            t->tids = nt;
-        uint64_t* nb = realloc(t->bytes, nc * sizeof *nb);
-        if (nb)
-            t->bytes = nb;
-        if (!nt || !nb)
-            return -ENOMEM;
-        t->cap = nc;
-    }
+    // Two arrays, one capacity: it grows once both have.
+    size_t tids_cap = t->cap, bytes_cap = t->cap;
+    if (MT_VEC_RESERVE(&t->tids, &tids_cap, t->n + 1) ||
+        MT_VEC_RESERVE(&t->bytes, &bytes_cap, t->n + 1))
+        return -ENOMEM;
+    t->cap = tids_cap;
     *slot = (uint32_t)t->n;
     t->tids[t->n] = tid;
     t->bytes[t->n++] = 0;
@@ -316,12 +305,9 @@ static json_t* string_ref(uint32_t id) {
     return json_integer(id == UINT32_MAX ? -1 : (json_int_t)id);
 }
 
-static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t nmerged,
-                          uint64_t threshold, thread_acc* threads, enum mode mode, int64_t at_ns,
-                          bool steps, const mr_replay* r) {
-    uint32_t* newid = malloc(g->n * sizeof *newid);
-    if (!newid)
-        return NULL;
+// The kept nodes as rows [parent, name, module, loc, relevant, self bytes, self count];
+// newid[i] becomes kept node i's row.
+static json_t* node_rows(const fg* g, const uint32_t* target, uint32_t* newid) {
     json_t* nodes = json_array();
     for (size_t i = 0; i < g->n; i++) {
         if (target[i] != i)
@@ -338,12 +324,11 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
         json_array_append_new(a, json_integer((json_int_t)n->self_count));
         json_array_append_new(nodes, a);
     }
-    json_t* o = json_object();
-    json_object_set_new(o, "version", json_integer(1));
-    json_object_set_new(o, "title", program_title(cap));
-    const char* path = mt_capture_path(cap);
-    const char* base = strrchr(path, '/');
-    json_object_set_new(o, "capture", mr_json_bytes(base ? base + 1 : path));
+    return nodes;
+}
+
+// The moment the page shows: "mode", "what", the time `t` (or step) and "subtitle".
+static void describe_moment(json_t* o, const fg* g, enum mode mode, int64_t t, bool steps) {
     char bytes[32], when[32], sub[256];
     mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
     static const char* const modes[] = {"peak", "at", "leaks"};
@@ -353,7 +338,6 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
                  (unsigned long long)g->blocks);
         json_object_set_new(o, "what", json_string("the leaked bytes"));
     } else {
-        int64_t t = mode == MODE_PEAK ? r->peak_ts : at_ns;
         mr_format_time(t, steps, when, sizeof when);
         snprintf(sub, sizeof sub, "%s: %s live at %s", mode == MODE_PEAK ? "Peak" : "Live heap",
                  bytes, when);
@@ -364,67 +348,106 @@ static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t
         json_object_set_new(o, steps ? "step" : "time_ns", json_integer(t));
     }
     json_object_set_new(o, "subtitle", json_string(sub));
+}
+
+// Threads are listed by tid; rank[slot] is a thread's place in that list.
+static uint32_t* thread_ranks(const thread_acc* threads) {
+    uint32_t* rank = calloc(threads->n + 1, sizeof *rank);
+    if (!rank)
+        return NULL;
+    for (size_t i = 0; i < threads->n; i++)
+        for (size_t k = 0; k < threads->n; k++)
+            if (threads->tids[k] < threads->tids[i])
+                rank[i]++;
+    return rank;
+}
+
+// Rows [node row, thread rank, self bytes, self count]. Per-thread self values follow
+// their node into the kept ancestor, as the node's own self values do.
+static json_t* thread_self_rows(const thread_acc* threads, const uint32_t* target,
+                                const uint32_t* newid, const uint32_t* rank) {
+    mr_heapmap folded;
+    if (mr_heapmap_init(&folded))
+        return NULL;
+    const mr_block* b;
+    for (size_t i = 0; mr_heapmap_next(&threads->self, &i, &b);) {
+        uint32_t node = (uint32_t)((b->addr - 1) >> 32), slot = (uint32_t)(b->addr - 1);
+        add_thread_self(&folded, newid[target[node]], rank[slot], b->size, b->seq);
+    }
+    json_t* ts = json_array();
+    for (size_t i = 0; mr_heapmap_next(&folded, &i, &b);) {
+        json_t* a = json_array();
+        json_array_append_new(a, json_integer((json_int_t)((b->addr - 1) >> 32)));
+        json_array_append_new(a, json_integer((json_int_t)(uint32_t)(b->addr - 1)));
+        json_array_append_new(a, json_integer((json_int_t)b->size));
+        json_array_append_new(a, json_integer((json_int_t)b->seq));
+        json_array_append_new(ts, a);
+    }
+    mr_heapmap_free(&folded);
+    return ts;
+}
+
+// The thread filter's list, in tid order: {tid, name, bytes}.
+static json_t* thread_list(mt_capture* cap, const thread_acc* threads, const uint32_t* rank) {
+    json_t* names = json_object();
+    mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
+    json_t* tl = json_array();
+    for (size_t pos = 0; pos < threads->n; pos++) {
+        size_t i = 0;
+        while (rank[i] != pos)
+            i++;
+        char key[16];
+        snprintf(key, sizeof key, "%u", threads->tids[i]);
+        json_t* t = json_object();
+        json_object_set_new(t, "tid", json_integer(threads->tids[i]));
+        json_t* name = json_object_get(names, key);
+        json_object_set_new(t, "name", name ? json_incref(name) : json_null());
+        json_object_set_new(t, "bytes", json_integer((json_int_t)threads->bytes[i]));
+        json_array_append_new(tl, t);
+    }
+    json_decref(names);
+    return tl;
+}
+
+// --split-threads: "thread_self" and "threads".
+static int add_threads(json_t* o, mt_capture* cap, const thread_acc* threads,
+                       const uint32_t* target, const uint32_t* newid) {
+    uint32_t* rank = thread_ranks(threads);
+    json_t* ts = rank ? thread_self_rows(threads, target, newid, rank) : NULL;
+    if (!ts) {
+        free(rank);
+        return -ENOMEM;
+    }
+    json_object_set_new(o, "thread_self", ts);
+    json_object_set_new(o, "threads", thread_list(cap, threads, rank));
+    free(rank);
+    return 0;
+}
+
+// The page's data. `t` is the moment shown (unused for MODE_LEAKS).
+static json_t* build_json(fg* g, mt_capture* cap, const uint32_t* target, size_t nmerged,
+                          uint64_t threshold, thread_acc* threads, enum mode mode, int64_t t,
+                          bool steps) {
+    uint32_t* newid = malloc(g->n * sizeof *newid);
+    if (!newid)
+        return NULL;
+    json_t* nodes = node_rows(g, target, newid);
+    json_t* o = json_object();
+    json_object_set_new(o, "version", json_integer(1));
+    json_object_set_new(o, "title", program_title(cap));
+    const char* path = mt_capture_path(cap);
+    const char* base = strrchr(path, '/');
+    json_object_set_new(o, "capture", mr_json_bytes(base ? base + 1 : path));
+    describe_moment(o, g, mode, t, steps);
     json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
     json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
     json_object_set_new(o, "merged_below", json_integer((json_int_t)threshold));
     json_object_set_new(o, "merged_frames", json_integer((json_int_t)nmerged));
     json_object_set_new(o, "strings", json_incref(g->strings));
     json_object_set_new(o, "nodes", nodes);
-    if (threads) {
-        // Per-thread self values follow their node into the kept ancestor too.
-        mr_heapmap folded;
-        if (mr_heapmap_init(&folded)) {
-            free(newid);
-            json_decref(o);
-            return NULL;
-        }
-        // Threads are listed by tid; rank[slot] is a thread's place in that list.
-        uint32_t* rank = calloc(threads->n + 1, sizeof *rank);
-        if (!rank) {
-            mr_heapmap_free(&folded);
-            free(newid);
-            json_decref(o);
-            return NULL;
-        }
-        for (size_t i = 0; i < threads->n; i++)
-            for (size_t k = 0; k < threads->n; k++)
-                if (threads->tids[k] < threads->tids[i])
-                    rank[i]++;
-        const mr_block* b;
-        for (size_t i = 0; mr_heapmap_next(&threads->self, &i, &b);) {
-            uint32_t node = (uint32_t)((b->addr - 1) >> 32), slot = (uint32_t)(b->addr - 1);
-            add_thread_self(&folded, newid[target[node]], rank[slot], b->size, b->seq);
-        }
-        json_t* ts = json_array();
-        for (size_t i = 0; mr_heapmap_next(&folded, &i, &b);) {
-            json_t* a = json_array();
-            json_array_append_new(a, json_integer((json_int_t)((b->addr - 1) >> 32)));
-            json_array_append_new(a, json_integer((json_int_t)(uint32_t)(b->addr - 1)));
-            json_array_append_new(a, json_integer((json_int_t)b->size));
-            json_array_append_new(a, json_integer((json_int_t)b->seq));
-            json_array_append_new(ts, a);
-        }
-        mr_heapmap_free(&folded);
-        json_object_set_new(o, "thread_self", ts);
-        json_t* names = json_object();
-        mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
-        json_t* tl = json_array();
-        for (size_t pos = 0; pos < threads->n; pos++) {
-            size_t i = 0;
-            while (rank[i] != pos)
-                i++;
-            char key[16];
-            snprintf(key, sizeof key, "%u", threads->tids[i]);
-            json_t* t = json_object();
-            json_object_set_new(t, "tid", json_integer(threads->tids[i]));
-            json_t* name = json_object_get(names, key);
-            json_object_set_new(t, "name", name ? json_incref(name) : json_null());
-            json_object_set_new(t, "bytes", json_integer((json_int_t)threads->bytes[i]));
-            json_array_append_new(tl, t);
-        }
-        json_decref(names);
-        free(rank);
-        json_object_set_new(o, "threads", tl);
+    if (threads && add_threads(o, cap, threads, target, newid)) {
+        json_decref(o);
+        o = NULL;
     }
     free(newid);
     return o;
@@ -490,7 +513,20 @@ static int write_page(FILE* fp, json_t* data) {
     return 0;
 }
 
-int mr_cmd_flamegraph(int argc, char** argv) {
+// ---- the command
+
+typedef struct fg_args {
+    const char* output; // NULL until the default is made
+    bool force, split, all_frames;
+    enum mode mode;
+    mr_time at;
+    const char* at_arg;
+    double min_width;
+} fg_args;
+
+#define ARGS_OK (-1) // parse_args: go on; any other value is the exit code
+
+static int parse_args(int argc, char** argv, fg_args* a) {
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
                                          {"peak", no_argument, NULL, 'p'},
@@ -501,48 +537,42 @@ int mr_cmd_flamegraph(int argc, char** argv) {
                                          {"all-frames", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    bool force = false, split = false, all_frames = false;
-    const char* output = NULL;
-    enum mode mode = MODE_PEAK;
+    *a = (fg_args){.mode = MODE_PEAK, .min_width = 0.0001};
     int modes = 0;
-    mr_time at = {0, false};
-    const char* at_arg = NULL;
-    int64_t at_ns = 0; // or the step, for an NPU capture
-    double min_width = 0.0001;
     int c, rc;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'o':
-            output = optarg;
+            a->output = optarg;
             break;
         case 'f':
-            force = true;
+            a->force = true;
             break;
         case 'p':
-            mode = MODE_PEAK;
+            a->mode = MODE_PEAK;
             modes++;
             break;
         case 'a':
-            if ((rc = mr_parse_time("--at", optarg, &at)))
+            if ((rc = mr_parse_time("--at", optarg, &a->at)))
                 return rc;
-            at_arg = optarg;
-            mode = MODE_AT;
+            a->at_arg = optarg;
+            a->mode = MODE_AT;
             modes++;
             break;
         case 'l':
-            mode = MODE_LEAKS;
+            a->mode = MODE_LEAKS;
             modes++;
             break;
         case 's':
-            split = true;
+            a->split = true;
             break;
         case 'A':
-            all_frames = true;
+            a->all_frames = true;
             break;
         case 'm': {
             char* end;
-            min_width = strtod(optarg, &end);
-            if (*end || end == optarg || !(min_width >= 0 && min_width < 1)) {
+            a->min_width = strtod(optarg, &end);
+            if (*end || end == optarg || !(a->min_width >= 0 && a->min_width < 1)) {
                 mr_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
                 return MR_EXIT_USAGE;
             }
@@ -558,115 +588,166 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     }
     if (modes > 1)
         return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
-    const char* path = mr_opts_input(argc, argv, flamegraph_help);
-    if (!path)
-        return MR_EXIT_USAGE;
-    char* def = output ? NULL : default_output(path);
-    if (!output && !(output = def)) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    mt_capture* cap = NULL;
-    mr_symbols* sym = NULL;
-    rc = mr_open_capture_symbols(path, &cap, &sym);
-    mr_extent extent =
-        rc ? (mr_extent){0, false} : mr_capture_extent(cap, mr_capture_default_heap(cap));
-    if (!rc && mode == MODE_AT)
-        rc = mr_time_in_capture("--at", at_arg, at, path, extent, &at_ns);
-    if (rc) {
-        mr_symbols_free(sym);
-        mt_capture_close(cap);
-        free(def);
+    return ARGS_OK;
+}
+
+// What the steps of one run share.
+typedef struct fg_run {
+    fg_args args;
+    const char* path; // the capture
+    mt_capture* cap;
+    mr_symbols* sym;
+    mr_extent extent;
+    int64_t at_ns; // or the step, for an NPU capture
+    progress_ctx pc;
+    char err[256]; // what is wrong with the capture, when a replay says
+} fg_run;
+
+// Opens the capture and its symbols and places --at in it. Returns an exit code.
+static int open_input(fg_run* run) {
+    int rc = mr_open_capture_symbols(run->path, &run->cap, &run->sym);
+    if (rc)
         return rc;
-    }
-    progress_ctx pc = {"flamegraph", (uint64_t)mt_capture_meta_int(cap, "events_written", 0)};
-    char err[256] = "";
-    uint64_t stop = UINT64_MAX;
+    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
+    if (run->args.mode == MODE_AT)
+        rc = mr_time_in_capture("--at", run->args.at_arg, run->args.at, run->path, run->extent,
+                                &run->at_ns);
+    return rc;
+}
+
+// The seq whose live set the page shows: the peak (a first replay finds it), the last
+// event at --at, or the end (--leaks).
+static int find_stop(fg_run* run, uint64_t* stop) {
+    mt_capture* cap = run->cap;
+    *stop = UINT64_MAX;
     int e = 0;
-    mr_replay r;
-    bool have_replay = false;
-    if (mode == MODE_PEAK) {
-        // First pass: where the peak is. Second pass (below): the live set right there.
-        pc.label = "flamegraph (finding the peak)";
+    if (run->args.mode == MODE_PEAK) {
+        mr_replay r;
+        run->pc.label = "flamegraph (finding the peak)";
         if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)))
             e = -ENOMEM;
-        else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &pc)))
-            snprintf(err, sizeof err, "%s", r.err);
+        else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &run->pc)))
+            snprintf(run->err, sizeof run->err, "%s", r.err);
         else
-            stop = r.peak_seq;
+            *stop = r.peak_seq;
         mr_replay_free(&r);
-        pc.label = "flamegraph (replaying to the peak)";
-    } else if (mode == MODE_AT) {
-        e = seq_at_time(cap, at_ns, &stop, err, sizeof err);
+        run->pc.label = "flamegraph (replaying to the peak)";
+    } else if (run->args.mode == MODE_AT) {
+        e = seq_at_time(cap, run->at_ns, stop, run->err, sizeof run->err);
     }
-    fg g = {.sym = sym};
-    thread_acc threads = {0};
-    json_t* data = NULL;
-    uint32_t* target = NULL;
-    if (e == 0) {
-        g.ncallsites = mr_symbols_callsite_count(sym);
-        g.cap = 1024;
-        g.nodes = calloc(g.cap, sizeof *g.nodes);
-        g.node_of = calloc((size_t)g.ncallsites + 1, sizeof *g.node_of);
-        g.strings = json_array();
-        g.string_ids = json_object();
-        bool ok = g.nodes && g.node_of && !mr_heapmap_init(&g.children) &&
-                  !mr_heapmap_init(&threads.index) && !mr_heapmap_init(&threads.self) &&
-                  !mr_replay_init(&r, cap, mr_capture_default_heap(cap));
-        if (!ok) {
+    return e;
+}
+
+// An empty graph: its root "all", the callsite -> node table and the string table.
+static int fg_init(fg* g, thread_acc* threads) {
+    g->ncallsites = mr_symbols_callsite_count(g->sym);
+    g->cap = 1024;
+    g->nodes = calloc(g->cap, sizeof *g->nodes);
+    g->node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->node_of);
+    g->strings = json_array();
+    g->string_ids = json_object();
+    if (!g->nodes || !g->node_of || mr_heapmap_init(&g->children) ||
+        mr_heapmap_init(&threads->index) || mr_heapmap_init(&threads->self))
+        return -ENOMEM;
+    g->n = 1;
+    g->nodes[0] = (fg_node){
+        .name = intern(g, "all"), .module = UINT32_MAX, .loc = UINT32_MAX, .relevant = true};
+    return 0;
+}
+
+// Replays up to `stop` and turns the blocks live there into the page's data.
+static int replay_to_graph(fg_run* run, fg* g, thread_acc* threads, uint64_t stop, json_t** data) {
+    mr_replay r;
+    if (mr_replay_init(&r, run->cap, mr_capture_default_heap(run->cap)))
+        return -ENOMEM;
+    thread_acc* split = run->args.split ? threads : NULL;
+    int e;
+    if ((e = mr_replay_run(&r, stop, progress, &run->pc)))
+        snprintf(run->err, sizeof run->err, "%s", r.err);
+    else if ((e = collect(g, &r.live, split)) == 0) {
+        for (size_t i = 0; i < g->n; i++)
+            g->nodes[i].incl = g->nodes[i].self_bytes;
+        uint64_t threshold;
+        size_t nmerged;
+        uint32_t* target = prune(g, run->args.min_width, &threshold, &nmerged);
+        int64_t t = run->args.mode == MODE_PEAK ? r.peak_ts : run->at_ns;
+        *data = target ? build_json(g, run->cap, target, nmerged, threshold, split, run->args.mode,
+                                    t, run->extent.steps)
+                       : NULL;
+        free(target);
+        if (!*data)
             e = -ENOMEM;
-        } else {
-            have_replay = true;
-            g.n = 1; // the root
-            g.nodes[0] = (fg_node){.name = intern(&g, "all"),
-                                   .module = UINT32_MAX,
-                                   .loc = UINT32_MAX,
-                                   .relevant = true};
-            if ((e = mr_replay_run(&r, stop, progress, &pc)))
-                snprintf(err, sizeof err, "%s", r.err);
-            else if ((e = collect(&g, &r.live, split ? &threads : NULL)) == 0) {
-                for (size_t i = 0; i < g.n; i++)
-                    g.nodes[i].incl = g.nodes[i].self_bytes;
-                uint64_t threshold;
-                size_t nmerged;
-                target = prune(&g, min_width, &threshold, &nmerged);
-                data = target ? build_json(&g, cap, target, nmerged, threshold,
-                                           split ? &threads : NULL, mode, at_ns, extent.steps, &r)
-                              : NULL;
-                if (!data)
-                    e = -ENOMEM;
-                else // the page's "hide non-relevant frames" starts unchecked
-                    json_object_set_new(data, "all_frames", json_boolean(all_frames));
-            }
-        }
+        else // the page's "hide non-relevant frames" starts unchecked
+            json_object_set_new(*data, "all_frames", json_boolean(run->args.all_frames));
     }
-    mr_progress(pc.label, -1);
-    if (e) {
-        mr_error(path, "%s", e == -ENOMEM ? "out of memory" : err[0] ? err : "corrupt capture");
-        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    } else {
-        mr_output out;
-        if ((rc = mr_output_open(&out, output, force)) == 0) {
-            if (write_page(out.fp, data)) {
-                mr_error(output, "cannot write the page");
-                mr_output_abort(&out);
-                rc = MR_EXIT_IO;
-            } else {
-                rc = mr_output_commit(&out);
-            }
-        }
-    }
-    json_decref(data);
-    free(target);
-    if (have_replay)
-        mr_replay_free(&r);
+    mr_replay_free(&r);
+    return e;
+}
+
+// The page's data for the moment asked: the live set's callsite tree, pruned.
+static int live_graph(fg_run* run, uint64_t stop, json_t** data) {
+    fg g = {.sym = run->sym};
+    thread_acc threads = {0};
+    int e = fg_init(&g, &threads);
+    if (e == 0)
+        e = replay_to_graph(run, &g, &threads, stop, data);
     fg_free(&g);
     mr_heapmap_free(&threads.index);
     mr_heapmap_free(&threads.self);
     free(threads.tids);
     free(threads.bytes);
-    mr_symbols_free(sym);
-    mt_capture_close(cap);
+    return e;
+}
+
+// Writes the page to `output` whole, or leaves nothing. Returns an exit code.
+static int write_output(const fg_args* a, json_t* data) {
+    mr_output out;
+    int rc = mr_output_open(&out, a->output, a->force);
+    if (rc)
+        return rc;
+    if (write_page(out.fp, data)) {
+        mr_error(a->output, "cannot write the page");
+        mr_output_abort(&out);
+        return MR_EXIT_IO;
+    }
+    return mr_output_commit(&out);
+}
+
+int mr_cmd_flamegraph(int argc, char** argv) {
+    fg_run run = {.pc = {"flamegraph", 0}};
+    int rc = parse_args(argc, argv, &run.args);
+    if (rc != ARGS_OK)
+        return rc;
+    run.path = mr_opts_input(argc, argv, flamegraph_help);
+    if (!run.path)
+        return MR_EXIT_USAGE;
+    char* def = run.args.output ? NULL : default_output(run.path);
+    if (!run.args.output && !(run.args.output = def)) {
+        mr_error(run.path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    if ((rc = open_input(&run)) == 0) {
+        run.pc.total = (uint64_t)mt_capture_meta_int(run.cap, "events_written", 0);
+        uint64_t stop;
+        json_t* data = NULL;
+        int e = find_stop(&run, &stop);
+        if (e == 0)
+            e = live_graph(&run, stop, &data);
+        mr_progress(run.pc.label, -1);
+        if (e) {
+            const char* err = run.err;
+            mr_error(run.path, "%s",
+                     e == -ENOMEM ? "out of memory"
+                     : err[0]     ? err
+                                  : "corrupt capture");
+            rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+        } else {
+            rc = write_output(&run.args, data);
+        }
+        json_decref(data);
+    }
+    mr_symbols_free(run.sym);
+    mt_capture_close(run.cap);
     free(def);
     return rc;
 }
