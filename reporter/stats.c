@@ -7,6 +7,7 @@
 #include "escape.h"
 #include "replay.h"
 #include "sites.h"
+#include "u64map.h"
 #include "util.h"
 
 #include "memtrace/schema.h"
@@ -64,10 +65,10 @@ typedef struct stats {
     bool by_stack;   // --stacks: a row per symbolized stack, not per label
     bool all_frames; // --all-frames: stacks with their noise frames
     uint32_t ncallsites;
-    uint32_t* canon;      // callsite -> representative of its symbolized stack (sites.h)
-    site* site;           // indexed by callsite id, ncallsites entries
-    uint32_t peak_epoch;  // bumped each time the global peak rises
-    mr_heapmap tid_index; // tid + 1 -> index into threads (in .size)
+    uint32_t* canon;     // callsite -> representative of its symbolized stack (sites.h)
+    site* site;          // indexed by callsite id, ncallsites entries
+    uint32_t peak_epoch; // bumped each time the global peak rises
+    mr_u64map tid_index; // tid -> index into threads
     thread_stat* threads;
     size_t nthreads, capthreads;
     uint32_t cached_tid;
@@ -86,10 +87,10 @@ static unsigned bucket_of(uint64_t size) {
 static thread_stat* thread_of(stats* s, uint32_t tid) {
     if (s->nthreads && s->cached_tid == tid)
         return &s->threads[s->cached_index];
-    const mr_block* b = mr_heapmap_get(&s->tid_index, (uint64_t)tid + 1);
+    const uint64_t* index = mr_u64map_get(&s->tid_index, tid);
     size_t i;
-    if (b) {
-        i = (size_t)b->size;
+    if (index) {
+        i = (size_t)*index;
     } else {
         if (s->nthreads == s->capthreads) {
             size_t nc = s->capthreads ? s->capthreads * 2 : 16;
@@ -100,8 +101,7 @@ static thread_stat* thread_of(stats* s, uint32_t tid) {
             s->capthreads = nc;
         }
         i = s->nthreads;
-        mr_block key = {.addr = (uint64_t)tid + 1, .size = i};
-        if (mr_heapmap_put(&s->tid_index, &key, NULL, NULL))
+        if (mr_u64map_put(&s->tid_index, tid, i))
             return NULL;
         s->threads[s->nthreads++] = (thread_stat){.tid = tid};
     }
@@ -513,11 +513,11 @@ int mr_cmd_stats(int argc, char** argv) {
     s.site = calloc((size_t)s.ncallsites + 1, sizeof *s.site);
     s.canon = mr_sites_canonical(sites);
     mr_replay r;
-    bool ok = s.site && s.canon && labels && mr_heapmap_init(&s.tid_index) == 0;
+    bool ok = s.site && s.canon && labels && mr_u64map_init(&s.tid_index) == 0;
     if (!ok || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
         if (ok)
-            mr_heapmap_free(&s.tid_index);
+            mr_u64map_free(&s.tid_index);
         free(s.site);
         free(s.canon);
         mr_site_labels_free(labels);
@@ -541,7 +541,7 @@ int mr_cmd_stats(int argc, char** argv) {
         json_decref(rep);
     }
     mr_replay_free(&r);
-    mr_heapmap_free(&s.tid_index);
+    mr_u64map_free(&s.tid_index);
     free(s.threads);
     free(s.site);
     free(s.canon);

@@ -5,6 +5,7 @@
 #include "escape.h"
 #include "replay.h"
 #include "runtime_held.h"
+#include "u64map.h"
 #include "util.h"
 
 #include "memtrace/schema.h"
@@ -29,17 +30,16 @@ static const char summary_help[] =
     "  -f, --force    overwrite FILE if it exists\n";
 
 typedef struct summary_state {
-    mr_heapmap tids; // distinct thread ids, keyed tid + 1
+    mr_u64map tids; // distinct thread ids (the values are unused)
 } summary_state;
 
 static int count_thread(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     (void)r;
     (void)freed;
     summary_state* s = ud;
-    if (mr_heapmap_get(&s->tids, (uint64_t)ev->tid + 1))
+    if (mr_u64map_get(&s->tids, ev->tid))
         return 0;
-    mr_block b = {.addr = (uint64_t)ev->tid + 1};
-    return mr_heapmap_put(&s->tids, &b, NULL, NULL) ? -12 : 0;
+    return mr_u64map_put(&s->tids, ev->tid, 0); // 0 or -ENOMEM
 }
 
 static json_t* calls_object(mt_capture* cap) {
@@ -217,7 +217,7 @@ int mr_cmd_summary(int argc, char** argv) {
         return rc;
     mr_replay r;
     summary_state s;
-    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)) || mr_heapmap_init(&s.tids)) {
+    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)) || mr_u64map_init(&s.tids)) {
         mr_error(path, "out of memory");
         mt_capture_close(cap);
         return MR_EXIT_IO;
@@ -234,7 +234,7 @@ int mr_cmd_summary(int argc, char** argv) {
             rc = mr_write_report(&opt, sum, print_text);
         json_decref(sum);
     }
-    mr_heapmap_free(&s.tids);
+    mr_u64map_free(&s.tids);
     mr_replay_free(&r);
     mt_capture_close(cap);
     return rc;
