@@ -1,5 +1,23 @@
-# Tracer tests: MEMTRACE_UNWIND=auto must give exactly libunwind's stacks, on code built
-# with and without frame pointers (libstdc++ and libc have none on Debian).
+# Tracer tests: unit tests of the preload modules linked without the shim (tests/unit:
+# the callsite trie, the clock mapping), and traced programs: MEMTRACE_UNWIND=auto must give
+# exactly libunwind's stacks, on code built with and without frame pointers (libstdc++ and
+# libc have none on Debian).
+
+# The preload base objects with a stand-in for the two core symbols they use (the real core's
+# constructor would start a capture); no shim, so the test's own malloc is not interposed.
+foreach(module trie clock)
+  add_executable(test_${module} unit/test_${module}.c unit/preload_core_stub.c
+                 $<TARGET_OBJECTS:memtrace_preload_base>)
+  target_include_directories(test_${module} PRIVATE ${PROJECT_SOURCE_DIR}/preload
+                             ${PROJECT_SOURCE_DIR}/preload/include)
+  target_compile_definitions(test_${module} PRIVATE _GNU_SOURCE)
+  target_compile_options(test_${module} PRIVATE -ftls-model=initial-exec)
+  target_link_libraries(test_${module} PRIVATE memtrace_common_nosan memtrace_warnings
+                        Threads::Threads ${CMAKE_DL_LIBS})
+  add_test(NAME unit.${module} COMMAND test_${module})
+  set_tests_properties(unit.${module} PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()
+
 if(TARGET memtrace AND TARGET memtrace_launcher)
   enable_language(CXX)
   foreach(variant fp nofp)

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// The event clock (preload/clock.c): raw values map to nanoseconds that never go back and
+// agree with CLOCK_MONOTONIC (the core's clock) read around them. Bounds are generous and
+// principled, never timings: a sample is bracketed by two clock reads, and the mapping may
+// differ from the bracket only by a calibration point's error (the tightest of eight
+// bracketed reads, tens of ns normally), far below the 1 ms allowed.
+#include "clock.h"
+
+#include "../check.h"
+
+#define SAMPLES 64
+#define TOLERANCE_NS 1000000
+#define CALIBRATION_NS 5000000 // mt_clock_calibrate adds a point when 5 ms have passed
+
+typedef struct sample {
+    int64_t before, raw, after;
+} sample;
+
+static void busy_until(int64_t ns) {
+    while (mt_core_now() < ns)
+        ;
+}
+
+static void check_samples(const sample* s, int n) {
+    int within = 0, monotonic = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t ns = mt_clock_to_ns(s[i].raw);
+        if (ns >= s[i].before - TOLERANCE_NS && ns <= s[i].after + TOLERANCE_NS)
+            within++;
+        else
+            fprintf(stderr, "sample %d: %" PRId64 " not in [%" PRId64 ", %" PRId64 "]\n", i, ns,
+                    s[i].before, s[i].after);
+        for (int j = 0; j < n; j++)
+            if (s[j].raw > s[i].raw && mt_clock_to_ns(s[j].raw) < ns)
+                monotonic = 0;
+    }
+    CHECK_EQ_I64(within, n);
+    CHECK(monotonic);
+}
+
+// Samples over ~30 ms with the writer's calibration cadence, converted afterwards (as the
+// writer converts a buffer): interpolated between points, and a few past the last point.
+static void test_mapping(void) {
+    mt_clock_restart();
+    mt_clock_settle();
+    static sample s[SAMPLES];
+    for (int i = 0; i < SAMPLES; i++) {
+        s[i].before = mt_core_now();
+        s[i].raw = mt_clock_raw();
+        s[i].after = mt_core_now();
+        if (i % 5 == 4)
+            busy_until(s[i].after + CALIBRATION_NS / 2);
+        if (i < SAMPLES - 4)
+            mt_clock_calibrate();
+    }
+    check_samples(s, SAMPLES);
+
+    // Continuous and monotonic between and across calibration points, raw value by raw value.
+    int64_t lo = s[0].raw, hi = s[SAMPLES - 1].raw, step = (hi - lo) / 100000 + 1;
+    int64_t prev = mt_clock_to_ns(lo);
+    int never_back = 1;
+    for (int64_t r = lo + step; r <= hi; r += step) {
+        int64_t ns = mt_clock_to_ns(r);
+        never_back &= ns >= prev;
+        prev = ns;
+    }
+    CHECK(never_back);
+}
+
+// Without a usable TSC the raw clock is already the core's nanoseconds.
+static void test_without_tsc(void) {
+    bool tsc = mt_clock_tsc;
+    mt_clock_tsc = false;
+    mt_clock_restart();
+    mt_clock_settle();
+    int64_t before = mt_core_now(), raw = mt_clock_raw(), after = mt_core_now();
+    CHECK(raw >= before && raw <= after);
+    CHECK_EQ_I64(mt_clock_to_ns(raw), raw);
+    mt_clock_tsc = tsc;
+}
+
+int main(void) {
+    mt_clock_init();
+    printf("source: %s\n", mt_clock_uses_tsc() ? "TSC" : "clock_gettime");
+    test_mapping();
+    test_without_tsc();
+    CHECK_DONE();
+}
