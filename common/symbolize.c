@@ -9,6 +9,7 @@
 #include "memtrace/symbolize.h"
 
 #include "memtrace/symcache.h"
+#include "memtrace/vec.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -634,14 +635,8 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
         if (same_id && !strcmp(m->path, path))
             return m;
     }
-    if (*nmods == *cap) {
-        size_t nc = *cap ? *cap * 2 : 16;
-        module* p = realloc(*mods, nc * sizeof *p);
-        if (!p)
-            return NULL;
-        *mods = p;
-        *cap = nc;
-    }
+    if (MT_VEC_RESERVE(mods, cap, *nmods + 1))
+        return NULL;
     module* m = &(*mods)[*nmods];
     memset(m, 0, sizeof *m);
     m->has_dwarf = m->debug_installed = -1;
@@ -657,14 +652,47 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
     return m;
 }
 
-int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
-    if (err && errlen)
-        err[0] = 0;
-    char dummy[8];
-    if (!err) {
-        err = dummy;
-        errlen = sizeof dummy;
+// The frames to name and the modules they lie in.
+typedef struct frame_set {
+    frame_row* rows;
+    size_t nrows, rowcap;
+    module* mods;
+    size_t nmods, modcap;
+} frame_set;
+
+// Appends the frame of the statement's current row. Rows come ordered by mapping, so a
+// module is looked up once per run of rows of the same mapping (*cur_mapping, *cur).
+static int add_frame_row(sqlite3_stmt* sel, frame_set* fs, int64_t* cur_mapping, ptrdiff_t* cur) {
+    if (MT_VEC_RESERVE(&fs->rows, &fs->rowcap, fs->nrows + 1))
+        return -ENOMEM;
+    frame_row* f = &fs->rows[fs->nrows++];
+    f->id = sqlite3_column_int64(sel, 0);
+    f->mapping_id = sqlite3_column_int64(sel, 1);
+    f->pc = (uint64_t)sqlite3_column_int64(sel, 2);
+    bool have_mapping = sqlite3_column_type(sel, 4) != SQLITE_NULL;
+    uint64_t bias = (uint64_t)sqlite3_column_int64(sel, 5);
+    f->rel_pc = sqlite3_column_type(sel, 3) != SQLITE_NULL ? (uint64_t)sqlite3_column_int64(sel, 3)
+                                                           : f->pc - bias;
+    if (!have_mapping) {
+        f->mod = -1;
+        return 0;
     }
+    if (f->mapping_id != *cur_mapping) {
+        *cur_mapping = f->mapping_id;
+        module* m = find_module(&fs->mods, &fs->nmods, &fs->modcap,
+                                (const char*)sqlite3_column_text(sel, 4),
+                                (const char*)sqlite3_column_text(sel, 6));
+        if (!m)
+            return -ENOMEM;
+        *cur = m - fs->mods;
+    }
+    f->mod = *cur;
+    return 0;
+}
+
+// Reads every frame to name before any update: updating a table while a statement scans
+// it is allowed by SQLite but easy to get wrong.
+static int read_frames(sqlite3* db, unsigned flags, frame_set* fs, char* err, size_t errlen) {
     const char* q = (flags & MT_SYMBOLIZE_ALL)
                         ? "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
@@ -673,138 +701,108 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
                           " WHERE f.function IS NULL ORDER BY f.mapping_id, f.pc";
     sqlite3_stmt* sel = NULL;
-    sqlite3_stmt* upd = NULL;
-    module* mods = NULL;
-    size_t nmods = 0, modcap = 0;
-    frame_row* rows = NULL;
-    size_t nrows = 0, rowcap = 0;
-    int rc = 0;
-    bool in_tx = false;
-    mt_symcache* cache = NULL;
-
-    // Frames are read completely before any update: updating a table while a statement
-    // scans it is allowed by SQLite but easy to get wrong.
-    if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK) {
-        rc = sql_fail(db, "reading frames", err, errlen);
-        goto out;
-    }
+    if (sqlite3_prepare_v2(db, q, -1, &sel, NULL) != SQLITE_OK)
+        return sql_fail(db, "reading frames", err, errlen);
     int64_t cur_mapping = INT64_MIN;
     ptrdiff_t cur = -1;
-    int step;
-    while ((step = sqlite3_step(sel)) == SQLITE_ROW) {
-        if (nrows == rowcap) {
-            size_t nc = rowcap ? rowcap * 2 : 1024;
-            frame_row* p = realloc(rows, nc * sizeof *p);
-            if (!p) {
-                rc = -ENOMEM;
-                snprintf(err, errlen, "out of memory");
-                goto out;
-            }
-            rows = p;
-            rowcap = nc;
-        }
-        frame_row* f = &rows[nrows++];
-        f->id = sqlite3_column_int64(sel, 0);
-        f->mapping_id = sqlite3_column_int64(sel, 1);
-        f->pc = (uint64_t)sqlite3_column_int64(sel, 2);
-        bool have_mapping = sqlite3_column_type(sel, 4) != SQLITE_NULL;
-        uint64_t bias = (uint64_t)sqlite3_column_int64(sel, 5);
-        f->rel_pc = sqlite3_column_type(sel, 3) != SQLITE_NULL
-                        ? (uint64_t)sqlite3_column_int64(sel, 3)
-                        : f->pc - bias;
-        if (!have_mapping) {
-            f->mod = -1;
-            continue;
-        }
-        if (f->mapping_id != cur_mapping) {
-            cur_mapping = f->mapping_id;
-            module* m =
-                find_module(&mods, &nmods, &modcap, (const char*)sqlite3_column_text(sel, 4),
-                            (const char*)sqlite3_column_text(sel, 6));
-            if (!m) {
-                rc = -ENOMEM;
-                snprintf(err, errlen, "out of memory");
-                goto out;
-            }
-            cur = m - mods;
-        }
-        f->mod = cur;
-    }
-    if (step != SQLITE_DONE) {
+    int step = SQLITE_DONE, rc = 0;
+    while (rc == 0 && (step = sqlite3_step(sel)) == SQLITE_ROW)
+        rc = add_frame_row(sel, fs, &cur_mapping, &cur);
+    if (rc)
+        snprintf(err, errlen, "out of memory");
+    else if (step != SQLITE_DONE)
         rc = sql_fail(db, "reading frames", err, errlen);
-        goto out;
-    }
     sqlite3_finalize(sel);
-    sel = NULL;
-    if (nrows)
-        cache = mt_symcache_open();
+    return rc;
+}
 
-    if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(db, "starting transaction", err, errlen);
-        goto out;
+// Binds one frame's names to the UPDATE (which takes ownership of res's strings) and
+// runs it. Returns false if SQLite failed (its message is still in the db handle).
+static bool store_names(sqlite3_stmt* upd, int64_t id, result* res) {
+    sqlite3_bind_text(upd, 1, res->function, -1, free);
+    sqlite3_bind_text(upd, 2, res->file, -1, free); // NULL binds NULL
+    if (res->line > 0)
+        sqlite3_bind_int(upd, 3, res->line);
+    else
+        sqlite3_bind_null(upd, 3);
+    if (res->inlined.len)
+        sqlite3_bind_text(upd, 4, res->inlined.p, (int)res->inlined.len, free);
+    else {
+        free(res->inlined.p);
+        sqlite3_bind_null(upd, 4);
     }
-    in_tx = true;
+    sqlite3_bind_int(upd, 5, res->relevant);
+    sqlite3_bind_int64(upd, 6, id);
+    if (sqlite3_step(upd) != SQLITE_DONE)
+        return false;
+    sqlite3_reset(upd);
+    return true;
+}
+
+// Names every frame of the set and writes the names into its row.
+static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, char* err,
+                         size_t errlen) {
+    sqlite3_stmt* upd = NULL;
+    int rc = 0;
     if (sqlite3_prepare_v2(db,
                            "UPDATE frame SET function=?1, file=?2, line=?3, inlined=?4,"
                            " relevant=?5 WHERE id=?6",
-                           -1, &upd, NULL) != SQLITE_OK) {
+                           -1, &upd, NULL) != SQLITE_OK)
         rc = sql_fail(db, "updating frames", err, errlen);
-        goto out;
-    }
-    for (size_t i = 0; i < nrows; i++) {
+    for (size_t i = 0; rc == 0 && i < fs->nrows; i++) {
         result res;
-        symbolize_one(&rows[i], mods, cache, &res);
+        symbolize_one(&fs->rows[i], fs->mods, cache, &res);
         if (!res.function || res.inlined.oom) {
             free(res.function);
             free(res.file);
             free(res.inlined.p);
             rc = -ENOMEM;
             snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-        sqlite3_bind_text(upd, 1, res.function, -1, free);
-        sqlite3_bind_text(upd, 2, res.file, -1, free); // NULL binds NULL
-        if (res.line > 0)
-            sqlite3_bind_int(upd, 3, res.line);
-        else
-            sqlite3_bind_null(upd, 3);
-        if (res.inlined.len)
-            sqlite3_bind_text(upd, 4, res.inlined.p, (int)res.inlined.len, free);
-        else {
-            free(res.inlined.p);
-            sqlite3_bind_null(upd, 4);
-        }
-        sqlite3_bind_int(upd, 5, res.relevant);
-        sqlite3_bind_int64(upd, 6, rows[i].id);
-        if (sqlite3_step(upd) != SQLITE_DONE) {
+        } else if (!store_names(upd, fs->rows[i].id, &res)) {
             rc = sql_fail(db, "updating frames", err, errlen);
-            goto out;
         }
-        sqlite3_reset(upd);
     }
-    if (sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
-                     NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(db, "writing meta", err, errlen);
-        goto out;
-    }
-    if (sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = sql_fail(db, "committing", err, errlen);
-        goto out;
-    }
-    in_tx = false;
-    rc = (int)nrows;
-
-out:
-    mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
-    sqlite3_finalize(sel);
     sqlite3_finalize(upd);
-    if (in_tx) {
+    return rc;
+}
+
+// The frames' names and meta 'symbolized' in one savepoint: all of it or nothing.
+static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, char* err,
+                       size_t errlen) {
+    if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)
+        return sql_fail(db, "starting transaction", err, errlen);
+    int rc = update_frames(db, fs, cache, err, errlen);
+    if (rc == 0 &&
+        sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
+                     NULL, NULL) != SQLITE_OK)
+        rc = sql_fail(db, "writing meta", err, errlen);
+    if (rc == 0 && sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)
+        rc = sql_fail(db, "committing", err, errlen);
+    if (rc) {
         sqlite3_exec(db, "ROLLBACK TO mt_symbolize", NULL, NULL, NULL);
         sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL);
     }
-    for (size_t i = 0; i < nmods; i++)
-        module_close(&mods[i]);
-    free(mods);
-    free(rows);
     return rc;
+}
+
+int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
+    if (err && errlen)
+        err[0] = 0;
+    char dummy[8];
+    if (!err) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    frame_set fs = {0};
+    int rc = read_frames(db, flags, &fs, err, errlen);
+    if (rc == 0) {
+        mt_symcache* cache = fs.nrows ? mt_symcache_open() : NULL;
+        rc = write_names(db, &fs, cache, err, errlen);
+        mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
+    }
+    for (size_t i = 0; i < fs.nmods; i++)
+        module_close(&fs.mods[i]);
+    free(fs.mods);
+    free(fs.rows);
+    return rc ? rc : (int)fs.nrows;
 }
