@@ -12,6 +12,7 @@
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
+#include "memtrace/vec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -61,7 +62,7 @@ typedef struct alloc_key {
 
 typedef struct stats {
     const mr_symbols* sites;
-    const mr_site_labels* labels;
+    mr_site_labels* labels;
     bool by_stack;   // --stacks: a row per symbolized stack, not per label
     bool all_frames; // --all-frames: stacks with their noise frames
     uint32_t ncallsites;
@@ -92,14 +93,8 @@ static thread_stat* thread_of(stats* s, uint32_t tid) {
     if (index) {
         i = (size_t)*index;
     } else {
-        if (s->nthreads == s->capthreads) {
-            size_t nc = s->capthreads ? s->capthreads * 2 : 16;
-            thread_stat* nt = realloc(s->threads, nc * sizeof *nt);
-            if (!nt)
-                return NULL;
-            s->threads = nt;
-            s->capthreads = nc;
-        }
+        if (MT_VEC_RESERVE(&s->threads, &s->capthreads, s->nthreads + 1))
+            return NULL;
         i = s->nthreads;
         if (mr_u64map_put(&s->tid_index, tid, i))
             return NULL;
@@ -256,8 +251,8 @@ static int by_tid(const void* a, const void* b) {
     return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top) {
-    const mr_symbols* sites = s->sites;
+// One row per callsite that allocated, or per site label unless --stacks.
+static row* site_rows(const stats* s, size_t* nrows) {
     row* rows = malloc(((size_t)s->ncallsites + 1) * sizeof *rows);
     if (!rows)
         return NULL;
@@ -275,21 +270,13 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
                           st->temporary,
                           st->epoch == s->peak_epoch ? st->at_peak : st->live};
     }
-    if (!s->by_stack)
-        n = merge_by_label(rows, n);
-    json_t* o = json_object();
-    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
-    json_object_set_new(o, "status",
-                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
-    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
-    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
-    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
-    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
-    // An imported NPU heap counts time in allocation steps, not nanoseconds.
-    bool steps = r->heap == MT_HEAP_NPU;
-    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
-    json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
-    json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
+    *nrows = s->by_stack ? n : merge_by_label(rows, n);
+    return rows;
+}
+
+// The four top-N tables, each sorted on its own field.
+static void add_top_tables(json_t* o, const stats* s, row* rows, size_t n, size_t top) {
+    const mr_symbols* sites = s->sites;
     json_object_set_new(
         o, "by_peak",
         top_sites(sites, rows, n, top, by_at_peak, offsetof(row, at_peak), s->all_frames));
@@ -302,8 +289,9 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     json_object_set_new(
         o, "temporary_by_site",
         top_sites(sites, rows, n, top, by_temporary, offsetof(row, temporary), s->all_frames));
-    free(rows);
+}
 
+static json_t* size_histogram(const stats* s) {
     json_t* hist = json_array();
     for (unsigned b = 0; b < NBUCKETS; b++) {
         if (!s->hist_count[b])
@@ -317,8 +305,27 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
         json_object_set_new(h, "bytes", json_integer((json_int_t)s->hist_bytes[b]));
         json_array_append_new(hist, h);
     }
-    json_object_set_new(o, "sizes", hist);
+    return hist;
+}
 
+static json_t* thread_json(const thread_stat* th, json_t* names) {
+    char key[16];
+    snprintf(key, sizeof key, "%u", th->tid);
+    json_t* t = json_object();
+    json_object_set_new(t, "tid", json_integer(th->tid));
+    json_t* name = json_object_get(names, key);
+    json_object_set_new(t, "name", name ? json_incref(name) : json_null());
+    json_object_set_new(t, "allocations", json_integer((json_int_t)th->allocations));
+    json_object_set_new(t, "bytes_allocated", json_integer((json_int_t)th->bytes));
+    json_object_set_new(t, "frees", json_integer((json_int_t)th->frees));
+    json_object_set_new(t, "temporary", json_integer((json_int_t)th->temporary));
+    json_object_set_new(t, "live_bytes", json_integer((json_int_t)th->live_bytes));
+    json_object_set_new(t, "live_blocks", json_integer((json_int_t)th->live_blocks));
+    return t;
+}
+
+// Totals per thread, by tid.
+static json_t* thread_table(mt_capture* cap, stats* s, const mr_replay* r) {
     // Live-at-end per thread comes from the blocks still in the replay's table.
     const mr_block* b;
     for (size_t i = 0; mr_heapmap_next(&r->live, &i, &b);) {
@@ -334,24 +341,34 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     json_t* names = json_object();
     mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
     json_t* threads = json_array();
-    for (size_t i = 0; i < s->nthreads; i++) {
-        const thread_stat* th = &s->threads[i];
-        char key[16];
-        snprintf(key, sizeof key, "%u", th->tid);
-        json_t* t = json_object();
-        json_object_set_new(t, "tid", json_integer(th->tid));
-        json_t* name = json_object_get(names, key);
-        json_object_set_new(t, "name", name ? json_incref(name) : json_null());
-        json_object_set_new(t, "allocations", json_integer((json_int_t)th->allocations));
-        json_object_set_new(t, "bytes_allocated", json_integer((json_int_t)th->bytes));
-        json_object_set_new(t, "frees", json_integer((json_int_t)th->frees));
-        json_object_set_new(t, "temporary", json_integer((json_int_t)th->temporary));
-        json_object_set_new(t, "live_bytes", json_integer((json_int_t)th->live_bytes));
-        json_object_set_new(t, "live_blocks", json_integer((json_int_t)th->live_blocks));
-        json_array_append_new(threads, t);
-    }
+    for (size_t i = 0; i < s->nthreads; i++)
+        json_array_append_new(threads, thread_json(&s->threads[i], names));
     json_decref(names);
-    json_object_set_new(o, "threads", threads);
+    return threads;
+}
+
+static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top) {
+    size_t n;
+    row* rows = site_rows(s, &n);
+    if (!rows)
+        return NULL;
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
+    json_object_set_new(o, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
+    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    // An imported NPU heap counts time in allocation steps, not nanoseconds.
+    bool steps = r->heap == MT_HEAP_NPU;
+    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
+    json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
+    add_top_tables(o, s, rows, n, top);
+    free(rows);
+    json_object_set_new(o, "sizes", size_histogram(s));
+    json_object_set_new(o, "threads", thread_table(cap, s, r));
     return o;
 }
 
@@ -466,86 +483,112 @@ static void print_text(FILE* out, json_t* o) {
     }
 }
 
-int mr_cmd_stats(int argc, char** argv) {
+typedef struct stats_args {
+    mr_opts opt;
+    size_t top;
+    bool by_stack, all_frames;
+} stats_args;
+
+// Returns MR_OPT_NEXT to go on, else the exit code.
+static int parse_args(int argc, char** argv, stats_args* a) {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 't'},
         {"stacks", no_argument, NULL, 'S'},       {"all-frames", no_argument, NULL, 'a'},
         {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    mr_opts opt = MR_OPTS_INIT;
-    size_t top = MR_TOP_DEFAULT;
+    *a = (stats_args){.opt = MR_OPTS_INIT, .top = MR_TOP_DEFAULT};
     int c;
-    bool by_stack = false, all_frames = false;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
-            all_frames = true;
+            a->all_frames = true;
             break;
         case 'S':
-            by_stack = true;
+            a->by_stack = true;
             break;
         case 't':
-            if (mr_parse_top(optarg, stats_help, &top))
+            if (mr_parse_top(optarg, stats_help, &a->top))
                 return MR_EXIT_USAGE;
             break;
         default: {
-            int orc = mr_opts_handle(&opt, c, stats_help);
+            int orc = mr_opts_handle(&a->opt, c, stats_help);
             if (orc != MR_OPT_NEXT)
                 return orc;
         }
         }
     }
-    const char* path = mr_opts_input(argc, argv, stats_help);
-    if (!path)
-        return MR_EXIT_USAGE;
-    mt_capture* cap;
-    mr_symbols* sites;
-    int rc = mr_open_capture_symbols(path, &cap, &sites);
-    if (rc)
-        return rc;
-    stats s = {.sites = sites,
-               .ncallsites = mr_symbols_callsite_count(sites),
-               .by_stack = by_stack,
-               .all_frames = all_frames};
-    mr_site_labels* labels = mr_site_labels_new(sites);
-    s.labels = labels;
-    s.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
-    s.site = calloc((size_t)s.ncallsites + 1, sizeof *s.site);
-    s.canon = mr_sites_canonical(sites);
+    return MR_OPT_NEXT;
+}
+
+// The counters for one replay: per callsite, per thread, the site labels.
+static int stats_init(stats* s, const stats_args* a, mr_symbols* sites, mt_capture* cap) {
+    *s = (stats){.sites = sites,
+                 .ncallsites = mr_symbols_callsite_count(sites),
+                 .by_stack = a->by_stack,
+                 .all_frames = a->all_frames};
+    s->labels = mr_site_labels_new(sites);
+    s->progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
+    s->site = calloc((size_t)s->ncallsites + 1, sizeof *s->site);
+    s->canon = mr_sites_canonical(sites);
+    if (!s->site || !s->canon || !s->labels || mr_u64map_init(&s->tid_index))
+        return -ENOMEM;
+    return 0;
+}
+
+static void stats_free(stats* s) {
+    mr_u64map_free(&s->tid_index); // zeroed by stats_init, so safe before its init
+    free(s->threads);
+    free(s->site);
+    free(s->canon);
+    mr_site_labels_free(s->labels);
+}
+
+// Replays the capture into `s` and writes the report. Returns an exit code.
+static int report(const char* path, mt_capture* cap, stats* s, const stats_args* a) {
     mr_replay r;
-    bool ok = s.site && s.canon && labels && mr_u64map_init(&s.tid_index) == 0;
-    if (!ok || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
+    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
         mr_error(path, "out of memory");
-        if (ok)
-            mr_u64map_free(&s.tid_index);
-        free(s.site);
-        free(s.canon);
-        mr_site_labels_free(labels);
-        mr_symbols_free(sites);
-        mt_capture_close(cap);
         return MR_EXIT_IO;
     }
-    int e = mr_replay_run(&r, UINT64_MAX, on_event, &s);
+    int rc, e = mr_replay_run(&r, UINT64_MAX, on_event, s);
     mr_progress("stats", -1);
     if (e) {
         mr_error(path, "%s", r.err[0] ? r.err : e == -ENOMEM ? "out of memory" : "corrupt capture");
         rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     } else {
-        json_t* rep = build_report(cap, &s, &r, top);
+        json_t* rep = build_report(cap, s, &r, a->top);
         if (!rep) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
         } else {
-            rc = mr_write_report(&opt, rep, print_text);
+            rc = mr_write_report(&a->opt, rep, print_text);
         }
         json_decref(rep);
     }
     mr_replay_free(&r);
-    mr_u64map_free(&s.tid_index);
-    free(s.threads);
-    free(s.site);
-    free(s.canon);
-    mr_site_labels_free(labels);
+    return rc;
+}
+
+int mr_cmd_stats(int argc, char** argv) {
+    stats_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != MR_OPT_NEXT)
+        return rc;
+    const char* path = mr_opts_input(argc, argv, stats_help);
+    if (!path)
+        return MR_EXIT_USAGE;
+    mt_capture* cap;
+    mr_symbols* sites;
+    if ((rc = mr_open_capture_symbols(path, &cap, &sites)))
+        return rc;
+    stats s;
+    if (stats_init(&s, &a, sites, cap)) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    } else {
+        rc = report(path, cap, &s, &a);
+    }
+    stats_free(&s);
     mr_symbols_free(sites);
     mt_capture_close(cap);
     return rc;
