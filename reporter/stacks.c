@@ -233,7 +233,14 @@ static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_fr
     return (ptrdiff_t)m;
 }
 
-int mr_cmd_stacks(int argc, char** argv) {
+typedef struct stacks_args {
+    mr_opts opt;
+    bool all_frames;
+    size_t top;
+} stacks_args;
+
+// Returns MR_OPT_NEXT to go on, else the exit code.
+static int parse_args(int argc, char** argv, stacks_args* a) {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"all-frames", no_argument, NULL, 'a'},
                                          {"output", required_argument, NULL, 'o'},
@@ -241,84 +248,108 @@ int mr_cmd_stacks(int argc, char** argv) {
                                          {"top", required_argument, NULL, 't'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    mr_opts opt = MR_OPTS_INIT;
-    bool all_frames = false;
-    size_t top = MR_TOP_DEFAULT;
+    *a = (stacks_args){.opt = MR_OPTS_INIT, .top = MR_TOP_DEFAULT};
     int c;
     while ((c = getopt_long(argc, argv, "jat:o:fh", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
-            all_frames = true;
+            a->all_frames = true;
             break;
         case 't':
-            if (mr_parse_top(optarg, stacks_help, &top))
+            if (mr_parse_top(optarg, stacks_help, &a->top))
                 return MR_EXIT_USAGE;
             break;
         default: {
-            int orc = mr_opts_handle(&opt, c, stacks_help);
+            int orc = mr_opts_handle(&a->opt, c, stacks_help);
             if (orc != MR_OPT_NEXT)
                 return orc;
         }
         }
     }
+    return MR_OPT_NEXT;
+}
+
+// Live bytes per stack at the peak: a second replay that stops at the peak's event.
+// Returns an exit code.
+static int add_peak(const char* path, mt_capture* cap, stacks_state* st, uint64_t peak_seq) {
+    mr_replay at_peak;
+    if (mr_replay_init(&at_peak, cap, mr_capture_default_heap(cap))) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = 0;
+    if (mr_replay_run(&at_peak, peak_seq, NULL, NULL) != 0) {
+        mr_error(path, "%s", at_peak.err[0] ? at_peak.err : "corrupt capture");
+        rc = MR_EXIT_BAD_INPUT;
+    } else {
+        add_live(st, &at_peak, true);
+    }
+    mr_replay_free(&at_peak);
+    return rc;
+}
+
+// Groups the counted callsites into shown stacks and writes the report. Returns an exit
+// code.
+static int write_stacks(const stacks_args* a, const char* path, const mr_symbols* sy,
+                        const stacks_state* st, const mr_replay* r) {
+    shown* list = NULL;
+    ptrdiff_t n = group(sy, st, a->all_frames, &list);
+    if (n < 0) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    json_t* o = build(sy, list, (size_t)n, a->top, a->all_frames, r, path);
+    int rc = mr_write_report(&a->opt, o, print_text);
+    json_decref(o);
+    for (ptrdiff_t i = 0; i < n; i++)
+        free(list[i].frames);
+    free(list);
+    return rc;
+}
+
+// Counts allocations per callsite and the bytes live at the end in one replay, the bytes
+// live at the peak in a second one, then reports. Returns an exit code.
+static int report(const stacks_args* a, const char* path, mt_capture* cap, const mr_symbols* sy,
+                  stacks_state* st) {
+    mr_replay r;
+    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc;
+    if (mr_replay_run(&r, UINT64_MAX, count_alloc, st) != 0) {
+        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
+        rc = MR_EXIT_BAD_INPUT;
+    } else {
+        add_live(st, &r, false);
+        rc = r.peak_seq ? add_peak(path, cap, st, r.peak_seq) : 0;
+        if (rc == 0)
+            rc = write_stacks(a, path, sy, st, &r);
+    }
+    mr_replay_free(&r);
+    return rc;
+}
+
+int mr_cmd_stacks(int argc, char** argv) {
+    stacks_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != MR_OPT_NEXT)
+        return rc;
     const char* path = mr_opts_input(argc, argv, stacks_help);
     if (!path)
         return MR_EXIT_USAGE;
     mt_capture* cap;
     mr_symbols* sy;
-    int rc = mr_open_capture_symbols(path, &cap, &sy);
-    if (rc)
+    if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
         return rc;
     stacks_state st = {.ncs = mr_symbols_callsite_count(sy)};
     st.per_cs = calloc(st.ncs, sizeof *st.per_cs);
-    mr_replay r, at_peak;
-    bool r_ok = false, peak_ok = false;
-    shown* list = NULL;
-    ptrdiff_t n = 0;
-    if (!st.per_cs || mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
+    if (!st.per_cs) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
-        goto out;
+    } else {
+        rc = report(&a, path, cap, sy, &st);
     }
-    r_ok = true;
-    if ((rc = mr_replay_run(&r, UINT64_MAX, count_alloc, &st)) != 0) {
-        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = MR_EXIT_BAD_INPUT;
-        goto out;
-    }
-    add_live(&st, &r, false);
-    // Live bytes per stack at the peak: a second replay that stops at the peak's event.
-    if (r.peak_seq) {
-        if (mr_replay_init(&at_peak, cap, mr_capture_default_heap(cap))) {
-            mr_error(path, "out of memory");
-            rc = MR_EXIT_IO;
-            goto out;
-        }
-        peak_ok = true;
-        if (mr_replay_run(&at_peak, r.peak_seq, NULL, NULL) != 0) {
-            mr_error(path, "%s", at_peak.err[0] ? at_peak.err : "corrupt capture");
-            rc = MR_EXIT_BAD_INPUT;
-            goto out;
-        }
-        add_live(&st, &at_peak, true);
-    }
-    n = group(sy, &st, all_frames, &list);
-    if (n < 0) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-        goto out;
-    }
-    json_t* o = build(sy, list, (size_t)n, top, all_frames, &r, path);
-    rc = mr_write_report(&opt, o, print_text);
-    json_decref(o);
-out:
-    for (ptrdiff_t i = 0; i < n; i++)
-        free(list[i].frames);
-    free(list);
-    if (peak_ok)
-        mr_replay_free(&at_peak);
-    if (r_ok)
-        mr_replay_free(&r);
     free(st.per_cs);
     mr_symbols_free(sy);
     mt_capture_close(cap);
