@@ -524,8 +524,7 @@ typedef struct fg_args {
     double min_width;
 } fg_args;
 
-#define ARGS_OK (-1) // parse_args: go on; any other value is the exit code
-
+// Returns MR_OPT_NEXT to go on, else the exit code.
 static int parse_args(int argc, char** argv, fg_args* a) {
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
@@ -588,7 +587,7 @@ static int parse_args(int argc, char** argv, fg_args* a) {
     }
     if (modes > 1)
         return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
-    return ARGS_OK;
+    return MR_OPT_NEXT;
 }
 
 // What the steps of one run share.
@@ -716,7 +715,7 @@ static int write_output(const fg_args* a, json_t* data) {
 int mr_cmd_flamegraph(int argc, char** argv) {
     fg_run run = {.pc = {"flamegraph", 0}};
     int rc = parse_args(argc, argv, &run.args);
-    if (rc != ARGS_OK)
+    if (rc != MR_OPT_NEXT)
         return rc;
     run.path = mr_opts_input(argc, argv, flamegraph_help);
     if (!run.path)
