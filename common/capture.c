@@ -7,6 +7,7 @@
 
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
+#include "memtrace/vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -459,14 +460,8 @@ static void sift_down(mt_event_iter* it, size_t i) {
 }
 
 static int heap_push(mt_event_iter* it, cursor* c) {
-    if (it->nheap == it->capheap) {
-        size_t nc = it->capheap ? it->capheap * 2 : 16;
-        cursor** nh = realloc(it->heap, nc * sizeof *nh);
-        if (!nh)
-            return -ENOMEM;
-        it->heap = nh;
-        it->capheap = nc;
-    }
+    if (MT_VEC_RESERVE(&it->heap, &it->capheap, it->nheap + 1))
+        return -ENOMEM;
     size_t i = it->nheap++;
     it->heap[i] = c;
     while (i > 0) {
