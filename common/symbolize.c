@@ -71,17 +71,9 @@ typedef struct sbuf {
 static void sb_put(sbuf* b, const char* s, size_t n) {
     if (b->oom)
         return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char* p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
+    if (MT_VEC_RESERVE(&b->p, &b->cap, b->len + n + 1)) {
+        b->oom = true;
+        return;
     }
     memcpy(b->p + b->len, s, n);
     b->len += n;
@@ -144,28 +136,16 @@ static int32_t add_node(cu_index* c, Dwarf_Die* die, int32_t parent, int32_t dep
     int32_t id = -1;
     while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
         if (id < 0) {
-            if (c->nnodes == c->capnodes) {
-                size_t nc = c->capnodes ? c->capnodes * 2 : 64;
-                fn_node* p = realloc(c->nodes, nc * sizeof *p);
-                if (!p) {
-                    c->oom = true;
-                    return -1;
-                }
-                c->nodes = p;
-                c->capnodes = nc;
+            if (MT_VEC_RESERVE(&c->nodes, &c->capnodes, c->nnodes + 1)) {
+                c->oom = true;
+                return -1;
             }
             id = (int32_t)c->nnodes++;
             c->nodes[id] = (fn_node){*die, parent, depth, inlined};
         }
-        if (c->nranges == c->capranges) {
-            size_t nc = c->capranges ? c->capranges * 2 : 64;
-            fn_range* p = realloc(c->ranges, nc * sizeof *p);
-            if (!p) {
-                c->oom = true;
-                return id;
-            }
-            c->ranges = p;
-            c->capranges = nc;
+        if (MT_VEC_RESERVE(&c->ranges, &c->capranges, c->nranges + 1)) {
+            c->oom = true;
+            return id;
         }
         c->ranges[c->nranges++] = (fn_range){lo, hi, (uint32_t)id};
     }
@@ -235,14 +215,8 @@ static cu_index* module_cu(module* m, Dwarf_Die* cudie) {
     for (size_t i = 0; i < m->ncus; i++)
         if (m->cus[i].off == off)
             return &m->cus[m->last_cu = i];
-    if (m->ncus == m->capcus) {
-        size_t nc = m->capcus ? m->capcus * 2 : 16;
-        cu_index* p = realloc(m->cus, nc * sizeof *p);
-        if (!p)
-            return NULL;
-        m->cus = p;
-        m->capcus = nc;
-    }
+    if (MT_VEC_RESERVE(&m->cus, &m->capcus, m->ncus + 1))
+        return NULL;
     cu_index* c = &m->cus[m->ncus];
     memset(c, 0, sizeof *c);
     c->off = off;
