@@ -12,6 +12,7 @@
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
+#include "memtrace/vec.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -51,7 +52,7 @@ typedef struct suppression {
 
 typedef struct suppressions {
     suppression* v;
-    size_t n;
+    size_t n, cap;
 } suppressions;
 
 static void suppressions_free(suppressions* p) {
@@ -105,12 +106,10 @@ static int add_suppression(suppressions* p, const char* path, unsigned line, con
         mr_error(where, "empty suppression pattern");
         return MR_EXIT_BAD_INPUT;
     }
-    suppression* nv = realloc(p->v, (p->n + 1) * sizeof *nv);
-    if (!nv) {
+    if (MT_VEC_RESERVE(&p->v, &p->cap, p->n + 1)) {
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    p->v = nv;
     suppression* s = &p->v[p->n];
     *s = (suppression){.pattern = strdup(pattern),
                        .glob = lsan ? lsan_glob(pattern) : strdup(pattern),
