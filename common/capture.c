@@ -25,7 +25,7 @@ struct mt_capture {
     // Corrupt chunks already reported (when skipping them), so a report that reads the
     // events twice says it once.
     int64_t* skipped;
-    size_t nskipped;
+    size_t nskipped, capskipped;
 };
 
 // Process-wide: skip corrupt chunks (and report each through this) instead of failing.
@@ -500,11 +500,8 @@ static bool reported_before(mt_capture* cap, int64_t id) {
     for (size_t i = 0; i < cap->nskipped; i++)
         if (cap->skipped[i] == id)
             return true;
-    int64_t* p = realloc(cap->skipped, (cap->nskipped + 1) * sizeof *p);
-    if (p) {
-        cap->skipped = p;
-        p[cap->nskipped++] = id;
-    }
+    if (MT_VEC_RESERVE(&cap->skipped, &cap->capskipped, cap->nskipped + 1) == 0)
+        cap->skipped[cap->nskipped++] = id;
     return false;
 }
 
