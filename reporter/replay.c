@@ -56,6 +56,14 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
     return 0;
 }
 
+// A callback's failure is its own, not the capture's: say what it was, unless the callback
+// already put its message into r->err.
+static void describe_callback_error(mr_replay* r, int rc) {
+    if (r->err[0])
+        return;
+    snprintf(r->err, sizeof r->err, "%s", rc == -ENOMEM ? "out of memory" : strerror(-rc));
+}
+
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
     mt_event_iter* it = NULL;
     int rc = mt_event_iter_open(r->cap, r->heap, &it);
@@ -99,8 +107,11 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
             snprintf(r->err, sizeof r->err, "out of memory");
             break;
         }
-        if (fn && (rc = fn(r, &ev, has_freed ? &freed : NULL, ud)))
+        if (fn && (rc = fn(r, &ev, has_freed ? &freed : NULL, ud))) {
+            if (rc < 0)
+                describe_callback_error(r, rc);
             break;
+        }
         rc = 0;
     }
     if (rc < 0 && !r->err[0])

@@ -35,7 +35,9 @@ typedef int (*mr_replay_fn)(mr_replay* r, const mt_event* ev, const mr_block* fr
 
 int mr_replay_init(mr_replay* r, mt_capture* cap, int heap);
 // Applies events with seq <= stop_seq (UINT64_MAX: all). Returns 0, the callback's
-// non-zero value, or a negative errno with the message in r->err.
+// non-zero value, or a negative errno with the message in r->err. A callback failing with
+// a negative errno may word it in r->err first; otherwise the errno is worded there
+// ("out of memory" for -ENOMEM).
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud);
 void mr_replay_free(mr_replay* r);
 

@@ -314,6 +314,37 @@ static void test_random(void) {
     free(ev);
 }
 
+static int fail_at(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)freed;
+    const int* err = ud;
+    if (ev->seq != 2)
+        return 0;
+    if (*err == -EPIPE) // a callback that words its own failure keeps its message
+        snprintf(r->err, sizeof r->err, "writing the report failed");
+    return *err;
+}
+
+// A callback's own failure is reported as itself, never as a corrupt capture.
+static void test_callback_error(void) {
+    const mt_event ev[] = {EV(1, MALLOC, 0x10, 10, 1), EV(2, MALLOC, 0x20, 20, 1),
+                           EV(3, FREE, 0x10, 0, 1)};
+    mt_capture* cap = open_events(ev, 3, 2);
+    if (!cap)
+        return;
+    const int errs[] = {-ENOMEM, -EIO, -EPIPE};
+    const char* words[] = {"out of memory", strerror(EIO), "writing the report failed"};
+    for (size_t i = 0; i < 3; i++) {
+        mr_replay r;
+        CHECK_EQ_I64(mr_replay_init(&r, cap, MT_HEAP_LIBC), 0);
+        CHECK_EQ_I64(mr_replay_run(&r, UINT64_MAX, fail_at, (void*)&errs[i]), errs[i]);
+        CHECK_EQ_I64(r.events, 2);
+        CHECK_EQ_STR(r.err, words[i]);
+        CHECK(!strstr(r.err, "corrupt"));
+        mr_replay_free(&r);
+    }
+    mt_capture_close(cap);
+}
+
 static void test_empty_and_corrupt(void) {
     mt_capture* cap = open_events(NULL, 0, 1);
     if (!cap)
@@ -357,6 +388,7 @@ int main(void) {
     test_cross_thread_reuse();
     test_random();
     test_empty_and_corrupt();
+    test_callback_error();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_I64(system(cmd), 0);
