@@ -8,6 +8,7 @@
 #include "flamegraph_html.h"
 #include "replay.h"
 #include "sites.h"
+#include "u64map.h"
 #include "util.h"
 
 #include "memtrace/schema.h"
@@ -59,10 +60,10 @@ typedef struct fg {
     const mr_symbols* sym;
     fg_node* nodes;
     size_t n, cap;
-    mr_heapmap children; // (parent, name, relevant) + 1 -> node index (in .size)
-    json_t* strings;     // array of strings
-    json_t* string_ids;  // object: string -> id
-    uint32_t* node_of;   // callsite id -> leaf-most node of its frame; 0 = not yet resolved
+    mr_u64map children; // parent << 32 | name << 1 | relevant -> node index
+    json_t* strings;    // array of strings
+    json_t* string_ids; // object: string -> id
+    uint32_t* node_of;  // callsite id -> leaf-most node of its frame; 0 = not yet resolved
     uint32_t ncallsites;
     uint64_t blocks; // live blocks collected
 } fg;
@@ -84,10 +85,10 @@ static uint32_t intern(fg* g, const char* str) {
 }
 
 static int child(fg* g, uint32_t parent, uint32_t name, bool relevant, uint32_t* out) {
-    uint64_t key = ((uint64_t)parent << 32 | (uint64_t)name << 1 | relevant) + 1;
-    const mr_block* b = mr_heapmap_get(&g->children, key);
-    if (b) {
-        *out = (uint32_t)b->size;
+    uint64_t key = (uint64_t)parent << 32 | (uint64_t)name << 1 | relevant;
+    const uint64_t* known = mr_u64map_get(&g->children, key);
+    if (known) {
+        *out = (uint32_t)*known;
         return 0;
     }
     if (MT_VEC_RESERVE(&g->nodes, &g->cap, g->n + 1))
@@ -98,8 +99,7 @@ static int child(fg* g, uint32_t parent, uint32_t name, bool relevant, uint32_t*
                              .module = UINT32_MAX,
                              .loc = UINT32_MAX,
                              .relevant = relevant};
-    mr_block kb = {.addr = key, .size = id};
-    if (mr_heapmap_put(&g->children, &kb, NULL, NULL))
+    if (mr_u64map_put(&g->children, key, id))
         return -ENOMEM;
     *out = id;
     return 0;
@@ -164,25 +164,58 @@ static int resolve(fg* g, uint32_t callsite, uint32_t* out) {
 static void fg_free(fg* g) {
     free(g->nodes);
     free(g->node_of);
-    mr_heapmap_free(&g->children);
+    mr_u64map_free(&g->children);
     json_decref(g->strings);
     json_decref(g->string_ids);
 }
 
 // ---- collecting live blocks
 
+// Self bytes and blocks per (node, thread): rows, and an index from node << 32 | thread.
+typedef struct thread_self {
+    uint32_t node, thread;
+    uint64_t bytes, count;
+} thread_self;
+
+typedef struct self_table {
+    mr_u64map index; // node << 32 | thread -> row
+    thread_self* rows;
+    size_t n, cap;
+} self_table;
+
+static void self_table_free(self_table* t) {
+    mr_u64map_free(&t->index);
+    free(t->rows);
+}
+
+static int self_table_add(self_table* t, uint32_t node, uint32_t thread, uint64_t bytes,
+                          uint64_t count) {
+    uint64_t key = (uint64_t)node << 32 | thread;
+    const uint64_t* row = mr_u64map_get(&t->index, key);
+    if (!row) {
+        if (MT_VEC_RESERVE(&t->rows, &t->cap, t->n + 1) || mr_u64map_put(&t->index, key, t->n))
+            return -ENOMEM;
+        t->rows[t->n] = (thread_self){.node = node, .thread = thread};
+        row = mr_u64map_get(&t->index, key);
+        t->n++;
+    }
+    t->rows[*row].bytes += bytes;
+    t->rows[*row].count += count;
+    return 0;
+}
+
 typedef struct thread_acc {
-    mr_heapmap index; // tid + 1 -> thread slot (in .size)
+    mr_u64map index; // tid -> thread slot
     uint32_t* tids;
     uint64_t* bytes;
     size_t n, cap;
-    mr_heapmap self; // (node << 32 | slot) + 1 -> bytes in .size, count in .seq
+    self_table self; // (node, slot)
 } thread_acc;
 
 static int thread_slot(thread_acc* t, uint32_t tid, uint32_t* slot) {
-    const mr_block* b = mr_heapmap_get(&t->index, (uint64_t)tid + 1);
-    if (b) {
-        *slot = (uint32_t)b->size;
+    const uint64_t* known = mr_u64map_get(&t->index, tid);
+    if (known) {
+        *slot = (uint32_t)*known;
         return 0;
     }
     // Two arrays, one capacity: it grows once both have.
@@ -194,27 +227,35 @@ static int thread_slot(thread_acc* t, uint32_t tid, uint32_t* slot) {
     *slot = (uint32_t)t->n;
     t->tids[t->n] = tid;
     t->bytes[t->n++] = 0;
-    mr_block kb = {.addr = (uint64_t)tid + 1, .size = *slot};
-    return mr_heapmap_put(&t->index, &kb, NULL, NULL);
+    return mr_u64map_put(&t->index, tid, *slot);
 }
 
-static int add_thread_self(mr_heapmap* m, uint32_t node, uint32_t slot, uint64_t bytes,
-                           uint64_t count) {
-    uint64_t key = ((uint64_t)node << 32 | slot) + 1;
-    const mr_block* b = mr_heapmap_get(m, key);
-    mr_block nb = {.addr = key, .size = bytes, .seq = count};
-    if (b) {
-        nb.size += b->size;
-        nb.seq += b->seq;
-    }
-    return mr_heapmap_put(m, &nb, NULL, NULL);
+// Resolves the live blocks' callsites in id order, not in the order of the live map (keyed
+// at random), so nodes and strings come out in the same order on every run.
+static int resolve_live(fg* g, const mr_heapmap* live) {
+    bool* used = calloc((size_t)g->ncallsites + 1, sizeof *used);
+    if (!used)
+        return -ENOMEM;
+    const mr_block* b;
+    for (size_t i = 0; mr_heapmap_next(live, &i, &b);)
+        if (b->callsite < g->ncallsites)
+            used[b->callsite] = true;
+    int e = 0;
+    uint32_t node;
+    for (uint32_t cs = 1; cs < g->ncallsites && e == 0; cs++)
+        if (used[cs])
+            e = resolve(g, cs, &node);
+    free(used);
+    return e;
 }
 
 static int collect(fg* g, const mr_heapmap* live, thread_acc* threads) {
+    if (resolve_live(g, live))
+        return -ENOMEM;
     const mr_block* b;
     for (size_t i = 0; mr_heapmap_next(live, &i, &b);) {
         uint32_t node;
-        if (resolve(g, b->callsite, &node))
+        if (resolve(g, b->callsite, &node)) // resolved above: a lookup
             return -ENOMEM;
         g->nodes[node].self_bytes += b->size;
         g->nodes[node].self_count++;
@@ -222,7 +263,7 @@ static int collect(fg* g, const mr_heapmap* live, thread_acc* threads) {
         if (threads) {
             uint32_t slot;
             if (thread_slot(threads, b->tid, &slot) ||
-                add_thread_self(&threads->self, node, slot, b->size, 1))
+                self_table_add(&threads->self, node, slot, b->size, 1))
                 return -ENOMEM;
             threads->bytes[slot] += b->size;
         }
@@ -362,28 +403,40 @@ static uint32_t* thread_ranks(const thread_acc* threads) {
     return rank;
 }
 
-// Rows [node row, thread rank, self bytes, self count]. Per-thread self values follow
-// their node into the kept ancestor, as the node's own self values do.
+static int cmp_thread_self(const void* a, const void* b) {
+    const thread_self *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+// Rows [node row, thread rank, self bytes, self count], sorted. Per-thread self values
+// follow their node into the kept ancestor, as the node's own self values do.
 static json_t* thread_self_rows(const thread_acc* threads, const uint32_t* target,
                                 const uint32_t* newid, const uint32_t* rank) {
-    mr_heapmap folded;
-    if (mr_heapmap_init(&folded))
-        return NULL;
-    const mr_block* b;
-    for (size_t i = 0; mr_heapmap_next(&threads->self, &i, &b);) {
-        uint32_t node = (uint32_t)((b->addr - 1) >> 32), slot = (uint32_t)(b->addr - 1);
-        add_thread_self(&folded, newid[target[node]], rank[slot], b->size, b->seq);
+    self_table folded = {0};
+    int e = mr_u64map_init(&folded.index);
+    for (size_t i = 0; i < threads->self.n && e == 0; i++) {
+        const thread_self* r = &threads->self.rows[i];
+        e = self_table_add(&folded, newid[target[r->node]], rank[r->thread], r->bytes, r->count);
     }
+    if (e) {
+        self_table_free(&folded);
+        return NULL;
+    }
+    if (folded.n)
+        qsort(folded.rows, folded.n, sizeof *folded.rows, cmp_thread_self);
     json_t* ts = json_array();
-    for (size_t i = 0; mr_heapmap_next(&folded, &i, &b);) {
+    for (size_t i = 0; i < folded.n; i++) {
+        const thread_self* r = &folded.rows[i];
         json_t* a = json_array();
-        json_array_append_new(a, json_integer((json_int_t)((b->addr - 1) >> 32)));
-        json_array_append_new(a, json_integer((json_int_t)(uint32_t)(b->addr - 1)));
-        json_array_append_new(a, json_integer((json_int_t)b->size));
-        json_array_append_new(a, json_integer((json_int_t)b->seq));
+        json_array_append_new(a, json_integer(r->node));
+        json_array_append_new(a, json_integer(r->thread));
+        json_array_append_new(a, json_integer((json_int_t)r->bytes));
+        json_array_append_new(a, json_integer((json_int_t)r->count));
         json_array_append_new(ts, a);
     }
-    mr_heapmap_free(&folded);
+    self_table_free(&folded);
     return ts;
 }
 
@@ -645,8 +698,8 @@ static int fg_init(fg* g, thread_acc* threads) {
     g->node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->node_of);
     g->strings = json_array();
     g->string_ids = json_object();
-    if (!g->nodes || !g->node_of || mr_heapmap_init(&g->children) ||
-        mr_heapmap_init(&threads->index) || mr_heapmap_init(&threads->self))
+    if (!g->nodes || !g->node_of || mr_u64map_init(&g->children) ||
+        mr_u64map_init(&threads->index) || mr_u64map_init(&threads->self.index))
         return -ENOMEM;
     g->n = 1;
     g->nodes[0] = (fg_node){
@@ -691,8 +744,8 @@ static int live_graph(fg_run* run, uint64_t stop, json_t** data) {
     if (e == 0)
         e = replay_to_graph(run, &g, &threads, stop, data);
     fg_free(&g);
-    mr_heapmap_free(&threads.index);
-    mr_heapmap_free(&threads.self);
+    mr_u64map_free(&threads.index);
+    self_table_free(&threads.self);
     free(threads.tids);
     free(threads.bytes);
     return e;
