@@ -13,7 +13,6 @@
 
 #include <getopt.h>
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,20 +41,18 @@ static int count_thread(mr_replay* r, const mt_event* ev, const mr_block* freed,
     return mr_u64map_put(&s->tids, ev->tid, 0); // 0 or -ENOMEM
 }
 
+static int add_call_count(void* ud, const char* name, int64_t count) {
+    char* key = name ? mr_escape(name, strlen(name), MR_ESCAPE_UTF8) : NULL;
+    if (key)
+        json_object_set_new(ud, key, json_integer(count));
+    free(key);
+    return 0;
+}
+
+// The calls per entry point; what cannot be read is left out, as a capture may lack them.
 static json_t* calls_object(mt_capture* cap) {
     json_t* calls = json_object();
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_db(cap), "SELECT name, count FROM call_count ORDER BY name",
-                           -1, &st, NULL) != SQLITE_OK)
-        return calls;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char* name = (const char*)sqlite3_column_text(st, 0);
-        char* key = name ? mr_escape(name, strlen(name), MR_ESCAPE_UTF8) : NULL;
-        if (key)
-            json_object_set_new(calls, key, json_integer(sqlite3_column_int64(st, 1)));
-        free(key);
-    }
-    sqlite3_finalize(st);
+    mt_capture_call_counts(cap, add_call_count, calls);
     return calls;
 }
 

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +49,7 @@ int mr_symbols_ensure(mt_capture* cap) {
     if (done)
         return 0;
     char err[512];
-    int n = mt_symbolize_capture(mt_capture_db(cap), 0, err, sizeof err);
+    int n = mt_capture_symbolize(cap, err, sizeof err);
     if (n < 0)
         mr_error(mt_capture_path(cap), "cannot store symbols (%s); frames show as module+offset",
                  err);
@@ -83,28 +82,14 @@ static const char* basename_of(const char* path) {
     return b ? b + 1 : path;
 }
 
-static int64_t max_id(sqlite3* db, const char* sql) {
-    sqlite3_stmt* st;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 // Fills one frame from its row: the inlined chain (JSON) then the physical function.
-static int load_frame(mr_symbols* s, sym_frame* f, sqlite3_stmt* st) {
-    const char* fn = (const char*)sqlite3_column_text(st, 1);
-    const char* file = (const char*)sqlite3_column_text(st, 2);
-    int line = sqlite3_column_int(st, 3);
-    const char* inl = (const char*)sqlite3_column_text(st, 4);
-    const char* path = (const char*)sqlite3_column_text(st, 7);
-    f->relevant = sqlite3_column_int(st, 5) != 0;
-    f->truncation = sqlite3_column_int64(st, 8) == 0 && !path;
+static int load_frame(mr_symbols* s, sym_frame* f, const mt_frame_info* row) {
+    const char* fn = row->function;
+    const char* path = row->module;
+    f->relevant = row->relevant;
+    f->truncation = row->pc == 0 && !path;
     f->module = path ? keep(s, basename_of(path)) : NULL;
-    json_t* arr = mr_json_loads_bytes(inl);
+    json_t* arr = mr_json_loads_bytes(row->inlined);
     size_t ninl = json_is_array(arr) ? json_array_size(arr) : 0;
     f->locs = calloc(ninl + 1, sizeof *f->locs);
     if (!f->locs) {
@@ -124,21 +109,39 @@ static int load_frame(mr_symbols* s, sym_frame* f, sqlite3_stmt* st) {
     if (!fn) {
         // Not symbolized (read-only capture): the same module+offset text the symbolizer
         // writes when nothing resolves.
-        uint64_t rel = (uint64_t)sqlite3_column_int64(st, 6);
-        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, path ? basename_of(path) : "[unknown]", rel);
+        snprintf(buf, sizeof buf, "%s+0x%" PRIx64, path ? basename_of(path) : "[unknown]",
+                 row->rel_pc);
         fn = f->truncation ? MT_SYMBOLIZE_TRUNCATED : buf;
     }
-    f->locs[ninl] = (mr_symloc){.function = keep(s, fn), .file = keep(s, file), .line = line};
+    f->locs[ninl] =
+        (mr_symloc){.function = keep(s, fn), .file = keep(s, row->file), .line = row->line};
     f->nlocs = ninl + 1;
     f->present = true;
     return f->locs[ninl].function ? 0 : -ENOMEM;
 }
 
+static int add_frame(void* ud, const mt_frame_info* row) {
+    mr_symbols* s = ud;
+    if (row->id > 0 && row->id < s->nframes)
+        return load_frame(s, &s->frames[row->id], row);
+    return 0;
+}
+
+static int add_callsite(void* ud, const mt_callsite_rec* c) {
+    mr_symbols* s = ud;
+    // A parent must be a valid id; a cycle-free tree is what the tracer writes, but
+    // walks are bounded anyway (mr_symbols_stack) in case a file says otherwise.
+    if (c->id <= 0 || c->id >= s->ncallsites || c->parent_id < 0 || c->parent_id >= s->ncallsites ||
+        c->frame_id < 0 || c->frame_id >= UINT32_MAX)
+        return 0;
+    s->callsites[c->id] = (sym_callsite){(uint32_t)c->parent_id, (uint32_t)c->frame_id};
+    return 0;
+}
+
 static int load(mt_capture* cap, mr_symbols* s) {
-    sqlite3* db = mt_capture_db(cap);
-    int64_t fmax = max_id(db, "SELECT coalesce(max(id), 0) FROM frame");
-    int64_t cmax = max_id(db, "SELECT coalesce(max(id), 0) FROM callsite");
-    if (fmax < 0 || cmax < 0 || fmax >= UINT32_MAX || cmax >= UINT32_MAX)
+    int64_t fmax, cmax;
+    if (mt_capture_stack_ids(cap, &fmax, &cmax) || fmax < 0 || cmax < 0 || fmax >= UINT32_MAX ||
+        cmax >= UINT32_MAX)
         return -EPROTO;
     s->nframes = (uint32_t)fmax + 1;
     s->ncallsites = (uint32_t)cmax + 1;
@@ -146,43 +149,8 @@ static int load(mt_capture* cap, mr_symbols* s) {
     s->callsites = calloc(s->ncallsites, sizeof *s->callsites);
     if (!s->frames || !s->callsites)
         return -ENOMEM;
-
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT f.id, f.function, f.file, f.line, f.inlined, f.relevant,"
-                           " coalesce(f.rel_pc, f.pc - m.load_bias, f.pc), m.path, f.pc"
-                           " FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -EPROTO;
-    int rc = 0, step;
-    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        if (id > 0 && id < s->nframes)
-            rc = load_frame(s, &s->frames[id], st);
-    }
-    if (rc == 0 && step != SQLITE_DONE)
-        rc = -EPROTO;
-    sqlite3_finalize(st);
-    if (rc)
-        return rc;
-
-    if (sqlite3_prepare_v2(db, "SELECT id, parent_id, frame_id FROM callsite", -1, &st, NULL) !=
-        SQLITE_OK)
-        return -EPROTO;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(st, 0);
-        int64_t parent = sqlite3_column_int64(st, 1);
-        int64_t frame = sqlite3_column_int64(st, 2);
-        // A parent must be a valid id; a cycle-free tree is what the tracer writes, but
-        // walks are bounded anyway (mr_symbols_stack) in case a file says otherwise.
-        if (id <= 0 || id >= s->ncallsites || parent < 0 || parent >= s->ncallsites || frame < 0 ||
-            frame >= UINT32_MAX)
-            continue;
-        s->callsites[id] = (sym_callsite){(uint32_t)parent, (uint32_t)frame};
-    }
-    rc = step == SQLITE_DONE ? 0 : -EPROTO;
-    sqlite3_finalize(st);
-    return rc;
+    int rc = mt_capture_frames(cap, add_frame, s);
+    return rc ? rc : mt_capture_callsites(cap, add_callsite, s);
 }
 
 int mr_symbols_load(mt_capture* cap, mr_symbols** out) {
@@ -201,7 +169,7 @@ int mr_symbols_load(mt_capture* cap, mr_symbols** out) {
             return MR_EXIT_IO;
         }
         mr_error(mt_capture_path(cap), "corrupt capture: cannot read stacks: %s",
-                 sqlite3_errmsg(mt_capture_db(cap)));
+                 mt_capture_error(cap));
         return MR_EXIT_BAD_INPUT;
     }
     *out = s;

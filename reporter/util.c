@@ -12,7 +12,6 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,21 +253,23 @@ char* mr_path_with_ext(const char* path, const char* ext) {
     return out;
 }
 
+// Counts the libc heaps and the heaps of id MT_HEAP_NPU that are NPU heaps.
+typedef struct heap_census {
+    int libc, npu;
+} heap_census;
+
+static int count_heap(void* ud, const mt_heap_rec* h) {
+    heap_census* c = ud;
+    c->libc += h->id == MT_HEAP_LIBC;
+    c->npu += h->id == MT_HEAP_NPU && h->kind && !strcmp(h->kind, "npu");
+    return 0;
+}
+
 int mr_capture_default_heap(mt_capture* cap) {
-    sqlite3_stmt* st;
-    int heap = MT_HEAP_LIBC;
-    if (sqlite3_prepare_v2(mt_capture_db(cap),
-                           "SELECT (SELECT count(*) FROM heap WHERE id=?1),"
-                           " (SELECT count(*) FROM heap WHERE id=?2 AND kind='npu')",
-                           -1, &st, NULL) != SQLITE_OK)
-        return heap;
-    sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
-    sqlite3_bind_int(st, 2, MT_HEAP_NPU);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0 &&
-        sqlite3_column_int(st, 1) == 1)
-        heap = MT_HEAP_NPU;
-    sqlite3_finalize(st);
-    return heap;
+    heap_census c = {0, 0};
+    if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
+        return MT_HEAP_NPU;
+    return MT_HEAP_LIBC;
 }
 
 // ---- times on the command line
@@ -329,26 +330,15 @@ int mr_parse_time(const char* option, const char* value, mr_time* out) {
     return MR_EXIT_OK;
 }
 
-// Largest value of a column over the rows of one heap or track (-1 when there are none).
-static int64_t max_of(mt_capture* cap, const char* sql, int id) {
-    sqlite3_stmt* st;
-    int64_t v = -1;
-    if (sqlite3_prepare_v2(mt_capture_db(cap), sql, -1, &st, NULL) != SQLITE_OK)
-        return v;
-    sqlite3_bind_int(st, 1, id);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 mr_extent mr_capture_extent(mt_capture* cap, int heap) {
-    int64_t last_event = max_of(cap, "SELECT max(ts_last) FROM event_chunk WHERE heap=?1", heap);
+    uint64_t events;
+    int64_t last_event;
+    if (mt_capture_heap_events(cap, heap, &events, &last_event) != 1)
+        last_event = -1;
     if (heap == MT_HEAP_NPU) {
         // Upstream's count (the plot's x axis): the last max-allocated step, plus one.
-        int64_t last =
-            max_of(cap, "SELECT max(ts) FROM counter WHERE track=?1", MT_TRACK_NPU_MAX_ALLOCATED);
-        if (last < 0)
+        int64_t last;
+        if (mt_capture_counter_end(cap, MT_TRACK_NPU_MAX_ALLOCATED, &last) != 1 || last < 0)
             last = last_event;
         return (mr_extent){last + 1, true};
     }

@@ -14,54 +14,11 @@
 
 typedef struct sqlite3 sqlite3;
 
-// ---- reader
+// ---- rows
 
-typedef struct mt_capture mt_capture;
-
-// Opens and validates a capture (read-write when possible, so readers can cache derived
-// tables; read-only otherwise). A capture left unfinished (killed program, full disk) is
-// read with its -wal file, never checkpointed. Checks SQLite's structure (files up to
-// 64 MiB) and that callsites form a tree. On failure returns -ENOENT/-EACCES/-EIO (cannot
-// open or read, locked), -EISDIR, -EPROTO (not a capture, corrupt) or -ENOTSUP (newer
-// schema), with a one-line message in words in err.
-int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
-void mt_capture_close(mt_capture* cap);
-sqlite3* mt_capture_db(mt_capture* cap);
-const char* mt_capture_path(const mt_capture* cap);
-// Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
-typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
-int mt_capture_threads(mt_capture* cap, mt_thread_fn fn, void* ud);
-
-// Meta values. mt_capture_meta_text returns a malloc'd copy (NULL when absent).
-char* mt_capture_meta_text(mt_capture* cap, const char* key);
-int64_t mt_capture_meta_int(mt_capture* cap, const char* key, int64_t fallback);
-// True when capture_status is not 'complete' (the program was killed or the tracer failed).
-bool mt_capture_truncated(mt_capture* cap);
-
-// Streams the events of one heap in seq order. Memory is bounded by the number of chunks
-// whose seq ranges overlap (about one per live thread).
-typedef struct mt_event_iter mt_event_iter;
-// Process-wide policy, set before reading: with a report function, a chunk whose checksum
-// or decoding fails is left out instead of ending the iteration, and reported once per
-// capture (`what`: "event chunk N is corrupt (...); skipped its M events"). NULL: an error.
-typedef void (*mt_corrupt_chunk_fn)(const char* path, const char* what);
-void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
-// Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
-// mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
-int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
-// Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
-// e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
-// mt_event_iter_error).
-int mt_event_iter_next(mt_event_iter* it, mt_event* ev);
-const char* mt_event_iter_error(const mt_event_iter* it);
-void mt_event_iter_close(mt_event_iter* it);
-
-// ---- writer
-
-typedef struct mt_capwriter mt_capwriter;
-
-// Rows of the capture's tables as the writer takes them (docs/capture-format.md). A 0 id
-// of a mapping, a NULL string or a has_ flag left false is stored as SQL NULL.
+// Rows of the capture's tables as the writer takes them and the reader gives them
+// (docs/capture-format.md). A 0 id of a mapping, a NULL string or a has_ flag left false is stored
+// as SQL NULL.
 typedef struct mt_frame_rec {
     int64_t id, mapping_id; // mapping_id 0: no mapping (pc outside every loaded object)
     uint64_t pc;
@@ -98,6 +55,123 @@ typedef struct mt_mark_rec {
 typedef struct mt_counter_point {
     int64_t ts, value;
 } mt_counter_point;
+
+// ---- reader
+
+typedef struct mt_capture mt_capture;
+
+// Opens and validates a capture (read-write when possible, so readers can cache derived
+// tables; read-only otherwise). A capture left unfinished (killed program, full disk) is
+// read with its -wal file, never checkpointed. Checks SQLite's structure (files up to
+// 64 MiB) and that callsites form a tree. On failure returns -ENOENT/-EACCES/-EIO (cannot
+// open or read, locked), -EISDIR, -EPROTO (not a capture, corrupt) or -ENOTSUP (newer
+// schema), with a one-line message in words in err.
+int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
+void mt_capture_close(mt_capture* cap);
+sqlite3* mt_capture_db(mt_capture* cap);
+const char* mt_capture_path(const mt_capture* cap);
+// Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
+typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
+int mt_capture_threads(mt_capture* cap, mt_thread_fn fn, void* ud);
+
+// Meta values. mt_capture_meta_text returns a malloc'd copy (NULL when absent).
+char* mt_capture_meta_text(mt_capture* cap, const char* key);
+int64_t mt_capture_meta_int(mt_capture* cap, const char* key, int64_t fallback);
+// True when capture_status is not 'complete' (the program was killed or the tracer failed).
+bool mt_capture_truncated(mt_capture* cap);
+
+// ---- typed reads of the tables (docs/capture-format.md)
+//
+// A row reader calls fn once per row; a nonzero return from fn stops it and is returned.
+// Otherwise it returns 0, or -EPROTO when the rows cannot be read (mt_capture_error says
+// why). Strings handed to fn live until fn returns.
+
+// The connection's latest SQLite error in words, after a read returned -EPROTO.
+const char* mt_capture_error(mt_capture* cap);
+
+typedef struct mt_heap_rec {
+    int id;
+    const char* name;
+    const char* kind; // "libc", "npu"
+    const char* time_unit;
+} mt_heap_rec;
+typedef int (*mt_heap_fn)(void* ud, const mt_heap_rec* h);
+// The heaps, in id order.
+int mt_capture_heaps(mt_capture* cap, mt_heap_fn fn, void* ud);
+
+// How many events the chunks of one heap hold and the time of the last one. Returns 1, 0
+// when the heap has no chunk (both outputs 0), or -EPROTO.
+int mt_capture_heap_events(mt_capture* cap, int heap, uint64_t* events, int64_t* last_ts);
+
+typedef int (*mt_counter_fn)(void* ud, int track, int64_t ts, int64_t value);
+// The points of one counter track in time order (points of equal time as written).
+int mt_capture_counters(mt_capture* cap, int track, mt_counter_fn fn, void* ud);
+// The points of tracks first..last in the order they were written: one scan of the table,
+// no index lookup per point, for tracks an importer wrote in time order (check it).
+int mt_capture_counters_written(mt_capture* cap, int first, int last, mt_counter_fn fn, void* ud);
+// The time of a track's last point. Returns 1, 0 when the track has none, or -EPROTO.
+int mt_capture_counter_end(mt_capture* cap, int track, int64_t* ts);
+
+// Which marks mt_capture_marks reads.
+typedef struct mt_mark_query {
+    int heap;
+    bool other_heaps; // true: the marks of every heap but `heap`
+    const char* kind; // NULL: every kind
+    bool by_time;     // true: ordered by ts_begin, then as written; false: as written
+} mt_mark_query;
+typedef int (*mt_mark_fn)(void* ud, const mt_mark_rec* m);
+int mt_capture_marks(mt_capture* cap, const mt_mark_query* q, mt_mark_fn fn, void* ud);
+
+// The calls counted per allocator entry point, in name order (a damaged row's name may be
+// NULL).
+typedef int (*mt_call_count_fn)(void* ud, const char* name, int64_t count);
+int mt_capture_call_counts(mt_capture* cap, mt_call_count_fn fn, void* ud);
+
+// The stacks: the highest frame and callsite ids (0 when a table is empty), then the rows.
+int mt_capture_stack_ids(mt_capture* cap, int64_t* max_frame, int64_t* max_callsite);
+typedef struct mt_frame_info {
+    int64_t id;
+    uint64_t pc;
+    uint64_t rel_pc;      // as stored, else pc minus the mapping's load bias, else pc
+    const char* module;   // the mapping's path; NULL: no mapping
+    const char* function; // NULL until symbolized
+    const char* file;     // NULL without line information
+    int line;
+    const char* inlined; // NULL, or a JSON array of the functions inlined at pc
+    bool relevant;
+} mt_frame_info;
+typedef int (*mt_frame_fn)(void* ud, const mt_frame_info* f);
+int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud);
+// Callsites in id order; a NULL parent or frame reads as 0.
+typedef int (*mt_callsite_fn)(void* ud, const mt_callsite_rec* c);
+int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud);
+
+// Names the frames not named yet and stores the names in the capture, for reports opening
+// a capture whose program was killed before it could (memtrace/symbolize.h). Returns the
+// number of frames named or a negative errno with a message in err.
+int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen);
+
+// Streams the events of one heap in seq order. Memory is bounded by the number of chunks
+// whose seq ranges overlap (about one per live thread).
+typedef struct mt_event_iter mt_event_iter;
+// Process-wide policy, set before reading: with a report function, a chunk whose checksum
+// or decoding fails is left out instead of ending the iteration, and reported once per
+// capture (`what`: "event chunk N is corrupt (...); skipped its M events"). NULL: an error.
+typedef void (*mt_corrupt_chunk_fn)(const char* path, const char* what);
+void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
+// Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
+// mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
+int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
+// Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
+// e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
+// mt_event_iter_error).
+int mt_event_iter_next(mt_event_iter* it, mt_event* ev);
+const char* mt_event_iter_error(const mt_event_iter* it);
+void mt_event_iter_close(mt_event_iter* it);
+
+// ---- writer
+
+typedef struct mt_capwriter mt_capwriter;
 
 // Creates a new capture at path (an existing file there is replaced: callers that must
 // not overwrite check first). The file is written as WAL while recording and left as one
