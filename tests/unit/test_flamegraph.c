@@ -219,5 +219,22 @@ int main(void) {
                            "</script><script>alert(1)</script>");
     CHECK(hostile); // the name survives, escaped
     json_decref(d);
+
+    // The page is the same on every run, though the live-block map is keyed at random.
+    char again[256];
+    snprintf(again, sizeof again, "%s/fg-again.html", fx_tmpdir());
+    const char* inputs[] = {big, cap};
+    for (size_t i = 0; i < 2; i++) {
+        CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", inputs[i], "--split-threads", "-f",
+                            "-o", out, NULL),
+                     0);
+        CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", inputs[i], "--split-threads", "-f",
+                            "-o", again, NULL),
+                     0);
+        char *first = fx_read(out), *second = fx_read(again);
+        CHECK(first && second && !strcmp(first, second));
+        free(first);
+        free(second);
+    }
     CHECK_DONE();
 }
