@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "memtrace/symcache.h"
 
+#include "memtrace/vec.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -258,14 +260,8 @@ void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
                      const mt_symcache_entry* e) {
     if (!c || !e->function)
         return;
-    if (c->nputs == c->capputs) {
-        size_t nc = c->capputs ? c->capputs * 2 : 256;
-        pending* p = realloc(c->puts, nc * sizeof *p);
-        if (!p)
-            return;
-        c->puts = p;
-        c->capputs = nc;
-    }
+    if (MT_VEC_RESERVE(&c->puts, &c->capputs, c->nputs + 1))
+        return;
     pending* p = &c->puts[c->nputs];
     p->build_id = strdup(build_id);
     p->rel_pc = rel_pc;
