@@ -5,6 +5,8 @@
 #include "siphash.h"
 #include "util.h"
 
+#include "memtrace/vec.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -64,16 +66,10 @@ func* npu_func_get(parser* p, const char* name, size_t len) {
     }
     f->len = len;
     f->seen = p->nfuncs;
-    if (p->nfuncs == p->capfuncs) {
-        size_t nc = p->capfuncs ? p->capfuncs * 2 : 16;
-        func** nf = realloc(p->funcs, nc * sizeof *nf);
-        if (!nf) {
-            free(f->name);
-            free(f);
-            return NULL;
-        }
-        p->funcs = nf;
-        p->capfuncs = nc;
+    if (MT_VEC_RESERVE(&p->funcs, &p->capfuncs, p->nfuncs + 1)) {
+        free(f->name);
+        free(f);
+        return NULL;
     }
     p->funcs[p->nfuncs++] = f;
     p->table[h] = f;
@@ -163,27 +159,15 @@ static void live_remove(parser* p, live_slot* s) {
 
 static int new_id(parser* p, uint64_t* id) {
     *id = ++p->ids;
-    if (*id >= p->capnext) {
-        size_t nc = p->capnext ? p->capnext * 2 : 1024;
-        uint64_t* nn = mr_big_realloc(p->next_live, nc * sizeof *nn);
-        if (!nn)
-            return -ENOMEM;
-        p->next_live = nn;
-        p->capnext = nc;
-    }
+    if (MR_BIG_RESERVE(&p->next_live, &p->capnext, *id + 1, 1024))
+        return -ENOMEM;
     p->next_live[*id] = 0;
     return 0;
 }
 
 static int add_event(parser* p, store* st, func* f, uint64_t size, bool is_free) {
-    if (st->nev == st->capev) {
-        size_t nc = st->capev ? st->capev * 2 : 65536;
-        mr_npu_event* ne = mr_big_realloc(st->ev, nc * sizeof *ne);
-        if (!ne)
-            return -ENOMEM;
-        st->ev = ne;
-        st->capev = nc;
-    }
+    if (MR_BIG_RESERVE(&st->ev, &st->capev, st->nev + 1, 65536))
+        return -ENOMEM;
     uint32_t fid = (uint32_t)f->seen + 1;
     live_slot* s = live_find(p, fid, size, !is_free);
     uint64_t id;
@@ -251,14 +235,8 @@ int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, b
     if (v == NUM_OVERFLOW)
         return bad_number(p);
     if (l == L_ALLOC) {
-        if (f->npending == f->cappending) {
-            size_t nc = f->cappending ? f->cappending * 2 : 8;
-            uint64_t* np = realloc(f->pending, nc * sizeof *np);
-            if (!np)
-                return -ENOMEM;
-            f->pending = np;
-            f->cappending = nc;
-        }
+        if (MT_VEC_RESERVE(&f->pending, &f->cappending, f->npending + 1))
+            return -ENOMEM;
         f->pending[f->npending++] = v;
         return 0;
     }

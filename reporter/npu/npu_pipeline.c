@@ -5,6 +5,8 @@
 #include "siphash.h"
 #include "util.h"
 
+#include "memtrace/vec.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -77,15 +79,9 @@ static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out,
     if (sc.key) {
         out->cur = (uint8_t)npu_choose(&sc, all, false);
         out->cur_val = out->cur < L_COUNT ? sc.val[out->cur] : 0;
-        if (b->alen + sc.keylen > b->acap) {
-            size_t nc = (b->acap ? b->acap * 2 : 65536) + sc.keylen;
-            char* na = realloc(b->arena, nc);
-            if (!na) {
-                q->rc = -ENOMEM; // reported when the reader is done
-                return false;
-            }
-            b->arena = na;
-            b->acap = nc;
+        if (MT_VEC_RESERVE(&b->arena, &b->acap, b->alen + sc.keylen)) {
+            q->rc = -ENOMEM; // reported when the reader is done
+            return false;
         }
         memcpy(b->arena + b->alen, sc.key, sc.keylen);
         out->key_off = (uint32_t)b->alen;
