@@ -3,6 +3,8 @@
 // users; it never reads captures and never decides what a plot shows.
 #include "plot_draw.h"
 
+#include "memtrace/vec.h"
+
 #include <cairo-svg.h>
 #include <math.h>
 #include <stdio.h>
@@ -296,14 +298,8 @@ void mr_polyline_begin(mr_polyline* p, cairo_t* cr, const mr_frame* f) {
 }
 
 static void keep(mr_polyline* p, double x, double y) {
-    if (p->npts + 2 > p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 1024;
-        double* np = realloc(p->pts, nc * sizeof *np);
-        if (!np)
-            return; // the legend placement just sees fewer points
-        p->pts = np;
-        p->cap = nc;
-    }
+    if (MT_VEC_RESERVE(&p->pts, &p->cap, p->npts + 2))
+        return; // the legend placement just sees fewer points
     p->pts[p->npts++] = x;
     p->pts[p->npts++] = y;
 }

@@ -23,5 +23,10 @@ void mr_points_free(mr_points* p);
 
 // realloc for arrays that grow by doubling to ~100 MB (point and event vectors).
 void* mr_big_realloc(void* old, size_t bytes);
+// mt_vec_grow (memtrace/vec.h) for those arrays: at least `first` elements (a power of two)
+// from the start, then doubling. Returns 0 or -ENOMEM.
+int mr_big_vec_grow(void* arr, size_t* cap, size_t need, size_t first, size_t elem);
+#define MR_BIG_RESERVE(arr, cap, need, first)                                                      \
+    mr_big_vec_grow((arr), (cap), (need), (first), sizeof **(arr))
 
 #endif

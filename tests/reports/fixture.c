@@ -5,6 +5,7 @@
 
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
+#include "memtrace/vec.h"
 
 #include <ftw.h>
 #include <getopt.h>
@@ -36,12 +37,8 @@ void fx_sql(fx* f, const char* sql) {
 }
 
 void fx_event(fx* f, int kind, uint32_t tid, uint64_t addr, uint64_t size, uint32_t callsite) {
-    if (f->n == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 64;
-        f->ev = realloc(f->ev, f->cap * sizeof *f->ev);
-        if (!f->ev)
-            die("events", "out of memory");
-    }
+    if (MT_VEC_RESERVE(&f->ev, &f->cap, f->n + 1))
+        die("events", "out of memory");
     f->seq++;
     f->ev[f->n++] = (mt_event){.seq = f->seq,
                                .ts = (int64_t)f->seq * 1000,
