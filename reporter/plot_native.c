@@ -18,7 +18,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,54 +206,56 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return 0;
 }
 
+static int add_counter(void* ud, int track, int64_t ts, int64_t value) {
+    (void)track;
+    return bucket_add(ud, ts, value > 0 ? (uint64_t)value : 0);
+}
+
 static int read_track(native* nv, int track, mr_points* out) {
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
-                           "SELECT ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid", -1,
-                           &st, NULL) != SQLITE_OK)
-        return 0; // no counters: nothing to draw
-    sqlite3_bind_int(st, 1, track);
     bucketed b = {.out = out, .t0 = nv->hb.t0, .width = nv->hb.width};
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-        sqlite3_int64 v = sqlite3_column_int64(st, 1);
-        rc = bucket_add(&b, sqlite3_column_int64(st, 0), v > 0 ? (uint64_t)v : 0);
-    }
+    int rc = mt_capture_counters(nv->cap, track, add_counter, &b);
+    if (rc == -EPROTO) // unreadable counters: drawn as far as they were read
+        rc = 0;
     if (!rc)
         rc = bucket_flush(&b);
-    sqlite3_finalize(st);
     return rc;
 }
 
 static uint64_t count_events(native* nv) {
-    sqlite3_stmt* st;
-    uint64_t n = 0;
-    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
-                           "SELECT sum(count) FROM event_chunk WHERE heap=?1", -1, &st,
-                           NULL) == SQLITE_OK) {
-        sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            n = (uint64_t)sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    return n;
+    uint64_t n;
+    int64_t last;
+    return mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &n, &last) < 0 ? 0 : n;
+}
+
+// The end of the latest mark or range (begin of one still open) outside the NPU heap.
+typedef struct latest {
+    bool any;
+    int64_t ts;
+} latest;
+
+static int latest_mark(void* ud, const mt_mark_rec* m) {
+    latest* l = ud;
+    int64_t t = m->has_end ? m->ts_end : m->ts_begin;
+    if (!l->any || t > l->ts)
+        *l = (latest){true, t};
+    return 0;
 }
 
 static int64_t max_ts(native* nv) {
-    sqlite3_stmt* st;
-    int64_t t = 0;
-    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
-                           "SELECT max((SELECT max(ts_last) FROM event_chunk WHERE heap=?1),"
-                           " (SELECT max(ts) FROM counter WHERE track IN (?2, ?3)),"
-                           " (SELECT max(coalesce(ts_end, ts_begin)) FROM mark WHERE heap!=?4))",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int(st, 1, MT_HEAP_LIBC);
-        sqlite3_bind_int(st, 2, MT_TRACK_RSS);
-        sqlite3_bind_int(st, 3, MT_TRACK_VSZ);
-        sqlite3_bind_int(st, 4, MT_HEAP_NPU);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            t = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
+    uint64_t events;
+    int64_t last_event, rss, vsz, t = 0;
+    latest mark = {false, 0};
+    int has_events = mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &events, &last_event);
+    int has_rss = mt_capture_counter_end(nv->cap, MT_TRACK_RSS, &rss);
+    int has_vsz = mt_capture_counter_end(nv->cap, MT_TRACK_VSZ, &vsz);
+    mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true};
+    int marks_rc = mt_capture_marks(nv->cap, &q, latest_mark, &mark);
+    // The latest of the three, or 0 when one of them has no rows at all (how it has always
+    // been computed: SQL's max(a, b, c) is NULL when any is).
+    if (has_events == 1 && (has_rss == 1 || has_vsz == 1) && !marks_rc && mark.any) {
+        int64_t counters = has_rss == 1 && (has_vsz != 1 || rss > vsz) ? rss : vsz;
+        t = last_event > counters ? last_event : counters;
+        t = t > mark.ts ? t : mark.ts;
     }
     int64_t d = mt_capture_meta_int(nv->cap, "duration_ns", 0);
     return d > t ? d : t;
@@ -304,41 +305,38 @@ typedef struct mark_row {
     int64_t begin, end;
 } mark_row;
 
-static int read_marks(native* nv, mark_row** out, size_t* n) {
-    sqlite3_stmt* st;
-    *out = NULL;
-    *n = 0;
-    if (sqlite3_prepare_v2(mt_capture_db(nv->cap),
-                           "SELECT kind, name, ts_begin, ts_end FROM mark WHERE heap!=?1"
-                           " AND kind IN ('mark', 'range') ORDER BY ts_begin, id",
-                           -1, &st, NULL) != SQLITE_OK)
+typedef struct mark_list {
+    mark_row* v;
+    size_t n, cap;
+} mark_list;
+
+static int add_mark(void* ud, const mt_mark_rec* rec) {
+    mark_list* l = ud;
+    if (!rec->kind || (strcmp(rec->kind, "mark") && strcmp(rec->kind, "range")))
         return 0;
-    sqlite3_bind_int(st, 1, MT_HEAP_NPU);
-    size_t cap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            mark_row* nm = realloc(*out, cap * sizeof *nm);
-            if (!nm) {
-                sqlite3_finalize(st);
-                return -ENOMEM;
-            }
-            *out = nm;
-        }
-        const char* kind = (const char*)sqlite3_column_text(st, 0);
-        const char* name = (const char*)sqlite3_column_text(st, 1);
-        mark_row* m = &(*out)[(*n)++];
-        m->range = kind && strcmp(kind, "range") == 0;
-        m->name = strdup(name ? name : "");
-        m->begin = sqlite3_column_int64(st, 2);
-        m->end = sqlite3_column_type(st, 3) == SQLITE_NULL ? m->begin : sqlite3_column_int64(st, 3);
-        if (!m->name) {
-            sqlite3_finalize(st);
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        mark_row* nm = realloc(l->v, nc * sizeof *nm);
+        if (!nm)
             return -ENOMEM;
-        }
+        l->v = nm;
+        l->cap = nc;
     }
-    sqlite3_finalize(st);
-    return 0;
+    mark_row* m = &l->v[l->n++];
+    m->range = strcmp(rec->kind, "range") == 0;
+    m->name = strdup(rec->name ? rec->name : "");
+    m->begin = rec->ts_begin;
+    m->end = rec->has_end ? rec->ts_end : rec->ts_begin;
+    return m->name ? 0 : -ENOMEM;
+}
+
+static int read_marks(native* nv, mark_row** out, size_t* n) {
+    mark_list l = {NULL, 0, 0};
+    mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true, .by_time = true};
+    int rc = mt_capture_marks(nv->cap, &q, add_mark, &l);
+    *out = l.v;
+    *n = l.n;
+    return rc == -ENOMEM ? rc : 0; // unreadable marks: drawn as far as they were read
 }
 
 // ---- output
