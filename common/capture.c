@@ -370,10 +370,6 @@ void mt_capture_close(mt_capture* cap) {
     free(cap);
 }
 
-sqlite3* mt_capture_db(mt_capture* cap) {
-    return cap->db;
-}
-
 const char* mt_capture_path(const mt_capture* cap) {
     return cap->path;
 }

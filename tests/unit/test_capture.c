@@ -2,6 +2,8 @@
 // The capture reader against files written by mt_capwriter: exact read-back in seq order
 // across interleaved per-thread chunks, and rejection (message and return code) of every
 // kind of bad file. Files live in a private temporary directory removed at the end.
+#include "capture_sql.h"
+
 #include "../check.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -459,9 +461,9 @@ static void test_bit_flips(const char* good) {
                 fprintf(stderr, "flip %d: open: %s\n", f, err);
             continue;
         }
+        sqlite3* raw = capture_sql_open(cap);
         sqlite3_stmt* heaps;
-        sqlite3_prepare_v2(mt_capture_db(cap), "SELECT DISTINCT heap FROM event_chunk", -1, &heaps,
-                           NULL);
+        sqlite3_prepare_v2(raw, "SELECT DISTINCT heap FROM event_chunk", -1, &heaps, NULL);
         bool seen = false;
         while (sqlite3_step(heaps) == SQLITE_ROW) {
             mt_event_iter* it = NULL;
@@ -476,6 +478,7 @@ static void test_bit_flips(const char* good) {
             mt_event_iter_close(it);
         }
         sqlite3_finalize(heaps);
+        sqlite3_close(raw);
         mt_capture_close(cap);
         if (!seen)
             fprintf(stderr, "flip %d in chunk %lld not detected\n", f, (long long)id);
@@ -502,12 +505,13 @@ static void test_skip_corrupt(const char* good) {
     mt_capture* cap = NULL;
     CHECK_EQ_I64(mt_capture_open(p, &cap, err, sizeof err), 0);
     int64_t lost = 0;
+    sqlite3* raw = capture_sql_open(cap);
     sqlite3_stmt* st;
-    sqlite3_prepare_v2(mt_capture_db(cap), "SELECT count FROM event_chunk WHERE id = 5", -1, &st,
-                       NULL);
+    sqlite3_prepare_v2(raw, "SELECT count FROM event_chunk WHERE id = 5", -1, &st, NULL);
     if (sqlite3_step(st) == SQLITE_ROW)
         lost = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
+    sqlite3_close(raw);
     CHECK(lost > 0);
     static mt_event got[NEVENTS];
     for (int pass = 0; pass < 2; pass++) {
@@ -636,6 +640,201 @@ static void test_unfinished(void) {
     free(wal1);
 }
 
+// ---- typed reads of the tables: what mt_capwriter wrote comes back, in the promised order
+
+// A collector for every row reader: the rows as one line of text each, appended.
+typedef struct rows {
+    char text[2048];
+    int stop_after; // stop the read after this many rows (0: never), returning 7
+    int n;
+} rows;
+
+static int row_line(rows* r, const char* line) {
+    size_t len = strlen(r->text);
+    snprintf(r->text + len, sizeof r->text - len, "%s;", line);
+    return ++r->n == r->stop_after ? 7 : 0;
+}
+
+static int on_heap(void* ud, const mt_heap_rec* h) {
+    char b[128];
+    snprintf(b, sizeof b, "%d %s %s %s", h->id, h->name, h->kind, h->time_unit);
+    return row_line(ud, b);
+}
+
+static int on_counter(void* ud, int track, int64_t ts, int64_t value) {
+    char b[128];
+    snprintf(b, sizeof b, "%d@%lld=%lld", track, (long long)ts, (long long)value);
+    return row_line(ud, b);
+}
+
+static int on_mark(void* ud, const mt_mark_rec* m) {
+    char b[256];
+    snprintf(b, sizeof b, "%d %s %s %lld-%s%lld tid%s%lld %s", m->heap, m->kind, m->name,
+             (long long)m->ts_begin, m->has_end ? "" : "open", (long long)m->ts_end,
+             m->has_tid ? "" : "-none", (long long)m->tid, m->attrs ? m->attrs : "-");
+    return row_line(ud, b);
+}
+
+static int on_call(void* ud, const char* name, int64_t count) {
+    char b[128];
+    snprintf(b, sizeof b, "%s=%lld", name, (long long)count);
+    return row_line(ud, b);
+}
+
+static int on_frame(void* ud, const mt_frame_info* f) {
+    char b[512];
+    snprintf(b, sizeof b, "%lld pc%llx rel%llx %s %s %s:%d %s %d", (long long)f->id,
+             (unsigned long long)f->pc, (unsigned long long)f->rel_pc, f->module ? f->module : "-",
+             f->function ? f->function : "-", f->file ? f->file : "-", f->line,
+             f->inlined ? f->inlined : "-", f->relevant);
+    return row_line(ud, b);
+}
+
+static int on_callsite(void* ud, const mt_callsite_rec* c) {
+    char b[128];
+    snprintf(b, sizeof b, "%lld<%lld f%lld d%lld", (long long)c->id, (long long)c->parent_id,
+             (long long)c->frame_id, (long long)c->depth);
+    return row_line(ud, b);
+}
+
+static void write_tables(const char* path) {
+    char err[256];
+    mt_capwriter* w;
+    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
+    CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
+    CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes"), 0);
+    // Written out of time order, two points at ts 20 (read back as written).
+    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 30, 3), 0);
+    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_VSZ, 5, 50), 0);
+    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 20, 2), 0);
+    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 20, 1), 0);
+    mt_mark_rec marks[] = {
+        {.heap = MT_HEAP_LIBC, .kind = "range", .name = "load", .ts_begin = 40},
+        {.heap = MT_HEAP_LIBC,
+         .kind = "mark",
+         .name = "go",
+         .ts_begin = 10,
+         .has_tid = true,
+         .tid = 7},
+        {.heap = MT_HEAP_NPU,
+         .kind = "range",
+         .name = "f",
+         .ts_begin = 2,
+         .has_end = true,
+         .ts_end = 4,
+         .attrs = "{\"bytes\":1}"},
+    };
+    for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
+        CHECK_EQ_I64(mt_capwriter_mark(w, &marks[i]), 0);
+    CHECK_EQ_I64(mt_capwriter_call_count(w, "malloc", 12), 0);
+    CHECK_EQ_I64(mt_capwriter_call_count(w, "free", 9), 0);
+    mt_mapping_rec map = {.id = 1,
+                          .path = "/lib/x.so",
+                          .start = 0x1000,
+                          .end = 0x9000,
+                          .load_bias = 0x1000,
+                          .ts_unloaded = -1};
+    CHECK_EQ_I64(mt_capwriter_mapping(w, &map), 0);
+    mt_frame_rec frames[] = {{.id = 1, .mapping_id = 1, .pc = 0x1234},
+                             {.id = 2,
+                              .mapping_id = 1,
+                              .pc = 0x2000,
+                              .has_rel_pc = true,
+                              .rel_pc = 0x10,
+                              .function = "g"},
+                             {.id = 3, .pc = 0x77}};
+    for (size_t i = 0; i < 3; i++)
+        CHECK_EQ_I64(mt_capwriter_frame(w, &frames[i]), 0);
+    mt_callsite_rec cs[] = {{1, 0, 3, 1}, {2, 1, 2, 2}};
+    for (size_t i = 0; i < 2; i++)
+        CHECK_EQ_I64(mt_capwriter_callsite(w, &cs[i]), 0);
+    uint8_t* scratch = malloc(mt_codec_bound(NEVENTS));
+    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, events, 100, scratch), 0);
+    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, events + 100, 50, scratch), 0);
+    free(scratch);
+    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
+    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    sql(path, "UPDATE frame SET file='g.c', line=5, inlined='[]', relevant=0 WHERE id=2");
+}
+
+static void test_typed_reads(void) {
+    const char* p = path_in_dir("tables.db");
+    write_tables(p);
+    char err[512];
+    mt_capture* cap = NULL;
+    CHECK_EQ_I64(mt_capture_open(p, &cap, err, sizeof err), 0);
+    if (!cap)
+        return;
+    rows r = {0};
+    CHECK_EQ_I64(mt_capture_heaps(cap, on_heap, &r), 0);
+    CHECK_EQ_STR(r.text, "1 libc libc ns;2 npu npu step;");
+
+    uint64_t n;
+    int64_t last;
+    CHECK_EQ_I64(mt_capture_heap_events(cap, MT_HEAP_LIBC, &n, &last), 1);
+    CHECK_EQ_I64(n, 150);
+    CHECK_EQ_I64(last, events[149].ts);
+    CHECK_EQ_I64(mt_capture_heap_events(cap, MT_HEAP_NPU, &n, &last), 0);
+    CHECK_EQ_I64(n, 0);
+
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_counters(cap, MT_TRACK_RSS, on_counter, &r), 0);
+    CHECK_EQ_STR(r.text, "1@20=2;1@20=1;1@30=3;");
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_counters_written(cap, MT_TRACK_RSS, MT_TRACK_VSZ, on_counter, &r), 0);
+    CHECK_EQ_STR(r.text, "1@30=3;2@5=50;1@20=2;1@20=1;");
+    r = (rows){.stop_after = 2};
+    CHECK_EQ_I64(mt_capture_counters_written(cap, MT_TRACK_RSS, MT_TRACK_VSZ, on_counter, &r), 7);
+    CHECK_EQ_I64(r.n, 2);
+    CHECK_EQ_I64(mt_capture_counter_end(cap, MT_TRACK_RSS, &last), 1);
+    CHECK_EQ_I64(last, 30);
+    CHECK_EQ_I64(mt_capture_counter_end(cap, MT_TRACK_NPU_USED, &last), 0);
+
+    r = (rows){0};
+    mt_mark_query libc_by_time = {.heap = MT_HEAP_NPU, .other_heaps = true, .by_time = true};
+    CHECK_EQ_I64(mt_capture_marks(cap, &libc_by_time, on_mark, &r), 0);
+    CHECK_EQ_STR(r.text, "1 mark go 10-open0 tid7 -;1 range load 40-open0 tid-none0 -;");
+    r = (rows){0};
+    mt_mark_query libc_written = {.heap = MT_HEAP_LIBC, .kind = "range"};
+    CHECK_EQ_I64(mt_capture_marks(cap, &libc_written, on_mark, &r), 0);
+    CHECK_EQ_STR(r.text, "1 range load 40-open0 tid-none0 -;");
+    r = (rows){0};
+    mt_mark_query npu = {.heap = MT_HEAP_NPU};
+    CHECK_EQ_I64(mt_capture_marks(cap, &npu, on_mark, &r), 0);
+    CHECK_EQ_STR(r.text, "2 range f 2-4 tid-none0 {\"bytes\":1};");
+
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_call_counts(cap, on_call, &r), 0);
+    CHECK_EQ_STR(r.text, "free=9;malloc=12;");
+
+    int64_t fmax, cmax;
+    CHECK_EQ_I64(mt_capture_stack_ids(cap, &fmax, &cmax), 0);
+    CHECK_EQ_I64(fmax, 3);
+    CHECK_EQ_I64(cmax, 2);
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_frames(cap, on_frame, &r), 0);
+    CHECK_EQ_STR(r.text, "1 pc1234 rel234 /lib/x.so - -:0 - 1;"
+                         "2 pc2000 rel10 /lib/x.so g g.c:5 [] 0;"
+                         "3 pc77 rel77 - - -:0 - 1;");
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_callsites(cap, on_callsite, &r), 0);
+    CHECK_EQ_STR(r.text, "1<0 f3 d1;2<1 f2 d2;");
+    mt_capture_close(cap);
+
+    // A table that cannot be read: -EPROTO, and the reason in words.
+    sql(p, "DROP TABLE call_count");
+    CHECK_EQ_I64(mt_capture_open(p, &cap, err, sizeof err), 0);
+    if (!cap)
+        return;
+    r = (rows){0};
+    CHECK_EQ_I64(mt_capture_call_counts(cap, on_call, &r), -EPROTO);
+    CHECK(strstr(mt_capture_error(cap), "call_count") != NULL);
+    mt_capture_close(cap);
+}
+
 static void cleanup(void) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -668,6 +867,7 @@ int main(void) {
     test_schema_v1(good);
     test_callsite_cycles(good);
     test_unfinished();
+    test_typed_reads();
     // The good capture still reads after all that (the copies were independent).
     check_readback(good, false);
     cleanup();

@@ -3,6 +3,7 @@
 // docs/npu-memory-usage-log.md: the §3 table of the sample, the §3 corner-case
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
+#include "capture_sql.h"
 #include "npu/npu.h"
 #include "replay.h"
 #include "util.h"
@@ -523,9 +524,7 @@ static void test_capture_roundtrip(const char* fixture) {
     CHECK(same_series(&s, &t));
     // Rows out of timeline order (not how import writes them) read back the same.
     mr_npu_series_free(&t);
-    CHECK_EQ_I64(
-        sqlite3_exec(mt_capture_db(cap), "UPDATE counter SET rowid = -rowid", NULL, NULL, NULL),
-        SQLITE_OK);
+    CHECK_EQ_I64(capture_sql_exec(cap, "UPDATE counter SET rowid = -rowid"), SQLITE_OK);
     CHECK_EQ_I64(mr_npu_series_from_capture(cap, &t, err, sizeof err), 0);
     CHECK(same_series(&s, &t));
     mt_event_iter* it;

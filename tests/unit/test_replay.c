@@ -2,6 +2,7 @@
 // Event replay on captures written with mt_capwriter: live bytes, peak and when, counts,
 // unmatched frees, realloc as free + alloc, cross-thread address reuse across chunks,
 // partial replay (stop_seq), the per-event callback, and a random stream against a model.
+#include "capture_sql.h"
 #include "replay.h"
 
 #include "../check.h"
@@ -364,10 +365,8 @@ static void test_empty_and_corrupt(void) {
     if (!cap)
         return;
     // A count that does not match the blob, found only when the chunk is decoded.
-    CHECK_EQ_I64(sqlite3_exec(mt_capture_db(cap),
-                              "UPDATE event_chunk SET count = count + 1 WHERE heap=1 AND"
-                              " seq_first = 2",
-                              NULL, NULL, NULL),
+    CHECK_EQ_I64(capture_sql_exec(cap, "UPDATE event_chunk SET count = count + 1 WHERE heap=1 AND"
+                                       " seq_first = 2"),
                  SQLITE_OK);
     CHECK_EQ_I64(mr_replay_init(&r, cap, MT_HEAP_LIBC), 0);
     CHECK_EQ_I64(mr_replay_run(&r, UINT64_MAX, NULL, NULL), -EPROTO);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Site naming and stack rendering over the symbols table (sites.h), on the standard
 // fixture: relevance skipping, unsymbolized frames, inlined expansion, JSON and text.
+#include "capture_sql.h"
 #include "sites.h"
 
 #include "../check.h"
@@ -66,17 +67,17 @@ int main(void) {
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
     // Give make_node's frame an inlined helper, so its site and stacks expand it.
-    sqlite3_exec(mt_capture_db(cap),
-                 "UPDATE frame SET inlined='[{\"function\":\"node_alloc\",\"file\":\"tree.h\","
-                 "\"line\":3}]' WHERE id=4",
-                 NULL, NULL, NULL);
+    CHECK_EQ_I64(capture_sql_exec(cap, "UPDATE frame SET inlined='[{\"function\":\"node_alloc\","
+                                       "\"file\":\"tree.h\",\"line\":3}]' WHERE id=4"),
+                 SQLITE_OK);
     // Callsite 10: parse_file again under load_config, from another return address (an
     // unrolled loop): the same symbolized stack as callsite 4.
-    sqlite3_exec(mt_capture_db(cap),
-                 "INSERT INTO frame VALUES(11,1,5000,5000,'parse_file','parse.c',30,NULL,1);"
+    CHECK_EQ_I64(
+        capture_sql_exec(
+            cap, "INSERT INTO frame VALUES(11,1,5000,5000,'parse_file','parse.c',30,NULL,1);"
                  "INSERT INTO frame VALUES(12,1,5001,5001,'parse_file','parse.c',31,NULL,1);"
-                 "INSERT INTO callsite VALUES(10,3,11,4),(11,3,12,4),(12,10,10,5),(13,4,10,5);",
-                 NULL, NULL, NULL);
+                 "INSERT INTO callsite VALUES(10,3,11,4),(11,3,12,4),(12,10,10,5),(13,4,10,5);"),
+        SQLITE_OK);
     mr_symbols* s;
     CHECK_EQ_I64(mr_symbols_load(cap, &s), 0);
     // Leaf 6 is operator new (not relevant) under make_node: the site is the inlined

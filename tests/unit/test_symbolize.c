@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "capture_sql.h"
 #include "symbols.h"
 
 #include "../check.h"
@@ -472,7 +473,9 @@ int main(int argc, char** argv) {
     char* v = mt_capture_meta_text(cap, "symbolized");
     CHECK_EQ_STR(v, "1");
     free(v);
-    check_frame(mt_capture_db(cap), S_PLAIN + 1, "plain_caller", me, line_at[S_PLAIN]);
+    sqlite3* stored = capture_sql_open(cap);
+    check_frame(stored, S_PLAIN + 1, "plain_caller", me, line_at[S_PLAIN]);
+    sqlite3_close(stored);
     mt_capture_close(cap);
 
     char cmd[4400];

@@ -68,7 +68,6 @@ typedef struct mt_capture mt_capture;
 // schema), with a one-line message in words in err.
 int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
 void mt_capture_close(mt_capture* cap);
-sqlite3* mt_capture_db(mt_capture* cap);
 const char* mt_capture_path(const mt_capture* cap);
 // Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
 typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
