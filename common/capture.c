@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Capture reader: validates a capture file and streams its events in seq order by a k-way
-// merge of the per-thread chunks. The only SQLite reader shared by all of memreport.
+// merge of the per-thread chunks. With capture_tables.c (the typed reads of the other
+// tables), the only SQLite reader of memreport.
 // Must not trust the file: it may come from a killed program, a truncated copy, or anyone.
 #define _GNU_SOURCE
 #include "memtrace/capture.h"
 
+#include "capture_db.h"
+
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
-#include "memtrace/symbolize.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
@@ -370,6 +372,10 @@ void mt_capture_close(mt_capture* cap) {
     free(cap);
 }
 
+sqlite3* mt_capture_sqlite(mt_capture* cap) {
+    return cap->db;
+}
+
 const char* mt_capture_path(const mt_capture* cap) {
     return cap->path;
 }
@@ -415,198 +421,6 @@ bool mt_capture_truncated(mt_capture* cap) {
     bool truncated = !s || strcmp(s, "complete") != 0;
     free(s);
     return truncated;
-}
-
-// ---- typed reads of the tables
-
-const char* mt_capture_error(mt_capture* cap) {
-    return sqlite3_errmsg(cap->db);
-}
-
-static const char* column_text(sqlite3_stmt* st, int col) {
-    return (const char*)sqlite3_column_text(st, col);
-}
-
-// Ends a row reader: fn's nonzero result, else -EPROTO unless every row was read.
-static int rows_done(sqlite3_stmt* st, int rc, int step) {
-    sqlite3_finalize(st);
-    return rc ? rc : step == SQLITE_DONE ? 0 : -EPROTO;
-}
-
-static int prepare(mt_capture* cap, const char* sql, sqlite3_stmt** st) {
-    return sqlite3_prepare_v2(cap->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : -EPROTO;
-}
-
-int mt_capture_heaps(mt_capture* cap, mt_heap_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap, "SELECT id, name, kind, time_unit FROM heap ORDER BY id", &st))
-        return -EPROTO;
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        mt_heap_rec h = {sqlite3_column_int(st, 0), column_text(st, 1), column_text(st, 2),
-                         column_text(st, 3)};
-        rc = fn(ud, &h);
-    }
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_heap_events(mt_capture* cap, int heap, uint64_t* events, int64_t* last_ts) {
-    sqlite3_stmt* st;
-    *events = 0;
-    *last_ts = 0;
-    if (prepare(cap, "SELECT count(*), sum(count), max(ts_last) FROM event_chunk WHERE heap=?1",
-                &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, heap);
-    int rc = -EPROTO;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        rc = sqlite3_column_int64(st, 0) > 0;
-        *events = (uint64_t)sqlite3_column_int64(st, 1);
-        *last_ts = sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int read_counters(sqlite3_stmt* st, mt_counter_fn fn, void* ud) {
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = fn(ud, sqlite3_column_int(st, 0), sqlite3_column_int64(st, 1),
-                sqlite3_column_int64(st, 2));
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_counters(mt_capture* cap, int track, mt_counter_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap, "SELECT track, ts, value FROM counter WHERE track=?1 ORDER BY ts, rowid", &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, track);
-    return read_counters(st, fn, ud);
-}
-
-int mt_capture_counters_written(mt_capture* cap, int first, int last, mt_counter_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap,
-                "SELECT track, ts, value FROM counter NOT INDEXED"
-                " WHERE track BETWEEN ?1 AND ?2 ORDER BY rowid",
-                &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, first);
-    sqlite3_bind_int(st, 2, last);
-    return read_counters(st, fn, ud);
-}
-
-int mt_capture_counter_end(mt_capture* cap, int track, int64_t* ts) {
-    sqlite3_stmt* st;
-    *ts = 0;
-    if (prepare(cap, "SELECT max(ts) FROM counter WHERE track=?1", &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, track);
-    int rc = -EPROTO;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
-        *ts = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int mt_capture_marks(mt_capture* cap, const mt_mark_query* q, mt_mark_fn fn, void* ud) {
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT heap, kind, name, ts_begin, ts_end, tid, attrs FROM mark"
-             " WHERE heap %s ?1%s ORDER BY %s",
-             q->other_heaps ? "!=" : "=", q->kind ? " AND kind=?2" : "",
-             q->by_time ? "ts_begin, id" : "id");
-    sqlite3_stmt* st;
-    if (prepare(cap, sql, &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, q->heap);
-    if (q->kind)
-        sqlite3_bind_text(st, 2, q->kind, -1, SQLITE_STATIC);
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        mt_mark_rec m = {.heap = sqlite3_column_int(st, 0),
-                         .kind = column_text(st, 1),
-                         .name = column_text(st, 2),
-                         .ts_begin = sqlite3_column_int64(st, 3),
-                         .has_end = sqlite3_column_type(st, 4) != SQLITE_NULL,
-                         .ts_end = sqlite3_column_int64(st, 4),
-                         .has_tid = sqlite3_column_type(st, 5) != SQLITE_NULL,
-                         .tid = sqlite3_column_int64(st, 5),
-                         .attrs = column_text(st, 6)};
-        rc = fn(ud, &m);
-    }
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_call_counts(mt_capture* cap, mt_call_count_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap, "SELECT name, count FROM call_count ORDER BY name", &st))
-        return -EPROTO;
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW)
-        rc = fn(ud, column_text(st, 0), sqlite3_column_int64(st, 1));
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_stack_ids(mt_capture* cap, int64_t* max_frame, int64_t* max_callsite) {
-    sqlite3_stmt* st;
-    *max_frame = *max_callsite = 0;
-    if (prepare(cap,
-                "SELECT (SELECT coalesce(max(id), 0) FROM frame),"
-                " (SELECT coalesce(max(id), 0) FROM callsite)",
-                &st))
-        return -EPROTO;
-    int rc = -EPROTO;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        *max_frame = sqlite3_column_int64(st, 0);
-        *max_callsite = sqlite3_column_int64(st, 1);
-        rc = 0;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap,
-                "SELECT f.id, f.pc, coalesce(f.rel_pc, f.pc - m.load_bias, f.pc), m.path,"
-                " f.function, f.file, f.line, f.inlined, f.relevant"
-                " FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id",
-                &st))
-        return -EPROTO;
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        mt_frame_info f = {.id = sqlite3_column_int64(st, 0),
-                           .pc = (uint64_t)sqlite3_column_int64(st, 1),
-                           .rel_pc = (uint64_t)sqlite3_column_int64(st, 2),
-                           .module = column_text(st, 3),
-                           .function = column_text(st, 4),
-                           .file = column_text(st, 5),
-                           .line = sqlite3_column_int(st, 6),
-                           .inlined = column_text(st, 7),
-                           .relevant = sqlite3_column_int(st, 8) != 0};
-        rc = fn(ud, &f);
-    }
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud) {
-    sqlite3_stmt* st;
-    if (prepare(cap, "SELECT id, parent_id, frame_id, depth FROM callsite ORDER BY id", &st))
-        return -EPROTO;
-    int rc = 0, step = SQLITE_DONE;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
-        mt_callsite_rec c = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
-        rc = fn(ud, &c);
-    }
-    return rows_done(st, rc, step);
-}
-
-int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen) {
-    return mt_symbolize_capture(cap->db, 0, err, errlen);
 }
 
 // ---- event iterator: k-way merge of chunk cursors by seq
