@@ -165,25 +165,15 @@ int mr_cmd_import(int argc, char** argv) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char* output = NULL;
-    bool force = false;
+    mr_opts o = {.output = NULL}; // no output named: beside the log
     int c;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = true;
-            break;
-        case 'h':
-            fputs(import_help, stdout);
-            return MR_EXIT_OK;
-        default: // getopt said what is wrong
-            mr_usage_hint(import_help);
-            return MR_EXIT_USAGE;
-        }
+        int rc = mr_opts_handle(&o, c, import_help);
+        if (rc != MR_OPT_NEXT)
+            return rc;
     }
+    const char* output = o.output;
+    bool force = o.force;
     const char* path = mr_opts_input(argc, argv, import_help);
     if (!path)
         return MR_EXIT_USAGE;
