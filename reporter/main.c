@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // memreport: the offline reporter. Dispatches to one subcommand per module.
 #include "commands.h"
-#include "util.h"
+#include "options.h"
+#include "output.h"
 
 #include "memtrace/capture.h"
 

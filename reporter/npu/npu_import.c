@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: MIT
-// memreport import: turns an NPU compiler memory-usage log into a capture (heap 2 'npu',
+// The NPU import: turns an NPU compiler memory-usage log into a capture (heap 2 'npu',
 // time unit 'step') through common's capture writer, so every report reads it like a
 // native capture. Parsing rules live in npu_parse.c and its siblings; this file only maps the model
 // to rows.
-#include "commands.h"
+#include "messages.h"
 #include "npu.h"
-#include "util.h"
+#include "output.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@
 #include <unistd.h>
 
 #define CHUNK_EVENTS 4096
-
-static const char import_help[] =
-    "usage: memreport import LOG [-o CAPTURE] [-f]\n"
-    "Imports an NPU compiler memory-usage log (OV_NPU_LOG_LEVEL=LOG_TRACE\n"
-    "IE_NPU_LOG_FILTER=\"vpux-compiler|memory-usage-info\") into a capture: one event per\n"
-    "'Buffer size to allocate' / 'Free buffer of size' line (time = allocation step), counters\n"
-    "for max allocated, used and free memory, function regions and fragmentation flags,\n"
-    "read with the rules of upstream's plot_memory_usage.py. The 2025 format without\n"
-    "function prefixes is read too.\n"
-    "  -o, --output   the capture to write (default: LOG with its extension replaced by .db)\n"
-    "  -f, --force    overwrite the capture if it exists\n";
 
 // One frame and one root callsite per function: a flame graph shows bytes by function.
 static int write_names(mt_capwriter* w, const mr_npu_log* log) {
@@ -158,68 +146,4 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
 int mr_npu_exit_code(int rc) {
     // A directory given as the log is bad input, not an I/O failure.
     return rc == -EPROTO || rc == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
-}
-
-int mr_cmd_import(int argc, char** argv) {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    mr_opts o = {.output = NULL}; // no output named: beside the log
-    int c;
-    while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
-        int rc = mr_opts_handle(&o, c, import_help);
-        if (rc != MR_OPT_NEXT)
-            return rc;
-    }
-    const char* output = o.output;
-    bool force = o.force;
-    const char* path = mr_opts_input(argc, argv, import_help);
-    if (!path)
-        return MR_EXIT_USAGE;
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        mr_error(path, "is a directory, not an NPU log");
-        return MR_EXIT_BAD_INPUT;
-    }
-    char* def = output ? NULL : mr_path_with_ext(path, ".db");
-    if (!output && !(output = def)) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    if (strcmp(output, "-") == 0 || strcmp(output, path) == 0) {
-        mr_error(output, "cannot write the capture over the log or to stdout");
-        free(def);
-        return MR_EXIT_USAGE;
-    }
-    // The output first: a refused or unwritable output fails before minutes of parsing.
-    // mr_output gives the temporary name and the refuse-or-force check; SQLite then writes
-    // the file at that name (replacing the empty placeholder) and commit renames it.
-    mr_output out;
-    int xrc = mr_output_open(&out, output, force);
-    if (xrc) {
-        free(def);
-        return xrc;
-    }
-    char err[512];
-    mr_npu_log log;
-    int rc = mr_npu_parse_file(path, true, &log, err, sizeof err);
-    if (rc) {
-        mr_error(path, "%s", err);
-        mr_output_abort(&out);
-        free(def);
-        return mr_npu_exit_code(rc);
-    }
-    rc = mr_npu_write_capture(out.tmp, &log, path, err, sizeof err);
-    if (rc) {
-        mr_error(output, "%s", err);
-        mt_capture_remove_sidecars(out.tmp);
-        mr_output_abort(&out);
-        xrc = MR_EXIT_IO;
-    } else {
-        xrc = mr_output_commit(&out);
-    }
-    mr_npu_log_free(&log);
-    free(def);
-    return xrc;
 }

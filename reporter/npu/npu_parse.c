@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The parser state: the function table, the points and events collected per line, and the
 // synthetic addresses that pair a free with its allocation.
+#include "messages.h"
 #include "npu_internal.h"
+#include "output.h"
 #include "siphash.h"
-#include "util.h"
 
 #include "memtrace/vec.h"
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Reading a log: a reader thread splits and scans lines while the caller's thread applies
 // them in order; the entry points mr_npu_parse_fd and mr_npu_parse_file.
+#include "messages.h"
 #include "npu_internal.h"
+#include "output.h"
 #include "siphash.h"
-#include "util.h"
 
 #include "memtrace/vec.h"
 

@@ -4,10 +4,11 @@
 // page) and its --data JSON. It also reads an imported capture back through the capture
 // API (counter tracks 3-5, fragmentation marks, region ranges) and hands those points to
 // npu_series.c's series builder, which computes the series a log would give.
+#include "messages.h"
 #include "npu.h"
+#include "output.h"
 #include "plot.h"
 #include "plot_draw.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 

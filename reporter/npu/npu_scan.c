@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The line scanner: every literal upstream (and the importer) looks for, found in one pass.
+#include "messages.h"
 #include "npu_internal.h"
+#include "output.h"
 #include "siphash.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The five plotted series (§2.5-2.7), and freeing a parsed log.
+#include "messages.h"
 #include "npu_internal.h"
+#include "output.h"
 #include "siphash.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

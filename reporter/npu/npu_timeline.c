@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Timeline assembly (§2.4): the functions' points and events put in timeline order.
+#include "messages.h"
 #include "npu_internal.h"
+#include "output.h"
 #include "siphash.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
 // libFuzzer target: the NPU compiler log parser (mr_npu_parse_fd) on arbitrary text, as
 // `memreport import` and `plot` read it (the input is a memfd, so the regular-file path
 // is taken), then the plotted series built from what it parsed.
-#include "npu/npu.h"
+#include "npu.h"
 
 #include <stdint.h>
 #include <stdio.h>

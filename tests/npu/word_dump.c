@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Prints mr_npu_is_word for every code point 0..0x10FFFF, one byte each ('1' word, '0' not),
 // for scripts/gen_word_table.py --compare, which checks it against Python's re.match(r'\w').
-#include "npu/npu.h"
+#include "npu.h"
 
 #include <stdio.h>
 

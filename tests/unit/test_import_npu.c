@@ -4,9 +4,10 @@
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
 #include "capture_sql.h"
-#include "npu/npu.h"
+#include "npu.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
-#include "util.h"
 
 #include "../check.h"
 #include "memtrace/capture.h"

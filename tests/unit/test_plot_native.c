@@ -2,8 +2,9 @@
 // Tests of the native time plot (reporter/plot_native.c) on a capture built here with the
 // capture writer: exact peak, heap series points that are real (time, live bytes) states,
 // RSS/VSZ counters, marks and ranges, site rows, errors, and the PNG read back with cairo.
+#include "options.h"
+#include "output.h"
 #include "plot.h"
-#include "util.h"
 
 #include "../check.h"
 #include "memtrace/capture.h"

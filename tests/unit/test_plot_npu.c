@@ -2,9 +2,10 @@
 // Tests of the NPU heap plot (reporter/plot_npu.c, plot_draw.c): the PNG read back with
 // cairo (size, not blank, every series' colour present), the SVG, the --data JSON, and the
 // refusal to overwrite without --force.
-#include "npu/npu.h"
+#include "npu.h"
+#include "options.h"
+#include "output.h"
 #include "plot.h"
-#include "util.h"
 
 #include "../check.h"
 #include "memtrace/capture.h"

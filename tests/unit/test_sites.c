@@ -3,6 +3,7 @@
 // fixture: relevance skipping, unsymbolized frames, inlined expansion, JSON and text.
 #include "capture_sql.h"
 #include "sites.h"
+#include "stack_json.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -3,7 +3,8 @@
 // NPU plot alone keeps upstream's KB/MB/GB), the one parser of time arguments (--at) with
 // its messages, and how far a native or an imported NPU capture reaches in time.
 #include "commands.h"
-#include "util.h"
+#include "options.h"
+#include "output.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -6,7 +6,8 @@
 #ifndef MR_PLOT_DRAW_H
 #define MR_PLOT_DRAW_H
 
-#include "util.h"
+#include "messages.h"
+#include "output.h"
 
 #include <cairo.h>
 #include <stdbool.h>

@@ -3,10 +3,11 @@
 // entry point), as text for people or JSON for scripts.
 #include "commands.h"
 #include "escape.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
 #include "runtime_held.h"
 #include "u64map.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"

@@ -2,10 +2,10 @@
 // memreport plot: command line and dispatch. A capture (recognised by its SQLite header)
 // with an NPU heap, or an NPU log imported on the fly in memory, gets the StaticAllocation
 // heap plot (npu/npu_plot.c); any other capture the native time plot (plot_native.c).
-#include "plot.h"
-
 #include "commands.h"
-#include "util.h"
+#include "options.h"
+#include "output.h"
+#include "plot.h"
 
 #include "memtrace/schema.h"
 

@@ -5,10 +5,12 @@
 // One replay; memory is the live set plus one counter pair per callsite.
 #include "commands.h"
 #include "escape.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
 #include "runtime_held.h"
 #include "sites.h"
-#include "util.h"
+#include "stack_json.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// memreport plumbing: errors, capture opening, atomic output files, progress.
-#include "util.h"
+// The command layer's shared plumbing: options, usage errors, times on the command line,
+// opening the input, writing a report.
+#include "options.h"
 
+#include "messages.h"
+#include "output.h"
 #include "symbols.h"
 
-#include "memtrace/schema.h"
 #include "memtrace/units.h"
 
 #include <ctype.h>
@@ -15,21 +17,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-void mr_error(const char* what, const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    if (what)
-        fprintf(stderr, "memreport: %s: ", what);
-    else
-        fputs("memreport: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 int mr_open_capture(const char* path, mt_capture** out) {
     char err[512];
@@ -40,78 +27,15 @@ int mr_open_capture(const char* path, mt_capture** out) {
     return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
-int mr_output_open(mr_output* o, const char* path, bool force) {
-    memset(o, 0, sizeof *o);
-    if (strcmp(path, "-") == 0) {
-        o->fp = stdout;
-        return MR_EXIT_OK;
+int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym) {
+    int rc = mr_open_capture(path, cap);
+    if (rc)
+        return rc;
+    if ((rc = mr_symbols_load(*cap, sym))) {
+        mt_capture_close(*cap);
+        *cap = NULL;
     }
-    if (!force && access(path, F_OK) == 0) {
-        mr_error(path, "already exists (use -f to overwrite)");
-        return MR_EXIT_IO;
-    }
-    o->path = strdup(path);
-    if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
-        free(o->path);
-        o->path = NULL;
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    int fd = mkstemp(o->tmp);
-    if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
-        mr_error(path, "cannot write: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        free(o->path);
-        free(o->tmp);
-        memset(o, 0, sizeof *o);
-        return MR_EXIT_IO;
-    }
-    // mkstemp creates 0600; outputs are ordinary files.
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    return MR_EXIT_OK;
-}
-
-int mr_output_commit(mr_output* o) {
-    if (!o->tmp) {
-        int bad = fflush(o->fp) != 0 || ferror(o->fp);
-        if (bad)
-            mr_error("<stdout>", "write failed: %s", strerror(errno));
-        return bad ? MR_EXIT_IO : MR_EXIT_OK;
-    }
-    int rc = MR_EXIT_OK;
-    if (ferror(o->fp) | (fclose(o->fp) != 0)) {
-        mr_error(o->path, "write failed: %s", strerror(errno));
-        unlink(o->tmp);
-        rc = MR_EXIT_IO;
-    } else if (rename(o->tmp, o->path) != 0) {
-        mr_error(o->path, "cannot rename into place: %s", strerror(errno));
-        unlink(o->tmp);
-        rc = MR_EXIT_IO;
-    } else {
-        mr_note_written(o->path);
-    }
-    free(o->path);
-    free(o->tmp);
-    memset(o, 0, sizeof *o);
     return rc;
-}
-
-void mr_note_written(const char* path) {
-    fprintf(stderr, "memreport: wrote %s\n", path);
-}
-
-void mr_output_abort(mr_output* o) {
-    if (o->tmp) {
-        if (o->fp)
-            fclose(o->fp);
-        unlink(o->tmp);
-    }
-    free(o->path);
-    free(o->tmp);
-    memset(o, 0, sizeof *o);
 }
 
 int mr_opts_handle(mr_opts* o, int c, const char* help) {
@@ -194,17 +118,6 @@ int mr_parse_top(const char* value, const char* help, size_t* out) {
     return MR_EXIT_OK;
 }
 
-int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym) {
-    int rc = mr_open_capture(path, cap);
-    if (rc)
-        return rc;
-    if ((rc = mr_symbols_load(*cap, sym))) {
-        mt_capture_close(*cap);
-        *cap = NULL;
-    }
-    return rc;
-}
-
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {
     mr_output out;
     int rc = mr_output_open(&out, o->output, o->force);
@@ -218,61 +131,6 @@ int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, 
     }
     return mr_output_commit(&out);
 }
-
-bool mr_progress_enabled(void) {
-    return isatty(STDERR_FILENO);
-}
-
-void mr_progress(const char* label, double fraction) {
-    static struct timespec last;
-    if (!mr_progress_enabled())
-        return;
-    if (fraction < 0) {
-        fputs("\r\033[K", stderr);
-        return;
-    }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if ((now.tv_sec - last.tv_sec) * 1000000000L + (now.tv_nsec - last.tv_nsec) < 100000000L)
-        return;
-    last = now;
-    fprintf(stderr, "\r%s: %3.0f%%", label, fraction * 100.0);
-}
-
-char* mr_path_with_ext(const char* path, const char* ext) {
-    const char* slash = strrchr(path, '/');
-    const char* base = slash ? slash + 1 : path;
-    const char* dot = strrchr(base, '.');
-    size_t keep = dot && dot != base ? (size_t)(dot - path) : strlen(path);
-    size_t n = strlen(ext);
-    char* out = malloc(keep + n + 1);
-    if (out) {
-        memcpy(out, path, keep);
-        memcpy(out + keep, ext, n + 1);
-    }
-    return out;
-}
-
-// Counts the libc heaps and the heaps of id MT_HEAP_NPU that are NPU heaps.
-typedef struct heap_census {
-    int libc, npu;
-} heap_census;
-
-static int count_heap(void* ud, const mt_heap_rec* h) {
-    heap_census* c = ud;
-    c->libc += h->id == MT_HEAP_LIBC;
-    c->npu += h->id == MT_HEAP_NPU && h->kind && !strcmp(h->kind, "npu");
-    return 0;
-}
-
-int mr_capture_default_heap(mt_capture* cap) {
-    heap_census c = {0, 0};
-    if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
-        return MT_HEAP_NPU;
-    return MT_HEAP_LIBC;
-}
-
-// ---- times on the command line
 
 #define MR_TIME_EXPECTED                                                                           \
     "a time with its unit, ns, us, ms or s (e.g. 20ms, 1.5s), or step N for an imported NPU log"
@@ -330,23 +188,6 @@ int mr_parse_time(const char* option, const char* value, mr_time* out) {
     return MR_EXIT_OK;
 }
 
-mr_extent mr_capture_extent(mt_capture* cap, int heap) {
-    uint64_t events;
-    int64_t last_event;
-    if (mt_capture_heap_events(cap, heap, &events, &last_event) != 1)
-        last_event = -1;
-    if (heap == MT_HEAP_NPU) {
-        // Upstream's count (the plot's x axis): the last max-allocated step, plus one.
-        int64_t last;
-        if (mt_capture_counter_end(cap, MT_TRACK_NPU_MAX_ALLOCATED, &last) != 1 || last < 0)
-            last = last_event;
-        return (mr_extent){last + 1, true};
-    }
-    // The recorded duration; a capture cut short has none, its last event ends it.
-    int64_t d = mt_capture_meta_int(cap, "duration_ns", -1);
-    return (mr_extent){d > last_event ? d : last_event > 0 ? last_event : 0, false};
-}
-
 int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
                        mr_extent extent, int64_t* ts) {
     char a[32];
@@ -376,12 +217,4 @@ int mr_time_in_capture(const char* option, const char* value, mr_time t, const c
     }
     *ts = t.value;
     return MR_EXIT_OK;
-}
-
-char* mr_format_time(int64_t t, bool steps, char* buf, size_t len) {
-    if (steps)
-        snprintf(buf, len, "step %lld", (long long)t);
-    else
-        mt_format_duration(t, buf, len);
-    return buf;
 }

@@ -5,10 +5,12 @@
 // the live set plus a few words per callsite, whatever the number of events.
 #include "commands.h"
 #include "escape.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
 #include "sites.h"
+#include "stack_json.h"
 #include "u64map.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"

@@ -5,10 +5,12 @@
 // unless --all-frames; stacks that differ only in hidden frames are merged.
 #include "commands.h"
 #include "escape.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
 #include "sites.h"
+#include "stack_json.h"
 #include "symbols.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"

@@ -5,11 +5,12 @@
 // small; hiding non-relevant frames and the thread filter happen in the page itself.
 #include "commands.h"
 #include "escape.h"
-#include "flamegraph_html.h"
+#include "flamegraph_page.h"
+#include "options.h"
+#include "output.h"
 #include "replay.h"
 #include "sites.h"
 #include "u64map.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
@@ -43,7 +44,6 @@ static const char flamegraph_help[] =
 
 // Kept frames at most, whatever --min-width says: the page stays a few MB.
 #define MAX_NODES 20000
-#define DATA_PLACEHOLDER "@MEMTRACE_FLAMEGRAPH_DATA@"
 
 enum mode { MODE_PEAK, MODE_AT, MODE_LEAKS };
 
@@ -551,21 +551,6 @@ static char* default_output(const char* capture) {
     return out;
 }
 
-static int write_page(FILE* fp, json_t* data) {
-    const char* page = (const char*)mr_flamegraph_html;
-    const char* at = strstr(page, DATA_PLACEHOLDER);
-    if (!at)
-        return -EPROTO;
-    fwrite(page, 1, (size_t)(at - page), fp);
-    // With < > & escaped no name can end the script element the data sits in, nor open
-    // an HTML comment that would swallow the rest of the page ("<!--<script>").
-    if (mr_json_dump_html(data, fp))
-        return -EIO;
-    const char* rest = at + strlen(DATA_PLACEHOLDER);
-    fwrite(rest, 1, mr_flamegraph_html_len - (size_t)(rest - page), fp);
-    return 0;
-}
-
 // ---- the command
 
 typedef struct fg_args {
@@ -757,7 +742,7 @@ static int write_output(const fg_args* a, json_t* data) {
     int rc = mr_output_open(&out, a->output, a->force);
     if (rc)
         return rc;
-    if (write_page(out.fp, data)) {
+    if (mr_flamegraph_page_write(out.fp, data)) {
         mr_error(a->output, "cannot write the page");
         mr_output_abort(&out);
         return MR_EXIT_IO;

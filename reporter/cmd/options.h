@@ -1,38 +1,21 @@
 // SPDX-License-Identifier: MIT
-// memreport plumbing shared by every subcommand: exit codes, error messages, opening
-// captures with a clear message, and outputs written to a temporary file then renamed.
-#ifndef MR_UTIL_H
-#define MR_UTIL_H
+// The command layer's shared plumbing: the options every subcommand shares, usage errors,
+// times given on the command line, opening the input, writing a report as text or JSON.
+#ifndef MR_OPTIONS_H
+#define MR_OPTIONS_H
+
+#include "extent.h"
+#include "messages.h"
 
 #include "memtrace/capture.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
-
-enum { MR_EXIT_OK = 0, MR_EXIT_USAGE = 1, MR_EXIT_BAD_INPUT = 2, MR_EXIT_IO = 3 };
-
-// Prints "memreport: WHAT: message" on stderr (WHAT may be NULL).
-void mr_error(const char* what, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // Opens a capture; on failure prints the reason and returns the exit code (2 or 3).
 int mr_open_capture(const char* path, mt_capture** out);
-
-// An output file. "-" means stdout. Otherwise the data goes to a temporary file in the
-// same directory, renamed over `path` by mr_output_commit, removed by mr_output_abort;
-// an existing `path` is refused unless `force`.
-typedef struct mr_output {
-    FILE* fp;
-    char* path;
-    char* tmp;
-} mr_output;
-
-// Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote
-// FILE" on stderr once the file is in place (never for stdout).
-int mr_output_open(mr_output* o, const char* path, bool force);
-int mr_output_commit(mr_output* o);
-// The one line every subcommand prints for a file it wrote: "memreport: wrote FILE".
-void mr_note_written(const char* path);
-void mr_output_abort(mr_output* o);
 
 // The options every subcommand shares: -j/--json, -o/--output FILE, -f/--force, -h/--help.
 typedef struct mr_opts {
@@ -71,20 +54,6 @@ int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym
 typedef struct json_t json_t;
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*));
 
-// True when stderr is a terminal (progress indicators are shown only then).
-bool mr_progress_enabled(void);
-// Prints "\rLABEL: NN%" at most every 100 ms when enabled; done < 0 clears the line.
-void mr_progress(const char* label, double fraction);
-
-// A default output name: path with the extension of its last component (if any) replaced
-// by ext (".db", ".png"). Returns a malloc'd string or NULL.
-char* mr_path_with_ext(const char* path, const char* ext);
-
-// The heap a report shows by default: MT_HEAP_NPU for a capture imported from an NPU log
-// (heap 2 of kind 'npu' and no libc heap; its time unit is the allocation step, not ns),
-// MT_HEAP_LIBC otherwise.
-int mr_capture_default_heap(mt_capture* cap);
-
 // A time given on the command line (--at): nanoseconds since the capture started, or for an
 // imported NPU capture an allocation step. Every subcommand parses times with mr_parse_time
 // and checks them against its capture with mr_time_in_capture.
@@ -97,21 +66,10 @@ typedef struct mr_time {
 // error saying what is expected.
 int mr_parse_time(const char* option, const char* value, mr_time* out);
 
-// The extent in time of a capture's heap: a native heap's duration in ns (steps false), or
-// an imported NPU heap's number of allocation steps (steps true; they run 0..end-1).
-typedef struct mr_extent {
-    int64_t end;
-    bool steps;
-} mr_extent;
-mr_extent mr_capture_extent(mt_capture* cap, int heap);
-
 // Checks t against the capture `path` (its heap's extent): steps only for an NPU capture,
 // ns only for a native one, and inside the capture. Returns 0 with the time in the heap's
 // unit in *ts, or the usage exit code after an error naming the capture's extent.
 int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
                        mr_extent extent, int64_t* ts);
-
-// A time of a report: "step 3" for steps, else a duration ("1.234 s", "12.5 ms"). Returns buf.
-char* mr_format_time(int64_t t, bool steps, char* buf, size_t len);
 
 #endif

@@ -5,7 +5,7 @@
 #include "symbols.h"
 
 #include "escape.h"
-#include "util.h"
+#include "messages.h"
 
 #include "memtrace/symbolize.h"
 

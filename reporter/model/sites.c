@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Site names and stack renderings shared by leaks, stats and flamegraph (sites.h).
+// Site names, canonical stacks and site labels (sites.h).
 #include "sites.h"
 
 #include <ctype.h>
@@ -20,43 +20,6 @@ const char* mr_sites_site_name(const mr_symbols* s, uint32_t leaf) {
     const mr_symloc* locs;
     mr_symbols_frame_locs(s, mr_sites_site_frame(s, leaf), &locs);
     return locs[0].function;
-}
-
-json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames) {
-    uint32_t frames[MR_SITES_MAX_DEPTH];
-    size_t n = mr_symbols_stack(s, leaf, all_frames, frames, MR_SITES_MAX_DEPTH);
-    if (n > MR_SITES_MAX_DEPTH)
-        n = MR_SITES_MAX_DEPTH;
-    json_t* a = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const mr_symloc* locs;
-        size_t nl = mr_symbols_frame_locs(s, frames[i], &locs);
-        const char* module = mr_symbols_frame_module(s, frames[i]);
-        for (size_t k = 0; k < nl; k++) {
-            json_t* o = json_object();
-            json_object_set_new(o, "function", json_string(locs[k].function));
-            json_object_set_new(o, "file", locs[k].file ? json_string(locs[k].file) : json_null());
-            json_object_set_new(o, "line",
-                                locs[k].line > 0 ? json_integer(locs[k].line) : json_null());
-            json_object_set_new(o, "module", module ? json_string(module) : json_null());
-            json_array_append_new(a, o);
-        }
-    }
-    return a;
-}
-
-char* mr_sites_format_json_frame(json_t* f, char* buf, size_t len) {
-    const char* fn = json_string_value(json_object_get(f, "function"));
-    const char* file = json_string_value(json_object_get(f, "file"));
-    const char* module = json_string_value(json_object_get(f, "module"));
-    json_int_t line = json_integer_value(json_object_get(f, "line"));
-    int n = snprintf(buf, len, "%s", fn ? fn : "??");
-    if (file && n >= 0 && (size_t)n < len)
-        n += line > 0 ? snprintf(buf + n, len - (size_t)n, " (%s:%lld)", file, (long long)line)
-                      : snprintf(buf + n, len - (size_t)n, " (%s)", file);
-    if (module && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, " [%s]", module);
-    return buf;
 }
 
 // The identity of a callsite: its caller's canonical id, then its frame's locations.

@@ -4,12 +4,13 @@
 // bytes held per call site and their share of the live heap. Streams the events (twice
 // with site rows) and keeps per-pixel-column extremes, so memory does not grow with the
 // capture. Draws with plot_draw.h; never parses NPU logs.
+#include "messages.h"
+#include "output.h"
 #include "plot.h"
 #include "plot_draw.h"
 #include "replay.h"
 #include "series.h"
 #include "sites.h"
-#include "util.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"

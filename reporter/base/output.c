@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// Output files written to a temporary file and renamed into place.
+#include "output.h"
+
+#include "messages.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mr_output_open(mr_output* o, const char* path, bool force) {
+    memset(o, 0, sizeof *o);
+    if (strcmp(path, "-") == 0) {
+        o->fp = stdout;
+        return MR_EXIT_OK;
+    }
+    if (!force && access(path, F_OK) == 0) {
+        mr_error(path, "already exists (use -f to overwrite)");
+        return MR_EXIT_IO;
+    }
+    o->path = strdup(path);
+    if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+        free(o->path);
+        o->path = NULL;
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int fd = mkstemp(o->tmp);
+    if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
+        mr_error(path, "cannot write: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(o->path);
+        free(o->tmp);
+        memset(o, 0, sizeof *o);
+        return MR_EXIT_IO;
+    }
+    // mkstemp creates 0600; outputs are ordinary files.
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    return MR_EXIT_OK;
+}
+
+int mr_output_commit(mr_output* o) {
+    if (!o->tmp) {
+        int bad = fflush(o->fp) != 0 || ferror(o->fp);
+        if (bad)
+            mr_error("<stdout>", "write failed: %s", strerror(errno));
+        return bad ? MR_EXIT_IO : MR_EXIT_OK;
+    }
+    int rc = MR_EXIT_OK;
+    if (ferror(o->fp) | (fclose(o->fp) != 0)) {
+        mr_error(o->path, "write failed: %s", strerror(errno));
+        unlink(o->tmp);
+        rc = MR_EXIT_IO;
+    } else if (rename(o->tmp, o->path) != 0) {
+        mr_error(o->path, "cannot rename into place: %s", strerror(errno));
+        unlink(o->tmp);
+        rc = MR_EXIT_IO;
+    } else {
+        mr_note_written(o->path);
+    }
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    return rc;
+}
+
+void mr_output_abort(mr_output* o) {
+    if (o->tmp) {
+        if (o->fp)
+            fclose(o->fp);
+        unlink(o->tmp);
+    }
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+}
+
+char* mr_path_with_ext(const char* path, const char* ext) {
+    const char* slash = strrchr(path, '/');
+    const char* base = slash ? slash + 1 : path;
+    const char* dot = strrchr(base, '.');
+    size_t keep = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+    size_t n = strlen(ext);
+    char* out = malloc(keep + n + 1);
+    if (out) {
+        memcpy(out, path, keep);
+        memcpy(out + keep, ext, n + 1);
+    }
+    return out;
+}

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// An output file. "-" means stdout. Otherwise the data goes to a temporary file in the
+// same directory, renamed over `path` by mr_output_commit, removed by mr_output_abort;
+// an existing `path` is refused unless `force`. No half-written file is ever left.
+#ifndef MR_OUTPUT_H
+#define MR_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct mr_output {
+    FILE* fp;
+    char* path;
+    char* tmp;
+} mr_output;
+
+// Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote
+// FILE" on stderr once the file is in place (never for stdout).
+int mr_output_open(mr_output* o, const char* path, bool force);
+int mr_output_commit(mr_output* o);
+void mr_output_abort(mr_output* o);
+
+// A default output name: path with the extension of its last component (if any) replaced
+// by ext (".db", ".png"). Returns a malloc'd string or NULL.
+char* mr_path_with_ext(const char* path, const char* ext);
+
+#endif

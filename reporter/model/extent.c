@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Which heap a report shows, and how far a capture reaches in time.
+#include "extent.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
+#include <stdio.h>
+#include <string.h>
+
+// Counts the libc heaps and the heaps of id MT_HEAP_NPU that are NPU heaps.
+typedef struct heap_census {
+    int libc, npu;
+} heap_census;
+
+static int count_heap(void* ud, const mt_heap_rec* h) {
+    heap_census* c = ud;
+    c->libc += h->id == MT_HEAP_LIBC;
+    c->npu += h->id == MT_HEAP_NPU && h->kind && !strcmp(h->kind, "npu");
+    return 0;
+}
+
+int mr_capture_default_heap(mt_capture* cap) {
+    heap_census c = {0, 0};
+    if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
+        return MT_HEAP_NPU;
+    return MT_HEAP_LIBC;
+}
+
+mr_extent mr_capture_extent(mt_capture* cap, int heap) {
+    uint64_t events;
+    int64_t last_event;
+    if (mt_capture_heap_events(cap, heap, &events, &last_event) != 1)
+        last_event = -1;
+    if (heap == MT_HEAP_NPU) {
+        // Upstream's count (the plot's x axis): the last max-allocated step, plus one.
+        int64_t last;
+        if (mt_capture_counter_end(cap, MT_TRACK_NPU_MAX_ALLOCATED, &last) != 1 || last < 0)
+            last = last_event;
+        return (mr_extent){last + 1, true};
+    }
+    // The recorded duration; a capture cut short has none, its last event ends it.
+    int64_t d = mt_capture_meta_int(cap, "duration_ns", -1);
+    return (mr_extent){d > last_event ? d : last_event > 0 ? last_event : 0, false};
+}
+
+char* mr_format_time(int64_t t, bool steps, char* buf, size_t len) {
+    if (steps)
+        snprintf(buf, len, "step %lld", (long long)t);
+    else
+        mt_format_duration(t, buf, len);
+    return buf;
+}

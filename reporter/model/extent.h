@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+// Which heap of a capture a report shows, and how far the capture reaches in time.
+#ifndef MR_EXTENT_H
+#define MR_EXTENT_H
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// The heap a report shows by default: MT_HEAP_NPU for a capture imported from an NPU log
+// (heap 2 of kind 'npu' and no libc heap; its time unit is the allocation step, not ns),
+// MT_HEAP_LIBC otherwise.
+int mr_capture_default_heap(mt_capture* cap);
+
+// The extent in time of a capture's heap: a native heap's duration in ns (steps false), or
+// an imported NPU heap's number of allocation steps (steps true; they run 0..end-1).
+typedef struct mr_extent {
+    int64_t end;
+    bool steps;
+} mr_extent;
+mr_extent mr_capture_extent(mt_capture* cap, int heap);
+
+// A time of a report: "step 3" for steps, else a duration ("1.234 s", "12.5 ms"). Returns buf.
+char* mr_format_time(int64_t t, bool steps, char* buf, size_t len);
+
+#endif
