@@ -6,6 +6,8 @@ memtrace_unit_test(sites ${REPORTS_FIXTURE})
 memtrace_unit_test(leaks ${REPORTS_FIXTURE})
 memtrace_unit_test(stats ${REPORTS_FIXTURE})
 memtrace_unit_test(flamegraph ${REPORTS_FIXTURE})
+# The aggregation model every view reads (reporter/model/profile.h).
+memtrace_unit_test(profile ${REPORTS_FIXTURE})
 
 add_executable(reports_fixture reports/mkfixture.c ${REPORTS_FIXTURE})
 target_link_libraries(reports_fixture PRIVATE memtrace_common memtrace_warnings PkgConfig::SQLITE3)

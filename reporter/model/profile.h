@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// The aggregation model every view shares: one replay of a heap gives, per callsite (and
+// per thread when asked), the blocks live at a chosen moment (the peak, a time, the end)
+// and the allocations made over a time range. Views group these rows by stack, function or
+// thread with the symbols (symbols.h); none replays the capture for its own totals.
+#ifndef MR_PROFILE_H
+#define MR_PROFILE_H
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum mr_moment {
+    MR_AT_PEAK, // after the event that first reached the heap's highest live bytes
+    MR_AT_TIME, // after the last event at or before `at`
+    MR_AT_END,  // after the last event: what was never freed
+} mr_moment;
+
+typedef struct mr_query {
+    int heap;         // MT_HEAP_LIBC, MT_HEAP_NPU
+    mr_moment moment; // the moment of the live metrics
+    int64_t at;       // MR_AT_TIME: ns since start (steps for an NPU heap)
+    int64_t from, to; // allocations counted when from <= ts <= to
+    uint32_t tid;     // 0: every thread; else only this thread's blocks and allocations
+    bool by_thread;   // one row per (callsite, thread) instead of per callsite
+} mr_query;
+
+// Every heap event, the whole run, rows per callsite: what a view asks when it says nothing.
+#define MR_QUERY_INIT(heap_id)                                                                     \
+    { .heap = (heap_id), .moment = MR_AT_PEAK, .from = INT64_MIN, .to = INT64_MAX }
+
+// The metrics of one callsite (one thread of it with by_thread).
+typedef struct mr_profile_row {
+    uint32_t callsite;
+    uint32_t tid;        // 0 unless by_thread
+    uint64_t live_bytes; // live at the moment
+    uint64_t live_blocks;
+    uint64_t alloc_bytes; // allocated in the range
+    uint64_t alloc_count;
+} mr_profile_row;
+
+typedef struct mr_profile {
+    mr_profile_row* rows; // callsites with something in a metric, by callsite (then tid)
+    size_t nrows;
+    // The moment: its event's seq (0: before any event) and time; the heap's live bytes
+    // and blocks then, of the selected thread(s) (the sums of the rows).
+    uint64_t moment_seq;
+    int64_t moment_ts;
+    uint64_t live_bytes, live_blocks;
+    // Sums of the rows' allocation metrics.
+    uint64_t alloc_bytes, alloc_count;
+    // The whole heap, whatever the query: its peak (seq 0 without allocations), its events
+    // and time span.
+    uint64_t peak_bytes, peak_seq;
+    int64_t peak_ts;
+    uint64_t events;
+    int64_t first_ts, last_ts;
+} mr_profile;
+
+// Replays the heap (twice for MR_AT_PEAK and MR_AT_TIME: the first finds the moment).
+// Returns 0, or a negative errno with the reason in err (-ENOMEM "out of memory", -EPROTO
+// a corrupt capture).
+int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen);
+void mr_profile_free(mr_profile* p);
+
+// The metrics a view can weigh stacks and functions by.
+typedef enum mr_metric {
+    MR_METRIC_LIVE_BYTES,
+    MR_METRIC_LIVE_BLOCKS,
+    MR_METRIC_ALLOC_BYTES,
+    MR_METRIC_ALLOC_COUNT,
+} mr_metric;
+
+uint64_t mr_profile_row_value(const mr_profile_row* r, mr_metric m);
+
+#endif
