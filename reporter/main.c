@@ -23,6 +23,7 @@ static const command commands[] = {
     {"flamegraph", mr_cmd_flamegraph, "HTML flame graph of live memory (peak, time, leaks)"},
     {"import", mr_cmd_import, "import an NPU compiler memory-usage log into a capture"},
     {"plot", mr_cmd_plot, "memory over time as PNG/SVG (native or NPU heap plot)"},
+    {"export", mr_cmd_export, "the heap profile in other tools' formats (folded, ...)"},
 };
 
 static void usage(FILE* out) {

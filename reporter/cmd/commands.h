@@ -11,5 +11,6 @@ int mr_cmd_stats(int argc, char** argv);
 int mr_cmd_flamegraph(int argc, char** argv);
 int mr_cmd_import(int argc, char** argv);
 int mr_cmd_plot(int argc, char** argv);
+int mr_cmd_export(int argc, char** argv);
 
 #endif

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+// memreport export: a capture in a file format other tools open. The options choose the
+// moment, range, thread and metric; the aggregation model (profile.h) computes the rows;
+// one writer per format (render/export_<format>.c) writes them.
+#include "commands.h"
+#include "export.h"
+#include "options.h"
+#include "output.h"
+#include "profile.h"
+
+#include "memtrace/schema.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// The formats: adding one is a writer in render/ and a line here.
+static const struct export_format {
+    const char* name;
+    mr_export_fn write;
+    bool binary; // never written to a terminal
+    const char* help;
+} formats[] = {
+    {"folded", mr_export_folded, false,
+     "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
+};
+
+static const char export_help_head[] =
+    "usage: memreport export CAPTURE --format FORMAT [-o FILE] [-f] [--at TIME | --leaks]\n"
+    "         [--range FROM..TO] [--metric live|allocated|count] [--thread TID] [--all-frames]\n"
+    "Writes a capture's heap profile in a format other tools open.\n"
+    "  --format FORMAT     one of the formats below\n"
+    "  -o, --output FILE   write to FILE (default: stdout, text formats only)\n"
+    "  -f, --force         overwrite FILE if it exists\n"
+    "  --at TIME           live memory at TIME (e.g. 20ms, 1.5s; step N for an NPU log)\n"
+    "                      instead of at the peak\n"
+    "  --leaks             live memory at the end (what was never freed)\n"
+    "  --range FROM..TO    count allocations made between FROM and TO only (either side\n"
+    "                      may be left out: 1s.., ..500ms)\n"
+    "  --metric M          the weight of a stack where a format has one: live (bytes live\n"
+    "                      at the moment, default), allocated (bytes allocated in the\n"
+    "                      range), count (allocations in the range)\n"
+    "  --thread TID        only the blocks and allocations of thread TID\n"
+    "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
+    "formats:\n";
+
+static char* export_help(void) {
+    static char help[4096];
+    size_t len = (size_t)snprintf(help, sizeof help, "%s", export_help_head);
+    for (size_t i = 0; i < sizeof formats / sizeof *formats && len < sizeof help; i++)
+        len += (size_t)snprintf(help + len, sizeof help - len, "  %-19s %s\n", formats[i].name,
+                                formats[i].help);
+    return help;
+}
+
+typedef struct export_args {
+    mr_opts opt;
+    const struct export_format* format;
+    mr_moment moment;
+    mr_time at, from, to;
+    const char *at_arg, *from_arg, *to_arg;
+    mr_metric metric;
+    uint32_t tid;
+    bool all_frames;
+} export_args;
+
+static int parse_format(const char* name, export_args* a) {
+    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+        if (!strcmp(name, formats[i].name)) {
+            a->format = &formats[i];
+            return MR_OPT_NEXT;
+        }
+    return mr_usage_error(export_help(), "export: unknown format '%s'", name);
+}
+
+static int parse_metric(const char* name, export_args* a) {
+    static const struct {
+        const char* name;
+        mr_metric metric;
+    } metrics[] = {{"live", MR_METRIC_LIVE_BYTES},
+                   {"allocated", MR_METRIC_ALLOC_BYTES},
+                   {"count", MR_METRIC_ALLOC_COUNT}};
+    for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++)
+        if (!strcmp(name, metrics[i].name)) {
+            a->metric = metrics[i].metric;
+            return MR_OPT_NEXT;
+        }
+    return mr_usage_error(export_help(),
+                          "export: --metric: expected live, allocated or count, "
+                          "got '%s'",
+                          name);
+}
+
+// "FROM..TO", either side optional. The halves are kept for mr_time_in_capture.
+static int parse_range(char* value, export_args* a) {
+    char* dots = strstr(value, "..");
+    if (!dots)
+        return mr_usage_error(export_help(), "export: --range %s: expected FROM..TO", value);
+    *dots = 0;
+    a->from_arg = *value ? value : NULL;
+    a->to_arg = dots[2] ? dots + 2 : NULL;
+    int rc = 0;
+    if (a->from_arg)
+        rc = mr_parse_time("--range", a->from_arg, &a->from);
+    if (!rc && a->to_arg)
+        rc = mr_parse_time("--range", a->to_arg, &a->to);
+    return rc ? rc : MR_OPT_NEXT;
+}
+
+static int parse_tid(const char* value, export_args* a) {
+    char* end;
+    unsigned long v = strtoul(value, &end, 10);
+    if (*end || end == value || v == 0 || v > UINT32_MAX)
+        return mr_usage_error(export_help(), "export: --thread: not a thread id: '%s'", value);
+    a->tid = (uint32_t)v;
+    return MR_OPT_NEXT;
+}
+
+static int parse_option(int c, export_args* a, int* moments) {
+    switch (c) {
+    case 'F':
+        return parse_format(optarg, a);
+    case 'a':
+        ++*moments;
+        a->moment = MR_AT_TIME;
+        a->at_arg = optarg;
+        return mr_parse_time("--at", optarg, &a->at) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+    case 'l':
+        ++*moments;
+        a->moment = MR_AT_END;
+        return MR_OPT_NEXT;
+    case 'r':
+        return parse_range(optarg, a);
+    case 'm':
+        return parse_metric(optarg, a);
+    case 't':
+        return parse_tid(optarg, a);
+    case 'A':
+        a->all_frames = true;
+        return MR_OPT_NEXT;
+    default:
+        return mr_opts_handle(&a->opt, c, export_help());
+    }
+}
+
+static int parse_args(int argc, char** argv, export_args* a) {
+    static const struct option opts[] = {{"format", required_argument, NULL, 'F'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"at", required_argument, NULL, 'a'},
+                                         {"leaks", no_argument, NULL, 'l'},
+                                         {"range", required_argument, NULL, 'r'},
+                                         {"metric", required_argument, NULL, 'm'},
+                                         {"thread", required_argument, NULL, 't'},
+                                         {"all-frames", no_argument, NULL, 'A'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    *a = (export_args){.opt = MR_OPTS_INIT, .moment = MR_AT_PEAK};
+    int c, moments = 0;
+    while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
+        int rc = parse_option(c, a, &moments);
+        if (rc != MR_OPT_NEXT)
+            return rc;
+    }
+    if (moments > 1)
+        return mr_usage_error(export_help(), "export: --at and --leaks exclude each other");
+    if (!a->format)
+        return mr_usage_error(export_help(), "export: --format is required");
+    if (a->format->binary && !strcmp(a->opt.output, "-") && isatty(STDOUT_FILENO))
+        return mr_usage_error(export_help(), "export: %s is binary: name a file with -o",
+                              a->format->name);
+    return MR_OPT_NEXT;
+}
+
+// The query of the arguments, times placed in the capture. Returns an exit code.
+static int make_query(const export_args* a, const char* path, mt_capture* cap, mr_query* q,
+                      bool* steps) {
+    *q = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(cap));
+    q->moment = a->moment;
+    q->tid = a->tid;
+    mr_extent extent = mr_capture_extent(cap, q->heap);
+    *steps = extent.steps;
+    int rc = 0;
+    if (a->at_arg)
+        rc = mr_time_in_capture("--at", a->at_arg, a->at, path, extent, &q->at);
+    if (!rc && a->from_arg)
+        rc = mr_time_in_capture("--range", a->from_arg, a->from, path, extent, &q->from);
+    if (!rc && a->to_arg)
+        rc = mr_time_in_capture("--range", a->to_arg, a->to, path, extent, &q->to);
+    if (!rc && q->from > q->to) {
+        mr_error(NULL, "--range: FROM is after TO");
+        rc = MR_EXIT_USAGE;
+    }
+    return rc;
+}
+
+static int write_export(const export_args* a, const mr_export_input* in) {
+    mr_output out;
+    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
+    if (rc)
+        return rc;
+    char err[256] = "";
+    int e = a->format->write(out.fp, in, err, sizeof err);
+    if (e) {
+        mr_error(in->path, "%s", err[0] ? err : strerror(-e));
+        mr_output_abort(&out);
+        return e == -ENOMEM || e == -EIO ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    }
+    return mr_output_commit(&out);
+}
+
+int mr_cmd_export(int argc, char** argv) {
+    export_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != MR_OPT_NEXT)
+        return rc;
+    const char* path = mr_opts_input(argc, argv, export_help());
+    if (!path)
+        return MR_EXIT_USAGE;
+    mt_capture* cap;
+    mr_symbols* sym;
+    if ((rc = mr_open_capture_symbols(path, &cap, &sym)))
+        return rc;
+    mr_query q;
+    mr_profile prof;
+    mr_export_input in = {.cap = cap,
+                          .path = path,
+                          .sym = sym,
+                          .query = &q,
+                          .prof = &prof,
+                          .metric = a.metric,
+                          .all_frames = a.all_frames};
+    char err[256];
+    if (!(rc = make_query(&a, path, cap, &q, &in.steps))) {
+        if (mr_profile_build(cap, &q, &prof, err, sizeof err)) {
+            mr_error(path, "%s", err);
+            rc = MR_EXIT_BAD_INPUT;
+        } else {
+            rc = write_export(&a, &in);
+            mr_profile_free(&prof);
+        }
+    }
+    mr_symbols_free(sym);
+    mt_capture_close(cap);
+    return rc;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// `memreport export`: one writer per file format (render/export_<format>.c), each given the
+// same input: the capture, its symbols and the aggregation model's rows for the chosen
+// moment and range (profile.h). cmd/cmd_export.c parses the options, builds the input and
+// lists the formats in its table.
+#ifndef MR_EXPORT_H
+#define MR_EXPORT_H
+
+#include "profile.h"
+#include "symbols.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct mr_export_input {
+    mt_capture* cap;
+    const char* path;       // the capture's path, for messages
+    const mr_symbols* sym;  // stacks and names
+    const mr_query* query;  // what the profile holds (heap, moment, range, thread)
+    const mr_profile* prof; // rows per callsite: live at the moment, allocated in the range
+    mr_metric metric;       // --metric (formats with one weight per stack)
+    bool all_frames;        // --all-frames: keep noise frames (allocator internals)
+    bool steps;             // an imported NPU capture: times are allocation steps, not ns
+} mr_export_input;
+
+// A format writer: writes the whole file to `out`. Returns 0, or a negative errno with the
+// reason in err (the command then removes the partial output).
+typedef int (*mr_export_fn)(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
+// folded: one "root;...;leaf VALUE" line per distinct symbolized stack with a non-zero
+// value of in->metric, outermost frame first, inlined functions as frames of their own.
+int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
+// The locations of the stack of `leaf`, outermost first, for the formats that list frames
+// root first: each physical frame, then the functions inlined into it, outer to inner
+// (noise frames left out unless in->all_frames). Fills out[0..max) and returns the number
+// filled; a stack deeper than max keeps its leaf-most locations.
+#define MR_EXPORT_MAX_LOCS 4096
+size_t mr_export_stack_locs(const mr_export_input* in, uint32_t leaf, const mr_symloc** out,
+                            size_t max);
+
+#endif
