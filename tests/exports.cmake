@@ -1,0 +1,1 @@
+# memreport export: every format checked by the tool that reads it (tests/exports/).
