@@ -4,13 +4,14 @@
 # chromium, sqlite3, python3, git; --fuzz adds clang and its libFuzzer runtime for tests/fuzz)
 set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcairo2-dev
-            libjansson-dev libdw-dev libelf-dev)
+            libjansson-dev libdw-dev libelf-dev zlib1g-dev)
 # libc6-dbg: libc's static start-up functions (__libc_start_call_main, start_thread) get
 # names, so the symbol tests can check that they are tagged as noise.
 # groff-base: the install tests render the man pages.
 # heaptrack: e2e.stats_temporary_heaptrack compares memreport's temporaries with its count.
+# golang-go: `go tool pprof` reads the pprof exports (tests/exports/).
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
-           groff-base)
+           groff-base golang-go)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
