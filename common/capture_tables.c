@@ -164,7 +164,7 @@ int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud) {
     sqlite3_stmt* st;
     if (prepare(cap,
                 "SELECT f.id, f.pc, coalesce(f.rel_pc, f.pc - m.load_bias, f.pc), m.path,"
-                " f.function, f.file, f.line, f.inlined, f.relevant"
+                " f.function, f.file, f.line, f.inlined, f.relevant, m.id"
                 " FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id",
                 &st))
         return -EPROTO;
@@ -178,8 +178,31 @@ int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud) {
                            .file = column_text(st, 5),
                            .line = sqlite3_column_int(st, 6),
                            .inlined = column_text(st, 7),
-                           .relevant = sqlite3_column_int(st, 8) != 0};
+                           .relevant = sqlite3_column_int(st, 8) != 0,
+                           .mapping_id = sqlite3_column_int64(st, 9)};
         rc = fn(ud, &f);
+    }
+    return rows_done(st, rc, step);
+}
+
+int mt_capture_mappings(mt_capture* cap, mt_mapping_fn fn, void* ud) {
+    sqlite3_stmt* st;
+    if (prepare(cap,
+                "SELECT id, path, start, end, load_bias, build_id, coalesce(ts_loaded, 0),"
+                " coalesce(ts_unloaded, -1) FROM mapping ORDER BY id",
+                &st))
+        return -EPROTO;
+    int rc = 0, step = SQLITE_DONE;
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        mt_mapping_rec m = {.id = sqlite3_column_int64(st, 0),
+                            .path = column_text(st, 1),
+                            .start = (uint64_t)sqlite3_column_int64(st, 2),
+                            .end = (uint64_t)sqlite3_column_int64(st, 3),
+                            .load_bias = (uint64_t)sqlite3_column_int64(st, 4),
+                            .build_id = column_text(st, 5),
+                            .ts_loaded = sqlite3_column_int64(st, 6),
+                            .ts_unloaded = sqlite3_column_int64(st, 7)};
+        rc = fn(ud, &m);
     }
     return rows_done(st, rc, step);
 }

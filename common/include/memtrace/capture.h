@@ -132,6 +132,7 @@ typedef struct mt_frame_info {
     int64_t id;
     uint64_t pc;
     uint64_t rel_pc;      // as stored, else pc minus the mapping's load bias, else pc
+    int64_t mapping_id;   // 0: no mapping
     const char* module;   // the mapping's path; NULL: no mapping
     const char* function; // NULL until symbolized
     const char* file;     // NULL without line information
@@ -141,6 +142,9 @@ typedef struct mt_frame_info {
 } mt_frame_info;
 typedef int (*mt_frame_fn)(void* ud, const mt_frame_info* f);
 int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud);
+// The mappings (loaded modules) in id order; a NULL time reads as 0 (ts_unloaded: -1).
+typedef int (*mt_mapping_fn)(void* ud, const mt_mapping_rec* m);
+int mt_capture_mappings(mt_capture* cap, mt_mapping_fn fn, void* ud);
 // Callsites in id order; a NULL parent or frame reads as 0.
 typedef int (*mt_callsite_fn)(void* ud, const mt_callsite_rec* c);
 int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud);
