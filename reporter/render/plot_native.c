@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: MIT
-// memreport plot for native captures (issue 5): live heap bytes over time from a replay,
-// RSS and VSZ from counter tracks 1/2, marks and ranges, the peak, and optional rows of
-// bytes held per call site and their share of the live heap. Streams the events (twice
-// with site rows) and keeps per-pixel-column extremes, so memory does not grow with the
-// capture. Draws with plot_draw.h; never parses NPU logs.
+// memreport plot for native captures: draws the timeline of model/heap_timeline.h (live
+// heap, RSS, VSZ, marks and ranges, the peak, optional rows per call site) with
+// plot_draw.h, and writes it as JSON for --data.
+#include "heap_timeline.h"
 #include "messages.h"
 #include "output.h"
 #include "plot.h"
 #include "plot_draw.h"
-#include "replay.h"
-#include "series.h"
-#include "sites.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
@@ -36,310 +32,6 @@ static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0
                                       {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
                                       {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
                                       {0.84, 0.15, 0.16}};
-
-// ---- series with at most 4 points per time bucket (first, min, max, last: what is drawn)
-
-typedef struct bucketed {
-    mr_points* out; // (ts ns, bytes); see series.h
-    int64_t t0, width;
-    int64_t cur;
-    bool any;
-    mr_point first, lo, hi, last;
-} bucketed;
-
-static int emit(mr_points* out, mr_point p) {
-    if (out->n && out->v[out->n - 1].x == p.x && out->v[out->n - 1].y == p.y)
-        return 0;
-    return mr_points_push(out, p.x, p.y);
-}
-
-static int bucket_flush(bucketed* b) {
-    if (!b->any)
-        return 0;
-    mr_point a = b->lo, c = b->hi;
-    if (a.x > c.x) {
-        mr_point t = a;
-        a = c;
-        c = t;
-    }
-    int rc = emit(b->out, b->first);
-    if (!rc)
-        rc = emit(b->out, a);
-    if (!rc)
-        rc = emit(b->out, c);
-    if (!rc)
-        rc = emit(b->out, b->last);
-    b->any = false;
-    return rc;
-}
-
-static int bucket_add(bucketed* b, int64_t ts, uint64_t v) {
-    int64_t idx = b->width > 0 ? (ts - b->t0) / b->width : 0;
-    mr_point p = {ts, v};
-    if (b->any && idx == b->cur) {
-        if (v < b->lo.y)
-            b->lo = p;
-        if (v > b->hi.y)
-            b->hi = p;
-        b->last = p;
-        return 0;
-    }
-    int rc = bucket_flush(b);
-    b->any = true;
-    b->cur = idx;
-    b->first = b->lo = b->hi = b->last = p;
-    return rc;
-}
-
-// ---- sites: callsites grouped by their site label (sites.h: past allocation wrappers)
-
-typedef struct site_row {
-    const char* name;
-    uint64_t live, peak;
-    bool chosen;
-    mr_points bytes; // (ts, bytes held) at the last event of each bucket
-    mr_points share; // (ts, bytes held * 1e6 / live bytes): parts per million
-} site_row;
-
-typedef struct native {
-    mt_capture* cap;
-    const mr_plot_args* args;
-    mr_symbols* sym;
-    int64_t duration;
-    // heap
-    mr_points heap, rss, vsz;
-    bucketed hb;
-    uint64_t peak;
-    int64_t peak_ts;
-    // sites
-    bool want_sites;
-    int32_t* site_of; // callsite -> row, -1 not yet looked up
-    mr_site_labels* labels;
-    uint32_t ncallsites;
-    site_row* rows;
-    size_t nrows, caprows;
-    size_t* chosen; // row indices, in display order
-    size_t nchosen;
-    int64_t row_bucket;
-    bool pass2;
-    uint64_t total_events; // for the progress indicator
-} native;
-
-static int site_index(native* nv, uint32_t callsite, size_t* out) {
-    if (callsite >= nv->ncallsites) {
-        *out = SIZE_MAX;
-        return 0;
-    }
-    if (nv->site_of[callsite] >= 0) {
-        *out = (size_t)nv->site_of[callsite];
-        return 0;
-    }
-    const char* name = mr_site_label(nv->labels, callsite);
-    size_t i = 0;
-    // Few distinct names per capture; a linear search runs once per callsite, not per event.
-    while (i < nv->nrows && strcmp(nv->rows[i].name, name) != 0)
-        i++;
-    if (i == nv->nrows) {
-        if (nv->nrows == nv->caprows) {
-            size_t nc = nv->caprows ? nv->caprows * 2 : 64;
-            site_row* nr = realloc(nv->rows, nc * sizeof *nr);
-            if (!nr)
-                return -ENOMEM;
-            nv->rows = nr;
-            nv->caprows = nc;
-        }
-        memset(&nv->rows[i], 0, sizeof nv->rows[i]);
-        nv->rows[i].name = name;
-        nv->nrows++;
-    }
-    nv->site_of[callsite] = (int32_t)i;
-    *out = i;
-    return 0;
-}
-
-static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    native* nv = ud;
-    if (nv->total_events && (r->events & 0xffff) == 0) {
-        double done = (double)r->events / (double)nv->total_events;
-        mr_progress("plot", nv->want_sites ? (nv->pass2 ? 0.5 + done / 2 : done / 2) : done);
-    }
-    if (!nv->pass2 && bucket_add(&nv->hb, ev->ts, r->live_bytes))
-        return -ENOMEM;
-    if (!nv->want_sites)
-        return 0;
-    size_t row = SIZE_MAX;
-    bool alloc = mt_kind_is_alloc(ev->kind);
-    if (alloc || freed) {
-        if (site_index(nv, alloc ? ev->callsite : freed->callsite, &row))
-            return -ENOMEM;
-    }
-    if (row != SIZE_MAX) {
-        // Unsigned: sizes in a capture are any uint64 (a crafted one must not overflow).
-        site_row* s = &nv->rows[row];
-        if (alloc)
-            s->live += ev->size;
-        else
-            s->live -= freed->size;
-        if (s->live > s->peak)
-            s->peak = s->live;
-    }
-    if (!nv->pass2)
-        return 0;
-    // Pass 2: the chosen rows' values at the last event of every bucket.
-    int64_t idx = nv->hb.width > 0 ? (ev->ts - nv->hb.t0) / nv->hb.width : 0;
-    for (size_t k = 0; k < nv->nchosen; k++) {
-        site_row* s = &nv->rows[nv->chosen[k]];
-        // A site holds at most the whole live heap; the clamp keeps the conversion from
-        // double defined when a crafted capture says otherwise.
-        uint64_t share = !r->live_bytes ? 0
-                         : s->live >= r->live_bytes
-                             ? 1000000
-                             : (uint64_t)((double)s->live * 1e6 / (double)r->live_bytes);
-        if (idx == nv->row_bucket && s->bytes.n) {
-            s->bytes.v[s->bytes.n - 1] = (mr_point){ev->ts, s->live};
-            s->share.v[s->share.n - 1] = (mr_point){ev->ts, share};
-        } else if (mr_points_push(&s->bytes, ev->ts, s->live) ||
-                   mr_points_push(&s->share, ev->ts, share)) {
-            return -ENOMEM;
-        }
-    }
-    nv->row_bucket = idx;
-    return 0;
-}
-
-static int add_counter(void* ud, int track, int64_t ts, int64_t value) {
-    (void)track;
-    return bucket_add(ud, ts, value > 0 ? (uint64_t)value : 0);
-}
-
-static int read_track(native* nv, int track, mr_points* out) {
-    bucketed b = {.out = out, .t0 = nv->hb.t0, .width = nv->hb.width};
-    int rc = mt_capture_counters(nv->cap, track, add_counter, &b);
-    if (rc == -EPROTO) // unreadable counters: drawn as far as they were read
-        rc = 0;
-    if (!rc)
-        rc = bucket_flush(&b);
-    return rc;
-}
-
-static uint64_t count_events(native* nv) {
-    uint64_t n;
-    int64_t last;
-    return mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &n, &last) < 0 ? 0 : n;
-}
-
-// The end of the latest mark or range (begin of one still open) outside the NPU heap.
-typedef struct latest {
-    bool any;
-    int64_t ts;
-} latest;
-
-static int latest_mark(void* ud, const mt_mark_rec* m) {
-    latest* l = ud;
-    int64_t t = m->has_end ? m->ts_end : m->ts_begin;
-    if (!l->any || t > l->ts)
-        *l = (latest){true, t};
-    return 0;
-}
-
-static int64_t max_ts(native* nv) {
-    uint64_t events;
-    int64_t last_event, rss, vsz, t = 0;
-    latest mark = {false, 0};
-    int has_events = mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &events, &last_event);
-    int has_rss = mt_capture_counter_end(nv->cap, MT_TRACK_RSS, &rss);
-    int has_vsz = mt_capture_counter_end(nv->cap, MT_TRACK_VSZ, &vsz);
-    mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true};
-    int marks_rc = mt_capture_marks(nv->cap, &q, latest_mark, &mark);
-    // The latest of the three, or 0 when one of them has no rows at all (how it has always
-    // been computed: SQL's max(a, b, c) is NULL when any is).
-    if (has_events == 1 && (has_rss == 1 || has_vsz == 1) && !marks_rc && mark.any) {
-        int64_t counters = has_rss == 1 && (has_vsz != 1 || rss > vsz) ? rss : vsz;
-        t = last_event > counters ? last_event : counters;
-        t = t > mark.ts ? t : mark.ts;
-    }
-    int64_t d = mt_capture_meta_int(nv->cap, "duration_ns", 0);
-    return d > t ? d : t;
-}
-
-// Orders rows: --site NAME in the given order, else the N largest by peak bytes held.
-static int choose_sites(native* nv) {
-    const mr_plot_args* a = nv->args;
-    nv->chosen = calloc(nv->nrows + a->nsites + 1, sizeof *nv->chosen);
-    if (!nv->chosen)
-        return -ENOMEM;
-    if (a->nsites) {
-        for (size_t k = 0; k < a->nsites; k++) {
-            size_t i = 0;
-            while (i < nv->nrows && strcmp(nv->rows[i].name, a->sites[k]) != 0)
-                i++;
-            if (i == nv->nrows) {
-                mr_error(mt_capture_path(nv->cap), "no allocation site named '%s'", a->sites[k]);
-                return -EPROTO;
-            }
-            if (!nv->rows[i].chosen) {
-                nv->rows[i].chosen = true;
-                nv->chosen[nv->nchosen++] = i;
-            }
-        }
-        return 0;
-    }
-    for (int k = 0; k < a->top_sites; k++) {
-        size_t best = SIZE_MAX;
-        for (size_t i = 0; i < nv->nrows; i++)
-            if (!nv->rows[i].chosen && nv->rows[i].peak > 0 &&
-                (best == SIZE_MAX || nv->rows[i].peak > nv->rows[best].peak))
-                best = i;
-        if (best == SIZE_MAX)
-            break;
-        nv->rows[best].chosen = true;
-        nv->chosen[nv->nchosen++] = best;
-    }
-    return 0;
-}
-
-// ---- marks
-
-typedef struct mark_row {
-    char* name;
-    bool range;
-    int64_t begin, end;
-} mark_row;
-
-typedef struct mark_list {
-    mark_row* v;
-    size_t n, cap;
-} mark_list;
-
-static int add_mark(void* ud, const mt_mark_rec* rec) {
-    mark_list* l = ud;
-    if (!rec->kind || (strcmp(rec->kind, "mark") && strcmp(rec->kind, "range")))
-        return 0;
-    if (l->n == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 16;
-        mark_row* nm = realloc(l->v, nc * sizeof *nm);
-        if (!nm)
-            return -ENOMEM;
-        l->v = nm;
-        l->cap = nc;
-    }
-    mark_row* m = &l->v[l->n++];
-    m->range = strcmp(rec->kind, "range") == 0;
-    m->name = strdup(rec->name ? rec->name : "");
-    m->begin = rec->ts_begin;
-    m->end = rec->has_end ? rec->ts_end : rec->ts_begin;
-    return m->name ? 0 : -ENOMEM;
-}
-
-static int read_marks(native* nv, mark_row** out, size_t* n) {
-    mark_list l = {NULL, 0, 0};
-    mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true, .by_time = true};
-    int rc = mt_capture_marks(nv->cap, &q, add_mark, &l);
-    *out = l.v;
-    *n = l.n;
-    return rc == -ENOMEM ? rc : 0; // unreadable marks: drawn as far as they were read
-}
-
 // ---- output
 
 typedef struct time_unit {
@@ -370,9 +62,12 @@ static json_t* points_json(const mr_points* p) {
     return a;
 }
 
-static json_t* axes_json(const native* nv, mt_byte_unit unit);
+static json_t* axes_json(const mr_heap_timeline* nv, mt_byte_unit unit);
 
-static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit unit, time_unit tu) {
+static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_byte_unit unit,
+                      time_unit tu) {
+    const mr_timeline_mark* marks = nv->marks;
+    size_t nmarks = nv->nmarks;
     json_t* o = json_object();
     json_object_set_new(o, "unit", json_string(unit.name));
     json_object_set_new(o, "scale", json_integer((json_int_t)unit.scale));
@@ -398,8 +93,8 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     }
     json_object_set_new(o, "marks", jm);
     json_t* js = json_array();
-    for (size_t k = 0; k < nv->nchosen; k++) {
-        site_row* s = &nv->rows[nv->chosen[k]];
+    for (size_t k = 0; k < nv->nsites; k++) {
+        const mr_site_series* s = &nv->sites[k];
         json_t* row = json_object();
         json_object_set_new(row, "name", json_string(s->name));
         json_object_set_new(row, "peak_bytes", json_integer(json_bytes(s->peak)));
@@ -409,7 +104,7 @@ static int write_data(native* nv, mark_row* marks, size_t nmarks, mt_byte_unit u
     }
     json_object_set_new(o, "sites", js);
     mr_output out;
-    int rc = mr_output_open(&out, nv->args->data, nv->args->force);
+    int rc = mr_output_open(&out, args->data, args->force);
     if (!rc) {
         json_dumpf(o, out.fp, JSON_COMPACT);
         fputc('\n', out.fp);
@@ -480,7 +175,7 @@ static uint64_t series_max(const mr_points* p) {
 }
 
 // The top of the memory axis: heap and RSS, and VSZ unless it is over twice that.
-static uint64_t axis_max(const native* nv) {
+static uint64_t axis_max(const mr_heap_timeline* nv) {
     uint64_t m = nv->peak, r = series_max(&nv->rss), v = series_max(&nv->vsz);
     m = r > m ? r : m;
     bool near = v <= m || v - m <= m; // v <= 2 * m, which could wrap
@@ -493,7 +188,7 @@ static uint64_t axis_max(const native* nv) {
 // scale on the right axis. Without RSS the heap is compared with the whole axis.
 #define HEAP_OWN_AXIS_RATIO 20
 
-static bool heap_own_axis(const native* nv) {
+static bool heap_own_axis(const mr_heap_timeline* nv) {
     uint64_t ref = series_max(&nv->rss);
     if (!ref)
         ref = axis_max(nv);
@@ -501,7 +196,7 @@ static bool heap_own_axis(const native* nv) {
 }
 
 // The axes as drawn, for --data: each side's unit and the series scaled to it.
-static json_t* axes_json(const native* nv, mt_byte_unit unit) {
+static json_t* axes_json(const mr_heap_timeline* nv, mt_byte_unit unit) {
     bool own = heap_own_axis(nv);
     json_t* left = json_pack("{s:s,s:s,s:[]}", "side", "left", "unit", unit.name, "series");
     json_t* ls = json_object_get(left, "series");
@@ -519,7 +214,7 @@ static json_t* axes_json(const native* nv, mt_byte_unit unit) {
     return axes;
 }
 
-static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, size_t n,
+static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* marks, size_t n,
                        double tscale, bool labels, double** pts, size_t* npts) {
     double last_label = -1e9;
     for (size_t i = 0; i < n; i++) {
@@ -553,8 +248,11 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mark_row* marks, si
     }
 }
 
-static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nmarks,
-                 mt_byte_unit unit, time_unit tu) {
+// The main plot: heap, RSS, VSZ, marks, the peak, the legend. Returns its frame.
+static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* cr,
+                          mt_byte_unit unit, time_unit tu) {
+    const mr_timeline_mark* marks = nv->marks;
+    size_t nmarks = nv->nmarks;
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
     bool own = heap_own_axis(nv); // then its scale is on the right axis, in its colour
     mt_byte_unit hu = own ? mt_unit_for_bytes(nv->peak) : unit;
@@ -568,7 +266,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
                   .xmax = xmax > 0 ? xmax : 1,
                   .ymin = 0,
                   .ymax = ymax ? (double)ymax / ys * 1.08 : 1};
-    char* title = title_of(nv->cap);
+    char* title = title_of(cap);
     char xlabel[32], ylabel[32];
     snprintf(xlabel, sizeof xlabel, "Time [%s]", tu.name);
     snprintf(ylabel, sizeof ylabel, "Memory [%s]", unit.name);
@@ -635,13 +333,19 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
     mr_polyline_free(&lr);
     mr_polyline_free(&lh);
     free(title);
-    if (!nv->nchosen)
-        return;
-    // Rows: bytes held per site, then each site's share of the live heap.
+    return f;
+}
+
+// The rows under it: bytes held per site, then each site's share of the live heap.
+static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax, time_unit tu) {
+    const mr_timeline_mark* marks = nv->marks;
+    size_t nmarks = nv->nmarks;
+    char xlabel[32];
+    snprintf(xlabel, sizeof xlabel, "Time [%s]", tu.name);
     uint64_t smax = 0;
-    for (size_t k = 0; k < nv->nchosen; k++)
-        if (nv->rows[nv->chosen[k]].peak > smax)
-            smax = nv->rows[nv->chosen[k]].peak;
+    for (size_t k = 0; k < nv->nsites; k++)
+        if (nv->sites[k].peak > smax)
+            smax = nv->sites[k].peak;
     mt_byte_unit su = mt_unit_for_bytes(smax);
     char sl[32];
     snprintf(sl, sizeof sl, "Held by site [%s]", su.name);
@@ -652,7 +356,7 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
                       .x1 = WIDTH - RIGHT,
                       .y1 = top + ROW_HEIGHT - 70,
                       .xmin = 0,
-                      .xmax = f.xmax,
+                      .xmax = xmax,
                       .ymin = 0,
                       .ymax = row == 0 ? (smax ? (double)smax / (double)su.scale * 1.08 : 1) : 100};
         mr_axes_style rs = {.title = row == 0 ? "Bytes held by call site"
@@ -669,8 +373,8 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
         size_t ni = 0;
         double* lp = NULL;
         size_t nlp = 0;
-        for (size_t k = 0; k < nv->nchosen; k++) {
-            site_row* s = &nv->rows[nv->chosen[k]];
+        for (size_t k = 0; k < nv->nsites; k++) {
+            const mr_site_series* s = &nv->sites[k];
             mr_rgb c = SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
             mr_polyline pl;
             stroke_points(cr, &g, row == 0 ? &s->bytes : &s->share, tu.scale,
@@ -689,107 +393,34 @@ static void draw(native* nv, cairo_t* cr, int height, mark_row* marks, size_t nm
         mr_draw_legend(cr, &g, it, ni, lp, nlp);
         free(lp);
     }
-    (void)height;
+}
+
+static void draw(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* cr, mt_byte_unit unit,
+                 time_unit tu) {
+    mr_frame f = draw_main(nv, cap, cr, unit, tu);
+    if (nv->nsites)
+        draw_site_rows(nv, cr, f.xmax, tu);
 }
 
 int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
-    native nv = {.cap = cap, .args = args};
-    nv.want_sites = args->top_sites > 0 || args->nsites > 0;
-    int rc = 0;
-    if (nv.want_sites) {
-        if ((rc = mr_symbols_load(cap, &nv.sym)))
-            return rc;
-        nv.ncallsites = mr_symbols_callsite_count(nv.sym);
-        nv.site_of = malloc((nv.ncallsites + 1) * sizeof *nv.site_of);
-        nv.labels = mr_site_labels_new(nv.sym);
-        if (!nv.site_of || !nv.labels) {
-            free(nv.site_of);
-            mr_site_labels_free(nv.labels);
-            mr_symbols_free(nv.sym);
-            return MR_EXIT_IO;
-        }
-        memset(nv.site_of, 0xff, (nv.ncallsites + 1) * sizeof *nv.site_of);
-    }
-    nv.duration = max_ts(&nv);
-    if (mr_progress_enabled())
-        nv.total_events = count_events(&nv);
-    nv.hb = (bucketed){.out = &nv.heap, .t0 = 0, .width = nv.duration / BUCKETS + 1};
-    mr_replay r;
-    const char* path = mt_capture_path(cap);
-    if (mr_replay_init(&r, cap, MT_HEAP_LIBC)) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-        goto out;
-    }
-    int err = mr_replay_run(&r, UINT64_MAX, on_event, &nv);
-    if (!err)
-        err = bucket_flush(&nv.hb);
-    nv.peak = r.peak_bytes;
-    nv.peak_ts = r.peak_ts;
-    if (err) {
-        mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
-        rc = err == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-        mr_replay_free(&r);
-        goto out;
-    }
-    mr_replay_free(&r);
-    if (nv.want_sites) {
-        if ((err = choose_sites(&nv))) {
-            rc = err == -EPROTO ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
-            goto out;
-        }
-        for (size_t i = 0; i < nv.nrows; i++)
-            nv.rows[i].live = 0;
-        nv.pass2 = true;
-        nv.row_bucket = -1;
-        if (mr_replay_init(&r, cap, MT_HEAP_LIBC) || mr_replay_run(&r, UINT64_MAX, on_event, &nv)) {
-            mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
-            mr_replay_free(&r);
-            rc = MR_EXIT_IO;
-            goto out;
-        }
-        mr_replay_free(&r);
-    }
-    if (read_track(&nv, MT_TRACK_RSS, &nv.rss) || read_track(&nv, MT_TRACK_VSZ, &nv.vsz)) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-        goto out;
-    }
-    if (nv.total_events)
-        mr_progress("plot", -1);
-    mark_row* marks;
-    size_t nmarks;
-    if (read_marks(&nv, &marks, &nmarks)) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-        goto out;
-    }
-    mt_byte_unit unit = mt_unit_for_bytes(axis_max(&nv));
-    time_unit tu = time_unit_for(nv.duration);
-    int height = MAIN_HEIGHT + (nv.nchosen ? 2 * ROW_HEIGHT : 0);
+    mr_timeline_opts o = {.buckets = BUCKETS,
+                          .top_sites = args->top_sites,
+                          .sites = args->sites,
+                          .nsites = args->nsites};
+    mr_heap_timeline t;
+    int rc = mr_heap_timeline_build(cap, &o, &t);
+    if (rc)
+        return rc;
+    mt_byte_unit unit = mt_unit_for_bytes(axis_max(&t));
+    time_unit tu = time_unit_for(t.duration);
+    int height = MAIN_HEIGHT + (t.nsites ? 2 * ROW_HEIGHT : 0);
     mr_canvas c;
     if (args->data)
-        rc = write_data(&nv, marks, nmarks, unit, tu);
+        rc = write_data(&t, args, unit, tu);
     if (!rc && !(rc = mr_canvas_open(&c, args->output, args->force, WIDTH, height))) {
-        draw(&nv, c.cr, height, marks, nmarks, unit, tu);
+        draw(&t, cap, c.cr, unit, tu);
         rc = mr_canvas_commit(&c);
     }
-    for (size_t i = 0; i < nmarks; i++)
-        free(marks[i].name);
-    free(marks);
-out:
-    for (size_t i = 0; i < nv.nrows; i++) {
-        mr_points_free(&nv.rows[i].bytes);
-        mr_points_free(&nv.rows[i].share);
-    }
-    free(nv.rows);
-    free(nv.chosen);
-    free(nv.site_of);
-    mr_site_labels_free(nv.labels);
-    mr_points_free(&nv.heap);
-    mr_points_free(&nv.rss);
-    mr_points_free(&nv.vsz);
-    if (nv.sym)
-        mr_symbols_free(nv.sym);
+    mr_heap_timeline_free(&t);
     return rc;
 }

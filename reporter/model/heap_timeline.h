@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// A native capture's memory over time, as the time plot draws it: the live heap (from a
+// replay), RSS and VSZ (counter tracks), the peak, marks and ranges, and optional rows of
+// bytes held per call site and their share of the live heap. Series keep at most four
+// points (first, min, max, last) per time bucket, so memory does not grow with the capture.
+#ifndef MR_HEAP_TIMELINE_H
+#define MR_HEAP_TIMELINE_H
+
+#include "series.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mr_timeline_opts {
+    int64_t buckets;    // time buckets across the capture (the plot's pixel columns)
+    int top_sites;      // rows for the N call sites holding most bytes (0: none)
+    const char** sites; // or rows for these site labels, in this order
+    size_t nsites;
+} mr_timeline_opts;
+
+// Bytes held by one call site (sites.h labels) over time.
+typedef struct mr_site_series {
+    const char* name;
+    uint64_t peak;   // the most it held at once
+    mr_points bytes; // (ts, bytes held) at the last event of each bucket
+    mr_points share; // (ts, bytes held * 1e6 / live bytes): parts per million
+} mr_site_series;
+
+typedef struct mr_timeline_mark {
+    char* name;
+    bool range;
+    int64_t begin, end; // end == begin for a mark
+} mr_timeline_mark;
+
+typedef struct mr_heap_timeline {
+    int64_t duration; // ns: the latest of events, counters, marks and the recorded duration
+    mr_points heap, rss, vsz;
+    uint64_t peak;
+    int64_t peak_ts;
+    mr_site_series* sites; // the chosen rows, in display order
+    size_t nsites;
+    mr_timeline_mark* marks; // outside the NPU heap, by time
+    size_t nmarks;
+    struct mr_symbols* symbols; // holds the site names (NULL without site rows)
+} mr_heap_timeline;
+
+// Reads the libc heap's timeline (two replays with site rows). Returns 0 or an exit code
+// after printing the reason (an unknown --site name is bad input).
+int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t);
+void mr_heap_timeline_free(mr_heap_timeline* t);
+
+#endif
