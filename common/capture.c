@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Capture reader: validates a capture file and streams its events in seq order by a k-way
-// merge of the per-thread chunks. With capture_tables.c (the typed reads of the other
-// tables), the only SQLite reader of memreport.
+// Capture reader: opens and validates a capture file. With capture_events.c (the event
+// iterator) and capture_tables.c (the typed reads of the other tables), the only SQLite
+// reader of memreport.
 // Must not trust the file: it may come from a killed program, a truncated copy, or anyone.
 #define _GNU_SOURCE
 #include "memtrace/capture.h"
@@ -21,28 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct mt_capture {
-    sqlite3* db;
-    char* path;
-    int64_t version; // PRAGMA user_version: which chunk codec to expect
-    // Corrupt chunks already reported (when skipping them), so a report that reads the
-    // events twice says it once.
-    int64_t* skipped;
-    size_t nskipped, capskipped;
-};
-
-// Process-wide: skip corrupt chunks (and report each through this) instead of failing.
-static mt_corrupt_chunk_fn skip_corrupt_report;
-
-void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report) {
-    skip_corrupt_report = report;
-}
-
 // Files under this size get a full PRAGMA quick_check at open; larger ones are checked
 // chunk by chunk as they are decoded, so opening a huge capture stays instant.
 #define QUICK_CHECK_MAX_BYTES (64u << 20)
-// Upper bound of events in one chunk; a larger count means a corrupt row.
-#define MAX_CHUNK_EVENTS (1u << 22)
 
 static uint32_t be32(const unsigned char* p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -50,7 +31,7 @@ static uint32_t be32(const unsigned char* p) {
 
 // One line in words for an SQLite failure; returns -EIO for trouble reading the disk or a
 // lock held by another process (exit 3), -EPROTO for a damaged file (exit 2).
-static int sqlite_problem(sqlite3* db, const char* doing, char* err, size_t errlen) {
+int mt_capture_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen) {
     int code = sqlite3_errcode(db) & 0xff;
     const char* msg = sqlite3_errmsg(db);
     switch (code) {
@@ -145,7 +126,7 @@ static int quick_check(sqlite3* db, char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        int rc = sqlite_problem(db, "checking its structure", err, errlen);
+        int rc = mt_capture_sql_problem(db, "checking its structure", err, errlen);
         sqlite3_finalize(st);
         return rc;
     }
@@ -171,7 +152,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
                            "SELECT id, heap FROM event_chunk"
                            " WHERE heap NOT IN (SELECT id FROM heap) LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
-        return sqlite_problem(db, "reading its event chunks", err, errlen);
+        return mt_capture_sql_problem(db, "reading its event chunks", err, errlen);
     int step = sqlite3_step(st), rc = 0;
     if (step == SQLITE_ROW) {
         snprintf(err, errlen,
@@ -179,7 +160,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
                  (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
         rc = -EPROTO;
     } else if (step != SQLITE_DONE) {
-        rc = sqlite_problem(db, "reading its event chunks", err, errlen);
+        rc = mt_capture_sql_problem(db, "reading its event chunks", err, errlen);
     }
     sqlite3_finalize(st);
     return rc;
@@ -191,7 +172,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
 static int check_callsites(sqlite3* db, char* err, size_t errlen) {
     int64_t n = 0;
     if (query_int(db, "SELECT count(*) FROM callsite", &n))
-        return sqlite_problem(db, "reading its callsites", err, errlen);
+        return mt_capture_sql_problem(db, "reading its callsites", err, errlen);
     if (n == 0)
         return 0;
     int64_t* id = malloc((size_t)n * sizeof *id);
@@ -206,7 +187,7 @@ static int check_callsites(sqlite3* db, char* err, size_t errlen) {
     }
     if (sqlite3_prepare_v2(db, "SELECT id, parent_id FROM callsite ORDER BY id", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = sqlite_problem(db, "reading its callsites", err, errlen);
+        rc = mt_capture_sql_problem(db, "reading its callsites", err, errlen);
         goto out;
     }
     int64_t rows = 0, step;
@@ -252,7 +233,7 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
     int64_t app_id = 0, version = 0;
     if (query_int(db, "PRAGMA application_id", &app_id) ||
         query_int(db, "PRAGMA user_version", &version))
-        return sqlite_problem(db, "reading its header", err, errlen);
+        return mt_capture_sql_problem(db, "reading its header", err, errlen);
     if (app_id != MEMTRACE_APPLICATION_ID) {
         snprintf(err, errlen, "not a memtrace capture (an SQLite database of another kind)");
         return -EPROTO;
@@ -273,7 +254,7 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
     int64_t n;
     if (query_int(db, "SELECT count(*) FROM meta", &n) ||
         query_int(db, "SELECT count(*) FROM heap", &n))
-        return sqlite_problem(db, "reading its tables", err, errlen);
+        return mt_capture_sql_problem(db, "reading its tables", err, errlen);
     if (size <= (off_t)QUICK_CHECK_MAX_BYTES) {
         int rc = quick_check(db, err, errlen);
         if (rc)
@@ -303,7 +284,7 @@ static int open_unfinished(mt_capture* cap, char* err, size_t errlen) {
     sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_wal_autocheckpoint(cap->db, 0);
     if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
-        return sqlite_problem(cap->db, "opening its write-ahead log", err, errlen);
+        return mt_capture_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
     return 0;
 }
 
@@ -421,224 +402,4 @@ bool mt_capture_truncated(mt_capture* cap) {
     bool truncated = !s || strcmp(s, "complete") != 0;
     free(s);
     return truncated;
-}
-
-// ---- event iterator: k-way merge of chunk cursors by seq
-
-typedef struct cursor {
-    mt_event* ev;
-    size_t n, pos;
-} cursor;
-
-struct mt_event_iter {
-    mt_capture* cap;
-    sqlite3_stmt* chunks;
-    bool pending; // chunks is positioned on a row not yet loaded
-    int heap_id;
-    cursor** heap; // min-heap on ev[pos].seq
-    size_t nheap, capheap;
-    uint64_t last_seq;
-    bool any;
-    char err[256];
-};
-
-static uint64_t cur_seq(const cursor* c) {
-    return c->ev[c->pos].seq;
-}
-
-static void sift_down(mt_event_iter* it, size_t i) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < it->nheap && cur_seq(it->heap[l]) < cur_seq(it->heap[m]))
-            m = l;
-        if (r < it->nheap && cur_seq(it->heap[r]) < cur_seq(it->heap[m]))
-            m = r;
-        if (m == i)
-            return;
-        cursor* t = it->heap[i];
-        it->heap[i] = it->heap[m];
-        it->heap[m] = t;
-        i = m;
-    }
-}
-
-static int heap_push(mt_event_iter* it, cursor* c) {
-    if (MT_VEC_RESERVE(&it->heap, &it->capheap, it->nheap + 1))
-        return -ENOMEM;
-    size_t i = it->nheap++;
-    it->heap[i] = c;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (cur_seq(it->heap[p]) <= cur_seq(it->heap[i]))
-            break;
-        cursor* t = it->heap[p];
-        it->heap[p] = it->heap[i];
-        it->heap[i] = t;
-        i = p;
-    }
-    return 0;
-}
-
-static void cursor_free(cursor* c) {
-    if (c) {
-        free(c->ev);
-        free(c);
-    }
-}
-
-static int step_chunks(mt_event_iter* it) {
-    int rc = sqlite3_step(it->chunks);
-    if (rc == SQLITE_ROW) {
-        it->pending = true;
-        return 0;
-    }
-    it->pending = false;
-    if (rc == SQLITE_DONE)
-        return 0;
-    return sqlite_problem(it->cap->db, "reading event chunks", it->err, sizeof it->err);
-}
-
-// Whether chunk id was reported already (and remembers it if not).
-static bool reported_before(mt_capture* cap, int64_t id) {
-    for (size_t i = 0; i < cap->nskipped; i++)
-        if (cap->skipped[i] == id)
-            return true;
-    if (MT_VEC_RESERVE(&cap->skipped, &cap->capskipped, cap->nskipped + 1) == 0)
-        cap->skipped[cap->nskipped++] = id;
-    return false;
-}
-
-// A chunk that cannot be trusted: an error, or (mt_capture_skip_corrupt_chunks) left out
-// and reported once per capture.
-static int bad_chunk(mt_event_iter* it, int64_t id, int64_t count, const char* why) {
-    snprintf(it->err, sizeof it->err, "event chunk %lld is corrupt (%s)", (long long)id, why);
-    if (!skip_corrupt_report)
-        return -EPROTO;
-    if (!reported_before(it->cap, id)) {
-        char what[320];
-        snprintf(what, sizeof what, "%s; skipped its %lld events", it->err, (long long)count);
-        skip_corrupt_report(it->cap->path, what);
-    }
-    it->err[0] = 0;
-    return step_chunks(it);
-}
-
-// Decodes the chunk row under it->chunks into a new cursor, after checking its checksum.
-static int load_pending(mt_event_iter* it) {
-    sqlite3_stmt* st = it->chunks;
-    int64_t id = sqlite3_column_int64(st, 0);
-    mt_chunk_header h = {.heap = it->heap_id,
-                         .seq_first = sqlite3_column_int64(st, 1),
-                         .count = sqlite3_column_int64(st, 2),
-                         .seq_last = sqlite3_column_int64(st, 5),
-                         .ts_first = sqlite3_column_int64(st, 6),
-                         .ts_last = sqlite3_column_int64(st, 7)};
-    int64_t count = h.count;
-    int64_t codec = sqlite3_column_int64(st, 3);
-    const uint8_t* data = sqlite3_column_blob(st, 4);
-    size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
-    int64_t want_codec =
-        it->cap->version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
-    if (codec != want_codec) {
-        char why[64];
-        snprintf(why, sizeof why, "codec %lld, not %lld", (long long)codec, (long long)want_codec);
-        return bad_chunk(it, id, count, why);
-    }
-    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
-        long payload = mt_chunk_verify(&h, data, len);
-        if (payload < 0)
-            return bad_chunk(it, id, count, "checksum mismatch");
-        len = (size_t)payload;
-    }
-    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
-    if (count <= 0 || count > MAX_CHUNK_EVENTS || (size_t)count > len / 3 + 1)
-        return bad_chunk(it, id, count, "impossible event count");
-    cursor* c = calloc(1, sizeof *c);
-    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev))) {
-        cursor_free(c);
-        snprintf(it->err, sizeof it->err, "out of memory");
-        return -ENOMEM;
-    }
-    c->n = (size_t)count;
-    if (mt_codec_decode(data, len, c->n, (uint8_t)it->heap_id, c->ev) != 0 ||
-        (uint64_t)h.seq_first != c->ev[0].seq) {
-        cursor_free(c);
-        return bad_chunk(it, id, count, "its events do not decode");
-    }
-    int rc = heap_push(it, c);
-    if (rc) {
-        cursor_free(c);
-        return rc;
-    }
-    return step_chunks(it);
-}
-
-int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
-    *out = NULL;
-    mt_event_iter* it = calloc(1, sizeof *it);
-    if (!it)
-        return -ENOMEM;
-    it->cap = cap;
-    it->heap_id = heap;
-    if (sqlite3_prepare_v2(cap->db,
-                           "SELECT id, seq_first, count, codec, data, seq_last, ts_first,"
-                           " ts_last FROM event_chunk"
-                           " WHERE heap=?1 ORDER BY seq_first, id",
-                           -1, &it->chunks, NULL) != SQLITE_OK) {
-        free(it);
-        return -EPROTO;
-    }
-    sqlite3_bind_int(it->chunks, 1, heap);
-    int rc = step_chunks(it);
-    if (rc) {
-        *out = it; // the caller reads the message, then closes
-        return rc;
-    }
-    *out = it;
-    return 0;
-}
-
-int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
-    // Any unread event with a smaller seq lives in a chunk with seq_first <= that seq, so
-    // loading every chunk that starts at or below the current minimum keeps the merge exact.
-    while (it->pending && (it->nheap == 0 ||
-                           (uint64_t)sqlite3_column_int64(it->chunks, 1) <= cur_seq(it->heap[0]))) {
-        int rc = load_pending(it);
-        if (rc)
-            return rc;
-    }
-    if (it->nheap == 0)
-        return 0;
-    cursor* c = it->heap[0];
-    *ev = c->ev[c->pos++];
-    if (it->any && ev->seq <= it->last_seq) {
-        snprintf(it->err, sizeof it->err,
-                 "corrupt capture: event seq %llu appears twice (overlapping event chunks)",
-                 (unsigned long long)ev->seq);
-        return -EPROTO;
-    }
-    it->any = true;
-    it->last_seq = ev->seq;
-    if (c->pos == c->n) {
-        it->heap[0] = it->heap[--it->nheap];
-        cursor_free(c);
-    }
-    if (it->nheap > 0)
-        sift_down(it, 0);
-    return 1;
-}
-
-const char* mt_event_iter_error(const mt_event_iter* it) {
-    return it->err[0] ? it->err : "corrupt capture";
-}
-
-void mt_event_iter_close(mt_event_iter* it) {
-    if (!it)
-        return;
-    for (size_t i = 0; i < it->nheap; i++)
-        cursor_free(it->heap[i]);
-    free(it->heap);
-    sqlite3_finalize(it->chunks);
-    free(it);
 }

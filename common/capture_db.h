@@ -1,11 +1,30 @@
 // SPDX-License-Identifier: MIT
-// Inside common/ only: the SQLite connection of an open capture, for the modules that read
-// its tables (capture_tables.c). Nothing outside common/ sees SQL.
+// Inside common/ only: an open capture and its SQLite connection, for the modules that read
+// it (capture.c opens, capture_events.c streams the events, capture_tables.c reads the
+// other tables). Nothing outside common/ sees SQL.
 #ifndef MEMTRACE_CAPTURE_DB_H
 #define MEMTRACE_CAPTURE_DB_H
 
 #include "memtrace/capture.h"
 
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mt_capture {
+    sqlite3* db;
+    char* path;
+    int64_t version; // PRAGMA user_version: which chunk codec to expect
+    // Corrupt chunks already reported (when skipping them), so a report that reads the
+    // events twice says it once.
+    int64_t* skipped;
+    size_t nskipped, capskipped;
+};
+
 sqlite3* mt_capture_sqlite(mt_capture* cap);
+
+// Words a failed SQLite call on db into err ("corrupt capture: DOING: ...", "locked by
+// another process", ...) and returns -EPROTO (damaged file) or -EIO.
+int mt_capture_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen);
 
 #endif
