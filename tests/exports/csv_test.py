@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# memreport export --format csv, read back by Python's csv module and by the sqlite3 shell's
+# `.import --csv`, on the standard fixture (tests/reports/fixture.c) with marks and ranges
+# added: the header, one row per event plus the MSTX rows, the known rows, per-stack sums equal
+# to `memreport stats --stacks --json`, the --thread and --range filters, and an imported NPU
+# log (Event Type is the heap's name).
+# Usage: csv_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR
+import collections
+import csv
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+memreport, fixture, npu_log, work = sys.argv[1:5]
+HEADER = ["ID", "Event", "Event Type", "Name", "Timestamp(ns)", "Process Id", "Thread ID",
+          "Device ID", "Ptr", "Attr", "Call Stack(C)"]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(*args):
+    p = subprocess.run([memreport, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p.stdout
+
+
+def export(cap, name, *opts):
+    out = os.path.join(work, name)
+    run("export", cap, "--format", "csv", "-f", "-o", out, *opts)
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f, strict=True))
+    check(rows and rows[0] == HEADER, f"{name}: header {rows[:1]}")
+    return out, rows[1:]
+
+
+def attr(row):
+    # "{allocation_id:N,addr:0x...,size:N}" -> dict
+    body = row[9]
+    assert body.startswith("{") and body.endswith("}"), body
+    return dict(kv.split(":", 1) for kv in body[1:-1].split(",")) if body != "{}" else {}
+
+
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+cap = os.path.join(work, "fx.db")
+subprocess.run([fixture, cap], check=True)
+# Marks as the tracer writes them (heap 1): a mark whose name needs quoting, a closed range on
+# thread 100 and a range still open at the end. Events are at seq * 1000 ns.
+db = sqlite3.connect(cap)
+db.executemany("INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid) VALUES(1,?,?,?,?,?)",
+               [("mark", 'load "config", fast', 2500, None, 100),
+                ("range", "parse\nphase", 4500, 9500, 100),
+                ("range", "open", 12500, None, 200)])
+db.commit()
+db.close()
+
+stats = json.loads(run("stats", cap, "--json", "--stacks", "--top", "0"))
+events = stats["allocations"] + stats["frees"]
+out, rows = export(cap, "all.csv")
+
+# One row per event and per MSTX row (mark, range start, range end), IDs 1..n in order.
+mstx = [r for r in rows if r[1] == "MSTX"]
+check(len(rows) == events + 4, f"rows {len(rows)} != events {events} + 4 MSTX rows")
+check([r[0] for r in rows] == [str(i) for i in range(1, len(rows) + 1)], "IDs are 1..n")
+check([(r[2], r[3], r[4], r[6]) for r in mstx] ==
+      [("Mark", 'load "config", fast', "2500", "100"), ("Range_start", "parse\nphase", "4500", "100"),
+       ("Range_end", "parse\nphase", "9500", "100"), ("Range_start", "open", "12500", "200")],
+      f"MSTX rows {mstx}")
+times = [int(r[4]) for r in rows]
+check(times == sorted(times), "rows in time order")
+
+heap = [r for r in rows if r[1] != "MSTX"]
+check(all(r[2] == "HOST" and r[5] == "4242" and r[7] == "host" for r in heap),
+      "Event Type HOST, pid 4242, device host")
+check([r[1] for r in heap].count("MALLOC") == stats["allocations"], "MALLOC rows = allocations")
+check(sum(int(attr(r)["size"]) for r in heap if r[1] == "MALLOC") == stats["bytes_allocated"],
+      "MALLOC sizes sum to bytes_allocated")
+by_ts = {int(r[4]): r for r in heap}
+# seq 7: E's 64 bytes at 0x6000, allocated by an unnamed frame under main.
+check(by_ts[7000][1] == "MALLOC" and attr(by_ts[7000]) ==
+      {"allocation_id": "7", "addr": "0x6000", "size": "64"} and by_ts[7000][8] == "0x6000",
+      f"seq 7 row {by_ts[7000]}")
+check(by_ts[7000][10] == "prog+0x1234\nmain prog.c:10\n", f"seq 7 stack {by_ts[7000][10]!r}")
+# A free carries the id and size of its allocation; realloc frees too; a block allocated
+# before tracing started has id 0 and size 0.
+check(attr(by_ts[3000]) == {"allocation_id": "2", "addr": "0x2000", "size": "200"}, "free of B")
+check(by_ts[8000][6] == "200" and attr(by_ts[8000])["allocation_id"] == "6", "cross-row free")
+check(by_ts[12000][1] == "FREE" and attr(by_ts[12000])["size"] == "300", "realloc's free")
+check(attr(by_ts[14000]) == {"allocation_id": "0", "addr": "0x9999", "size": "0"},
+      "unmatched free")
+
+# Per-stack sums of the MALLOC rows equal stats' rows (one per stack, leaf first).
+got = collections.Counter()
+for r in heap:
+    if r[1] == "MALLOC":
+        got[(r[10], "bytes")] += int(attr(r)["size"])
+        got[(r[10], "count")] += 1
+want = collections.Counter()
+for s in stats["by_bytes"]:
+    text = "".join(f"{f['function']} {f['file']}:{f['line']}\n" if f.get("file")
+                   else f"{f['function']}\n" for f in s["stack"])
+    want[(text, "bytes")] += s["bytes_allocated"]
+    want[(text, "count")] += s["allocations"]
+check(+got == +want, f"per-stack sums {dict(got)} != stats {dict(want)}")
+
+# The sqlite3 shell reads the same table.
+sqlite3_cli = shutil.which("sqlite3")
+if sqlite3_cli:
+    dbpath = os.path.join(work, "import.db")
+    p = subprocess.run([sqlite3_cli, dbpath, ".import --csv " + out + " ev",
+                        "SELECT count(*), sum(Event = 'MSTX'), max(ID + 0) FROM ev;"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.strip() == f"{len(rows)}|4|{len(rows)}",
+          f"sqlite3 .import: {p.stdout!r} {p.stderr!r}")
+    p = subprocess.run([sqlite3_cli, dbpath, "SELECT \"Call Stack(C)\" FROM ev WHERE \"Timestamp(ns)\" = '7000'"],
+                       capture_output=True, text=True)
+    check(p.stdout == "prog+0x1234\nmain prog.c:10\n\n", f"sqlite3 stack {p.stdout!r}")
+
+# --thread keeps that thread's rows, --range the rows in the range (events and marks).
+_, t200 = export(cap, "t200.csv", "--thread", "200")
+check([(r[1], r[4]) for r in t200] == [("MALLOC", "6000"), ("FREE", "8000"),
+                                       ("MALLOC", "11000"), ("MSTX", "12500")],
+      f"--thread 200: {t200}")
+_, ranged = export(cap, "range.csv", "--range", "4us..9us")
+check([r[4] for r in ranged] == ["4000", "4500", "5000", "6000", "7000", "8000", "9000"],
+      f"--range 4us..9us: {[r[4] for r in ranged]}")
+check(attr(ranged[-1])["allocation_id"] == "9" and
+      attr([r for r in ranged if r[4] == "8000"][0])["size"] == "5000",
+      "a range still pairs frees with allocations made before it")
+
+# An imported NPU log: Event Type is the heap's name, timestamps are steps.
+npu = os.path.join(work, "npu.db")
+run("import", npu_log, "-o", npu)
+nsum = json.loads(run("summary", npu, "--json"))
+_, nrows = export(npu, "npu.csv")
+nheap = [r for r in nrows if r[1] != "MSTX"]
+check(nheap and all(r[2] == "npu" and r[7] == "N/A" for r in nheap), "NPU rows name the heap")
+check(len(nheap) == nsum["allocations"] + nsum["frees"],
+      f"NPU rows {len(nheap)} != {nsum['allocations']} + {nsum['frees']} events")
+
+if failures:
+    sys.exit(f"{len(failures)} check(s) failed")
+if not sqlite3_cli:
+    print("SKIP: the sqlite3 shell is not installed (scripts/install-deps.sh --test)")
+    sys.exit(77)
+print(f"ok: {len(rows)} rows")
