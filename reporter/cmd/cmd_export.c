@@ -25,6 +25,7 @@ static const struct export_format {
 } formats[] = {
     {"folded", mr_export_folded, false,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
+    {"pprof", mr_export_pprof, true, "gzipped profile.proto, Go heap profile types (go tool pprof)"},
 };
 
 static const char export_help_head[] =

@@ -33,6 +33,11 @@ typedef int (*mr_export_fn)(FILE* out, const mr_export_input* in, char* err, siz
 // value of in->metric, outermost frame first, inlined functions as frames of their own.
 int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
+// alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
+// locations with their mappings (build-ids), inlined functions as lines of a location.
+int mr_export_pprof(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // The locations of the stack of `leaf`, outermost first, for the formats that list frames
 // root first: each physical frame, then the functions inlined into it, outer to inner
 // (noise frames left out unless in->all_frames). Fills out[0..max) and returns the number
