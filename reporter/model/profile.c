@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The aggregation model (profile.h): live blocks at a moment and allocations over a range,
-// per callsite, from one replay.
+// The aggregation model (profile.h): live blocks at a moment and at the end, and
+// allocations over a range, per callsite, from one replay.
 #include "profile.h"
 
-#include "replay.h"
+#include "messages.h"
 #include "u64map.h"
 
 #include "memtrace/schema.h"
@@ -14,29 +14,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+// While replaying, a row's end_* hold its blocks live now and live_* its blocks live at
+// the latest candidate moment ("mark"): saved when the row first changes after a mark,
+// so marking is O(1) however many rows there are (the peak moves often).
 typedef struct builder {
     const mr_query* q;
     mr_profile* p;
     mr_u64map index; // row key -> row index
     size_t cap;
-    bool snapshot_taken;
+    uint64_t* saved_at; // per row: the mark its live_* were saved at
+    size_t saved_cap;
+    uint64_t mark;    // marks so far
+    bool past_moment; // MR_AT_TIME: an event stamped after `at` was seen
+    uint64_t progress_total;
 } builder;
 
 static uint64_t row_key(const builder* b, uint32_t callsite, uint32_t tid) {
     return b->q->by_thread ? (uint64_t)callsite << 32 | tid : callsite;
 }
 
+// The row of (callsite, tid), with its live_* brought up to the latest mark.
 static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
     uint64_t key = row_key(b, callsite, tid);
     uint64_t* at = mr_u64map_get(&b->index, key);
-    if (at)
-        return &b->p->rows[*at];
     mr_profile* p = b->p;
-    if (mt_vec_grow(&p->rows, &b->cap, p->nrows + 1, sizeof *p->rows) ||
-        mr_u64map_put(&b->index, key, p->nrows))
-        return NULL;
-    mr_profile_row* r = &p->rows[p->nrows++];
-    *r = (mr_profile_row){.callsite = callsite, .tid = b->q->by_thread ? tid : 0};
+    size_t i;
+    if (at) {
+        i = (size_t)*at;
+    } else {
+        if (mt_vec_grow(&p->rows, &b->cap, p->nrows + 1, sizeof *p->rows) ||
+            mt_vec_grow(&b->saved_at, &b->saved_cap, p->nrows + 1, sizeof *b->saved_at) ||
+            mr_u64map_put(&b->index, key, p->nrows))
+            return NULL;
+        i = p->nrows++;
+        p->rows[i] = (mr_profile_row){.callsite = callsite, .tid = b->q->by_thread ? tid : 0};
+        b->saved_at[i] = b->mark;
+    }
+    mr_profile_row* r = &p->rows[i];
+    if (b->saved_at[i] != b->mark) {
+        r->live_bytes = r->end_bytes;
+        r->live_blocks = r->end_blocks;
+        b->saved_at[i] = b->mark;
+    }
     return r;
 }
 
@@ -44,73 +63,49 @@ static bool wanted(const builder* b, uint32_t tid) {
     return b->q->tid == 0 || b->q->tid == tid;
 }
 
-// Adds the blocks live now to the rows' live metrics.
-static int snapshot(builder* b, const mr_replay* r) {
-    b->snapshot_taken = true;
-    b->p->moment_seq = r->last_seq;
-    b->p->moment_ts = r->last_ts;
-    const mr_block* blk;
-    for (size_t i = 0; mr_heapmap_next(&r->live, &i, &blk);) {
-        if (!wanted(b, blk->tid))
-            continue;
-        mr_profile_row* row = row_of(b, blk->callsite, blk->tid);
-        if (!row)
+// The state after this event is a candidate moment.
+static void mark(builder* b, const mt_event* ev) {
+    b->mark++;
+    b->p->moment_seq = ev->seq;
+    b->p->moment_ts = ev->ts;
+}
+
+// Counts one event into its row: an allocation (and its bytes in the range), or the
+// block a free released.
+static int count(builder* b, const mt_event* ev, const mr_block* freed) {
+    mr_profile_row* row;
+    if (mt_kind_is_alloc(ev->kind) && wanted(b, ev->tid)) {
+        if (!(row = row_of(b, ev->callsite, ev->tid)))
             return -ENOMEM;
-        row->live_bytes += blk->size;
-        row->live_blocks++;
-        b->p->live_bytes += blk->size;
-        b->p->live_blocks++;
+        row->end_bytes += ev->size;
+        row->end_blocks++;
+        if (ev->ts >= b->q->from && ev->ts <= b->q->to) {
+            row->alloc_bytes += ev->size;
+            row->alloc_count++;
+        }
+    } else if (freed && wanted(b, freed->tid)) {
+        if (!(row = row_of(b, freed->callsite, freed->tid)))
+            return -ENOMEM;
+        row->end_bytes -= freed->size;
+        row->end_blocks--;
     }
     return 0;
 }
 
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)freed;
     builder* b = ud;
-    if (mt_kind_is_alloc(ev->kind) && ev->ts >= b->q->from && ev->ts <= b->q->to &&
-        wanted(b, ev->tid)) {
-        mr_profile_row* row = row_of(b, ev->callsite, ev->tid);
-        if (!row)
-            return -ENOMEM;
-        row->alloc_bytes += ev->size;
-        row->alloc_count++;
-        b->p->alloc_bytes += ev->size;
-        b->p->alloc_count++;
-    }
-    if (ev->seq == b->p->moment_seq && b->q->moment != MR_AT_END && !b->snapshot_taken)
-        return snapshot(b, r);
-    return 0;
-}
-
-// The seq of the query's moment, found by a first pass (0 when before every event).
-static int find_moment(mt_capture* cap, const mr_query* q, uint64_t* seq, char* err,
-                       size_t errlen) {
-    *seq = 0;
-    if (q->moment == MR_AT_END)
-        return 0;
-    mr_replay r;
-    if (mr_replay_init(&r, cap, q->heap)) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    int rc = 0;
-    if (q->moment == MR_AT_PEAK) {
-        rc = mr_replay_run(&r, UINT64_MAX, NULL, NULL);
-        *seq = r.peak_seq;
-    } else {
-        mt_event_iter* it = NULL;
-        mt_event ev;
-        if ((rc = mt_event_iter_open(cap, q->heap, &it)) == 0)
-            while ((rc = mt_event_iter_next(it, &ev)) == 1 && ev.ts <= q->at)
-                *seq = ev.seq;
-        if (rc < 0)
-            snprintf(r.err, sizeof r.err, "%s", it ? mt_event_iter_error(it) : "corrupt capture");
-        mt_event_iter_close(it);
-    }
-    if (rc < 0)
-        snprintf(err, errlen, "%s", r.err);
-    mr_replay_free(&r);
-    return rc < 0 ? rc : 0;
+    const mr_query* q = b->q;
+    if (q->moment == MR_AT_TIME && ev->ts > q->at)
+        b->past_moment = true; // the moment is the state before the first such event
+    int rc = count(b, ev, freed);
+    if (rc)
+        return rc;
+    if ((q->moment == MR_AT_PEAK && r->peak_seq == ev->seq) ||
+        (q->moment == MR_AT_TIME && !b->past_moment))
+        mark(b, ev);
+    if (q->progress && (r->events & 0xfffff) == 0 && b->progress_total)
+        mr_progress(q->progress, (double)r->events / (double)b->progress_total);
+    return q->observe ? q->observe(r, ev, freed, q->observe_ud) : 0;
 }
 
 static int cmp_rows(const void* a, const void* b) {
@@ -120,42 +115,70 @@ static int cmp_rows(const void* a, const void* b) {
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+// Brings every row's live_* to the last mark, drops the rows with nothing in any metric
+// (allocated outside the range, freed before the moment), sums the rest, sorts them.
+static void finish(builder* b) {
+    mr_profile* p = b->p;
+    size_t n = 0;
+    for (size_t i = 0; i < p->nrows; i++) {
+        mr_profile_row* r = &p->rows[i];
+        if (b->q->moment == MR_AT_END || b->saved_at[i] != b->mark) {
+            r->live_bytes = r->end_bytes;
+            r->live_blocks = r->end_blocks;
+        }
+        if (!r->live_blocks && !r->end_blocks && !r->alloc_count)
+            continue;
+        p->live_bytes += r->live_bytes;
+        p->live_blocks += r->live_blocks;
+        p->end_bytes += r->end_bytes;
+        p->end_blocks += r->end_blocks;
+        p->alloc_bytes += r->alloc_bytes;
+        p->alloc_count += r->alloc_count;
+        p->rows[n++] = *r;
+    }
+    p->nrows = n;
+    if (n > 1)
+        qsort(p->rows, n, sizeof *p->rows, cmp_rows);
+}
+
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen) {
     memset(p, 0, sizeof *p);
-    int rc = find_moment(cap, q, &p->moment_seq, err, errlen);
-    if (rc)
-        return rc;
     builder b = {.q = q, .p = p};
+    if (q->progress)
+        b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     mr_replay r;
     if (mr_u64map_init(&b.index) || mr_replay_init(&r, cap, q->heap)) {
         mr_u64map_free(&b.index);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    rc = mr_replay_run(&r, UINT64_MAX, on_event, &b);
-    if (rc == 0 && !b.snapshot_taken && (q->moment == MR_AT_END || p->moment_seq == 0)) {
-        // The end, or a moment before the first event (nothing live yet).
-        if (q->moment == MR_AT_END)
-            rc = snapshot(&b, &r);
+    int rc = mr_replay_run(&r, UINT64_MAX, on_event, &b);
+    if (q->progress)
+        mr_progress(q->progress, -1);
+    if (rc) {
+        snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
+        rc = rc < 0 ? rc : -EPROTO;
+    } else {
+        if (q->moment == MR_AT_END) {
+            p->moment_seq = r.last_seq;
+            p->moment_ts = r.last_ts;
+        } else if (q->moment == MR_AT_TIME) {
+            p->moment_ts = q->at;
+        }
+        finish(&b);
+        p->peak_bytes = r.peak_bytes;
+        p->peak_seq = r.peak_seq;
+        p->peak_ts = r.peak_ts;
+        p->events = r.events;
+        p->first_ts = r.first_ts;
+        p->last_ts = r.last_ts;
     }
-    if (q->moment == MR_AT_TIME)
-        p->moment_ts = q->at;
-    if (rc < 0)
-        snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : r.err);
-    p->peak_bytes = r.peak_bytes;
-    p->peak_seq = r.peak_seq;
-    p->peak_ts = r.peak_ts;
-    p->events = r.events;
-    p->first_ts = r.first_ts;
-    p->last_ts = r.last_ts;
     mr_replay_free(&r);
     mr_u64map_free(&b.index);
-    if (rc < 0) {
+    free(b.saved_at);
+    if (rc)
         mr_profile_free(p);
-        return rc;
-    }
-    qsort(p->rows, p->nrows, sizeof *p->rows, cmp_rows);
-    return 0;
+    return rc;
 }
 
 void mr_profile_free(mr_profile* p) {
@@ -173,6 +196,10 @@ uint64_t mr_profile_row_value(const mr_profile_row* r, mr_metric m) {
         return r->alloc_bytes;
     case MR_METRIC_ALLOC_COUNT:
         return r->alloc_count;
+    case MR_METRIC_END_BYTES:
+        return r->end_bytes;
+    case MR_METRIC_END_BLOCKS:
+        return r->end_blocks;
     }
     return 0;
 }

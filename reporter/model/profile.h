@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The aggregation model every view shares: one replay of a heap gives, per callsite (and
-// per thread when asked), the blocks live at a chosen moment (the peak, a time, the end)
-// and the allocations made over a time range. Views group these rows by stack, function or
-// thread with the symbols (symbols.h); none replays the capture for its own totals.
+// per thread when asked), the blocks live at a chosen moment (the peak, a time), the
+// blocks still live at the end (heaptrack's "leaked") and the allocations made over a time
+// range. Views group these rows by stack, function or thread with the symbols (symbols.h);
+// none replays the capture for its own totals. A view with event-level measures of its own
+// (temporaries, a size histogram) observes the same replay through mr_query.observe.
 #ifndef MR_PROFILE_H
 #define MR_PROFILE_H
+
+#include "replay.h"
 
 #include "memtrace/capture.h"
 
@@ -25,6 +29,11 @@ typedef struct mr_query {
     int64_t from, to; // allocations counted when from <= ts <= to
     uint32_t tid;     // 0: every thread; else only this thread's blocks and allocations
     bool by_thread;   // one row per (callsite, thread) instead of per callsite
+    // Optional: called after the model counted each event (ud: observe_ud); a negative
+    // errno stops the build with it (worded in r->err first if the observer likes).
+    mr_replay_fn observe;
+    void* observe_ud;
+    const char* progress; // optional: the label of a progress indicator on a terminal
 } mr_query;
 
 // Every heap event, the whole run, rows per callsite: what a view asks when it says nothing.
@@ -37,6 +46,8 @@ typedef struct mr_profile_row {
     uint32_t tid;        // 0 unless by_thread
     uint64_t live_bytes; // live at the moment
     uint64_t live_blocks;
+    uint64_t end_bytes; // still live at the end
+    uint64_t end_blocks;
     uint64_t alloc_bytes; // allocated in the range
     uint64_t alloc_count;
 } mr_profile_row;
@@ -49,7 +60,8 @@ typedef struct mr_profile {
     uint64_t moment_seq;
     int64_t moment_ts;
     uint64_t live_bytes, live_blocks;
-    // Sums of the rows' allocation metrics.
+    // Sums of the rows' other metrics.
+    uint64_t end_bytes, end_blocks;
     uint64_t alloc_bytes, alloc_count;
     // The whole heap, whatever the query: its peak (seq 0 without allocations), its events
     // and time span.
@@ -59,9 +71,9 @@ typedef struct mr_profile {
     int64_t first_ts, last_ts;
 } mr_profile;
 
-// Replays the heap (twice for MR_AT_PEAK and MR_AT_TIME: the first finds the moment).
-// Returns 0, or a negative errno with the reason in err (-ENOMEM "out of memory", -EPROTO
-// a corrupt capture).
+// Replays the heap once: a row's live metrics are saved lazily when it first changes after
+// a candidate moment (each new peak, each event up to `at`). Returns 0, or a negative errno with
+// the reason in err (-ENOMEM "out of memory", -EPROTO a corrupt capture).
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen);
 void mr_profile_free(mr_profile* p);
 
@@ -71,6 +83,8 @@ typedef enum mr_metric {
     MR_METRIC_LIVE_BLOCKS,
     MR_METRIC_ALLOC_BYTES,
     MR_METRIC_ALLOC_COUNT,
+    MR_METRIC_END_BYTES,
+    MR_METRIC_END_BLOCKS,
 } mr_metric;
 
 uint64_t mr_profile_row_value(const mr_profile_row* r, mr_metric m);

@@ -61,6 +61,15 @@ static void test_peak(mt_capture* cap) {
     check_row(&p, F, 0, 5000, 1, 5050, 2);
     for (size_t i = 1; i < p.nrows; i++)
         CHECK(p.rows[i - 1].callsite < p.rows[i].callsite);
+    // Still live at the end, whatever the moment: C 4000, D 700 in 2, E 64, F 50.
+    CHECK_EQ_I64(p.end_bytes, 4814);
+    CHECK_EQ_I64(p.end_blocks, 5);
+    const mr_profile_row* d = find(&p, D, 0);
+    CHECK(d && d->end_bytes == 700 && d->end_blocks == 2);
+    const mr_profile_row* a = find(&p, A, 0);
+    CHECK(a && a->end_bytes == 0 && a->end_blocks == 0);
+    CHECK_EQ_I64(mr_profile_row_value(d, MR_METRIC_END_BYTES), 700);
+    CHECK_EQ_I64(mr_profile_row_value(d, MR_METRIC_END_BLOCKS), 2);
     mr_profile_free(&p);
 }
 
@@ -92,6 +101,18 @@ static void test_time(mt_capture* cap) {
     CHECK_EQ_I64(p.live_blocks, 4);
     CHECK(find(&p, E, 0) != NULL); // allocated later, so a row with live 0
     check_row(&p, E, 0, 0, 0, 64, 1);
+    mr_profile_free(&p);
+
+    // After seq 9: rows that change later keep their value then (D 400 in 2 blocks before
+    // its realloc, F 0 before its second allocation, A 1000 before its free).
+    q.at = 9000;
+    build(cap, &q, &p);
+    CHECK_EQ_I64(p.moment_seq, 9);
+    CHECK_EQ_I64(p.live_bytes, 5464);
+    CHECK_EQ_I64(p.live_blocks, 5);
+    check_row(&p, D, 0, 400, 2, 1000, 3);
+    check_row(&p, A, 0, 1000, 1, 1000, 1);
+    check_row(&p, F, 0, 0, 0, 5050, 2);
     mr_profile_free(&p);
 
     q.at = 500;
