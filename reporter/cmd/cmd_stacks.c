@@ -7,7 +7,7 @@
 #include "escape.h"
 #include "options.h"
 #include "output.h"
-#include "replay.h"
+#include "profile.h"
 #include "sites.h"
 #include "stack_json.h"
 #include "symbols.h"
@@ -15,6 +15,7 @@
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -31,53 +32,22 @@ static const char stacks_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
-typedef struct site_stats {
-    uint64_t bytes, count, peak_bytes, leaked_bytes, leaked_count;
-} site_stats;
-
-typedef struct stacks_state {
-    site_stats* per_cs; // indexed by leaf callsite id
-    uint32_t ncs;
-} stacks_state;
-
-// Events naming a callsite the capture does not have are counted as "no stack".
-static uint32_t slot(const stacks_state* st, uint32_t cs) {
-    return cs < st->ncs ? cs : 0;
-}
-
-static int count_alloc(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)r;
-    (void)freed;
-    stacks_state* st = ud;
-    if (mt_kind_is_alloc(ev->kind)) {
-        site_stats* s = &st->per_cs[slot(st, ev->callsite)];
-        s->bytes += ev->size;
-        s->count++;
-    }
-    return 0;
-}
-
-// Adds the live blocks of a replay to per_cs (peak: true -> peak_bytes, else leaks).
-static void add_live(stacks_state* st, const mr_replay* r, bool peak) {
-    const mr_block* b;
-    for (size_t i = 0; mr_heapmap_next(&r->live, &i, &b);) {
-        site_stats* s = &st->per_cs[slot(st, b->callsite)];
-        if (peak) {
-            s->peak_bytes += b->size;
-        } else {
-            s->leaked_bytes += b->size;
-            s->leaked_count++;
-        }
-    }
-}
-
 // A displayed stack: the frames shown (leaf first) and the merged numbers.
 typedef struct shown {
     uint32_t* frames;
     size_t n;
-    uint32_t leaf; // one of the merged callsites (for truncation, name lookups)
-    site_stats st;
+    uint32_t leaf;     // one of the merged callsites (for truncation, name lookups)
+    mr_profile_row st; // the merged metrics (its callsite and tid unused)
 } shown;
+
+// Adds the metrics of a stack merged into another.
+static void add_metrics(mr_profile_row* to, const mr_profile_row* from) {
+    to->alloc_bytes += from->alloc_bytes;
+    to->alloc_count += from->alloc_count;
+    to->live_bytes += from->live_bytes;
+    to->end_bytes += from->end_bytes;
+    to->end_blocks += from->end_blocks;
+}
 
 static int cmp_frames(const void* a, const void* b) {
     const shown *x = a, *y = b;
@@ -90,10 +60,10 @@ static int cmp_frames(const void* a, const void* b) {
 
 static int cmp_bytes(const void* a, const void* b) {
     const shown *x = a, *y = b;
-    if (x->st.bytes != y->st.bytes)
-        return x->st.bytes < y->st.bytes ? 1 : -1;
-    if (x->st.count != y->st.count)
-        return x->st.count < y->st.count ? 1 : -1;
+    if (x->st.alloc_bytes != y->st.alloc_bytes)
+        return x->st.alloc_bytes < y->st.alloc_bytes ? 1 : -1;
+    if (x->st.alloc_count != y->st.alloc_count)
+        return x->st.alloc_count < y->st.alloc_count ? 1 : -1;
     return cmp_frames(a, b);
 }
 
@@ -120,22 +90,23 @@ static json_t* frames_json(const mr_symbols* sy, const shown* sh) {
 
 // The report of the first `top` of the n stacks of list (all of them still in the totals).
 static json_t* build(const mr_symbols* sy, shown* list, size_t n, size_t top, bool all_frames,
-                     const mr_replay* r, const char* path) {
+                     const mr_profile* p, const char* path) {
     json_t* o = json_object();
     json_object_set_new(o, "capture", mr_json_bytes(path));
     json_object_set_new(o, "all_frames", json_boolean(all_frames));
-    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
-    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
-    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
     json_object_set_new(o, "stacks_total", json_integer((json_int_t)n));
     json_t* arr = json_array();
     for (size_t i = 0; i < n && i < top; i++) {
         json_t* s = json_object();
-        json_object_set_new(s, "bytes", json_integer((json_int_t)list[i].st.bytes));
-        json_object_set_new(s, "count", json_integer((json_int_t)list[i].st.count));
-        json_object_set_new(s, "peak_bytes", json_integer((json_int_t)list[i].st.peak_bytes));
-        json_object_set_new(s, "leaked_bytes", json_integer((json_int_t)list[i].st.leaked_bytes));
-        json_object_set_new(s, "leaked_count", json_integer((json_int_t)list[i].st.leaked_count));
+        const mr_profile_row* st = &list[i].st;
+        json_object_set_new(s, "bytes", json_integer((json_int_t)st->alloc_bytes));
+        json_object_set_new(s, "count", json_integer((json_int_t)st->alloc_count));
+        json_object_set_new(s, "peak_bytes", json_integer((json_int_t)st->live_bytes));
+        json_object_set_new(s, "leaked_bytes", json_integer((json_int_t)st->end_bytes));
+        json_object_set_new(s, "leaked_count", json_integer((json_int_t)st->end_blocks));
         json_object_set_new(s, "truncated",
                             json_boolean(list[i].leaf && mr_symbols_truncated(sy, list[i].leaf)));
         json_object_set_new(s, "frames", frames_json(sy, &list[i]));
@@ -178,58 +149,57 @@ static void print_text(FILE* out, json_t* o) {
 #undef U64
 }
 
-// Groups the callsites with allocations by the frames they show. Returns the number of
-// distinct stacks in *out (sorted by bytes), or -1 when out of memory.
-static ptrdiff_t group(const mr_symbols* sy, const stacks_state* st, bool all_frames, shown** out) {
-    size_t n = 0;
-    for (uint32_t cs = 0; cs < st->ncs; cs++)
-        n += st->per_cs[cs].count > 0;
-    shown* list = calloc(n ? n : 1, sizeof *list);
-    if (!list)
-        return -1;
-    size_t k = 0;
-    uint32_t* buf = malloc(MR_SITES_MAX_DEPTH * sizeof *buf);
-    if (!buf) {
-        free(list);
-        return -1;
-    }
-    for (uint32_t cs = 0; cs < st->ncs; cs++) {
-        if (!st->per_cs[cs].count)
-            continue;
-        size_t depth = cs ? mr_symbols_stack(sy, cs, all_frames, buf, MR_SITES_MAX_DEPTH) : 0;
-        if (depth > MR_SITES_MAX_DEPTH)
-            depth = MR_SITES_MAX_DEPTH;
-        list[k].frames = malloc((depth ? depth : 1) * sizeof *buf);
-        if (!list[k].frames) {
-            for (size_t i = 0; i < k; i++)
-                free(list[i].frames);
-            free(list);
-            free(buf);
-            return -1;
-        }
-        memcpy(list[k].frames, buf, depth * sizeof *buf);
-        list[k].n = depth;
-        list[k].leaf = cs;
-        list[k].st = st->per_cs[cs];
-        k++;
-    }
-    free(buf);
-    // Merge stacks that show the same frames (they differ only in hidden frames).
-    qsort(list, k, sizeof *list, cmp_frames);
+// Merges the stacks that show the same frames (they differ only in hidden frames) in a
+// list sorted by frames. Returns the new length.
+static size_t merge_same_frames(shown* list, size_t k) {
     size_t m = 0;
     for (size_t i = 0; i < k; i++) {
         if (m && cmp_frames(&list[m - 1], &list[i]) == 0) {
-            site_stats* d = &list[m - 1].st;
-            d->bytes += list[i].st.bytes;
-            d->count += list[i].st.count;
-            d->peak_bytes += list[i].st.peak_bytes;
-            d->leaked_bytes += list[i].st.leaked_bytes;
-            d->leaked_count += list[i].st.leaked_count;
+            add_metrics(&list[m - 1].st, &list[i].st);
             free(list[i].frames);
         } else {
             list[m++] = list[i];
         }
     }
+    return m;
+}
+
+static void free_list(shown* list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(list[i].frames);
+    free(list);
+}
+
+// Groups the callsites with allocations by the frames they show (ids the capture does
+// not have as "no stack"). Returns the number of distinct stacks in *out (sorted by
+// bytes), or -1 when out of memory.
+static ptrdiff_t group(const mr_symbols* sy, const mr_profile* p, bool all_frames, shown** out) {
+    uint32_t ncs = mr_symbols_callsite_count(sy);
+    shown* list = calloc(p->nrows ? p->nrows : 1, sizeof *list);
+    uint32_t* buf = malloc(MR_SITES_MAX_DEPTH * sizeof *buf);
+    bool oom = !list || !buf;
+    size_t k = 0;
+    for (size_t i = 0; !oom && i < p->nrows; i++) {
+        if (!p->rows[i].alloc_count)
+            continue;
+        uint32_t cs = p->rows[i].callsite < ncs ? p->rows[i].callsite : 0;
+        size_t depth = cs ? mr_symbols_stack(sy, cs, all_frames, buf, MR_SITES_MAX_DEPTH) : 0;
+        if (depth > MR_SITES_MAX_DEPTH)
+            depth = MR_SITES_MAX_DEPTH;
+        uint32_t* frames = malloc((depth ? depth : 1) * sizeof *buf);
+        if (!(oom = !frames)) {
+            memcpy(frames, buf, depth * sizeof *buf);
+            list[k++] = (shown){.frames = frames, .n = depth, .leaf = cs, .st = p->rows[i]};
+        }
+    }
+    free(buf);
+    if (oom) {
+        if (list)
+            free_list(list, k);
+        return -1;
+    }
+    qsort(list, k, sizeof *list, cmp_frames);
+    size_t m = merge_same_frames(list, k);
     qsort(list, m, sizeof *list, cmp_bytes);
     *out = list;
     return (ptrdiff_t)m;
@@ -271,64 +241,37 @@ static int parse_args(int argc, char** argv, stacks_args* a) {
     return MR_OPT_NEXT;
 }
 
-// Live bytes per stack at the peak: a second replay that stops at the peak's event.
-// Returns an exit code.
-static int add_peak(const char* path, mt_capture* cap, stacks_state* st, uint64_t peak_seq) {
-    mr_replay at_peak;
-    if (mr_replay_init(&at_peak, cap, mr_capture_default_heap(cap))) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    int rc = 0;
-    if (mr_replay_run(&at_peak, peak_seq, NULL, NULL) != 0) {
-        mr_error(path, "%s", at_peak.err[0] ? at_peak.err : "corrupt capture");
-        rc = MR_EXIT_BAD_INPUT;
-    } else {
-        add_live(st, &at_peak, true);
-    }
-    mr_replay_free(&at_peak);
-    return rc;
-}
-
-// Groups the counted callsites into shown stacks and writes the report. Returns an exit
+// Groups the profile's callsites into shown stacks and writes the report. Returns an exit
 // code.
 static int write_stacks(const stacks_args* a, const char* path, const mr_symbols* sy,
-                        const stacks_state* st, const mr_replay* r) {
+                        const mr_profile* p) {
     shown* list = NULL;
-    ptrdiff_t n = group(sy, st, a->all_frames, &list);
+    ptrdiff_t n = group(sy, p, a->all_frames, &list);
     if (n < 0) {
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    json_t* o = build(sy, list, (size_t)n, a->top, a->all_frames, r, path);
+    json_t* o = build(sy, list, (size_t)n, a->top, a->all_frames, p, path);
     int rc = mr_write_report(&a->opt, o, print_text);
     json_decref(o);
-    for (ptrdiff_t i = 0; i < n; i++)
-        free(list[i].frames);
-    free(list);
+    free_list(list, (size_t)n);
     return rc;
 }
 
-// Counts allocations per callsite and the bytes live at the end in one replay, the bytes
-// live at the peak in a second one, then reports. Returns an exit code.
-static int report(const stacks_args* a, const char* path, mt_capture* cap, const mr_symbols* sy,
-                  stacks_state* st) {
-    mr_replay r;
-    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
+// The model's rows at the peak: allocations of the whole run, live at the peak and at the
+// end. Returns an exit code.
+static int report(const stacks_args* a, const char* path, mt_capture* cap, const mr_symbols* sy) {
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
+    q.progress = "stacks";
+    mr_profile p;
+    char err[256];
+    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
+    if (e) {
+        mr_error(path, "%s", err);
+        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
-    int rc;
-    if (mr_replay_run(&r, UINT64_MAX, count_alloc, st) != 0) {
-        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = MR_EXIT_BAD_INPUT;
-    } else {
-        add_live(st, &r, false);
-        rc = r.peak_seq ? add_peak(path, cap, st, r.peak_seq) : 0;
-        if (rc == 0)
-            rc = write_stacks(a, path, sy, st, &r);
-    }
-    mr_replay_free(&r);
+    int rc = write_stacks(a, path, sy, &p);
+    mr_profile_free(&p);
     return rc;
 }
 
@@ -344,15 +287,7 @@ int mr_cmd_stacks(int argc, char** argv) {
     mr_symbols* sy;
     if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
         return rc;
-    stacks_state st = {.ncs = mr_symbols_callsite_count(sy)};
-    st.per_cs = calloc(st.ncs, sizeof *st.per_cs);
-    if (!st.per_cs) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-    } else {
-        rc = report(&a, path, cap, sy, &st);
-    }
-    free(st.per_cs);
+    rc = report(&a, path, cap, sy);
     mr_symbols_free(sy);
     mt_capture_close(cap);
     return rc;
