@@ -33,6 +33,10 @@ typedef int (*mr_export_fn)(FILE* out, const mr_export_input* in, char* err, siz
 // value of in->metric, outermost frame first, inlined functions as frames of their own.
 int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// csv: one row per heap event and per mark, range start and range end, in time order, in
+// msMemScope's memscope_dump layout; streams the events (--range and --thread filter them).
+int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
 // alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
 // locations with their mappings (build-ids), inlined functions as lines of a location.
