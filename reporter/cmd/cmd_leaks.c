@@ -2,12 +2,12 @@
 // memreport leaks: the blocks still live at the end of a run, grouped by allocation stack,
 // largest first; the C runtime's own blocks apart from the program's (runtime_held.h); an
 // optional suppressions file (memreport's glob patterns or LeakSanitizer's leak: lines).
-// One replay; memory is the live set plus one counter pair per callsite.
+// The blocks come from the aggregation model (profile.h) at the end of the run.
 #include "commands.h"
 #include "escape.h"
 #include "options.h"
 #include "output.h"
-#include "replay.h"
+#include "profile.h"
 #include "runtime_held.h"
 #include "sites.h"
 #include "stack_json.h"
@@ -208,8 +208,9 @@ static int by_bytes_desc(const void* a, const void* b) {
     return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;
 }
 
-// Groups the live blocks by symbolized stack (ids outside the table count as "no stack").
-static group* group_live(const mr_heapmap* live, const mr_symbols* s, size_t* ngroups) {
+// Groups the blocks live at the end by symbolized stack (ids outside the table count as
+// "no stack").
+static group* group_live(const mr_profile* p, const mr_symbols* s, size_t* ngroups) {
     uint32_t ncallsites = mr_symbols_callsite_count(s);
     group* g = calloc((size_t)ncallsites + 1, sizeof *g);
     uint32_t* canon = mr_sites_canonical(s);
@@ -218,12 +219,12 @@ static group* group_live(const mr_heapmap* live, const mr_symbols* s, size_t* ng
         free(canon);
         return NULL;
     }
-    const mr_block* b;
-    for (size_t i = 0; mr_heapmap_next(live, &i, &b);) {
-        uint32_t c = b->callsite < ncallsites ? canon[b->callsite] : 0;
+    for (size_t i = 0; i < p->nrows; i++) {
+        const mr_profile_row* r = &p->rows[i];
+        uint32_t c = r->callsite < ncallsites ? canon[r->callsite] : 0;
         g[c].callsite = c;
-        g[c].bytes += b->size;
-        g[c].blocks++;
+        g[c].bytes += r->end_bytes;
+        g[c].blocks += r->end_blocks;
     }
     size_t n = 0;
     for (size_t i = 0; i <= ncallsites; i++)
@@ -385,12 +386,35 @@ static void print_text(FILE* out, json_t* r) {
     }
 }
 
-static int progress(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)freed;
-    const uint64_t* last = ud;
-    if ((r->events & 0xfffff) == 0 && *last)
-        mr_progress("leaks", (double)ev->seq / (double)*last);
-    return 0;
+// Groups what is live at the end and writes the report. Returns an exit code.
+static int report(const char* path, mt_capture* cap, const mr_symbols* sites, const mr_opts* opt,
+                  size_t top, suppressions* supp, const char* supp_path, bool all_frames) {
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
+    q.moment = MR_AT_END;
+    q.progress = "leaks";
+    mr_profile p;
+    char err[256];
+    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
+    if (e) {
+        mr_error(path, "%s", err);
+        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    }
+    size_t n;
+    group* g = group_live(&p, sites, &n);
+    json_t* rep = g ? build_report(cap, sites, g, n, top, supp, all_frames) : NULL;
+    int rc;
+    if (!rep) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    } else {
+        rc = mr_write_report(opt, rep, print_text);
+        if (rc == MR_EXIT_OK)
+            report_unused(supp_path, supp);
+    }
+    json_decref(rep);
+    free(g);
+    mr_profile_free(&p);
+    return rc;
 }
 
 int mr_cmd_leaks(int argc, char** argv) {
@@ -437,33 +461,7 @@ int mr_cmd_leaks(int argc, char** argv) {
         suppressions_free(&supp);
         return rc;
     }
-    int e;
-    mr_replay r;
-    uint64_t last_seq = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
-    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
-        mr_error(path, "out of memory");
-        rc = MR_EXIT_IO;
-    } else if ((e = mr_replay_run(&r, UINT64_MAX, progress, &last_seq))) {
-        mr_progress("leaks", -1);
-        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    } else {
-        mr_progress("leaks", -1);
-        size_t n;
-        group* g = group_live(&r.live, sites, &n);
-        json_t* rep = g ? build_report(cap, sites, g, n, top, &supp, all_frames) : NULL;
-        if (!rep) {
-            mr_error(path, "out of memory");
-            rc = MR_EXIT_IO;
-        } else {
-            rc = mr_write_report(&opt, rep, print_text);
-            if (rc == MR_EXIT_OK)
-                report_unused(supp_path, &supp);
-        }
-        json_decref(rep);
-        free(g);
-    }
-    mr_replay_free(&r);
+    rc = report(path, cap, sites, &opt, top, &supp, supp_path, all_frames);
     mr_symbols_free(sites);
     suppressions_free(&supp);
     mt_capture_close(cap);
