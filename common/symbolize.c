@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Frame symbolization with elfutils: one Dwfl per distinct (path, build-id), reported at
-// bias 0 so rel_pc is a file address, looked up once per unique frame (through the user's
-// symbol cache, symcache.h). Runs in the tracer's writer thread at exit and in memreport.
+// Frame symbolization: every unique frame of a capture named once (through the user's
+// symbol cache, symcache.h, else from its module's file: symbolize_frame.h), relevance
+// decided, names stored. Runs in the tracer's writer thread at exit and in memreport.
 // Prints nothing: stdio only formats into buffers, and failures come back through the
-// return value and err. Process-wide state is two values each set once (pthread_once):
-// the demangler resolved from libstdc++ and the MEMTRACE_DEBUGINFO_PATH setting.
+// return value and err.
 #define _GNU_SOURCE
 #include "memtrace/symbolize.h"
+
+#include "symbolize_frame.h"
 
 #include "memtrace/symcache.h"
 #include "memtrace/vec.h"
@@ -25,393 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-// ---- demangling
-
-// __cxa_demangle comes from libstdc++, which C programs (and memreport) do not load.
-// Linking it would load libstdc++ into every traced program (with its start-up
-// allocations), so it is looked up at run time, and libstdc++ opened only when a mangled
-// name actually shows up.
-typedef char* (*demangle_fn)(const char*, char*, size_t*, int*);
-static demangle_fn demangler;
-static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
-
-static void resolve_demangler(void) {
-    void* f = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    if (!f) {
-        void* h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-        if (h) // never closed: the function is kept for the life of the process
-            f = dlsym(h, "__cxa_demangle");
-    }
-    // POSIX guarantees a data pointer from dlsym converts to a function pointer.
-    memcpy(&demangler, &f, sizeof f);
-}
-
-// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.
-static char* demangle(const char* name) {
-    if (name[0] == '_' && name[1] == 'Z') {
-        pthread_once(&demangler_once, resolve_demangler);
-        int status = -1;
-        char* d = demangler ? demangler(name, NULL, NULL, &status) : NULL;
-        if (d && status == 0)
-            return d;
-        free(d);
-    }
-    return strdup(name);
-}
-
-// ---- a growable string (the inlined JSON)
-
-typedef struct sbuf {
-    char* p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
-
-static void sb_put(sbuf* b, const char* s, size_t n) {
-    if (b->oom)
-        return;
-    if (MT_VEC_RESERVE(&b->p, &b->cap, b->len + n + 1)) {
-        b->oom = true;
-        return;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = 0;
-}
-
-static void sb_str(sbuf* b, const char* s) {
-    sb_put(b, s, strlen(s));
-}
-
-static void sb_json_string(sbuf* b, const char* s) {
-    sb_put(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            sb_put(b, e, 2);
-        } else if (c < 0x20) {
-            char e[8];
-            snprintf(e, sizeof e, "\\u%04x", c);
-            sb_str(b, e);
-        } else {
-            sb_put(b, (const char*)s, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
-// ---- per-CU function index
-//
-// dwarf_getscopes walks a CU's DIE tree on every call (twice per frame with the
-// dwarf_getscopes_die needed for inline chains); in libc's large CUs that made 10,000
-// frames take 2 s. Instead each CU is walked once, recording every function-like DIE with
-// code (subprograms and inlined instances) with its address ranges and its enclosing one.
-
-typedef struct fn_node {
-    Dwarf_Die die;
-    int32_t parent; // enclosing function node, -1 at the top
-    int32_t depth;
-    bool inlined;
-} fn_node;
-
-typedef struct fn_range {
-    Dwarf_Addr lo, hi;
-    uint32_t node;
-} fn_range;
-
-typedef struct cu_index {
-    Dwarf_Off off; // the CU DIE's offset: its key
-    fn_node* nodes;
-    size_t nnodes, capnodes;
-    fn_range* ranges;
-    size_t nranges, capranges;
-    bool oom;
-} cu_index;
-
-static int32_t add_node(cu_index* c, Dwarf_Die* die, int32_t parent, int32_t depth, bool inlined) {
-    Dwarf_Addr base, lo, hi;
-    ptrdiff_t off = 0;
-    int32_t id = -1;
-    while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
-        if (id < 0) {
-            if (MT_VEC_RESERVE(&c->nodes, &c->capnodes, c->nnodes + 1)) {
-                c->oom = true;
-                return -1;
-            }
-            id = (int32_t)c->nnodes++;
-            c->nodes[id] = (fn_node){*die, parent, depth, inlined};
-        }
-        if (MT_VEC_RESERVE(&c->ranges, &c->capranges, c->nranges + 1)) {
-            c->oom = true;
-            return id;
-        }
-        c->ranges[c->nranges++] = (fn_range){lo, hi, (uint32_t)id};
-    }
-    return id;
-}
-
-// Visits the children of `parent_die`; code can sit below functions, lexical blocks and
-// (C++) namespaces and classes, nothing else needs descending into.
-static void index_children(cu_index* c, Dwarf_Die* parent_die, int32_t parent, int32_t depth,
-                           int level) {
-    Dwarf_Die child;
-    if (level > 256 || dwarf_child(parent_die, &child) != 0)
-        return;
-    do {
-        int tag = dwarf_tag(&child);
-        switch (tag) {
-        case DW_TAG_subprogram:
-        case DW_TAG_inlined_subroutine:
-        case DW_TAG_entry_point: {
-            int32_t id = add_node(c, &child, parent, depth + 1, tag == DW_TAG_inlined_subroutine);
-            if (id >= 0)
-                index_children(c, &child, id, depth + 1, level + 1);
-            break;
-        }
-        case DW_TAG_lexical_block:
-        case DW_TAG_try_block:
-        case DW_TAG_catch_block:
-        case DW_TAG_namespace:
-        case DW_TAG_module:
-        case DW_TAG_class_type:
-        case DW_TAG_structure_type:
-        case DW_TAG_union_type:
-            index_children(c, &child, parent, depth, level + 1);
-            break;
-        default:
-            break;
-        }
-    } while (!c->oom && dwarf_siblingof(&child, &child) == 0);
-}
-
-static void cu_index_free(cu_index* c) {
-    free(c->nodes);
-    free(c->ranges);
-}
-
-// ---- modules: one Dwfl per (path, build-id)
-
-typedef struct module {
-    char* path;
-    char* build_id; // as recorded in the mapping (NULL: not recorded)
-    Dwfl* dwfl;
-    Dwfl_Module* mod; // NULL: the file is missing, unreadable or not the recorded build
-    const char* base; // basename of path, for module+offset names
-    cu_index* cus;    // indexed CUs, built on first use
-    size_t ncus, capcus;
-    size_t last_cu;      // frames come sorted by address: the previous CU is the likely one
-    bool opened;         // module_open has run (on first need: cached frames need no file)
-    int has_dwarf;       // 1 yes, 0 no, -1 not known yet
-    int debug_installed; // the same for debug_file_installed
-} module;
-
-// The index of the CU whose DIE is cudie (built now if needed); NULL when out of memory.
-static cu_index* module_cu(module* m, Dwarf_Die* cudie) {
-    Dwarf_Off off = dwarf_dieoffset(cudie);
-    if (m->last_cu < m->ncus && m->cus[m->last_cu].off == off)
-        return &m->cus[m->last_cu];
-    for (size_t i = 0; i < m->ncus; i++)
-        if (m->cus[i].off == off)
-            return &m->cus[m->last_cu = i];
-    if (MT_VEC_RESERVE(&m->cus, &m->capcus, m->ncus + 1))
-        return NULL;
-    cu_index* c = &m->cus[m->ncus];
-    memset(c, 0, sizeof *c);
-    c->off = off;
-    index_children(c, cudie, -1, 0, 0);
-    m->last_cu = m->ncus++;
-    return c;
-}
-
-// Where separate debug files are looked for: $MEMTRACE_DEBUGINFO_PATH, in libdwfl's syntax
-// (colon-separated; absolute directories hold .build-id/ trees and debuglink targets, ""
-// is the binary's own directory, a relative one a subdirectory of it), else libdwfl's
-// default ":.debug:/usr/lib/debug".
-#define DEFAULT_DEBUGINFO_PATH ":.debug:/usr/lib/debug"
-static char* debuginfo_path;
-static pthread_once_t debuginfo_path_once = PTHREAD_ONCE_INIT;
-
-static void read_debuginfo_path(void) {
-    const char* env = getenv("MEMTRACE_DEBUGINFO_PATH");
-    debuginfo_path = env && *env ? strdup(env) : NULL; // NULL: libdwfl's default
-}
-
-static Dwfl_Callbacks dwfl_callbacks = {
-    // Separate debug files: build-id path under <dir>/.build-id, .gnu_debuglink next to the
-    // file, in .debug/ and under <dir>. libdwfl checks that what it finds matches the main
-    // file's build-id.
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
-
-static bool build_id_matches(Dwfl_Module* mod, const char* want) {
-    const unsigned char* bits;
-    GElf_Addr vaddr;
-    int n = dwfl_module_build_id(mod, &bits, &vaddr);
-    if (n <= 0)
-        return false; // the mapping had one, the file has none: not the same file
-    size_t wl = strlen(want);
-    if (wl != (size_t)n * 2)
-        return false;
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < n; i++) {
-        char hi = hex[bits[i] >> 4], lo = hex[bits[i] & 15];
-        if ((want[2 * i] | 0x20) != hi || (want[2 * i + 1] | 0x20) != lo)
-            return false;
-    }
-    return true;
-}
-
-static void module_open(module* m) {
-    m->opened = true;
-    // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
-    if (m->path[0] != '/')
-        return;
-    pthread_once(&debuginfo_path_once, read_debuginfo_path);
-    m->dwfl = dwfl_begin(&dwfl_callbacks);
-    if (!m->dwfl)
-        return;
-    dwfl_report_begin(m->dwfl);
-    // Bias 0: the module's addresses are the ELF's own virtual addresses, i.e. rel_pc, for
-    // PIE/shared objects and fixed-address executables alike. One Dwfl per module also
-    // keeps libraries that were loaded at the same address at different times apart.
-    m->mod = dwfl_report_elf(m->dwfl, m->base, m->path, -1, 0, false);
-    dwfl_report_end(m->dwfl, NULL, NULL);
-    if (m->mod && m->build_id && m->build_id[0] && !build_id_matches(m->mod, m->build_id))
-        m->mod = NULL; // replaced binary: its names would be wrong, keep module+offset
-}
-
-static void module_close(module* m) {
-    for (size_t i = 0; i < m->ncus; i++)
-        cu_index_free(&m->cus[i]);
-    free(m->cus);
-    if (m->dwfl)
-        dwfl_end(m->dwfl);
-    free(m->path);
-    free(m->build_id);
-}
-
-// ---- one frame
-
-typedef struct loc {
-    char* function;
-    const char* file; // owned by libdw, valid while the Dwfl lives
-    int line;
-} loc;
-
-typedef struct frame_row {
-    int64_t id;
-    int64_t mapping_id;
-    uint64_t pc;
-    uint64_t rel_pc;
-    ptrdiff_t mod; // index into the module table, -1: no mapping row
-} frame_row;
-
-typedef struct result {
-    char* function;
-    char* file;
-    int line;
-    sbuf inlined; // empty: nothing inlined
-    bool relevant;
-} result;
-
-static const char* basename_of(const char* path) {
-    const char* s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-// The name of a function DIE: the demangled linkage name when there is one (C++: with
-// namespaces and parameters, as users know them), else DW_AT_name. Both are looked up
-// through DW_AT_abstract_origin/specification, where inlined instances keep them.
-static char* die_function_name(Dwarf_Die* die) {
-    Dwarf_Attribute attr;
-    const char* n = NULL;
-    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
-        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
-        n = dwarf_formstring(&attr);
-    if (!n)
-        n = dwarf_diename(die);
-    return n ? demangle(n) : NULL;
-}
-
-// File and line where an inlined instance was called, from DW_AT_call_file/call_line.
-static void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, loc* out) {
-    Dwarf_Attribute attr;
-    Dwarf_Word v;
-    out->file = NULL;
-    out->line = 0;
-    if (files && dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &v) == 0 && v < nfiles)
-        out->file = dwarf_filesrc(files, v, NULL, NULL);
-    if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &v) == 0)
-        out->line = (int)v;
-}
-
-// DWARF lookup: fills res with the physical function, its file:line and the inlined chain.
-// Leaves res->function NULL when there is no function DIE (no debug info, assembly).
-static void resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
-    Dwfl_Module* mod = m->mod;
-    Dwarf_Addr bias;
-    Dwarf_Die* cu = dwfl_module_addrdie(mod, addr, &bias);
-    if (!cu)
-        return;
-    cu_index* c = module_cu(m, cu);
-    if (!c)
-        return;
-    // The innermost function-like DIE containing the pc is the deepest one.
-    Dwarf_Addr pc = addr - bias;
-    int32_t inner = -1;
-    for (size_t i = 0; i < c->nranges; i++) {
-        const fn_range* r = &c->ranges[i];
-        if (pc >= r->lo && pc < r->hi &&
-            (inner < 0 || c->nodes[r->node].depth > c->nodes[inner].depth))
-            inner = (int32_t)r->node;
-    }
-    Dwarf_Files* files = NULL;
-    size_t nfiles = 0;
-    if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
-        files = NULL;
-
-    // The location at the pc itself belongs to the innermost function scope.
-    loc here = {0};
-    Dwfl_Line* ln = dwfl_module_getsrc(mod, addr);
-    if (ln)
-        here.file = dwfl_lineinfo(ln, NULL, &here.line, NULL, NULL, NULL);
-
-    bool first = true;
-    for (int32_t i = inner; i >= 0; i = c->nodes[i].parent) {
-        Dwarf_Die* die = &c->nodes[i].die;
-        char* name = die_function_name(die);
-        if (!c->nodes[i].inlined) {
-            res->function = name; // may be NULL: the symbol table names it then
-            break;
-        }
-        // An inlined instance: record it with the current location, then move the
-        // location to its call site in the enclosing function.
-        sb_str(&res->inlined, first ? "[" : ",");
-        first = false;
-        sb_str(&res->inlined, "{\"function\":");
-        sb_json_string(&res->inlined, name ? name : "??");
-        sb_str(&res->inlined, ",\"file\":");
-        if (here.file)
-            sb_json_string(&res->inlined, here.file);
-        else
-            sb_str(&res->inlined, "null");
-        char num[32];
-        snprintf(num, sizeof num, ",\"line\":%d}", here.line);
-        sb_str(&res->inlined, here.line ? num : ",\"line\":null}");
-        free(name);
-        call_site(die, files, nfiles, &here);
-    }
-    if (!first)
-        sb_str(&res->inlined, "]");
-    // After the walk `here` is the location inside the physical function (the call site
-    // of its outermost inlined callee, or the pc's own line when nothing is inlined).
-    res->file = here.file ? strdup(here.file) : NULL; // out of memory: no file, as without
-    res->line = here.line;
-}
 
 // ---- relevance
 
@@ -460,45 +74,18 @@ static bool is_noise(const char* module_base, const char* fn) {
 
 // ---- the pass
 
-// The name the symbol table gives addr (.symtab, else .dynsym), demangled, without a symbol
-// version ("__libc_start_main@@GLIBC_2.34"); NULL when none covers it.
-static char* symtab_name(Dwfl_Module* mod, Dwarf_Addr addr) {
-    GElf_Off off;
-    GElf_Sym sym;
-    const char* s = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
-    if (!s || !*s)
-        return NULL;
-    char* plain = strndup(s, strcspn(s, "@"));
-    if (!plain)
-        return NULL;
-    char* name = demangle(plain);
-    free(plain);
-    return name;
-}
-
-// The module's libdwfl handle, opened on first use; NULL when its file cannot serve.
-static Dwfl_Module* module_dwfl(module* m) {
-    if (!m)
-        return NULL;
-    if (!m->opened)
-        module_open(m);
-    return m->mod;
-}
-
-static bool module_has_dwarf(module* m) {
-    if (!module_dwfl(m))
-        return false;
-    if (m->has_dwarf < 0) {
-        Dwarf_Addr bias;
-        m->has_dwarf = dwfl_module_getdwarf(m->mod, &bias) != NULL;
-    }
-    return m->has_dwarf;
-}
+typedef struct frame_row {
+    int64_t id;
+    int64_t mapping_id;
+    uint64_t pc;
+    uint64_t rel_pc;
+    ptrdiff_t mod; // index into the module table, -1: no mapping row
+} frame_row;
 
 // Names a frame from its module's DWARF, else from symname (the symbol table's name for the
 // call, taken over), else as module+offset.
 static void resolve(const frame_row* f, module* m, char* symname, result* res) {
-    if (module_dwfl(m)) {
+    if (mt_sym_module_dwfl(m)) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
         // (__restore_rt, an entry point), and pc-1 falls into the padding before it; so
@@ -507,12 +94,12 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
             Dwarf_Addr addr = f->rel_pc - (attempt == 0 && f->rel_pc ? 1 : 0);
             free(res->inlined.p);
             memset(&res->inlined, 0, sizeof res->inlined);
-            resolve_dwarf(m, addr, res);
+            mt_sym_resolve_dwarf(m, addr, res);
             if (!res->function && attempt == 0 && f->rel_pc) {
                 res->function = symname;
                 symname = NULL;
             } else if (!res->function) {
-                res->function = symtab_name(m->mod, addr);
+                res->function = mt_sym_symtab_name(m->mod, addr);
             }
         }
     }
@@ -534,29 +121,6 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
     res->relevant = !is_noise(m ? m->base : NULL, res->function);
 }
 
-// Whether a debug file for m's build-id is installed in a .build-id tree of the debug path
-// (where distributions put them): a name cached while the module had no DWARF is stale then.
-static bool debug_file_installed(module* m) {
-    if (m->debug_installed >= 0)
-        return m->debug_installed;
-    pthread_once(&debuginfo_path_once, read_debuginfo_path);
-    const char* path = debuginfo_path ? debuginfo_path : DEFAULT_DEBUGINFO_PATH;
-    const char* id = m->build_id;
-    m->debug_installed = 0;
-    while (*path && !m->debug_installed && strlen(id) > 2) {
-        size_t len = strcspn(path, ":");
-        const char* dir = path[0] == '+' || path[0] == '-' ? path + 1 : path; // CRC flags
-        size_t dlen = len - (size_t)(dir - path);
-        if (dlen && dir[0] == '/') {
-            char file[4096];
-            snprintf(file, sizeof file, "%.*s/.build-id/%.2s/%s.debug", (int)dlen, dir, id, id + 2);
-            m->debug_installed = access(file, F_OK) == 0;
-        }
-        path += len + (path[len] == ':');
-    }
-    return m->debug_installed;
-}
-
 // Names a frame: from the symbol cache; else, for frames reports hide (start-up, allocator
 // internals), from the symbol table alone: reading a module's DWARF costs tens of ms (libc's
 // is compressed), and in many programs libc and libstdc++ appear only through such frames;
@@ -567,7 +131,7 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
     bool cacheable = cache && m && m->build_id && m->build_id[0] && m->path[0] == '/';
     mt_symcache_entry e;
     if (cacheable && mt_symcache_get(cache, m->build_id, f->rel_pc, &e)) {
-        if (e.from_dwarf || !debug_file_installed(m)) {
+        if (e.from_dwarf || !mt_sym_debug_file_installed(m)) {
             *res = (result){
                 .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
             if (e.inlined)
@@ -576,14 +140,15 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         }
         mt_symcache_entry_free(&e);
     }
-    char* symname = f->rel_pc && module_dwfl(m) ? symtab_name(m->mod, f->rel_pc - 1) : NULL;
+    char* symname =
+        f->rel_pc && mt_sym_module_dwfl(m) ? mt_sym_symtab_name(m->mod, f->rel_pc - 1) : NULL;
     bool from_dwarf = false;
     if (symname && is_noise(m->base, symname)) {
         res->function = symname;
         res->relevant = false;
     } else {
         resolve(f, m, symname, res);
-        from_dwarf = module_has_dwarf(m);
+        from_dwarf = mt_sym_module_has_dwarf(m);
     }
     // Only what the module's own file said: a missing or replaced file gives module+offset,
     // which is no name for that build-id.
@@ -621,7 +186,7 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
         free(m->build_id);
         return NULL;
     }
-    m->base = basename_of(m->path);
+    m->base = mt_sym_basename(m->path);
     (*nmods)++;
     return m;
 }
@@ -775,7 +340,7 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
         mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
     }
     for (size_t i = 0; i < fs.nmods; i++)
-        module_close(&fs.mods[i]);
+        mt_sym_module_close(&fs.mods[i]);
     free(fs.mods);
     free(fs.rows);
     return rc ? rc : (int)fs.nrows;

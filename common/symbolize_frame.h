@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Inside common/ only: naming one frame from its module's file (symbolize_frame.c), for the
+// symbolization pass (symbolize.c): DWARF lookups with inlined functions, the symbol table,
+// demangling, and where separate debug files are installed.
+#ifndef MEMTRACE_SYMBOLIZE_FRAME_H
+#define MEMTRACE_SYMBOLIZE_FRAME_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// A growable string (the inlined functions as JSON).
+typedef struct sbuf {
+    char* p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+// A module: one Dwfl per (path, build-id).
+typedef struct cu_index cu_index;
+
+typedef struct module {
+    char* path;
+    char* build_id; // as recorded in the mapping (NULL: not recorded)
+    Dwfl* dwfl;
+    Dwfl_Module* mod; // NULL: the file is missing, unreadable or not the recorded build
+    const char* base; // basename of path, for module+offset names
+    cu_index* cus;    // indexed CUs, built on first use
+    size_t ncus, capcus;
+    size_t last_cu;      // frames come sorted by address: the previous CU is the likely one
+    bool opened;         // module_open has run (on first need: cached frames need no file)
+    int has_dwarf;       // 1 yes, 0 no, -1 not known yet
+    int debug_installed; // the same for debug_file_installed
+} module;
+
+// What a frame is named.
+typedef struct result {
+    char* function;
+    char* file;
+    int line;
+    sbuf inlined; // empty: nothing inlined
+    bool relevant;
+} result;
+
+// The module's libdwfl handle, opened on first use; NULL when its file cannot serve.
+Dwfl_Module* mt_sym_module_dwfl(module* m);
+bool mt_sym_module_has_dwarf(module* m);
+void mt_sym_module_close(module* m);
+// Fills res->function, file, line and inlined from the DWARF at addr (a file address).
+void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
+// The symbol table's name for addr, demangled, without symbol version; NULL when none.
+char* mt_sym_symtab_name(Dwfl_Module* mod, Dwarf_Addr addr);
+// Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
+bool mt_sym_debug_file_installed(module* m);
+const char* mt_sym_basename(const char* path);
+
+#endif
