@@ -8,3 +8,36 @@ add_test(NAME e2e.export_csv
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
           ${CMAKE_CURRENT_BINARY_DIR}/exports-csv)
 set_tests_properties(e2e.export_csv PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# folded: the lines add up to summary's total for each metric (fixtures with known truth, a
+# traced program), names with ';' or newlines stay one frame; and the program's own stacks
+# equal what `heaptrack_print -F` writes for it (skipped without heaptrack).
+add_test(NAME e2e.export_folded
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/folded_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-folded
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>
+          $<$<TARGET_EXISTS:reports_prog>:$<TARGET_FILE:reports_prog>>)
+set_tests_properties(e2e.export_folded PROPERTIES LABELS e2e TIMEOUT 120)
+if(TARGET memtrace_launcher AND TARGET reports_prog)
+  add_test(NAME e2e.export_folded_heaptrack
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/folded_heaptrack_test.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:reports_prog> ${CMAKE_CURRENT_BINARY_DIR}/exports-folded-heaptrack)
+  set_tests_properties(e2e.export_folded_heaptrack PROPERTIES LABELS e2e TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endif()
+
+# pprof: `go tool pprof` (Debian golang-go) reads every sample type back on the standard
+# fixture and, with the tracer, on a traced program with an inlined allocation site.
+set(PPROF_TEST_ARGS $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+    ${CMAKE_CURRENT_BINARY_DIR}/exports-pprof)
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(pprof_prog exports/pprof_prog.c)
+  target_compile_options(pprof_prog PRIVATE -g -O1 -fno-omit-frame-pointer)
+  list(APPEND PPROF_TEST_ARGS $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:pprof_prog>)
+endif()
+add_test(NAME e2e.export_pprof
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/pprof_test.py
+          ${PPROF_TEST_ARGS})
+set_tests_properties(e2e.export_pprof PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
