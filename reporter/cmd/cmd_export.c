@@ -25,6 +25,8 @@ static const struct export_format {
 } formats[] = {
     {"folded", mr_export_folded, false,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
+    {"speedscope", mr_export_speedscope, false,
+     "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
     {"csv", mr_export_csv, false,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
     {"pprof", mr_export_pprof, true, "gzipped profile.proto, Go heap profile types (go tool pprof)"},

@@ -33,6 +33,11 @@ typedef int (*mr_export_fn)(FILE* out, const mr_export_input* in, char* err, siz
 // value of in->metric, outermost frame first, inlined functions as frames of their own.
 int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// speedscope: speedscope's JSON file format, one "sampled" profile per metric (live bytes at
+// the moment, bytes allocated and allocations in the range; in->metric's is the one shown
+// first), stacks root first over shared frames (function, file, line).
+int mr_export_speedscope(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // csv: one row per heap event and per mark, range start and range end, in time order, in
 // msMemScope's memscope_dump layout; streams the events (--range and --thread filter them).
 int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen);
