@@ -24,6 +24,7 @@ static const command commands[] = {
     {"import", mr_cmd_import, "import an NPU compiler memory-usage log into a capture"},
     {"plot", mr_cmd_plot, "memory over time as PNG/SVG (native or NPU heap plot)"},
     {"export", mr_cmd_export, "the heap profile in other tools' formats (folded, ...)"},
+    {"sql", mr_cmd_sql, "SQL over a capture: events, allocations, stacks and its tables"},
 };
 
 static void usage(FILE* out) {
