@@ -245,6 +245,60 @@ static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s
     }
 }
 
+// Region boundaries: always the line (one per pixel column); names are drawn later.
+static void draw_region_lines(cairo_t* cr, const mr_frame* f, const mr_npu_series* s) {
+    long lastcol = LONG_MIN;
+    for (size_t i = 0; i < s->nregions; i++) {
+        double x = mr_frame_x(f, (double)s->regions[i].start);
+        if (lround(x) == lastcol)
+            continue;
+        lastcol = lround(x);
+        cairo_save(cr);
+        cairo_set_source_rgb(cr, GRAY.r, GRAY.g, GRAY.b);
+        cairo_set_line_width(cr, MR_PT(0.5));
+        double d[2] = {MR_PT(0.5), MR_PT(0.825)};
+        cairo_set_dash(cr, d, 2, 0);
+        cairo_move_to(cr, x, f->y0);
+        cairo_line_to(cr, x, f->y1);
+        cairo_stroke(cr);
+        cairo_restore(cr);
+    }
+}
+
+// The legend, placed to avoid the drawn vertices of the three lines and the markers (pts);
+// frees the lines and pts.
+static void draw_legend(cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
+                        mr_polyline* lines[3], double* pts, size_t npts, size_t cap) {
+    for (size_t k = 0; k < 3; k++) {
+        for (size_t i = 0; i + 1 < lines[k]->npts; i += 2) {
+            if (npts + 2 > cap) {
+                size_t nc = cap ? cap * 2 : 256;
+                double* np = realloc(pts, nc * sizeof *np);
+                if (!np)
+                    break;
+                pts = np;
+                cap = nc;
+            }
+            pts[npts++] = lines[k]->pts[i];
+            pts[npts++] = lines[k]->pts[i + 1];
+        }
+        mr_polyline_free(lines[k]);
+    }
+    mr_legend_item items[5];
+    size_t n = 0;
+    if (s->increased.n)
+        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased", MAGENTA, MR_MARK_CIRCLE};
+    if (s->frag.n)
+        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased Due To\nFragmentation", RED,
+                                      MR_MARK_TRIANGLE};
+    items[n++] = (mr_legend_item){"Max Allocated Size", BLUE, MR_MARK_LINE};
+    // Upstream labels the used and free lines even when they have no points.
+    items[n++] = (mr_legend_item){"Used Memory", RED, MR_MARK_LINE};
+    items[n++] = (mr_legend_item){"Free Memory", GREEN, MR_MARK_LINE};
+    mr_draw_legend(cr, f, items, n, pts, npts);
+    free(pts);
+}
+
 static void draw(cairo_t* cr, const mr_npu_series* s) {
     double ymax = 0;
     const mr_points* all[] = {&s->max, &s->used, &s->free};
@@ -278,23 +332,7 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
     mr_polyline used, freel, max;
     line_series(&used, cr, &f, s, &s->used, RED);
     line_series(&freel, cr, &f, s, &s->free, GREEN);
-    // Region boundaries: always the line; the name only for regions wide enough.
-    long lastcol = LONG_MIN;
-    for (size_t i = 0; i < s->nregions; i++) {
-        double x = mr_frame_x(&f, (double)s->regions[i].start);
-        if (lround(x) == lastcol)
-            continue;
-        lastcol = lround(x);
-        cairo_save(cr);
-        cairo_set_source_rgb(cr, GRAY.r, GRAY.g, GRAY.b);
-        cairo_set_line_width(cr, MR_PT(0.5));
-        double d[2] = {MR_PT(0.5), MR_PT(0.825)};
-        cairo_set_dash(cr, d, 2, 0);
-        cairo_move_to(cr, x, f.y0);
-        cairo_line_to(cr, x, f.y1);
-        cairo_stroke(cr);
-        cairo_restore(cr);
-    }
+    draw_region_lines(cr, &f, s);
     line_series(&max, cr, &f, s, &s->max, BLUE);
     double* pts = NULL;
     size_t npts = 0, cap = 0;
@@ -313,36 +351,8 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
     }
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);
-    // The legend avoids the drawn vertices and markers of every series.
     mr_polyline* lines[] = {&used, &freel, &max};
-    for (size_t k = 0; k < 3; k++) {
-        for (size_t i = 0; i + 1 < lines[k]->npts; i += 2) {
-            if (npts + 2 > cap) {
-                size_t nc = cap ? cap * 2 : 256;
-                double* np = realloc(pts, nc * sizeof *np);
-                if (!np)
-                    break;
-                pts = np;
-                cap = nc;
-            }
-            pts[npts++] = lines[k]->pts[i];
-            pts[npts++] = lines[k]->pts[i + 1];
-        }
-        mr_polyline_free(lines[k]);
-    }
-    mr_legend_item items[5];
-    size_t n = 0;
-    if (s->increased.n)
-        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased", MAGENTA, MR_MARK_CIRCLE};
-    if (s->frag.n)
-        items[n++] = (mr_legend_item){"Max Allocated Size\nIncreased Due To\nFragmentation", RED,
-                                      MR_MARK_TRIANGLE};
-    items[n++] = (mr_legend_item){"Max Allocated Size", BLUE, MR_MARK_LINE};
-    // Upstream labels the used and free lines even when they have no points.
-    items[n++] = (mr_legend_item){"Used Memory", RED, MR_MARK_LINE};
-    items[n++] = (mr_legend_item){"Free Memory", GREEN, MR_MARK_LINE};
-    mr_draw_legend(cr, &f, items, n, pts, npts);
-    free(pts);
+    draw_legend(cr, &f, s, lines, pts, npts, cap);
 }
 
 int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
