@@ -231,6 +231,17 @@ static int usage_error(const char* what, const char* arg) {
     return 1;
 }
 
+// Puts lib first in LD_PRELOAD, keeping what was there. Returns 0 or -1.
+static int prepend_preload(const char* lib) {
+    const char* old = getenv("LD_PRELOAD");
+    char* preload;
+    if (asprintf(&preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+        return -1;
+    setenv("LD_PRELOAD", preload, 1);
+    free(preload);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     const char* output = NULL;
     int force = 0;
@@ -277,12 +288,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     setenv("MEMTRACE_REPORT", report, 1);
-    const char* old = getenv("LD_PRELOAD");
-    char* preload;
-    if (asprintf(&preload, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+    if (prepend_preload(lib) != 0)
         return 1;
-    setenv("LD_PRELOAD", preload, 1);
-    free(preload);
     // The launcher itself must not be traced by a preload it inherited.
     pid_t pid = fork();
     if (pid < 0) {

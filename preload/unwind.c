@@ -322,22 +322,26 @@ static void leafmost(const local_rules* lr, int shared, int k, int max, uintptr_
         out[i] = lr->fresh[max - 1 - i].pc;
 }
 
+// Our own frames keep frame pointers: follows them from here to the frame whose return
+// address is the first outside the tracer. NULL when the chain leaves the stack.
+static inline __attribute__((always_inline)) uintptr_t* hook_caller_frame(uintptr_t stack_hi) {
+    uintptr_t* fp = __builtin_frame_address(0);
+    while (is_self(fp[1])) {
+        uintptr_t* next = (uintptr_t*)fp[0];
+        if (next <= fp || (uintptr_t)next >= stack_hi)
+            return NULL;
+        fp = next;
+    }
+    return fp;
+}
+
 // Applies cached rules from the first frame outside the tracer and stops where the stack
 // joins the previous walk's unchanged part. Fills *st (up to `max` frames) and returns true,
 // or returns false when some frame has no usable rule (the caller then walks with
 // libunwind). `scratch` holds a stack cut by the limit.
 static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
-    if (!stack_hi)
-        return false;
-    // Our own frames keep frame pointers: follow them to the hook's caller.
-    uintptr_t* fp = __builtin_frame_address(0);
-    while (is_self(fp[1])) {
-        uintptr_t* next = (uintptr_t*)fp[0];
-        if (next <= fp || (uintptr_t)next >= stack_hi)
-            return false;
-        fp = next;
-    }
-    local_rules* lr = thread_rules();
+    uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
+    local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
         return false;
     walk_frame* top = lr->top;
