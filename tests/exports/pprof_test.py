@@ -8,6 +8,7 @@
 # Exits 77 (skip) when go tool pprof is missing.
 import json
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -132,6 +133,20 @@ def fixture(memreport, mkfixture, work, env):
           "-raw: mapping 1 is /usr/bin/prog with build-id ab")
     check("alloc_space/bytes[dflt]" in raw, "--metric allocated: alloc_space is the default")
     check("PeriodType: space bytes" in raw and "Period: 1" in raw, "period: 1 byte (no sampling)")
+
+    # Binary: never written to a terminal.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(memreport, [memreport, "export", cap, "--format", "pprof"])
+    said = b""
+    try:
+        while True:
+            said += os.read(fd, 4096)
+    except OSError:
+        pass
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    check(code == 1 and b"binary" in said and b"\x1f\x8b" not in said,
+          "pprof to a terminal: refused (exit %d): %r" % (code, said[:120]))
 
 
 def traced(memreport, launcher, prog, work, env):
