@@ -10,8 +10,9 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 # groff-base: the install tests render the man pages.
 # heaptrack: e2e.stats_temporary_heaptrack compares memreport's temporaries with its count.
 # golang-go: `go tool pprof` reads the pprof exports (tests/exports/).
+# valgrind: its ms_print reads the massif exports (tests/exports/).
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
-           groff-base golang-go)
+           groff-base golang-go valgrind)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).

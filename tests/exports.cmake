@@ -41,3 +41,11 @@ add_test(NAME e2e.export_pprof
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/pprof_test.py
           ${PPROF_TEST_ARGS})
 set_tests_properties(e2e.export_pprof PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# massif: valgrind's ms_print reads it and prints the fixture's known peak and tree.
+add_test(NAME e2e.export_massif
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/massif_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-massif)
+set_tests_properties(e2e.export_massif PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)

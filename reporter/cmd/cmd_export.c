@@ -29,6 +29,8 @@ static const struct export_format {
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
     {"csv", mr_export_csv, false,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
+    {"massif", mr_export_massif, false,
+     "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
     {"pprof", mr_export_pprof, true, "gzipped profile.proto, Go heap profile types (go tool pprof)"},
 };
 

@@ -42,6 +42,11 @@ int mr_export_speedscope(FILE* out, const mr_export_input* in, char* err, size_t
 // msMemScope's memscope_dump layout; streams the events (--range and --thread filter them).
 int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// massif: valgrind massif's massif.out (ms_print, massif-visualizer): live bytes in 100
+// evenly spaced snapshots plus a detailed one at the profile's moment holding the
+// allocation tree (allocator at the root, callers below).
+int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
 // alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
 // locations with their mappings (build-ids), inlined functions as lines of a location.

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+// massif.out, valgrind massif's file format (ms_print, massif-visualizer): the heap's live
+// bytes in 100 snapshots evenly spaced over the run, plus a detailed snapshot at the
+// profile's moment (the peak unless --at/--leaks) holding the allocation tree, allocation
+// functions at the root and callers below, as massif draws it. Times are milliseconds
+// (fractional: the capture's clock is in ns), or allocation steps ("i") for an NPU log.
+#include "escape.h"
+#include "export.h"
+#include "replay.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/vec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SNAPSHOTS 100
+// Children below 1% of the snapshot's bytes are merged into one "below threshold" line,
+// massif's default --threshold.
+#define THRESHOLD_PERMILLE 10
+
+typedef struct sample {
+    int64_t ts;
+    uint64_t bytes;
+} sample;
+
+// The detailed tree: one node per location, children linked by index.
+typedef struct node {
+    const mr_symloc* loc;
+    uint32_t frame;
+    uint64_t bytes;
+    uint32_t child, sibling; // 0: none (node 0 is the root)
+} node;
+
+typedef struct massif {
+    FILE* out;
+    const mr_export_input* in;
+    sample samples[SNAPSHOTS];
+    size_t nsamples, next;
+    uint64_t live, before; // the selected thread(s)' live bytes, after and before the event
+    node* nodes;
+    size_t nnodes, nodes_cap;
+    uint64_t* frame_pc; // per frame id, for the 0x<addr> of a node
+    int64_t max_frame;
+} massif;
+
+// ---- the live bytes over time
+
+static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    massif* m = ud;
+    uint32_t tid = m->in->query->tid;
+    while (m->next < m->nsamples && m->samples[m->next].ts < ev->ts)
+        m->samples[m->next++].bytes = m->live;
+    if (mt_kind_is_alloc(ev->kind) && (!tid || ev->tid == tid))
+        m->live += ev->size;
+    else if (freed && (!tid || freed->tid == tid))
+        m->live -= freed->size;
+    (void)r;
+    return 0;
+}
+
+static int sample_live(massif* m, char* err, size_t errlen) {
+    const mr_profile* p = m->in->prof;
+    m->nsamples = p->last_ts > p->first_ts ? SNAPSHOTS : 1;
+    for (size_t i = 0; i < m->nsamples; i++)
+        m->samples[i].ts = p->first_ts + (int64_t)((double)(p->last_ts - p->first_ts) * (double)i /
+                                                   (double)(m->nsamples > 1 ? m->nsamples - 1 : 1));
+    mr_replay r;
+    int rc = mr_replay_init(&r, m->in->cap, m->in->query->heap);
+    if (!rc)
+        rc = mr_replay_run(&r, UINT64_MAX, on_event, m);
+    if (rc)
+        snprintf(err, errlen, "%s", r.err);
+    mr_replay_free(&r);
+    while (m->next < m->nsamples)
+        m->samples[m->next++].bytes = m->live;
+    return rc;
+}
+
+// ---- the detailed tree
+
+static int frame_pc(void* ud, const mt_frame_info* f) {
+    massif* m = ud;
+    if (f->id > 0 && f->id <= m->max_frame)
+        m->frame_pc[f->id] = f->pc;
+    return 0;
+}
+
+static int child_of(massif* m, uint32_t parent, const mr_symloc* loc, uint32_t frame,
+                    uint32_t* out) {
+    for (uint32_t c = m->nodes[parent].child; c; c = m->nodes[c].sibling)
+        if (m->nodes[c].loc == loc) {
+            *out = c;
+            return 0;
+        }
+    if (mt_vec_grow(&m->nodes, &m->nodes_cap, m->nnodes + 1, sizeof *m->nodes))
+        return -ENOMEM;
+    m->nodes[m->nnodes] = (node){loc, frame, 0, 0, m->nodes[parent].child};
+    m->nodes[parent].child = (uint32_t)m->nnodes;
+    *out = (uint32_t)m->nnodes++;
+    return 0;
+}
+
+// Adds a callsite's bytes along its stack, leaf first: the function that called the
+// allocator is a child of the root, its callers below it.
+static int add_stack(massif* m, uint32_t leaf, uint64_t bytes) {
+    static uint32_t frames[MR_EXPORT_MAX_LOCS];
+    const mr_export_input* in = m->in;
+    size_t depth = mr_symbols_stack(in->sym, leaf, in->all_frames, frames, MR_EXPORT_MAX_LOCS);
+    if (depth > MR_EXPORT_MAX_LOCS)
+        depth = MR_EXPORT_MAX_LOCS;
+    uint32_t at = 0;
+    m->nodes[0].bytes += bytes;
+    for (size_t i = 0; i < depth; i++) {
+        const mr_symloc* locs;
+        size_t nl = mr_symbols_frame_locs(in->sym, frames[i], &locs);
+        for (size_t k = 0; k < nl; k++) {
+            if (child_of(m, at, &locs[k], frames[i], &at))
+                return -ENOMEM;
+            m->nodes[at].bytes += bytes;
+        }
+    }
+    return 0;
+}
+
+static int build_tree(massif* m) {
+    int64_t max_callsite;
+    int rc = mt_capture_stack_ids(m->in->cap, &m->max_frame, &max_callsite);
+    if (rc)
+        return rc;
+    m->frame_pc = calloc((size_t)m->max_frame + 1, sizeof *m->frame_pc);
+    if (!m->frame_pc || mt_vec_grow(&m->nodes, &m->nodes_cap, 1, sizeof *m->nodes))
+        return -ENOMEM;
+    if ((rc = mt_capture_frames(m->in->cap, frame_pc, m)))
+        return rc;
+    m->nodes[0] = (node){0};
+    m->nnodes = 1;
+    const mr_profile* p = m->in->prof;
+    for (size_t i = 0; i < p->nrows && !rc; i++)
+        if (p->rows[i].live_bytes)
+            rc = add_stack(m, p->rows[i].callsite, p->rows[i].live_bytes);
+    return rc;
+}
+
+// A name on one line of the file: ms_print reads line by line.
+static void put_name(FILE* out, const char* s) {
+    for (; *s; s++)
+        putc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+static const node* g_nodes; // for by_bytes: qsort has no user pointer
+
+static int by_bytes(const void* a, const void* b) {
+    uint64_t x = g_nodes[*(const uint32_t*)a].bytes, y = g_nodes[*(const uint32_t*)b].bytes;
+    return (x < y) - (x > y);
+}
+
+static int put_node(massif* m, uint32_t n, int depth, uint64_t total) {
+    // The children above the threshold, biggest first; the rest as one line.
+    size_t nc = 0, cap = 0, big = 0;
+    uint32_t* kids = NULL;
+    uint64_t small_bytes = 0;
+    for (uint32_t c = m->nodes[n].child; c; c = m->nodes[c].sibling) {
+        if (mt_vec_grow(&kids, &cap, nc + 1, sizeof *kids)) {
+            free(kids);
+            return -ENOMEM;
+        }
+        kids[nc++] = c;
+    }
+    g_nodes = m->nodes;
+    qsort(kids, nc, sizeof *kids, by_bytes);
+    while (big < nc && m->nodes[kids[big]].bytes * 1000 >= total * THRESHOLD_PERMILLE &&
+           m->nodes[kids[big]].bytes)
+        big++;
+    for (size_t i = big; i < nc; i++)
+        small_bytes += m->nodes[kids[i]].bytes;
+    fprintf(m->out, "%*sn%zu: %" PRIu64, depth, "", big + (big < nc), m->nodes[n].bytes);
+    if (n == 0)
+        fputs(" (heap allocation functions) malloc/new/new[], --alloc-fns, etc.\n", m->out);
+    else {
+        const node* x = &m->nodes[n];
+        uint64_t pc = x->frame <= (uint64_t)m->max_frame ? m->frame_pc[x->frame] : 0;
+        fprintf(m->out, " 0x%" PRIX64 ": ", pc);
+        put_name(m->out, x->loc->function);
+        if (x->loc->file) {
+            fputs(" (", m->out);
+            put_name(m->out, x->loc->file);
+            fprintf(m->out, ":%d)\n", x->loc->line);
+        } else {
+            const char* module = mr_symbols_frame_module(m->in->sym, x->frame);
+            fputs(" (in ", m->out);
+            put_name(m->out, module ? module : "???");
+            fputs(")\n", m->out);
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; i < big && !rc; i++)
+        rc = put_node(m, kids[i], depth + 1, total);
+    if (!rc && big < nc)
+        fprintf(m->out, "%*sn0: %" PRIu64 " in %zu place%s, below massif's threshold (1.00%%)\n",
+                depth + 1, "", small_bytes, nc - big, nc - big == 1 ? "" : "s");
+    free(kids);
+    return rc;
+}
+
+// ---- the file
+
+static void put_time(massif* m, int64_t ts) {
+    if (m->in->steps)
+        fprintf(m->out, "time=%" PRId64 "\n", ts);
+    else
+        fprintf(m->out, "time=%" PRId64 ".%06" PRId64 "\n", ts / 1000000, ts % 1000000);
+}
+
+static int put_snapshot(massif* m, int index, int64_t ts, uint64_t bytes, const char* tree) {
+    fprintf(m->out, "#-----------\nsnapshot=%d\n#-----------\n", index);
+    put_time(m, ts);
+    fprintf(m->out, "mem_heap_B=%" PRIu64 "\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=%s\n",
+            bytes, tree);
+    return strcmp(tree, "empty") ? put_node(m, 0, 0, bytes) : 0;
+}
+
+// The command line from meta 'cmdline' (a JSON array), else the executable.
+static void put_cmd(massif* m) {
+    char* text = mt_capture_meta_text(m->in->cap, "cmdline");
+    json_t* argv = text ? mr_json_loads_bytes(text) : NULL;
+    fputs("cmd:", m->out);
+    size_t i;
+    json_t* arg;
+    if (json_is_array(argv) && json_array_size(argv)) {
+        json_array_foreach(argv, i, arg) {
+            putc(' ', m->out);
+            put_name(m->out, json_is_string(arg) ? json_string_value(arg) : "?");
+        }
+    } else {
+        char* exe = mt_capture_meta_text(m->in->cap, "exe");
+        putc(' ', m->out);
+        put_name(m->out, exe ? exe : "(unknown)");
+        free(exe);
+    }
+    putc('\n', m->out);
+    json_decref(argv);
+    free(text);
+}
+
+static int write_massif(massif* m, char* err, size_t errlen) {
+    int rc = sample_live(m, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = build_tree(m))) {
+        if (rc == -EPROTO)
+            snprintf(err, errlen, "%s", mt_capture_error(m->in->cap));
+        return rc;
+    }
+    const mr_profile* p = m->in->prof;
+    const char* tree = m->in->query->moment == MR_AT_PEAK ? "peak" : "detailed";
+    fputs("desc: memreport export --format massif\n", m->out);
+    put_cmd(m);
+    fprintf(m->out, "time_unit: %s\n", m->in->steps ? "i" : "ms");
+    // The moment's snapshot goes before the first sample later than it.
+    int index = 0;
+    bool moment_done = false;
+    for (size_t i = 0; i < m->nsamples && !rc; i++) {
+        if (!moment_done && m->samples[i].ts > p->moment_ts) {
+            rc = put_snapshot(m, index++, p->moment_ts, p->live_bytes, tree);
+            moment_done = true;
+        }
+        if (!rc)
+            rc = put_snapshot(m, index++, m->samples[i].ts, m->samples[i].bytes, "empty");
+    }
+    if (!rc && !moment_done)
+        rc = put_snapshot(m, index, p->moment_ts, p->live_bytes, tree);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t errlen) {
+    massif* m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    m->out = out;
+    m->in = in;
+    int rc = write_massif(m, err, errlen);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    free(m->nodes);
+    free(m->frame_pc);
+    free(m);
+    return rc;
+}
