@@ -299,9 +299,10 @@ static int run(session* s, const char* sql) {
 }
 
 static const char tables_sql[] =
-    "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view')"
-    " AND name NOT LIKE 'sqlite_%' UNION SELECT name FROM sqlite_temp_schema WHERE type = 'view'"
-    " UNION VALUES ('events'), ('allocations') ORDER BY 1";
+    "SELECT name FROM (SELECT name FROM sqlite_schema WHERE type IN ('table', 'view')"
+    " AND name NOT LIKE 'sqlite_%' UNION SELECT name FROM sqlite_temp_schema"
+    " WHERE type = 'view' UNION SELECT column1 FROM (VALUES ('events'), ('allocations')))"
+    " ORDER BY 1";
 static const char schema_sql[] =
     "SELECT sql || ';' FROM sqlite_schema WHERE sql IS NOT NULL"
     " UNION ALL SELECT sql || ';' FROM sqlite_temp_schema WHERE sql IS NOT NULL"
