@@ -70,10 +70,16 @@ static void mark(builder* b, const mt_event* ev) {
     b->p->moment_ts = ev->ts;
 }
 
-// Counts one event into its row: an allocation (and its bytes in the range), or the
-// block a free released.
+// Counts one event into its rows: the block a free released (or an allocation replaced),
+// an allocation (and its bytes in the range).
 static int count(builder* b, const mt_event* ev, const mr_block* freed) {
     mr_profile_row* row;
+    if (freed && wanted(b, freed->tid)) { // freed, or replaced by an allocation
+        if (!(row = row_of(b, freed->callsite, freed->tid)))
+            return -ENOMEM;
+        row->end_bytes -= freed->size;
+        row->end_blocks--;
+    }
     if (mt_kind_is_alloc(ev->kind) && wanted(b, ev->tid)) {
         if (!(row = row_of(b, ev->callsite, ev->tid)))
             return -ENOMEM;
@@ -83,11 +89,6 @@ static int count(builder* b, const mt_event* ev, const mr_block* freed) {
             row->alloc_bytes += ev->size;
             row->alloc_count++;
         }
-    } else if (freed && wanted(b, freed->tid)) {
-        if (!(row = row_of(b, freed->callsite, freed->tid)))
-            return -ENOMEM;
-        row->end_bytes -= freed->size;
-        row->end_blocks--;
     }
     return 0;
 }

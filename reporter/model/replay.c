@@ -34,8 +34,11 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
             return -ENOMEM;
         // An address allocated twice without a free in between means a free was missed
         // (e.g. made by untraced code); the old block is gone either way.
-        if (had)
+        if (had) {
             r->live_bytes -= old.size;
+            *freed = old;
+            *has_freed = true;
+        }
         r->allocations++;
         r->bytes_allocated += ev->size;
         r->live_bytes += ev->size;

@@ -30,7 +30,8 @@ typedef struct mr_replay {
 } mr_replay;
 
 // Called after each event is applied. For a free, `freed` is the block it released (NULL
-// when the address was not live); for an allocation it is NULL. Return non-zero to stop.
+// when the address was not live); for an allocation, the block it replaced at the same
+// address (a free the tracer missed), usually NULL. Return non-zero to stop.
 typedef int (*mr_replay_fn)(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud);
 
 int mr_replay_init(mr_replay* r, mt_capture* cap, int heap);
