@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// The flame graph's merged tree (flame_tree.h).
+#include "flame_tree.h"
+
+#include "escape.h"
+#include "sites.h"
+
+#include "memtrace/vec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The id of a string in the page's string table. Strings are made valid UTF-8 first: JSON
+// (and so the table and its index) holds nothing else.
+static uint32_t intern(mr_flame_tree* g, const char* str) {
+    char* s = str ? mr_escape(str, strlen(str), MR_ESCAPE_UTF8) : NULL;
+    if (!s)
+        return MR_FLAME_NO_STRING;
+    json_t* id = json_object_get(g->string_ids, s);
+    uint32_t n = id ? (uint32_t)json_integer_value(id) : (uint32_t)json_array_size(g->strings);
+    if (!id) {
+        json_array_append_new(g->strings, json_string(s));
+        json_object_set_new(g->string_ids, s, json_integer(n));
+    }
+    free(s);
+    return n;
+}
+
+static int child(mr_flame_tree* g, uint32_t parent, uint32_t name, bool relevant, uint32_t* out) {
+    uint64_t key = (uint64_t)parent << 32 | (uint64_t)name << 1 | relevant;
+    const uint64_t* known = mr_u64map_get(&g->children, key);
+    if (known) {
+        *out = (uint32_t)*known;
+        return 0;
+    }
+    if (MT_VEC_RESERVE(&g->nodes, &g->cap, g->n + 1))
+        return -ENOMEM;
+    uint32_t id = (uint32_t)g->n++;
+    g->nodes[id] = (mr_flame_node){.parent = parent,
+                                   .name = name,
+                                   .module = MR_FLAME_NO_STRING,
+                                   .loc = MR_FLAME_NO_STRING,
+                                   .relevant = relevant};
+    if (mr_u64map_put(&g->children, key, id))
+        return -ENOMEM;
+    *out = id;
+    return 0;
+}
+
+// Appends the nodes of one physical frame under `parent`: the function, then the functions
+// inlined into it, innermost last (the flame graph grows from caller to callee).
+static int add_frame(mr_flame_tree* g, uint32_t parent, uint32_t frame, uint32_t* out) {
+    const mr_symloc* locs;
+    size_t nl = mr_symbols_frame_locs(g->sym, frame, &locs);
+    bool relevant = mr_symbols_frame_relevant(g->sym, frame);
+    uint32_t module = intern(g, mr_symbols_frame_module(g->sym, frame));
+    for (size_t k = nl; k-- > 0;) {
+        uint32_t id;
+        if (child(g, parent, intern(g, locs[k].function), relevant, &id))
+            return -ENOMEM;
+        mr_flame_node* n = &g->nodes[id];
+        if (n->loc == MR_FLAME_NO_STRING && locs[k].file) {
+            char buf[1024];
+            if (locs[k].line > 0)
+                snprintf(buf, sizeof buf, "%s:%d", locs[k].file, locs[k].line);
+            else
+                snprintf(buf, sizeof buf, "%s", locs[k].file);
+            n->loc = intern(g, buf);
+        }
+        if (n->module == MR_FLAME_NO_STRING)
+            n->module = module;
+        parent = id;
+    }
+    *out = parent;
+    return 0;
+}
+
+// The node of a leaf callsite, creating the path from the root as needed.
+static int resolve(mr_flame_tree* g, uint32_t callsite, uint32_t* out) {
+    if (callsite == 0 || callsite >= g->ncallsites) {
+        *out = 0;
+        return 0;
+    }
+    if (g->node_of[callsite]) {
+        *out = g->node_of[callsite];
+        return 0;
+    }
+    uint32_t path[MR_SITES_MAX_DEPTH];
+    size_t n = 0;
+    uint32_t cs = callsite;
+    // Walk up to a resolved ancestor (or the root); bounded against parent cycles.
+    while (cs && cs < g->ncallsites && !g->node_of[cs] && n < MR_SITES_MAX_DEPTH) {
+        path[n++] = cs;
+        cs = mr_symbols_parent(g->sym, cs);
+    }
+    uint32_t node = (cs && cs < g->ncallsites) ? g->node_of[cs] : 0;
+    while (n-- > 0) {
+        if (add_frame(g, node, mr_symbols_frame_of(g->sym, path[n]), &node))
+            return -ENOMEM;
+        g->node_of[path[n]] = node;
+    }
+    *out = node;
+    return 0;
+}
+
+void mr_flame_tree_self_free(mr_flame_self_table* t) {
+    mr_u64map_free(&t->index);
+    free(t->rows);
+}
+
+int mr_flame_tree_self_add(mr_flame_self_table* t, uint32_t node, uint32_t thread, uint64_t bytes,
+                           uint64_t count) {
+    uint64_t key = (uint64_t)node << 32 | thread;
+    const uint64_t* row = mr_u64map_get(&t->index, key);
+    if (!row) {
+        if (MT_VEC_RESERVE(&t->rows, &t->cap, t->n + 1) || mr_u64map_put(&t->index, key, t->n))
+            return -ENOMEM;
+        t->rows[t->n] = (mr_flame_self){.node = node, .thread = thread};
+        row = mr_u64map_get(&t->index, key);
+        t->n++;
+    }
+    t->rows[*row].bytes += bytes;
+    t->rows[*row].count += count;
+    return 0;
+}
+
+static int thread_slot(mr_flame_threads* t, uint32_t tid, uint32_t* slot) {
+    const uint64_t* known = mr_u64map_get(&t->index, tid);
+    if (known) {
+        *slot = (uint32_t)*known;
+        return 0;
+    }
+    // Two arrays, one capacity: it grows once both have.
+    size_t tids_cap = t->cap, bytes_cap = t->cap;
+    if (MT_VEC_RESERVE(&t->tids, &tids_cap, t->n + 1) ||
+        MT_VEC_RESERVE(&t->bytes, &bytes_cap, t->n + 1))
+        return -ENOMEM;
+    t->cap = tids_cap;
+    *slot = (uint32_t)t->n;
+    t->tids[t->n] = tid;
+    t->bytes[t->n++] = 0;
+    return mr_u64map_put(&t->index, tid, *slot);
+}
+
+// Adds the live rows to the tree. Rows come in callsite order, not in the order of a live
+// map (keyed at random), so nodes and strings come out in the same order on every run.
+static int collect(mr_flame_tree* g, const mr_profile* p) {
+    for (size_t i = 0; i < p->nrows; i++) {
+        const mr_profile_row* r = &p->rows[i];
+        if (!r->live_blocks)
+            continue;
+        uint32_t node;
+        if (resolve(g, r->callsite, &node))
+            return -ENOMEM;
+        g->nodes[node].self_bytes += r->live_bytes;
+        g->nodes[node].self_count += r->live_blocks;
+        g->blocks += r->live_blocks;
+        if (g->split) {
+            mr_flame_threads* t = &g->threads;
+            uint32_t slot;
+            if (thread_slot(t, r->tid, &slot) ||
+                mr_flame_tree_self_add(&t->self, node, slot, r->live_bytes, r->live_blocks))
+                return -ENOMEM;
+            t->bytes[slot] += r->live_bytes;
+        }
+    }
+    return 0;
+}
+
+static int cmp_u64_desc(const void* a, const void* b) {
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+// The width below which nodes fold: min_width of the total, raised so that at most
+// max_nodes stay. Returns 0 or -ENOMEM.
+static int threshold_of(const mr_flame_tree* g, double min_width, size_t max_nodes, uint64_t* out) {
+    uint64_t threshold = (uint64_t)ceil(min_width * (double)g->nodes[0].incl);
+    if (max_nodes && g->n > max_nodes) {
+        uint64_t* v = malloc(g->n * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        for (size_t i = 0; i < g->n; i++)
+            v[i] = g->nodes[i].incl;
+        qsort(v, g->n, sizeof *v, cmp_u64_desc);
+        if (v[max_nodes - 1] + 1 > threshold)
+            threshold = v[max_nodes - 1] + 1;
+        free(v);
+    }
+    *out = threshold ? threshold : 1; // empty subtrees (threads filtered out elsewhere) go
+    return 0;
+}
+
+// Nodes below the threshold fold into their nearest kept ancestor. Children always come
+// after their parent in g->nodes, so one backward pass sums and one forward pass decides.
+int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
+    for (size_t i = 0; i < g->n; i++)
+        g->nodes[i].incl = g->nodes[i].self_bytes;
+    for (size_t i = g->n; i-- > 1;)
+        g->nodes[g->nodes[i].parent].incl += g->nodes[i].incl;
+    if (threshold_of(g, min_width, max_nodes, &g->threshold))
+        return -ENOMEM;
+    uint32_t* target = malloc(g->n * sizeof *target);
+    if (!target)
+        return -ENOMEM;
+    size_t kept = 1;
+    target[0] = 0;
+    for (size_t i = 1; i < g->n; i++) {
+        mr_flame_node* n = &g->nodes[i];
+        bool keep = n->incl >= g->threshold && target[n->parent] == n->parent;
+        target[i] = keep ? (uint32_t)i : target[n->parent];
+        if (keep)
+            kept++;
+        else if (n->self_count) {
+            g->nodes[target[i]].self_bytes += n->self_bytes;
+            g->nodes[target[i]].self_count += n->self_count;
+        }
+    }
+    free(g->target);
+    g->target = target;
+    g->nmerged = g->n - kept;
+    return 0;
+}
+
+// An empty tree: its root "all", the callsite -> node table and the string table.
+static int init(mr_flame_tree* g) {
+    g->ncallsites = mr_symbols_callsite_count(g->sym);
+    g->cap = 1024;
+    g->nodes = calloc(g->cap, sizeof *g->nodes);
+    g->node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->node_of);
+    g->strings = json_array();
+    g->string_ids = json_object();
+    if (!g->nodes || !g->node_of || !g->strings || !g->string_ids || mr_u64map_init(&g->children) ||
+        mr_u64map_init(&g->threads.index) || mr_u64map_init(&g->threads.self.index))
+        return -ENOMEM;
+    g->n = 1;
+    g->nodes[0] = (mr_flame_node){.name = intern(g, "all"),
+                                  .module = MR_FLAME_NO_STRING,
+                                  .loc = MR_FLAME_NO_STRING,
+                                  .relevant = true};
+    return 0;
+}
+
+int mr_flame_tree_build(mr_flame_tree* g, const mr_symbols* sym, const mr_profile* p, bool split) {
+    *g = (mr_flame_tree){.sym = sym, .split = split};
+    int e = init(g);
+    return e ? e : collect(g, p);
+}
+
+void mr_flame_tree_free(mr_flame_tree* g) {
+    free(g->nodes);
+    free(g->node_of);
+    free(g->target);
+    mr_u64map_free(&g->children);
+    json_decref(g->strings);
+    json_decref(g->string_ids);
+    mr_u64map_free(&g->threads.index);
+    mr_flame_tree_self_free(&g->threads.self);
+    free(g->threads.tids);
+    free(g->threads.bytes);
+    memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// The flame graph page's data (flamegraph_data.h) from a pruned tree.
+#include "flamegraph_data.h"
+
+#include "escape.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t* program_title(mt_capture* cap) {
+    char* cmd = mt_capture_meta_text(cap, "cmdline");
+    json_t* argv = mr_json_loads_bytes(cmd);
+    free(cmd);
+    char title[512] = "";
+    size_t len = 0;
+    size_t i;
+    json_t* a;
+    if (json_is_array(argv))
+        json_array_foreach(argv, i, a) {
+            const char* s = json_string_value(a);
+            if (s && len < sizeof title - 1)
+                len += (size_t)snprintf(title + len, sizeof title - len, "%s%s", i ? " " : "", s);
+        }
+    json_decref(argv);
+    if (!title[0]) {
+        char* exe = mt_capture_meta_text(cap, "exe");
+        snprintf(title, sizeof title, "%s", exe ? exe : mt_capture_path(cap));
+        free(exe);
+    }
+    return mr_json_bytes(title); // snprintf may have cut a character in two
+}
+
+static json_t* string_ref(uint32_t id) {
+    return json_integer(id == MR_FLAME_NO_STRING ? -1 : (json_int_t)id);
+}
+
+// The kept nodes as rows [parent, name, module, loc, relevant, self bytes, self count];
+// newid[i] becomes kept node i's row.
+static json_t* node_rows(const mr_flame_tree* g, const uint32_t* target, uint32_t* newid) {
+    json_t* nodes = json_array();
+    for (size_t i = 0; i < g->n; i++) {
+        if (target[i] != i)
+            continue;
+        const mr_flame_node* n = &g->nodes[i];
+        newid[i] = (uint32_t)json_array_size(nodes);
+        json_t* a = json_array();
+        json_array_append_new(a, json_integer(i ? (json_int_t)newid[n->parent] : -1));
+        json_array_append_new(a, string_ref(n->name));
+        json_array_append_new(a, string_ref(n->module));
+        json_array_append_new(a, string_ref(n->loc));
+        json_array_append_new(a, json_integer(n->relevant));
+        json_array_append_new(a, json_integer((json_int_t)n->self_bytes));
+        json_array_append_new(a, json_integer((json_int_t)n->self_count));
+        json_array_append_new(nodes, a);
+    }
+    return nodes;
+}
+
+// Threads are listed by tid; rank[slot] is a thread's place in that list.
+static uint32_t* thread_ranks(const mr_flame_threads* threads) {
+    uint32_t* rank = calloc(threads->n + 1, sizeof *rank);
+    if (!rank)
+        return NULL;
+    for (size_t i = 0; i < threads->n; i++)
+        for (size_t k = 0; k < threads->n; k++)
+            if (threads->tids[k] < threads->tids[i])
+                rank[i]++;
+    return rank;
+}
+
+static int cmp_thread_self(const void* a, const void* b) {
+    const mr_flame_self *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+// Rows [node row, thread rank, self bytes, self count], sorted. Per-thread self values
+// follow their node into the kept ancestor, as the node's own self values do.
+static json_t* thread_self_rows(const mr_flame_threads* threads, const uint32_t* target,
+                                const uint32_t* newid, const uint32_t* rank) {
+    mr_flame_self_table folded = {0};
+    int e = mr_u64map_init(&folded.index);
+    for (size_t i = 0; i < threads->self.n && e == 0; i++) {
+        const mr_flame_self* r = &threads->self.rows[i];
+        e = mr_flame_tree_self_add(&folded, newid[target[r->node]], rank[r->thread], r->bytes,
+                                   r->count);
+    }
+    if (e) {
+        mr_flame_tree_self_free(&folded);
+        return NULL;
+    }
+    if (folded.n)
+        qsort(folded.rows, folded.n, sizeof *folded.rows, cmp_thread_self);
+    json_t* ts = json_array();
+    for (size_t i = 0; i < folded.n; i++) {
+        const mr_flame_self* r = &folded.rows[i];
+        json_t* a = json_array();
+        json_array_append_new(a, json_integer(r->node));
+        json_array_append_new(a, json_integer(r->thread));
+        json_array_append_new(a, json_integer((json_int_t)r->bytes));
+        json_array_append_new(a, json_integer((json_int_t)r->count));
+        json_array_append_new(ts, a);
+    }
+    mr_flame_tree_self_free(&folded);
+    return ts;
+}
+
+// The thread filter's list, in tid order: {tid, name, bytes}.
+static json_t* thread_list(mt_capture* cap, const mr_flame_threads* threads, const uint32_t* rank) {
+    json_t* names = json_object();
+    mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
+    json_t* tl = json_array();
+    for (size_t pos = 0; pos < threads->n; pos++) {
+        size_t i = 0;
+        while (rank[i] != pos)
+            i++;
+        char key[16];
+        snprintf(key, sizeof key, "%u", threads->tids[i]);
+        json_t* t = json_object();
+        json_object_set_new(t, "tid", json_integer(threads->tids[i]));
+        json_t* name = json_object_get(names, key);
+        json_object_set_new(t, "name", name ? json_incref(name) : json_null());
+        json_object_set_new(t, "bytes", json_integer((json_int_t)threads->bytes[i]));
+        json_array_append_new(tl, t);
+    }
+    json_decref(names);
+    return tl;
+}
+
+// --split-threads: "thread_self" and "threads".
+static int add_threads(json_t* o, mt_capture* cap, const mr_flame_threads* threads,
+                       const uint32_t* target, const uint32_t* newid) {
+    uint32_t* rank = thread_ranks(threads);
+    json_t* ts = rank ? thread_self_rows(threads, target, newid, rank) : NULL;
+    if (!ts) {
+        free(rank);
+        return -ENOMEM;
+    }
+    json_object_set_new(o, "thread_self", ts);
+    json_object_set_new(o, "threads", thread_list(cap, threads, rank));
+    free(rank);
+    return 0;
+}
+
+json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t* moment) {
+    uint32_t* newid = malloc(g->n * sizeof *newid);
+    if (!newid)
+        return NULL;
+    json_t* nodes = node_rows(g, g->target, newid);
+    json_t* o = json_object();
+    json_object_set_new(o, "version", json_integer(1));
+    json_object_set_new(o, "title", program_title(cap));
+    const char* path = mt_capture_path(cap);
+    const char* base = strrchr(path, '/');
+    json_object_set_new(o, "capture", mr_json_bytes(base ? base + 1 : path));
+    json_object_update(o, moment);
+    json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
+    json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
+    json_object_set_new(o, "merged_below", json_integer((json_int_t)g->threshold));
+    json_object_set_new(o, "merged_frames", json_integer((json_int_t)g->nmerged));
+    json_object_set_new(o, "strings", json_incref(g->strings));
+    json_object_set_new(o, "nodes", nodes);
+    if (g->split && add_threads(o, cap, &g->threads, g->target, newid)) {
+        json_decref(o);
+        o = NULL;
+    }
+    free(newid);
+    return o;
+}
