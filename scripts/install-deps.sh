@@ -15,6 +15,18 @@ test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-
            groff-base golang-go valgrind)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
+# node and npm run the speedscope export's tests (tests/exports/speedscope): Debian's, unless
+# a node with its npm is already there.
+[ "${1:-}" = "--test" ] && ! command -v npm >/dev/null && want+=(nodejs npm)
+# The npm packages of those tests, at the versions of their package-lock.json, into
+# tests/exports/speedscope/node_modules (again only when the lock file changed).
+speedscope_npm() {
+    local dir
+    dir="$(cd "$(dirname "$0")/.." && pwd)/tests/exports/speedscope"
+    [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] && return 0
+    echo "install-deps: npm ci in $dir" >&2
+    npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
+}
 # --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
 [ "${1:-}" = "--bench" ] && want+=("${test_pkgs[@]}" python3-matplotlib)
 # --fuzz: clang builds the libFuzzer targets; libclang-rt-14-dev holds libFuzzer itself (only
@@ -24,10 +36,14 @@ missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+    if [ "${1:-}" = "--test" ]; then speedscope_npm; fi
+    exit 0
+fi
 echo "install-deps: installing ${missing[*]}" >&2
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ "${1:-}" = "--test" ]; then speedscope_npm; fi

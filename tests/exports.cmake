@@ -49,3 +49,23 @@ add_test(NAME e2e.export_massif
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
           ${CMAKE_CURRENT_BINARY_DIR}/exports-massif)
 set_tests_properties(e2e.export_massif PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# speedscope: the file validates against the schema of speedscope's npm package (ajv) and
+# weighs what summary reports (fixtures, a traced program); speedscope's own page loads it
+# in headless chromium. The npm packages are pinned in exports/speedscope/package-lock.json
+# (scripts/install-deps.sh --test runs npm ci there); without them, or node, or chromium,
+# the tests skip.
+add_test(NAME e2e.export_speedscope
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/speedscope_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-speedscope
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>
+          $<$<TARGET_EXISTS:reports_prog>:$<TARGET_FILE:reports_prog>>)
+set_tests_properties(e2e.export_speedscope PROPERTIES LABELS e2e TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
+add_test(NAME e2e.export_speedscope_browser
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/speedscope_browser.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-speedscope-browser)
+set_tests_properties(e2e.export_speedscope_browser PROPERTIES LABELS e2e TIMEOUT 180
+                     SKIP_RETURN_CODE 77)
