@@ -69,3 +69,12 @@ add_test(NAME e2e.export_speedscope_browser
           ${CMAKE_CURRENT_BINARY_DIR}/exports-speedscope-browser)
 set_tests_properties(e2e.export_speedscope_browser PROPERTIES LABELS e2e TIMEOUT 180
                      SKIP_RETURN_CODE 77)
+
+# chrome: the trace-event JSON parses, its heap track peaks at summary's peak, its RSS/VSZ
+# tracks and marks are the capture's.
+add_test(NAME e2e.export_chrome
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/chrome_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-chrome)
+set_tests_properties(e2e.export_chrome PROPERTIES LABELS e2e TIMEOUT 120)

@@ -31,6 +31,8 @@ static const struct export_format {
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
     {"massif", mr_export_massif, false,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
+    {"chrome", mr_export_chrome, false,
+     "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
     {"pprof", mr_export_pprof, true, "gzipped profile.proto, Go heap profile types (go tool pprof)"},
 };
 

@@ -47,6 +47,11 @@ int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen
 // allocation tree (allocator at the root, callers below).
 int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// chrome: Chrome's trace-event JSON: counter tracks of the heap's live bytes (thinned to a
+// few thousand intervals, each keeping its highest point), RSS, VSZ and the NPU counters;
+// marks as instant events, ranges as complete events; times in microseconds.
+int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
 // alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
 // locations with their mappings (build-ids), inlined functions as lines of a location.
