@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // memreport stats: top allocation sites by bytes live at the peak, by bytes allocated and
 // by allocation count; a power-of-two histogram of sizes; temporary allocations by site;
-// totals per thread. One replay with per-callsite and per-thread counters, so memory is
-// the live set plus a few words per callsite, whatever the number of events.
+// totals per thread. Bytes and counts per callsite and thread come from the aggregation
+// model (profile.h, live at the peak and at the end); the event-level measures
+// (temporaries, sizes, frees) from observing its replay.
 #include "commands.h"
 #include "escape.h"
 #include "options.h"
 #include "output.h"
-#include "replay.h"
+#include "profile.h"
 #include "sites.h"
 #include "stack_json.h"
 #include "u64map.h"
@@ -45,9 +46,7 @@ static const char stats_help[] =
 #define NBUCKETS 65
 
 typedef struct site {
-    uint64_t count, bytes, temporary;
-    uint64_t live, at_peak; // at_peak: live when the latest peak was reached (see note)
-    uint32_t epoch;         // peak epoch at which at_peak was captured
+    uint64_t count, bytes, temporary, at_peak;
 } site;
 
 typedef struct thread_stat {
@@ -70,17 +69,15 @@ typedef struct stats {
     uint32_t ncallsites;
     uint32_t* canon;     // callsite -> representative of its symbolized stack (sites.h)
     site* site;          // indexed by callsite id, ncallsites entries
-    uint32_t peak_epoch; // bumped each time the global peak rises
     mr_u64map tid_index; // tid -> index into threads
     thread_stat* threads;
     size_t nthreads, capthreads;
     uint32_t cached_tid;
     size_t cached_index;
     uint64_t hist_count[NBUCKETS], hist_bytes[NBUCKETS];
-    uint64_t temporary;
+    uint64_t temporary, frees;
     alloc_key last_alloc;  // the allocation heaptrack compares the next free with
     alloc_key first_alloc; // the process's first allocation (see is_temporary)
-    uint64_t progress_total;
 } stats;
 
 static unsigned bucket_of(uint64_t size) {
@@ -107,16 +104,9 @@ static thread_stat* thread_of(stats* s, uint32_t tid) {
     return &s->threads[i];
 }
 
-// Per-site bytes at the global peak in one pass: a site's live value is saved lazily the
-// first time it changes after a new peak, so at the end each site holds either that saved
-// value (it changed since the latest peak) or its current one (it did not).
-static site* touch(stats* s, uint32_t callsite) {
-    site* st = &s->site[callsite < s->ncallsites ? s->canon[callsite] : 0];
-    if (st->epoch != s->peak_epoch) {
-        st->at_peak = st->live;
-        st->epoch = s->peak_epoch;
-    }
-    return st;
+// The site row of a callsite (ids the capture does not have count as "no stack").
+static site* site_of(stats* s, uint32_t callsite) {
+    return &s->site[callsite < s->ncallsites ? s->canon[callsite] : 0];
 }
 
 // heaptrack 1.4's rule (src/analyze/accumulatedtracedata.cpp), reproduced exactly: a free
@@ -132,41 +122,48 @@ static bool is_temporary(stats* s, const mr_block* freed) {
     return temporary;
 }
 
+// Observes the model's replay: the measures of events, not of callsites.
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)r;
     stats* s = ud;
     thread_stat* th = thread_of(s, ev->tid);
     if (!th)
         return -ENOMEM;
     if (mt_kind_is_alloc(ev->kind)) {
-        site* st = touch(s, ev->callsite);
-        st->count++;
-        st->bytes += ev->size;
-        st->live += ev->size;
-        th->allocations++;
-        th->bytes += ev->size;
         s->last_alloc = (alloc_key){.size = ev->size, .callsite = ev->callsite, .set = true};
         if (!s->first_alloc.set)
             s->first_alloc = s->last_alloc;
         unsigned b = bucket_of(ev->size);
         s->hist_count[b]++;
         s->hist_bytes[b] += ev->size;
-        // This event raised the peak: every site's current value is the new snapshot.
-        if (r->peak_seq == ev->seq)
-            s->peak_epoch++;
     } else if (mt_kind_is_free(ev->kind)) {
         th->frees++;
-        if (freed) {
-            site* st = touch(s, freed->callsite);
-            st->live -= freed->size;
-            if (is_temporary(s, freed)) {
-                st->temporary++;
-                th->temporary++;
-                s->temporary++;
-            }
+        s->frees++;
+        if (freed && is_temporary(s, freed)) {
+            site_of(s, freed->callsite)->temporary++;
+            th->temporary++;
+            s->temporary++;
         }
     }
-    if ((r->events & 0xfffff) == 0 && s->progress_total)
-        mr_progress("stats", (double)r->events / (double)s->progress_total);
+    return 0;
+}
+
+// Adds the model's rows (per callsite and thread) to the sites and threads.
+static int add_profile(stats* s, const mr_profile* p) {
+    for (size_t i = 0; i < p->nrows; i++) {
+        const mr_profile_row* r = &p->rows[i];
+        site* st = site_of(s, r->callsite);
+        st->count += r->alloc_count;
+        st->bytes += r->alloc_bytes;
+        st->at_peak += r->live_bytes;
+        thread_stat* th = thread_of(s, r->tid);
+        if (!th)
+            return -ENOMEM;
+        th->allocations += r->alloc_count;
+        th->bytes += r->alloc_bytes;
+        th->live_bytes += r->end_bytes;
+        th->live_blocks += r->end_blocks;
+    }
     return 0;
 }
 
@@ -263,14 +260,8 @@ static row* site_rows(const stats* s, size_t* nrows) {
         const site* st = &s->site[i];
         if (!st->count)
             continue;
-        rows[n++] = (row){i,
-                          1,
-                          st->bytes,
-                          mr_site_label(s->labels, i),
-                          st->count,
-                          st->bytes,
-                          st->temporary,
-                          st->epoch == s->peak_epoch ? st->at_peak : st->live};
+        rows[n++] = (row){i,         1,         st->bytes,     mr_site_label(s->labels, i),
+                          st->count, st->bytes, st->temporary, st->at_peak};
     }
     *nrows = s->by_stack ? n : merge_by_label(rows, n);
     return rows;
@@ -327,16 +318,7 @@ static json_t* thread_json(const thread_stat* th, json_t* names) {
 }
 
 // Totals per thread, by tid.
-static json_t* thread_table(mt_capture* cap, stats* s, const mr_replay* r) {
-    // Live-at-end per thread comes from the blocks still in the replay's table.
-    const mr_block* b;
-    for (size_t i = 0; mr_heapmap_next(&r->live, &i, &b);) {
-        thread_stat* th = thread_of(s, b->tid);
-        if (th) {
-            th->live_bytes += b->size;
-            th->live_blocks++;
-        }
-    }
+static json_t* thread_table(mt_capture* cap, stats* s) {
     // No threads (an imported NPU capture): threads is NULL, which qsort must not get.
     if (s->nthreads > 1)
         qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
@@ -349,7 +331,7 @@ static json_t* thread_table(mt_capture* cap, stats* s, const mr_replay* r) {
     return threads;
 }
 
-static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top) {
+static json_t* build_report(mt_capture* cap, stats* s, const mr_profile* p, int heap, size_t top) {
     size_t n;
     row* rows = site_rows(s, &n);
     if (!rows)
@@ -358,19 +340,19 @@ static json_t* build_report(mt_capture* cap, stats* s, mr_replay* r, size_t top)
     json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
     json_object_set_new(o, "status",
                         json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
-    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
-    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
-    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
-    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
+    json_object_set_new(o, "frees", json_integer((json_int_t)s->frees));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
     // An imported NPU heap counts time in allocation steps, not nanoseconds.
-    bool steps = r->heap == MT_HEAP_NPU;
-    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
+    bool steps = heap == MT_HEAP_NPU;
+    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(p->peak_ts));
     json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
     add_top_tables(o, s, rows, n, top);
     free(rows);
     json_object_set_new(o, "sizes", size_histogram(s));
-    json_object_set_new(o, "threads", thread_table(cap, s, r));
+    json_object_set_new(o, "threads", thread_table(cap, s));
     return o;
 }
 
@@ -523,13 +505,12 @@ static int parse_args(int argc, char** argv, stats_args* a) {
 }
 
 // The counters for one replay: per callsite, per thread, the site labels.
-static int stats_init(stats* s, const stats_args* a, mr_symbols* sites, mt_capture* cap) {
+static int stats_init(stats* s, const stats_args* a, mr_symbols* sites) {
     *s = (stats){.sites = sites,
                  .ncallsites = mr_symbols_callsite_count(sites),
                  .by_stack = a->by_stack,
                  .all_frames = a->all_frames};
     s->labels = mr_site_labels_new(sites);
-    s->progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     s->site = calloc((size_t)s->ncallsites + 1, sizeof *s->site);
     s->canon = mr_sites_canonical(sites);
     if (!s->site || !s->canon || !s->labels || mr_u64map_init(&s->tid_index))
@@ -545,29 +526,31 @@ static void stats_free(stats* s) {
     mr_site_labels_free(s->labels);
 }
 
-// Replays the capture into `s` and writes the report. Returns an exit code.
+// Builds the model's rows at the peak, per thread, observing its replay into `s`, and
+// writes the report. Returns an exit code.
 static int report(const char* path, mt_capture* cap, stats* s, const stats_args* a) {
-    mr_replay r;
-    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap))) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    int rc, e = mr_replay_run(&r, UINT64_MAX, on_event, s);
-    mr_progress("stats", -1);
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
+    q.by_thread = true;
+    q.observe = on_event;
+    q.observe_ud = s;
+    q.progress = "stats";
+    mr_profile p;
+    char err[256];
+    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
     if (e) {
-        mr_error(path, "%s", r.err[0] ? r.err : e == -ENOMEM ? "out of memory" : "corrupt capture");
-        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    } else {
-        json_t* rep = build_report(cap, s, &r, a->top);
-        if (!rep) {
-            mr_error(path, "out of memory");
-            rc = MR_EXIT_IO;
-        } else {
-            rc = mr_write_report(&a->opt, rep, print_text);
-        }
-        json_decref(rep);
+        mr_error(path, "%s", err);
+        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
-    mr_replay_free(&r);
+    json_t* rep = add_profile(s, &p) ? NULL : build_report(cap, s, &p, q.heap, a->top);
+    int rc;
+    if (!rep) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    } else {
+        rc = mr_write_report(&a->opt, rep, print_text);
+    }
+    json_decref(rep);
+    mr_profile_free(&p);
     return rc;
 }
 
@@ -584,7 +567,7 @@ int mr_cmd_stats(int argc, char** argv) {
     if ((rc = mr_open_capture_symbols(path, &cap, &sites)))
         return rc;
     stats s;
-    if (stats_init(&s, &a, sites, cap)) {
+    if (stats_init(&s, &a, sites)) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
