@@ -86,6 +86,7 @@ typedef enum mr_metric {
     MR_METRIC_END_BYTES,
     MR_METRIC_END_BLOCKS,
 } mr_metric;
+#define MR_NMETRICS 6 // the number of mr_metric values, for arrays indexed by them
 
 uint64_t mr_profile_row_value(const mr_profile_row* r, mr_metric m);
 

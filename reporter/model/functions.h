@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// The function view of the aggregation model: a profile's rows (profile.h) summed per
+// function, heaptrack's and memray's "self" and "total" (inclusive). A function is a name
+// and a source file; inlined functions count as functions of their own. Over the
+// locations a stack shows (symbols.h: frames leaf first, each expanded into its inlined
+// functions, innermost first; noise frames hidden unless all_frames):
+//   - self: the function of the leaf-most location;
+//   - total: every function of the stack, counted once per stack even when recursive.
+// A stack of noise frames only is shown whole (as sites.h names its site by its leaf
+// frame); a row without a stack counts under "(no stack)". So the self values of every
+// function add up to the profile's totals. Pure computation; it never reads the capture.
+#ifndef MR_FUNCTIONS_H
+#define MR_FUNCTIONS_H
+
+#include "profile.h"
+#include "symbols.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mr_function {
+    const char* name;           // lives as long as the mr_symbols
+    const char* file;           // NULL without line info
+    uint64_t self[MR_NMETRICS]; // indexed by mr_metric
+    uint64_t total[MR_NMETRICS];
+} mr_function;
+
+typedef struct mr_functions {
+    mr_function* v; // the functions some stack shows, by name then file
+    size_t n;
+} mr_functions;
+
+// Returns 0 or -ENOMEM.
+int mr_functions_build(const mr_profile* p, const mr_symbols* sy, bool all_frames,
+                       mr_functions* out);
+void mr_functions_free(mr_functions* f);
+
+#endif
