@@ -413,7 +413,8 @@ int mr_cmd_sql(int argc, char** argv) {
         return mr_usage_error(sql_help, "sql: --csv and --json exclude each other");
     int npos = argc - optind;
     if (npos < 1 || npos > 2)
-        return mr_usage_error(sql_help, "sql takes a capture and at most one query, got %d", npos);
+        return mr_usage_error(sql_help, "sql takes one capture and at most one query, got %d",
+                              npos);
     session s = {.path = argv[optind]};
     const char* query = npos == 2 ? argv[optind + 1] : NULL;
     char err[512];

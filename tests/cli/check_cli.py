@@ -187,6 +187,11 @@ def case_usage(a):
     usage_error(a, ["summarize", fx], r"memreport: unknown command 'summarize'",
                 "an unknown command", n)
     for name in commands(a):
+        if name == "sql":  # sql CAPTURE [QUERY]: its second argument is a query
+            usage_error(a, [name, fx, "select 1", fx],
+                        r"memreport: sql takes one capture and at most one query, got 3",
+                        "sql with two queries")
+            continue
         usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
                     f"{name} with two inputs")
         usage_error(a, [name, "--bogus", fx],
