@@ -25,6 +25,8 @@ static const struct export_format {
 } formats[] = {
     {"folded", mr_export_folded, false,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
+    {"pprof", mr_export_pprof, true,
+     "gzipped profile.proto, Go heap profile types (go tool pprof)"},
     {"speedscope", mr_export_speedscope, false,
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
     {"csv", mr_export_csv, false,
@@ -33,7 +35,6 @@ static const struct export_format {
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
     {"chrome", mr_export_chrome, false,
      "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
-    {"pprof", mr_export_pprof, true, "gzipped profile.proto, Go heap profile types (go tool pprof)"},
 };
 
 static const char export_help_head[] =
@@ -175,11 +176,6 @@ static int parse_args(int argc, char** argv, export_args* a) {
     }
     if (moments > 1)
         return mr_usage_error(export_help(), "export: --at and --leaks exclude each other");
-    if (!a->format)
-        return mr_usage_error(export_help(), "export: --format is required");
-    if (a->format->binary && !strcmp(a->opt.output, "-") && isatty(STDOUT_FILENO))
-        return mr_usage_error(export_help(), "export: %s is binary: name a file with -o",
-                              a->format->name);
     return MR_OPT_NEXT;
 }
 
@@ -228,6 +224,11 @@ int mr_cmd_export(int argc, char** argv) {
     const char* path = mr_opts_input(argc, argv, export_help());
     if (!path)
         return MR_EXIT_USAGE;
+    if (!a.format)
+        return mr_usage_error(export_help(), "export: --format is required");
+    if (a.format->binary && !strcmp(a.opt.output, "-") && isatty(STDOUT_FILENO))
+        return mr_usage_error(export_help(), "export: %s is binary: name a file with -o",
+                              a.format->name);
     mt_capture* cap;
     mr_symbols* sym;
     if ((rc = mr_open_capture_symbols(path, &cap, &sym)))

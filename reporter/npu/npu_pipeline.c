@@ -158,6 +158,34 @@ static void add_line(pipeline* q, batch** b, size_t* slot, const unsigned char* 
         *b = hand_over(q, *b, slot);
 }
 
+// Hands over every complete line of buf[start, len) and returns where the unfinished rest
+// begins. *skipping: the line under way was too long and is dropped up to its end;
+// *after_cr: the last line ended with a CR at the end of buf, so an LF read next is its.
+static size_t take_lines(pipeline* q, unsigned char* buf, size_t start, size_t len, batch** b,
+                         size_t* slot, bool* skipping, bool* after_cr) {
+    const unsigned char* eol;
+    while (*b && (eol = find_eol(buf + start, len - start))) {
+        size_t e = (size_t)(eol - buf);
+        q->lineno++;
+        if (*skipping) {
+            *skipping = false;
+        } else {
+            unsigned char term = buf[e];
+            buf[e] = '\0';
+            add_line(q, b, slot, buf + start, e - start);
+            buf[e] = term;
+        }
+        start = e + 1;
+        if (*eol == '\r') {
+            if (start < len && buf[start] == '\n')
+                start++;
+            else if (start == len)
+                *after_cr = true;
+        }
+    }
+    return start;
+}
+
 static void* reader_main(void* arg) {
     pipeline* q = arg;
     size_t cap = MR_NPU_LINE_LIMIT + READ_CHUNK, slot = 0;
@@ -189,26 +217,7 @@ static void* reader_main(void* arg) {
                 start = 1;
             after_cr = false;
         }
-        const unsigned char* eol;
-        while (b && (eol = find_eol(buf + start, len - start))) {
-            size_t e = (size_t)(eol - buf);
-            q->lineno++;
-            if (skipping) {
-                skipping = false;
-            } else {
-                unsigned char term = buf[e];
-                buf[e] = '\0';
-                add_line(q, &b, &slot, buf + start, e - start);
-                buf[e] = term;
-            }
-            start = e + 1;
-            if (*eol == '\r') {
-                if (start < len && buf[start] == '\n')
-                    start++;
-                else if (start == len)
-                    after_cr = true;
-            }
-        }
+        start = take_lines(q, buf, start, len, &b, &slot, &skipping, &after_cr);
         if (!b)
             break;
         if (got == 0) { // EOF: the last line may lack a terminator

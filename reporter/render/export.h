@@ -33,6 +33,11 @@ typedef int (*mr_export_fn)(FILE* out, const mr_export_input* in, char* err, siz
 // value of in->metric, outermost frame first, inlined functions as frames of their own.
 int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
+// pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
+// alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
+// locations with their mappings (build-ids), inlined functions as lines of a location.
+int mr_export_pprof(FILE* out, const mr_export_input* in, char* err, size_t errlen);
+
 // speedscope: speedscope's JSON file format, one "sampled" profile per metric (live bytes at
 // the moment, bytes allocated and allocations in the range; in->metric's is the one shown
 // first), stacks root first over shared frames (function, file, line).
@@ -51,11 +56,6 @@ int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t err
 // few thousand intervals, each keeping its highest point), RSS, VSZ and the NPU counters;
 // marks as instant events, ranges as complete events; times in microseconds.
 int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t errlen);
-
-// pprof: a gzipped profile.proto as Go writes heap profiles: per callsite the samples
-// alloc_objects, alloc_space (in the range), inuse_objects, inuse_space (at the moment),
-// locations with their mappings (build-ids), inlined functions as lines of a location.
-int mr_export_pprof(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // The locations of the stack of `leaf`, outermost first, for the formats that list frames
 // root first: each physical frame, then the functions inlined into it, outer to inner
