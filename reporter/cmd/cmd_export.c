@@ -20,20 +20,21 @@
 static const struct export_format {
     const char* name;
     mr_export_fn write;
-    bool binary; // never written to a terminal
+    bool binary;  // never written to a terminal
+    bool streams; // reads the events itself: the profile is not built (in->prof is empty)
     const char* help;
 } formats[] = {
-    {"folded", mr_export_folded, false,
+    {"folded", mr_export_folded, false, false,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
-    {"pprof", mr_export_pprof, true,
+    {"pprof", mr_export_pprof, true, false,
      "gzipped profile.proto, Go heap profile types (go tool pprof)"},
-    {"speedscope", mr_export_speedscope, false,
+    {"speedscope", mr_export_speedscope, false, false,
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
-    {"csv", mr_export_csv, false,
+    {"csv", mr_export_csv, false, true,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
-    {"massif", mr_export_massif, false,
+    {"massif", mr_export_massif, false, false,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
-    {"chrome", mr_export_chrome, false,
+    {"chrome", mr_export_chrome, false, false,
      "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
 };
 
@@ -244,7 +245,8 @@ int mr_cmd_export(int argc, char** argv) {
                           .all_frames = a.all_frames};
     char err[256];
     if (!(rc = make_query(&a, path, cap, &q, &in.steps))) {
-        if (mr_profile_build(cap, &q, &prof, err, sizeof err)) {
+        memset(&prof, 0, sizeof prof);
+        if (!a.format->streams && mr_profile_build(cap, &q, &prof, err, sizeof err)) {
             mr_error(path, "%s", err);
             rc = MR_EXIT_BAD_INPUT;
         } else {
