@@ -13,6 +13,8 @@ SQLITE_EXTENSION_INIT1
 #include <sqlite3.h>
 #endif
 
+#include "sql_internal.h"
+
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 #include "memtrace/sql.h"
@@ -22,248 +24,6 @@ SQLITE_EXTENSION_INIT1
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
-
-// Upper bound of events in one chunk; a larger count means a corrupt row (as the reader).
-#define MAX_CHUNK_EVENTS (1u << 22)
-
-// ---- chunk merge: the events of the selected chunks in (seq, heap) order
-
-typedef struct chunk_info {
-    int64_t id;
-    mt_chunk_header h;
-    int64_t codec;
-} chunk_info;
-
-typedef struct chunk_events {
-    mt_event* ev;
-    size_t n, pos;
-} chunk_events;
-
-// Which events a scan wants: inclusive bounds (the whole range when unconstrained).
-typedef struct event_bounds {
-    int64_t seq_lo, seq_hi, ts_lo, ts_hi, heap_lo, heap_hi;
-} event_bounds;
-
-typedef struct chunk_merge {
-    sqlite3* db;
-    sqlite3_stmt* blob; // SELECT data FROM event_chunk WHERE id=?
-    int64_t want_codec;
-    chunk_info* chunks; // selected chunks, by seq_first
-    size_t nchunks, next;
-    chunk_events** heap; // min-heap of loaded chunks on their current event
-    size_t nheap;
-    event_bounds b;
-    char* err; // sqlite3_malloc'd message after a failure
-} chunk_merge;
-
-static bool event_before(const mt_event* a, const mt_event* b) {
-    return a->seq < b->seq || (a->seq == b->seq && a->heap < b->heap);
-}
-
-static const mt_event* top_event(const chunk_merge* m, size_t i) {
-    return &m->heap[i]->ev[m->heap[i]->pos];
-}
-
-static void sift_down(chunk_merge* m, size_t i) {
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, s = i;
-        if (l < m->nheap && event_before(top_event(m, l), top_event(m, s)))
-            s = l;
-        if (r < m->nheap && event_before(top_event(m, r), top_event(m, s)))
-            s = r;
-        if (s == i)
-            return;
-        chunk_events* t = m->heap[i];
-        m->heap[i] = m->heap[s];
-        m->heap[s] = t;
-        i = s;
-    }
-}
-
-static void sift_up(chunk_merge* m, size_t i) {
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!event_before(top_event(m, i), top_event(m, p)))
-            return;
-        chunk_events* t = m->heap[i];
-        m->heap[i] = m->heap[p];
-        m->heap[p] = t;
-        i = p;
-    }
-}
-
-static void chunk_events_free(chunk_events* c) {
-    if (c) {
-        sqlite3_free(c->ev);
-        sqlite3_free(c);
-    }
-}
-
-static void merge_reset(chunk_merge* m) {
-    for (size_t i = 0; i < m->nheap; i++)
-        chunk_events_free(m->heap[i]);
-    sqlite3_free(m->heap);
-    sqlite3_free(m->chunks);
-    sqlite3_free(m->err);
-    m->heap = NULL;
-    m->chunks = NULL;
-    m->err = NULL;
-    m->nheap = m->nchunks = m->next = 0;
-}
-
-static void merge_free(chunk_merge* m) {
-    merge_reset(m);
-    sqlite3_finalize(m->blob);
-    m->blob = NULL;
-}
-
-static int merge_fail(chunk_merge* m, int rc, const char* what, int64_t id) {
-    sqlite3_free(m->err);
-    m->err = id ? sqlite3_mprintf("event chunk %lld is corrupt (%s)", (long long)id, what)
-                : sqlite3_mprintf("%s", what);
-    return rc;
-}
-
-static int merge_init(chunk_merge* m, sqlite3* db) {
-    memset(m, 0, sizeof *m);
-    m->db = db;
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(db, "PRAGMA main.user_version", -1, &st, NULL) != SQLITE_OK)
-        return SQLITE_ERROR;
-    int64_t version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
-    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
-    m->want_codec = version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
-    return SQLITE_OK;
-}
-
-// Selects the chunks that may hold events inside b: the chunk bounds do the pushdown.
-static int merge_start(chunk_merge* m, const event_bounds* b) {
-    merge_reset(m);
-    m->b = *b;
-    sqlite3_stmt* st;
-    int rc = sqlite3_prepare_v2(m->db,
-                                "SELECT id, heap, seq_first, seq_last, ts_first, ts_last, count,"
-                                " codec FROM main.event_chunk WHERE heap BETWEEN ?1 AND ?2"
-                                " AND seq_last >= ?3 AND seq_first <= ?4 AND ts_last >= ?5"
-                                " AND ts_first <= ?6 ORDER BY seq_first, heap, id",
-                                -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return merge_fail(m, rc, sqlite3_errmsg(m->db), 0);
-    const int64_t bind[] = {b->heap_lo, b->heap_hi, b->seq_lo, b->seq_hi, b->ts_lo, b->ts_hi};
-    for (int i = 0; i < 6; i++)
-        sqlite3_bind_int64(st, i + 1, bind[i]);
-    size_t cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (m->nchunks == cap) {
-            cap = cap ? 2 * cap : 256;
-            chunk_info* grown = sqlite3_realloc64(m->chunks, cap * sizeof *grown);
-            if (!grown) {
-                sqlite3_finalize(st);
-                return merge_fail(m, SQLITE_NOMEM, "out of memory", 0);
-            }
-            m->chunks = grown;
-        }
-        chunk_info* c = &m->chunks[m->nchunks++];
-        c->id = sqlite3_column_int64(st, 0);
-        c->h = (mt_chunk_header){.heap = sqlite3_column_int64(st, 1),
-                                 .seq_first = sqlite3_column_int64(st, 2),
-                                 .seq_last = sqlite3_column_int64(st, 3),
-                                 .ts_first = sqlite3_column_int64(st, 4),
-                                 .ts_last = sqlite3_column_int64(st, 5),
-                                 .count = sqlite3_column_int64(st, 6)};
-        c->codec = sqlite3_column_int64(st, 7);
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return merge_fail(m, rc, sqlite3_errmsg(m->db), 0);
-    if (m->nchunks && !(m->heap = sqlite3_malloc64(m->nchunks * sizeof *m->heap)))
-        return merge_fail(m, SQLITE_NOMEM, "out of memory", 0);
-    return SQLITE_OK;
-}
-
-// Decodes the next selected chunk, after checking its checksum, onto the merge heap.
-static int load_chunk(chunk_merge* m) {
-    const chunk_info* c = &m->chunks[m->next++];
-    if (c->codec != m->want_codec)
-        return merge_fail(m, SQLITE_CORRUPT, "unexpected codec", c->id);
-    if (c->h.count <= 0 || c->h.count > MAX_CHUNK_EVENTS || c->h.heap < 0 || c->h.heap > 255)
-        return merge_fail(m, SQLITE_CORRUPT, "impossible event count or heap", c->id);
-    if (!m->blob && sqlite3_prepare_v2(m->db, "SELECT data FROM main.event_chunk WHERE id=?1", -1,
-                                       &m->blob, NULL) != SQLITE_OK)
-        return merge_fail(m, SQLITE_ERROR, sqlite3_errmsg(m->db), 0);
-    sqlite3_bind_int64(m->blob, 1, c->id);
-    int rc = sqlite3_step(m->blob);
-    if (rc != SQLITE_ROW) {
-        sqlite3_reset(m->blob);
-        return rc == SQLITE_DONE ? merge_fail(m, SQLITE_CORRUPT, "its row vanished", c->id)
-                                 : merge_fail(m, rc, sqlite3_errmsg(m->db), 0);
-    }
-    const uint8_t* data = sqlite3_column_blob(m->blob, 0);
-    size_t len = (size_t)sqlite3_column_bytes(m->blob, 0);
-    if (c->codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
-        long payload = mt_chunk_verify(&c->h, data, len);
-        if (payload < 0) {
-            sqlite3_reset(m->blob);
-            return merge_fail(m, SQLITE_CORRUPT, "checksum mismatch", c->id);
-        }
-        len = (size_t)payload;
-    }
-    chunk_events* ce = sqlite3_malloc(sizeof *ce);
-    mt_event* ev = sqlite3_malloc64((uint64_t)c->h.count * sizeof *ev);
-    if (!ce || !ev) {
-        sqlite3_free(ce);
-        sqlite3_free(ev);
-        sqlite3_reset(m->blob);
-        return merge_fail(m, SQLITE_NOMEM, "out of memory", 0);
-    }
-    *ce = (chunk_events){ev, (size_t)c->h.count, 0};
-    rc = mt_codec_decode(data, len, ce->n, (uint8_t)c->h.heap, ev);
-    sqlite3_reset(m->blob);
-    if (rc != 0 || ev[0].seq != (uint64_t)c->h.seq_first) {
-        chunk_events_free(ce);
-        return merge_fail(m, SQLITE_CORRUPT, "its events do not decode", c->id);
-    }
-    m->heap[m->nheap] = ce;
-    sift_up(m, m->nheap++);
-    return SQLITE_OK;
-}
-
-static bool in_bounds(const event_bounds* b, const mt_event* e) {
-    return (int64_t)e->seq >= b->seq_lo && (int64_t)e->seq <= b->seq_hi && e->ts >= b->ts_lo &&
-           e->ts <= b->ts_hi;
-}
-
-// The next event inside the bounds: 1 with *ev filled, 0 at the end, or an SQLite error.
-static int merge_next(chunk_merge* m, mt_event* ev) {
-    for (;;) {
-        // An unread event of smaller seq lives in a chunk starting at or below it, so every
-        // chunk starting at or below the smallest loaded seq is loaded first.
-        while (m->next < m->nchunks &&
-               (m->nheap == 0 || m->chunks[m->next].h.seq_first <= (int64_t)top_event(m, 0)->seq)) {
-            int rc = load_chunk(m);
-            if (rc != SQLITE_OK)
-                return rc;
-        }
-        if (m->nheap == 0)
-            return 0;
-        chunk_events* c = m->heap[0];
-        *ev = c->ev[c->pos++];
-        if (c->pos == c->n) {
-            m->heap[0] = m->heap[--m->nheap];
-            chunk_events_free(c);
-        }
-        if (m->nheap > 0)
-            sift_down(m, 0);
-        if ((int64_t)ev->seq > m->b.seq_hi && m->next == m->nchunks &&
-            (m->nheap == 0 || (int64_t)top_event(m, 0)->seq > m->b.seq_hi))
-            return 0; // past the range: nothing left can be inside it
-        if (in_bounds(&m->b, ev))
-            return 1;
-    }
-}
 
 // ---- constraint pushdown, shared by xBestIndex and xFilter
 
@@ -445,14 +205,14 @@ static int events_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
 
 static int events_close(sqlite3_vtab_cursor* cur) {
     events_cursor* c = (events_cursor*)cur;
-    merge_free(&c->m);
+    mt_sql_merge_free(&c->m);
     sqlite3_free(c);
     return SQLITE_OK;
 }
 
 static int events_next(sqlite3_vtab_cursor* cur) {
     events_cursor* c = (events_cursor*)cur;
-    int rc = merge_next(&c->m, &c->ev);
+    int rc = mt_sql_merge_next(&c->m, &c->ev);
     if (rc != 0 && rc != 1)
         return cursor_error(cur, &c->m, rc);
     c->eof = rc == 0;
@@ -464,12 +224,12 @@ static int events_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, in
                          sqlite3_value** argv) {
     events_cursor* c = (events_cursor*)cur;
     (void)idx;
-    merge_free(&c->m);
+    mt_sql_merge_free(&c->m);
     c->rowid = 0;
     event_bounds b = bounds_from(plan, argc, argv);
-    int rc = merge_init(&c->m, cursor_db(cur));
+    int rc = mt_sql_merge_init(&c->m, cursor_db(cur));
     if (rc == SQLITE_OK)
-        rc = merge_start(&c->m, &b);
+        rc = mt_sql_merge_start(&c->m, &b);
     if (rc != SQLITE_OK)
         return cursor_error(cur, &c->m, rc);
     return events_next(cur);
@@ -528,132 +288,6 @@ static sqlite3_module events_module = {
     .xRowid = events_rowid,
 };
 
-// ---- address map of the live blocks, for allocations
-
-// Open addressing with linear probing, hashed by simple tabulation with random tables: the
-// addresses come from the traced program, and with tables drawn after the capture was
-// written no set of addresses can be made to collide (linear probing with tabulation
-// hashing takes O(1) expected probes whatever the keys).
-typedef struct live_block {
-    uint64_t addr, size, seq;
-    int64_t ts;
-    uint32_t callsite, tid;
-} live_block;
-
-typedef struct addr_map {
-    live_block* slots; // addr 0 marks an empty slot; a block at 0 is kept in `zero`
-    size_t mask, count;
-    bool has_zero;
-    live_block zero;
-    uint64_t table[8][256];
-} addr_map;
-
-static size_t addr_hash(const addr_map* m, uint64_t a) {
-    uint64_t h = 0;
-    for (int i = 0; i < 8; i++, a >>= 8)
-        h ^= m->table[i][a & 0xff];
-    return (size_t)h;
-}
-
-static int map_init(addr_map* m) {
-    memset(m, 0, sizeof *m);
-    if (getrandom(m->table, sizeof m->table, 0) != (ssize_t)sizeof m->table) {
-        // No entropy source: a seeded generator still keeps the tables unknown in advance.
-        uint64_t x = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)m;
-        for (int i = 0; i < 8; i++)
-            for (int j = 0; j < 256; j++) {
-                x += 0x9e3779b97f4a7c15ull;
-                uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-                z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-                m->table[i][j] = z ^ (z >> 31);
-            }
-    }
-    m->slots = sqlite3_malloc64(1024 * sizeof *m->slots);
-    if (!m->slots)
-        return SQLITE_NOMEM;
-    memset(m->slots, 0, 1024 * sizeof *m->slots);
-    m->mask = 1023;
-    return SQLITE_OK;
-}
-
-static void map_clear(addr_map* m) {
-    memset(m->slots, 0, (m->mask + 1) * sizeof *m->slots);
-    m->count = 0;
-    m->has_zero = false;
-}
-
-static size_t map_find(const addr_map* m, uint64_t addr) {
-    size_t i = addr_hash(m, addr) & m->mask;
-    while (m->slots[i].addr && m->slots[i].addr != addr)
-        i = (i + 1) & m->mask;
-    return i;
-}
-
-static int map_grow(addr_map* m) {
-    size_t cap = 2 * (m->mask + 1);
-    live_block* old = m->slots;
-    size_t oldcap = m->mask + 1;
-    live_block* slots = sqlite3_malloc64(cap * sizeof *slots);
-    if (!slots)
-        return SQLITE_NOMEM;
-    memset(slots, 0, cap * sizeof *slots);
-    m->slots = slots;
-    m->mask = cap - 1;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].addr)
-            m->slots[map_find(m, old[i].addr)] = old[i];
-    sqlite3_free(old);
-    return SQLITE_OK;
-}
-
-// Inserts b; a block already live at that address is returned in *old (had = true).
-static int map_put(addr_map* m, const live_block* b, live_block* old, bool* had) {
-    if (b->addr == 0) {
-        *had = m->has_zero;
-        *old = m->zero;
-        m->zero = *b;
-        m->has_zero = true;
-        return SQLITE_OK;
-    }
-    if (2 * (m->count + 1) > m->mask + 1 && map_grow(m) != SQLITE_OK)
-        return SQLITE_NOMEM;
-    size_t i = map_find(m, b->addr);
-    *had = m->slots[i].addr != 0;
-    *old = m->slots[i];
-    if (!*had)
-        m->count++;
-    m->slots[i] = *b;
-    return SQLITE_OK;
-}
-
-// Removes the block at addr into *out; false when none is live there.
-static bool map_take(addr_map* m, uint64_t addr, live_block* out) {
-    if (addr == 0) {
-        *out = m->zero;
-        bool had = m->has_zero;
-        m->has_zero = false;
-        return had;
-    }
-    size_t i = map_find(m, addr);
-    if (!m->slots[i].addr)
-        return false;
-    *out = m->slots[i];
-    m->count--;
-    // Backward-shift deletion: pull later entries of the probe run into the hole.
-    for (size_t j = i;;) {
-        j = (j + 1) & m->mask;
-        if (!m->slots[j].addr)
-            break;
-        size_t home = addr_hash(m, m->slots[j].addr) & m->mask;
-        if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-            m->slots[i] = m->slots[j];
-            i = j;
-        }
-    }
-    m->slots[i].addr = 0;
-    return true;
-}
-
 // ---- allocations
 
 enum { AL_SEQ, AL_TS, AL_SIZE, AL_TID, AL_CALLSITE, AL_FREED_TS, AL_FREED_TID, AL_ADDR, AL_HEAP };
@@ -695,7 +329,7 @@ static int alloc_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
         return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
     (void)vt;
-    if (map_init(&c->live) != SQLITE_OK) {
+    if (mt_sql_map_init(&c->live) != SQLITE_OK) {
         sqlite3_free(c);
         return SQLITE_NOMEM;
     }
@@ -705,7 +339,7 @@ static int alloc_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
 
 static int alloc_close(sqlite3_vtab_cursor* cur) {
     alloc_cursor* c = (alloc_cursor*)cur;
-    merge_free(&c->m);
+    mt_sql_merge_free(&c->m);
     sqlite3_free(c->live.slots);
     sqlite3_free(c->heaps);
     sqlite3_free(c);
@@ -713,11 +347,11 @@ static int alloc_close(sqlite3_vtab_cursor* cur) {
 }
 
 static int start_heap(alloc_cursor* c) {
-    map_clear(&c->live);
+    mt_sql_map_clear(&c->live);
     c->draining = false;
     c->drain_i = 0;
     event_bounds b = {0, INT64_MAX, INT64_MIN, INT64_MAX, c->heaps[c->heap_i], c->heaps[c->heap_i]};
-    return merge_start(&c->m, &b);
+    return mt_sql_merge_start(&c->m, &b);
 }
 
 // The next block still live at the end of the heap's events; false when none is left.
@@ -760,7 +394,7 @@ static int alloc_next(sqlite3_vtab_cursor* cur) {
             continue;
         }
         mt_event ev;
-        int rc = merge_next(&c->m, &ev);
+        int rc = mt_sql_merge_next(&c->m, &ev);
         if (rc == 0) {
             c->draining = true;
             continue;
@@ -770,16 +404,16 @@ static int alloc_next(sqlite3_vtab_cursor* cur) {
         if (mt_kind_is_alloc(ev.kind)) {
             live_block b = {ev.addr, ev.size, ev.seq, ev.ts, ev.callsite, ev.tid};
             bool had;
-            if (map_put(&c->live, &b, &c->row, &had) != SQLITE_OK)
+            if (mt_sql_map_put(&c->live, &b, &c->row, &had) != SQLITE_OK)
                 return cursor_error(cur, &c->m,
-                                    merge_fail(&c->m, SQLITE_NOMEM, "out of memory", 0));
+                                    mt_sql_merge_fail(&c->m, SQLITE_NOMEM, "out of memory", 0));
             if (had) {
                 c->freed = true;
                 c->freed_tid_known = false; // no free was seen: the address was reused
                 c->freed_ts = ev.ts;
                 return SQLITE_OK;
             }
-        } else if (mt_kind_is_free(ev.kind) && map_take(&c->live, ev.addr, &c->row)) {
+        } else if (mt_kind_is_free(ev.kind) && mt_sql_map_take(&c->live, ev.addr, &c->row)) {
             c->freed = c->freed_tid_known = true;
             c->freed_ts = ev.ts;
             c->freed_tid = ev.tid;
@@ -792,20 +426,21 @@ static int alloc_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, int
                         sqlite3_value** argv) {
     alloc_cursor* c = (alloc_cursor*)cur;
     (void)idx, (void)plan, (void)argc, (void)argv;
-    merge_free(&c->m);
+    mt_sql_merge_free(&c->m);
     sqlite3_free(c->heaps);
     c->heaps = NULL;
     c->nheaps = c->heap_i = 0;
     c->eof = false;
     c->rowid = 0;
-    int rc = merge_init(&c->m, cursor_db(cur));
+    int rc = mt_sql_merge_init(&c->m, cursor_db(cur));
     if (rc != SQLITE_OK)
         return cursor_error(cur, &c->m, rc);
     sqlite3_stmt* st;
     rc = sqlite3_prepare_v2(cursor_db(cur), "SELECT DISTINCT heap FROM main.event_chunk ORDER BY 1",
                             -1, &st, NULL);
     if (rc != SQLITE_OK)
-        return cursor_error(cur, &c->m, merge_fail(&c->m, rc, sqlite3_errmsg(cursor_db(cur)), 0));
+        return cursor_error(cur, &c->m,
+                            mt_sql_merge_fail(&c->m, rc, sqlite3_errmsg(cursor_db(cur)), 0));
     size_t cap = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (c->nheaps == cap) {
@@ -821,7 +456,7 @@ static int alloc_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, int
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
-        return cursor_error(cur, &c->m, merge_fail(&c->m, rc, sqlite3_errstr(rc), 0));
+        return cursor_error(cur, &c->m, mt_sql_merge_fail(&c->m, rc, sqlite3_errstr(rc), 0));
     if (c->nheaps && (rc = start_heap(c)) != SQLITE_OK)
         return cursor_error(cur, &c->m, rc);
     return alloc_next(cur);
