@@ -24,6 +24,9 @@ typedef struct builder {
     size_t cap;
     uint64_t* saved_at; // per row: the mark its live_* were saved at
     size_t saved_cap;
+    uint32_t* recent; // RECENT slots: 1 + a row used lately (0: none), so most events
+                      // skip the map
+
     uint64_t mark;    // marks so far
     bool past_moment; // MR_AT_TIME: an event stamped after `at` was seen
     uint64_t progress_total;
@@ -33,8 +36,9 @@ static uint64_t row_key(const builder* b, uint32_t callsite, uint32_t tid) {
     return b->q->by_thread ? (uint64_t)callsite << 32 | tid : callsite;
 }
 
-// The row of (callsite, tid), with its live_* brought up to the latest mark.
-static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
+// The index of the row of (callsite, tid) in the map, made if new; SIZE_MAX when out of
+// memory.
+static size_t row_index(builder* b, uint32_t callsite, uint32_t tid) {
     uint64_t key = row_key(b, callsite, tid);
     uint64_t* at = mr_u64map_get(&b->index, key);
     mr_profile* p = b->p;
@@ -45,12 +49,37 @@ static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
         if (mt_vec_grow(&p->rows, &b->cap, p->nrows + 1, sizeof *p->rows) ||
             mt_vec_grow(&b->saved_at, &b->saved_cap, p->nrows + 1, sizeof *b->saved_at) ||
             mr_u64map_put(&b->index, key, p->nrows))
-            return NULL;
+            return SIZE_MAX;
         i = p->nrows++;
         p->rows[i] = (mr_profile_row){.callsite = callsite, .tid = b->q->by_thread ? tid : 0};
         b->saved_at[i] = b->mark;
     }
-    mr_profile_row* r = &p->rows[i];
+    return i;
+}
+
+// A direct-mapped cache of rows by (callsite, tid). Its slot hash is weak but checked
+// (the row must match): a capture that makes it miss only falls back to the map.
+#define RECENT (1u << 16)
+
+// The index of the row of (callsite, tid), or SIZE_MAX when out of memory.
+static size_t find_row(builder* b, uint32_t callsite, uint32_t tid) {
+    uint32_t want_tid = b->q->by_thread ? tid : 0;
+    uint32_t slot = (callsite * 0x9e3779b1u ^ want_tid * 0x85ebca77u) >> 16;
+    uint32_t hint = b->recent[slot];
+    if (hint && b->p->rows[hint - 1].callsite == callsite && b->p->rows[hint - 1].tid == want_tid)
+        return hint - 1;
+    size_t i = row_index(b, callsite, tid);
+    if (i != SIZE_MAX)
+        b->recent[slot] = (uint32_t)(i + 1);
+    return i;
+}
+
+// The row of (callsite, tid), with its live_* brought up to the latest mark.
+static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
+    size_t i = find_row(b, callsite, tid);
+    if (i == SIZE_MAX)
+        return NULL;
+    mr_profile_row* r = &b->p->rows[i];
     if (b->saved_at[i] != b->mark) {
         r->live_bytes = r->end_bytes;
         r->live_blocks = r->end_blocks;
@@ -148,8 +177,10 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
     if (q->progress)
         b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     mr_replay r;
-    if (mr_u64map_init(&b.index) || mr_replay_init(&r, cap, q->heap)) {
+    b.recent = calloc(RECENT, sizeof *b.recent);
+    if (!b.recent || mr_u64map_init(&b.index) || mr_replay_init(&r, cap, q->heap)) {
         mr_u64map_free(&b.index);
+        free(b.recent);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
@@ -177,6 +208,7 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
     mr_replay_free(&r);
     mr_u64map_free(&b.index);
     free(b.saved_at);
+    free(b.recent);
     if (rc)
         mr_profile_free(p);
     return rc;
