@@ -36,7 +36,7 @@ run() {
 run "summary" summary "$cap"
 run "leaks --json" leaks "$cap" --json
 run "stats --json" stats "$cap" --json
-run "flamegraph (peak: two replays)" flamegraph "$cap" -f -o "$dir/peak.html"
+run "flamegraph (peak)" flamegraph "$cap" -f -o "$dir/peak.html"
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
 echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"
