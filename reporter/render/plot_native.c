@@ -248,6 +248,18 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* m
     }
 }
 
+// The peak: a dot at (px, py) and its value and time, kept inside the plot.
+static void draw_peak(cairo_t* cr, const mr_frame* f, const mr_heap_timeline* nv, double px,
+                      double py) {
+    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
+    char b1[32], b2[32], label[96];
+    snprintf(label, sizeof label, "peak %s at %s", mt_format_bytes(nv->peak, b1, sizeof b1),
+             mt_format_duration(nv->peak_ts, b2, sizeof b2));
+    double ha = px > (f->x0 + f->x1) / 2 ? 1 : 0;
+    mr_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f->y0 + 2), MR_PT(9), 0, ha,
+                 py - 6 < f->y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+}
+
 // The main plot: heap, RSS, VSZ, marks, the peak, the legend. Returns its frame.
 static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* cr,
                           mt_byte_unit unit, time_unit tu) {
@@ -285,16 +297,9 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     if (own)
         hf.ymax = hmax;
     stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, HEAP, 0, true, &lh);
-    // The peak: a dot and its value and time, kept inside the plot.
     double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
     double py = mr_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
-    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
-    char b1[32], b2[32], label[96];
-    snprintf(label, sizeof label, "peak %s at %s", mt_format_bytes(nv->peak, b1, sizeof b1),
-             mt_format_duration(nv->peak_ts, b2, sizeof b2));
-    double ha = px > (f.x0 + f.x1) / 2 ? 1 : 0;
-    mr_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f.y0 + 2), MR_PT(9), 0, ha,
-                 py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+    draw_peak(cr, &f, nv, px, py);
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);
     char hl[48];
