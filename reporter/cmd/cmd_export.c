@@ -243,17 +243,11 @@ int mr_cmd_export(int argc, char** argv) {
                           .prof = &prof,
                           .metric = a.metric,
                           .all_frames = a.all_frames};
-    char err[256];
-    if (!(rc = make_query(&a, path, cap, &q, &in.steps))) {
-        memset(&prof, 0, sizeof prof);
-        if (!a.format->streams && mr_profile_build(cap, &q, &prof, err, sizeof err)) {
-            mr_error(path, "%s", err);
-            rc = MR_EXIT_BAD_INPUT;
-        } else {
-            rc = write_export(&a, &in);
-            mr_profile_free(&prof);
-        }
-    }
+    memset(&prof, 0, sizeof prof);
+    if (!(rc = make_query(&a, path, cap, &q, &in.steps)) &&
+        !(rc = a.format->streams ? 0 : mr_profile_for(path, cap, &q, &prof)))
+        rc = write_export(&a, &in);
+    mr_profile_free(&prof);
     mr_symbols_free(sym);
     mt_capture_close(cap);
     return rc;

@@ -393,12 +393,9 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     q.moment = MR_AT_END;
     q.progress = "leaks";
     mr_profile p;
-    char err[256];
-    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
-    if (e) {
-        mr_error(path, "%s", err);
-        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    }
+    int e = mr_profile_for(path, cap, &q, &p);
+    if (e)
+        return e;
     size_t n;
     group* g = group_live(&p, sites, &n);
     json_t* rep = g ? build_report(cap, sites, g, n, top, supp, all_frames) : NULL;

@@ -264,12 +264,9 @@ static int report(const stacks_args* a, const char* path, mt_capture* cap, const
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
     q.progress = "stacks";
     mr_profile p;
-    char err[256];
-    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
-    if (e) {
-        mr_error(path, "%s", err);
-        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    }
+    int e = mr_profile_for(path, cap, &q, &p);
+    if (e)
+        return e;
     int rc = write_stacks(a, path, sy, &p);
     mr_profile_free(&p);
     return rc;

@@ -538,12 +538,9 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
     q.observe_ud = s;
     q.progress = "stats";
     mr_profile p;
-    char err[256];
-    int e = mr_profile_build(cap, &q, &p, err, sizeof err);
-    if (e) {
-        mr_error(path, "%s", err);
-        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    }
+    int e = mr_profile_for(path, cap, &q, &p);
+    if (e)
+        return e;
     add_profile(s, &p);
     json_t* rep = build_report(cap, s, &p, q.heap, a->top);
     int rc;

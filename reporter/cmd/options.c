@@ -218,3 +218,11 @@ int mr_time_in_capture(const char* option, const char* value, mr_time t, const c
     *ts = t.value;
     return MR_EXIT_OK;
 }
+
+int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p) {
+    char err[256];
+    int e = mr_profile_build(cap, q, p, err, sizeof err);
+    if (e)
+        mr_error(path, "%s", err);
+    return !e ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+}

@@ -6,6 +6,7 @@
 
 #include "extent.h"
 #include "messages.h"
+#include "profile.h"
 
 #include "memtrace/capture.h"
 
@@ -71,5 +72,9 @@ int mr_parse_time(const char* option, const char* value, mr_time* out);
 // unit in *ts, or the usage exit code after an error naming the capture's extent.
 int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
                        mr_extent extent, int64_t* ts);
+
+// mr_profile_build for a command: on failure says why ("memreport: FILE: ...") and returns
+// the exit code (3 out of memory, 2 a bad capture); 0 with *p built.
+int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p);
 
 #endif
