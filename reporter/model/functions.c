@@ -76,7 +76,8 @@ static int name_functions(builder* b, mr_functions* out) {
     b->stamp = calloc(b->n, sizeof *b->stamp);
     if (!b->fn_of || !out->v || !b->stamp)
         return -ENOMEM;
-    qsort(b->entries, b->n, sizeof *b->entries, cmp_entries);
+    if (b->n > 1) // qsort must never see the NULL of an empty vector
+        qsort(b->entries, b->n, sizeof *b->entries, cmp_entries);
     for (size_t i = 0; i < b->n; i++) {
         const loc_entry* e = &b->entries[i];
         if (i == 0 || cmp_entries(e, e - 1) != 0)

@@ -223,7 +223,8 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     if (rc)
         return rc;
     // Range ends come after their starts: sort again, keeping equal times as written.
-    qsort(w->marks, w->nmarks, sizeof *w->marks, by_time);
+    if (w->nmarks > 1) // qsort must never see the NULL of an empty vector
+        qsort(w->marks, w->nmarks, sizeof *w->marks, by_time);
     mr_heapmap live;
     if (mr_heapmap_init(&live))
         return -ENOMEM;

@@ -63,7 +63,8 @@ int mr_export_folded(FILE* out, const mr_export_input* in, char* err, size_t err
         }
         lines[n++] = (line){text, v};
     }
-    qsort(lines, n, sizeof *lines, by_text);
+    if (n > 1) // qsort must never see the NULL of an empty vector
+        qsort(lines, n, sizeof *lines, by_text);
     for (size_t i = 0; i < n; i++) {
         uint64_t v = lines[i].value;
         while (i + 1 < n && !strcmp(lines[i].text, lines[i + 1].text)) {

@@ -170,7 +170,8 @@ static int put_node(massif* m, uint32_t n, int depth, uint64_t total) {
         kids[nc++] = c;
     }
     g_nodes = m->nodes;
-    qsort(kids, nc, sizeof *kids, by_bytes);
+    if (nc > 1) // a leaf has no children: kids is NULL, which qsort must never see
+        qsort(kids, nc, sizeof *kids, by_bytes);
     while (big < nc && m->nodes[kids[big]].bytes * 1000 >= total * THRESHOLD_PERMILLE &&
            m->nodes[kids[big]].bytes)
         big++;

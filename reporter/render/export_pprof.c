@@ -213,7 +213,8 @@ static int build_strings(pprof* p) {
     }
     if (rc)
         return -ENOMEM;
-    qsort(p->strs, p->nstrs, sizeof *p->strs, by_text);
+    if (p->nstrs > 1) // qsort must never see the NULL of an empty vector
+        qsort(p->strs, p->nstrs, sizeof *p->strs, by_text);
     size_t n = 0;
     for (size_t i = 0; i < p->nstrs; i++)
         if (n == 0 || strcmp(p->strs[n - 1], p->strs[i]))

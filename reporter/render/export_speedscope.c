@@ -66,7 +66,8 @@ static int collect_frames(const mr_export_input* in, frame_table* t) {
         }
     }
     // Sorted by content, equal locations of different frames share one index.
-    qsort(t->locs, t->n, sizeof *t->locs, by_content);
+    if (t->n > 1) // qsort must never see the NULL of an empty vector
+        qsort(t->locs, t->n, sizeof *t->locs, by_content);
     uint64_t next = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (i && by_content(&t->locs[i - 1], &t->locs[i]))
