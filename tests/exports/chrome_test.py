@@ -13,21 +13,10 @@ import sqlite3
 import subprocess
 import sys
 
+from export_check import check, finish, runner
+
 memreport, fixture, npu_log, work = sys.argv[1:5]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(*args):
-    p = subprocess.run([memreport, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
-    return p.stdout
+run = runner(memreport)
 
 
 def export(cap, name, *opts):
@@ -97,6 +86,5 @@ ev = export(npu, "npu.json")
 check(max(v for _, v in track(ev, "heap")) == nsum["peak_bytes"], "NPU heap peak")
 check(track(ev, "NPU used"), "NPU used track")
 
-if failures:
-    sys.exit(f"{len(failures)} check(s) failed")
+finish()
 print("ok")

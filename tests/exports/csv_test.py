@@ -15,23 +15,12 @@ import sqlite3
 import subprocess
 import sys
 
+from export_check import check, finish, runner
+
 memreport, fixture, npu_log, work = sys.argv[1:5]
 HEADER = ["ID", "Event", "Event Type", "Name", "Timestamp(ns)", "Process Id", "Thread ID",
           "Device ID", "Ptr", "Attr", "Call Stack(C)"]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(*args):
-    p = subprocess.run([memreport, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
-    return p.stdout
+run = runner(memreport)
 
 
 def export(cap, name, *opts):
@@ -148,8 +137,7 @@ check(nheap and all(r[2] == "npu" and r[7] == "N/A" for r in nheap), "NPU rows n
 check(len(nheap) == nsum["allocations"] + nsum["frees"],
       f"NPU rows {len(nheap)} != {nsum['allocations']} + {nsum['frees']} events")
 
-if failures:
-    sys.exit(f"{len(failures)} check(s) failed")
+finish()
 if not sqlite3_cli:
     print("SKIP: the sqlite3 shell is not installed (scripts/install-deps.sh --test)")
     sys.exit(77)

@@ -12,25 +12,14 @@ import shutil
 import subprocess
 import sys
 
+from export_check import check, finish, runner
+
 memreport, fixture, npu_log, work = sys.argv[1:5]
 ms_print = shutil.which("ms_print")
 if not ms_print:
     print("SKIP: ms_print (valgrind) is not installed (scripts/install-deps.sh --test)")
     sys.exit(77)
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-
-
-def run(*args):
-    p = subprocess.run([memreport, *args], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
-    return p.stdout
+run = runner(memreport)
 
 
 def export_and_print(cap, name, *opts):
@@ -82,6 +71,5 @@ m = re.search(r"Detailed snapshots: \[(\d+) \(peak\)\]", text)
 check(m is not None and snapshots(text).get(int(m.group(1))) == npeak, f"NPU peak {npeak}")
 check("time(i)" in text, "NPU time in steps")
 
-if failures:
-    sys.exit(f"{len(failures)} check(s) failed")
+finish()
 print("ok")
