@@ -6,7 +6,7 @@
 // bounded by the live blocks (to give a FREE its allocation's id and size) and one cached
 // stack text per callsite.
 #include "export.h"
-#include "heapmap.h"
+#include "siphash.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
@@ -39,6 +39,89 @@ typedef struct csv_writer {
     mstx_row* marks;
     size_t nmarks, marks_cap;
 } csv_writer;
+
+// The live allocations: address -> (allocation id, size), so a FREE row names its allocation.
+// Open addressing with linear probing and backward-shift deletion, keyed SipHash because the
+// addresses come from the traced program (see siphash.h).
+typedef struct live_alloc {
+    uint64_t addr; // 0 marks an empty slot (0 is never a live block's address)
+    uint64_t id;
+    uint64_t size;
+} live_alloc;
+
+typedef struct live_table {
+    live_alloc* slots;
+    size_t mask; // capacity - 1 (a power of two)
+    size_t count;
+    uint64_t k0, k1;
+} live_table;
+
+static size_t home_of(const live_table* t, uint64_t addr) {
+    return (size_t)mr_siphash_u64(t->k0, t->k1, addr) & t->mask;
+}
+
+static int live_init(live_table* t) {
+    uint64_t key[2];
+    mr_siphash_random_key(key, t);
+    *t = (live_table){.mask = 1023, .k0 = key[0], .k1 = key[1]};
+    t->slots = calloc(t->mask + 1, sizeof *t->slots);
+    return t->slots ? 0 : -ENOMEM;
+}
+
+static int live_grow(live_table* t) {
+    live_table bigger = *t;
+    bigger.mask = t->mask * 2 + 1;
+    bigger.slots = calloc(bigger.mask + 1, sizeof *bigger.slots);
+    if (!bigger.slots)
+        return -ENOMEM;
+    for (size_t i = 0; i <= t->mask; i++) {
+        if (!t->slots[i].addr)
+            continue;
+        size_t j = home_of(&bigger, t->slots[i].addr);
+        while (bigger.slots[j].addr)
+            j = (j + 1) & bigger.mask;
+        bigger.slots[j] = t->slots[i];
+    }
+    free(t->slots);
+    *t = bigger;
+    return 0;
+}
+
+// Inserts or replaces (an allocation at an address whose free was missed replaces it).
+static int live_put(live_table* t, uint64_t addr, uint64_t id, uint64_t size) {
+    if ((t->count + 1) * 2 > t->mask + 1 && live_grow(t)) // at most half full
+        return -ENOMEM;
+    size_t i = home_of(t, addr);
+    while (t->slots[i].addr && t->slots[i].addr != addr)
+        i = (i + 1) & t->mask;
+    if (!t->slots[i].addr)
+        t->count++;
+    t->slots[i] = (live_alloc){addr, id, size};
+    return 0;
+}
+
+// Removes addr; returns true and fills *out if it was live.
+static bool live_take(live_table* t, uint64_t addr, live_alloc* out) {
+    size_t i = home_of(t, addr);
+    while (t->slots[i].addr != addr) {
+        if (!t->slots[i].addr)
+            return false;
+        i = (i + 1) & t->mask;
+    }
+    *out = t->slots[i];
+    // Backward shift: pull later entries of the probe run into the hole, so lookups never
+    // need tombstones.
+    for (size_t j = (i + 1) & t->mask; t->slots[j].addr; j = (j + 1) & t->mask) {
+        size_t home = home_of(t, t->slots[j].addr);
+        if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+            t->slots[i] = t->slots[j];
+            i = j;
+        }
+    }
+    t->slots[i].addr = 0;
+    t->count--;
+    return true;
+}
 
 // Appends `s` as one RFC 4180 field: quoted (and its quotes doubled) when it holds a comma,
 // a quote or a line break, or always when `force`.
@@ -171,7 +254,7 @@ static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint6
 
 // Replays every event (the live blocks must see all of them) and writes the wanted ones, the
 // MSTX rows merged in before the first event later than them.
-static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* err,
+static int write_rows(csv_writer* w, mt_event_iter* it, live_table* live, char* err,
                       size_t errlen) {
     size_t next_mark = 0;
     mt_event ev;
@@ -182,14 +265,13 @@ static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* 
         uint64_t alloc_id = 0, size = ev.size;
         if (mt_kind_is_alloc(ev.kind)) {
             alloc_id = ev.seq;
-            mr_block b = {.addr = ev.addr, .size = ev.size, .seq = ev.seq};
-            if (ev.addr && mr_heapmap_put(live, &b, NULL, NULL))
+            if (ev.addr && live_put(live, ev.addr, ev.seq, ev.size))
                 return -ENOMEM;
         } else if (mt_kind_is_free(ev.kind)) {
-            mr_block b;
-            if (mr_heapmap_take(live, ev.addr, &b)) {
-                alloc_id = b.seq;
-                size = b.size;
+            live_alloc a;
+            if (ev.addr && live_take(live, ev.addr, &a)) {
+                alloc_id = a.id;
+                size = a.size;
             }
         } else {
             continue;
@@ -225,8 +307,8 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     // Range ends come after their starts: sort again, keeping equal times as written.
     if (w->nmarks > 1) // qsort must never see the NULL of an empty vector
         qsort(w->marks, w->nmarks, sizeof *w->marks, by_time);
-    mr_heapmap live;
-    if (mr_heapmap_init(&live))
+    live_table live;
+    if (live_init(&live))
         return -ENOMEM;
     mt_event_iter* it;
     rc = mt_event_iter_open(in->cap, in->query->heap, &it);
@@ -237,7 +319,7 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
         rc = write_rows(w, it, &live, err, errlen);
     }
     mt_event_iter_close(it);
-    mr_heapmap_free(&live);
+    free(live.slots);
     return rc;
 }
 
