@@ -69,11 +69,8 @@ static char* export_help(void) {
 typedef struct export_args {
     mr_opts opt;
     const struct export_format* format;
-    mr_moment moment;
-    mr_time at, from, to;
-    const char *at_arg, *from_arg, *to_arg;
+    mr_when when;
     mr_metric metric;
-    uint32_t tid;
     bool all_frames;
 } export_args;
 
@@ -86,68 +83,24 @@ static int parse_format(const char* name, export_args* a) {
     return mr_usage_error(export_help(), "export: unknown format '%s'", name);
 }
 
-static int parse_metric(const char* name, export_args* a) {
-    static const struct {
-        const char* name;
-        mr_metric metric;
-    } metrics[] = {{"live", MR_METRIC_LIVE_BYTES},
-                   {"allocated", MR_METRIC_ALLOC_BYTES},
-                   {"count", MR_METRIC_ALLOC_COUNT}};
-    for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++)
-        if (!strcmp(name, metrics[i].name)) {
-            a->metric = metrics[i].metric;
-            return MR_OPT_NEXT;
-        }
-    return mr_usage_error(export_help(),
-                          "export: --metric: expected live, allocated or count, "
-                          "got '%s'",
-                          name);
-}
-
-// "FROM..TO", either side optional. The halves are kept for mr_time_in_capture.
-static int parse_range(char* value, export_args* a) {
-    char* dots = strstr(value, "..");
-    if (!dots)
-        return mr_usage_error(export_help(), "export: --range %s: expected FROM..TO", value);
-    *dots = 0;
-    a->from_arg = *value ? value : NULL;
-    a->to_arg = dots[2] ? dots + 2 : NULL;
-    int rc = 0;
-    if (a->from_arg)
-        rc = mr_parse_time("--range", a->from_arg, &a->from);
-    if (!rc && a->to_arg)
-        rc = mr_parse_time("--range", a->to_arg, &a->to);
-    return rc ? rc : MR_OPT_NEXT;
-}
-
-static int parse_tid(const char* value, export_args* a) {
-    char* end;
-    unsigned long v = strtoul(value, &end, 10);
-    if (*end || end == value || v == 0 || v > UINT32_MAX)
-        return mr_usage_error(export_help(), "export: --thread: not a thread id: '%s'", value);
-    a->tid = (uint32_t)v;
-    return MR_OPT_NEXT;
-}
-
 static int parse_option(int c, export_args* a, int* moments) {
     switch (c) {
     case 'F':
         return parse_format(optarg, a);
     case 'a':
         ++*moments;
-        a->moment = MR_AT_TIME;
-        a->at_arg = optarg;
-        return mr_parse_time("--at", optarg, &a->at) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_parse_at(optarg, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'l':
         ++*moments;
-        a->moment = MR_AT_END;
+        a->when.moment = MR_AT_END;
         return MR_OPT_NEXT;
     case 'r':
-        return parse_range(optarg, a);
+        return mr_parse_range(optarg, export_help(), &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'm':
-        return parse_metric(optarg, a);
+        return mr_parse_metric(optarg, export_help(), false, &a->metric) ? MR_EXIT_USAGE
+                                                                         : MR_OPT_NEXT;
     case 't':
-        return parse_tid(optarg, a);
+        return mr_parse_thread(optarg, export_help(), &a->when.tid) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'A':
         a->all_frames = true;
         return MR_OPT_NEXT;
@@ -168,7 +121,7 @@ static int parse_args(int argc, char** argv, export_args* a) {
                                          {"all-frames", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    *a = (export_args){.opt = MR_OPTS_INIT, .moment = MR_AT_PEAK};
+    *a = (export_args){.opt = MR_OPTS_INIT, .when = MR_WHEN_INIT};
     int c, moments = 0;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
         int rc = parse_option(c, a, &moments);
@@ -178,28 +131,6 @@ static int parse_args(int argc, char** argv, export_args* a) {
     if (moments > 1)
         return mr_usage_error(export_help(), "export: --at and --leaks exclude each other");
     return MR_OPT_NEXT;
-}
-
-// The query of the arguments, times placed in the capture. Returns an exit code.
-static int make_query(const export_args* a, const char* path, mt_capture* cap, mr_query* q,
-                      bool* steps) {
-    *q = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(cap));
-    q->moment = a->moment;
-    q->tid = a->tid;
-    mr_extent extent = mr_capture_extent(cap, q->heap);
-    *steps = extent.steps;
-    int rc = 0;
-    if (a->at_arg)
-        rc = mr_time_in_capture("--at", a->at_arg, a->at, path, extent, &q->at);
-    if (!rc && a->from_arg)
-        rc = mr_time_in_capture("--range", a->from_arg, a->from, path, extent, &q->from);
-    if (!rc && a->to_arg)
-        rc = mr_time_in_capture("--range", a->to_arg, a->to, path, extent, &q->to);
-    if (!rc && q->from > q->to) {
-        mr_error(NULL, "--range: FROM is after TO");
-        rc = MR_EXIT_USAGE;
-    }
-    return rc;
 }
 
 static int write_export(const export_args* a, const mr_export_input* in) {
@@ -244,7 +175,7 @@ int mr_cmd_export(int argc, char** argv) {
                           .metric = a.metric,
                           .all_frames = a.all_frames};
     memset(&prof, 0, sizeof prof);
-    if (!(rc = make_query(&a, path, cap, &q, &in.steps)) &&
+    if (!(rc = mr_query_for(&a.when, path, cap, &q, &in.steps)) &&
         !(rc = a.format->streams ? 0 : mr_profile_for(path, cap, &q, &prof)))
         rc = write_export(&a, &in);
     mr_profile_free(&prof);

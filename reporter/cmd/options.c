@@ -226,3 +226,78 @@ int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_prof
         mr_error(path, "%s", err);
     return !e ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
+
+int mr_parse_at(const char* value, mr_when* w) {
+    w->moment = MR_AT_TIME;
+    w->at_arg = value;
+    return mr_parse_time("--at", value, &w->at);
+}
+
+int mr_parse_range(char* value, const char* help, mr_when* w) {
+    char name[64], input[64];
+    usage_words(help, name, sizeof name, input, sizeof input);
+    char* dots = strstr(value, "..");
+    if (!dots)
+        return mr_usage_error(help, "%s: --range %s: expected FROM..TO", name, value);
+    *dots = 0;
+    w->from_arg = *value ? value : NULL;
+    w->to_arg = dots[2] ? dots + 2 : NULL;
+    int rc = 0;
+    if (w->from_arg)
+        rc = mr_parse_time("--range", w->from_arg, &w->from);
+    if (!rc && w->to_arg)
+        rc = mr_parse_time("--range", w->to_arg, &w->to);
+    return rc;
+}
+
+int mr_parse_thread(const char* value, const char* help, uint32_t* tid) {
+    char* end;
+    unsigned long v = strtoul(value, &end, 10);
+    if (*end || end == value || v == 0 || v > UINT32_MAX) {
+        char name[64], input[64];
+        usage_words(help, name, sizeof name, input, sizeof input);
+        return mr_usage_error(help, "%s: --thread: not a thread id: '%s'", name, value);
+    }
+    *tid = (uint32_t)v;
+    return MR_EXIT_OK;
+}
+
+int mr_parse_metric(const char* value, const char* help, bool leaked, mr_metric* out) {
+    static const struct {
+        const char* name;
+        mr_metric metric;
+    } metrics[] = {{"live", MR_METRIC_LIVE_BYTES},
+                   {"allocated", MR_METRIC_ALLOC_BYTES},
+                   {"count", MR_METRIC_ALLOC_COUNT},
+                   {"leaked", MR_METRIC_END_BYTES}};
+    size_t n = sizeof metrics / sizeof *metrics - (leaked ? 0 : 1);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(value, metrics[i].name)) {
+            *out = metrics[i].metric;
+            return MR_EXIT_OK;
+        }
+    char name[64], input[64];
+    usage_words(help, name, sizeof name, input, sizeof input);
+    return mr_usage_error(help, "%s: --metric: expected live, allocated%s count%s, got '%s'", name,
+                          leaked ? "," : " or", leaked ? " or leaked" : "", value);
+}
+
+int mr_query_for(const mr_when* w, const char* path, mt_capture* cap, mr_query* q, bool* steps) {
+    *q = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(cap));
+    q->moment = w->moment;
+    q->tid = w->tid;
+    mr_extent extent = mr_capture_extent(cap, q->heap);
+    *steps = extent.steps;
+    int rc = 0;
+    if (w->at_arg)
+        rc = mr_time_in_capture("--at", w->at_arg, w->at, path, extent, &q->at);
+    if (!rc && w->from_arg)
+        rc = mr_time_in_capture("--range", w->from_arg, w->from, path, extent, &q->from);
+    if (!rc && w->to_arg)
+        rc = mr_time_in_capture("--range", w->to_arg, w->to, path, extent, &q->to);
+    if (!rc && q->from > q->to) {
+        mr_error(NULL, "--range: FROM is after TO");
+        rc = MR_EXIT_USAGE;
+    }
+    return rc;
+}

@@ -73,6 +73,29 @@ int mr_parse_time(const char* option, const char* value, mr_time* out);
 int mr_time_in_capture(const char* option, const char* value, mr_time t, const char* path,
                        mr_extent extent, int64_t* ts);
 
+// The moment, range and thread of the reports that weigh stacks (--at, --leaks, --range,
+// --thread) as given on the command line; mr_query_for places them in a capture.
+typedef struct mr_when {
+    mr_moment moment;                       // MR_AT_PEAK unless --at or --leaks
+    mr_time at, from, to;                   // parsed, not yet checked against the capture
+    const char *at_arg, *from_arg, *to_arg; // as given; NULL when left out
+    uint32_t tid;                           // 0: every thread
+} mr_when;
+#define MR_WHEN_INIT                                                                               \
+    { .moment = MR_AT_PEAK }
+// --at TIME (moment MR_AT_TIME), --range FROM..TO (either side optional; value is cut at
+// the dots), --thread TID. Each returns 0, or the usage exit code after an error naming
+// the subcommand of `help` and the usage hint.
+int mr_parse_at(const char* value, mr_when* w);
+int mr_parse_range(char* value, const char* help, mr_when* w);
+int mr_parse_thread(const char* value, const char* help, uint32_t* tid);
+// --metric live|allocated|count (and leaked when `leaked`): MR_METRIC_LIVE_BYTES,
+// _ALLOC_BYTES, _ALLOC_COUNT, _END_BYTES. Returns 0 or the usage exit code.
+int mr_parse_metric(const char* value, const char* help, bool leaked, mr_metric* out);
+// The query of w on the capture's default heap, its times placed in the capture (*steps:
+// the heap is timed in NPU steps). Returns 0 or the usage exit code after the reason.
+int mr_query_for(const mr_when* w, const char* path, mt_capture* cap, mr_query* q, bool* steps);
+
 // mr_profile_build for a command: on failure says why ("memreport: FILE: ...") and returns
 // the exit code (3 out of memory, 2 a bad capture); 0 with *p built.
 int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p);
