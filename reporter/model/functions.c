@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char no_stack[] = "(no stack)";
+static const char no_stack[] = MR_FUNCTIONS_NO_STACK;
 
 typedef struct loc_entry {
     const char* name;
@@ -33,14 +33,18 @@ typedef struct builder {
     uint32_t frames[MR_SITES_MAX_DEPTH];
 } builder;
 
-// The frames a row's stack shows, leaf first (see functions.h); 0 without a stack.
-static size_t shown_stack(builder* b, uint32_t callsite) {
-    if (callsite == 0 || callsite >= mr_symbols_callsite_count(b->sy))
+size_t mr_functions_stack(const mr_symbols* sy, uint32_t callsite, bool all_frames,
+                          uint32_t* frames) {
+    if (callsite == 0 || callsite >= mr_symbols_callsite_count(sy))
         return 0;
-    size_t n = mr_symbols_stack(b->sy, callsite, b->all_frames, b->frames, MR_SITES_MAX_DEPTH);
-    if (n == 0 && !b->all_frames)
-        n = mr_symbols_stack(b->sy, callsite, true, b->frames, MR_SITES_MAX_DEPTH);
+    size_t n = mr_symbols_stack(sy, callsite, all_frames, frames, MR_SITES_MAX_DEPTH);
+    if (n == 0 && !all_frames)
+        n = mr_symbols_stack(sy, callsite, true, frames, MR_SITES_MAX_DEPTH);
     return n < MR_SITES_MAX_DEPTH ? n : MR_SITES_MAX_DEPTH;
+}
+
+static size_t shown_stack(builder* b, uint32_t callsite) {
+    return mr_functions_stack(b->sy, callsite, b->all_frames, b->frames);
 }
 
 // Gives the locations of a frame their slots, once.
@@ -165,6 +169,23 @@ int mr_functions_build(const mr_profile* p, const mr_symbols* sy, bool all_frame
     if (e)
         mr_functions_free(out);
     return e;
+}
+
+ptrdiff_t mr_functions_find(const mr_functions* f, const char* name, const char* file) {
+    size_t lo = 0, hi = f->n; // binary search: the list is sorted as cmp_entries sorts
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_str(f->v[mid].name, name);
+        if (!c)
+            c = cmp_str(f->v[mid].file, file);
+        if (!c)
+            return (ptrdiff_t)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
 }
 
 void mr_functions_free(mr_functions* f) {

@@ -36,4 +36,14 @@ int mr_functions_build(const mr_profile* p, const mr_symbols* sy, bool all_frame
                        mr_functions* out);
 void mr_functions_free(mr_functions* f);
 
+// The index in f of the function (name, file), or -1 when no stack shows it.
+ptrdiff_t mr_functions_find(const mr_functions* f, const char* name, const char* file);
+
+// The frames a profile row's stack shows to the function view (the rules above), leaf
+// first, into frames[0..MR_SITES_MAX_DEPTH) (sites.h); 0 for a row counted under
+// MR_FUNCTIONS_NO_STACK. For views that walk the same stacks (callgraph.h).
+size_t mr_functions_stack(const mr_symbols* sy, uint32_t callsite, bool all_frames,
+                          uint32_t* frames);
+#define MR_FUNCTIONS_NO_STACK "(no stack)"
+
 #endif
