@@ -25,16 +25,19 @@ target_link_libraries(e2e_cxx PRIVATE memtrace_warnings)
 add_executable(e2e_dump_events e2e/dump_events.c)
 target_link_libraries(e2e_dump_events PRIVATE memtrace_common memtrace_warnings)
 
-# One ctest test per case, so a failure names what broke. Never under ASan: it replaces
-# malloc itself.
+# One ctest test per case of run_e2e.py (its --list), so a failure names what broke. Never
+# under ASan: it replaces malloc itself.
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
-  set(MEMTRACE_E2E_CASES peak leaks realloc entry_points threads cxx fork_exec fork_nofollow
-      exit_return exit_exit exit_kill exit_signals exit_thread launcher unwritable
-      real_python real_git real_sqlite3 cli_errors timestamps signal_alloc)
+  set(E2E_TARGETS --lib $<TARGET_FILE:memtrace> --launcher $<TARGET_FILE:memtrace_launcher>
+      --memreport $<TARGET_FILE:memreport>)
+  foreach(prog ${MEMTRACE_E2E_PROGS} cxx dump_events)
+    list(APPEND E2E_TARGETS --prog ${prog}=$<TARGET_FILE:e2e_${prog}>)
+  endforeach()
+  memtrace_driver_cases(MEMTRACE_E2E_CASES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py)
   foreach(case ${MEMTRACE_E2E_CASES})
     add_test(NAME e2e.${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py
-                     --build ${CMAKE_BINARY_DIR} ${case})
+                     ${E2E_TARGETS} ${case})
     set_tests_properties(e2e.${case} PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
@@ -44,7 +47,8 @@ endif()
 if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
   add_executable(paced_churn capture/paced_churn.c)
   target_link_libraries(paced_churn PRIVATE memtrace_warnings)
-  foreach(case flips corpus diskfull_tmpfs diskfull_rlimit)
+  memtrace_driver_cases(DAMAGED_CASES ${CMAKE_CURRENT_SOURCE_DIR}/capture/check_damaged.py)
+  foreach(case ${DAMAGED_CASES})
     add_test(NAME e2e.capture_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/capture/check_damaged.py
                      --launcher $<TARGET_FILE:memtrace_launcher>

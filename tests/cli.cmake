@@ -2,7 +2,8 @@
 # usage errors, "memreport: wrote FILE", --top and --all-frames (tests/cli/check_cli.py,
 # one test per case).
 if(TARGET memtrace AND TARGET memtrace_launcher)
-  foreach(case version help wrote usage top frames)
+  memtrace_driver_cases(CLI_CASES ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_cli.py)
+  foreach(case ${CLI_CASES})
     add_test(NAME e2e.cli_${case} COMMAND ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_cli.py ${case} ${PROJECT_VERSION} ${PROJECT_SOURCE_DIR}
       $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>

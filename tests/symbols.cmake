@@ -52,35 +52,32 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set(SYM_DRIVER ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stacks.py
     --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
     --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e)
-  foreach(variant fp nofp)
-    foreach(case chain recursion signal threads dlopen)
-      add_test(NAME e2e.stacks_${case}_${variant}
+  # check_stacks.py --list: each case and the builds it runs on; a test per pair, named
+  # with the build only when the case runs on both.
+  memtrace_driver_cases(STACKS_CASES ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stacks.py)
+  foreach(line ${STACKS_CASES})
+    separate_arguments(variants UNIX_COMMAND "${line}")
+    list(POP_FRONT variants case)
+    list(LENGTH variants n)
+    foreach(variant ${variants})
+      set(name e2e.stacks_${case})
+      if(n GREATER 1)
+        set(name ${name}_${variant})
+      endif()
+      add_test(NAME ${name}
         COMMAND ${SYM_DRIVER} --prog $<TARGET_FILE:e2e_stacks_${variant}> --case ${case}
           --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
-      set_tests_properties(e2e.stacks_${case}_${variant} PROPERTIES LABELS e2e TIMEOUT 120)
+      set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 120)
     endforeach()
   endforeach()
-  # Names survive the binaries: symbolized capture moved away, subject deleted.
-  add_test(NAME e2e.stacks_moved COMMAND ${SYM_DRIVER} --case moved
-    --prog $<TARGET_FILE:e2e_stacks_fp> --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
-  # Killed before finalize (no names in the capture): memreport symbolizes on first open.
-  add_test(NAME e2e.stacks_unsymbolized COMMAND ${SYM_DRIVER} --case unsymbolized
-    --prog $<TARGET_FILE:e2e_stacks_fp> --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
-  # The persistent symbol cache, a debug path of ones own, no debuginfod in traced programs.
-  foreach(case cache debug_path no_debuginfod)
-    add_test(NAME e2e.stacks_${case} COMMAND ${SYM_DRIVER} --case ${case}
-      --prog $<TARGET_FILE:e2e_stacks_nofp> --lib1 $<TARGET_FILE:dl_one>
-      --lib2 $<TARGET_FILE:dl_two>)
-  endforeach()
-  set_tests_properties(e2e.stacks_moved e2e.stacks_unsymbolized e2e.stacks_cache
-    e2e.stacks_debug_path e2e.stacks_no_debuginfod PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
 
 # ---- e2e: only a symbol cache private to the user names frames; forged caches of
 # another user, writable by others, symlinked or with invalid rows are ignored and untouched.
 if(TARGET memtrace AND TARGET memtrace_launcher)
   # other_owner exits 77 (skipped) when not root: it needs chown.
-  foreach(part own_user other_owner)
+  memtrace_driver_cases(CACHE_TRUST_PARTS ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_cache_trust.py)
+  foreach(part ${CACHE_TRUST_PARTS})
     add_test(NAME e2e.stacks_cache_trust_${part}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_cache_trust.py
         --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>

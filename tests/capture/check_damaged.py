@@ -284,19 +284,24 @@ def case_diskfull_rlimit(args, d):
     diskfull_inner(args, fs)
 
 
+CASES = {"flips": case_flips, "corpus": case_corpus, "diskfull_tmpfs": case_diskfull_tmpfs,
+         "diskfull_rlimit": case_diskfull_rlimit}
+
+
 def main():
+    if sys.argv[1:] == ["--list"]:  # tests/capture.cmake makes a test of each
+        print("\n".join(CASES))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--launcher", required=True)
     ap.add_argument("--memreport", required=True)
     ap.add_argument("--prog", required=True, help="paced_churn")
     ap.add_argument("--inner", help=argparse.SUPPRESS)
     ap.add_argument("--method", default="tmpfs", help=argparse.SUPPRESS)
-    cases = {"flips": case_flips, "corpus": case_corpus, "diskfull_tmpfs": case_diskfull_tmpfs,
-             "diskfull_rlimit": case_diskfull_rlimit}
-    ap.add_argument("case", choices=sorted(cases))
+    ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mt_trust.") as d:
-        rc = cases[args.case](args, d)
+        rc = CASES[args.case](args, d)
     if failures:
         print(f"{len(failures)} failures")
         return 1

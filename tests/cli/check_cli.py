@@ -3,6 +3,7 @@
 """What a new user meets on the command line (issue 10, "Commands and help").
 
 Usage: check_cli.py CASE VERSION SOURCE_DIR MEMTRACE MEMREPORT REPORTS_FIXTURE WORKDIR
+       check_cli.py --list     (the cases, one a line)
 Cases:
   version  one version string (CMake's) in both --version, the tracer's and the importer's
            tool_version meta row, and nowhere hard-coded in the sources
@@ -263,8 +264,14 @@ def case_frames(a):
           f"the flame graph page opens with noise frames hidden unless --all-frames ({got})")
 
 
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
 def main():
-    if len(sys.argv) != 8:
+    if sys.argv[1:] == ["--list"]:  # tests/cli.cmake makes a test of each
+        print("\n".join(CASES))
+        return
+    if len(sys.argv) != 8 or sys.argv[1] not in CASES:
         sys.exit(__doc__)
 
     class A:
@@ -276,7 +283,7 @@ def main():
     os.makedirs(a.work)
     # Tests name frames afresh (tests/CMakeLists.txt); the launcher's captures go here.
     os.environ["MEMTRACE_SYMBOL_CACHE"] = "0"
-    globals()["case_" + case](a)
+    CASES[case](a)
     if FAILS:
         print(f"{len(FAILS)} check(s) failed")
         sys.exit(1)

@@ -10,7 +10,10 @@ second time with E2E_BASELINE=1, doing the same start-up, threads and exit but n
 work, and the expected summary is baseline + truth. Every program also runs untraced, and
 its stdout, stderr, exit status and truth must be the same as traced.
 
-Usage: run_e2e.py --build BUILD_DIR CASE     (cases: see CASES at the bottom)
+Usage: run_e2e.py --lib LIBMEMTRACE --launcher MEMTRACE --memreport MEMREPORT
+                  --prog NAME=PATH... CASE...
+       run_e2e.py --list      (the cases, one a line: tests/capture.cmake makes a test of each)
+The paths are CMake's $<TARGET_FILE>s; NAME is a program of tests/e2e/progs, or dump_events.
 Python 3 standard library only.
 """
 import argparse
@@ -43,21 +46,22 @@ class Skip(Exception):
 
 
 class Ctx:
-    def __init__(self, build, keep):
-        self.build = os.path.abspath(build)
-        self.preload = os.path.join(self.build, "preload", "libmemtrace.so")
-        self.launcher = os.path.join(self.build, "preload", "memtrace")
-        self.memreport = os.path.join(self.build, "reporter", "memreport")
-        self.bindir = os.path.join(self.build, "tests")
+    def __init__(self, args):
+        self.preload = args.lib
+        self.launcher = args.launcher
+        self.memreport = args.memreport
+        self.progs = dict(args.prog)
         self.tmp = tempfile.mkdtemp(prefix="mt_e2e.")
-        self.keep = keep
+        self.keep = args.keep
         self.errors = []
-        for f in (self.preload, self.memreport):
+        for f in [self.preload, self.launcher, self.memreport] + list(self.progs.values()):
             if not os.path.exists(f):
                 raise Failure(f"{f} is not built")
 
     def prog(self, name):
-        return os.path.join(self.bindir, "e2e_" + name)
+        if name not in self.progs:
+            raise Failure(f"no --prog {name}=PATH given")
+        return self.progs[name]
 
     def fresh_dir(self, name):
         d = os.path.join(self.tmp, name)
@@ -436,8 +440,6 @@ def case_exit_thread(ctx):
 def case_launcher(ctx):
     # The launcher passes the exit code through and names the capture on stderr.
     d = ctx.fresh_dir("launcher")
-    if not ctx.check(os.path.exists(ctx.launcher), f"{ctx.launcher} is not built"):
-        return
     truth = os.path.join(d, "truth.json")
     rc, out, err, _ = run(ctx, [ctx.prog("exits"), "exit"], {"TRUTH_FILE": truth}, True,
                           outdir=d, launcher=True)
@@ -641,15 +643,35 @@ def case_cli_errors(ctx):
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
+def prog_arg(text):
+    name, sep, path = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=PATH")
+    return name, path
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", required=True, help="the CMake build directory")
+    ap.add_argument("--list", action="store_true", help="print the cases, one a line")
+    ap.add_argument("--lib", help="libmemtrace.so")
+    ap.add_argument("--launcher", help="the memtrace launcher")
+    ap.add_argument("--memreport", help="memreport")
+    ap.add_argument("--prog", action="append", type=prog_arg, default=[],
+                    metavar="NAME=PATH", help="a test program (e2e_NAME), once each")
     ap.add_argument("--keep", action="store_true", help="keep the temporary files")
-    ap.add_argument("cases", nargs="+", choices=sorted(CASES) + ["all"])
+    ap.add_argument("cases", nargs="*", metavar="CASE", help="a case of --list, or all")
     args = ap.parse_args()
+    if args.list:
+        print("\n".join(sorted(CASES)))
+        return 0
+    if not (args.lib and args.launcher and args.memreport and args.cases):
+        ap.error("--lib, --launcher, --memreport and a case are required")
+    unknown = set(args.cases) - set(CASES) - {"all"}
+    if unknown:
+        ap.error(f"no case {', '.join(sorted(unknown))} (see --list)")
     names = sorted(CASES) if "all" in args.cases else args.cases
     try:
-        ctx = Ctx(args.build, args.keep)
+        ctx = Ctx(args)
     except Failure as e:
         print("FAIL:", e)
         return 1

@@ -119,11 +119,17 @@ def refused(forger, label, cache, through_memreport=False):
         fail("%s: the refused cache was changed" % label)
 
 
+PARTS = ["own_user", "other_owner"]
+
+
 def main():
+    if sys.argv[1:] == ["--list"]:  # tests/symbols.cmake makes a test of each
+        print("\n".join(PARTS))
+        return 0
     ap = argparse.ArgumentParser()
     for opt in ("--memtrace", "--memreport", "--workdir", "--prog"):
         ap.add_argument(opt, required=True)
-    ap.add_argument("part", choices=["own_user", "other_owner"])
+    ap.add_argument("part", choices=PARTS)
     args = ap.parse_args()
     if args.part == "other_owner" and os.geteuid() != 0:
         print("SKIP: not root, the other-owner cases need chown")

@@ -22,6 +22,17 @@ EXPECTED = {
                1008: ["dl_two_alloc", "run_library", "main"]},
 }
 RECURSION_DEPTH = 16  # MEMTRACE_DEPTH for the recursion case (the program recurses 100 deep)
+# Every case, with the builds of e2e_stacks it runs on (fp: frame pointers, nofp: none);
+# `--list` prints them ("chain fp nofp"), tests/symbols.cmake makes a test of each pair.
+CASES = {"chain": ("fp", "nofp"), "recursion": ("fp", "nofp"), "signal": ("fp", "nofp"),
+         "threads": ("fp", "nofp"), "dlopen": ("fp", "nofp"),
+         # Names survive the binaries: a symbolized capture moved away, the subject deleted.
+         "moved": ("fp",),
+         # Killed before finalize (no names in the capture): memreport symbolizes on first open.
+         "unsymbolized": ("fp",),
+         # The persistent symbol cache, a debug path of one's own, no debuginfod in traced
+         # programs.
+         "cache": ("nofp",), "debug_path": ("nofp",), "no_debuginfod": ("nofp",)}
 
 failures = 0
 
@@ -194,10 +205,13 @@ def check_debug_path(args):
 
 
 def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(" ".join((case,) + builds) for case, builds in CASES.items()))
+        return 0
     ap = argparse.ArgumentParser()
-    for opt in ("--memtrace", "--memreport", "--workdir", "--prog", "--case", "--lib1",
-                "--lib2"):
+    for opt in ("--memtrace", "--memreport", "--workdir", "--prog", "--lib1", "--lib2"):
         ap.add_argument(opt, required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
     args = ap.parse_args()
     case = args.case
 

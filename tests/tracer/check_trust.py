@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 """The tracer never harms the traced program or its files, and never loses a capture.
 
-Usage: check_trust.py CASE MEMTRACE MEMREPORT TRUST_PROG [STATIC_PROG] WORKDIR
-Cases: fds, symlink, relative, reexec, launcher (see each function).
+Usage: check_trust.py --launcher MEMTRACE --lib LIBMEMTRACE --memreport MEMREPORT
+                      --prog TRUST_PROG --static-prog STATIC_PROG --workdir DIR CASE
+       check_trust.py --list     (the cases, one a line: see each case_ function)
 """
+import argparse
 import json
 import os
 import shutil
@@ -42,10 +44,6 @@ def preloaded(lib, argv, env, cwd=None):
     return subprocess.run(argv, capture_output=True, text=True, env=e, cwd=cwd)
 
 
-def library(launcher):
-    return os.path.join(os.path.dirname(launcher), "libmemtrace.so")
-
-
 def case_fds(a, w):
     """A program that closes every fd and opens its own files keeps them intact (item 1)."""
     results = {}
@@ -55,7 +53,7 @@ def case_fds(a, w):
             os.makedirs(d)
             cap = os.path.join(d, "cap.db")
             env = dict(extra, MEMTRACE_OUTPUT=cap, TRUST_CAPTURE=cap, MEMTRACE_UNWIND=unwind)
-            r = preloaded(library(a.memtrace), [a.prog, "closefds", d], env)
+            r = preloaded(a.lib, [a.prog, "closefds", d], env)
             check(r.returncode == 0 and r.stderr == "",
                   f"{label}/{unwind}: exit 0, no message ({r.returncode}: {r.stderr.strip()})")
             for f in range(8):
@@ -88,7 +86,7 @@ def case_symlink(a, w):
     old = os.umask(0)
     try:
         for out in (cap, dangling):
-            r = preloaded(library(a.memtrace), [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": out})
+            r = preloaded(a.lib, [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": out})
             check(r.returncode == 0 and r.stderr == "", f"{os.path.basename(out)}: program ran "
                   f"unchanged ({r.returncode}: {r.stderr.strip()})")
     finally:
@@ -121,7 +119,7 @@ def case_relative(a, w):
     check(os.path.exists(os.path.join(w, "rel.db")), "capture in the start directory")
     check(os.listdir(sub) == [], f"nothing in the directory it moved to: {os.listdir(sub)}")
     check("memtrace: capture written to rel.db" in r.stderr, f"launcher names it: {r.stderr!r}")
-    r = preloaded(library(a.memtrace), [a.prog, "chdir", sub], {"MEMTRACE_OUTPUT": "pre.db"},
+    r = preloaded(a.lib, [a.prog, "chdir", sub], {"MEMTRACE_OUTPUT": "pre.db"},
                   cwd=w)
     check(os.path.exists(os.path.join(w, "pre.db")), "LD_PRELOAD alone: same")
     check(os.listdir(sub) == [], f"LD_PRELOAD alone: nothing in {sub}: {os.listdir(sub)}")
@@ -181,19 +179,24 @@ def case_launcher(a, w):
           f"a capture that cannot be created: one line saying why: {r.stderr!r}")
 
 
-def main():
-    case = sys.argv[1]
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
-    class A:
-        pass
-    a = A()
-    a.memtrace, a.memreport, a.prog = sys.argv[2:5]
-    a.static_prog = sys.argv[5] if len(sys.argv) > 6 else None
-    w = sys.argv[-1]
+
+def main():
+    if sys.argv[1:] == ["--list"]:  # tests/tracer.cmake makes a test of each
+        print("\n".join(CASES))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for opt, dest in (("--launcher", "memtrace"), ("--lib", "lib"), ("--memreport", "memreport"),
+                      ("--prog", "prog"), ("--static-prog", "static_prog"),
+                      ("--workdir", "workdir")):
+        ap.add_argument(opt, dest=dest, required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    w = a.workdir
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
-    {"fds": case_fds, "symlink": case_symlink, "relative": case_relative,
-     "reexec": case_reexec, "launcher": case_launcher}[case](a, w)
+    CASES[a.case](a, w)
     print(f"{'0' if FAILS else '1'} passed, {len(FAILS) and 1} failed")
     sys.exit(1 if FAILS else 0)
 
