@@ -2,6 +2,10 @@
 // The live-block table of a replay: address -> block. Open addressing, linear probing with
 // backward-shift deletion, keyed by SipHash-1-3 with a per-process random key, because the
 // addresses come from the traced program and a predictable hash can be driven quadratic.
+//
+// The table is split into MR_HEAPMAP_PARTS parts chosen by the hash's top bits, each growing
+// on its own: a growth copies one part, not the whole table, so a replay's memory never
+// holds two copies of a million-block live set (the replay's memory is this table).
 #ifndef MR_HEAPMAP_H
 #define MR_HEAPMAP_H
 
@@ -11,18 +15,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// 24 bytes: what the views need of a live block. When it was allocated is the event's.
 typedef struct mr_block {
     uint64_t addr;
     uint64_t size;
-    uint64_t seq;
-    int64_t ts;
     uint32_t callsite;
     uint32_t tid;
 } mr_block;
 
-typedef struct mr_heapmap {
+enum { MR_HEAPMAP_PART_BITS = 6, MR_HEAPMAP_PARTS = 1 << MR_HEAPMAP_PART_BITS };
+
+typedef struct mr_heapmap_part {
     mr_block* slots; // addr == 0 marks an empty slot (0 is never a live block address)
     size_t mask;     // capacity - 1 (capacity is a power of two)
+    size_t count;
+} mr_heapmap_part;
+
+typedef struct mr_heapmap {
+    mr_heapmap_part parts[MR_HEAPMAP_PARTS]; // part: the hash's top MR_HEAPMAP_PART_BITS bits
     size_t count;
     uint64_t k0, k1;
 } mr_heapmap;

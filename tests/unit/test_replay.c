@@ -175,7 +175,7 @@ static void test_missed_free(void) {
 
 typedef struct seen {
     size_t calls, freed_blocks;
-    uint64_t freed_bytes, freed_seq_sum;
+    uint64_t freed_bytes, freed_callsite_sum;
     uint64_t stop_at;
 } seen;
 
@@ -188,7 +188,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         CHECK_EQ_I64(freed->addr, ev->addr);
         s->freed_blocks++;
         s->freed_bytes += freed->size;
-        s->freed_seq_sum += freed->seq;
+        s->freed_callsite_sum += freed->callsite;
     }
     return ev->seq == s->stop_at ? 42 : 0;
 }
@@ -209,7 +209,7 @@ static void test_callback(void) {
     CHECK_EQ_I64(s.calls, 7);
     CHECK_EQ_I64(s.freed_blocks, 3); // the free of 0x99 has no block
     CHECK_EQ_I64(s.freed_bytes, 20 + 10 + 40);
-    CHECK_EQ_I64(s.freed_seq_sum, 2 + 1 + 6);
+    CHECK_EQ_I64(s.freed_callsite_sum, 2 + 1 + 6); // each callsite is its seq (EV)
     mr_replay_free(&r);
 
     s = (seen){.stop_at = 4};
