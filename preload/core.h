@@ -143,7 +143,9 @@ MT_EXPORT void memtrace_impl_mark(const char* name, int what);
 MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size);
 
 // Lifecycle.
-void mt_core_init(void);     // constructor: settings, capture, writer thread
+// Settings (MEMTRACE_*), capture, writer thread. Called once, by libmemtrace.so's
+// constructor (autostart.c) or by a unit test that links the core without the shim.
+void mt_core_init(void);
 void mt_core_shutdown(void); // destructor / _exit: flush everything and finalize
 void mt_core_after_fork_child(void);
 // exec: finish the capture before the image is replaced; start a new one if it was not.

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// What the core's three files share, and nothing else includes: core.c (the event path:
+// per-thread records, the record functions, the signal-handler side queue),
+// core_buffers.c (the queues of buffers between the threads and the writer) and
+// core_lifecycle.c (start, stop, fork, exec, fatal signals).
+#ifndef MT_CORE_INTERNAL_H
+#define MT_CORE_INTERNAL_H
+
+#include "core.h"
+
+// ---- core.c
+
+// This thread's record, or NULL before its first hook.
+mt_thread* mt_core_this_thread(void);
+// Creates the key whose destructor hands an exiting thread's buffer to the writer.
+void mt_core_threads_init(void);
+// mt_core_now counts from here (capture start).
+void mt_core_restart_now(void);
+// Pushes the side queue's events of t (core.h) into t's buffer.
+void mt_core_drain_nested(mt_thread* t);
+
+// ---- core_buffers.c
+
+// A buffer to fill: from the pool, or newly mapped; waits while too many full buffers wait
+// for the writer. NULL when no memory can be mapped.
+mt_buffer* mt_core_buffer_get(void);
+// Queues a full (or a dead thread's last) buffer for the writer.
+void mt_core_buffer_hand_over(mt_buffer* b);
+// fork: the queue lock must not be held by another thread when the child starts.
+void mt_core_buffers_fork_lock(void);
+void mt_core_buffers_fork_unlock(void);
+// Fork child, after the unlock: starts the condition variables afresh (they may hold the
+// state of the parent's waiters, which do not exist here).
+void mt_core_buffers_fork_child(void);
+// Fork child starting its own capture: forgets the parent's queued buffers.
+void mt_core_buffers_drop_queued(void);
+// Shutdown: wakes producers waiting for a buffer, so they see the state and stop waiting.
+void mt_core_buffers_release_waiters(void);
+
+#endif

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+// When a capture starts and ends: initialisation, shutdown, internal failure, fork (the
+// child's own capture), exec (finish before the image is replaced) and fatal signals (save
+// the capture, then die as the program would have). Never on the event path; called with
+// the guard set, so the tracer's own allocations here pass through untraced.
+#include "bootstrap.h"
+#include "clock.h"
+#include "config.h"
+#include "core_internal.h"
+#include "maps.h"
+#include "output.h"
+#include "trie.h"
+#include "unwind.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static pid_t traced_pid;
+
+// ---- failure: one line, then pass-through
+
+void mt_core_fail(const char* what, const char* why) {
+    static _Atomic int reported;
+    atomic_store(&mt_state, MT_STATE_STOPPED);
+    if (atomic_exchange(&reported, 1))
+        return;
+    char line[512];
+    size_t n = 0;
+    const char* parts[] = {"memtrace: ", what, ": ", why, "; the program continues untraced\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
+            line[n++] = *p;
+    // Under the launcher, it says so at the end; the program's stderr stays the program's.
+    line[n - 1] = 0;
+    if (!mt_output_report_failure(line + strlen("memtrace: "))) {
+        line[n - 1] = '\n';
+        (void)!write(STDERR_FILENO, line, n);
+    }
+}
+
+// ---- start
+
+static void start_capture(int child) {
+    char path[4096];
+    int rc = mt_output_create(child, path, sizeof path);
+    if (rc != 0) {
+        mt_core_fail(path, strerror(-rc));
+        return;
+    }
+    mt_core_restart_now();
+    mt_clock_restart();
+    if (mt_writer_start(path) == 0) {
+        atomic_store(&mt_state, MT_STATE_RECORDING);
+        mt_output_report_capture(path);
+    }
+}
+
+// ---- fork
+
+static void fork_prepare(void) {
+    mt_guard++;
+    mt_writer_fork_lock(); // first: the writer takes the others while holding it
+    mt_core_buffers_fork_lock();
+    mt_trie_lock();
+    mt_maps_lock();
+    mt_unwind_fork_lock();
+}
+
+static void fork_parent(void) {
+    mt_unwind_fork_unlock();
+    mt_maps_unlock();
+    mt_trie_unlock();
+    mt_core_buffers_fork_unlock();
+    mt_writer_fork_unlock();
+    mt_guard--;
+}
+
+static void fork_child(void) {
+    mt_unwind_fork_unlock();
+    mt_maps_unlock();
+    mt_trie_unlock();
+    mt_core_buffers_fork_unlock();
+    mt_writer_fork_unlock();
+    mt_core_buffers_fork_child();
+    traced_pid = getpid();
+    int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
+    atomic_store(&mt_state, MT_STATE_STOPPED);
+    mt_writer_forget();
+    if (was_recording && mt_cfg.follow_fork)
+        mt_core_after_fork_child();
+    mt_guard--;
+}
+
+// A new capture in this process starts with no counts and every thread, stack and mapping
+// still to be written to it.
+static void forget_written(void) {
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            atomic_store(&t->calls[k], 0);
+        atomic_store(&t->written, 0);
+    }
+    mt_trie_rewrite_all();
+    mt_maps_reset_for_child();
+}
+
+void mt_core_after_fork_child(void) {
+    // Only this thread exists in the child. The parent's pending events and counts belong
+    // to the parent's capture: drop them; stacks and maps are written again.
+    mt_thread* self = mt_core_this_thread();
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
+        if (t != self)
+            atomic_store(&t->alive, 0);
+        mt_buffer* b = atomic_exchange(&t->cur, NULL);
+        if (b && t == self) {
+            b->taken = 0;
+            atomic_store(&b->committed, 0);
+            atomic_store(&t->cur, b);
+        }
+    }
+    if (self)
+        self->tid = (uint32_t)gettid();
+    mt_core_buffers_drop_queued();
+    forget_written();
+    start_capture(1);
+}
+
+// ---- exec
+
+static _Atomic int stopped_for_exec;
+
+void mt_core_before_exec(void) {
+    // A vfork child shares our memory: the capture is its parent's, not its own.
+    if (getpid() != traced_pid || atomic_load(&mt_state) != MT_STATE_RECORDING)
+        return;
+    int saved = errno;
+    mt_core_shutdown();
+    mt_writer_discard_if_empty();
+    atomic_store(&stopped_for_exec, 1);
+    errno = saved;
+}
+
+void mt_core_after_failed_exec(void) {
+    if (!atomic_exchange(&stopped_for_exec, 0))
+        return;
+    int saved = mt_guard;
+    mt_guard = 1;
+    forget_written();
+    start_capture(0);
+    mt_guard = saved;
+}
+
+// ---- fatal signals: save the capture, then die as the program would have
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+
+static void on_fatal_signal(int sig) {
+    // Not when the crash is inside the tracer itself (its locks may be held) or in a child
+    // that shares our memory without being the traced process.
+    if (!mt_guard && atomic_load(&mt_state) == MT_STATE_RECORDING && getpid() == traced_pid) {
+        int saved = errno;
+        mt_guard = 1;
+        atomic_store(&mt_state, MT_STATE_STOPPED);
+        mt_writer_save_before_death(sig, 1000);
+        errno = saved;
+    }
+    // SA_RESETHAND restored the default action: this raise ends the process (with a core
+    // dump where the default action makes one), as without the tracer.
+    raise(sig);
+}
+
+// Only where the program left the default action: a program's own handler is never
+// replaced, and one installed later simply replaces ours.
+static void install_fatal_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
+        struct sigaction old;
+        if (sigaction(fatal_signals[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+// ---- init and shutdown
+
+void mt_core_init(void) {
+    static _Atomic int initialised;
+    if (atomic_exchange(&initialised, 1))
+        return;
+    mt_bootstrap_resolve();
+    mt_guard = 1;
+    traced_pid = getpid();
+    mt_config_load();
+    mt_clock_init();
+    mt_core_threads_init();
+    mt_trie_init();
+    mt_core_restart_now();
+    mt_maps_init();
+    mt_unwind_init(mt_cfg.unwind);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    start_capture(0);
+    if (atomic_load(&mt_state) == MT_STATE_RECORDING)
+        install_fatal_handlers();
+    mt_guard = 0;
+}
+
+void mt_core_shutdown(void) {
+    // A vfork child shares our memory and must not touch the parent's capture.
+    if (getpid() != traced_pid)
+        return;
+    int expected = MT_STATE_RECORDING;
+    if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_STATE_STOPPED))
+        return;
+    int saved = mt_guard;
+    mt_guard = 1;
+    mt_thread* self = mt_core_this_thread();
+    // Let hooks already past their state check finish pushing (bounded wait).
+    for (int spin = 0; spin < 1000; spin++) {
+        bool busy = false;
+        for (mt_thread* t = mt_core_threads(); t; t = t->next)
+            busy |= t != self && atomic_load(&t->in_hook);
+        if (!busy)
+            break;
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    mt_core_buffers_release_waiters(); // producers waiting for a buffer see the state
+    if (self && atomic_load(&self->nested_n))
+        mt_core_drain_nested(self);
+    mt_writer_stop();
+    mt_guard = saved;
+}
