@@ -1,7 +1,7 @@
 # Tracer tests: unit tests of the preload modules linked without the shim (tests/unit:
-# the callsite trie, the clock mapping), and traced programs: MEMTRACE_UNWIND=auto must give
-# exactly libunwind's stacks, on code built with and without frame pointers (libstdc++ and
-# libc have none on Debian).
+# the callsite trie, the clock mapping, the core's event path), and traced programs:
+# MEMTRACE_UNWIND=auto must give exactly libunwind's stacks, on code built with and without
+# frame pointers (libstdc++ and libc have none on Debian).
 
 # The preload base objects with a stand-in for the two core symbols they use (the real core's
 # constructor would start a capture); no shim, so the test's own malloc is not interposed.
@@ -17,6 +17,20 @@ foreach(module trie clock)
   add_test(NAME unit.${module} COMMAND test_${module})
   set_tests_properties(unit.${module} PROPERTIES LABELS unit TIMEOUT 120)
 endforeach()
+
+# The core's event path: the base and core objects without the shim or the constructor that
+# starts tracing at load (autostart.c); the test starts the core itself. Unsanitized, like
+# the tracer (it links the tracer's own common library).
+add_executable(test_core unit/test_core.c $<TARGET_OBJECTS:memtrace_preload_base>
+               $<TARGET_OBJECTS:memtrace_preload_objs>)
+target_include_directories(test_core PRIVATE ${PROJECT_SOURCE_DIR}/preload
+                           ${PROJECT_SOURCE_DIR}/preload/include)
+target_compile_definitions(test_core PRIVATE _GNU_SOURCE)
+target_compile_options(test_core PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
+target_link_libraries(test_core PRIVATE memtrace_common_nosan memtrace_warnings PkgConfig::SQLITE3
+                      PkgConfig::LIBUNWIND PkgConfig::LIBDW Threads::Threads ${CMAKE_DL_LIBS} m)
+add_test(NAME unit.core COMMAND test_core)
+set_tests_properties(unit.core PROPERTIES LABELS unit TIMEOUT 120)
 
 if(TARGET memtrace AND TARGET memtrace_launcher)
   enable_language(CXX)

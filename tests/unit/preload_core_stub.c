@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What the preload base modules (clock, maps, trie) use of the core, for their unit tests:
-// the recursion guard and the capture's nanosecond clock. The real core is not linked: its
-// constructor would start a capture in the test process.
+// the recursion guard and the capture's nanosecond clock. Those tests link the base modules
+// alone; the core with its writer thread and SQLite is test_core's.
 #include "core.h"
 
 #include <time.h>
