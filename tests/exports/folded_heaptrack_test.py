@@ -22,19 +22,13 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
+from export_check import check, failures
+
 # The functions of progs/reports_prog.c.
 OWN = {"main", "worker", "leak_here", "worker_leak", "peak_phase", "temp_loop"}
 # memreport --metric options -> heaptrack_print --flamegraph-cost-type.
 PAIRS = [(["--metric", "live"], "peak"), (["--metric", "live", "--leaks"], "leaked"),
          (["--metric", "count"], "allocations")]
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def own_stacks(lines, strip):

@@ -14,15 +14,9 @@ import sqlite3
 import subprocess
 import sys
 
-failures = 0
+from export_check import check, failures
+
 LINE = re.compile(rb"^(.+) (\d+)$")
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def folded(memreport, cap, *args):

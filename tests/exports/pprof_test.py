@@ -14,14 +14,7 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
+from export_check import check, failures
 
 
 def go_env(work):
@@ -190,11 +183,11 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     if shutil.which("go") is None:
-        print("skip: go tool pprof not installed (Debian golang-go, scripts/install-deps.sh)")
+        print("SKIP: go tool pprof is not installed (Debian golang-go, scripts/install-deps.sh)")
         return 77
     env = go_env(work)
     if subprocess.run(["go", "tool", "pprof", "-h"], env=env, capture_output=True).returncode:
-        print("skip: `go tool pprof` does not run")
+        print("SKIP: `go tool pprof` does not run")
         return 77
     fixture(memreport, mkfixture, work, env)
     if len(sys.argv) > 5:

@@ -20,6 +20,7 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reports"))
 import webdriver  # noqa: E402
+from export_check import check, failures  # noqa: E402
 
 RELEASE = os.path.join(HERE, "speedscope", "node_modules", "speedscope", "dist", "release")
 # Put first in the page: records script errors, failed loads and alerts (speedscope alerts
@@ -30,14 +31,6 @@ ERROR_HOOK = (b"<script>window.__errors=[];"
               b"var ce=console.error;console.error=function(){__errors.push("
               b"Array.prototype.join.call(arguments,' '));ce.apply(console,arguments)};"
               b"window.alert=function(m){__errors.push('alert: '+m)};</script>")
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):

@@ -14,15 +14,9 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
+from export_check import check, failures
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def export(memreport, cap, out, *args):

@@ -47,7 +47,7 @@ def frames(b):
 def main():
     memreport, fixture, deep_fixture, work = sys.argv[1:5]
     if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
-        print("skipped: chromium/chromedriver not installed")
+        print("SKIP: chromium/chromedriver not installed")
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
