@@ -25,6 +25,7 @@ static const command commands[] = {
     {"plot", mr_cmd_plot, "memory over time as PNG/SVG (native or NPU heap plot)"},
     {"export", mr_cmd_export, "the heap profile in other tools' formats (folded, ...)"},
     {"sql", mr_cmd_sql, "SQL over a capture: events, allocations, stacks and its tables"},
+    {"diff", mr_cmd_diff, "two captures compared per function and stack; a CI gate"},
 };
 
 static void usage(FILE* out) {
@@ -34,7 +35,7 @@ static void usage(FILE* out) {
     fputs("\n'memreport COMMAND --help' describes one command.\n"
           "--skip-corrupt (anywhere before --): leave out event chunks that fail their\n"
           "checksum, with a warning for each, instead of stopping at the first.\n"
-          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error\n",
+          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n",
           out);
 }
 

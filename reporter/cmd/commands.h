@@ -13,5 +13,6 @@ int mr_cmd_import(int argc, char** argv);
 int mr_cmd_plot(int argc, char** argv);
 int mr_cmd_export(int argc, char** argv);
 int mr_cmd_sql(int argc, char** argv);
+int mr_cmd_diff(int argc, char** argv);
 
 #endif

@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: MIT
+// memreport diff: two captures of one program compared, per function and per stack, each
+// run at its own peak, with totals, as text, JSON or msMemScope's memory_compare CSV; and
+// a gate for CI (--fail-if). Functions match by name and source file name, stacks by their
+// function names, never by address (model/diff.h does the matching); the aggregation
+// model (profile.h, functions.h) gives each run's numbers.
+#include "commands.h"
+#include "diff.h"
+#include "escape.h"
+#include "extent.h"
+#include "functions.h"
+#include "options.h"
+#include "output.h"
+#include "profile.h"
+#include "sites.h"
+#include "symbols.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+// A limit of --fail-if broken: its own exit code, so CI tells it from a failed report.
+enum { EXIT_LIMIT_BROKEN = 4 };
+#define MAX_LIMITS 32
+
+static const char diff_help[] =
+    "usage: memreport diff BASE NEW [--json | --csv] [--top N] [--sort METRIC] [--inclusive]\n"
+    "         [--all-frames] [--fail-if LIMIT]... [-o FILE] [-f]\n"
+    "Compares two captures of a program (two native captures, or two imported NPU logs):\n"
+    "per function and per stack, the bytes live at each run's own peak, bytes allocated,\n"
+    "allocations and bytes leaked (live at the end), in BASE, in NEW and NEW - BASE, with\n"
+    "the totals; largest change first. Functions match by name and source file name,\n"
+    "stacks by their function names (outermost first), never by address: captures of the\n"
+    "same program built or run on other machines compare cleanly.\n"
+    "  --json            machine-readable output: totals, functions, stacks\n"
+    "  --csv             msMemScope's memory_compare columns, one row per function, then\n"
+    "                    per stack, after one TOTAL row: Event (TOTAL, FUNCTION, STACK),\n"
+    "                    Name (function (file), or a stack as outer;...;inner), Device ID\n"
+    "                    (cpu, or npu for imported logs), Base and Compare (bytes live at\n"
+    "                    the peak of BASE and of NEW), Allocated Memory(byte) (bytes\n"
+    "                    allocated in NEW), Diff Memory(byte) (Compare - Base); N/A where\n"
+    "                    a run does not have the function or stack\n"
+    "  --top N           the N functions and N stacks that changed most (0: all; default\n"
+    "                    20 in text, all in JSON and CSV)\n"
+    "  --sort METRIC     order by the change of one metric (peak_bytes, allocated_bytes,\n"
+    "                    allocations, leaked_bytes) instead of the largest change in bytes\n"
+    "  --inclusive       weigh a function by everything allocated under it (total), not\n"
+    "                    by what it allocated itself (self, default)\n"
+    "  --all-frames      keep noise frames (allocator internals, start-up code)\n"
+    "  --fail-if LIMIT   exit 4 when the totals break LIMIT, METRIC>VALUE (repeatable):\n"
+    "                      METRIC>N[UNIT]   NEW's total is above N        leaked_bytes>0\n"
+    "                      METRIC>+N[UNIT]  NEW - BASE is above N         allocations>+1000\n"
+    "                      METRIC>+N%       NEW - BASE is above N% of BASE  peak_bytes>+5%\n"
+    "                    METRIC: peak_bytes, allocated_bytes, allocations, leaked_bytes; N:\n"
+    "                    digits with an optional fraction; UNIT (byte metrics only): B, KiB,\n"
+    "                    MiB, GiB, TiB (1024-based), KB, MB, GB, TB (1000-based); a BASE of\n"
+    "                    0 breaks +N% as soon as NEW is above 0. Each broken limit is one\n"
+    "                    line on stderr: memreport: diff: peak_bytes grew 7.2% (+1.1 MiB),\n"
+    "                    limit +5%. The report is written either way.\n"
+    "  -o, --output FILE write to FILE instead of stdout\n"
+    "  -f, --force       overwrite FILE if it exists\n"
+    "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n";
+
+typedef enum diff_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV } diff_format;
+
+typedef struct diff_args {
+    mr_opts opt;
+    diff_format format;
+    size_t top; // SIZE_MAX: all
+    bool top_given;
+    int sort_by; // -1: the largest change in bytes
+    bool inclusive, all_frames;
+    mr_diff_limit limits[MAX_LIMITS];
+    size_t nlimits;
+} diff_args;
+
+// One capture with its numbers and the entries the diff matches.
+typedef struct run {
+    const char* path;
+    mt_capture* cap;
+    mr_symbols* sy;
+    mr_profile prof;
+    mr_functions fns;
+    bool npu;
+    mr_diff_entry* fn_entries; // one per function with numbers: key (name, file name)
+    const char** fn_keys;
+    size_t nfns;
+    mr_diff_entry* stack_entries; // one per profile row: key (functions, outermost first)
+    size_t nstacks;
+} run;
+
+// ---- options
+
+static int parse_sort(const char* value, diff_args* a) {
+    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
+        if (!strcmp(value, mr_diff_metric_name((mr_diff_metric)m))) {
+            a->sort_by = m;
+            return MR_OPT_NEXT;
+        }
+    return mr_usage_error(diff_help,
+                          "diff: --sort: expected peak_bytes, allocated_bytes, allocations or "
+                          "leaked_bytes, got '%s'",
+                          value);
+}
+
+static int parse_limit(const char* value, diff_args* a) {
+    if (a->nlimits == MAX_LIMITS)
+        return mr_usage_error(diff_help, "diff: --fail-if: at most %d limits", MAX_LIMITS);
+    char err[256];
+    if (mr_diff_limit_parse(value, &a->limits[a->nlimits], err, sizeof err))
+        return mr_usage_error(diff_help, "diff: --fail-if %s", err);
+    a->nlimits++;
+    return MR_OPT_NEXT;
+}
+
+static int parse_option(int c, diff_args* a) {
+    switch (c) {
+    case 'j':
+    case 'c':
+        if (a->format != FORMAT_TEXT)
+            return mr_usage_error(diff_help, "diff: --json and --csv exclude each other");
+        a->format = c == 'j' ? FORMAT_JSON : FORMAT_CSV;
+        a->opt.json = c == 'j'; // mr_write_report's switch
+        return MR_OPT_NEXT;
+    case 't':
+        a->top_given = true;
+        return mr_parse_top(optarg, diff_help, &a->top) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+    case 's':
+        return parse_sort(optarg, a);
+    case 'i':
+        a->inclusive = true;
+        return MR_OPT_NEXT;
+    case 'a':
+        a->all_frames = true;
+        return MR_OPT_NEXT;
+    case 'F':
+        return parse_limit(optarg, a);
+    default:
+        return mr_opts_handle(&a->opt, c, diff_help);
+    }
+}
+
+// Returns MR_OPT_NEXT with both inputs, else the exit code.
+static int parse_args(int argc, char** argv, diff_args* a, const char** base, const char** next) {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"csv", no_argument, NULL, 'c'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"sort", required_argument, NULL, 's'},
+                                         {"inclusive", no_argument, NULL, 'i'},
+                                         {"all-frames", no_argument, NULL, 'a'},
+                                         {"fail-if", required_argument, NULL, 'F'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    *a = (diff_args){.opt = MR_OPTS_INIT, .top = SIZE_MAX, .sort_by = -1};
+    int c;
+    while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
+        int rc = parse_option(c, a);
+        if (rc != MR_OPT_NEXT)
+            return rc;
+    }
+    if (argc - optind != 2)
+        return mr_usage_error(diff_help, "diff takes two captures, BASE and NEW, got %d",
+                              argc - optind);
+    if (!a->top_given && a->format == FORMAT_TEXT)
+        a->top = MR_TOP_DEFAULT;
+    *base = argv[optind];
+    *next = argv[optind + 1];
+    return MR_OPT_NEXT;
+}
+
+// ---- each run's entries
+
+static const char* file_name(const char* file) {
+    const char* slash = file ? strrchr(file, '/') : NULL;
+    return slash ? slash + 1 : file;
+}
+
+static void set_values(uint64_t* v, const uint64_t* by_metric) {
+    v[MR_DIFF_PEAK_BYTES] = by_metric[MR_METRIC_LIVE_BYTES];
+    v[MR_DIFF_ALLOC_BYTES] = by_metric[MR_METRIC_ALLOC_BYTES];
+    v[MR_DIFF_ALLOCATIONS] = by_metric[MR_METRIC_ALLOC_COUNT];
+    v[MR_DIFF_LEAKED_BYTES] = by_metric[MR_METRIC_END_BYTES];
+}
+
+// Functions are keyed by name and the file's name without its directory: a build in
+// another directory is the same function.
+static int function_entries(run* r, bool inclusive) {
+    size_t n = r->fns.n;
+    r->fn_entries = calloc(n ? n : 1, sizeof *r->fn_entries);
+    r->fn_keys = calloc(2 * (n ? n : 1), sizeof *r->fn_keys);
+    if (!r->fn_entries || !r->fn_keys)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const mr_function* f = &r->fns.v[i];
+        mr_diff_entry* e = &r->fn_entries[r->nfns];
+        set_values(e->v, inclusive ? f->total : f->self);
+        if (!(e->v[0] | e->v[1] | e->v[2] | e->v[3])) // a caller only (self 0): not listed
+            continue;
+        r->fn_keys[2 * r->nfns] = f->name;
+        r->fn_keys[2 * r->nfns + 1] = file_name(f->file);
+        e->key = &r->fn_keys[2 * r->nfns];
+        e->nkey = 2;
+        r->nfns++;
+    }
+    return 0;
+}
+
+// The function names of a row's stack, outermost first (inlined functions included, as
+// the function view shows them), in a new array.
+static const char** stack_key(const run* r, uint32_t callsite, bool all_frames, uint32_t* frames,
+                              size_t* nkey) {
+    size_t nf = mr_functions_stack(r->sy, callsite, all_frames, frames), n = 0;
+    for (size_t j = 0; j < nf; j++)
+        n += mr_symbols_frame_locs(r->sy, frames[j], &(const mr_symloc*){NULL});
+    const char** key = malloc((n ? n : 1) * sizeof *key);
+    if (!key)
+        return NULL;
+    size_t k = n;
+    for (size_t j = 0; j < nf; j++) {
+        const mr_symloc* locs;
+        size_t nl = mr_symbols_frame_locs(r->sy, frames[j], &locs);
+        for (size_t l = 0; l < nl; l++)
+            key[--k] = locs[l].function;
+    }
+    if (n == 0)
+        key[n++] = MR_FUNCTIONS_NO_STACK;
+    *nkey = n;
+    return key;
+}
+
+static int stack_entries(run* r, bool all_frames) {
+    r->stack_entries = calloc(r->prof.nrows ? r->prof.nrows : 1, sizeof *r->stack_entries);
+    uint32_t* frames = malloc(MR_SITES_MAX_DEPTH * sizeof *frames);
+    if (!r->stack_entries || !frames) {
+        free(frames);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < r->prof.nrows; i++) {
+        const mr_profile_row* row = &r->prof.rows[i];
+        mr_diff_entry* e = &r->stack_entries[r->nstacks];
+        if (!(e->key = stack_key(r, row->callsite, all_frames, frames, &e->nkey))) {
+            free(frames);
+            return -ENOMEM;
+        }
+        r->nstacks++;
+        uint64_t by_metric[MR_NMETRICS];
+        for (int m = 0; m < MR_NMETRICS; m++)
+            by_metric[m] = mr_profile_row_value(row, (mr_metric)m);
+        set_values(e->v, by_metric);
+    }
+    free(frames);
+    return 0;
+}
+
+static void close_run(run* r) {
+    for (size_t i = 0; i < r->nstacks; i++)
+        free((void*)r->stack_entries[i].key);
+    free(r->stack_entries);
+    free(r->fn_entries);
+    free(r->fn_keys);
+    mr_functions_free(&r->fns);
+    mr_profile_free(&r->prof);
+    if (r->sy)
+        mr_symbols_free(r->sy);
+    if (r->cap)
+        mt_capture_close(r->cap);
+}
+
+// Opens a capture and computes its numbers at its peak. Returns an exit code.
+static int open_run(run* r, const char* path, const diff_args* a) {
+    *r = (run){.path = path};
+    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
+    if (rc)
+        return rc;
+    r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
+    q.progress = "diff";
+    if ((rc = mr_profile_for(path, r->cap, &q, &r->prof)))
+        return rc;
+    if (mr_functions_build(&r->prof, r->sy, a->all_frames, &r->fns) ||
+        function_entries(r, a->inclusive) || stack_entries(r, a->all_frames)) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    return MR_EXIT_OK;
+}
+
+// ---- the report
+
+static const char* status_of(const mr_diff_row* r) {
+    if (!r->in[MR_DIFF_BASE])
+        return "added";
+    if (!r->in[MR_DIFF_NEW])
+        return "removed";
+    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
+        if (mr_diff_delta(r, (mr_diff_metric)m))
+            return "changed";
+    return "unchanged";
+}
+
+static json_t* triple(uint64_t base, uint64_t next, int64_t delta) {
+    return json_pack("{s:I,s:I,s:I}", "base", (json_int_t)base, "new", (json_int_t)next, "delta",
+                     (json_int_t)delta);
+}
+
+static void add_metrics(json_t* o, const mr_diff_row* r) {
+    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
+        json_object_set_new(o, mr_diff_metric_name((mr_diff_metric)m),
+                            triple(r->v[MR_DIFF_BASE][m], r->v[MR_DIFF_NEW][m],
+                                   mr_diff_delta(r, (mr_diff_metric)m)));
+}
+
+static json_t* totals_json(const run* base, const run* next) {
+    mr_diff_row t = {.in = {true, true}};
+    for (int i = 0; i < 2; i++) {
+        const mr_profile* p = i == MR_DIFF_BASE ? &base->prof : &next->prof;
+        uint64_t* v = t.v[i];
+        v[MR_DIFF_PEAK_BYTES] = p->peak_bytes;
+        v[MR_DIFF_ALLOC_BYTES] = p->alloc_bytes;
+        v[MR_DIFF_ALLOCATIONS] = p->alloc_count;
+        v[MR_DIFF_LEAKED_BYTES] = p->end_bytes;
+    }
+    json_t* o = json_object();
+    add_metrics(o, &t);
+    return o;
+}
+
+// The report: captures, totals, and the first `top` functions and stacks (all of them
+// counted in functions_total, stacks_total).
+static json_t* build_report(const run* base, const run* next, const mr_diff* fns,
+                            const mr_diff* stacks, size_t top) {
+    json_t* o = json_object();
+    json_object_set_new(o, "base_capture", mr_json_bytes(base->path));
+    json_object_set_new(o, "new_capture", mr_json_bytes(next->path));
+    json_object_set_new(o, "device", json_string(base->npu ? "npu" : "cpu"));
+    json_object_set_new(o, "totals", totals_json(base, next));
+    json_t* arr = json_array();
+    for (size_t i = 0; i < fns->n && i < top; i++) {
+        const mr_diff_row* r = &fns->rows[i];
+        json_t* f = json_object();
+        json_object_set_new(f, "function", mr_json_bytes(r->key[0]));
+        json_object_set_new(f, "file", mr_json_bytes(r->key[1]));
+        json_object_set_new(f, "status", json_string(status_of(r)));
+        add_metrics(f, r);
+        json_array_append_new(arr, f);
+    }
+    json_object_set_new(o, "functions", arr);
+    json_object_set_new(o, "functions_total", json_integer((json_int_t)fns->n));
+    arr = json_array();
+    for (size_t i = 0; i < stacks->n && i < top; i++) {
+        const mr_diff_row* r = &stacks->rows[i];
+        json_t* s = json_object();
+        json_t* names = json_array();
+        for (size_t k = 0; k < r->nkey; k++)
+            json_array_append_new(names, mr_json_bytes(r->key[k]));
+        json_object_set_new(s, "stack", names);
+        json_object_set_new(s, "status", json_string(status_of(r)));
+        add_metrics(s, r);
+        json_array_append_new(arr, s);
+    }
+    json_object_set_new(o, "stacks", arr);
+    json_object_set_new(o, "stacks_total", json_integer((json_int_t)stacks->n));
+    return o;
+}
+
+#define METRIC(obj, name, which)                                                                   \
+    json_integer_value(json_object_get(json_object_get(obj, name), which))
+
+// "+1.50 MiB", "-512 B", "+3" (a count), "0" for no change.
+static char* signed_amount(int64_t d, bool bytes, char* buf, size_t len) {
+    uint64_t mag = d < 0 ? (uint64_t)-d : (uint64_t)d;
+    char a[32];
+    if (bytes)
+        mt_format_bytes(mag, a, sizeof a);
+    else
+        snprintf(a, sizeof a, "%llu", (unsigned long long)mag);
+    snprintf(buf, len, "%s%s", d > 0 ? "+" : d < 0 ? "-" : "", d ? a : "0");
+    return buf;
+}
+
+static void print_totals(FILE* out, json_t* totals) {
+    fprintf(out, "%-16s %14s %14s %14s\n", "", "base", "new", "change");
+    for (int m = 0; m < MR_DIFF_NMETRICS; m++) {
+        const char* name = mr_diff_metric_name((mr_diff_metric)m);
+        bool bytes = mr_diff_metric_is_bytes((mr_diff_metric)m);
+        json_int_t b = METRIC(totals, name, "base"), n = METRIC(totals, name, "new"),
+                   d = METRIC(totals, name, "delta");
+        char sb[32], sn[32], sd[48], pct[32] = "";
+        if (bytes) {
+            mt_format_bytes((uint64_t)b, sb, sizeof sb);
+            mt_format_bytes((uint64_t)n, sn, sizeof sn);
+        } else {
+            snprintf(sb, sizeof sb, "%lld", (long long)b);
+            snprintf(sn, sizeof sn, "%lld", (long long)n);
+        }
+        if (b && d)
+            snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * (double)d / (double)b);
+        fprintf(out, "%-16s %14s %14s %14s%s\n", name, sb, sn,
+                signed_amount(d, bytes, sd, sizeof sd), pct);
+    }
+}
+
+// One changed row: the four changes, then its name.
+static void print_row(FILE* out, json_t* r, const char* sep) {
+    char c[MR_DIFF_NMETRICS][48];
+    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
+        signed_amount(METRIC(r, mr_diff_metric_name((mr_diff_metric)m), "delta"),
+                      mr_diff_metric_is_bytes((mr_diff_metric)m), c[m], sizeof c[m]);
+    fprintf(out, "  %12s %12s %8s %12s  ", c[0], c[1], c[2], c[3]);
+    json_t* stack = json_object_get(r, "stack");
+    if (stack) {
+        size_t k;
+        json_t* name;
+        json_array_foreach(stack, k, name) {
+            fputs(k ? sep : "", out);
+            mr_fputs_text(out, json_string_value(name));
+        }
+    } else {
+        mr_fputs_text(out, json_string_value(json_object_get(r, "function")));
+        const char* file = json_string_value(json_object_get(r, "file"));
+        if (file) {
+            fputs(" (", out);
+            mr_fputs_text(out, file);
+            fputc(')', out);
+        }
+    }
+    const char* status = json_string_value(json_object_get(r, "status"));
+    if (!strcmp(status, "added") || !strcmp(status, "removed"))
+        fprintf(out, " [%s]", !strcmp(status, "added") ? "new" : "gone");
+    fputc('\n', out);
+}
+
+// The changed rows of a list; unchanged ones are counted, not shown.
+static void print_list(FILE* out, json_t* o, const char* what, const char* sep) {
+    json_t* list = json_object_get(o, what);
+    char total_key[32];
+    snprintf(total_key, sizeof total_key, "%s_total", what);
+    size_t total = (size_t)json_integer_value(json_object_get(o, total_key)), shown = 0, i;
+    json_t* r;
+    json_array_foreach(list, i, r) {
+        if (strcmp(json_string_value(json_object_get(r, "status")), "unchanged") != 0) {
+            if (!shown++)
+                fprintf(out, "\n%s, largest change first:\n  %12s %12s %8s %12s  %s\n", what,
+                        "peak", "allocated", "allocs", "leaked",
+                        !strcmp(what, "stacks") ? "stack (outermost first)" : "function (file)");
+            print_row(out, r, sep);
+        }
+    }
+    if (!shown)
+        fprintf(out, "\nno %s changed (%zu compared)\n", what, total);
+    else if (json_array_size(list) < total)
+        fprintf(out, "(the first %zu of %zu %s; --top 0 shows all)\n", json_array_size(list), total,
+                what);
+}
+
+static void print_text(FILE* out, json_t* o) {
+    fputs("base: ", out);
+    mr_fputs_text(out, json_string_value(json_object_get(o, "base_capture")));
+    fputs("\nnew:  ", out);
+    mr_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
+    fputs("\n\n", out);
+    print_totals(out, json_object_get(o, "totals"));
+    print_list(out, o, "functions", "");
+    print_list(out, o, "stacks", " > ");
+}
+
+// ---- CSV (msMemScope's memory_compare columns)
+
+// s as one RFC 4180 field, valid UTF-8, quoted when it holds a comma, quote or line break.
+static void csv_field(FILE* out, const char* s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void csv_number(FILE* out, json_t* metric, const char* which, bool present) {
+    fputc(',', out);
+    if (present)
+        fprintf(out, "%lld", (long long)json_integer_value(json_object_get(metric, which)));
+    else
+        fputs("N/A", out);
+}
+
+static void csv_row(FILE* out, const char* event, const char* name, const char* device, json_t* r) {
+    const char* status = json_string_value(json_object_get(r, "status"));
+    bool in_base = !status || strcmp(status, "added") != 0;
+    bool in_new = !status || strcmp(status, "removed") != 0;
+    json_t* peak = json_object_get(r, "peak_bytes");
+    fprintf(out, "%s,", event);
+    csv_field(out, name);
+    fprintf(out, ",%s", device);
+    csv_number(out, peak, "base", in_base);
+    csv_number(out, peak, "new", in_new);
+    csv_number(out, json_object_get(r, "allocated_bytes"), "new", in_new);
+    csv_number(out, peak, "delta", true);
+    fputs("\r\n", out);
+}
+
+static void print_csv(FILE* out, json_t* o) {
+    const char* device = json_string_value(json_object_get(o, "device"));
+    fputs("Event,Name,Device ID,Base,Compare,Allocated Memory(byte),Diff Memory(byte)\r\n", out);
+    csv_row(out, "TOTAL", "(all)", device, json_object_get(o, "totals"));
+    size_t i;
+    json_t* r;
+    json_array_foreach(json_object_get(o, "functions"), i, r) {
+        const char* file = json_string_value(json_object_get(r, "file"));
+        const char* fn = json_string_value(json_object_get(r, "function"));
+        char* name = malloc(strlen(fn) + (file ? strlen(file) + 4 : 1));
+        if (!name)
+            continue;
+        sprintf(name, file ? "%s (%s)" : "%s", fn, file);
+        csv_row(out, "FUNCTION", name, device, r);
+        free(name);
+    }
+    json_array_foreach(json_object_get(o, "stacks"), i, r) {
+        char* name = NULL;
+        size_t len = 0, k;
+        FILE* mem = open_memstream(&name, &len);
+        json_t* f;
+        json_array_foreach(json_object_get(r, "stack"), k, f) {
+            fprintf(mem, "%s%s", k ? ";" : "", json_string_value(f));
+        }
+        if (fclose(mem) == 0)
+            csv_row(out, "STACK", name, device, r);
+        free(name);
+    }
+}
+
+static int write_report(const diff_args* a, json_t* report) {
+    if (a->format != FORMAT_CSV)
+        return mr_write_report(&a->opt, report, print_text);
+    mr_output out;
+    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
+    if (rc)
+        return rc;
+    print_csv(out.fp, report);
+    return mr_output_commit(&out);
+}
+
+// ---- the gate
+
+// Says each broken limit on stderr. Returns the number broken.
+static size_t check_limits(const diff_args* a, json_t* totals) {
+    size_t broken = 0;
+    for (size_t i = 0; i < a->nlimits; i++) {
+        const mr_diff_limit* l = &a->limits[i];
+        const char* name = mr_diff_metric_name(l->metric);
+        char msg[256];
+        if (mr_diff_limit_broken(l, (uint64_t)METRIC(totals, name, "base"),
+                                 (uint64_t)METRIC(totals, name, "new"), msg, sizeof msg)) {
+            mr_error("diff", "%s", msg);
+            broken++;
+        }
+    }
+    return broken;
+}
+
+// Matches, sorts, writes, gates. Returns an exit code.
+static int compare(const diff_args* a, const run* base, const run* next) {
+    mr_diff fns, stacks;
+    if (mr_diff_match(base->fn_entries, base->nfns, next->fn_entries, next->nfns, &fns)) {
+        mr_error(next->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    if (mr_diff_match(base->stack_entries, base->nstacks, next->stack_entries, next->nstacks,
+                      &stacks)) {
+        mr_diff_free(&fns);
+        mr_error(next->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    mr_diff_sort(&fns, a->sort_by);
+    mr_diff_sort(&stacks, a->sort_by);
+    json_t* report = build_report(base, next, &fns, &stacks, a->top);
+    int rc = write_report(a, report);
+    if (!rc && check_limits(a, json_object_get(report, "totals")))
+        rc = EXIT_LIMIT_BROKEN;
+    json_decref(report);
+    mr_diff_free(&fns);
+    mr_diff_free(&stacks);
+    return rc;
+}
+
+int mr_cmd_diff(int argc, char** argv) {
+    diff_args a;
+    const char *base_path = NULL, *new_path = NULL;
+    int rc = parse_args(argc, argv, &a, &base_path, &new_path);
+    if (rc != MR_OPT_NEXT)
+        return rc;
+    run base, next = {0};
+    rc = open_run(&base, base_path, &a);
+    if (!rc)
+        rc = open_run(&next, new_path, &a);
+    if (!rc && base.npu != next.npu) {
+        mr_error(new_path,
+                 "%s, but %s is %s: diff compares two native captures or two imported NPU "
+                 "logs",
+                 next.npu ? "an imported NPU log" : "a native capture", base_path,
+                 base.npu ? "an imported NPU log" : "a native capture");
+        rc = MR_EXIT_BAD_INPUT;
+    }
+    if (!rc)
+        rc = compare(&a, &base, &next);
+    close_run(&next);
+    close_run(&base);
+    return rc;
+}
