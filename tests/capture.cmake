@@ -5,6 +5,7 @@ memtrace_unit_test(capture)
 memtrace_unit_test(capture_write)
 memtrace_unit_test(heapmap)
 memtrace_unit_test(u64map)
+memtrace_unit_test(strtab)
 memtrace_unit_test(replay)
 
 # The e2e programs: -O0 and no builtins, so every allocator call in the source is made

@@ -31,6 +31,8 @@ target_compile_definitions(test_symbolize PRIVATE SYMTEST_DIR="${SYMTEST_DIR}")
 # -O2 -g whatever the build type: the test checks inlined chains and exact lines.
 target_compile_options(test_symbolize PRIVATE -O2 -g)
 target_link_libraries(test_symbolize PRIVATE ${CMAKE_DL_LIBS})
+# The reports' reader of the inlined chains the symbolizer stores (reporter/model/inlined.h).
+memtrace_unit_test(inlined)
 
 # ---- e2e: trace e2e_stacks (built with and without frame pointers) and check exact chains
 if(TARGET memtrace AND TARGET memtrace_launcher)

@@ -19,14 +19,11 @@ static uint32_t intern(mr_flame_tree* g, const char* str) {
     char* s = str ? mr_escape(str, strlen(str), MR_ESCAPE_UTF8) : NULL;
     if (!s)
         return MR_FLAME_NO_STRING;
-    json_t* id = json_object_get(g->string_ids, s);
-    uint32_t n = id ? (uint32_t)json_integer_value(id) : (uint32_t)json_array_size(g->strings);
-    if (!id) {
-        json_array_append_new(g->strings, json_string(s));
-        json_object_set_new(g->string_ids, s, json_integer(n));
-    }
+    uint32_t id;
+    if (mr_strtab_intern(&g->strings, s, &id, NULL))
+        id = MR_FLAME_NO_STRING;
     free(s);
-    return n;
+    return id;
 }
 
 static int child(mr_flame_tree* g, uint32_t parent, uint32_t name, bool relevant, uint32_t* out) {
@@ -231,9 +228,7 @@ static int init(mr_flame_tree* g) {
     g->cap = 1024;
     g->nodes = calloc(g->cap, sizeof *g->nodes);
     g->node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->node_of);
-    g->strings = json_array();
-    g->string_ids = json_object();
-    if (!g->nodes || !g->node_of || !g->strings || !g->string_ids || mr_u64map_init(&g->children) ||
+    if (!g->nodes || !g->node_of || mr_strtab_init(&g->strings) || mr_u64map_init(&g->children) ||
         mr_u64map_init(&g->threads.index) || mr_u64map_init(&g->threads.self.index))
         return -ENOMEM;
     g->n = 1;
@@ -255,8 +250,7 @@ void mr_flame_tree_free(mr_flame_tree* g) {
     free(g->node_of);
     free(g->target);
     mr_u64map_free(&g->children);
-    json_decref(g->strings);
-    json_decref(g->string_ids);
+    mr_strtab_free(&g->strings);
     mr_u64map_free(&g->threads.index);
     mr_flame_tree_self_free(&g->threads.self);
     free(g->threads.tids);

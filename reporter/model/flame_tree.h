@@ -8,10 +8,10 @@
 #define MR_FLAME_TREE_H
 
 #include "profile.h"
+#include "strtab.h"
 #include "symbols.h"
 #include "u64map.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,8 +56,7 @@ typedef struct mr_flame_tree {
     mr_flame_node* nodes; // 0 is the root "all"; children come after their parent
     size_t n, cap;
     mr_u64map children; // parent << 32 | name << 1 | relevant -> node index
-    json_t* strings;    // the string table: an array
-    json_t* string_ids; // string -> id
+    mr_strtab strings;  // the string table: id -> string, in the order first used
     uint32_t* node_of;  // callsite id -> leaf-most node of its frame; 0 = not yet resolved
     uint32_t ncallsites;
     uint64_t blocks; // live blocks in the tree

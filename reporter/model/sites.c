@@ -2,7 +2,12 @@
 // Site names, canonical stacks and site labels (sites.h).
 #include "sites.h"
 
+#include "strtab.h"
+
+#include "memtrace/vec.h"
+
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +44,39 @@ static char* canonical_key(const mr_symbols* s, uint32_t parent, uint32_t frame)
     return key;
 }
 
+// The canonical id of a callsite given its canonical parent: the first callsite seen with
+// the same key. first[] holds, per interned key, that callsite. Returns 0 or -ENOMEM.
+static int canonical_of(const mr_symbols* s, mr_strtab* keys, uint32_t** first, size_t* cap,
+                        uint32_t parent, uint32_t id, uint32_t* out) {
+    char* key = canonical_key(s, parent, mr_symbols_frame_of(s, id));
+    uint32_t k;
+    bool added;
+    int rc = key ? mr_strtab_intern(keys, key, &k, &added) : -ENOMEM;
+    free(key);
+    if (rc)
+        return rc;
+    if (added) {
+        if (MT_VEC_RESERVE(first, cap, (size_t)k + 1))
+            return -ENOMEM;
+        (*first)[k] = id;
+    }
+    *out = (*first)[k];
+    return 0;
+}
+
 uint32_t* mr_sites_canonical(const mr_symbols* s) {
     uint32_t n = mr_symbols_callsite_count(s);
     uint32_t* canon = calloc((size_t)n + 1, sizeof *canon); // 0 = not yet resolved
-    json_t* seen = json_object();
-    if (!canon || !seen) {
+    uint32_t* first = NULL;                                 // key id -> its first callsite
+    size_t cap = 0;
+    mr_strtab keys;
+    if (mr_strtab_init(&keys) || !canon) {
+        mr_strtab_free(&keys);
         free(canon);
-        json_decref(seen);
         return NULL;
     }
     uint32_t path[MR_SITES_MAX_DEPTH];
-    for (uint32_t c = 1; c < n; c++) {
+    for (uint32_t c = 1; c < n && canon; c++) {
         size_t np = 0;
         uint32_t cs = c;
         while (cs && cs < n && !canon[cs] && np < MR_SITES_MAX_DEPTH) {
@@ -58,25 +85,16 @@ uint32_t* mr_sites_canonical(const mr_symbols* s) {
         }
         uint32_t parent = (cs && cs < n) ? canon[cs] : 0;
         while (np-- > 0) {
-            uint32_t id = path[np];
-            char* key = canonical_key(s, parent, mr_symbols_frame_of(s, id));
-            if (!key) {
+            if (canonical_of(s, &keys, &first, &cap, parent, path[np], &canon[path[np]])) {
                 free(canon);
-                json_decref(seen);
-                return NULL;
+                canon = NULL;
+                break;
             }
-            json_t* v = json_object_get(seen, key);
-            if (v) {
-                canon[id] = (uint32_t)json_integer_value(v);
-            } else {
-                canon[id] = id;
-                json_object_set_new(seen, key, json_integer(id));
-            }
-            free(key);
-            parent = canon[id];
+            parent = canon[path[np]];
         }
     }
-    json_decref(seen);
+    mr_strtab_free(&keys);
+    free(first);
     return canon;
 }
 
@@ -84,7 +102,9 @@ uint32_t* mr_sites_canonical(const mr_symbols* s) {
 
 struct mr_site_labels {
     const mr_symbols* s;
-    json_t* callers; // allocator-named function -> its first caller's name, or true for >= 2
+    mr_strtab wrappers;        // allocator-named functions that have a caller
+    const char** first_caller; // per function of `wrappers`: its first caller, NULL for >= 2
+    size_t cap;
 };
 
 // The unqualified name of a function, lower-cased, without template arguments, parameters
@@ -115,22 +135,29 @@ static bool allocator_named(const char* fn) {
            strstr(b, "memdup") || (n >= 4 && strcmp(b + n - 4, "_new") == 0);
 }
 
-// Records that `caller` calls the allocator-named `fn`.
-static int note_caller(json_t* callers, const char* fn, const char* caller) {
+// Records that `caller` calls the allocator-named `fn` (callers are mr_symbols strings,
+// which outlive the labels). Returns 0 or -ENOMEM.
+static int note_caller(mr_site_labels* l, const char* fn, const char* caller) {
     if (!allocator_named(fn))
         return 0;
-    json_t* v = json_object_get(callers, fn);
-    if (!v)
-        return json_object_set_new(callers, fn, json_string(caller));
-    if (json_is_string(v) && strcmp(json_string_value(v), caller) != 0)
-        return json_object_set_new(callers, fn, json_true());
+    uint32_t id;
+    bool added;
+    if (mr_strtab_intern(&l->wrappers, fn, &id, &added))
+        return -ENOMEM;
+    if (added) {
+        if (MT_VEC_RESERVE(&l->first_caller, &l->cap, (size_t)id + 1))
+            return -ENOMEM;
+        l->first_caller[id] = caller;
+    } else if (l->first_caller[id] && strcmp(l->first_caller[id], caller) != 0) {
+        l->first_caller[id] = NULL;
+    }
     return 0;
 }
 
 mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
     mr_site_labels* l = calloc(1, sizeof *l);
-    if (!l || !(l->callers = json_object())) {
-        free(l);
+    if (!l || mr_strtab_init(&l->wrappers)) {
+        mr_site_labels_free(l);
         return NULL;
     }
     l->s = s;
@@ -151,7 +178,7 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
         }
         for (size_t k = 0; k < nl; k++) {
             const char* caller = k + 1 < nl ? locs[k + 1].function : outer;
-            if (caller && note_caller(l->callers, locs[k].function, caller)) {
+            if (caller && note_caller(l, locs[k].function, caller)) {
                 mr_site_labels_free(l);
                 return NULL;
             }
@@ -161,7 +188,8 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
 }
 
 bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function) {
-    return json_is_true(json_object_get(l->callers, function));
+    uint32_t id = mr_strtab_find(&l->wrappers, function);
+    return id != MR_STRTAB_NONE && !l->first_caller[id];
 }
 
 const char* mr_site_label(const mr_site_labels* l, uint32_t leaf) {
@@ -180,7 +208,9 @@ const char* mr_site_label(const mr_site_labels* l, uint32_t leaf) {
 }
 
 void mr_site_labels_free(mr_site_labels* l) {
-    if (l)
-        json_decref(l->callers);
+    if (l) {
+        mr_strtab_free(&l->wrappers);
+        free(l->first_caller);
+    }
     free(l);
 }

@@ -7,7 +7,6 @@
 
 #include "symbols.h"
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 

@@ -5,13 +5,13 @@
 #include "symbols.h"
 
 #include "escape.h"
+#include "inlined.h"
 #include "messages.h"
 
 #include "memtrace/symbolize.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,29 +82,37 @@ static const char* basename_of(const char* path) {
     return b ? b + 1 : path;
 }
 
-// Fills one frame from its row: the inlined chain (JSON) then the physical function.
+typedef struct inlined_ctx {
+    mr_symbols* s;
+    mr_symloc* locs;
+} inlined_ctx;
+
+static int add_inlined(void* ud, size_t i, const mr_inlined_call* call) {
+    inlined_ctx* c = ud;
+    c->locs[i] = (mr_symloc){.function = keep(c->s, call->function ? call->function : "??"),
+                             .file = keep(c->s, call->file),
+                             .line = call->line,
+                             .inlined = true};
+    return 0;
+}
+
+// Fills one frame from its row: the inlined chain (inlined.h; a malformed one reads as
+// none) then the physical function.
 static int load_frame(mr_symbols* s, sym_frame* f, const mt_frame_info* row) {
     const char* fn = row->function;
     const char* path = row->module;
     f->relevant = row->relevant;
     f->truncation = row->pc == 0 && !path;
     f->module = path ? keep(s, basename_of(path)) : NULL;
-    json_t* arr = mr_json_loads_bytes(row->inlined);
-    size_t ninl = json_is_array(arr) ? json_array_size(arr) : 0;
-    f->locs = calloc(ninl + 1, sizeof *f->locs);
-    if (!f->locs) {
-        json_decref(arr);
+    int counted = mr_inlined_parse(row->inlined, NULL, NULL);
+    if (counted == -ENOMEM)
         return -ENOMEM;
-    }
-    for (size_t i = 0; i < ninl; i++) {
-        json_t* e = json_array_get(arr, i);
-        const char* n = json_string_value(json_object_get(e, "function"));
-        f->locs[i] = (mr_symloc){.function = keep(s, n ? n : "??"),
-                                 .file = keep(s, json_string_value(json_object_get(e, "file"))),
-                                 .line = (int)json_integer_value(json_object_get(e, "line")),
-                                 .inlined = true};
-    }
-    json_decref(arr);
+    size_t ninl = counted > 0 ? (size_t)counted : 0;
+    f->locs = calloc(ninl + 1, sizeof *f->locs);
+    if (!f->locs)
+        return -ENOMEM;
+    if (ninl && mr_inlined_parse(row->inlined, add_inlined, &(inlined_ctx){s, f->locs}) < 0)
+        return -ENOMEM;
     char buf[512];
     if (!fn) {
         // Not symbolized (read-only capture): the same module+offset text the symbolizer

@@ -145,6 +145,17 @@ static int add_threads(json_t* o, mt_capture* cap, const mr_flame_threads* threa
     return 0;
 }
 
+// The tree's strings, valid UTF-8 already (flame_tree.c), as a JSON array indexed by id.
+static json_t* string_table(const mr_strtab* t) {
+    json_t* a = json_array();
+    for (size_t i = 0; a && i < t->n; i++)
+        if (json_array_append_new(a, json_string(mr_strtab_get(t, (uint32_t)i)))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t* moment) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
     if (!newid)
@@ -161,7 +172,7 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t
     json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
     json_object_set_new(o, "merged_below", json_integer((json_int_t)g->threshold));
     json_object_set_new(o, "merged_frames", json_integer((json_int_t)g->nmerged));
-    json_object_set_new(o, "strings", json_incref(g->strings));
+    json_object_set_new(o, "strings", string_table(&g->strings));
     json_object_set_new(o, "nodes", nodes);
     if (g->split && add_threads(o, cap, &g->threads, g->target, newid)) {
         json_decref(o);
