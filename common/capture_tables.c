@@ -42,19 +42,21 @@ int mt_capture_heaps(mt_capture* cap, mt_heap_fn fn, void* ud) {
     return rows_done(st, rc, step);
 }
 
-int mt_capture_heap_events(mt_capture* cap, int heap, uint64_t* events, int64_t* last_ts) {
+int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
     sqlite3_stmt* st;
-    *events = 0;
-    *last_ts = 0;
-    if (prepare(cap, "SELECT count(*), sum(count), max(ts_last) FROM event_chunk WHERE heap=?1",
+    *out = (mt_heap_span){0, 0, 0};
+    if (prepare(cap,
+                "SELECT count(*), sum(count), min(ts_first), max(ts_last) FROM event_chunk"
+                " WHERE heap=?1",
                 &st))
         return -EPROTO;
     sqlite3_bind_int(st, 1, heap);
     int rc = -EPROTO;
     if (sqlite3_step(st) == SQLITE_ROW) {
         rc = sqlite3_column_int64(st, 0) > 0;
-        *events = (uint64_t)sqlite3_column_int64(st, 1);
-        *last_ts = sqlite3_column_int64(st, 2);
+        out->events = (uint64_t)sqlite3_column_int64(st, 1);
+        out->first_ts = sqlite3_column_int64(st, 2);
+        out->last_ts = sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
     return rc;

@@ -21,7 +21,7 @@ static const struct export_format {
     const char* name;
     mr_export_fn write;
     bool binary;  // never written to a terminal
-    bool streams; // reads the events itself: the profile is not built (in->prof is empty)
+    bool streams; // replays the events itself (once): the command builds no profile
     const char* help;
 } formats[] = {
     {"folded", mr_export_folded, false, false,
@@ -32,9 +32,9 @@ static const struct export_format {
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
     {"csv", mr_export_csv, false, true,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
-    {"massif", mr_export_massif, false, false,
+    {"massif", mr_export_massif, false, true,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
-    {"chrome", mr_export_chrome, false, false,
+    {"chrome", mr_export_chrome, false, true,
      "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
 };
 

@@ -28,10 +28,8 @@ int mr_capture_default_heap(mt_capture* cap) {
 }
 
 mr_extent mr_capture_extent(mt_capture* cap, int heap) {
-    uint64_t events;
-    int64_t last_event;
-    if (mt_capture_heap_events(cap, heap, &events, &last_event) != 1)
-        last_event = -1;
+    mt_heap_span span;
+    int64_t last_event = mt_capture_heap_span(cap, heap, &span) == 1 ? span.last_ts : -1;
     if (heap == MT_HEAP_NPU) {
         // Upstream's count (the plot's x axis): the last max-allocated step, plus one.
         int64_t last;

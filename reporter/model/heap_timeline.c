@@ -196,9 +196,8 @@ static int read_track(native* nv, int track, mr_points* out) {
 }
 
 static uint64_t count_events(native* nv) {
-    uint64_t n;
-    int64_t last;
-    return mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &n, &last) < 0 ? 0 : n;
+    mt_heap_span span;
+    return mt_capture_heap_span(nv->cap, MT_HEAP_LIBC, &span) < 0 ? 0 : span.events;
 }
 
 // The end of the latest mark or range (begin of one still open) outside the NPU heap.
@@ -216,10 +215,10 @@ static int latest_mark(void* ud, const mt_mark_rec* m) {
 }
 
 static int64_t max_ts(native* nv) {
-    uint64_t events;
-    int64_t last_event, rss, vsz, t = 0;
+    mt_heap_span span;
+    int64_t rss, vsz, t = 0;
     latest mark = {false, 0};
-    int has_events = mt_capture_heap_events(nv->cap, MT_HEAP_LIBC, &events, &last_event);
+    int has_events = mt_capture_heap_span(nv->cap, MT_HEAP_LIBC, &span);
     int has_rss = mt_capture_counter_end(nv->cap, MT_TRACK_RSS, &rss);
     int has_vsz = mt_capture_counter_end(nv->cap, MT_TRACK_VSZ, &vsz);
     mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true};
@@ -228,7 +227,7 @@ static int64_t max_ts(native* nv) {
     // been computed: SQL's max(a, b, c) is NULL when any is).
     if (has_events == 1 && (has_rss == 1 || has_vsz == 1) && !marks_rc && mark.any) {
         int64_t counters = has_rss == 1 && (has_vsz != 1 || rss > vsz) ? rss : vsz;
-        t = last_event > counters ? last_event : counters;
+        t = span.last_ts > counters ? span.last_ts : counters;
         t = t > mark.ts ? t : mark.ts;
     }
     int64_t d = mt_capture_meta_int(nv->cap, "duration_ns", 0);

@@ -48,13 +48,15 @@ int mr_export_speedscope(FILE* out, const mr_export_input* in, char* err, size_t
 int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // massif: valgrind massif's massif.out (ms_print, massif-visualizer): live bytes in 100
-// evenly spaced snapshots plus a detailed one at the profile's moment holding the
-// allocation tree (allocator at the root, callers below).
+// evenly spaced snapshots plus a detailed one at the query's moment holding the
+// allocation tree (allocator at the root, callers below). Builds the profile itself, taking
+// the snapshots in the same replay (in->prof is empty).
 int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // chrome: Chrome's trace-event JSON: counter tracks of the heap's live bytes (thinned to a
 // few thousand intervals, each keeping its highest point), RSS, VSZ and the NPU counters;
-// marks as instant events, ranges as complete events; times in microseconds.
+// marks as instant events, ranges as complete events; times in microseconds. Replays the
+// events itself: it needs no profile (in->prof is empty).
 int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // The locations of the stack of `leaf`, outermost first, for the formats that list frames

@@ -109,10 +109,15 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return 0;
 }
 
+// One replay of its own: the track needs no per-callsite model (the command builds none).
 static int put_heap(chrome* c, char* err, size_t errlen) {
-    const mr_profile* p = c->in->prof;
-    int64_t span = p->last_ts - p->first_ts;
-    c->interval_ns = p->events > 4 * HEAP_INTERVALS ? span / HEAP_INTERVALS : 0;
+    mt_heap_span span;
+    if (mt_capture_heap_span(c->in->cap, c->in->query->heap, &span) < 0) {
+        snprintf(err, errlen, "%s", mt_capture_error(c->in->cap));
+        return -EPROTO;
+    }
+    int64_t length = span.last_ts - span.first_ts;
+    c->interval_ns = span.events > 4 * HEAP_INTERVALS ? length / HEAP_INTERVALS : 0;
     mr_replay r;
     int rc = mr_replay_init(&r, c->in->cap, c->in->query->heap);
     if (!rc)

@@ -37,6 +37,7 @@ typedef struct node {
 typedef struct massif {
     FILE* out;
     const mr_export_input* in;
+    mr_profile prof; // built here, with the samples (the command builds none for massif)
     sample samples[SNAPSHOTS];
     size_t nsamples, next;
     uint64_t live, before; // the selected thread(s)' live bytes, after and before the event
@@ -61,19 +62,24 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return 0;
 }
 
-static int sample_live(massif* m, char* err, size_t errlen) {
-    const mr_profile* p = m->in->prof;
-    m->nsamples = p->last_ts > p->first_ts ? SNAPSHOTS : 1;
+// Builds the model (the tree's moment) and samples the live bytes in the same replay: the
+// sample times come from the chunks' headers, known before any event is read.
+static int build_and_sample(massif* m, char* err, size_t errlen) {
+    mt_heap_span span;
+    if (mt_capture_heap_span(m->in->cap, m->in->query->heap, &span) < 0) {
+        snprintf(err, errlen, "%s", mt_capture_error(m->in->cap));
+        return -EPROTO;
+    }
+    int64_t length = span.last_ts - span.first_ts;
+    m->nsamples = length > 0 ? SNAPSHOTS : 1;
     for (size_t i = 0; i < m->nsamples; i++)
-        m->samples[i].ts = p->first_ts + (int64_t)((double)(p->last_ts - p->first_ts) * (double)i /
-                                                   (double)(m->nsamples > 1 ? m->nsamples - 1 : 1));
-    mr_replay r;
-    int rc = mr_replay_init(&r, m->in->cap, m->in->query->heap);
-    if (!rc)
-        rc = mr_replay_run(&r, UINT64_MAX, on_event, m);
-    if (rc)
-        snprintf(err, errlen, "%s", r.err);
-    mr_replay_free(&r);
+        m->samples[i].ts =
+            span.first_ts +
+            (int64_t)((double)length * (double)i / (double)(m->nsamples > 1 ? m->nsamples - 1 : 1));
+    mr_query q = *m->in->query;
+    q.observe = on_event;
+    q.observe_ud = m;
+    int rc = mr_profile_build(m->in->cap, &q, &m->prof, err, errlen);
     while (m->next < m->nsamples)
         m->samples[m->next++].bytes = m->live;
     return rc;
@@ -137,7 +143,7 @@ static int build_tree(massif* m) {
         return rc;
     m->nodes[0] = (node){0};
     m->nnodes = 1;
-    const mr_profile* p = m->in->prof;
+    const mr_profile* p = &m->prof;
     for (size_t i = 0; i < p->nrows && !rc; i++)
         if (p->rows[i].live_bytes)
             rc = add_stack(m, p->rows[i].callsite, p->rows[i].live_bytes);
@@ -247,7 +253,7 @@ static void put_cmd(massif* m) {
 }
 
 static int write_massif(massif* m, char* err, size_t errlen) {
-    int rc = sample_live(m, err, errlen);
+    int rc = build_and_sample(m, err, errlen);
     if (rc)
         return rc;
     if ((rc = build_tree(m))) {
@@ -255,7 +261,7 @@ static int write_massif(massif* m, char* err, size_t errlen) {
             snprintf(err, errlen, "%s", mt_capture_error(m->in->cap));
         return rc;
     }
-    const mr_profile* p = m->in->prof;
+    const mr_profile* p = &m->prof;
     const char* tree = m->in->query->moment == MR_AT_PEAK ? "peak" : "detailed";
     fputs("desc: memreport export --format massif\n", m->out);
     put_cmd(m);
@@ -289,6 +295,7 @@ int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t err
     int rc = write_massif(m, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
+    mr_profile_free(&m->prof);
     free(m->nodes);
     free(m->frame_pc);
     free(m);

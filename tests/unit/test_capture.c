@@ -772,13 +772,13 @@ static void test_typed_reads(void) {
     CHECK_EQ_I64(mt_capture_heaps(cap, on_heap, &r), 0);
     CHECK_EQ_STR(r.text, "1 libc libc ns;2 npu npu step;");
 
-    uint64_t n;
-    int64_t last;
-    CHECK_EQ_I64(mt_capture_heap_events(cap, MT_HEAP_LIBC, &n, &last), 1);
-    CHECK_EQ_I64(n, 150);
-    CHECK_EQ_I64(last, events[149].ts);
-    CHECK_EQ_I64(mt_capture_heap_events(cap, MT_HEAP_NPU, &n, &last), 0);
-    CHECK_EQ_I64(n, 0);
+    mt_heap_span span;
+    CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_LIBC, &span), 1);
+    CHECK_EQ_I64(span.events, 150);
+    CHECK_EQ_I64(span.first_ts, events[0].ts);
+    CHECK_EQ_I64(span.last_ts, events[149].ts);
+    CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_NPU, &span), 0);
+    CHECK_EQ_I64(span.events, 0);
 
     r = (rows){0};
     CHECK_EQ_I64(mt_capture_counters(cap, MT_TRACK_RSS, on_counter, &r), 0);
@@ -789,6 +789,7 @@ static void test_typed_reads(void) {
     r = (rows){.stop_after = 2};
     CHECK_EQ_I64(mt_capture_counters_written(cap, MT_TRACK_RSS, MT_TRACK_VSZ, on_counter, &r), 7);
     CHECK_EQ_I64(r.n, 2);
+    int64_t last;
     CHECK_EQ_I64(mt_capture_counter_end(cap, MT_TRACK_RSS, &last), 1);
     CHECK_EQ_I64(last, 30);
     CHECK_EQ_I64(mt_capture_counter_end(cap, MT_TRACK_NPU_USED, &last), 0);

@@ -152,10 +152,9 @@ static void check_events(mt_capture* cap) {
     CHECK_EQ_I64(bad, 0);
     mt_event_iter_close(it);
 
-    uint64_t events = 0;
-    int64_t end_ts = 0;
-    CHECK_EQ_I64(mt_capture_heap_events(cap, MT_HEAP_LIBC, &events, &end_ts), 1);
-    CHECK_EQ_I64(events, nexpected);
+    mt_heap_span span;
+    CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_LIBC, &span), 1);
+    CHECK_EQ_I64(span.events, nexpected);
     CHECK_EQ_I64(mt_capture_meta_int(cap, "events_written", -1), (int64_t)nexpected);
 }
 

@@ -98,9 +98,14 @@ typedef int (*mt_heap_fn)(void* ud, const mt_heap_rec* h);
 // The heaps, in id order.
 int mt_capture_heaps(mt_capture* cap, mt_heap_fn fn, void* ud);
 
-// How many events the chunks of one heap hold and the time of the last one. Returns 1, 0
-// when the heap has no chunk (both outputs 0), or -EPROTO.
-int mt_capture_heap_events(mt_capture* cap, int heap, uint64_t* events, int64_t* last_ts);
+// How many events the chunks of one heap hold and the times of the first and the last,
+// from the chunks' headers (no event is decoded). Returns 1, 0 when the heap has no chunk
+// (all zero), or -EPROTO.
+typedef struct mt_heap_span {
+    uint64_t events;
+    int64_t first_ts, last_ts;
+} mt_heap_span;
+int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out);
 
 typedef int (*mt_counter_fn)(void* ud, int track, int64_t ts, int64_t value);
 // The points of one counter track in time order (points of equal time as written).
