@@ -18,6 +18,7 @@ typedef struct command {
 static const command commands[] = {
     {"summary", mr_cmd_summary, "totals of a capture: events, peak, leaks, calls"},
     {"stacks", mr_cmd_stacks, "distinct allocation stacks with bytes and counts, symbolized"},
+    {"top", mr_cmd_top, "which functions hold the memory: self and total, callers, callees"},
     {"leaks", mr_cmd_leaks, "blocks live at the end, grouped by allocation stack"},
     {"stats", mr_cmd_stats, "top sites, size histogram, temporaries, threads"},
     {"flamegraph", mr_cmd_flamegraph, "HTML flame graph of live memory (peak, time, leaks)"},

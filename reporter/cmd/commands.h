@@ -6,6 +6,7 @@
 
 int mr_cmd_summary(int argc, char** argv);
 int mr_cmd_stacks(int argc, char** argv);
+int mr_cmd_top(int argc, char** argv);
 int mr_cmd_leaks(int argc, char** argv);
 int mr_cmd_stats(int argc, char** argv);
 int mr_cmd_flamegraph(int argc, char** argv);
