@@ -127,6 +127,12 @@ static void test_sort(void) {
             rn[i] = next[order ? 4 - i : i];
         }
         CHECK_EQ_I64(mr_diff_match(rb, 5, rn, 5, &d), 0);
+        if (order) // rows in any order before sorting (not the key order match gives)
+            for (size_t i = 0; i < d.n / 2; i++) {
+                mr_diff_row t = d.rows[i];
+                d.rows[i] = d.rows[d.n - 1 - i];
+                d.rows[d.n - 1 - i] = t;
+            }
         mr_diff_sort(&d, -1);
         CHECK_EQ_I64(d.n, 5);
         for (size_t i = 0; i < d.n && i < 5; i++)
