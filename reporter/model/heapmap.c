@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { PART_MIN_SLOTS = 16 };
 
@@ -52,9 +53,23 @@ void mr_heapmap_free(mr_heapmap* m) {
     memset(m, 0, sizeof *m);
 }
 
+// Zeroed slots. A large table is asked for in 2 MiB pages: a replay touches its slots at
+// random, and with 4 KiB pages most lookups would also miss the TLB.
+static mr_block* new_slots(size_t cap) {
+    enum { HUGE_PAGE = 2 << 20 };
+    size_t bytes = cap * sizeof(mr_block);
+    if (bytes < HUGE_PAGE)
+        return calloc(cap, sizeof(mr_block));
+    void* p;
+    if (posix_memalign(&p, HUGE_PAGE, bytes))
+        return NULL;
+    madvise(p, bytes, MADV_HUGEPAGE); // only a hint: without it the pages are small
+    return memset(p, 0, bytes);
+}
+
 static int grow(const mr_heapmap* m, mr_heapmap_part* p) {
     size_t oldcap = p->mask + 1, cap = oldcap * 2;
-    mr_block* slots = calloc(cap, sizeof *slots);
+    mr_block* slots = new_slots(cap);
     if (!slots)
         return -ENOMEM;
     for (size_t i = 0; i < oldcap; i++) {

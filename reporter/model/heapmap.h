@@ -23,7 +23,9 @@ typedef struct mr_block {
     uint32_t tid;
 } mr_block;
 
-enum { MR_HEAPMAP_PART_BITS = 6, MR_HEAPMAP_PARTS = 1 << MR_HEAPMAP_PART_BITS };
+// 16 parts: a growth copies 1/16 of the table, and a part of a large table still spans
+// 2 MiB pages (heapmap.c).
+enum { MR_HEAPMAP_PART_BITS = 4, MR_HEAPMAP_PARTS = 1 << MR_HEAPMAP_PART_BITS };
 
 typedef struct mr_heapmap_part {
     mr_block* slots; // addr == 0 marks an empty slot (0 is never a live block address)
