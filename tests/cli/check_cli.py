@@ -193,6 +193,13 @@ def case_usage(a):
                         r"memreport: sql takes one capture and at most one query, got 3",
                         "sql with two queries")
             continue
+        if name == "diff":  # diff BASE NEW: two captures
+            usage_error(a, [name, fx, fx, fx],
+                        r"memreport: diff takes two captures, BASE and NEW, got 3",
+                        "diff with three captures")
+            usage_error(a, [name, fx, "--bogus", fx],
+                        r"memreport: diff: unrecognized option '--bogus'", "diff --bogus")
+            continue
         usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
                     f"{name} with two inputs")
         usage_error(a, [name, "--bogus", fx],
