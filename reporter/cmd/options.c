@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -119,17 +118,7 @@ int mr_parse_top(const char* value, const char* help, size_t* out) {
 }
 
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {
-    mr_output out;
-    int rc = mr_output_open(&out, o->output, o->force);
-    if (rc)
-        return rc;
-    if (o->json) {
-        json_dumpf(report, out.fp, JSON_INDENT(2));
-        fputc('\n', out.fp);
-    } else {
-        print_text(out.fp, report);
-    }
-    return mr_output_commit(&out);
+    return mr_json_write_report(o->output, o->force, o->json, report, print_text);
 }
 
 #define MR_TIME_EXPECTED                                                                           \

@@ -5,6 +5,7 @@
 #define MR_OPTIONS_H
 
 #include "extent.h"
+#include "json.h" // transitional: cmd_top.c and cmd_diff.c still build their JSON here
 #include "messages.h"
 #include "profile.h"
 
@@ -52,7 +53,6 @@ int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym
 
 // Writes a report to o->output: as indented JSON with --json, else through print_text.
 // Returns 0 or an exit code (after printing the reason).
-typedef struct json_t json_t;
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*));
 
 // A time given on the command line (--at): nanoseconds since the capture started, or for an

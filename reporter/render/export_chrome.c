@@ -8,6 +8,7 @@
 // peak is always exact.
 #include "escape.h"
 #include "export.h"
+#include "json.h"
 #include "replay.h"
 
 #include "memtrace/schema.h"

@@ -6,6 +6,7 @@
 // (fractional: the capture's clock is in ns), or allocation steps ("i") for an NPU log.
 #include "escape.h"
 #include "export.h"
+#include "json.h"
 #include "replay.h"
 
 #include "memtrace/schema.h"

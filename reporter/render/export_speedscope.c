@@ -8,6 +8,7 @@
 // from the traced program (escape.h).
 #include "escape.h"
 #include "export.h"
+#include "json.h"
 #include "u64map.h"
 
 #include "memtrace/units.h"

@@ -3,6 +3,7 @@
 #include "flamegraph_data.h"
 
 #include "escape.h"
+#include "json.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 
 #include "escape.h"
 #include "flamegraph_html.h"
+#include "json.h"
 
 #include <errno.h>
 #include <string.h>

@@ -5,6 +5,7 @@
 // terminal escape sequences and HTML.
 #include "commands.h"
 #include "escape.h"
+#include "json.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// Capture strings as JSON, the tracer's JSON texts, HTML-safe JSON and the report writer
+// (json.h). The escaping rule itself is base/escape.h's.
+#include "json.h"
+
+#include "escape.h"
+#include "output.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+json_t* mr_json_bytes(const char* s) {
+    if (!s)
+        return json_null();
+    char* e = mr_escape(s, strlen(s), MR_ESCAPE_UTF8);
+    json_t* j = e ? json_string(e) : NULL;
+    free(e);
+    return j ? j : json_null();
+}
+
+void mr_json_add_thread(void* object, int64_t tid, const char* name) {
+    char key[24];
+    snprintf(key, sizeof key, "%lld", (long long)tid);
+    json_object_set_new(object, key, mr_json_bytes(name));
+}
+
+json_t* mr_json_loads_bytes(const char* text) {
+    if (!text)
+        return NULL;
+    char* e = mr_escape(text, strlen(text), MR_ESCAPE_JSON_TEXT);
+    json_t* j = e ? json_loads(e, 0, NULL) : NULL;
+    free(e);
+    return j;
+}
+
+// < > & occur in JSON only inside strings, so replacing them by their \u escapes anywhere
+// in the dumped text keeps it the same JSON.
+static int put_html_safe(const char* buf, size_t n, void* data) {
+    FILE* out = data;
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char* e = buf[i] == '<'   ? "\\u003c"
+                        : buf[i] == '>' ? "\\u003e"
+                        : buf[i] == '&' ? "\\u0026"
+                                        : NULL;
+        if (!e)
+            continue;
+        fwrite(buf + start, 1, i - start, out);
+        fputs(e, out);
+        start = i + 1;
+    }
+    fwrite(buf + start, 1, n - start, out);
+    return ferror(out) ? -1 : 0;
+}
+
+int mr_json_dump_html(const json_t* json, FILE* out) {
+    return json_dump_callback(json, put_html_safe, out, JSON_COMPACT | JSON_ESCAPE_SLASH) ? -1 : 0;
+}
+
+int mr_json_write_report(const char* output, bool force, bool as_json, json_t* report,
+                         void (*print_text)(FILE*, json_t*)) {
+    mr_output out;
+    int rc = mr_output_open(&out, output, force);
+    if (rc)
+        return rc;
+    if (as_json) {
+        json_dumpf(report, out.fp, JSON_INDENT(2));
+        fputc('\n', out.fp);
+    } else {
+        print_text(out.fp, report);
+    }
+    return mr_output_commit(&out);
+}
