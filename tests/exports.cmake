@@ -1,12 +1,14 @@
 # memreport export: every format checked by the tool that reads it (tests/exports/).
 
 # csv: msMemScope's dump layout, read back by Python's csv module and `sqlite3 .import --csv`
-# on the standard fixture with marks, and on an imported NPU log.
+# on the standard fixture with marks, on an imported NPU log, and on python3 traced with a
+# mark and a range (rows = events + marks, per-stack sums = stats).
 add_test(NAME e2e.export_csv
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/csv_test.py
           $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
-          ${CMAKE_CURRENT_BINARY_DIR}/exports-csv)
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-csv
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>)
 set_tests_properties(e2e.export_csv PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 # folded: the lines add up to summary's total for each metric (fixtures with known truth, a

@@ -324,11 +324,12 @@ static int add_mstx(csv_writer* w, int64_t ts, int64_t tid, const char* type, co
     return 0;
 }
 
-// Marks become "Mark" rows, ranges a "Range_start" and (when closed) a "Range_end" row.
+// Marks become "Mark" rows, ranges a "Range_start" and (when closed) a "Range_end" row. The
+// kind decides: the tracer stores a point mark with its end equal to its start.
 static int collect_mark(void* ud, const mt_mark_rec* m) {
     csv_writer* w = ud;
     int64_t tid = m->has_tid ? m->tid : 0;
-    bool range = m->has_end || !strcmp(m->kind, "range");
+    bool range = m->kind && !strcmp(m->kind, "range");
     int rc = add_mstx(w, m->ts_begin, tid, range ? "Range_start" : "Mark", m->name);
     if (!rc && range && m->has_end)
         rc = add_mstx(w, m->ts_end, tid, "Range_end", m->name);

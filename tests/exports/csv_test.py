@@ -4,8 +4,9 @@
 # `.import --csv`, on the standard fixture (tests/reports/fixture.c) with marks and ranges
 # added: the header, one row per event plus the MSTX rows, the known rows, per-stack sums equal
 # to `memreport stats --stacks --json`, the --thread and --range filters, and an imported NPU
-# log (Event Type is the heap's name).
-# Usage: csv_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR
+# log (Event Type is the heap's name). With the tracer, the same counts and sums on python3
+# traced with a mark and a range (real_program.py).
+# Usage: csv_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR [MEMTRACE_LAUNCHER]
 import collections
 import csv
 import json
@@ -16,8 +17,10 @@ import subprocess
 import sys
 
 from export_check import check, finish, runner
+from real_program import trace_python
 
 memreport, fixture, npu_log, work = sys.argv[1:5]
+launcher = sys.argv[5] if len(sys.argv) > 5 else None
 HEADER = ["ID", "Event", "Event Type", "Name", "Timestamp(ns)", "Process Id", "Thread ID",
           "Device ID", "Ptr", "Attr", "Call Stack(C)"]
 run = runner(memreport)
@@ -88,19 +91,25 @@ check(by_ts[12000][1] == "FREE" and attr(by_ts[12000])["size"] == "300", "reallo
 check(attr(by_ts[14000]) == {"allocation_id": "0", "addr": "0x9999", "size": "0"},
       "unmatched free")
 
-# Per-stack sums of the MALLOC rows equal stats' rows (one per stack, leaf first).
-got = collections.Counter()
-for r in heap:
-    if r[1] == "MALLOC":
-        got[(r[10], "bytes")] += int(attr(r)["size"])
-        got[(r[10], "count")] += 1
-want = collections.Counter()
-for s in stats["by_bytes"]:
-    text = "".join(f"{f['function']} {f['file']}:{f['line']}\n" if f.get("file")
-                   else f"{f['function']}\n" for f in s["stack"])
-    want[(text, "bytes")] += s["bytes_allocated"]
-    want[(text, "count")] += s["allocations"]
-check(+got == +want, f"per-stack sums {dict(got)} != stats {dict(want)}")
+
+
+def check_site_sums(name, heap, stats):
+    """The MALLOC rows summed per stack equal stats' rows (one per stack, leaf first)."""
+    got = collections.Counter()
+    for r in heap:
+        if r[1] == "MALLOC":
+            got[(r[10], "bytes")] += int(attr(r)["size"])
+            got[(r[10], "count")] += 1
+    want = collections.Counter()
+    for s in stats["by_bytes"]:
+        text = "".join(f"{f['function']} {f['file']}:{f['line']}\n" if f.get("file")
+                       else f"{f['function']}\n" for f in s["stack"])
+        want[(text, "bytes")] += s["bytes_allocated"]
+        want[(text, "count")] += s["allocations"]
+    check(+got == +want, f"{name}: per-stack sums {dict(got)} != stats {dict(want)}")
+
+
+check_site_sums("fixture", heap, stats)
 
 # The sqlite3 shell reads the same table.
 sqlite3_cli = shutil.which("sqlite3")
@@ -137,7 +146,28 @@ check(nheap and all(r[2] == "npu" and r[7] == "N/A" for r in nheap), "NPU rows n
 check(len(nheap) == nsum["allocations"] + nsum["frees"],
       f"NPU rows {len(nheap)} != {nsum['allocations']} + {nsum['frees']} events")
 
+# A real program: python3 with a point mark ("start", one Mark row) and a closed range
+# ("build", a Range_start and a Range_end row); row count = events + MSTX rows, sums = stats.
+if launcher:
+    pcap, mstx_rows = trace_python(launcher, work)
+    pstats = json.loads(run("stats", pcap, "--json", "--stacks", "--top", "0"))
+    _, prows = export(pcap, "python3.csv")
+    pevents = pstats["allocations"] + pstats["frees"]
+    check(pevents > 5000, f"python3: only {pevents} events")
+    check(len(prows) == pevents + mstx_rows,
+          f"python3: rows {len(prows)} != events {pevents} + {mstx_rows} MSTX rows")
+    check([(r[2], r[3]) for r in prows if r[1] == "MSTX"] ==
+          [("Mark", "start"), ("Range_start", "build"), ("Range_end", "build")],
+          f"python3: MSTX rows {[r[:5] for r in prows if r[1] == 'MSTX']}")
+    pheap = [r for r in prows if r[1] != "MSTX"]
+    check(sum(int(attr(r)["size"]) for r in pheap if r[1] == "MALLOC") ==
+          pstats["bytes_allocated"], "python3: MALLOC sizes sum to bytes_allocated")
+    check_site_sums("python3", pheap, pstats)
+
 finish()
+if not launcher:
+    print("SKIP: the tracer is not built: no real program checked")
+    sys.exit(77)
 if not sqlite3_cli:
     print("SKIP: the sqlite3 shell is not installed (scripts/install-deps.sh --test)")
     sys.exit(77)
