@@ -44,12 +44,14 @@ add_test(NAME e2e.export_pprof
           ${PPROF_TEST_ARGS})
 set_tests_properties(e2e.export_pprof PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
 
-# massif: valgrind's ms_print reads it and prints the fixture's known peak and tree.
+# massif: valgrind's ms_print reads it and prints the fixture's known peak and tree, and
+# summary's peak for python3 traced.
 add_test(NAME e2e.export_massif
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/massif_test.py
           $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
-          ${CMAKE_CURRENT_BINARY_DIR}/exports-massif)
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-massif
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>)
 set_tests_properties(e2e.export_massif PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)
 
 # speedscope: the file validates against the schema of speedscope's npm package (ajv) and
@@ -73,10 +75,12 @@ set_tests_properties(e2e.export_speedscope_browser PROPERTIES LABELS e2e TIMEOUT
                      SKIP_RETURN_CODE 77)
 
 # chrome: the trace-event JSON parses, its heap track peaks at summary's peak, its RSS/VSZ
-# tracks and marks are the capture's.
+# tracks and marks are the capture's (the fixture's, and python3's traced with a mark and a
+# range).
 add_test(NAME e2e.export_chrome
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/exports/chrome_test.py
           $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
           ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/sample.log
-          ${CMAKE_CURRENT_BINARY_DIR}/exports-chrome)
-set_tests_properties(e2e.export_chrome PROPERTIES LABELS e2e TIMEOUT 120)
+          ${CMAKE_CURRENT_BINARY_DIR}/exports-chrome
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>)
+set_tests_properties(e2e.export_chrome PROPERTIES LABELS e2e TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -160,7 +160,8 @@ static int on_mark(void* ud, const mt_mark_rec* m) {
     uint32_t want = c->in->query->tid;
     if ((want && tid != want) || !in_range(c, m->ts_begin))
         return 0;
-    bool range = m->has_end || !strcmp(m->kind, "range");
+    // The kind decides: the tracer stores a point mark with its end equal to its start.
+    bool range = m->kind && !strcmp(m->kind, "range");
     begin_event(c);
     fputs("{\"name\":", c->out);
     if (put_string(c->out, m->name))

@@ -4,8 +4,10 @@
 # the standard fixture (tests/reports/fixture.c) event by event and peaks at summary's
 # peak, whose RSS and VSZ tracks are the capture's counter points (added here, in µs), and
 # whose marks are instant, complete and begin events; --thread and --range filter; an
-# imported NPU log gives its NPU counters and summary's peak.
-# Usage: chrome_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR
+# imported NPU log gives its NPU counters and summary's peak. With the tracer, python3 traced
+# with a mark and a range (real_program.py): the heap track peaks at summary's peak, the
+# mark is an instant event and the range a complete one.
+# Usage: chrome_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR [MEMTRACE_LAUNCHER]
 import json
 import os
 import shutil
@@ -14,8 +16,10 @@ import subprocess
 import sys
 
 from export_check import check, finish, runner
+from real_program import trace_python
 
 memreport, fixture, npu_log, work = sys.argv[1:5]
+launcher = sys.argv[5] if len(sys.argv) > 5 else None
 run = runner(memreport)
 
 
@@ -86,5 +90,18 @@ ev = export(npu, "npu.json")
 check(max(v for _, v in track(ev, "heap")) == nsum["peak_bytes"], "NPU heap peak")
 check(track(ev, "NPU used"), "NPU used track")
 
+if launcher:
+    pcap, _ = trace_python(launcher, work)
+    psum = json.loads(run("summary", pcap, "--json"))
+    ev = export(pcap, "python3.json")
+    check(max(v for _, v in track(ev, "heap")) == psum["peak_bytes"],
+          f"python3: heap peak {max(v for _, v in track(ev, 'heap'))} != {psum['peak_bytes']}")
+    check(track(ev, "RSS"), "python3: an RSS track")
+    pmarks = sorted((e["ph"], e["name"]) for e in ev if e["ph"] in ("i", "X", "B"))
+    check(pmarks == [("X", "build"), ("i", "start")], f"python3: marks {pmarks}")
+
 finish()
+if not launcher:
+    print("SKIP: the tracer is not built: no real program checked")
+    sys.exit(77)
 print("ok")

@@ -3,8 +3,9 @@
 # memreport export --format massif, read by valgrind's ms_print: on the standard fixture
 # (tests/reports/fixture.c) it accepts the file and prints the known peak (10364 bytes at
 # seq 7) as the peak snapshot with the known tree; --leaks puts the detailed snapshot at the
-# end (4814 bytes); an imported NPU log exports with steps as time and summary's peak.
-# Usage: massif_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR
+# end (4814 bytes); an imported NPU log exports with steps as time and summary's peak. With
+# the tracer, python3 traced (real_program.py): ms_print's peak snapshot is summary's peak.
+# Usage: massif_test.py MEMREPORT REPORTS_FIXTURE NPU_LOG WORKDIR [MEMTRACE_LAUNCHER]
 import json
 import os
 import re
@@ -13,8 +14,10 @@ import subprocess
 import sys
 
 from export_check import check, finish, runner
+from real_program import trace_python
 
 memreport, fixture, npu_log, work = sys.argv[1:5]
+launcher = sys.argv[5] if len(sys.argv) > 5 else None
 ms_print = shutil.which("ms_print")
 if not ms_print:
     print("SKIP: ms_print (valgrind) is not installed (scripts/install-deps.sh --test)")
@@ -71,5 +74,18 @@ m = re.search(r"Detailed snapshots: \[(\d+) \(peak\)\]", text)
 check(m is not None and snapshots(text).get(int(m.group(1))) == npeak, f"NPU peak {npeak}")
 check("time(i)" in text, "NPU time in steps")
 
+if launcher:
+    pcap, _ = trace_python(launcher, work)
+    ppeak = json.loads(run("summary", pcap, "--json"))["peak_bytes"]
+    text = export_and_print(pcap, "python3.out")
+    snaps = snapshots(text)
+    m = re.search(r"Detailed snapshots: \[(\d+) \(peak\)\]", text)
+    check(m is not None and snaps.get(int(m.group(1))) == ppeak,
+          f"python3: peak snapshot {m and snaps.get(int(m.group(1)))} != summary's {ppeak}")
+    check(max(snaps.values(), default=0) == ppeak, "python3: no snapshot above the peak")
+
 finish()
+if not launcher:
+    print("SKIP: the tracer is not built: no real program checked")
+    sys.exit(77)
 print("ok")
