@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
-// memreport flamegraph: one self-contained HTML page (flamegraph_template.html, compiled
-// in) with the callsite tree of the blocks live at the peak, at a time, or at the end, as
-// JSON. Callsites narrower than a threshold are merged into their caller so the page stays
-// small; hiding non-relevant frames and the thread filter happen in the page itself.
+// memreport flamegraph: one self-contained HTML page (render/flamegraph_page.h) with the
+// callsite tree of the blocks live at the peak, at a time, or at the end. Callsites
+// narrower than a threshold are merged into their caller so the page stays small; hiding
+// non-relevant frames and the thread filter happen in the page itself.
 #include "commands.h"
-#include "escape.h"
 #include "flame_tree.h"
-#include "flamegraph_data.h"
 #include "flamegraph_page.h"
 #include "options.h"
 #include "output.h"
@@ -17,7 +15,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,33 +40,6 @@ static const char flamegraph_help[] =
 // Kept frames at most, whatever --min-width says: the page stays a few MB.
 #define MAX_NODES 20000
 
-enum mode { MODE_PEAK, MODE_AT, MODE_LEAKS };
-
-// The moment the page shows: "mode", "what", the time `t` (or step) and "subtitle".
-static json_t* describe_moment(const mr_flame_tree* g, enum mode mode, int64_t t, bool steps) {
-    json_t* o = json_object();
-    char bytes[32], when[32], sub[256];
-    mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
-    static const char* const modes[] = {"peak", "at", "leaks"};
-    json_object_set_new(o, "mode", json_string(modes[mode]));
-    if (mode == MODE_LEAKS) {
-        snprintf(sub, sizeof sub, "Leaks: %s in %llu blocks still live at the end", bytes,
-                 (unsigned long long)g->blocks);
-        json_object_set_new(o, "what", json_string("the leaked bytes"));
-    } else {
-        mr_format_time(t, steps, when, sizeof when);
-        snprintf(sub, sizeof sub, "%s: %s live at %s", mode == MODE_PEAK ? "Peak" : "Live heap",
-                 bytes, when);
-        json_object_set_new(
-            o, "what",
-            json_string(mode == MODE_PEAK ? "the bytes live at the peak" : "the bytes live then"));
-        // An imported NPU heap counts time in allocation steps.
-        json_object_set_new(o, steps ? "step" : "time_ns", json_integer(t));
-    }
-    json_object_set_new(o, "subtitle", json_string(sub));
-    return o;
-}
-
 static char* default_output(const char* capture) {
     const char* base = strrchr(capture, '/');
     base = base ? base + 1 : capture;
@@ -87,7 +57,7 @@ static char* default_output(const char* capture) {
 typedef struct fg_args {
     const char* output; // NULL until the default is made
     bool force, split, all_frames;
-    enum mode mode;
+    mr_flamegraph_mode mode;
     mr_time at;
     const char* at_arg;
     double min_width;
@@ -105,7 +75,7 @@ static int parse_args(int argc, char** argv, fg_args* a) {
                                          {"all-frames", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    *a = (fg_args){.mode = MODE_PEAK, .min_width = 0.0001};
+    *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};
     int modes = 0;
     int c, rc;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
@@ -117,18 +87,18 @@ static int parse_args(int argc, char** argv, fg_args* a) {
             a->force = true;
             break;
         case 'p':
-            a->mode = MODE_PEAK;
+            a->mode = MR_FLAMEGRAPH_PEAK;
             modes++;
             break;
         case 'a':
             if ((rc = mr_parse_time("--at", optarg, &a->at)))
                 return rc;
             a->at_arg = optarg;
-            a->mode = MODE_AT;
+            a->mode = MR_FLAMEGRAPH_AT;
             modes++;
             break;
         case 'l':
-            a->mode = MODE_LEAKS;
+            a->mode = MR_FLAMEGRAPH_LEAKS;
             modes++;
             break;
         case 's':
@@ -167,6 +137,8 @@ typedef struct fg_run {
     mr_symbols* sym;
     mr_extent extent;
     int64_t at_ns; // or the step, for an NPU capture
+    mr_flame_tree tree;
+    int64_t moment_ts; // of the profile the tree was built from
 } fg_run;
 
 // Opens the capture and its symbols and places --at in it. Returns an exit code.
@@ -175,35 +147,15 @@ static int open_input(fg_run* run) {
     if (rc)
         return rc;
     run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
-    if (run->args.mode == MODE_AT)
+    if (run->args.mode == MR_FLAMEGRAPH_AT)
         rc = mr_time_in_capture("--at", run->args.at_arg, run->args.at, run->path, run->extent,
                                 &run->at_ns);
     return rc;
 }
 
-// The page's data from the model's rows at the moment asked: their tree, pruned.
-static int graph_of(const fg_run* run, const mr_profile* p, json_t** data) {
-    mr_flame_tree g;
-    int e = mr_flame_tree_build(&g, run->sym, p, run->args.split);
-    if (e == 0)
-        e = mr_flame_tree_prune(&g, run->args.min_width, MAX_NODES);
-    if (e == 0) {
-        int64_t t = run->args.mode == MODE_LEAKS ? 0 : p->moment_ts;
-        json_t* moment = describe_moment(&g, run->args.mode, t, run->extent.steps);
-        *data = mr_flamegraph_data_build(&g, run->cap, moment);
-        json_decref(moment);
-        if (!*data)
-            e = -ENOMEM;
-        else // the page's "hide non-relevant frames" starts unchecked
-            json_object_set_new(*data, "all_frames", json_boolean(run->args.all_frames));
-    }
-    mr_flame_tree_free(&g);
-    return e;
-}
-
-// Builds the model's rows at the moment asked (per thread with --split-threads) and the
-// page's data from them. Returns an exit code.
-static int live_graph(const fg_run* run, json_t** data) {
+// Builds the model's rows at the moment asked (per thread with --split-threads) and their
+// tree, pruned. Returns an exit code.
+static int live_graph(fg_run* run) {
     static const mr_moment moments[] = {MR_AT_PEAK, MR_AT_TIME, MR_AT_END};
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(run->cap));
     q.moment = moments[run->args.mode];
@@ -214,7 +166,10 @@ static int live_graph(const fg_run* run, json_t** data) {
     char err[256];
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
     if (e == 0) {
-        e = graph_of(run, &p, data);
+        run->moment_ts = p.moment_ts;
+        e = mr_flame_tree_build(&run->tree, run->sym, &p, run->args.split);
+        if (e == 0)
+            e = mr_flame_tree_prune(&run->tree, run->args.min_width, MAX_NODES);
         snprintf(err, sizeof err, "out of memory");
     }
     mr_profile_free(&p);
@@ -224,13 +179,20 @@ static int live_graph(const fg_run* run, json_t** data) {
 }
 
 // Writes the page to `output` whole, or leaves nothing. Returns an exit code.
-static int write_output(const fg_args* a, json_t* data) {
+static int write_output(const fg_run* run) {
+    const fg_args* a = &run->args;
+    mr_flamegraph_view view = {.mode = a->mode,
+                               .t = a->mode == MR_FLAMEGRAPH_LEAKS ? 0 : run->moment_ts,
+                               .steps = run->extent.steps,
+                               .all_frames = a->all_frames};
     mr_output out;
     int rc = mr_output_open(&out, a->output, a->force);
     if (rc)
         return rc;
-    if (mr_flamegraph_page_write(out.fp, data)) {
-        mr_error(a->output, "cannot write the page");
+    int e = mr_flamegraph_page_write(out.fp, &run->tree, run->cap, &view);
+    if (e) {
+        mr_error(e == -ENOMEM ? run->path : a->output, "%s",
+                 e == -ENOMEM ? "out of memory" : "cannot write the page");
         mr_output_abort(&out);
         return MR_EXIT_IO;
     }
@@ -250,10 +212,9 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         mr_error(run.path, "out of memory");
         return MR_EXIT_IO;
     }
-    json_t* data = NULL;
-    if ((rc = open_input(&run)) == 0 && (rc = live_graph(&run, &data)) == 0)
-        rc = write_output(&run.args, data);
-    json_decref(data);
+    if ((rc = open_input(&run)) == 0 && (rc = live_graph(&run)) == 0)
+        rc = write_output(&run);
+    mr_flame_tree_free(&run.tree);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     free(def);

@@ -2,8 +2,10 @@
 // The flame graph page's data (flamegraph_data.h) from a pruned tree.
 #include "flamegraph_data.h"
 
-#include "escape.h"
+#include "extent.h"
 #include "json.h"
+
+#include "memtrace/units.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -157,7 +159,32 @@ static json_t* string_table(const mr_strtab* t) {
     return a;
 }
 
-json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t* moment) {
+// The moment the page shows: "mode", "what", the time (or step) and "subtitle".
+static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view* v) {
+    json_t* o = json_object();
+    char bytes[32], when[32], sub[256];
+    mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
+    static const char* const modes[] = {"peak", "at", "leaks"};
+    json_object_set_new(o, "mode", json_string(modes[v->mode]));
+    if (v->mode == MR_FLAMEGRAPH_LEAKS) {
+        snprintf(sub, sizeof sub, "Leaks: %s in %llu blocks still live at the end", bytes,
+                 (unsigned long long)g->blocks);
+        json_object_set_new(o, "what", json_string("the leaked bytes"));
+    } else {
+        bool peak = v->mode == MR_FLAMEGRAPH_PEAK;
+        mr_format_time(v->t, v->steps, when, sizeof when);
+        snprintf(sub, sizeof sub, "%s: %s live at %s", peak ? "Peak" : "Live heap", bytes, when);
+        json_object_set_new(
+            o, "what", json_string(peak ? "the bytes live at the peak" : "the bytes live then"));
+        // An imported NPU heap counts time in allocation steps.
+        json_object_set_new(o, v->steps ? "step" : "time_ns", json_integer(v->t));
+    }
+    json_object_set_new(o, "subtitle", json_string(sub));
+    return o;
+}
+
+json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
+                                 const mr_flamegraph_view* view) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
     if (!newid)
         return NULL;
@@ -168,7 +195,9 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t
     const char* path = mt_capture_path(cap);
     const char* base = strrchr(path, '/');
     json_object_set_new(o, "capture", mr_json_bytes(base ? base + 1 : path));
+    json_t* moment = describe_moment(g, view);
     json_object_update(o, moment);
+    json_decref(moment);
     json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
     json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
     json_object_set_new(o, "merged_below", json_integer((json_int_t)g->threshold));
@@ -180,5 +209,10 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t
         o = NULL;
     }
     free(newid);
+    // The page's "hide non-relevant frames" starts unchecked with --all-frames.
+    if (o && json_object_set_new(o, "all_frames", json_boolean(view->all_frames))) {
+        json_decref(o);
+        o = NULL;
+    }
     return o;
 }

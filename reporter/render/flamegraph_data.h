@@ -7,14 +7,16 @@
 #define MR_FLAMEGRAPH_DATA_H
 
 #include "flame_tree.h"
+#include "flamegraph_page.h"
 
 #include "memtrace/capture.h"
 
 #include <jansson.h>
 
-// The page's data, the keys of `moment` (what the page shows: mode, subtitle...) after
-// the capture's name. The tree must be pruned (mr_flame_tree_prune). NULL when out of
-// memory.
-json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap, json_t* moment);
+// The page's data: the capture, the moment it shows (mode, what, time, subtitle), the tree
+// and whether noise frames start shown. The tree must be pruned (mr_flame_tree_prune).
+// NULL when out of memory.
+json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
+                                 const mr_flamegraph_view* view);
 
 #endif

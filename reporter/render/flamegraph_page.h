@@ -1,14 +1,36 @@
 // SPDX-License-Identifier: MIT
-// The self-contained HTML flame graph page of `memreport flamegraph`.
+// The self-contained HTML flame graph page of `memreport flamegraph`: a pruned flame tree
+// (flame_tree.h) and the moment it shows, as the page's JSON data (flamegraph_data.h) put
+// into the compiled-in template.
 #ifndef MR_FLAMEGRAPH_PAGE_H
 #define MR_FLAMEGRAPH_PAGE_H
 
-#include <jansson.h>
+#include "flame_tree.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
-// Writes the page with `data` (the graph, as cmd_flamegraph.c builds it) embedded, every
-// < > & escaped so that no name can end the script element. Returns 0, -EPROTO (template
-// without its placeholder) or -EIO.
-int mr_flamegraph_page_write(FILE* fp, json_t* data);
+// What the page shows: the blocks live at the peak, at a time, or at the end (leaks).
+typedef enum mr_flamegraph_mode {
+    MR_FLAMEGRAPH_PEAK,
+    MR_FLAMEGRAPH_AT,
+    MR_FLAMEGRAPH_LEAKS
+} mr_flamegraph_mode;
+
+typedef struct mr_flamegraph_view {
+    mr_flamegraph_mode mode;
+    int64_t t;       // the moment (ns, or the step when steps); unused for leaks
+    bool steps;      // an imported NPU heap, timed in allocation steps
+    bool all_frames; // the page opens with noise frames shown
+} mr_flamegraph_view;
+
+// Writes the page of the pruned tree g (mr_flame_tree_prune), every < > & in its data
+// escaped so that no name can end the script element. Returns 0, -ENOMEM, -EPROTO
+// (template without its placeholder) or -EIO.
+int mr_flamegraph_page_write(FILE* fp, const mr_flame_tree* g, mt_capture* cap,
+                             const mr_flamegraph_view* view);
 
 #endif
