@@ -17,75 +17,63 @@
 // While replaying, a row's end_* hold its blocks live now and live_* its blocks live at
 // the latest candidate moment ("mark"): saved when the row first changes after a mark,
 // so marking is O(1) however many rows there are (the peak moves often).
+
+// A row while building, with what finding and saving it needs, in one cache line.
+typedef struct brow {
+    mr_profile_row row;
+    uint64_t saved_at; // the mark its live_* were saved at
+    uint64_t next;     // 1 + the next row of the same callsite (another thread), 0: none
+} brow;
+
 typedef struct builder {
     const mr_query* q;
     mr_profile* p;
-    mr_u64map index; // row key -> row index
-    size_t cap;
-    uint64_t* saved_at; // per row: the mark its live_* were saved at
-    size_t saved_cap;
-    uint32_t* recent; // RECENT slots: 1 + a row used lately (0: none), so most events
-                      // skip the map
+    brow* rows;
+    size_t nrows, cap;
+    // The head of each callsite's rows (1 + a row, 0: none): an array over the capture's
+    // callsite ids, and a map for ids beyond them (only a damaged capture has those).
+    uint64_t* heads;
+    size_t nheads;
+    mr_u64map stray_heads;
 
     uint64_t mark;    // marks so far
     bool past_moment; // MR_AT_TIME: an event stamped after `at` was seen
     uint64_t progress_total;
 } builder;
 
-static uint64_t row_key(const builder* b, uint32_t callsite, uint32_t tid) {
-    return b->q->by_thread ? (uint64_t)callsite << 32 | tid : callsite;
+static uint64_t* head_of(builder* b, uint32_t callsite) {
+    if (callsite < b->nheads)
+        return &b->heads[callsite];
+    uint64_t* h = mr_u64map_get(&b->stray_heads, callsite);
+    if (!h && !mr_u64map_put(&b->stray_heads, callsite, 0))
+        h = mr_u64map_get(&b->stray_heads, callsite);
+    return h;
 }
 
-// The index of the row of (callsite, tid) in the map, made if new; SIZE_MAX when out of
-// memory.
-static size_t row_index(builder* b, uint32_t callsite, uint32_t tid) {
-    uint64_t key = row_key(b, callsite, tid);
-    uint64_t* at = mr_u64map_get(&b->index, key);
-    mr_profile* p = b->p;
-    size_t i;
-    if (at) {
-        i = (size_t)*at;
-    } else {
-        if (mt_vec_grow(&p->rows, &b->cap, p->nrows + 1, sizeof *p->rows) ||
-            mt_vec_grow(&b->saved_at, &b->saved_cap, p->nrows + 1, sizeof *b->saved_at) ||
-            mr_u64map_put(&b->index, key, p->nrows))
-            return SIZE_MAX;
-        i = p->nrows++;
-        p->rows[i] = (mr_profile_row){.callsite = callsite, .tid = b->q->by_thread ? tid : 0};
-        b->saved_at[i] = b->mark;
-    }
-    return i;
-}
-
-// A direct-mapped cache of rows by (callsite, tid). Its slot hash is weak but checked
-// (the row must match): a capture that makes it miss only falls back to the map.
-#define RECENT (1u << 16)
-
-// The index of the row of (callsite, tid), or SIZE_MAX when out of memory.
-static size_t find_row(builder* b, uint32_t callsite, uint32_t tid) {
-    uint32_t want_tid = b->q->by_thread ? tid : 0;
-    uint32_t slot = (callsite * 0x9e3779b1u ^ want_tid * 0x85ebca77u) >> 16;
-    uint32_t hint = b->recent[slot];
-    if (hint && b->p->rows[hint - 1].callsite == callsite && b->p->rows[hint - 1].tid == want_tid)
-        return hint - 1;
-    size_t i = row_index(b, callsite, tid);
-    if (i != SIZE_MAX)
-        b->recent[slot] = (uint32_t)(i + 1);
-    return i;
-}
-
-// The row of (callsite, tid), with its live_* brought up to the latest mark.
+// The row of (callsite, tid), made if new, with its live_* brought up to the latest mark;
+// NULL when out of memory.
 static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
-    size_t i = find_row(b, callsite, tid);
-    if (i == SIZE_MAX)
+    uint32_t want_tid = b->q->by_thread ? tid : 0;
+    uint64_t* head = head_of(b, callsite);
+    if (!head)
         return NULL;
-    mr_profile_row* r = &b->p->rows[i];
-    if (b->saved_at[i] != b->mark) {
-        r->live_bytes = r->end_bytes;
-        r->live_blocks = r->end_blocks;
-        b->saved_at[i] = b->mark;
+    uint64_t i = *head;
+    while (i && b->rows[i - 1].row.tid != want_tid)
+        i = b->rows[i - 1].next;
+    if (!i) {
+        if (mt_vec_grow(&b->rows, &b->cap, b->nrows + 1, sizeof *b->rows))
+            return NULL;
+        b->rows[b->nrows] = (brow){
+            .row = {.callsite = callsite, .tid = want_tid}, .saved_at = b->mark, .next = *head};
+        i = *head = ++b->nrows;
     }
-    return r;
+    brow* r = &b->rows[i - 1];
+    if (r->saved_at != b->mark) {
+        r->row.live_bytes = r->row.end_bytes;
+        r->row.live_blocks = r->row.end_blocks;
+        r->saved_at = b->mark;
+    }
+    return &r->row;
 }
 
 static bool wanted(const builder* b, uint32_t tid) {
@@ -145,14 +133,16 @@ static int cmp_rows(const void* a, const void* b) {
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-// Brings every row's live_* to the last mark, drops the rows with nothing in any metric
-// (allocated outside the range, freed before the moment), sums the rest, sorts them.
-static void finish(builder* b) {
+// Brings every row's live_* to the last mark, keeps the rows with something in a metric
+// (not those allocated outside the range and freed before the moment), sums them, sorts them.
+static int finish(builder* b) {
     mr_profile* p = b->p;
+    if (b->nrows && !(p->rows = calloc(b->nrows, sizeof *p->rows)))
+        return -ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < p->nrows; i++) {
-        mr_profile_row* r = &p->rows[i];
-        if (b->q->moment == MR_AT_END || b->saved_at[i] != b->mark) {
+    for (size_t i = 0; i < b->nrows; i++) {
+        mr_profile_row* r = &b->rows[i].row;
+        if (b->q->moment == MR_AT_END || b->rows[i].saved_at != b->mark) {
             r->live_bytes = r->end_bytes;
             r->live_blocks = r->end_blocks;
         }
@@ -169,6 +159,23 @@ static void finish(builder* b) {
     p->nrows = n;
     if (n > 1)
         qsort(p->rows, n, sizeof *p->rows, cmp_rows);
+    return 0;
+}
+
+// The builder's tables: a head per callsite id the capture has.
+static int builder_init(builder* b, mt_capture* cap) {
+    int64_t max_frame, max_callsite;
+    if (mt_capture_stack_ids(cap, &max_frame, &max_callsite) || max_callsite < 0)
+        max_callsite = 0;
+    b->nheads = (size_t)max_callsite + 1;
+    b->heads = calloc(b->nheads, sizeof *b->heads);
+    return b->heads && !mr_u64map_init(&b->stray_heads) ? 0 : -ENOMEM;
+}
+
+static void builder_free(builder* b) {
+    free(b->rows);
+    free(b->heads);
+    mr_u64map_free(&b->stray_heads);
 }
 
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen) {
@@ -177,10 +184,8 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
     if (q->progress)
         b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     mr_replay r;
-    b.recent = calloc(RECENT, sizeof *b.recent);
-    if (!b.recent || mr_u64map_init(&b.index) || mr_replay_init(&r, cap, q->heap)) {
-        mr_u64map_free(&b.index);
-        free(b.recent);
+    if (builder_init(&b, cap) || mr_replay_init(&r, cap, q->heap)) {
+        builder_free(&b);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
@@ -197,7 +202,8 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
         } else if (q->moment == MR_AT_TIME) {
             p->moment_ts = q->at;
         }
-        finish(&b);
+        if ((rc = finish(&b)))
+            snprintf(err, errlen, "out of memory");
         p->peak_bytes = r.peak_bytes;
         p->peak_seq = r.peak_seq;
         p->peak_ts = r.peak_ts;
@@ -206,9 +212,7 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
         p->last_ts = r.last_ts;
     }
     mr_replay_free(&r);
-    mr_u64map_free(&b.index);
-    free(b.saved_at);
-    free(b.recent);
+    builder_free(&b);
     if (rc)
         mr_profile_free(p);
     return rc;
