@@ -244,18 +244,15 @@ typedef struct top_view {
 typedef struct entry {
     const char *name, *file;
     uint64_t self, total; // a caller or callee has its value in total
+    uint64_t key, tie;    // sorted by key, then tie, largest first, then by name
 } entry;
-
-static bool sort_by_total;
 
 static int cmp_entries(const void* a, const void* b) {
     const entry *x = a, *y = b;
-    uint64_t kx = sort_by_total ? x->total : x->self, ky = sort_by_total ? y->total : y->self;
-    uint64_t lx = sort_by_total ? x->self : x->total, ly = sort_by_total ? y->self : y->total;
-    if (kx != ky)
-        return kx < ky ? 1 : -1;
-    if (lx != ly)
-        return lx < ly ? 1 : -1;
+    if (x->key != y->key)
+        return x->key < y->key ? 1 : -1;
+    if (x->tie != y->tie)
+        return x->tie < y->tie ? 1 : -1;
     int c = strcmp(x->name, y->name);
     return c ? c : strcmp(x->file ? x->file : "", y->file ? y->file : "");
 }
@@ -281,9 +278,15 @@ static json_t* time_json(int64_t t) {
     return t == INT64_MIN || t == INT64_MAX ? json_null() : json_integer((json_int_t)t);
 }
 
-// The first `top` of n entries (sorted here) as a JSON array; "percent" of `of`.
-static json_t* entries_json(entry* v, size_t n, size_t top, bool table, uint64_t of) {
-    sort_by_total = table ? sort_by_total : true;
+// The first `top` of n entries as a JSON array, sorted here by self (by total when
+// by_total, and always for a list of callers or callees); percents of `of`.
+static json_t* entries_json(entry* v, size_t n, size_t top, bool table, bool by_total,
+                            uint64_t of) {
+    by_total = by_total || !table;
+    for (size_t i = 0; i < n; i++) {
+        v[i].key = by_total ? v[i].total : v[i].self;
+        v[i].tie = by_total ? v[i].self : v[i].total;
+    }
     if (n > 1)
         qsort(v, n, sizeof *v, cmp_entries);
     json_t* arr = json_array();
@@ -348,28 +351,31 @@ static json_t* top_json(const top_view* t) {
         json_decref(o);
         return NULL;
     }
-    sort_by_total = a->sort_total;
     if (!t->graph) {
         size_t n = 0;
         for (size_t i = 0; i < t->fns->n; i++)
             if (t->fns->v[i].total[m])
-                v[n++] = (entry){t->fns->v[i].name, t->fns->v[i].file, t->fns->v[i].self[m],
-                                 t->fns->v[i].total[m]};
+                v[n++] = (entry){.name = t->fns->v[i].name,
+                                 .file = t->fns->v[i].file,
+                                 .self = t->fns->v[i].self[m],
+                                 .total = t->fns->v[i].total[m]};
         json_object_set_new(o, "sort", json_string(a->sort_total ? "total" : "self"));
         json_object_set_new(o, "functions_total", json_integer((json_int_t)n));
-        json_object_set_new(o, "functions", entries_json(v, n, a->top, true, total));
+        json_object_set_new(o, "functions", entries_json(v, n, a->top, true, a->sort_total, total));
     } else {
         const mr_function* f = &t->fns->v[t->focus];
-        entry e = {f->name, f->file, f->self[m], f->total[m]};
-        json_t* focus = entries_json(&e, 1, 1, true, total);
+        entry e = {.name = f->name, .file = f->file, .self = f->self[m], .total = f->total[m]};
+        json_t* focus = entries_json(&e, 1, 1, true, false, total);
         json_object_set(o, "function", json_array_get(focus, 0));
         json_decref(focus);
         if (a->callers)
-            json_object_set_new(o, "callers",
-                                entries_json(v, focus_entries(t, true, v), a->top, false, e.total));
+            json_object_set_new(
+                o, "callers",
+                entries_json(v, focus_entries(t, true, v), a->top, false, true, e.total));
         if (a->callees)
             json_object_set_new(
-                o, "callees", entries_json(v, focus_entries(t, false, v), a->top, false, e.total));
+                o, "callees",
+                entries_json(v, focus_entries(t, false, v), a->top, false, true, e.total));
     }
     free(v);
     return o;
