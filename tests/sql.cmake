@@ -10,3 +10,12 @@ endif()
 add_test(NAME e2e.sql COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sql/check_sql.py
          ${SQL_TEST_ARGS})
 set_tests_properties(e2e.sql PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# The interactive prompt through a pseudo-terminal: a query typed at it equals summary (on
+# python3 traced), a two-line statement, an error shown and the prompt going on, Ctrl-D.
+add_test(NAME e2e.sql_prompt
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sql/prompt_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/sql-prompt
+          $<$<TARGET_EXISTS:memtrace_launcher>:$<TARGET_FILE:memtrace_launcher>>)
+set_tests_properties(e2e.sql_prompt PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)

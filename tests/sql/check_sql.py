@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # memreport sql and the memtrace_sqlite extension on real captures: the report fixture, a
-# synthetic multi-thread capture (interleaved chunks) and, when given, a traced program.
+# synthetic multi-thread capture (interleaved chunks) and, when given, a traced program and
+# python3 traced.
 # Checks events against summary's counts, allocations against leaks, seq/ts pushdown
 # against a full scan filtered here, --csv and --json read back, read-only opening, and
 # the extension in the sqlite3 shell (skipped, exit 77, only when sqlite3 is missing).
@@ -52,6 +53,10 @@ def check_counts(memreport, cap, name):
     check(rows[1] == [str(summary["allocations"]), str(summary["bytes_allocated"])],
           "%s: alloc events %r = summary's allocations %d, bytes %d" %
           (name, rows[1], summary["allocations"], summary["bytes_allocated"]))
+    if "malloc" in summary.get("calls", {}):  # the call counts of a traced capture
+        rows = sql_csv(memreport, cap, "select count(*) from events where kind = 'malloc'")
+        check(rows[1] == [str(summary["calls"]["malloc"])], "%s: malloc events %r = summary's"
+              " malloc calls %d" % (name, rows[1], summary["calls"]["malloc"]))
     rows = sql_csv(memreport, cap, "select count(*) from events where kind in " +
                    in_list(KINDS_FREE))
     check(rows[1] == [str(summary["frees"])],
@@ -130,6 +135,11 @@ def main():
         traced = os.path.join(work, "traced.db")
         run([launcher, "-o", traced, "--", prog])
         caps.append(("traced program", traced))
+    if launcher:  # a real program nobody here wrote
+        py = os.path.join(work, "python3.db")
+        run([launcher, "-o", py, "--", sys.executable, "-c",
+             "import json; print(len(json.dumps({i: [i] * (i % 30) for i in range(20000)})))"])
+        caps.append(("python3", py))
 
     for name, cap in caps:
         check_counts(memreport, cap, name)
