@@ -8,7 +8,7 @@ memtrace_unit_test(callgraph ${REPORTS_FIXTURE})
 set(TOP_TEST_ARGS $<TARGET_FILE:memreport> ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/corner.log
     ${CMAKE_CURRENT_BINARY_DIR}/views-top)
 if(TARGET memtrace AND TARGET memtrace_launcher)
-  add_executable(top_prog views/top_prog.c)
+  add_executable(top_prog views/top_prog.c views/top_prog_b.c)
   target_link_libraries(top_prog PRIVATE Threads::Threads)
   target_compile_definitions(top_prog PRIVATE _GNU_SOURCE)
   target_compile_options(top_prog PRIVATE -g -O0 -fno-inline -fno-omit-frame-pointer)

@@ -9,7 +9,8 @@
 //      itself (160 in 4); all freed after the peak
 //   -- the peak: 3000 + 4500 + 460 = 7960 bytes live
 //   4. the frees of phases 2 and 3 (500 of parser's stay): 3500 bytes live
-//   5. a thread: churner -> churn -> make_buf: 100 x 64, each freed at once (main's own
+//   5. tidy: 10 bytes freed at once; other_tidy -> tidy of top_prog_b.c: 20, freed at once
+//   6. a thread: churner -> churn -> make_buf: 100 x 64, each freed at once (main's own
 //      allocations in pthread_create come here too: its totals are checked before)
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,6 +55,13 @@ __attribute__((noinline)) static void churn(void) {
     }
 }
 
+__attribute__((noinline)) static void tidy(void) {
+    char* volatile p = malloc(10);
+    free(p);
+}
+
+void other_tidy(void); // top_prog_b.c
+
 static void* churner(void* arg) {
     churn();
     return arg;
@@ -76,6 +84,8 @@ int main(void) {
     for (int i = 0; i < 5; i++)
         free(walked[i]);
     pause_briefly();
+    tidy();
+    other_tidy();
     pthread_t t; // after a pause: --at the last free of phase 4 sees no thread yet
     if (pthread_create(&t, NULL, churner, NULL) || pthread_join(t, NULL))
         return 1;

@@ -180,6 +180,17 @@ def traced_calls(t):
     f = t.json("--callers", "walk")["function"]
     named = t.json("--callers", "%s (%s)" % (f["function"], f["file"]))["function"]
     check(named == f, "'name (file)' names a function")
+    # Two static tidy()s, in top_prog.c and top_prog_b.c: the name alone is ambiguous, the
+    # name with its file is not.
+    tidies = [f for f in t.json("--metric", "allocated", "--top", "0")["functions"]
+              if f["function"] == "tidy"]
+    check(sorted((f["self"], os.path.basename(f["file"])) for f in tidies) ==
+          [(10, "top_prog.c"), (20, "top_prog_b.c")], "two tidy functions, one per file")
+    expect_error(t, ["--callers", "tidy"], 1, ["is ambiguous", "top_prog.c)", "top_prog_b.c)"],
+                 "one name, two files")
+    b = [f for f in tidies if f["file"].endswith("top_prog_b.c")][0]
+    rep = t.json("--metric", "allocated", "--callers", "tidy (%s)" % b["file"])
+    check(shares(rep, "callers") == {"other_tidy": 20}, "tidy (top_prog_b.c): called by other_tidy")
 
 
 def traced_time(t, memreport, cap):
