@@ -106,13 +106,10 @@ static uint64_t weight(const mr_diff_row* r, int by) {
     return w;
 }
 
-static int sort_by; // qsort has no context argument; sorting is not reentrant
-
 static int cmp_change(const void* a, const void* b) {
     const mr_diff_row *x = a, *y = b;
-    uint64_t wx = weight(x, sort_by), wy = weight(y, sort_by);
-    if (wx != wy)
-        return wx < wy ? 1 : -1;
+    if (x->weight != y->weight)
+        return x->weight < y->weight ? 1 : -1;
     static const mr_diff_metric ties[] = {MR_DIFF_ALLOCATIONS, MR_DIFF_PEAK_BYTES,
                                           MR_DIFF_ALLOC_BYTES, MR_DIFF_LEAKED_BYTES};
     for (size_t i = 0; i < sizeof ties / sizeof *ties; i++) {
@@ -124,7 +121,8 @@ static int cmp_change(const void* a, const void* b) {
 }
 
 void mr_diff_sort(mr_diff* d, int by) {
-    sort_by = by;
+    for (size_t i = 0; i < d->n; i++) // each row carries its key: qsort has no context
+        d->rows[i].weight = weight(&d->rows[i], by);
     if (d->n > 1)
         qsort(d->rows, d->n, sizeof *d->rows, cmp_change);
 }

@@ -41,6 +41,7 @@ typedef struct mr_diff_row {
     size_t nkey;
     uint64_t v[2][MR_DIFF_NMETRICS]; // [MR_DIFF_BASE or MR_DIFF_NEW][metric]; 0 when absent
     bool in[2];                      // the run has an entry with this key
+    uint64_t weight;                 // the sort key of mr_diff_sort's last call
 } mr_diff_row;
 
 typedef struct mr_diff {
