@@ -118,7 +118,8 @@ int mr_parse_top(const char* value, const char* help, size_t* out) {
 }
 
 int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {
-    return mr_json_write_report(o->output, o->force, o->json, report, print_text);
+    mr_report_to to = mr_opts_report_to(o);
+    return mr_json_write_report(&to, report, print_text);
 }
 
 #define MR_TIME_EXPECTED                                                                           \

@@ -8,6 +8,7 @@
 #include "json.h" // transitional: cmd_top.c and cmd_diff.c still build their JSON here
 #include "messages.h"
 #include "profile.h"
+#include "report.h"
 
 #include "memtrace/capture.h"
 
@@ -27,6 +28,10 @@ typedef struct mr_opts {
 } mr_opts;
 #define MR_OPTS_INIT                                                                               \
     { "-", false, false }
+// Where a report renderer (render/*_report.h) writes, as these options say.
+static inline mr_report_to mr_opts_report_to(const mr_opts* o) {
+    return (mr_report_to){o->output, o->force, o->json};
+}
 enum { MR_OPT_NEXT = -1 };
 // For a getopt_long result c: records a shared option and returns MR_OPT_NEXT; prints help
 // for -h (returns 0), or the usage hint after getopt's message for an unknown option or a

@@ -57,13 +57,13 @@ int mr_json_dump_html(const json_t* json, FILE* out) {
     return json_dump_callback(json, put_html_safe, out, JSON_COMPACT | JSON_ESCAPE_SLASH) ? -1 : 0;
 }
 
-int mr_json_write_report(const char* output, bool force, bool as_json, json_t* report,
+int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*)) {
     mr_output out;
-    int rc = mr_output_open(&out, output, force);
+    int rc = mr_output_open(&out, to->output, to->force);
     if (rc)
         return rc;
-    if (as_json) {
+    if (to->json) {
         json_dumpf(report, out.fp, JSON_INDENT(2));
         fputc('\n', out.fp);
     } else {

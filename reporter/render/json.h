@@ -7,6 +7,8 @@
 #ifndef MR_JSON_H
 #define MR_JSON_H
 
+#include "report.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,10 +28,10 @@ json_t* mr_json_loads_bytes(const char* text);
 // HTML parser). Returns 0, or -1 on a write error.
 int mr_json_dump_html(const json_t* json, FILE* out);
 
-// Writes a report to `output` ("-" = stdout; an existing file only with force, output.h):
-// as JSON indented by 2 with as_json, else through print_text, which reads the same
-// document. Returns 0 or an exit code (after printing the reason).
-int mr_json_write_report(const char* output, bool force, bool as_json, json_t* report,
+// Writes a report where `to` says (an existing file only with force, output.h): as JSON
+// indented by 2, else through print_text, which reads the same document. Returns 0 or an
+// exit code (after printing the reason).
+int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*));
 
 #endif

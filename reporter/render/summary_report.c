@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// The summary report (summary_report.h): built as one JSON document, printed from it as
+// text or as it is.
+#include "summary_report.h"
+
+#include "escape.h"
+#include "extent.h"
+#include "json.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int add_call_count(void* ud, const char* name, int64_t count) {
+    char* key = name ? mr_escape(name, strlen(name), MR_ESCAPE_UTF8) : NULL;
+    if (key)
+        json_object_set_new(ud, key, json_integer(count));
+    free(key);
+    return 0;
+}
+
+// The calls per entry point; what cannot be read is left out, as a capture may lack them.
+static json_t* calls_object(mt_capture* cap) {
+    json_t* calls = json_object();
+    mt_capture_call_counts(cap, add_call_count, calls);
+    return calls;
+}
+
+// An imported NPU log has no process: its source log, format and number of steps instead.
+static void npu_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
+    char* source = mt_capture_meta_text(cap, "source");
+    json_object_set_new(o, "source", source ? mr_json_bytes(source) : json_null());
+    free(source);
+    char* format = mt_capture_meta_text(cap, "format");
+    json_object_set_new(
+        o, "format",
+        json_string(format && !strcmp(format, "npu-log-legacy") ? "legacy" : "current"));
+    free(format);
+    json_object_set_new(o, "steps", json_integer(mr_capture_extent(cap, r->heap).end));
+}
+
+static void process_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
+    json_object_set_new(o, "pid", json_integer(mt_capture_meta_int(cap, "pid", 0)));
+    char* cmd = mt_capture_meta_text(cap, "cmdline");
+    json_t* cmdline = mr_json_loads_bytes(cmd);
+    free(cmd);
+    json_object_set_new(o, "command", json_is_array(cmdline) ? cmdline : json_array());
+    if (cmdline && !json_is_array(cmdline))
+        json_decref(cmdline);
+    int64_t duration = mt_capture_meta_int(cap, "duration_ns", -1);
+    json_object_set_new(o, "duration_ns", json_integer(duration >= 0 ? duration : r->last_ts));
+}
+
+static json_t* build_summary(const mr_summary* s) {
+    mt_capture* cap = s->cap;
+    const mr_replay* r = s->replay;
+    bool npu = r->heap == MT_HEAP_NPU;
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
+    json_object_set_new(o, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    if (npu)
+        npu_origin(o, cap, r);
+    else
+        process_origin(o, cap, r);
+    if (!npu) // a log's one synthetic thread says nothing
+        json_object_set_new(o, "threads", json_integer((json_int_t)s->threads));
+    json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
+    json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
+    json_object_set_new(o, "unmatched_frees", json_integer((json_int_t)r->unmatched_frees));
+    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
+    // An imported NPU heap counts time in allocation steps, not nanoseconds.
+    json_object_set_new(o, npu ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
+    json_object_set_new(o, "time_unit", json_string(npu ? "step" : "ns"));
+    json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
+    json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
+    if (!npu) // the tracer counts calls per entry point; a log has none
+        json_object_set_new(o, "calls", calls_object(cap));
+    // Set when the program died of a fatal signal and the tracer saved the capture first.
+    int64_t sig = mt_capture_meta_int(cap, "terminated_by_signal", 0);
+    if (sig)
+        json_object_set_new(o, "terminated_by_signal", json_integer(sig));
+    if (s->runtime_held) {
+        json_object_set_new(o, "runtime_held_bytes", json_integer((json_int_t)s->held_bytes));
+        json_object_set_new(o, "runtime_held_allocations",
+                            json_integer((json_int_t)s->held_blocks));
+    }
+    return o;
+}
+
+static void print_text(FILE* out, json_t* s) {
+    char a[32], b[32], c[32];
+    fputs("capture:      ", out);
+    mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
+    fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
+    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
+    size_t i;
+    json_t* v;
+    if (steps) {
+        fputs("source log:   ", out);
+        mr_fputs_text(out, json_string_value(json_object_get(s, "source")));
+        fprintf(out, "\nformat:       NPU memory-usage log (%s)\n",
+                json_string_value(json_object_get(s, "format")));
+        fprintf(out, "steps:        %lld\n",
+                (long long)json_integer_value(json_object_get(s, "steps")));
+    } else {
+        fputs("command:     ", out);
+        json_array_foreach(json_object_get(s, "command"), i, v) {
+            fputc(' ', out);
+            mr_fputs_text(out, json_string_value(v));
+        }
+        fprintf(out, "\npid:          %lld\n",
+                (long long)json_integer_value(json_object_get(s, "pid")));
+        fprintf(
+            out, "duration:     %s\n",
+            mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
+    }
+    mr_format_time(json_integer_value(json_object_get(s, steps ? "peak_step" : "peak_time_ns")),
+                   steps, b, sizeof b);
+#define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
+    if (!steps)
+        fprintf(out, "threads:      %llu\n", INT("threads"));
+    fprintf(out, "events:       %llu\n", INT("events"));
+    fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
+            mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
+    fprintf(out, "frees:        %llu\n", INT("frees"));
+    fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
+    // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
+    unsigned long long held = INT("runtime_held_bytes"),
+                       held_blocks = INT("runtime_held_allocations");
+    unsigned long long own_blocks = INT("leaked_allocations") - held_blocks;
+    fprintf(out, "leaked:       %s in %llu block%s",
+            mt_format_bytes(INT("leaked_bytes") - held, a, sizeof a), own_blocks,
+            own_blocks == 1 ? "" : "s");
+    if (held_blocks)
+        fprintf(out, " (+%s in %llu block%s held by the C runtime)",
+                mt_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
+    fputc('\n', out);
+#undef INT
+    if (steps)
+        return;
+    fputs("calls:       ", out);
+    const char* key;
+    json_object_foreach(json_object_get(s, "calls"), key, v) {
+        if (json_integer_value(v)) {
+            fputc(' ', out);
+            mr_fputs_text(out, key);
+            fprintf(out, "=%lld", (long long)json_integer_value(v));
+        }
+    }
+    fputc('\n', out);
+}
+
+int mr_summary_report_write(const mr_report_to* to, const mr_summary* s) {
+    json_t* sum = build_summary(s);
+    int rc = mr_json_write_report(to, sum, print_text);
+    json_decref(sum);
+    return rc;
+}

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// The report of `memreport summary`: the totals of a capture's replay (status, counts,
+// peak, leaks, calls per entry point) with what the capture says of its process or NPU
+// log, as text for people or JSON for scripts. Reads the capture's meta and call counts;
+// never replays anything itself.
+#ifndef MR_SUMMARY_REPORT_H
+#define MR_SUMMARY_REPORT_H
+
+#include "replay.h"
+#include "report.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mr_summary {
+    mt_capture* cap;
+    const mr_replay* replay; // run to the end
+    size_t threads;          // distinct thread ids of the events
+    // Of the blocks live at the end, those the C runtime holds for itself (runtime_held.h);
+    // a native capture only.
+    bool runtime_held;
+    uint64_t held_bytes, held_blocks;
+} mr_summary;
+
+// Writes the report. Returns 0 or an exit code (after printing the reason).
+int mr_summary_report_write(const mr_report_to* to, const mr_summary* s);
+
+#endif
