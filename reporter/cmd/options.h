@@ -80,25 +80,35 @@ int mr_time_in_capture(const char* option, const char* value, mr_time t, const c
 
 // The moment, range and thread of the reports that weigh stacks (--at, --leaks, --range,
 // --thread) as given on the command line; mr_query_for places them in a capture.
+// A time may also name a mark or range the program recorded (memtrace.h): a value that
+// starts with a digit or "step" is a time, anything else (or "mark:NAME") a name. A mark
+// stands for its time; a range for its begin as FROM and its end as TO or --at; a name
+// recorded more than once takes "#N" (the Nth by time, from 1).
 typedef struct mr_when {
-    mr_moment moment;                       // MR_AT_PEAK unless --at or --leaks
-    mr_time at, from, to;                   // parsed, not yet checked against the capture
-    const char *at_arg, *from_arg, *to_arg; // as given; NULL when left out
-    uint32_t tid;                           // 0: every thread
+    mr_moment moment;                          // MR_AT_PEAK unless --at or --leaks
+    mr_time at, from, to;                      // parsed, not yet checked against the capture
+    const char *at_arg, *from_arg, *to_arg;    // as given; NULL when left out
+    const char *at_name, *from_name, *to_name; // the mark named instead of a time, or NULL
+    bool range_named;                          // --range NAME: that range's begin..end
+    uint32_t tid;                              // 0: every thread
 } mr_when;
 #define MR_WHEN_INIT                                                                               \
     { .moment = MR_AT_PEAK }
-// --at TIME (moment MR_AT_TIME), --range FROM..TO (either side optional; value is cut at
-// the dots), --thread TID. Each returns 0, or the usage exit code after an error naming
-// the subcommand of `help` and the usage hint.
+// --at TIME|NAME (moment MR_AT_TIME), --range FROM..TO (either side optional, each a time
+// or a name; value is cut at the dots) or --range NAME (a range), --thread TID. Each
+// returns 0, or the usage exit code after an error naming the subcommand of `help` and
+// the usage hint.
 int mr_parse_at(const char* value, mr_when* w);
 int mr_parse_range(char* value, const char* help, mr_when* w);
 int mr_parse_thread(const char* value, const char* help, uint32_t* tid);
 // --metric live|allocated|count (and leaked when `leaked`): MR_METRIC_LIVE_BYTES,
 // _ALLOC_BYTES, _ALLOC_COUNT, _END_BYTES. Returns 0 or the usage exit code.
 int mr_parse_metric(const char* value, const char* help, bool leaked, mr_metric* out);
-// The query of w on the capture's default heap, its times placed in the capture (*steps:
-// the heap is timed in NPU steps). Returns 0 or the usage exit code after the reason.
+// The query of w on the capture's default heap, its times placed in the capture and its
+// names looked up in the heap's marks (*steps: the heap is timed in NPU steps). With a
+// range and moment MR_AT_PEAK, the model takes the highest point within the range.
+// Returns 0 or the usage exit code after the reason (an unknown or ambiguous name: the
+// marks it could be).
 int mr_query_for(const mr_when* w, const char* path, mt_capture* cap, mr_query* q, bool* steps);
 
 // mr_profile_build for a command: on failure says why ("memreport: FILE: ...") and returns
