@@ -4,20 +4,16 @@
 // fully symbolized (inlined frames expanded), as text or JSON. Noise frames are hidden
 // unless --all-frames; stacks that differ only in hidden frames are merged.
 #include "commands.h"
-#include "escape.h"
 #include "options.h"
-#include "output.h"
 #include "profile.h"
 #include "sites.h"
-#include "stack_json.h"
+#include "stacks_report.h"
 #include "symbols.h"
 
 #include "memtrace/schema.h"
-#include "memtrace/units.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,14 +28,6 @@ static const char stacks_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
-// A displayed stack: the frames shown (leaf first) and the merged numbers.
-typedef struct shown {
-    uint32_t* frames;
-    size_t n;
-    uint32_t leaf;     // one of the merged callsites (for truncation, name lookups)
-    mr_profile_row st; // the merged metrics (its callsite and tid unused)
-} shown;
-
 // Adds the metrics of a stack merged into another.
 static void add_metrics(mr_profile_row* to, const mr_profile_row* from) {
     to->alloc_bytes += from->alloc_bytes;
@@ -50,7 +38,7 @@ static void add_metrics(mr_profile_row* to, const mr_profile_row* from) {
 }
 
 static int cmp_frames(const void* a, const void* b) {
-    const shown *x = a, *y = b;
+    const mr_stacks_entry *x = a, *y = b;
     size_t n = x->n < y->n ? x->n : y->n;
     for (size_t i = 0; i < n; i++)
         if (x->frames[i] != y->frames[i])
@@ -59,7 +47,7 @@ static int cmp_frames(const void* a, const void* b) {
 }
 
 static int cmp_bytes(const void* a, const void* b) {
-    const shown *x = a, *y = b;
+    const mr_stacks_entry *x = a, *y = b;
     if (x->st.alloc_bytes != y->st.alloc_bytes)
         return x->st.alloc_bytes < y->st.alloc_bytes ? 1 : -1;
     if (x->st.alloc_count != y->st.alloc_count)
@@ -67,91 +55,9 @@ static int cmp_bytes(const void* a, const void* b) {
     return cmp_frames(a, b);
 }
 
-static json_t* frames_json(const mr_symbols* sy, const shown* sh) {
-    json_t* arr = json_array();
-    for (size_t i = 0; i < sh->n; i++) {
-        const mr_symloc* locs;
-        size_t nl = mr_symbols_frame_locs(sy, sh->frames[i], &locs);
-        const char* module = mr_symbols_frame_module(sy, sh->frames[i]);
-        for (size_t j = 0; j < nl; j++) {
-            json_t* f = json_object();
-            json_object_set_new(f, "function", mr_json_bytes(locs[j].function));
-            json_object_set_new(f, "file", mr_json_bytes(locs[j].file));
-            json_object_set_new(f, "line", locs[j].line ? json_integer(locs[j].line) : json_null());
-            json_object_set_new(f, "module", mr_json_bytes(module));
-            json_object_set_new(f, "inlined", json_boolean(locs[j].inlined));
-            json_object_set_new(f, "relevant",
-                                json_boolean(mr_symbols_frame_relevant(sy, sh->frames[i])));
-            json_array_append_new(arr, f);
-        }
-    }
-    return arr;
-}
-
-// The report of the first `top` of the n stacks of list (all of them still in the totals).
-static json_t* build(const mr_symbols* sy, shown* list, size_t n, size_t top, bool all_frames,
-                     const mr_profile* p, const char* path) {
-    json_t* o = json_object();
-    json_object_set_new(o, "capture", mr_json_bytes(path));
-    json_object_set_new(o, "all_frames", json_boolean(all_frames));
-    json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
-    json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
-    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
-    json_object_set_new(o, "stacks_total", json_integer((json_int_t)n));
-    json_t* arr = json_array();
-    for (size_t i = 0; i < n && i < top; i++) {
-        json_t* s = json_object();
-        const mr_profile_row* st = &list[i].st;
-        json_object_set_new(s, "bytes", json_integer((json_int_t)st->alloc_bytes));
-        json_object_set_new(s, "count", json_integer((json_int_t)st->alloc_count));
-        json_object_set_new(s, "peak_bytes", json_integer((json_int_t)st->live_bytes));
-        json_object_set_new(s, "leaked_bytes", json_integer((json_int_t)st->end_bytes));
-        json_object_set_new(s, "leaked_count", json_integer((json_int_t)st->end_blocks));
-        json_object_set_new(s, "truncated",
-                            json_boolean(list[i].leaf && mr_symbols_truncated(sy, list[i].leaf)));
-        json_object_set_new(s, "frames", frames_json(sy, &list[i]));
-        json_array_append_new(arr, s);
-    }
-    json_object_set_new(o, "stacks", arr);
-    return o;
-}
-
-static void print_text(FILE* out, json_t* o) {
-    char a[32], b[32], c[32], line[2048];
-    size_t i, j;
-    json_t *s, *f;
-#define U64(obj, k) (uint64_t) json_integer_value(json_object_get(obj, k))
-    size_t shown_n = json_array_size(json_object_get(o, "stacks"));
-    fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, peak %s\n",
-            (unsigned long long)U64(o, "stacks_total"),
-            mt_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
-            (unsigned long long)U64(o, "allocations"),
-            mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
-    if (shown_n < U64(o, "stacks_total"))
-        fprintf(out, "(top %zu of %llu by bytes allocated; --top 0 shows all)\n", shown_n,
-                (unsigned long long)U64(o, "stacks_total"));
-    json_array_foreach(json_object_get(o, "stacks"), i, s) {
-        fprintf(out, "\n#%zu %s in %llu allocations; at peak %s; leaked %s in %llu%s\n", i + 1,
-                mt_format_bytes(U64(s, "bytes"), a, sizeof a), (unsigned long long)U64(s, "count"),
-                mt_format_bytes(U64(s, "peak_bytes"), b, sizeof b),
-                mt_format_bytes(U64(s, "leaked_bytes"), c, sizeof c),
-                (unsigned long long)U64(s, "leaked_count"),
-                json_is_true(json_object_get(s, "truncated")) ? " (stack truncated)" : "");
-        json_t* frames = json_object_get(s, "frames");
-        if (json_array_size(frames) == 0)
-            fputs("    (no stack)\n", out);
-        json_array_foreach(frames, j, f) {
-            fprintf(out, "    %s", json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "");
-            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
-            fputc('\n', out);
-        }
-    }
-#undef U64
-}
-
 // Merges the stacks that show the same frames (they differ only in hidden frames) in a
 // list sorted by frames. Returns the new length.
-static size_t merge_same_frames(shown* list, size_t k) {
+static size_t merge_same_frames(mr_stacks_entry* list, size_t k) {
     size_t m = 0;
     for (size_t i = 0; i < k; i++) {
         if (m && cmp_frames(&list[m - 1], &list[i]) == 0) {
@@ -164,7 +70,7 @@ static size_t merge_same_frames(shown* list, size_t k) {
     return m;
 }
 
-static void free_list(shown* list, size_t n) {
+static void free_list(mr_stacks_entry* list, size_t n) {
     for (size_t i = 0; i < n; i++)
         free(list[i].frames);
     free(list);
@@ -173,9 +79,10 @@ static void free_list(shown* list, size_t n) {
 // Groups the callsites with allocations by the frames they show (ids the capture does
 // not have as "no stack"). Returns the number of distinct stacks in *out (sorted by
 // bytes), or -1 when out of memory.
-static ptrdiff_t group(const mr_symbols* sy, const mr_profile* p, bool all_frames, shown** out) {
+static ptrdiff_t group(const mr_symbols* sy, const mr_profile* p, bool all_frames,
+                       mr_stacks_entry** out) {
     uint32_t ncs = mr_symbols_callsite_count(sy);
-    shown* list = calloc(p->nrows ? p->nrows : 1, sizeof *list);
+    mr_stacks_entry* list = calloc(p->nrows ? p->nrows : 1, sizeof *list);
     uint32_t* buf = malloc(MR_SITES_MAX_DEPTH * sizeof *buf);
     bool oom = !list || !buf;
     size_t k = 0;
@@ -189,7 +96,8 @@ static ptrdiff_t group(const mr_symbols* sy, const mr_profile* p, bool all_frame
         uint32_t* frames = malloc((depth ? depth : 1) * sizeof *buf);
         if (!(oom = !frames)) {
             memcpy(frames, buf, depth * sizeof *buf);
-            list[k++] = (shown){.frames = frames, .n = depth, .leaf = cs, .st = p->rows[i]};
+            list[k++] =
+                (mr_stacks_entry){.frames = frames, .n = depth, .leaf = cs, .st = p->rows[i]};
         }
     }
     free(buf);
@@ -245,15 +153,21 @@ static int parse_args(int argc, char** argv, stacks_args* a) {
 // code.
 static int write_stacks(const stacks_args* a, const char* path, const mr_symbols* sy,
                         const mr_profile* p) {
-    shown* list = NULL;
+    mr_stacks_entry* list = NULL;
     ptrdiff_t n = group(sy, p, a->all_frames, &list);
     if (n < 0) {
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    json_t* o = build(sy, list, (size_t)n, a->top, a->all_frames, p, path);
-    int rc = mr_write_report(&a->opt, o, print_text);
-    json_decref(o);
+    mr_stacks_report r = {.capture = path,
+                          .sym = sy,
+                          .profile = p,
+                          .stacks = list,
+                          .n = (size_t)n,
+                          .top = a->top,
+                          .all_frames = a->all_frames};
+    mr_report_to to = mr_opts_report_to(&a->opt);
+    int rc = mr_stacks_report_write(&to, &r);
     free_list(list, (size_t)n);
     return rc;
 }
