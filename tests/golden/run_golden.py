@@ -67,6 +67,19 @@ def text_cases():
             (f"std.leaks.suppressions.{fmt}",
              ["leaks", "std.db", "--suppressions", "golden.supp"] + extra),
         ]
+        # top: the function table per metric, callers and callees, escaped names, NPU.
+        cases += [
+            (f"std.top.{fmt}", ["top", "std.db"] + extra),
+            (f"std.top.allocated.calls.{fmt}", ["top", "std.db", "--metric", "allocated",
+                                                "--callers", "make_node", "--callees",
+                                                "make_node"] + extra),
+            (f"std.top.count.total.{fmt}", ["top", "std.db", "--metric", "count", "--sort",
+                                            "total"] + extra),
+            (f"std.top.leaked.all-frames.{fmt}", ["top", "std.db", "--metric", "leaked",
+                                                  "--all-frames"] + extra),
+            (f"hostile.top.{fmt}", ["top", "hostile.db", "--metric", "leaked"] + extra),
+            (f"corner.top.allocated.{fmt}", ["top", "corner.db", "--metric", "allocated"] + extra),
+        ]
     return cases
 
 
