@@ -239,7 +239,8 @@ def traced_errors(t, work):
                  "bad metric")
     expect_error(t, ["--metric", "allocated", "--at", "1ms"], 1, ["--at applies to"],
                  "--at with allocated")
-    expect_error(t, ["--range", "1ms.."], 1, ["--range applies to"], "--range with live")
+    expect_error(t, ["--metric", "leaked", "--range", "1ms.."], 1, ["--range", "leaked"],
+                 "--range with leaked")
     expect_error(t, ["--sort", "size"], 1, ["--sort"], "bad sort")
     expect_error(t, ["--callers", "walk", "--callees", "main"], 1, ["two functions"],
                  "--callers and --callees of two functions")
