@@ -42,12 +42,18 @@ typedef struct chunk_merge {
     chunk_events** heap; // min-heap of loaded chunks on their current event
     size_t nheap;
     event_bounds b;
-    char* err; // sqlite3_malloc'd message after a failure
+    // No column wanted (count(*)): each selected chunk gives its header's count of empty
+    // rows, undecoded (its checksum is not read either).
+    bool headers_only;
+    int64_t left; // rows left in the current chunk, headers_only
+    char* err;    // sqlite3_malloc'd message after a failure
 } chunk_merge;
 
 // SQLite result codes; a failure leaves its message in m->err.
 int mt_sql_merge_init(chunk_merge* m, sqlite3* db);
 int mt_sql_merge_start(chunk_merge* m, const event_bounds* b);
+// The next event: 1 with *ev filled (left untouched when headers_only), 0 at the end, or an
+// SQLite error.
 int mt_sql_merge_next(chunk_merge* m, mt_event* ev);
 void mt_sql_merge_free(chunk_merge* m);
 int mt_sql_merge_fail(chunk_merge* m, int rc, const char* what, int64_t id);

@@ -75,6 +75,7 @@ static void merge_reset(chunk_merge* m) {
     m->chunks = NULL;
     m->err = NULL;
     m->nheap = m->nchunks = m->next = 0;
+    m->left = 0;
 }
 
 void mt_sql_merge_free(chunk_merge* m) {
@@ -148,18 +149,26 @@ int mt_sql_merge_start(chunk_merge* m, const event_bounds* b) {
     return SQLITE_OK;
 }
 
-// Decodes the next selected chunk, after checking its checksum, onto the merge heap.
-static int load_chunk(chunk_merge* m) {
-    const chunk_info* c = &m->chunks[m->next++];
+// What a chunk's row says before its data is read.
+static int check_header(chunk_merge* m, const chunk_info* c) {
     if (c->codec != m->want_codec)
         return mt_sql_merge_fail(m, SQLITE_CORRUPT, "unexpected codec", c->id);
     if (c->h.count <= 0 || c->h.count > MAX_CHUNK_EVENTS || c->h.heap < 0 || c->h.heap > 255)
         return mt_sql_merge_fail(m, SQLITE_CORRUPT, "impossible event count or heap", c->id);
+    return SQLITE_OK;
+}
+
+// Decodes the next selected chunk, after checking its checksum, onto the merge heap.
+static int load_chunk(chunk_merge* m) {
+    const chunk_info* c = &m->chunks[m->next++];
+    int rc = check_header(m, c);
+    if (rc != SQLITE_OK)
+        return rc;
     if (!m->blob && sqlite3_prepare_v2(m->db, "SELECT data FROM main.event_chunk WHERE id=?1", -1,
                                        &m->blob, NULL) != SQLITE_OK)
         return mt_sql_merge_fail(m, SQLITE_ERROR, sqlite3_errmsg(m->db), 0);
     sqlite3_bind_int64(m->blob, 1, c->id);
-    int rc = sqlite3_step(m->blob);
+    rc = sqlite3_step(m->blob);
     if (rc != SQLITE_ROW) {
         sqlite3_reset(m->blob);
         return rc == SQLITE_DONE ? mt_sql_merge_fail(m, SQLITE_CORRUPT, "its row vanished", c->id)
@@ -200,8 +209,25 @@ static bool in_bounds(const event_bounds* b, const mt_event* e) {
            e->ts <= b->ts_hi;
 }
 
+// The next row of a scan that wants no column: counted from the chunks' headers.
+static int next_counted(chunk_merge* m) {
+    while (m->left == 0) {
+        if (m->next == m->nchunks)
+            return 0;
+        const chunk_info* c = &m->chunks[m->next++];
+        int rc = check_header(m, c);
+        if (rc != SQLITE_OK)
+            return rc;
+        m->left = c->h.count;
+    }
+    m->left--;
+    return 1;
+}
+
 // The next event inside the bounds: 1 with *ev filled, 0 at the end, or an SQLite error.
 int mt_sql_merge_next(chunk_merge* m, mt_event* ev) {
+    if (m->headers_only)
+        return next_counted(m);
     for (;;) {
         // An unread event of smaller seq lives in a chunk starting at or below it, so every
         // chunk starting at or below the smallest loaded seq is loaded first.

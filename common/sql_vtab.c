@@ -190,6 +190,8 @@ static int events_best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
     // Rows come in seq order, so ORDER BY seq costs nothing.
     if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == EV_SEQ && !info->aOrderBy[0].desc)
         info->orderByConsumed = 1;
+    // No column used anywhere in the statement (count(*)): the rows need not be decoded.
+    info->idxNum = info->colUsed == 0;
     return best_index(vt, info, EV_SEQ, EV_TS, EV_HEAP);
 }
 
@@ -223,7 +225,6 @@ static int events_next(sqlite3_vtab_cursor* cur) {
 static int events_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, int argc,
                          sqlite3_value** argv) {
     events_cursor* c = (events_cursor*)cur;
-    (void)idx;
     mt_sql_merge_free(&c->m);
     c->rowid = 0;
     event_bounds b = bounds_from(plan, argc, argv);
@@ -232,6 +233,7 @@ static int events_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, in
         rc = mt_sql_merge_start(&c->m, &b);
     if (rc != SQLITE_OK)
         return cursor_error(cur, &c->m, rc);
+    c->m.headers_only = idx == 1;
     return events_next(cur);
 }
 
