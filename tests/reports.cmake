@@ -104,3 +104,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:xmalloc_sites> ${CMAKE_CURRENT_BINARY_DIR}/reports-sites)
   set_tests_properties(e2e.sites_wrappers PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
+
+# The flame graph page's views in headless chromium: inverted (bottom-up), the function
+# table and its sandwich, orientation, on a capture with known truth (tests/reports/mkphases.c).
+add_executable(reports_phases_fixture reports/mkphases.c ${REPORTS_FIXTURE})
+target_link_libraries(reports_phases_fixture PRIVATE memtrace_common memtrace_warnings
+                      PkgConfig::SQLITE3)
+target_compile_definitions(reports_phases_fixture PRIVATE _GNU_SOURCE)
+add_test(NAME e2e.flamegraph_views
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/page_views_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_phases_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/reports-views)
+set_tests_properties(e2e.flamegraph_views PROPERTIES LABELS e2e TIMEOUT 180
+                     SKIP_RETURN_CODE 77)

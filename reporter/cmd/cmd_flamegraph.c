@@ -21,9 +21,12 @@
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
     "                            [--split-threads] [--min-width FRACTION] [--all-frames]\n"
+    "                            [--inverted] [--orientation top|bottom]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
-    "an icicle (root on top); a button flips it to a flame graph (root at the bottom).\n"
+    "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
+    "graph (root at the bottom), another turns it bottom-up (inverted), and a Functions tab\n"
+    "lists self and total bytes per function, a click showing its callers and callees.\n"
     "  --peak              blocks live at the peak of live bytes (default)\n"
     "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
@@ -31,6 +34,11 @@ static const char flamegraph_help[] =
     "  --split-threads     add a thread filter to the page\n"
     "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
     "                      code) shown; by default they are hidden, their bytes in their callers\n"
+    "  --inverted          open the page bottom-up: each allocating function a root, its\n"
+    "                      callers above it (heaptrack's bottom-up view)\n"
+    "  --orientation top|bottom\n"
+    "                      open the page with the root on top (icicle) or at the bottom\n"
+    "                      (flame graph), whatever the viewer last chose\n"
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
     "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
     "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
@@ -56,7 +64,8 @@ static char* default_output(const char* capture) {
 
 typedef struct fg_args {
     const char* output; // NULL until the default is made
-    bool force, split, all_frames;
+    bool force, split, all_frames, inverted;
+    const char* orientation; // "top", "bottom" or NULL: the page's choice
     mr_flamegraph_mode mode;
     mr_time at;
     const char* at_arg;
@@ -73,6 +82,8 @@ static int parse_args(int argc, char** argv, fg_args* a) {
                                          {"split-threads", no_argument, NULL, 's'},
                                          {"min-width", required_argument, NULL, 'm'},
                                          {"all-frames", no_argument, NULL, 'A'},
+                                         {"inverted", no_argument, NULL, 'I'},
+                                         {"orientation", required_argument, NULL, 'O'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};
@@ -106,6 +117,16 @@ static int parse_args(int argc, char** argv, fg_args* a) {
             break;
         case 'A':
             a->all_frames = true;
+            break;
+        case 'I':
+            a->inverted = true;
+            break;
+        case 'O':
+            if (strcmp(optarg, "top") && strcmp(optarg, "bottom")) {
+                mr_error(NULL, "--orientation: not top or bottom: '%s'", optarg);
+                return MR_EXIT_USAGE;
+            }
+            a->orientation = optarg;
             break;
         case 'm': {
             char* end;
@@ -184,7 +205,9 @@ static int write_output(const fg_run* run) {
     mr_flamegraph_view view = {.mode = a->mode,
                                .t = a->mode == MR_FLAMEGRAPH_LEAKS ? 0 : run->moment_ts,
                                .steps = run->extent.steps,
-                               .all_frames = a->all_frames};
+                               .all_frames = a->all_frames,
+                               .inverted = a->inverted,
+                               .orientation = a->orientation};
     mr_output out;
     int rc = mr_output_open(&out, a->output, a->force);
     if (rc)

@@ -210,7 +210,10 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     }
     free(newid);
     // The page's "hide non-relevant frames" starts unchecked with --all-frames.
-    if (o && json_object_set_new(o, "all_frames", json_boolean(view->all_frames))) {
+    if (o && (json_object_set_new(o, "all_frames", json_boolean(view->all_frames)) ||
+              (view->inverted && json_object_set_new(o, "inverted", json_true())) ||
+              (view->orientation &&
+               json_object_set_new(o, "orientation", json_string(view->orientation))))) {
         json_decref(o);
         o = NULL;
     }

@@ -25,6 +25,10 @@ typedef struct mr_flamegraph_view {
     int64_t t;       // the moment (ns, or the step when steps); unused for leaks
     bool steps;      // an imported NPU heap, timed in allocation steps
     bool all_frames; // the page opens with noise frames shown
+    bool inverted;   // the page opens bottom-up (allocating functions as roots)
+    // The root's side the page opens with: NULL lets the page choose (its URL hash, the
+    // viewer's last choice, else "top"); "top" (icicle) or "bottom" (flame).
+    const char* orientation;
 } mr_flamegraph_view;
 
 // Writes the page of the pruned tree g (mr_flame_tree_prune), every < > & in its data

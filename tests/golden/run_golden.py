@@ -103,6 +103,7 @@ def file_cases():
     flame = [
         ("std", "peak", []), ("std", "leaks", ["--leaks"]), ("std", "at-9us", ["--at", "9us"]),
         ("std", "split-threads", ["--split-threads"]), ("std", "all-frames", ["--all-frames"]),
+        ("std", "inverted-bottom", ["--inverted", "--orientation", "bottom"]),
         ("hostile", "peak", []), ("deep", "peak", []),
         ("deep", "min-width", ["--min-width", "0.2"]),
         ("sample", "peak", []), ("sample", "at-step2", ["--at", "step 2"]),
