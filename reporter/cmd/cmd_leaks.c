@@ -5,21 +5,18 @@
 // The blocks come from the aggregation model (profile.h) at the end of the run.
 #include "commands.h"
 #include "escape.h"
+#include "leaks_report.h"
 #include "options.h"
-#include "output.h"
 #include "profile.h"
 #include "runtime_held.h"
 #include "sites.h"
-#include "stack_json.h"
 
 #include "memtrace/schema.h"
-#include "memtrace/units.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,17 +40,8 @@ static const char leaks_help[] =
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  -f, --force          overwrite FILE if it exists\n";
 
-// One line of a suppressions file and what it matched.
-typedef struct suppression {
-    char* pattern; // as written (after "leak:" for LeakSanitizer lines)
-    char* glob;    // the fnmatch pattern it is matched with
-    bool lsan;     // leak:PATTERN: any function, file or module name; else function names
-    unsigned line;
-    uint64_t bytes, blocks, stacks;
-} suppression;
-
 typedef struct suppressions {
-    suppression* v;
+    mr_leaks_suppression* v;
     size_t n, cap;
 } suppressions;
 
@@ -112,11 +100,11 @@ static int add_suppression(suppressions* p, const char* path, unsigned line, con
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    suppression* s = &p->v[p->n];
-    *s = (suppression){.pattern = strdup(pattern),
-                       .glob = lsan ? lsan_glob(pattern) : strdup(pattern),
-                       .lsan = lsan,
-                       .line = line};
+    mr_leaks_suppression* s = &p->v[p->n];
+    *s = (mr_leaks_suppression){.pattern = strdup(pattern),
+                                .glob = lsan ? lsan_glob(pattern) : strdup(pattern),
+                                .lsan = lsan,
+                                .line = line};
     p->n++; // freed with the others even when a copy failed
     if (!s->pattern || !s->glob) {
         mr_error(path, "out of memory");
@@ -164,7 +152,7 @@ static bool name_matches(const char* glob, const char* name) {
 
 // Whether a suppression matches a frame of the stack (every frame, noise included, and
 // every inlined function of a frame).
-static bool stack_matches(const mr_symbols* s, uint32_t callsite, const suppression* p) {
+static bool stack_matches(const mr_symbols* s, uint32_t callsite, const mr_leaks_suppression* p) {
     uint32_t frames[MR_SITES_MAX_DEPTH];
     size_t n = mr_symbols_stack(s, callsite, true, frames, MR_SITES_MAX_DEPTH);
     for (size_t i = 0; i < n && i < MR_SITES_MAX_DEPTH; i++) {
@@ -180,13 +168,8 @@ static bool stack_matches(const mr_symbols* s, uint32_t callsite, const suppress
     return false;
 }
 
-typedef struct group {
-    uint32_t callsite;
-    uint64_t bytes, blocks;
-} group;
-
 // Counts a group in every suppression that matches it; true when one does.
-static bool suppressed(const mr_symbols* s, const group* g, suppressions* p) {
+static bool suppressed(const mr_symbols* s, const mr_leaks_group* g, suppressions* p) {
     bool any = false;
     for (size_t k = 0; k < p->n; k++) {
         if (stack_matches(s, g->callsite, &p->v[k])) {
@@ -200,7 +183,7 @@ static bool suppressed(const mr_symbols* s, const group* g, suppressions* p) {
 }
 
 static int by_bytes_desc(const void* a, const void* b) {
-    const group *x = a, *y = b;
+    const mr_leaks_group *x = a, *y = b;
     if (x->bytes != y->bytes)
         return x->bytes < y->bytes ? 1 : -1;
     if (x->blocks != y->blocks)
@@ -210,9 +193,9 @@ static int by_bytes_desc(const void* a, const void* b) {
 
 // Groups the blocks live at the end by symbolized stack (ids outside the table count as
 // "no stack").
-static group* group_live(const mr_profile* p, const mr_symbols* s, size_t* ngroups) {
+static mr_leaks_group* group_live(const mr_profile* p, const mr_symbols* s, size_t* ngroups) {
     uint32_t ncallsites = mr_symbols_callsite_count(s);
-    group* g = calloc((size_t)ncallsites + 1, sizeof *g);
+    mr_leaks_group* g = calloc((size_t)ncallsites + 1, sizeof *g);
     uint32_t* canon = mr_sites_canonical(s);
     if (!g || !canon) {
         free(g);
@@ -236,80 +219,6 @@ static group* group_live(const mr_profile* p, const mr_symbols* s, size_t* ngrou
     return g;
 }
 
-// One section of the report (the program's leaks, or what the C runtime holds): totals of
-// every group, and the largest `top` groups with their stacks.
-typedef struct section {
-    uint64_t bytes, blocks, stacks;
-    json_t* groups;
-} section;
-
-static void section_add(section* sec, const mr_symbols* s, const group* g, size_t top,
-                        bool all_frames) {
-    sec->bytes += g->bytes;
-    sec->blocks += g->blocks;
-    sec->stacks++;
-    if (json_array_size(sec->groups) >= top)
-        return;
-    json_t* o = json_object();
-    json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
-    json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
-    json_object_set_new(o, "stack", mr_sites_stack_json(s, g->callsite, all_frames));
-    json_array_append_new(sec->groups, o);
-}
-
-static json_t* suppressions_json(const suppressions* p) {
-    json_t* a = json_array();
-    for (size_t k = 0; k < p->n; k++) {
-        const suppression* x = &p->v[k];
-        json_t* o = json_object();
-        json_object_set_new(o, "line", json_integer(x->line));
-        json_object_set_new(o, "pattern", mr_json_bytes(x->pattern));
-        json_object_set_new(o, "format", json_string(x->lsan ? "leak" : "glob"));
-        json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
-        json_object_set_new(o, "blocks", json_integer((json_int_t)x->blocks));
-        json_object_set_new(o, "stacks", json_integer((json_int_t)x->stacks));
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
-// The report: groups matched by a suppression are counted as suppressed; the others go to
-// the C runtime's section when it holds them (runtime_held.h), else to the program's.
-static json_t* build_report(mt_capture* cap, const mr_symbols* s, group* g, size_t n, size_t top,
-                            suppressions* supp, bool all_frames) {
-    section prog = {.groups = json_array()}, runtime = {.groups = json_array()};
-    uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (suppressed(s, &g[i], supp)) {
-            sup_bytes += g[i].bytes;
-            sup_blocks += g[i].blocks;
-            sup_groups++;
-        } else {
-            bool held = mr_runtime_held(s, g[i].callsite);
-            section_add(held ? &runtime : &prog, s, &g[i], top, all_frames);
-        }
-    }
-    json_t* r = json_object();
-    json_object_set_new(r, "capture", mr_json_bytes(mt_capture_path(cap)));
-    json_object_set_new(r, "status",
-                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
-    json_object_set_new(r, "bytes", json_integer((json_int_t)prog.bytes));
-    json_object_set_new(r, "blocks", json_integer((json_int_t)prog.blocks));
-    json_object_set_new(r, "stacks", json_integer((json_int_t)prog.stacks));
-    json_object_set_new(r, "suppressed_bytes", json_integer((json_int_t)sup_bytes));
-    json_object_set_new(r, "suppressed_blocks", json_integer((json_int_t)sup_blocks));
-    json_object_set_new(r, "suppressed_stacks", json_integer((json_int_t)sup_groups));
-    json_object_set_new(r, "groups", prog.groups);
-    json_t* held = json_object();
-    json_object_set_new(held, "bytes", json_integer((json_int_t)runtime.bytes));
-    json_object_set_new(held, "blocks", json_integer((json_int_t)runtime.blocks));
-    json_object_set_new(held, "stacks", json_integer((json_int_t)runtime.stacks));
-    json_object_set_new(held, "groups", runtime.groups);
-    json_object_set_new(r, "runtime_held", held);
-    json_object_set_new(r, "suppressions", suppressions_json(supp));
-    return r;
-}
-
 // Says on stderr which suppressions matched nothing (a typo, or a leak that is gone).
 static void report_unused(const char* path, const suppressions* p) {
     for (size_t k = 0; k < p->n; k++) {
@@ -320,69 +229,6 @@ static void report_unused(const char* path, const suppressions* p) {
         char* shown = mr_escape(p->v[k].pattern, strlen(p->v[k].pattern), MR_ESCAPE_TERMINAL);
         mr_error(where, "suppression '%s' matched no leak", shown ? shown : p->v[k].pattern);
         free(shown);
-    }
-}
-
-#define INT(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
-
-// "4.70 KiB (4814 bytes) in 5 blocks from 4 stacks", in the singular where it is one.
-static void print_amount(FILE* out, unsigned long long bytes, unsigned long long blocks,
-                         unsigned long long stacks) {
-    char a[32];
-    fprintf(out, "%s (%llu byte%s) in %llu block%s from %llu stack%s",
-            mt_format_bytes(bytes, a, sizeof a), bytes, bytes == 1 ? "" : "s", blocks,
-            blocks == 1 ? "" : "s", stacks, stacks == 1 ? "" : "s");
-}
-
-static void print_groups(FILE* out, json_t* groups) {
-    char line[1024];
-    size_t i;
-    json_t* g;
-    json_array_foreach(groups, i, g) {
-        char a[32];
-        fprintf(out, "%s (%llu bytes) in %llu block%s allocated at:\n",
-                mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"), INT(g, "blocks"),
-                INT(g, "blocks") == 1 ? "" : "s");
-        json_t* stack = json_object_get(g, "stack");
-        if (json_array_size(stack) == 0)
-            fputs("    (no stack recorded)\n", out);
-        size_t k;
-        json_t* f;
-        json_array_foreach(stack, k, f) {
-            fprintf(out, "    #%zu ", k);
-            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
-            fputc('\n', out);
-        }
-        fputc('\n', out);
-    }
-}
-
-static void print_text(FILE* out, json_t* r) {
-    if (!strcmp(json_string_value(json_object_get(r, "status")), "truncated"))
-        fputs("note: the capture is truncated (the program did not exit normally); blocks\n"
-              "      live when it stopped are reported as leaks\n\n",
-              out);
-    print_groups(out, json_object_get(r, "groups"));
-    json_t* held = json_object_get(r, "runtime_held");
-    if (json_array_size(json_object_get(held, "groups"))) {
-        fputs("Held by the C runtime (allocated by libc or the dynamic loader for their own use\n"
-              "and never freed: stdio buffers, thread DTVs and TLS, locale data...):\n\n",
-              out);
-        print_groups(out, json_object_get(held, "groups"));
-    }
-    fputs("leaked: ", out);
-    print_amount(out, INT(r, "bytes"), INT(r, "blocks"), INT(r, "stacks"));
-    if (INT(r, "suppressed_stacks")) {
-        fputs("; ", out);
-        print_amount(out, INT(r, "suppressed_bytes"), INT(r, "suppressed_blocks"),
-                     INT(r, "suppressed_stacks"));
-        fputs(" suppressed", out);
-    }
-    fputc('\n', out);
-    if (INT(held, "stacks")) {
-        fputs("held by the C runtime: ", out);
-        print_amount(out, INT(held, "bytes"), INT(held, "blocks"), INT(held, "stacks"));
-        fputc('\n', out);
     }
 }
 
@@ -397,18 +243,30 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     if (e)
         return e;
     size_t n;
-    group* g = group_live(&p, sites, &n);
-    json_t* rep = g ? build_report(cap, sites, g, n, top, supp, all_frames) : NULL;
+    mr_leaks_group* g = group_live(&p, sites, &n);
     int rc;
-    if (!rep) {
+    if (!g) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
-        rc = mr_write_report(opt, rep, print_text);
+        // Suppressions first (each counts what it matches), then the C runtime's blocks.
+        for (size_t i = 0; i < n; i++)
+            g[i].owner = suppressed(sites, &g[i], supp)          ? MR_LEAKS_SUPPRESSED
+                         : mr_runtime_held(sites, g[i].callsite) ? MR_LEAKS_RUNTIME
+                                                                 : MR_LEAKS_PROGRAM;
+        mr_leaks_report r = {.cap = cap,
+                             .sym = sites,
+                             .groups = g,
+                             .n = n,
+                             .top = top,
+                             .all_frames = all_frames,
+                             .suppressions = supp->v,
+                             .nsuppressions = supp->n};
+        mr_report_to to = mr_opts_report_to(opt);
+        rc = mr_leaks_report_write(&to, &r);
         if (rc == MR_EXIT_OK)
             report_unused(supp_path, supp);
     }
-    json_decref(rep);
     free(g);
     mr_profile_free(&p);
     return rc;

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// The leaks report (leaks_report.h): built as one JSON document, printed from it as text
+// or as it is.
+#include "leaks_report.h"
+
+#include "escape.h"
+#include "json.h"
+#include "messages.h"
+#include "stack_json.h"
+
+#include "memtrace/units.h"
+
+#include <string.h>
+
+// One section of the report (the program's leaks, or what the C runtime holds): totals of
+// every group, and the largest `top` groups with their stacks.
+typedef struct section {
+    uint64_t bytes, blocks, stacks;
+    json_t* groups;
+} section;
+
+static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group* g, size_t top,
+                        bool all_frames) {
+    sec->bytes += g->bytes;
+    sec->blocks += g->blocks;
+    sec->stacks++;
+    if (json_array_size(sec->groups) >= top)
+        return;
+    json_t* o = json_object();
+    json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
+    json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
+    json_object_set_new(o, "stack", mr_sites_stack_json(s, g->callsite, all_frames));
+    json_array_append_new(sec->groups, o);
+}
+
+static json_t* suppressions_json(const mr_leaks_report* rep) {
+    json_t* a = json_array();
+    for (size_t k = 0; k < rep->nsuppressions; k++) {
+        const mr_leaks_suppression* x = &rep->suppressions[k];
+        json_t* o = json_object();
+        json_object_set_new(o, "line", json_integer(x->line));
+        json_object_set_new(o, "pattern", mr_json_bytes(x->pattern));
+        json_object_set_new(o, "format", json_string(x->lsan ? "leak" : "glob"));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)x->bytes));
+        json_object_set_new(o, "blocks", json_integer((json_int_t)x->blocks));
+        json_object_set_new(o, "stacks", json_integer((json_int_t)x->stacks));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+// The report: suppressed groups are counted as such; the others go to the C runtime's
+// section or to the program's.
+static json_t* build_report(const mr_leaks_report* rep) {
+    mt_capture* cap = rep->cap;
+    section prog = {.groups = json_array()}, runtime = {.groups = json_array()};
+    uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
+    for (size_t i = 0; i < rep->n; i++) {
+        const mr_leaks_group* g = &rep->groups[i];
+        if (g->owner == MR_LEAKS_SUPPRESSED) {
+            sup_bytes += g->bytes;
+            sup_blocks += g->blocks;
+            sup_groups++;
+        } else {
+            section_add(g->owner == MR_LEAKS_RUNTIME ? &runtime : &prog, rep->sym, g, rep->top,
+                        rep->all_frames);
+        }
+    }
+    json_t* r = json_object();
+    json_object_set_new(r, "capture", mr_json_bytes(mt_capture_path(cap)));
+    json_object_set_new(r, "status",
+                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(r, "bytes", json_integer((json_int_t)prog.bytes));
+    json_object_set_new(r, "blocks", json_integer((json_int_t)prog.blocks));
+    json_object_set_new(r, "stacks", json_integer((json_int_t)prog.stacks));
+    json_object_set_new(r, "suppressed_bytes", json_integer((json_int_t)sup_bytes));
+    json_object_set_new(r, "suppressed_blocks", json_integer((json_int_t)sup_blocks));
+    json_object_set_new(r, "suppressed_stacks", json_integer((json_int_t)sup_groups));
+    json_object_set_new(r, "groups", prog.groups);
+    json_t* held = json_object();
+    json_object_set_new(held, "bytes", json_integer((json_int_t)runtime.bytes));
+    json_object_set_new(held, "blocks", json_integer((json_int_t)runtime.blocks));
+    json_object_set_new(held, "stacks", json_integer((json_int_t)runtime.stacks));
+    json_object_set_new(held, "groups", runtime.groups);
+    json_object_set_new(r, "runtime_held", held);
+    json_object_set_new(r, "suppressions", suppressions_json(rep));
+    return r;
+}
+
+#define INT(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
+
+// "4.70 KiB (4814 bytes) in 5 blocks from 4 stacks", in the singular where it is one.
+static void print_amount(FILE* out, unsigned long long bytes, unsigned long long blocks,
+                         unsigned long long stacks) {
+    char a[32];
+    fprintf(out, "%s (%llu byte%s) in %llu block%s from %llu stack%s",
+            mt_format_bytes(bytes, a, sizeof a), bytes, bytes == 1 ? "" : "s", blocks,
+            blocks == 1 ? "" : "s", stacks, stacks == 1 ? "" : "s");
+}
+
+static void print_groups(FILE* out, json_t* groups) {
+    char line[1024];
+    size_t i;
+    json_t* g;
+    json_array_foreach(groups, i, g) {
+        char a[32];
+        fprintf(out, "%s (%llu bytes) in %llu block%s allocated at:\n",
+                mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"), INT(g, "blocks"),
+                INT(g, "blocks") == 1 ? "" : "s");
+        json_t* stack = json_object_get(g, "stack");
+        if (json_array_size(stack) == 0)
+            fputs("    (no stack recorded)\n", out);
+        size_t k;
+        json_t* f;
+        json_array_foreach(stack, k, f) {
+            fprintf(out, "    #%zu ", k);
+            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
+            fputc('\n', out);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void print_text(FILE* out, json_t* r) {
+    if (!strcmp(json_string_value(json_object_get(r, "status")), "truncated"))
+        fputs("note: the capture is truncated (the program did not exit normally); blocks\n"
+              "      live when it stopped are reported as leaks\n\n",
+              out);
+    print_groups(out, json_object_get(r, "groups"));
+    json_t* held = json_object_get(r, "runtime_held");
+    if (json_array_size(json_object_get(held, "groups"))) {
+        fputs("Held by the C runtime (allocated by libc or the dynamic loader for their own use\n"
+              "and never freed: stdio buffers, thread DTVs and TLS, locale data...):\n\n",
+              out);
+        print_groups(out, json_object_get(held, "groups"));
+    }
+    fputs("leaked: ", out);
+    print_amount(out, INT(r, "bytes"), INT(r, "blocks"), INT(r, "stacks"));
+    if (INT(r, "suppressed_stacks")) {
+        fputs("; ", out);
+        print_amount(out, INT(r, "suppressed_bytes"), INT(r, "suppressed_blocks"),
+                     INT(r, "suppressed_stacks"));
+        fputs(" suppressed", out);
+    }
+    fputc('\n', out);
+    if (INT(held, "stacks")) {
+        fputs("held by the C runtime: ", out);
+        print_amount(out, INT(held, "bytes"), INT(held, "blocks"), INT(held, "stacks"));
+        fputc('\n', out);
+    }
+}
+
+int mr_leaks_report_write(const mr_report_to* to, const mr_leaks_report* r) {
+    json_t* rep = build_report(r);
+    int rc = rep ? mr_json_write_report(to, rep, print_text) : MR_EXIT_IO;
+    if (!rep)
+        mr_error(mt_capture_path(r->cap), "out of memory");
+    json_decref(rep);
+    return rc;
+}
