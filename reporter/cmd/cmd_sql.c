@@ -6,12 +6,12 @@
 #include "escape.h"
 #include "options.h"
 #include "output.h"
+#include "sql_json.h"
 
 #include "memtrace/sql.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -205,33 +205,6 @@ static void csv_line(FILE* out, int n, const char* const* fields) {
     fputs("\r\n", out);
 }
 
-// ---- JSON (one array of objects per statement; numbers stay numbers)
-
-static json_t* json_value(const char* text, int type) {
-    switch (type) {
-    case MT_SQL_NULL:
-        return json_null();
-    case MT_SQL_INTEGER:
-        return json_integer(strtoll(text, NULL, 10));
-    case MT_SQL_FLOAT:
-        return json_real(strtod(text, NULL));
-    default:
-        return mr_json_bytes(text);
-    }
-}
-
-static int json_row(printer* p, const mt_sql_row* r) {
-    json_t* o = json_object();
-    if (!o)
-        return -ENOMEM;
-    for (int i = 0; i < r->ncol; i++)
-        json_object_set_new(o, r->names[i], json_value(r->values[i], r->types[i]));
-    fputs(p->rows == 0 ? "[\n  " : ",\n  ", p->out);
-    json_dumpf(o, p->out, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    return 0;
-}
-
 // ---- the sink
 
 static int on_row(void* ud, const mt_sql_row* r) {
@@ -243,8 +216,8 @@ static int on_row(void* ud, const mt_sql_row* r) {
             csv_line(p->out, r->ncol, r->names);
         csv_line(p->out, r->ncol, r->values);
         break;
-    case FORMAT_JSON:
-        rc = json_row(p, r);
+    case FORMAT_JSON: // one array of objects per statement (render/sql_json.h)
+        rc = mr_sql_json_row(p->out, p->rows, r);
         break;
     default:
         return table_row(p, r);
@@ -262,7 +235,7 @@ static int on_end(void* ud, const mt_sql_row* columns) {
                 csv_line(p->out, columns->ncol, columns->names);
             break;
         case FORMAT_JSON:
-            fputs(p->rows == 0 ? "[]\n" : "\n]\n", p->out);
+            mr_sql_json_end(p->out, p->rows);
             break;
         default:
             table_end(p, columns);
