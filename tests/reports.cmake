@@ -10,6 +10,8 @@ memtrace_unit_test(flamegraph ${REPORTS_FIXTURE})
 memtrace_unit_test(profile ${REPORTS_FIXTURE})
 # Its function view: self and total per function (reporter/model/functions.h).
 memtrace_unit_test(functions ${REPORTS_FIXTURE})
+# Live bytes per callsite at each time bucket's highest moment (reporter/model/moments.h).
+memtrace_unit_test(moments ${REPORTS_FIXTURE})
 
 add_executable(reports_fixture reports/mkfixture.c ${REPORTS_FIXTURE})
 target_link_libraries(reports_fixture PRIVATE memtrace_common memtrace_warnings PkgConfig::SQLITE3)

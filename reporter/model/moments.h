@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// Live bytes per callsite at candidate moments, for a view that answers "what was live at
+// the highest point of any time range" without the capture (memray's temporal flame
+// graph). The run is cut into equal time buckets; each bucket's candidate is the moment of
+// its highest live bytes (the state carried into the bucket counts, so an empty bucket has
+// one too). The highest point of a range of buckets is then one of their candidates. Per
+// callsite, only the changes of its live values from one candidate to the next are kept.
+#ifndef MR_MOMENTS_H
+#define MR_MOMENTS_H
+
+#include "memtrace/capture.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+// A callsite's live bytes and blocks from candidate `moment` on (until its next change).
+typedef struct mr_moment_value {
+    uint32_t moment, callsite;
+    uint64_t bytes, blocks;
+} mr_moment_value;
+
+typedef struct mr_moments {
+    int64_t t0, width; // bucket k spans [t0 + k * width, t0 + (k + 1) * width)
+    size_t nbuckets;
+    uint32_t* bucket_moment; // bucket -> its candidate
+    // The candidates, distinct and in seq order: the event after which (seq 0: before any
+    // event), its time and the heap's live bytes then.
+    size_t n;
+    uint64_t* seq;
+    int64_t* ts;
+    uint64_t* bytes;
+    // Changes, by moment: a callsite's values at moment k are those of its last change at
+    // or before k, 0 before its first.
+    mr_moment_value* values;
+    size_t nvalues, cap;
+} mr_moments;
+
+// Two replays of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps).
+// Returns 0, or a negative errno with the reason in err.
+int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, mr_moments* m,
+                     char* err, size_t errlen);
+void mr_moments_free(mr_moments* m);
+
+#endif
