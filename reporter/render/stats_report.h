@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// The report of `memreport stats`: totals, the top sites by bytes live at the peak, bytes
+// allocated, allocations and temporary allocations, the histogram of sizes and the totals
+// per thread, as the command counted them, as text or JSON. It only orders rows for its
+// tables; it counts nothing itself.
+#ifndef MR_STATS_REPORT_H
+#define MR_STATS_REPORT_H
+
+#include "profile.h"
+#include "report.h"
+#include "symbols.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Power-of-two size classes: bucket 0 holds size 0, bucket k >= 1 holds [2^(k-1), 2^k).
+#define MR_STATS_NBUCKETS 65
+
+typedef struct mr_stats_thread {
+    uint32_t tid;
+    uint64_t allocations, bytes, frees, temporary, live_bytes, live_blocks;
+} mr_stats_thread;
+
+// A row of the site tables: one stack, or the stacks of one site label merged.
+typedef struct mr_stats_row {
+    uint32_t callsite; // the stack shown: the row's own, or its largest one's when merged
+    uint32_t nstacks;
+    uint64_t stack_bytes; // bytes allocated by that stack
+    const char* label;
+    uint64_t count, bytes, temporary, at_peak;
+} mr_stats_row;
+
+typedef struct mr_stats_report {
+    mt_capture* cap;
+    const mr_symbols* sym;
+    const mr_profile* profile; // allocations, bytes and the peak
+    bool steps;                // an imported NPU heap, timed in allocation steps
+    uint64_t frees, temporary;
+    const uint64_t *hist_count, *hist_bytes; // MR_STATS_NBUCKETS each
+    mr_stats_row* rows;                      // reordered for each table
+    size_t nrows;
+    size_t top; // rows per table
+    bool all_frames;
+    const mr_stats_thread* threads; // by tid
+    size_t nthreads;
+} mr_stats_report;
+
+// Writes the report. Returns 0 or an exit code (after printing the reason).
+int mr_stats_report_write(const mr_report_to* to, mr_stats_report* r);
+
+#endif
