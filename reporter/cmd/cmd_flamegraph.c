@@ -20,6 +20,7 @@
 
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
+    "                            [--range FROM..TO]\n"
     "                            [--split-threads] [--min-width FRACTION] [--all-frames]\n"
     "                            [--inverted] [--orientation top|bottom]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
@@ -31,6 +32,8 @@ static const char flamegraph_help[] =
     "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
     "  --leaks             blocks still live at the end of the run\n"
+    "  --range FROM..TO    blocks live at the highest point between FROM and TO (either\n"
+    "                      side may be left out: 1s.., ..500ms)\n" MR_HELP_TIMES
     "  --split-threads     add a thread filter to the page\n"
     "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
     "                      code) shown; by default they are hidden, their bytes in their callers\n"
@@ -67,8 +70,7 @@ typedef struct fg_args {
     bool force, split, all_frames, inverted;
     const char* orientation; // "top", "bottom" or NULL: the page's choice
     mr_flamegraph_mode mode;
-    mr_time at;
-    const char* at_arg;
+    mr_when when; // --at, --range
     double min_width;
 } fg_args;
 
@@ -78,6 +80,7 @@ static int parse_args(int argc, char** argv, fg_args* a) {
                                          {"force", no_argument, NULL, 'f'},
                                          {"peak", no_argument, NULL, 'p'},
                                          {"at", required_argument, NULL, 'a'},
+                                         {"range", required_argument, NULL, 'r'},
                                          {"leaks", no_argument, NULL, 'l'},
                                          {"split-threads", no_argument, NULL, 's'},
                                          {"min-width", required_argument, NULL, 'm'},
@@ -102,11 +105,14 @@ static int parse_args(int argc, char** argv, fg_args* a) {
             modes++;
             break;
         case 'a':
-            if ((rc = mr_parse_time("--at", optarg, &a->at)))
+            if ((rc = mr_parse_at(optarg, &a->when)))
                 return rc;
-            a->at_arg = optarg;
             a->mode = MR_FLAMEGRAPH_AT;
             modes++;
+            break;
+        case 'r':
+            if ((rc = mr_parse_range(optarg, flamegraph_help, &a->when)))
+                return rc;
             break;
         case 'l':
             a->mode = MR_FLAMEGRAPH_LEAKS;
@@ -147,6 +153,9 @@ static int parse_args(int argc, char** argv, fg_args* a) {
     }
     if (modes > 1)
         return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
+    if (a->when.from_arg || a->when.to_arg) // a range has its own highest point
+        if (a->mode != MR_FLAMEGRAPH_PEAK)
+            return mr_usage_error(flamegraph_help, "--range excludes --at and --leaks");
     return MR_OPT_NEXT;
 }
 
@@ -157,30 +166,27 @@ typedef struct fg_run {
     mt_capture* cap;
     mr_symbols* sym;
     mr_extent extent;
-    int64_t at_ns; // or the step, for an NPU capture
+    mr_query query; // the heap, --at and --range placed in the capture
     mr_flame_tree tree;
     int64_t moment_ts; // of the profile the tree was built from
 } fg_run;
 
-// Opens the capture and its symbols and places --at in it. Returns an exit code.
+// Opens the capture and its symbols and places --at and --range in it. Returns an exit code.
 static int open_input(fg_run* run) {
     int rc = mr_open_capture_symbols(run->path, &run->cap, &run->sym);
     if (rc)
         return rc;
     run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
-    if (run->args.mode == MR_FLAMEGRAPH_AT)
-        rc = mr_time_in_capture("--at", run->args.at_arg, run->args.at, run->path, run->extent,
-                                &run->at_ns);
-    return rc;
+    bool steps;
+    return mr_query_for(&run->args.when, run->path, run->cap, &run->query, &steps);
 }
 
 // Builds the model's rows at the moment asked (per thread with --split-threads) and their
 // tree, pruned. Returns an exit code.
 static int live_graph(fg_run* run) {
     static const mr_moment moments[] = {MR_AT_PEAK, MR_AT_TIME, MR_AT_END};
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(run->cap));
+    mr_query q = run->query;
     q.moment = moments[run->args.mode];
-    q.at = run->at_ns;
     q.by_thread = run->args.split;
     q.progress = "flamegraph";
     mr_profile p;

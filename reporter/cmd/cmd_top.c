@@ -34,8 +34,9 @@ static const char top_help[] =
     "                     the run (or --range); leaked: bytes still live at the end\n"
     "  --at TIME          live at TIME (e.g. 20ms, 1.5s; step N for an NPU log) instead of\n"
     "                     at the peak (--metric live)\n"
-    "  --range FROM..TO   only the allocations made between FROM and TO (--metric allocated\n"
-    "                     or count; either side may be left out: 1s.., ..500ms)\n"
+    "  --range FROM..TO   only the allocations made between FROM and TO (allocated, count);\n"
+    "                     live: at the highest point between them instead of the run's peak;\n"
+    "                     either side may be left out: 1s.., ..500ms\n" MR_HELP_TIMES
     "  --thread TID       only the blocks and allocations of thread TID\n"
     "  --sort KEY         self (default) or total\n"
     "  --top N            the first N functions, callers or callees (default 20; 0: all)\n"
@@ -114,9 +115,8 @@ static int check_args(const top_args* a) {
     if (a->when.at_arg && a->metric != MR_METRIC_LIVE_BYTES)
         return mr_usage_error(top_help, "top: --at applies to --metric live, not %s", metric);
     bool range = a->when.from_arg || a->when.to_arg;
-    if (range && a->metric != MR_METRIC_ALLOC_BYTES && a->metric != MR_METRIC_ALLOC_COUNT)
-        return mr_usage_error(
-            top_help, "top: --range applies to --metric allocated or count, not %s", metric);
+    if (range && a->metric == MR_METRIC_END_BYTES)
+        return mr_usage_error(top_help, "top: --range does not apply to --metric leaked");
     if (a->callers && a->callees && strcmp(a->callers, a->callees))
         return mr_usage_error(top_help,
                               "top: --callers and --callees name two functions: give one");
@@ -338,7 +338,8 @@ static json_t* top_json(const top_view* t) {
         json_object_set_new(o, "moment", json_string(a->when.at_arg ? "time" : "peak"));
         json_object_set_new(o, "moment_ts", json_integer((json_int_t)t->p->moment_ts));
     }
-    if (m == MR_METRIC_ALLOC_BYTES || m == MR_METRIC_ALLOC_COUNT) {
+    if (m == MR_METRIC_ALLOC_BYTES || m == MR_METRIC_ALLOC_COUNT || a->when.from_arg ||
+        a->when.to_arg) {
         json_object_set_new(o, "range_from", time_json(t->q->from));
         json_object_set_new(o, "range_to", time_json(t->q->to));
     }
@@ -400,8 +401,16 @@ static void print_what(FILE* out, json_t* o) {
     char a[64], b[64];
     if (!strcmp(metric, "live")) {
         bool peak = !strcmp(json_string_value(json_object_get(o, "moment")), "peak");
-        fprintf(out, "bytes live %s%s%s", peak ? "at the peak (" : "at ",
-                time_text(o, json_object_get(o, "moment_ts"), a, sizeof a), peak ? ")" : "");
+        json_t *from = json_object_get(o, "range_from"), *to = json_object_get(o, "range_to");
+        if (peak && (from || to)) { // the highest point within --range
+            fprintf(out, "bytes live at the highest point from %s ",
+                    json_is_null(from) ? "the start" : time_text(o, from, a, sizeof a));
+            fprintf(out, "to %s (%s)", json_is_null(to) ? "the end" : time_text(o, to, a, sizeof a),
+                    time_text(o, json_object_get(o, "moment_ts"), b, sizeof b));
+        } else {
+            fprintf(out, "bytes live %s%s%s", peak ? "at the peak (" : "at ",
+                    time_text(o, json_object_get(o, "moment_ts"), a, sizeof a), peak ? ")" : "");
+        }
     } else if (!strcmp(metric, "leaked")) {
         fputs("bytes leaked (live at the end)", out);
     } else {

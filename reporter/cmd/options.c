@@ -218,12 +218,18 @@ int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_prof
     return !e ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
-// A time, or the name of a mark (*name): values starting with a digit or "step" are times,
-// so a mark named like a time is given as mark:NAME. Returns 0 or the usage exit code.
+// Whether value is meant as a time: it starts with a digit, or with "step" and a number.
+static bool looks_like_time(const char* value) {
+    if (!strncmp(value, "step", 4))
+        value += 4 + strspn(value + 4, " ");
+    return isdigit((unsigned char)*value);
+}
+
+// A time, or the name of a mark (*name): a value that looks like a time is one, so a mark
+// named like a time is given as mark:NAME. Returns 0 or the usage exit code.
 static int parse_time_or_name(const char* option, const char* value, mr_time* t,
                               const char** name) {
-    if (!strncmp(value, "mark:", 5) ||
-        !(isdigit((unsigned char)*value) || !strncmp(value, "step", 4))) {
+    if (!strncmp(value, "mark:", 5) || !looks_like_time(value)) {
         *name = strncmp(value, "mark:", 5) ? value : value + 5;
         if (**name)
             return MR_EXIT_OK;

@@ -81,9 +81,9 @@ int mr_time_in_capture(const char* option, const char* value, mr_time t, const c
 // The moment, range and thread of the reports that weigh stacks (--at, --leaks, --range,
 // --thread) as given on the command line; mr_query_for places them in a capture.
 // A time may also name a mark or range the program recorded (memtrace.h): a value that
-// starts with a digit or "step" is a time, anything else (or "mark:NAME") a name. A mark
-// stands for its time; a range for its begin as FROM and its end as TO or --at; a name
-// recorded more than once takes "#N" (the Nth by time, from 1).
+// starts with a digit (or "step" and a number) is a time, anything else (or "mark:NAME") a
+// name. A mark stands for its time; a range for its begin as FROM and its end as TO or
+// --at; a name recorded more than once takes "#N" (the Nth by time, from 1).
 typedef struct mr_when {
     mr_moment moment;                          // MR_AT_PEAK unless --at or --leaks
     mr_time at, from, to;                      // parsed, not yet checked against the capture
@@ -99,6 +99,14 @@ typedef struct mr_when {
 // returns 0, or the usage exit code after an error naming the subcommand of `help` and
 // the usage hint.
 int mr_parse_at(const char* value, mr_when* w);
+// The help lines that say so, for the reports that take --at or --range.
+#define MR_HELP_TIMES                                                                              \
+    "  TIME, FROM, TO     a time (20ms, 1.5s: ns, us, ms or s; step N for an NPU log) or the\n"    \
+    "                     name of a mark or range the program recorded (memtrace.h): a mark's\n"   \
+    "                     time; a range's begin as FROM, its end as TO or --at; --range NAME:\n"   \
+    "                     the range from begin to end. NAME#N: the Nth (by time) of a name\n"      \
+    "                     recorded more than once. A name that reads as a time (a digit first,\n"  \
+    "                     or step and a number) is given as mark:NAME\n"
 int mr_parse_range(char* value, const char* help, mr_when* w);
 int mr_parse_thread(const char* value, const char* help, uint32_t* tid);
 // --metric live|allocated|count (and leaked when `leaked`): MR_METRIC_LIVE_BYTES,

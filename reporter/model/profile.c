@@ -36,8 +36,9 @@ typedef struct builder {
     size_t nheads;
     mr_u64map stray_heads;
 
-    uint64_t mark;    // marks so far
-    bool past_moment; // MR_AT_TIME: an event stamped after `at` was seen
+    uint64_t mark;       // marks so far
+    bool past_moment;    // MR_AT_TIME: an event stamped after `at` was seen
+    uint64_t range_peak; // MR_AT_PEAK in a range: the heap's live bytes at the last mark
     uint64_t progress_total;
 } builder;
 
@@ -110,6 +111,20 @@ static int count(builder* b, const mt_event* ev, const mr_block* freed) {
     return 0;
 }
 
+// MR_AT_PEAK: whether the state after ev is the highest point of the heap's live bytes
+// within from..to so far. The state entering the range (after the last event before it)
+// is the first candidate; a later one must be higher, so the first to reach the highest
+// point is the moment, as for the run's peak.
+static bool is_peak(builder* b, const mr_replay* r, const mt_event* ev) {
+    const mr_query* q = b->q;
+    if (q->from == INT64_MIN && q->to == INT64_MAX)
+        return r->peak_seq == ev->seq;
+    if (ev->ts > q->to || (ev->ts >= q->from && r->live_bytes <= b->range_peak))
+        return false;
+    b->range_peak = r->live_bytes;
+    return true;
+}
+
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     builder* b = ud;
     const mr_query* q = b->q;
@@ -118,7 +133,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     int rc = count(b, ev, freed);
     if (rc)
         return rc;
-    if ((q->moment == MR_AT_PEAK && r->peak_seq == ev->seq) ||
+    if ((q->moment == MR_AT_PEAK && is_peak(b, r, ev)) ||
         (q->moment == MR_AT_TIME && !b->past_moment))
         mark(b, ev);
     if (q->progress && (r->events & 0xfffff) == 0 && b->progress_total)

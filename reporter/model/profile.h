@@ -18,6 +18,7 @@
 
 typedef enum mr_moment {
     MR_AT_PEAK, // after the event that first reached the heap's highest live bytes
+                // within from..to (the state entering the range is a candidate too)
     MR_AT_TIME, // after the last event at or before `at`
     MR_AT_END,  // after the last event: what was never freed
 } mr_moment;
@@ -26,7 +27,7 @@ typedef struct mr_query {
     int heap;         // MT_HEAP_LIBC, MT_HEAP_NPU
     mr_moment moment; // the moment of the live metrics
     int64_t at;       // MR_AT_TIME: ns since start (steps for an NPU heap)
-    int64_t from, to; // allocations counted when from <= ts <= to
+    int64_t from, to; // allocations counted when from <= ts <= to; MR_AT_PEAK's bounds
     uint32_t tid;     // 0: every thread; else only this thread's blocks and allocations
     bool by_thread;   // one row per (callsite, thread) instead of per callsite
     // Optional: called after the model counted each event (ud: observe_ud); a negative
