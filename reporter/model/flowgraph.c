@@ -205,7 +205,7 @@ static void choose_shown(finish* f) {
         const edge* x = &b->edges[e];
         f->shown_edge[e] = f->shown_line[x->from] && f->shown_line[x->to] &&
                            big_enough(f, &b->edge_bytes[e * g->nt]);
-        if (!f->shown_edge[e] || f->merge_next[x->from] == x->to)
+        if (!f->shown_edge[e])
             continue;
         f->outs[x->from]++;
         f->only_out[x->from] = x->to;
