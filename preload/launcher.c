@@ -16,11 +16,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define USAGE_LINE "usage: memtrace [-o FILE] [-f] [--] PROGRAM [ARGS...]\n"
+#define USAGE_LINE "usage: memtrace [-o FILE | -o DIR/] [-f] [--] PROGRAM [ARGS...]\n"
 static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
     "  -o FILE       capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
-    "  -f, --force   overwrite FILE if it exists (never through a symlink)\n"
+    "  -o DIR/       one capture per process of the tree in DIR (a path ending in '/', or an\n"
+    "                existing directory): DIR/<pid>.<program>.db, each recording its parent's\n"
+    "                pid; DIR is created (mode 0700) if missing, and refused if it is a\n"
+    "                symlink, not yours, or writable by group or others. Read them all with\n"
+    "                memreport summary DIR\n"
+    "  -f, --force   overwrite FILE if it exists (never through a symlink; not for DIR/)\n"
     "  -h, --help    this help\n"
     "  --version     print the version\n"
     "Captures are created private (mode 0600) and never overwrite an existing file: a\n"
@@ -102,25 +107,60 @@ static int is_static_elf(const char* path) {
     return is_static;
 }
 
+// -o DIR/: the directory (out, absolute, without its trailing slashes) made ready for one
+// capture per process and given back with one '/' at its end, the tracer's sign of a
+// directory. The tracer checks it again for each process (output.c); this says why first.
+static int prepare_dir(const char* output, char* out, size_t len) {
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        out[--n] = 0;
+    struct stat st;
+    const char* why = NULL;
+    if (lstat(out, &st) != 0) {
+        if (errno != ENOENT || mkdir(out, 0700) != 0) {
+            fprintf(stderr, "memtrace: cannot create directory %s: %s\n", output, strerror(errno));
+            return -1;
+        }
+    } else if (S_ISLNK(st.st_mode)) {
+        why = "is a symlink; captures go only into a real directory";
+    } else if (!S_ISDIR(st.st_mode)) {
+        why = "is not a directory";
+    } else if (st.st_uid != geteuid()) {
+        why = "is not your directory; another user could read or replace the captures";
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        why = "is writable by group or others, who could read or replace the captures";
+    }
+    if (why) {
+        fprintf(stderr, "memtrace: %s %s\n", output, why);
+        return -1;
+    }
+    if (n + 2 > len) {
+        fprintf(stderr, "memtrace: %s: path too long\n", output);
+        return -1;
+    }
+    strcat(out, "/");
+    return 0;
+}
+
 // The -o path, absolute (the program may chdir before its capture is created); an existing
-// file is refused unless `force`, a directory always.
+// file is refused unless `force`. A path ending in '/' or an existing directory (not a
+// symlink to one) takes one capture per process (prepare_dir).
 static int prepare_output(const char* output, int force, char* out, size_t len) {
     char cwd[PATH_MAX];
     int n = output[0] == '/' || !getcwd(cwd, sizeof cwd) ? snprintf(out, len, "%s", output)
                                                          : snprintf(out, len, "%s/%s", cwd, output);
-    if (n < 0 || (size_t)n >= len) {
+    if (n < 0 || (size_t)n >= len - 1) {
         fprintf(stderr, "memtrace: %s: path too long\n", output);
         return -1;
     }
     if (strstr(out, "%p"))
         return 0; // a name per process: nothing exists yet
     struct stat st;
+    bool is_dir = lstat(out, &st) == 0 && S_ISDIR(st.st_mode);
+    if (out[n - 1] == '/' || is_dir)
+        return prepare_dir(output, out, len);
     if (lstat(out, &st) != 0)
         return 0;
-    if (S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "memtrace: %s is a directory; -o names the capture file\n", output);
-        return -1;
-    }
     if (!force) {
         fprintf(stderr, "memtrace: %s exists; use -f to overwrite it\n", output);
         return -1;

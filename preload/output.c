@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_NUMBERED 9999
@@ -29,7 +30,76 @@ static int create_exclusive(const char* path) {
     return 0;
 }
 
+bool mt_output_is_dir(void) {
+    size_t n = strlen(mt_cfg.pattern);
+    return n && mt_cfg.pattern[n - 1] == '/';
+}
+
+// The program's name as a file name part: [A-Za-z0-9._+-] kept, anything else '_' (a
+// program may have set its argv[0] to a title with spaces and colons).
+static void program_part(char* out, size_t len) {
+    const char* name = program_invocation_short_name;
+    size_t n = 0;
+    for (; name && name[n] && n < 64 && n + 1 < len; n++) {
+        char c = name[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '+' || c == '-';
+        out[n] = ok ? c : '_';
+    }
+    out[n] = 0;
+    if (!n || out[0] == '.')
+        snprintf(out, len, "process");
+}
+
+// The directory of a pattern ending in '/': created 0700 when missing; used only when it is
+// a directory itself (not a symlink), owned by this user, and writable by no one else, as
+// another user could otherwise replace or read the captures. Returns an fd or a negative
+// errno (-EPERM for a directory that is not private).
+static int open_private_dir(const char* dir) {
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ELOOP ? -EPERM : -errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close(fd);
+        return -EPERM;
+    }
+    return fd;
+}
+
+// A capture in the directory: DIR/<pid>.<program>.db, then DIR/<pid>.<program>.2.db, ...
+// (an image exec'd by a program of the same name). The directory is opened once, so each
+// name is created in the directory checked, whatever happens to its path meanwhile.
+static int create_in_dir(char* path, size_t len) {
+    char dir[4096], prog[72], name[128];
+    mt_config_output_path(dir, sizeof dir, getpid(), 0);
+    int dfd = open_private_dir(dir);
+    if (dfd < 0) {
+        snprintf(path, len, "%s", dir);
+        return dfd;
+    }
+    program_part(prog, sizeof prog);
+    int rc = -EEXIST;
+    for (int n = 1; rc == -EEXIST && n <= MAX_NUMBERED; n++) {
+        if (n == 1)
+            snprintf(name, sizeof name, "%d.%s.db", (int)getpid(), prog);
+        else
+            snprintf(name, sizeof name, "%d.%s.%d.db", (int)getpid(), prog, n);
+        int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        rc = fd < 0 ? -errno : 0;
+        if (fd >= 0)
+            close(fd);
+    }
+    close(dfd);
+    snprintf(path, len, "%s%s", dir, name);
+    return rc;
+}
+
 int mt_output_create(int child, char* path, size_t len) {
+    if (mt_output_is_dir())
+        return create_in_dir(path, len);
     char wanted[4096];
     mt_config_output_path(wanted, sizeof wanted, getpid(), child);
     snprintf(path, len, "%s", wanted);

@@ -13,7 +13,13 @@
 // or symlink is ever opened or overwritten. A forked child (child != 0) whose pattern has no
 // %p starts from NAME.<pid>.db. Writes the path
 // into `path` and returns 0, or returns a negative errno.
+// A pattern ending in '/' names a directory that gets one capture per process,
+// DIR/<pid>.<program>.db (DIR/<pid>.<program>.2.db, ... when taken); DIR is created 0700 if
+// missing and refused (-EPERM) unless it is a real directory (no symlink), owned by this
+// user and not writable by group or others.
 int mt_output_create(int child, char* path, size_t len);
+// Whether captures go into a directory (MEMTRACE_OUTPUT ends in '/').
+bool mt_output_is_dir(void);
 
 // Tells the launcher (MEMTRACE_REPORT, a file the launcher made) about this process: a
 // capture it started, or why it stopped recording (false: no launcher heard it).

@@ -42,6 +42,10 @@ static bool failed;
 // Taken when the capture starts, not when the writer gets to them: the program may chdir,
 // or rewrite its argv (as servers that set their process title do).
 static char capture_path[4096], start_cwd[4096], start_cmdline[16384];
+static pid_t start_ppid;
+// A forked child's parent's capture (its file name), so a tree of captures can be rebuilt
+// even when the parent's pid has several (images before and after an exec).
+static char parent_capture[4096];
 static pthread_mutex_t sqlite_lock = PTHREAD_MUTEX_INITIALIZER; // see mt_writer_fork_lock
 
 typedef struct pending_mark {
@@ -119,7 +123,9 @@ static void write_meta(void) {
     char buf[16384];
     mt_capwriter_meta_text(cw, "tool_version", "memtrace " MEMTRACE_VERSION_STRING);
     mt_capwriter_meta_int(cw, "pid", getpid());
-    mt_capwriter_meta_int(cw, "ppid", getppid());
+    mt_capwriter_meta_int(cw, "ppid", start_ppid);
+    if (parent_capture[0])
+        mt_capwriter_meta_text(cw, "parent_capture", parent_capture);
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     buf[n > 0 ? n : 0] = 0;
     mt_capwriter_meta_text(cw, "exe", buf);
@@ -462,6 +468,7 @@ int mt_writer_start(const char* path) {
     if (!getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
     cmdline_json(start_cmdline, sizeof start_cmdline);
+    start_ppid = getppid();
     failed = false;
     events_written = 0;
     last_commit = last_sample = 0;
@@ -524,6 +531,8 @@ void mt_writer_forget(void) {
     // copies of them, to close.
     writer_running = false;
     cw = NULL;
+    const char* base = strrchr(capture_path, '/');
+    snprintf(parent_capture, sizeof parent_capture, "%s", base ? base + 1 : capture_path);
     capture_path[0] = 0;
     mt_fdguard_forget_all();
 }
