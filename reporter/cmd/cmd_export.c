@@ -48,8 +48,10 @@ static const char export_help_head[] =
     "  --at TIME           live memory at TIME (e.g. 20ms, 1.5s; step N for an NPU log)\n"
     "                      instead of at the peak\n"
     "  --leaks             live memory at the end (what was never freed)\n"
-    "  --range FROM..TO    count allocations made between FROM and TO only (either side\n"
-    "                      may be left out: 1s.., ..500ms)\n"
+    "  --range FROM..TO    count allocations made between FROM and TO only, and take live\n"
+    "                      memory at the highest point between them instead of the peak\n"
+    "                      (either side may be left out: 1s.., ..500ms); csv and chrome keep\n"
+    "                      the events and marks between them\n" MR_HELP_TIMES
     "  --metric M          the weight of a stack where a format has one: live (bytes live\n"
     "                      at the moment, default), allocated (bytes allocated in the\n"
     "                      range), count (allocations in the range)\n"

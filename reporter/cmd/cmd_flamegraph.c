@@ -20,9 +20,8 @@
 
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
-    "                            [--range FROM..TO]\n"
-    "                            [--split-threads] [--min-width FRACTION] [--all-frames]\n"
-    "                            [--inverted] [--orientation top|bottom]\n"
+    "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
+    "         [--inverted] [--orientation top|bottom]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
