@@ -47,6 +47,13 @@ endif()
 # report (reporter/escape.h).
 memtrace_unit_test(escape ${REPORTS_FIXTURE})
 memtrace_unit_test(reports_empty ${REPORTS_FIXTURE})
+# JSON is built in reporter/render/ only: the other layers' guard makes <jansson.h> fail.
+add_test(NAME unit.layer_guard
+         COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER}
+                 -DGUARD=${PROJECT_SOURCE_DIR}/reporter/layer_guard
+                 -DPROBE=${CMAKE_CURRENT_SOURCE_DIR}/reports/jansson_probe.c
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/reports/layer_guard.cmake)
+set_tests_properties(unit.layer_guard PROPERTIES LABELS unit TIMEOUT 60)
 
 # Every report on a real traced program with hostile names (needs the tracer). Its
 # functions are named by __asm__ labels, which only the ELF symbols carry: no -g there.
