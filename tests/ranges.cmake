@@ -8,6 +8,6 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   add_test(NAME e2e.ranges
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/ranges/ranges_test.py
       $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:ranges_prog>
-      ${CMAKE_CURRENT_BINARY_DIR}/ranges.d)
+      ${CMAKE_CURRENT_BINARY_DIR}/ranges.d ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu/corner.log)
   set_tests_properties(e2e.ranges PROPERTIES LABELS e2e TIMEOUT 120)
 endif()

@@ -317,6 +317,7 @@ typedef struct mark_list {
     named_mark* v;
     size_t n, cap;
     int64_t capture_end;
+    bool steps; // an NPU heap: a region ends where the next starts, so its last step is end-1
 } mark_list;
 
 static int collect_mark(void* ud, const mt_mark_rec* m) {
@@ -328,7 +329,12 @@ static int collect_mark(void* ud, const mt_mark_rec* m) {
     char* name = strdup(m->name);
     if (!name)
         return -ENOMEM;
-    l->v[l->n++] = (named_mark){name, range, m->ts_begin, m->has_end ? m->ts_end : l->capture_end};
+    int64_t end = m->ts_end;
+    if (!m->has_end)
+        end = l->capture_end;
+    else if (l->steps && m->ts_end > m->ts_begin)
+        end = m->ts_end - 1;
+    l->v[l->n++] = (named_mark){name, range, m->ts_begin, end};
     return 0;
 }
 
@@ -342,6 +348,7 @@ static void marks_free(mark_list* l) {
 static int marks_load(mt_capture* cap, int heap, const char* path, mark_list* l) {
     mr_extent extent = mr_capture_extent(cap, heap);
     l->capture_end = extent.steps ? extent.end - 1 : extent.end;
+    l->steps = extent.steps;
     mt_mark_query mq = {.heap = heap, .by_time = true};
     int rc = mt_capture_marks(cap, &mq, collect_mark, l);
     if (!rc)

@@ -4,12 +4,15 @@
 # (ranges_prog.c, whose functions allocate known bytes between known marks), checked on
 # every report that takes them (top, export, flamegraph): exact bytes per function for
 # --at NAME, --range NAME, --range A..B mixing times and names, NAME#N and mark:NAME; and
-# the usage errors (exit 1) for unknown and ambiguous names, naming the candidates.
-# Usage: ranges_test.py MEMTRACE_LAUNCHER MEMREPORT RANGES_PROG WORKDIR
+# the usage errors (exit 1) for unknown and ambiguous names, naming the candidates. On an
+# imported NPU log, a function region (a range ending where the next begins) ends at the
+# step before the next region's first.
+# Usage: ranges_test.py MEMTRACE_LAUNCHER MEMREPORT RANGES_PROG WORKDIR NPU_LOG
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -33,13 +36,34 @@ def ours(d):
     return {k: v for k, v in d.items() if k in OURS and v}
 
 
-def top(memreport, cap, *args):
+def top(memreport, cap, *args, keep=ours):
     """Self bytes (or count) per function of `memreport top --json`."""
     r = run(memreport, "top", cap, "--json", "--top", "0", *args)
     if r.returncode != 0:
         print(r.stderr)
         return None
-    return ours({f["function"]: f["self"] for f in json.loads(r.stdout)["functions"]})
+    return keep({f["function"]: f["self"] for f in json.loads(r.stdout)["functions"]})
+
+
+def check_npu(memreport, log, work):
+    """Regions of an NPU log as ranges: [begin, next region's begin), in steps."""
+    cap = os.path.join(work, "npu.db")
+    subprocess.run([memreport, "import", log, "-o", cap], check=True, capture_output=True)
+    db = sqlite3.connect(cap)
+    begin, end = db.execute(
+        "select ts_begin, ts_end from mark where kind = 'range' and name = 'part10'").fetchone()
+    db.close()
+    every = lambda d: d  # noqa: E731 (the log's functions are all ours)
+    steps = "step %d..step %d" % (begin, end - 1)
+    got = top(memreport, cap, "--range", "part10", "--metric", "allocated", keep=every)
+    want = top(memreport, cap, "--range", steps, "--metric", "allocated", keep=every)
+    past = top(memreport, cap, "--range", "step %d..step %d" % (begin, end), "--metric",
+               "allocated", keep=every)
+    check(got == want and got != past, "npu --range part10 = %s, not one step more: %r" %
+          (steps, got))
+    check(top(memreport, cap, "--at", "part10", keep=every) ==
+          top(memreport, cap, "--at", "step %d" % (end - 1), keep=every),
+          "npu --at part10 = --at step %d" % (end - 1))
 
 
 def folded(memreport, cap, *args):
@@ -80,7 +104,7 @@ def expect_error(memreport, args, want, what):
 
 
 def main():
-    launcher, memreport, prog, work = sys.argv[1:5]
+    launcher, memreport, prog, work, npu_log = sys.argv[1:6]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     cap = os.path.join(work, "ranges.db")
@@ -156,6 +180,7 @@ def main():
     expect_error(memreport, ["top", cap, "--at", "900s"], ["past the end"],
                  "900s is a time, not the mark")
     expect_error(memreport, ["top", cap, "--at", "mark:"], ["name of a mark"], "mark: alone")
+    check_npu(memreport, npu_log, work)
     print("%d failures" % failures)
     return 1 if failures else 0
 
