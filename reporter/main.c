@@ -27,6 +27,7 @@ static const command commands[] = {
     {"export", mr_cmd_export, "the heap profile in other tools' formats (folded, ...)"},
     {"sql", mr_cmd_sql, "SQL over a capture: events, allocations, stacks and its tables"},
     {"diff", mr_cmd_diff, "two captures compared per function and stack; a CI gate"},
+    {"flow", mr_cmd_flow, "flow graph of live memory through lines of code (DOT, SVG)"},
 };
 
 static void usage(FILE* out) {

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// memreport flow: heapprof's flow graph. One profile per moment (--at, the peak by
+// default), each row's stack turned into its lines of code and added to the flow graph
+// (model/flowgraph.h), which the flow report draws as DOT, SVG (through Graphviz's dot)
+// or JSON (render/flow_report.h).
+#include "commands.h"
+#include "flow_report.h"
+#include "flowgraph.h"
+#include "functions.h"
+#include "options.h"
+#include "profile.h"
+#include "sites.h"
+#include "symbols.h"
+#include "u64map.h"
+
+#include "memtrace/vec.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char flow_help[] =
+    "usage: memreport flow CAPTURE [--at TIME]... [--min-share P] [--all-frames] [--json]\n"
+    "         [-o FILE.dot|FILE.svg] [-f]\n"
+    "How live memory flows through the code, as heapprof draws it: a directed graph whose\n"
+    "nodes are lines of code (function (file:line)) and whose edges are calls, caller to\n"
+    "callee. Each node shows, for each moment, 'local / cumulative = percent': local, the\n"
+    "bytes live that this line allocated (the leaf-most line of their stack); cumulative,\n"
+    "the bytes live in stacks through it (once per stack under recursion); percent, that of\n"
+    "the moment's live bytes, also shown by colour, from blue (small) to red (large). An\n"
+    "edge is labelled with the bytes of the stacks that make that call. A chain of lines\n"
+    "that allocate nothing, each calling only the next, which has no other caller, is one\n"
+    "box listing its lines. Inlined functions have lines of their own.\n"
+    "  --at TIME          a moment to show (e.g. 20ms, 1.5s; step N for an NPU log; a mark's\n"
+    "                     name; 'peak' for the peak), the peak by default; repeat it to\n"
+    "                     compare moments in one graph: each node shows one row per --at\n"
+    "  --min-share P      hide the lines, and the calls, below P percent of the live bytes\n"
+    "                     at every moment (default 1, heapprof's; 0 shows everything); the\n"
+    "                     numbers of what is shown do not change\n"
+    "  --all-frames       noise frames (allocator internals, start-up code) are lines too\n"
+    "  -j, --json         the graph as JSON: moments, nodes with their lines and numbers,\n"
+    "                     edges with their bytes\n"
+    "  -o, --output FILE  FILE.dot: Graphviz DOT (also the default, on stdout); FILE.svg:\n"
+    "                     drawn by Graphviz's dot, which must be installed\n"
+    "  -f, --force        overwrite FILE if it exists\n";
+
+#define MAX_MOMENTS 16
+
+typedef struct flow_args {
+    mr_opts opt;
+    mr_when when[MAX_MOMENTS];
+    const char* names[MAX_MOMENTS]; // "peak" or the --at value
+    size_t nt;
+    double min_share; // percent
+    bool all_frames, svg;
+} flow_args;
+
+static bool ends_with(const char* s, const char* end) {
+    size_t n = strlen(s), k = strlen(end);
+    return n >= k && !strcmp(s + n - k, end);
+}
+
+static int parse_option(int c, flow_args* a) {
+    switch (c) {
+    case 'a': {
+        if (a->nt == MAX_MOMENTS)
+            return mr_usage_error(flow_help, "flow: at most %d --at", MAX_MOMENTS);
+        mr_when* w = &a->when[a->nt];
+        *w = (mr_when)MR_WHEN_INIT;
+        a->names[a->nt++] = optarg;
+        if (!strcmp(optarg, "peak"))
+            return MR_OPT_NEXT;
+        return mr_parse_at(optarg, w) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+    }
+    case 'm': {
+        char* end;
+        errno = 0;
+        double p = strtod(optarg, &end);
+        if (end == optarg || *end || errno || !(p >= 0 && p <= 100))
+            return mr_usage_error(flow_help,
+                                  "flow: --min-share: expected a percent 0..100, got '%s'", optarg);
+        a->min_share = p;
+        return MR_OPT_NEXT;
+    }
+    case 'A':
+        a->all_frames = true;
+        return MR_OPT_NEXT;
+    default:
+        return mr_opts_handle(&a->opt, c, flow_help);
+    }
+}
+
+static int parse_args(int argc, char** argv, flow_args* a) {
+    static const struct option opts[] = {
+        {"at", required_argument, NULL, 'a'},     {"min-share", required_argument, NULL, 'm'},
+        {"all-frames", no_argument, NULL, 'A'},   {"json", no_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    memset(a, 0, sizeof *a);
+    a->opt = (mr_opts)MR_OPTS_INIT;
+    a->min_share = 1.0;
+    int c;
+    while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
+        int rc = parse_option(c, a);
+        if (rc != MR_OPT_NEXT)
+            return rc;
+    }
+    if (a->nt == 0) {
+        a->when[0] = (mr_when)MR_WHEN_INIT;
+        a->names[a->nt++] = "peak";
+    }
+    const char* out = a->opt.output;
+    a->svg = ends_with(out, ".svg");
+    if (!a->opt.json && strcmp(out, "-") && !a->svg && !ends_with(out, ".dot"))
+        return mr_usage_error(flow_help, "flow: -o %s: expected FILE.dot or FILE.svg (or --json)",
+                              out);
+    return MR_OPT_NEXT;
+}
+
+// ---- stacks as lines
+
+typedef struct stacks {
+    const mr_symbols* sy;
+    mr_flow* g;
+    bool all_frames;
+    mr_u64map first; // frame id -> index in ids of its first location's line
+    uint32_t* ids;
+    size_t nids, cap;
+    uint32_t no_stack; // the line of rows without a stack
+    uint32_t frames[MR_SITES_MAX_DEPTH];
+    uint32_t* lines; // the lines of one stack, leaf first
+    size_t lines_cap;
+} stacks;
+
+// The line ids of a frame's locations (innermost first), made once per frame.
+static int frame_lines(stacks* s, uint32_t frame, const uint32_t** out, size_t* n) {
+    const mr_symloc* locs;
+    *n = mr_symbols_frame_locs(s->sy, frame, &locs);
+    uint64_t* at = mr_u64map_get(&s->first, frame);
+    if (at) {
+        *out = &s->ids[*at];
+        return 0;
+    }
+    if (MT_VEC_RESERVE(&s->ids, &s->cap, s->nids + *n) || mr_u64map_put(&s->first, frame, s->nids))
+        return -ENOMEM;
+    for (size_t k = 0; k < *n; k++)
+        if (mr_flow_line_id(s->g, locs[k].function, locs[k].file, locs[k].line,
+                            &s->ids[s->nids + k]))
+            return -ENOMEM;
+    *out = &s->ids[s->nids];
+    s->nids += *n;
+    return 0;
+}
+
+// Adds a profile's live bytes at moment t, each row along the lines of its stack.
+static int add_profile(stacks* s, const mr_profile* p, size_t t) {
+    for (size_t i = 0; i < p->nrows; i++) {
+        const mr_profile_row* r = &p->rows[i];
+        if (!r->live_bytes)
+            continue;
+        size_t nf = mr_functions_stack(s->sy, r->callsite, s->all_frames, s->frames), n = 0;
+        for (size_t j = 0; j < nf; j++) {
+            const uint32_t* ids;
+            size_t k;
+            if (frame_lines(s, s->frames[j], &ids, &k) ||
+                MT_VEC_RESERVE(&s->lines, &s->lines_cap, n + k))
+                return -ENOMEM;
+            memcpy(&s->lines[n], ids, k * sizeof *ids);
+            n += k;
+        }
+        const uint32_t* stack = s->lines;
+        if (n == 0) // a row without a stack
+            stack = &s->no_stack, n = 1;
+        if (mr_flow_add_stack(s->g, t, stack, n, r->live_bytes))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+// ---- the command
+
+// Builds the profile of every moment into the graph; totals[t] its live bytes. Returns an
+// exit code.
+static int build_graph(const flow_args* a, const char* path, mt_capture* cap, stacks* s,
+                       uint64_t* totals, mr_flow_moment* moments, bool* steps) {
+    int rc = MR_EXIT_OK;
+    for (size_t t = 0; t < a->nt && !rc; t++) {
+        mr_query q;
+        mr_profile p = {0};
+        if ((rc = mr_query_for(&a->when[t], path, cap, &q, steps)))
+            break;
+        q.progress = "flow";
+        if ((rc = mr_profile_for(path, cap, &q, &p)))
+            break;
+        totals[t] = p.live_bytes;
+        moments[t] = (mr_flow_moment){a->names[t], p.moment_ts};
+        if (add_profile(s, &p, t)) {
+            mr_error(path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+        mr_profile_free(&p);
+    }
+    return rc;
+}
+
+static int run(const flow_args* a, const char* path, mt_capture* cap, const mr_symbols* sy) {
+    mr_flow g;
+    stacks s = {.sy = sy, .g = &g, .all_frames = a->all_frames};
+    uint64_t totals[MAX_MOMENTS];
+    mr_flow_moment moments[MAX_MOMENTS];
+    bool steps = false;
+    if (mr_flow_init(&g, a->nt) || mr_u64map_init(&s.first) ||
+        mr_flow_line_id(&g, MR_FUNCTIONS_NO_STACK, NULL, 0, &s.no_stack)) {
+        mr_error(path, "out of memory");
+        mr_flow_free(&g);
+        mr_u64map_free(&s.first);
+        return MR_EXIT_IO;
+    }
+    int rc = build_graph(a, path, cap, &s, totals, moments, &steps);
+    if (!rc && mr_flow_finish(&g, totals, a->min_share / 100.0)) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    if (!rc) {
+        mr_flow_view v = {.capture = path,
+                          .graph = &g,
+                          .moments = moments,
+                          .steps = steps,
+                          .min_share = a->min_share / 100.0,
+                          .svg = a->svg};
+        mr_report_to to = mr_opts_report_to(&a->opt);
+        rc = mr_flow_report_write(&to, &v);
+    }
+    mr_flow_free(&g);
+    mr_u64map_free(&s.first);
+    free(s.ids);
+    free(s.lines);
+    return rc;
+}
+
+int mr_cmd_flow(int argc, char** argv) {
+    flow_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc != MR_OPT_NEXT)
+        return rc;
+    const char* path = mr_opts_input(argc, argv, flow_help);
+    if (!path)
+        return MR_EXIT_USAGE;
+    if (a.svg && !a.opt.json && !mr_flow_have_dot()) {
+        mr_error("flow", MR_FLOW_NO_DOT);
+        return MR_EXIT_IO;
+    }
+    mt_capture* cap;
+    mr_symbols* sy;
+    if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
+        return rc;
+    rc = run(&a, path, cap, sy);
+    mr_symbols_free(sy);
+    mt_capture_close(cap);
+    return rc;
+}
