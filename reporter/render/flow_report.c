@@ -4,7 +4,6 @@
 // HTML-like labels: escaped as every report escapes them (escape.h: invalid bytes and
 // control characters as \xNN), then as HTML (& < > " ' and the backslash, which dot
 // would read as an escape).
-// an escape).
 #include "flow_report.h"
 
 #include "escape.h"
