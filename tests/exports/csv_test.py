@@ -136,6 +136,14 @@ check(attr(ranged[-1])["allocation_id"] == "9" and
       attr([r for r in ranged if r[4] == "8000"][0])["size"] == "5000",
       "a range still pairs frees with allocations made before it")
 
+# A write error (stdout on a full device): one "memreport: ..." line and exit 3.
+if os.path.exists("/dev/full"):
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([memreport, "export", cap, "--format", "csv", "-o", "-"],
+                           stdout=full, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 3 and p.stderr.startswith("memreport: ") and
+          p.stderr.count("\n") == 1, f"write error: exit {p.returncode}, {p.stderr!r}")
+
 # An imported NPU log: Event Type is the heap's name, timestamps are steps.
 npu = os.path.join(work, "npu.db")
 run("import", npu_log, "-o", npu)
