@@ -3,6 +3,7 @@
 // entry point), as text for people or JSON for scripts.
 #include "commands.h"
 #include "options.h"
+#include "procs.h"
 #include "replay.h"
 #include "runtime_held.h"
 #include "summary_report.h"
@@ -14,12 +15,16 @@
 
 static const char summary_help[] =
     "usage: memreport summary CAPTURE [--json] [-o FILE] [-f]\n"
+    "       memreport summary CAPTURE... | DIR [--json] [-o FILE] [-f]\n"
     "Totals of the libc heap of a capture: status, events, allocations, frees, bytes\n"
     "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks;\n"
     "what the C runtime holds for itself, such as stdio buffers, is told apart), and the\n"
     "number of calls made to each allocator entry point. For a capture imported\n"
     "from an NPU log: its source log, format and number of steps instead of the process,\n"
-    "and times in steps.\n"
+    "and times in steps.\n" MR_HELP_PROCS
+    "In that case: each process (pid, parent pid, command, events, bytes allocated, peak,\n"
+    "leaked), indented under its parent, then the total over the processes (their peaks\n"
+    "summed: each process's own peak).\n"
     "  --json         machine-readable output\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
@@ -67,6 +72,8 @@ int mr_cmd_summary(int argc, char** argv) {
         if (orc != MR_OPT_NEXT)
             return orc;
     }
+    if (mr_capture_set_wanted(argc - optind, argv + optind))
+        return mr_procs_summary(&opt, argv + optind, argc - optind);
     const char* path = mr_opts_input(argc, argv, summary_help);
     if (!path)
         return MR_EXIT_USAGE;

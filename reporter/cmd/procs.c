@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// summary and flamegraph over a process tree's captures (procs.h): the set is opened by the
+// model (capture_set.h), each process replayed or profiled on its own, the report written
+// by render/ (procs_report.h, flamegraph_page.h).
+#include "procs.h"
+
+#include "capture_set.h"
+#include "extent.h"
+#include "flame_procs.h"
+#include "flame_tree.h"
+#include "output.h"
+#include "procs_report.h"
+#include "profile.h"
+#include "replay.h"
+#include "symbols.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Kept frames at most, whatever --min-width says (as for one capture).
+#define MAX_NODES 20000
+
+// Opens the set; on failure says why and returns the exit code.
+static int open_set(mr_capture_set* s, char* const* paths, int n) {
+    char bad[4096], err[512];
+    int e = mr_capture_set_open(s, paths, (size_t)n, bad, sizeof bad, err, sizeof err);
+    if (!e)
+        return MR_EXIT_OK;
+    mr_error(bad, "%s", err);
+    return (e == -ENOENT || e == -EACCES || e == -EIO || e == -ENOMEM) ? MR_EXIT_IO
+                                                                       : MR_EXIT_BAD_INPUT;
+}
+
+// The replay's numbers of one process. Returns an exit code.
+static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
+    mr_replay r;
+    if (mr_replay_init(&r, p->cap, mr_capture_default_heap(p->cap))) {
+        mr_error(p->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = MR_EXIT_OK;
+    if (mr_replay_run(&r, UINT64_MAX, NULL, NULL)) {
+        mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
+        rc = MR_EXIT_BAD_INPUT;
+    } else {
+        int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
+        *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
+                                 .events = r.events,
+                                 .allocations = r.allocations,
+                                 .frees = r.frees,
+                                 .bytes_allocated = r.bytes_allocated,
+                                 .peak_bytes = r.peak_bytes,
+                                 .peak_ts = r.peak_ts,
+                                 .leaked_bytes = r.live_bytes,
+                                 .leaked_allocations = r.live.count,
+                                 .duration_ns = duration >= 0 ? duration : r.last_ts};
+    }
+    mr_replay_free(&r);
+    return rc;
+}
+
+int mr_procs_summary(const mr_opts* o, char* const* paths, int n) {
+    mr_capture_set s;
+    int rc = open_set(&s, paths, n);
+    if (rc)
+        return rc;
+    mr_proc_numbers* nums = calloc(s.n, sizeof *nums);
+    if (!nums) {
+        mr_error(paths[0], "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    for (size_t i = 0; !rc && i < s.n; i++)
+        rc = numbers_of(&s.procs[i], &nums[i]);
+    mr_report_to to = mr_opts_report_to(o);
+    if (!rc)
+        rc = mr_procs_summary_write(&to, &s, nums);
+    free(nums);
+    mr_capture_set_free(&s);
+    return rc;
+}
+
+// The flame tree of one process at its own peak, or at its end. Returns an exit code.
+static int process_tree(const mr_process* p, mr_flamegraph_mode mode, mr_flame_tree* t) {
+    mr_symbols* sym = NULL;
+    int rc = mr_symbols_load(p->cap, &sym);
+    if (rc)
+        return rc;
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
+    q.moment = mode == MR_FLAMEGRAPH_LEAKS ? MR_AT_END : MR_AT_PEAK;
+    q.progress = "flamegraph";
+    mr_profile prof;
+    char err[256];
+    int e = mr_profile_build(p->cap, &q, &prof, err, sizeof err);
+    if (!e) {
+        e = mr_flame_tree_build(t, sym, &prof, false);
+        snprintf(err, sizeof err, "out of memory");
+    }
+    mr_profile_free(&prof);
+    mr_symbols_free(sym); // the tree keeps its strings, not the symbols
+    t->sym = NULL;
+    if (e)
+        mr_error(p->path, "%s", err);
+    return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+}
+
+// memreport-flamegraph-NAME.html, NAME the first input's file name without .db.
+static char* default_output(const char* path) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t start = n;
+    while (start > 0 && path[start - 1] != '/')
+        start--;
+    if (n - start > 3 && !strncmp(path + n - 3, ".db", 3))
+        n -= 3;
+    char* out;
+    if (asprintf(&out, "memreport-flamegraph-%.*s.html", (int)(n - start), path + start) < 0)
+        return NULL;
+    return out;
+}
+
+// The combined tree of every process of s, pruned. Returns an exit code.
+static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a, mr_flame_tree* g) {
+    if (mr_flame_procs_init(g)) {
+        mr_error(s->procs[0].path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = MR_EXIT_OK;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        mr_flame_tree t = {0};
+        rc = process_tree(&s->procs[i], a->mode, &t);
+        if (!rc && mr_flame_tree_prune(&t, a->min_width, MAX_NODES)) {
+            mr_error(s->procs[i].path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+        char* label = rc ? NULL : mr_procs_label(&s->procs[i]);
+        if (!rc && (!label || mr_flame_procs_add(g, label, &t))) {
+            mr_error(s->procs[i].path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+        free(label);
+        mr_flame_tree_free(&t);
+    }
+    // Each process was pruned on its own: here only the page's bound on frames applies,
+    // which folds the narrowest first (a process frame is wider than its own frames).
+    if (!rc && mr_flame_tree_prune(g, 0, MAX_NODES)) {
+        mr_error(s->procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    return rc;
+}
+
+int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n) {
+    char* def = a->output ? NULL : default_output(paths[0]);
+    const char* output = a->output ? a->output : def;
+    if (!output) {
+        mr_error(paths[0], "out of memory");
+        return MR_EXIT_IO;
+    }
+    mr_capture_set s;
+    mr_flame_tree g = {0};
+    int rc = open_set(&s, paths, n);
+    if (!rc)
+        rc = combined_tree(&s, a, &g);
+    mr_output out;
+    if (!rc && !(rc = mr_output_open(&out, output, a->force))) {
+        // The page's title and capture are those of the first root (the command run).
+        mr_flamegraph_view view = {.mode = a->mode,
+                                   .all_frames = a->all_frames,
+                                   .inverted = a->inverted,
+                                   .orientation = a->orientation};
+        int e = mr_flamegraph_page_write(out.fp, &g, s.procs[0].cap, &view);
+        if (e) {
+            mr_error(e == -ENOMEM ? paths[0] : output, "%s",
+                     e == -ENOMEM ? "out of memory" : "cannot write the page");
+            mr_output_abort(&out);
+            rc = MR_EXIT_IO;
+        } else {
+            rc = mr_output_commit(&out);
+        }
+    }
+    mr_flame_tree_free(&g);
+    if (s.procs)
+        mr_capture_set_free(&s);
+    free(def);
+    return rc;
+}

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// The reports over a process tree's captures (procs_report.h): one JSON document, printed
+// from it as text or as it is.
+#include "procs_report.h"
+
+#include "escape.h"
+#include "json.h"
+
+#include "memtrace/units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The command as an array of strings: the capture's cmdline, else [exe], else [].
+static json_t* command_of(const mr_process* p) {
+    json_t* argv = p->cmdline ? mr_json_loads_bytes(p->cmdline) : NULL;
+    if (json_is_array(argv) && json_array_size(argv))
+        return argv;
+    json_decref(argv);
+    argv = json_array();
+    if (p->exe)
+        json_array_append_new(argv, mr_json_bytes(p->exe));
+    return argv;
+}
+
+char* mr_procs_label(const mr_process* p) {
+    json_t* argv = command_of(p);
+    char line[256] = "";
+    size_t len = 0, i;
+    json_t* a;
+    json_array_foreach(argv, i, a) {
+        if (len < 200)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%s", i ? " " : "",
+                                    json_string_value(a));
+    }
+    json_decref(argv);
+    if (len >= sizeof line)
+        len = sizeof line - 1;
+    if (!line[0])
+        len = (size_t)snprintf(line, sizeof line, "%s", p->name);
+    char* label;
+    // snprintf may have cut a character in two: made valid again.
+    char* text = mr_escape(line, len, MR_ESCAPE_UTF8);
+    if (!text || asprintf(&label, "%s (pid %lld)", text, (long long)p->pid) < 0)
+        label = NULL;
+    free(text);
+    return label;
+}
+
+#define SET_U(o, k, v) json_object_set_new(o, k, json_integer((json_int_t)(v)))
+
+static json_t* process_object(const mr_capture_set* s, size_t i, const mr_proc_numbers* n) {
+    const mr_process* p = &s->procs[i];
+    json_t* o = json_object();
+    json_object_set_new(o, "capture", mr_json_bytes(p->name));
+    json_object_set_new(o, "status", json_string(n->truncated ? "truncated" : "complete"));
+    SET_U(o, "pid", p->pid);
+    SET_U(o, "ppid", p->ppid);
+    json_object_set_new(o, "parent",
+                        p->parent == MR_PROCESS_ROOT ? json_null()
+                                                     : mr_json_bytes(s->procs[p->parent].name));
+    SET_U(o, "depth", p->depth);
+    json_object_set_new(o, "command", command_of(p));
+    SET_U(o, "duration_ns", n->duration_ns);
+    SET_U(o, "events", n->events);
+    SET_U(o, "allocations", n->allocations);
+    SET_U(o, "frees", n->frees);
+    SET_U(o, "bytes_allocated", n->bytes_allocated);
+    SET_U(o, "peak_bytes", n->peak_bytes);
+    SET_U(o, "peak_time_ns", n->peak_ts);
+    SET_U(o, "leaked_bytes", n->leaked_bytes);
+    SET_U(o, "leaked_allocations", n->leaked_allocations);
+    return o;
+}
+
+// Counts and bytes summed over the processes; the peak is the sum of each process's own
+// peak (the processes need not have peaked at the same time).
+static json_t* total_object(const mr_capture_set* s, const mr_proc_numbers* nums) {
+    mr_proc_numbers t = {0};
+    size_t truncated = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const mr_proc_numbers* n = &nums[i];
+        truncated += n->truncated;
+        t.events += n->events;
+        t.allocations += n->allocations;
+        t.frees += n->frees;
+        t.bytes_allocated += n->bytes_allocated;
+        t.peak_bytes += n->peak_bytes;
+        t.leaked_bytes += n->leaked_bytes;
+        t.leaked_allocations += n->leaked_allocations;
+    }
+    json_t* o = json_object();
+    SET_U(o, "processes", s->n);
+    SET_U(o, "truncated", truncated);
+    SET_U(o, "events", t.events);
+    SET_U(o, "allocations", t.allocations);
+    SET_U(o, "frees", t.frees);
+    SET_U(o, "bytes_allocated", t.bytes_allocated);
+    SET_U(o, "sum_of_peaks_bytes", t.peak_bytes);
+    SET_U(o, "leaked_bytes", t.leaked_bytes);
+    SET_U(o, "leaked_allocations", t.leaked_allocations);
+    return o;
+}
+
+#define GET_U(o, k) (unsigned long long)json_integer_value(json_object_get(o, k))
+
+static void print_text(FILE* out, json_t* r) {
+    json_t* procs = json_object_get(r, "processes");
+    json_t* total = json_object_get(r, "total");
+    char a[32], b[32], c[32];
+    fprintf(out, "processes:    %llu\n", GET_U(total, "processes"));
+    fprintf(out, "%-8s %-8s %10s %12s %10s %10s  %s\n", "pid", "ppid", "events", "allocated",
+            "peak", "leaked", "command");
+    size_t i, k;
+    json_t *p, *arg;
+    json_array_foreach(procs, i, p) {
+        fprintf(out, "%-8llu %-8llu %10llu %12s %10s %10s  %*s", GET_U(p, "pid"), GET_U(p, "ppid"),
+                GET_U(p, "events"), mt_format_bytes(GET_U(p, "bytes_allocated"), a, sizeof a),
+                mt_format_bytes(GET_U(p, "peak_bytes"), b, sizeof b),
+                mt_format_bytes(GET_U(p, "leaked_bytes"), c, sizeof c), 2 * (int)GET_U(p, "depth"),
+                "");
+        json_array_foreach(json_object_get(p, "command"), k, arg) {
+            if (k)
+                fputc(' ', out);
+            mr_fputs_text(out, json_string_value(arg));
+        }
+        fputs(" [", out);
+        mr_fputs_text(out, json_string_value(json_object_get(p, "capture")));
+        fprintf(out, "%s]\n",
+                strcmp(json_string_value(json_object_get(p, "status")), "complete") ? ", truncated"
+                                                                                    : "");
+    }
+    fprintf(out, "total:        %llu events, %llu allocations (%s), %llu frees\n",
+            GET_U(total, "events"), GET_U(total, "allocations"),
+            mt_format_bytes(GET_U(total, "bytes_allocated"), a, sizeof a), GET_U(total, "frees"));
+    fprintf(out, "peaks:        %s (the sum of each process's own peak)\n",
+            mt_format_bytes(GET_U(total, "sum_of_peaks_bytes"), a, sizeof a));
+    fprintf(out, "leaked:       %s in %llu blocks\n",
+            mt_format_bytes(GET_U(total, "leaked_bytes"), a, sizeof a),
+            GET_U(total, "leaked_allocations"));
+    if (GET_U(total, "truncated"))
+        fprintf(out,
+                "truncated:    %llu captures (their process was killed or the tracer "
+                "failed)\n",
+                GET_U(total, "truncated"));
+}
+
+int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
+                           const mr_proc_numbers* nums) {
+    json_t* r = json_object();
+    json_t* procs = json_array();
+    for (size_t i = 0; i < s->n; i++)
+        json_array_append_new(procs, process_object(s, i, &nums[i]));
+    json_object_set_new(r, "processes", procs);
+    json_object_set_new(r, "total", total_object(s, nums));
+    int rc = mr_json_write_report(to, r, print_text);
+    json_decref(r);
+    return rc;
+}

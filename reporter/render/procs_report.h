@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// The reports over a process tree's captures (capture_set.h): `memreport summary DIR`,
+// each process (pid, ppid, command, counts, peak, leaked) in tree order, indented under its
+// parent, and the total over processes; and the command line of a process as one line,
+// which the flame graph uses as the root frame of its stacks. Reads only the set's meta.
+#ifndef MR_PROCS_REPORT_H
+#define MR_PROCS_REPORT_H
+
+#include "capture_set.h"
+#include "report.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// The numbers of one process, from its capture's replay (replay.h).
+typedef struct mr_proc_numbers {
+    bool truncated;
+    uint64_t events, allocations, frees, bytes_allocated, peak_bytes, leaked_bytes,
+        leaked_allocations;
+    int64_t peak_ts, duration_ns;
+} mr_proc_numbers;
+
+// Writes the report of s with nums[i] for s->procs[i]. Returns 0 or an exit code (after
+// printing the reason).
+int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
+                           const mr_proc_numbers* nums);
+
+// "COMMAND (pid N)": the process's command line (its exe when the capture has none, its
+// file name when neither), valid UTF-8, cut to about 200 bytes. Returns a malloc'd string
+// or NULL (out of memory).
+char* mr_procs_label(const mr_process* p);
+
+#endif
