@@ -6,7 +6,10 @@
 # peak sites' local bytes equal `memreport stats --json`, edges carry the known bytes, the
 # chain of pass-through functions is one box, two --at moments give two rows per node,
 # --min-share hides without changing numbers; errors and their exit codes.
+# With HOSTILE_NAMES (tests/reports/progs/hostile_names.c): names that are bytes, not text,
+# reach DOT and SVG escaped (\xNN) and dot reads them.
 # Usage: flow_test.py MEMREPORT MEMTRACE_LAUNCHER FLOW_PROG FLOW_PROG_SOURCE WORKDIR
+#        [HOSTILE_NAMES]
 import json
 import os
 import re
@@ -216,9 +219,29 @@ def errors(t, work):
         check(r.returncode == 0 and f.read().startswith("digraph"), "-f replaces it")
 
 
+def hostile(memreport, launcher, prog, work):
+    cap = os.path.join(work, "hostile.db")
+    subprocess.run([launcher, "-o", cap, "--", prog], check=True, capture_output=True)
+    t = Flow(memreport, cap)
+    dot = os.path.join(work, "hostile.dot")
+    t.ok("--min-share", "0", "-o", dot)
+    with open(dot, "rb") as f:
+        raw = f.read()
+    check(b"\x1b" not in raw and b"\xe9" not in raw and b"<script>" not in raw,
+          "no raw control, invalid or HTML bytes in the DOT")
+    r = subprocess.run(["dot", "-Tsvg", dot], capture_output=True)
+    check(r.returncode == 0, "dot reads the DOT: %s" % r.stderr.decode(errors="replace"))
+    texts = ["".join(e.itertext()) for e in ET.fromstring(r.stdout).iter()
+             if e.tag.endswith("}text")]
+    for name in ("caf\\xe9_alloc", "esc\\x1b]0;pwned\\x07\\x1b[2J<!--<script>",
+                 "</script><img src=x onerror=alert(1)>", "evil\\x1b[2J.c"):
+        check(any(name in x for x in texts), "the SVG shows %r" % name)
+
+
 def main():
-    if len(sys.argv) != 6:
-        sys.exit("usage: flow_test.py MEMREPORT MEMTRACE_LAUNCHER FLOW_PROG FLOW_PROG_SOURCE WORKDIR")
+    if len(sys.argv) not in (6, 7):
+        sys.exit("usage: flow_test.py MEMREPORT MEMTRACE_LAUNCHER FLOW_PROG FLOW_PROG_SOURCE "
+                 "WORKDIR [HOSTILE_NAMES]")
     memreport, launcher, prog, source, work = sys.argv[1:6]
     if not shutil.which("dot"):
         print("SKIP: Graphviz's dot is not installed (scripts/install-deps.sh --test)")
@@ -235,6 +258,8 @@ def main():
     svg(t, mk, rep)
     min_share(t, mk)
     errors(t, work)
+    if len(sys.argv) == 7:
+        hostile(memreport, launcher, sys.argv[6], work)
     print("%d failures" % failures)
     sys.exit(1 if failures else 0)
 
