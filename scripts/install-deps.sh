@@ -11,8 +11,9 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 # heaptrack: e2e.stats_temporary_heaptrack compares memreport's temporaries with its count.
 # golang-go: `go tool pprof` reads the pprof exports (tests/exports/).
 # valgrind: its ms_print reads the massif exports (tests/exports/).
+# graphviz: memreport flow -o FILE.svg runs its dot; e2e.flow reads the DOT and SVG back.
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
-           groff-base golang-go valgrind)
+           groff-base golang-go valgrind graphviz)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # node and npm run the speedscope export's tests (tests/exports/speedscope): Debian's, unless
