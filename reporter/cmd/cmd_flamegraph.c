@@ -21,7 +21,7 @@
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
     "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
-    "         [--inverted] [--orientation top|bottom]\n"
+    "         [--inverted] [--orientation top|bottom] [--temporal]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
@@ -33,6 +33,9 @@ static const char flamegraph_help[] =
     "  --leaks             blocks still live at the end of the run\n"
     "  --range FROM..TO    blocks live at the highest point between FROM and TO (either\n"
     "                      side may be left out: 1s.., ..500ms)\n" MR_HELP_TIMES
+    "  --temporal          the page also holds the heap over time: drag a time range on it\n"
+    "                      and the graph shows the blocks live at the highest point within\n"
+    "                      it (memray's temporal flame graph); times snap to 1/500 of the run\n"
     "  --split-threads     add a thread filter to the page\n"
     "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
     "                      code) shown; by default they are hidden, their bytes in their callers\n"
@@ -49,6 +52,11 @@ static const char flamegraph_help[] =
 
 // Kept frames at most, whatever --min-width says: the page stays a few MB.
 #define MAX_NODES 20000
+// --temporal: time buckets across the run, each with the moment of its highest live bytes.
+#define TEMPORAL_BUCKETS 500
+// Each kept frame carries its changes across the buckets: fewer frames keep the page a few
+// MB (10M events: 6.4 MB at 1000 frames).
+#define TEMPORAL_MAX_NODES 1000
 
 static char* default_output(const char* capture) {
     const char* base = strrchr(capture, '/');
@@ -66,7 +74,7 @@ static char* default_output(const char* capture) {
 
 typedef struct fg_args {
     const char* output; // NULL until the default is made
-    bool force, split, all_frames, inverted;
+    bool force, split, all_frames, inverted, temporal;
     const char* orientation; // "top", "bottom" or NULL: the page's choice
     mr_flamegraph_mode mode;
     mr_when when; // --at, --range
@@ -75,19 +83,14 @@ typedef struct fg_args {
 
 // Returns MR_OPT_NEXT to go on, else the exit code.
 static int parse_args(int argc, char** argv, fg_args* a) {
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"peak", no_argument, NULL, 'p'},
-                                         {"at", required_argument, NULL, 'a'},
-                                         {"range", required_argument, NULL, 'r'},
-                                         {"leaks", no_argument, NULL, 'l'},
-                                         {"split-threads", no_argument, NULL, 's'},
-                                         {"min-width", required_argument, NULL, 'm'},
-                                         {"all-frames", no_argument, NULL, 'A'},
-                                         {"inverted", no_argument, NULL, 'I'},
-                                         {"orientation", required_argument, NULL, 'O'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},  {"force", no_argument, NULL, 'f'},
+        {"peak", no_argument, NULL, 'p'},          {"at", required_argument, NULL, 'a'},
+        {"range", required_argument, NULL, 'r'},   {"leaks", no_argument, NULL, 'l'},
+        {"split-threads", no_argument, NULL, 's'}, {"min-width", required_argument, NULL, 'm'},
+        {"all-frames", no_argument, NULL, 'A'},    {"inverted", no_argument, NULL, 'I'},
+        {"temporal", no_argument, NULL, 'T'},      {"orientation", required_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};
     int modes = 0;
     int c, rc;
@@ -123,6 +126,9 @@ static int parse_args(int argc, char** argv, fg_args* a) {
         case 'A':
             a->all_frames = true;
             break;
+        case 'T':
+            a->temporal = true;
+            break;
         case 'I':
             a->inverted = true;
             break;
@@ -155,6 +161,9 @@ static int parse_args(int argc, char** argv, fg_args* a) {
     if (a->when.from_arg || a->when.to_arg) // a range has its own highest point
         if (a->mode != MR_FLAMEGRAPH_PEAK)
             return mr_usage_error(flamegraph_help, "--range excludes --at and --leaks");
+    if (a->temporal && (modes || a->split || a->when.from_arg || a->when.to_arg))
+        return mr_usage_error(flamegraph_help, "--temporal excludes --peak, --at, --leaks, "
+                                               "--range and --split-threads");
     return MR_OPT_NEXT;
 }
 
@@ -167,7 +176,8 @@ typedef struct fg_run {
     mr_extent extent;
     mr_query query; // the heap, --at and --range placed in the capture
     mr_flame_tree tree;
-    int64_t moment_ts; // of the profile the tree was built from
+    int64_t moment_ts;  // of the profile the tree was built from
+    mr_moments moments; // --temporal
 } fg_run;
 
 // Opens the capture and its symbols and places --at and --range in it. Returns an exit code.
@@ -204,6 +214,48 @@ static int live_graph(fg_run* run) {
     return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
+// --temporal: the live values per callsite at each time bucket's highest moment, and the
+// tree of every callsite live at one of them, each weighed by the most it held (so that
+// pruning keeps what is wide at some moment). Returns an exit code.
+static int temporal_graph(fg_run* run) {
+    char err[256];
+    mr_moments* m = &run->moments;
+    int e = mr_moments_build(run->cap, run->query.heap, run->extent.end, TEMPORAL_BUCKETS, m, err,
+                             sizeof err);
+    mr_profile p = {0};
+    uint32_t top = 0;
+    for (size_t i = 0; e == 0 && i < m->nvalues; i++)
+        if (m->values[i].callsite > top)
+            top = m->values[i].callsite;
+    if (e == 0 && !(p.rows = calloc((size_t)top + 1, sizeof *p.rows))) {
+        e = -ENOMEM;
+        snprintf(err, sizeof err, "out of memory");
+    }
+    for (size_t i = 0; e == 0 && i < m->nvalues; i++) {
+        const mr_moment_value* v = &m->values[i];
+        mr_profile_row* r = &p.rows[v->callsite];
+        r->callsite = v->callsite;
+        r->live_bytes = v->bytes > r->live_bytes ? v->bytes : r->live_bytes;
+        r->live_blocks = v->blocks > r->live_blocks ? v->blocks : r->live_blocks;
+    }
+    size_t peak = 0; // the run's peak, which the page opens with
+    for (size_t k = 1; e == 0 && k < m->n; k++)
+        peak = m->bytes[k] > m->bytes[peak] ? k : peak;
+    run->moment_ts = e == 0 && m->n ? m->ts[peak] : 0;
+    if (e == 0) {
+        p.nrows = (size_t)top + 1; // by callsite; rows without blocks are skipped
+        e = mr_flame_tree_build(&run->tree, run->sym, &p, false);
+        if (e == 0)
+            e = mr_flame_tree_prune(&run->tree, run->args.min_width, TEMPORAL_MAX_NODES);
+        if (e)
+            snprintf(err, sizeof err, "out of memory");
+    }
+    free(p.rows);
+    if (e)
+        mr_error(run->path, "%s", err);
+    return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+}
+
 // Writes the page to `output` whole, or leaves nothing. Returns an exit code.
 static int write_output(const fg_run* run) {
     const fg_args* a = &run->args;
@@ -212,7 +264,8 @@ static int write_output(const fg_run* run) {
                                .steps = run->extent.steps,
                                .all_frames = a->all_frames,
                                .inverted = a->inverted,
-                               .orientation = a->orientation};
+                               .orientation = a->orientation,
+                               .temporal = a->temporal ? &run->moments : NULL};
     mr_output out;
     int rc = mr_output_open(&out, a->output, a->force);
     if (rc)
@@ -240,9 +293,11 @@ int mr_cmd_flamegraph(int argc, char** argv) {
         mr_error(run.path, "out of memory");
         return MR_EXIT_IO;
     }
-    if ((rc = open_input(&run)) == 0 && (rc = live_graph(&run)) == 0)
+    if ((rc = open_input(&run)) == 0 &&
+        (rc = run.args.temporal ? temporal_graph(&run) : live_graph(&run)) == 0)
         rc = write_output(&run);
     mr_flame_tree_free(&run.tree);
+    mr_moments_free(&run.moments);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     free(def);

@@ -159,6 +159,98 @@ static json_t* string_table(const mr_strtab* t) {
     return a;
 }
 
+// Appends [moment, bytes, blocks] to a node's changes, if they differ from its last ones.
+static int node_change(json_t* changes, uint32_t k, const uint64_t* now, uint64_t* last) {
+    if (now[0] == last[0] && now[1] == last[1])
+        return 0;
+    last[0] = now[0];
+    last[1] = now[1];
+    return json_array_append_new(changes, json_integer(k)) ||
+           json_array_append_new(changes, json_integer((json_int_t)now[0])) ||
+           json_array_append_new(changes, json_integer((json_int_t)now[1]));
+}
+
+// Each kept node's self values at the candidates: per node row a flat list of changes
+// [moment, bytes, blocks, ...]; a node's values at moment k are its last change at or
+// before k. Callsites fold into their kept node as in the tree.
+static json_t* temporal_self(const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
+                             const mr_moments* m) {
+    uint64_t* cs_now = calloc(2 * ((size_t)g->ncallsites + 1), sizeof *cs_now);
+    uint64_t* now = calloc(2 * nrows, sizeof *now);
+    uint64_t* last = calloc(2 * nrows, sizeof *last);
+    uint32_t* dirty = malloc(nrows * sizeof *dirty);
+    bool* is_dirty = calloc(nrows, sizeof *is_dirty);
+    json_t* rows = json_array();
+    int e = cs_now && now && last && dirty && is_dirty && rows ? 0 : -1;
+    for (size_t r = 0; e == 0 && r < nrows; r++)
+        e = json_array_append_new(rows, json_array());
+    for (size_t i = 0; e == 0 && i < m->nvalues;) {
+        uint32_t k = m->values[i].moment;
+        size_t ndirty = 0;
+        for (; i < m->nvalues && m->values[i].moment == k; i++) {
+            const mr_moment_value* v = &m->values[i];
+            uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
+            uint32_t row = newid[g->target[cs ? g->node_of[cs] : 0]];
+            now[2 * row] += v->bytes - cs_now[2 * cs];
+            now[2 * row + 1] += v->blocks - cs_now[2 * cs + 1];
+            cs_now[2 * cs] = v->bytes;
+            cs_now[2 * cs + 1] = v->blocks;
+            if (!is_dirty[row]) {
+                is_dirty[row] = true;
+                dirty[ndirty++] = row;
+            }
+        }
+        for (size_t d = 0; d < ndirty && e == 0; d++) {
+            is_dirty[dirty[d]] = false;
+            e = node_change(json_array_get(rows, dirty[d]), k, &now[2 * dirty[d]],
+                            &last[2 * dirty[d]]);
+        }
+    }
+    free(cs_now);
+    free(now);
+    free(last);
+    free(dirty);
+    free(is_dirty);
+    if (e) {
+        json_decref(rows);
+        return NULL;
+    }
+    return rows;
+}
+
+// --temporal: the buckets (t0, width, each one's candidate), the candidates' times and
+// live bytes, and the nodes' changes between them.
+static json_t* temporal_data(const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
+                             const mr_moments* m) {
+    json_t* self = temporal_self(g, newid, nrows, m);
+    json_t* o = json_object();
+    json_t* buckets = json_array();
+    json_t* ts = json_array();
+    json_t* bytes = json_array();
+    int e = self && o && buckets && ts && bytes ? 0 : -1;
+    for (size_t k = 0; e == 0 && k < m->nbuckets; k++)
+        e = json_array_append_new(buckets, json_integer(m->bucket_moment[k]));
+    for (size_t k = 0; e == 0 && k < m->n; k++)
+        e = json_array_append_new(ts, json_integer(m->ts[k])) ||
+            json_array_append_new(bytes, json_integer((json_int_t)m->bytes[k]));
+    if (e == 0)
+        e = json_object_set_new(o, "t0", json_integer(m->t0)) ||
+            json_object_set_new(o, "width", json_integer(m->width)) ||
+            json_object_set_new(o, "buckets", buckets) || json_object_set_new(o, "moment_ts", ts) ||
+            json_object_set_new(o, "moment_bytes", bytes) || json_object_set_new(o, "self", self);
+    else {
+        json_decref(buckets);
+        json_decref(ts);
+        json_decref(bytes);
+        json_decref(self);
+    }
+    if (e) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 // The moment the page shows: "mode", "what", the time (or step) and "subtitle".
 static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view* v) {
     json_t* o = json_object();
@@ -207,6 +299,13 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     if (g->split && add_threads(o, cap, &g->threads, g->target, newid)) {
         json_decref(o);
         o = NULL;
+    }
+    if (o && view->temporal) {
+        json_t* t = temporal_data(g, newid, json_array_size(nodes), view->temporal);
+        if (!t || json_object_set_new(o, "temporal", t)) {
+            json_decref(o);
+            o = NULL;
+        }
     }
     free(newid);
     // The page's "hide non-relevant frames" starts unchecked with --all-frames.

@@ -6,6 +6,7 @@
 #define MR_FLAMEGRAPH_PAGE_H
 
 #include "flame_tree.h"
+#include "moments.h"
 
 #include "memtrace/capture.h"
 
@@ -29,6 +30,9 @@ typedef struct mr_flamegraph_view {
     // The root's side the page opens with: NULL lets the page choose (its URL hash, the
     // viewer's last choice, else "top"); "top" (icicle) or "bottom" (flame).
     const char* orientation;
+    // --temporal: the heap over time and each node's live values at the candidates; the
+    // tree then holds every callsite live at any of them (NULL: one moment).
+    const mr_moments* temporal;
 } mr_flamegraph_view;
 
 // Writes the page of the pruned tree g (mr_flame_tree_prune), every < > & in its data

@@ -104,6 +104,7 @@ def file_cases():
         ("std", "peak", []), ("std", "leaks", ["--leaks"]), ("std", "at-9us", ["--at", "9us"]),
         ("std", "split-threads", ["--split-threads"]), ("std", "all-frames", ["--all-frames"]),
         ("std", "inverted-bottom", ["--inverted", "--orientation", "bottom"]),
+        ("std", "temporal", ["--temporal"]),
         ("hostile", "peak", []), ("deep", "peak", []),
         ("deep", "min-width", ["--min-width", "0.2"]),
         ("sample", "peak", []), ("sample", "at-step2", ["--at", "step 2"]),

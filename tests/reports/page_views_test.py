@@ -167,6 +167,82 @@ def orientation(b, what, root_on_top):
              f["all>main"]["y"], f["all>main>parse"]["y"]))
 
 
+def drag(b, element, x0, x1):
+    """A mouse drag across element from x0 to x1 (px from its left edge, at mid-height)."""
+    r = b.js("var r = arguments[0].getBoundingClientRect();"
+             "return {x: r.left, y: r.top, w: r.width, h: r.height};",
+             {webdriver.ELEMENT: element})
+    y = int(r["y"] + r["h"] / 2)
+    b._s("POST", "/actions", {"actions": [{
+        "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+        "actions": [{"type": "pointerMove", "duration": 0, "x": int(r["x"] + x0), "y": y},
+                    {"type": "pointerDown", "button": 0},
+                    {"type": "pointerMove", "duration": 0, "x": int(r["x"] + x1), "y": y},
+                    {"type": "pointerUp", "button": 0}]}]})
+    return r
+
+
+def temporal(memreport, cap, work):
+    """--temporal on the phases fixture (ts = seq us): the page opens at the run's peak
+    (5100 bytes at 7 us); a range shows the blocks live at its highest point."""
+    page = os.path.join(work, "temporal.html")
+    subprocess.run([memreport, "flamegraph", cap, "--temporal", "-o", page], check=True)
+    with webdriver.Browser(width=1280, height=900) as b:
+        b.get("file://" + page)
+        no_errors(b, "--temporal")
+        check(b.js("return document.getElementById('timeline').offsetHeight") > 0,
+              "--temporal: the heap over time is shown")
+        m = b.js("return window.memreport.moment()")
+        check(m == {"ts": 7000, "bytes": 5100}, "--temporal opens at the peak: %r" % m)
+        f = paths(b)
+        check(f.get("all", {}).get("bytes") == 5100 and
+              f.get("all>main>build>xalloc", {}).get("bytes") == 3000,
+              "--temporal at the peak: all 5100, main>build>xalloc 3000")
+        # Phase 2 (10-13 us): its top is 4100 bytes at 11 us, render holding 3000.
+        b.js("window.memreport.setRange(9500, 13500)")
+        m = b.js("return window.memreport.moment()")
+        check(m == {"ts": 11000, "bytes": 4100}, "range 9.5-13.5 us: top at 11 us: %r" % m)
+        f = paths(b)
+        want = {"all": 4100, "all>main>render": 3000, "all>main>parse": 200,
+                "all>main>build>parse>xalloc": 500, "all>main>walk>walk>xalloc": 250}
+        for k, v in want.items():
+            check(f.get(k, {}).get("bytes") == v, "range 9.5-13.5 us: %s holds %d (%r)"
+                  % (k, v, f.get(k)))
+        check("all>main>build>xalloc" not in f, "range 9.5-13.5 us: the freed block is gone")
+        check("4.00 KiB live at 11 us" in b.js(
+            "return document.getElementById('subtitle').textContent"),
+            "the subtitle names the range's highest point")
+        # A range starting between events: the state carried into it counts (after seq 8).
+        b.js("window.memreport.setRange(8500, 9800)")
+        m = b.js("return window.memreport.moment()")
+        check(m == {"ts": 8000, "bytes": 2100}, "range 8.5-9.8 us: the state at 8.5 us: %r" % m)
+        f = paths(b)
+        check(f.get("all>main>parse>xalloc", {}).get("bytes") == 1000 and
+              "all>main>build>xalloc" not in f and "all>main>render" not in f,
+              "range 8.5-9.8 us: parse>xalloc's 1000 bytes, no build>xalloc, no render")
+        # The function table follows the range.
+        b.js("window.memreport.setRange(9500, 13500)")
+        got = {r["name"]: r["total"] for r in b.js(
+            "return window.memreport.functions()")}
+        check(got.get("render") == 3000 and got.get("main") == 4100,
+              "the function table follows the range: %r" % got)
+        # A real drag across the timeline: from 10.5 us to 12.5 us of the run's width.
+        svg = b.find("#tl-svg")
+        d = b.js("return window.memreport.data.temporal")
+        span = len(d["buckets"]) * d["width"]
+        r = b.js("return arguments[0].getBoundingClientRect().width", {webdriver.ELEMENT: svg})
+        drag(b, svg, r * 10500 / span, r * 12500 / span)
+        m = b.js("return window.memreport.moment()")
+        check(m == {"ts": 11000, "bytes": 4100}, "a drag over 10.5-12.5 us selects 11 us: %r" % m)
+        check(paths(b).get("all>main>render", {}).get("bytes") == 3000,
+              "after the drag: render holds 3000")
+        no_errors(b, "--temporal, after the ranges")
+    bad = subprocess.run([memreport, "flamegraph", cap, "--temporal", "--leaks", "-o",
+                          os.path.join(work, "bad2.html")], capture_output=True, text=True)
+    check(bad.returncode == 1 and "--temporal" in bad.stderr,
+          "--temporal --leaks: usage error (%d %r)" % (bad.returncode, bad.stderr))
+
+
 def main():
     memreport, fixture, work = sys.argv[1:4]
     if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
@@ -227,6 +303,7 @@ def main():
     check(bad.returncode == 1 and "--orientation" in bad.stderr and
           not os.path.exists(os.path.join(work, "bad.html")),
           "--orientation left: usage error, no page (%d %r)" % (bad.returncode, bad.stderr))
+    temporal(memreport, cap, work)
     print("%d failures" % failures)
     return 1 if failures else 0
 
