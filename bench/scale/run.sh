@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Times memreport's reports on a synthetic capture of EVENTS events (default 100 million)
-# and prints wall time and peak RSS of each (GNU time -v). The capture is generated once
-# into BUILD/bench-scale/ and reused while its event count matches.
+# Times memreport's reports, exports and SQL counts on a synthetic capture of EVENTS events
+# (default 100 million) and prints wall time, CPU time and peak RSS of each (GNU time -v).
+# The capture is generated once into BUILD/bench-scale/ and reused while its event count
+# matches.
 # Usage: bench/scale/run.sh BUILD_DIR [EVENTS]
 set -eu
 build=${1:?usage: run.sh BUILD_DIR [EVENTS]}
@@ -40,3 +41,10 @@ run "flamegraph (peak)" flamegraph "$cap" -f -o "$dir/peak.html"
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
 echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"
+for format in folded speedscope pprof massif chrome csv; do
+    run "export --format $format" export "$cap" --format "$format" -f -o "$dir/export.$format"
+    echo "    $(du -m "$dir/export.$format" | cut -f1) MB written"
+    rm -f "$dir/export.$format" # the csv of 100M events is 30 GB
+done
+run "sql 'select count(*) from events'" sql "$cap" 'select count(*) from events'
+run "sql ... where kind = 'malloc'" sql "$cap" "select count(*) from events where kind = 'malloc'"
