@@ -55,7 +55,12 @@ static void program_part(char* out, size_t len) {
 // a directory itself (not a symlink), owned by this user, and writable by no one else, as
 // another user could otherwise replace or read the captures. Returns an fd or a negative
 // errno (-EPERM for a directory that is not private).
-static int open_private_dir(const char* dir) {
+static int open_private_dir(const char* path) {
+    // Without its trailing '/': "link/" would resolve the symlink despite O_NOFOLLOW.
+    char dir[4096];
+    size_t n = (size_t)snprintf(dir, sizeof dir, "%s", path);
+    while (n > 1 && n < sizeof dir && dir[n - 1] == '/')
+        dir[--n] = 0;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return -errno;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -1,0 +1,15 @@
+# Process trees: memtrace -o DIR/ writes one capture per process, and memreport reads a
+# directory or several captures as one run (tests/procs/procs_test.py: known truth from the
+# e2e programs of capture.cmake; the trust rules of the directory).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_test(NAME e2e.procs_tree
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py tree
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:e2e_leaks> $<TARGET_FILE:e2e_peak> $<TARGET_FILE:e2e_realloc_chain>
+            ${CMAKE_CURRENT_BINARY_DIR}/procs_tree.d)
+  add_test(NAME e2e.procs_trust
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py trust
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memtrace> $<TARGET_FILE:e2e_leaks>
+            ${CMAKE_CURRENT_BINARY_DIR}/procs_trust.d)
+  set_tests_properties(e2e.procs_tree e2e.procs_trust PROPERTIES LABELS e2e TIMEOUT 180)
+endif()

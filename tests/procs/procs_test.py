@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Process trees against known truth: `memtrace -o DIR/` on a shell that runs three e2e
+# programs (tests/e2e/progs: leaks, peak, realloc_chain; one in the background), once as a
+# baseline (E2E_BASELINE=1: the same processes doing none of their work) and once for real.
+# Checks: one capture per process, every one listed by the launcher, mode 0600 in a 0700
+# directory; the tree (each program under the shell); `memreport summary DIR` per program
+# equal to baseline + truth, and its total the sum of the processes, exceeding the
+# baseline's by exactly the sum of the truths; the flame graph of DIR with each process a
+# root frame holding exactly its peak (or with --leaks its leaked) bytes.
+# Usage: procs_test.py tree MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
+#        procs_test.py trust MEMTRACE LIB LEAKS WORKDIR
+# The trust case: DIR a symlink, DIR group-writable (launcher and tracer alike refuse, the
+# program still runs), and a file or symlink already holding a capture's name in DIR (left
+# as it was; the capture takes the next name).
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+failures = 0
+ADDITIVE = ["allocations", "frees", "bytes_allocated", "leaked_bytes", "leaked_allocations"]
+
+
+def check(cond, what):
+    global failures
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures += 1
+    return cond
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MEMTRACE_") and k not in ("LD_PRELOAD", "E2E_BASELINE",
+                                                          "TRUTH_FILE")}
+    env.update(extra)
+    return env
+
+
+def run(argv, env=None):
+    return subprocess.run(argv, capture_output=True, text=True, env=env or clean_env(),
+                          timeout=120)
+
+
+def page_data(path):
+    with open(path) as f:
+        html = f.read()
+    m = re.search(r'id="fg-data">(.*?)</script>', html, re.S)
+    return json.loads(m.group(1)) if m else None
+
+
+def root_frames(data):
+    """{label: inclusive bytes} of the frames directly under "all"."""
+    nodes, strings = data["nodes"], data["strings"]
+    incl = [n[5] for n in nodes]
+    for i in range(len(nodes) - 1, 0, -1):
+        incl[nodes[i][0]] += incl[i]
+    return {strings[n[1]]: incl[i] for i, n in enumerate(nodes) if n[0] == 0}
+
+
+def traced_tree(memtrace, memreport, progs, work, mode):
+    """Runs the shell under memtrace -o DIR/; returns (summary JSON, DIR, truths by prog)."""
+    d = os.path.join(work, mode)  # "base" and "real": the shell's text has one length
+    caps = os.path.join(d, "caps")
+    os.makedirs(d)
+    a, b, c = progs
+    truth = {p: os.path.join(d, f"{i}.json") for i, p in enumerate(progs)}
+    script = f"{a}; {b} & {c}; wait"
+    script = (f"TRUTH_FILE={truth[a]} {a}; TRUTH_FILE={truth[b]} {b} & "
+              f"TRUTH_FILE={truth[c]} {c}; wait")
+    env = clean_env(**({"E2E_BASELINE": "1"} if mode == "base" else {}))
+    r = run([memtrace, "-o", caps + "/", "--", "sh", "-c", script], env)
+    check(r.returncode == 0, f"{mode}: the shell ran: {r.returncode} {r.stderr[-300:]!r}")
+    files = sorted(os.listdir(caps))
+    listed = sorted(os.path.basename(line.rpartition(" to ")[2])
+                    for line in r.stderr.splitlines() if "capture written to" in line)
+    check(files == listed, f"{mode}: the launcher lists every capture: {listed} vs {files}")
+    check(stat.S_IMODE(os.stat(caps).st_mode) == 0o700, f"{mode}: DIR created 0700")
+    check(all(stat.S_IMODE(os.stat(os.path.join(caps, f)).st_mode) == 0o600 for f in files),
+          f"{mode}: captures are 0600")
+    s = run([memreport, "summary", caps, "--json"])
+    check(s.returncode == 0, f"{mode}: summary DIR: {s.stderr.strip()!r}")
+    summary = json.loads(s.stdout)
+    check(sorted(p["capture"] for p in summary["processes"]) == files,
+          f"{mode}: summary has one process per capture")
+    truths = {}
+    for p in progs:
+        with open(truth[p]) as f:
+            truths[p] = json.load(f)
+    return summary, caps, truths
+
+
+def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
+    progs = [leaks, peak, realloc_chain]
+    base, _, _ = traced_tree(memtrace, memreport, progs, work, "base")
+    real, caps, truths = traced_tree(memtrace, memreport, progs, work, "real")
+    procs = real["processes"]
+    by_name = {p["capture"]: p for p in procs}
+    roots = [p for p in procs if p["parent"] is None]
+    check(len(roots) == 1 and roots[0]["command"][:2] == ["sh", "-c"] and roots[0]["depth"] == 0,
+          f"one root, the shell: {[r['command'] for r in roots]}")
+    sh = roots[0]
+    for p in procs:  # each after its parent, one deeper
+        if p["parent"] is not None:
+            parent = by_name[p["parent"]]
+            check(procs.index(parent) < procs.index(p) and p["depth"] == parent["depth"] + 1,
+                  f"{p['capture']}: placed under {p['parent']}")
+    for prog in progs:
+        rows = [p for p in procs if p["command"] == [prog]]
+        base_rows = [p for p in base["processes"] if p["command"] == [prog]]
+        if not check(len(rows) == 1 and len(base_rows) == 1,
+                     f"{os.path.basename(prog)}: one capture ({len(rows)})"):
+            continue
+        row, b, t = rows[0], base_rows[0], truths[prog]
+        name = os.path.basename(prog)
+        check(row["capture"] == f"{row['pid']}.{name}.db", f"{name}: named {row['capture']}")
+        check(row["ppid"] == sh["pid"], f"{name}: its ppid is the shell's ({row['ppid']})")
+        # Under the shell, or under the shell's forked child that exec'd it (same pid).
+        parent = by_name[row["parent"]]
+        check(parent is sh or (parent["pid"] == row["pid"] and parent["parent"] == sh["capture"]),
+              f"{name}: its parent is the shell ({row['parent']})")
+        for k in ADDITIVE:
+            check(row[k] == b[k] + t[k], f"{name}: {k} {row[k]} = baseline {b[k]} + truth {t[k]}")
+        check(row["peak_bytes"] == t["peak_bytes"] + b["leaked_bytes"],
+              f"{name}: peak {row['peak_bytes']} = truth {t['peak_bytes']} + baseline leaked "
+              f"{b['leaked_bytes']}")
+    total = real["total"]
+    check(total["processes"] == len(procs), "total: the number of processes")
+    # The shell's own blocks depend on when it reaps its background job: its processes
+    # count as they are; each program is its baseline plus its truth.
+    shells = [p for p in procs if p["command"][:1] == ["sh"]]
+    check(len(shells) + len(progs) == len(procs), "every other process is the shell's")
+    for k in ADDITIVE:
+        check(total[k] == sum(p[k] for p in procs), f"total {k}: the sum over processes")
+        want = sum(p[k] for p in shells) + sum(
+            next(b[k] for b in base["processes"] if b["command"] == [p]) + truths[p][k]
+            for p in progs)
+        check(total[k] == want, f"total {k} {total[k]} = the shell's + each program's "
+              f"baseline and truth ({want})")
+    check(total["sum_of_peaks_bytes"] == sum(p["peak_bytes"] for p in procs),
+          "total: the sum of the peaks")
+    text = run([memreport, "summary", caps])
+    check(text.returncode == 0 and f"processes:    {len(procs)}" in text.stdout and
+          all(f"    {p} [" in text.stdout for p in progs),
+          f"summary DIR as text, each program indented under the shell: {text.stdout!r}")
+    same = run([memreport, "summary", "--json"] +
+               [os.path.join(caps, p["capture"]) for p in reversed(procs)])
+    check(same.returncode == 0 and json.loads(same.stdout) == real,
+          "the captures given one by one, in any order, make the same report")
+
+    for flag, key in (("--peak", "peak_bytes"), ("--leaks", "leaked_bytes")):
+        page = os.path.join(work, f"fg{flag}.html")
+        r = run([memreport, "flamegraph", caps, flag, "-o", page])
+        data = page_data(page) if r.returncode == 0 else None
+        if not check(data is not None, f"flamegraph DIR {flag}: {r.stderr.strip()!r}"):
+            continue
+        # A frame "COMMAND (pid N)", the command cut at about 200 bytes.
+        got = []
+        for label, incl in root_frames(data).items():
+            m = re.fullmatch(r"(.+) \(pid (\d+)\)", label)
+            got.append((int(m.group(2)), incl, m.group(1)) if m else (0, incl, label))
+        want = [(p["pid"], p[key], " ".join(p["command"])) for p in procs if p[key]]
+        ok = sorted(g[:2] for g in got if g[1]) == sorted(w[:2] for w in want)
+        ok = ok and all(any(g[:2] == w[:2] and w[2].startswith(g[2]) for w in want)
+                        for g in got if g[1])
+        check(ok, f"flamegraph {flag}: each process a root with its {key}: "
+              f"{sorted(got)} vs {sorted(want)}")
+    r = run([memreport, "flamegraph", caps, "--at", "1ms", "-o", os.path.join(work, "x.html")])
+    check(r.returncode == 1 and not os.path.exists(os.path.join(work, "x.html")),
+          f"flamegraph DIR --at: a usage error ({r.returncode})")
+
+
+def case_trust(memtrace, lib, leaks, work):
+    target = os.path.join(work, "target")
+    os.makedirs(target, mode=0o700)
+    link = os.path.join(work, "link")
+    os.symlink(target, link)
+    gw = os.path.join(work, "gw")
+    os.makedirs(gw)
+    os.chmod(gw, 0o770)
+    for d, why in ((link, "is a symlink"), (gw, "writable by group")):
+        r = run([memtrace, "-o", d + "/", "--", leaks])
+        check(r.returncode != 0 and why in r.stderr and "written to" not in r.stderr,
+              f"launcher refuses {os.path.basename(d)}/: {r.stderr.strip()!r}")
+        # The tracer itself, without the launcher: the program runs, untraced.
+        r = run([leaks], clean_env(LD_PRELOAD=lib, MEMTRACE_OUTPUT=d + "/"))
+        check(r.returncode == 0 and "continues untraced" in r.stderr,
+              f"tracer refuses {os.path.basename(d)}/ and the program runs: {r.stderr.strip()!r}")
+        check(os.listdir(target) == [] and os.listdir(gw) == [],
+              f"nothing written through {os.path.basename(d)}/")
+    # Names a capture would take, already there: a file and a symlink.
+    caps = os.path.join(work, "caps")
+    victim = os.path.join(work, "victim")
+    with open(victim, "w") as f:
+        f.write("victim\n")
+    name = os.path.basename(leaks)
+    script = (f"printf keep > {caps}/$$.{name}.db; ln -s {victim} {caps}/$$.{name}.2.db; "
+              f"exec {leaks}")
+    os.makedirs(caps, mode=0o700)
+    r = run([memtrace, "-o", caps + "/", "--", "sh", "-c", script])
+    check(r.returncode == 0, f"the planted run: {r.returncode} {r.stderr.strip()!r}")
+    files = sorted(f for f in os.listdir(caps) if ".ln." not in f)  # ln has its own
+    pid = files[0].split(".")[0] if files else "?"
+    planted = os.path.join(caps, f"{pid}.{name}.db")
+    check(files == [f"{pid}.{name}.2.db", f"{pid}.{name}.3.db", f"{pid}.{name}.db",
+                    f"{pid}.sh.db"], f"the capture took the next free name: {files}")
+    check(stat.S_ISREG(os.lstat(os.path.join(caps, f"{pid}.{name}.3.db")).st_mode),
+          "and is a file of its own")
+    with open(planted) as f:
+        check(f.read() == "keep", "the planted file is left as it was")
+    with open(victim) as f:
+        check(f.read() == "victim\n", "the symlink's target is left as it was")
+    check(os.path.islink(os.path.join(caps, f"{pid}.{name}.2.db")), "the symlink stays a symlink")
+    check(f"capture written to {caps}/{pid}.{name}.3.db" in r.stderr or
+          f"{pid}.{name}.3.db" in r.stderr, "the launcher names the capture it took")
+
+
+def main():
+    case, args = sys.argv[1], sys.argv[2:]
+    work = args[-1]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    {"tree": case_tree, "trust": case_trust}[case](*args)
+    print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
