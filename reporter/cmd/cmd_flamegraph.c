@@ -8,6 +8,7 @@
 #include "flamegraph_page.h"
 #include "options.h"
 #include "output.h"
+#include "procs.h"
 #include "profile.h"
 
 #include "memtrace/schema.h"
@@ -22,11 +23,15 @@ static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
     "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
     "         [--inverted] [--orientation top|bottom] [--temporal]\n"
+    "       memreport flamegraph CAPTURE... | DIR [-o FILE] [-f] [--peak | --leaks] [...]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
     "graph (root at the bottom), another turns it bottom-up (inverted), and a Functions tab\n"
-    "lists self and total bytes per function, a click showing its callers and callees.\n"
+    "lists self and total bytes per function, a click showing its callers and "
+    "callees.\n" MR_HELP_PROCS
+    "In that case each process (command and pid) is the root frame of its own\n"
+    "stacks, at its own peak or end (--peak or --leaks only).\n"
     "  --peak              blocks live at the peak of live bytes (default)\n"
     "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
@@ -280,11 +285,29 @@ static int write_output(const fg_run* run) {
     return mr_output_commit(&out);
 }
 
+// Several captures (procs.h): each process at its own peak, or its leaks.
+static int several_processes(const fg_args* a, char* const* paths, int n) {
+    if (a->mode == MR_FLAMEGRAPH_AT || a->when.from_arg || a->when.to_arg || a->when.range_named ||
+        a->split || a->temporal)
+        return mr_usage_error(flamegraph_help, "several captures take --peak or --leaks, not "
+                                               "--at, --range, --split-threads or --temporal");
+    mr_procs_flame_args p = {.output = a->output,
+                             .force = a->force,
+                             .all_frames = a->all_frames,
+                             .inverted = a->inverted,
+                             .orientation = a->orientation,
+                             .mode = a->mode,
+                             .min_width = a->min_width};
+    return mr_procs_flamegraph(&p, paths, n);
+}
+
 int mr_cmd_flamegraph(int argc, char** argv) {
     fg_run run = {0};
     int rc = parse_args(argc, argv, &run.args);
     if (rc != MR_OPT_NEXT)
         return rc;
+    if (mr_capture_set_wanted(argc - optind, argv + optind))
+        return several_processes(&run.args, argv + optind, argc - optind);
     run.path = mr_opts_input(argc, argv, flamegraph_help);
     if (!run.path)
         return MR_EXIT_USAGE;
