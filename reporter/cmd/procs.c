@@ -169,7 +169,8 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n)
         mr_flamegraph_view view = {.mode = a->mode,
                                    .all_frames = a->all_frames,
                                    .inverted = a->inverted,
-                                   .orientation = a->orientation};
+                                   .orientation = a->orientation,
+                                   .processes = true};
         int e = mr_flamegraph_page_write(out.fp, &g, s.procs[0].cap, &view);
         if (e) {
             mr_error(e == -ENOMEM ? paths[0] : output, "%s",

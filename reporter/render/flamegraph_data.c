@@ -262,6 +262,9 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
         snprintf(sub, sizeof sub, "Leaks: %s in %llu blocks still live at the end", bytes,
                  (unsigned long long)g->blocks);
         json_object_set_new(o, "what", json_string("the leaked bytes"));
+    } else if (v->processes) {
+        snprintf(sub, sizeof sub, "Peaks: %s, each process at its own peak", bytes);
+        json_object_set_new(o, "what", json_string("the bytes live at each process's peak"));
     } else {
         bool peak = v->mode == MR_FLAMEGRAPH_PEAK;
         mr_format_time(v->t, v->steps, when, sizeof when);

@@ -33,6 +33,9 @@ typedef struct mr_flamegraph_view {
     // --temporal: the heap over time and each node's live values at the candidates; the
     // tree then holds every callsite live at any of them (NULL: one moment).
     const mr_moments* temporal;
+    // The tree holds several processes (flame_procs.h), each at its own peak: the page
+    // names no single time.
+    bool processes;
 } mr_flamegraph_view;
 
 // Writes the page of the pruned tree g (mr_flame_tree_prune), every < > & in its data

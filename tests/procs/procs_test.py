@@ -158,6 +158,9 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
         data = page_data(page) if r.returncode == 0 else None
         if not check(data is not None, f"flamegraph DIR {flag}: {r.stderr.strip()!r}"):
             continue
+        if flag == "--peak":  # the processes peaked at different times: no one time
+            check(data["subtitle"].startswith("Peaks: ") and "time_ns" not in data,
+                  f"the page names no single time: {data['subtitle']!r}")
         # A frame "COMMAND (pid N)", the command cut at about 200 bytes.
         got = []
         for label, incl in root_frames(data).items():
