@@ -23,7 +23,6 @@ static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
     "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
     "         [--inverted] [--orientation top|bottom] [--temporal]\n"
-    "       memreport flamegraph CAPTURE... | DIR [-o FILE] [-f] [--peak | --leaks] [...]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
@@ -298,7 +297,7 @@ static int several_processes(const fg_args* a, char* const* paths, int n) {
                              .orientation = a->orientation,
                              .mode = a->mode,
                              .min_width = a->min_width};
-    return mr_procs_flamegraph(&p, paths, n);
+    return mr_procs_flamegraph(&p, paths, n, flamegraph_help);
 }
 
 int mr_cmd_flamegraph(int argc, char** argv) {

@@ -73,7 +73,7 @@ int mr_cmd_summary(int argc, char** argv) {
             return orc;
     }
     if (mr_capture_set_wanted(argc - optind, argv + optind))
-        return mr_procs_summary(&opt, argv + optind, argc - optind);
+        return mr_procs_summary(&opt, argv + optind, argc - optind, summary_help);
     const char* path = mr_opts_input(argc, argv, summary_help);
     if (!path)
         return MR_EXIT_USAGE;

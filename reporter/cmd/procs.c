@@ -22,11 +22,13 @@
 #define MAX_NODES 20000
 
 // Opens the set; on failure says why and returns the exit code.
-static int open_set(mr_capture_set* s, char* const* paths, int n) {
+static int open_set(mr_capture_set* s, char* const* paths, int n, const char* help) {
     char bad[4096], err[512];
     int e = mr_capture_set_open(s, paths, (size_t)n, bad, sizeof bad, err, sizeof err);
     if (!e)
         return MR_EXIT_OK;
+    if (e == -EINVAL) // the command line names a capture twice
+        return mr_usage_error(help, "%s: %s", bad, err);
     mr_error(bad, "%s", err);
     return (e == -ENOENT || e == -EACCES || e == -EIO || e == -ENOMEM) ? MR_EXIT_IO
                                                                        : MR_EXIT_BAD_INPUT;
@@ -60,9 +62,9 @@ static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
     return rc;
 }
 
-int mr_procs_summary(const mr_opts* o, char* const* paths, int n) {
+int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* help) {
     mr_capture_set s;
-    int rc = open_set(&s, paths, n);
+    int rc = open_set(&s, paths, n, help);
     if (rc)
         return rc;
     mr_proc_numbers* nums = calloc(s.n, sizeof *nums);
@@ -151,7 +153,7 @@ static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a, 
     return rc;
 }
 
-int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n) {
+int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n, const char* help) {
     char* def = a->output ? NULL : default_output(paths[0]);
     const char* output = a->output ? a->output : def;
     if (!output) {
@@ -160,7 +162,7 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n)
     }
     mr_capture_set s;
     mr_flame_tree g = {0};
-    int rc = open_set(&s, paths, n);
+    int rc = open_set(&s, paths, n, help);
     if (!rc)
         rc = combined_tree(&s, a, &g);
     mr_output out;

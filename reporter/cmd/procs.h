@@ -16,8 +16,9 @@
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"     \
     "of one run, each placed under its parent.\n"
 
-// memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code.
-int mr_procs_summary(const mr_opts* o, char* const* paths, int n);
+// memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code
+// (a capture named twice: a usage error with the hint of `help`).
+int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* help);
 
 // The options of memreport flamegraph that apply to several processes.
 typedef struct mr_procs_flame_args {
@@ -30,6 +31,6 @@ typedef struct mr_procs_flame_args {
 
 // memreport flamegraph CAPTURE... | DIR: one page, each process a root frame of its own
 // stacks. Returns an exit code.
-int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n);
+int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n, const char* help);
 
 #endif

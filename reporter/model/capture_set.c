@@ -200,6 +200,45 @@ static int order_tree(mr_capture_set* s) {
     return e;
 }
 
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    size_t index;
+} file_id;
+
+static int cmp_file_id(const void* a, const void* b) {
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+// A capture given twice (by two names, or as a file and in its directory) would count its
+// process twice. Returns 0, -EINVAL (*dup: the later path) or -ENOMEM. Paths that cannot be
+// read are left to mt_capture_open to tell.
+static int find_duplicate(const path_list* l, size_t* dup) {
+    file_id* ids = malloc((l->n + 1) * sizeof *ids);
+    if (!ids)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        struct stat st;
+        if (stat(l->v[i], &st) == 0)
+            ids[n++] = (file_id){st.st_dev, st.st_ino, i};
+    }
+    qsort(ids, n, sizeof *ids, cmp_file_id);
+    int e = 0;
+    for (size_t i = 1; i < n && !e; i++)
+        if (ids[i].dev == ids[i - 1].dev && ids[i].ino == ids[i - 1].ino) {
+            *dup = ids[i].index;
+            e = -EINVAL;
+        }
+    free(ids);
+    return e;
+}
+
 int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* bad, size_t badlen,
                         char* err, size_t errlen) {
     *s = (mr_capture_set){0};
@@ -212,6 +251,11 @@ int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* b
             snprintf(err, errlen, "out of memory");
         if (e)
             snprintf(bad, badlen, "%s", paths[i]);
+    }
+    size_t dup = 0;
+    if (!e && (e = find_duplicate(&l, &dup))) {
+        snprintf(bad, badlen, "%s", e == -EINVAL ? l.v[dup] : paths[0]);
+        snprintf(err, errlen, "%s", e == -EINVAL ? "given more than once" : "out of memory");
     }
     size_t cap = 0;
     if (!e && MT_VEC_RESERVE(&s->procs, &cap, l.n)) {

@@ -41,8 +41,8 @@ bool mr_capture_set_wanted(int n, char* const* paths);
 // Opens the captures: each path a capture file or a directory whose *.db files are taken
 // (-wal and -shm companions and subdirectories left aside). Returns 0, or a negative errno
 // of mt_capture_open (-ENOENT, -EACCES, -EIO, -EPROTO, ...; -EPROTO too for a directory
-// without a capture; -ENOMEM) with the path at fault in bad and the reason in err. On
-// failure nothing is left open.
+// without a capture; -EINVAL for a capture given twice; -ENOMEM) with the path at fault in
+// bad and the reason in err. On failure nothing is left open.
 int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* bad, size_t badlen,
                         char* err, size_t errlen);
 void mr_capture_set_free(mr_capture_set* s);

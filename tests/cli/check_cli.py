@@ -179,8 +179,8 @@ def usage_error(a, argv, first, what, max_lines=5):
 
 def case_usage(a):
     fx = fixture(a)
-    usage_error(a, ["summary", fx, fx], r"memreport: summary takes one capture, got 2",
-                "summary a.db b.db")
+    usage_error(a, ["summary", fx, fx], r"memreport: .*: given more than once",
+                "summary a.db a.db")
     usage_error(a, ["summary"], r"memreport: summary needs a capture", "summary without capture")
     # Without a command, the hint is the list of commands.
     n = len(commands(a)) + 12
@@ -200,8 +200,12 @@ def case_usage(a):
             usage_error(a, [name, fx, "--bogus", fx],
                         r"memreport: diff: unrecognized option '--bogus'", "diff --bogus")
             continue
-        usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
-                    f"{name} with two inputs")
+        if name in ("summary", "flamegraph"):  # several captures: a process tree
+            usage_error(a, [name, fx, fx], r"memreport: .*: given more than once",
+                        f"{name} with one capture twice")
+        else:
+            usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
+                        f"{name} with two inputs")
         usage_error(a, [name, "--bogus", fx],
                     rf"memreport: {name}: unrecognized option '--bogus'",
                     f"{name} --bogus")
