@@ -3,24 +3,21 @@
 // run at its own peak, with totals, as text, JSON or msMemScope's memory_compare CSV; and
 // a gate for CI (--fail-if). Functions match by name and source file name, stacks by their
 // function names, never by address (model/diff.h does the matching); the aggregation
-// model (profile.h, functions.h) gives each run's numbers.
+// model (profile.h, functions.h) gives each run's numbers; render/diff_report.h writes it.
 #include "commands.h"
 #include "diff.h"
-#include "escape.h"
+#include "diff_report.h"
 #include "extent.h"
 #include "functions.h"
 #include "options.h"
-#include "output.h"
 #include "profile.h"
 #include "sites.h"
 #include "symbols.h"
 
 #include "memtrace/schema.h"
-#include "memtrace/units.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,7 +122,7 @@ static int parse_option(int c, diff_args* a) {
         if (a->format != FORMAT_TEXT)
             return mr_usage_error(diff_help, "diff: --json and --csv exclude each other");
         a->format = c == 'j' ? FORMAT_JSON : FORMAT_CSV;
-        a->opt.json = c == 'j'; // mr_write_report's switch
+        a->opt.json = c == 'j'; // the report's switch between text and JSON
         return MR_OPT_NEXT;
     case 't':
         a->top_given = true;
@@ -292,32 +289,10 @@ static int open_run(run* r, const char* path, const diff_args* a) {
     return MR_EXIT_OK;
 }
 
-// ---- the report
+// ---- the gate
 
-static const char* status_of(const mr_diff_row* r) {
-    if (!r->in[MR_DIFF_BASE])
-        return "added";
-    if (!r->in[MR_DIFF_NEW])
-        return "removed";
-    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
-        if (mr_diff_delta(r, (mr_diff_metric)m))
-            return "changed";
-    return "unchanged";
-}
-
-static json_t* triple(uint64_t base, uint64_t next, int64_t delta) {
-    return json_pack("{s:I,s:I,s:I}", "base", (json_int_t)base, "new", (json_int_t)next, "delta",
-                     (json_int_t)delta);
-}
-
-static void add_metrics(json_t* o, const mr_diff_row* r) {
-    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
-        json_object_set_new(o, mr_diff_metric_name((mr_diff_metric)m),
-                            triple(r->v[MR_DIFF_BASE][m], r->v[MR_DIFF_NEW][m],
-                                   mr_diff_delta(r, (mr_diff_metric)m)));
-}
-
-static json_t* totals_json(const run* base, const run* next) {
+// Both runs' totals as one row.
+static mr_diff_row run_totals(const run* base, const run* next) {
     mr_diff_row t = {.in = {true, true}};
     for (int i = 0; i < 2; i++) {
         const mr_profile* p = i == MR_DIFF_BASE ? &base->prof : &next->prof;
@@ -327,242 +302,17 @@ static json_t* totals_json(const run* base, const run* next) {
         v[MR_DIFF_ALLOCATIONS] = p->alloc_count;
         v[MR_DIFF_LEAKED_BYTES] = p->end_bytes;
     }
-    json_t* o = json_object();
-    add_metrics(o, &t);
-    return o;
+    return t;
 }
-
-// The report: captures, totals, and the first `top` functions and stacks (all of them
-// counted in functions_total, stacks_total).
-static json_t* build_report(const run* base, const run* next, const mr_diff* fns,
-                            const mr_diff* stacks, size_t top) {
-    json_t* o = json_object();
-    json_object_set_new(o, "base_capture", mr_json_bytes(base->path));
-    json_object_set_new(o, "new_capture", mr_json_bytes(next->path));
-    json_object_set_new(o, "device", json_string(base->npu ? "npu" : "cpu"));
-    json_object_set_new(o, "totals", totals_json(base, next));
-    json_t* arr = json_array();
-    for (size_t i = 0; i < fns->n && i < top; i++) {
-        const mr_diff_row* r = &fns->rows[i];
-        json_t* f = json_object();
-        json_object_set_new(f, "function", mr_json_bytes(r->key[0]));
-        json_object_set_new(f, "file", mr_json_bytes(r->key[1]));
-        json_object_set_new(f, "status", json_string(status_of(r)));
-        add_metrics(f, r);
-        json_array_append_new(arr, f);
-    }
-    json_object_set_new(o, "functions", arr);
-    json_object_set_new(o, "functions_total", json_integer((json_int_t)fns->n));
-    arr = json_array();
-    for (size_t i = 0; i < stacks->n && i < top; i++) {
-        const mr_diff_row* r = &stacks->rows[i];
-        json_t* s = json_object();
-        json_t* names = json_array();
-        for (size_t k = 0; k < r->nkey; k++)
-            json_array_append_new(names, mr_json_bytes(r->key[k]));
-        json_object_set_new(s, "stack", names);
-        json_object_set_new(s, "status", json_string(status_of(r)));
-        add_metrics(s, r);
-        json_array_append_new(arr, s);
-    }
-    json_object_set_new(o, "stacks", arr);
-    json_object_set_new(o, "stacks_total", json_integer((json_int_t)stacks->n));
-    return o;
-}
-
-#define METRIC(obj, name, which)                                                                   \
-    json_integer_value(json_object_get(json_object_get(obj, name), which))
-
-// "+1.50 MiB", "-512 B", "+3" (a count), "0" for no change.
-static char* signed_amount(int64_t d, bool bytes, char* buf, size_t len) {
-    uint64_t mag = d < 0 ? (uint64_t)-d : (uint64_t)d;
-    char a[32];
-    if (bytes)
-        mt_format_bytes(mag, a, sizeof a);
-    else
-        snprintf(a, sizeof a, "%llu", (unsigned long long)mag);
-    snprintf(buf, len, "%s%s", d > 0 ? "+" : d < 0 ? "-" : "", d ? a : "0");
-    return buf;
-}
-
-static void print_totals(FILE* out, json_t* totals) {
-    fprintf(out, "%-16s %14s %14s %14s\n", "", "base", "new", "change");
-    for (int m = 0; m < MR_DIFF_NMETRICS; m++) {
-        const char* name = mr_diff_metric_name((mr_diff_metric)m);
-        bool bytes = mr_diff_metric_is_bytes((mr_diff_metric)m);
-        json_int_t b = METRIC(totals, name, "base"), n = METRIC(totals, name, "new"),
-                   d = METRIC(totals, name, "delta");
-        char sb[32], sn[32], sd[48], pct[32] = "";
-        if (bytes) {
-            mt_format_bytes((uint64_t)b, sb, sizeof sb);
-            mt_format_bytes((uint64_t)n, sn, sizeof sn);
-        } else {
-            snprintf(sb, sizeof sb, "%lld", (long long)b);
-            snprintf(sn, sizeof sn, "%lld", (long long)n);
-        }
-        if (b && d)
-            snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * (double)d / (double)b);
-        fprintf(out, "%-16s %14s %14s %14s%s\n", name, sb, sn,
-                signed_amount(d, bytes, sd, sizeof sd), pct);
-    }
-}
-
-// One changed row: the four changes, then its name.
-static void print_row(FILE* out, json_t* r, const char* sep) {
-    char c[MR_DIFF_NMETRICS][48];
-    for (int m = 0; m < MR_DIFF_NMETRICS; m++)
-        signed_amount(METRIC(r, mr_diff_metric_name((mr_diff_metric)m), "delta"),
-                      mr_diff_metric_is_bytes((mr_diff_metric)m), c[m], sizeof c[m]);
-    fprintf(out, "  %12s %12s %8s %12s  ", c[0], c[1], c[2], c[3]);
-    json_t* stack = json_object_get(r, "stack");
-    if (stack) {
-        size_t k;
-        json_t* name;
-        json_array_foreach(stack, k, name) {
-            fputs(k ? sep : "", out);
-            mr_fputs_text(out, json_string_value(name));
-        }
-    } else {
-        mr_fputs_text(out, json_string_value(json_object_get(r, "function")));
-        const char* file = json_string_value(json_object_get(r, "file"));
-        if (file) {
-            fputs(" (", out);
-            mr_fputs_text(out, file);
-            fputc(')', out);
-        }
-    }
-    const char* status = json_string_value(json_object_get(r, "status"));
-    if (!strcmp(status, "added") || !strcmp(status, "removed"))
-        fprintf(out, " [%s]", !strcmp(status, "added") ? "new" : "gone");
-    fputc('\n', out);
-}
-
-// The changed rows of a list; unchanged ones are counted, not shown.
-static void print_list(FILE* out, json_t* o, const char* what, const char* sep) {
-    json_t* list = json_object_get(o, what);
-    char total_key[32];
-    snprintf(total_key, sizeof total_key, "%s_total", what);
-    size_t total = (size_t)json_integer_value(json_object_get(o, total_key)), shown = 0, i;
-    json_t* r;
-    json_array_foreach(list, i, r) {
-        if (strcmp(json_string_value(json_object_get(r, "status")), "unchanged") != 0) {
-            if (!shown++)
-                fprintf(out, "\n%s, largest change first:\n  %12s %12s %8s %12s  %s\n", what,
-                        "peak", "allocated", "allocs", "leaked",
-                        !strcmp(what, "stacks") ? "stack (outermost first)" : "function (file)");
-            print_row(out, r, sep);
-        }
-    }
-    if (!shown)
-        fprintf(out, "\nno %s changed (%zu compared)\n", what, total);
-    else if (json_array_size(list) < total)
-        fprintf(out, "(the first %zu of %zu %s; --top 0 shows all)\n", json_array_size(list), total,
-                what);
-}
-
-static void print_text(FILE* out, json_t* o) {
-    fputs("base: ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(o, "base_capture")));
-    fputs("\nnew:  ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
-    fputs("\n\n", out);
-    print_totals(out, json_object_get(o, "totals"));
-    print_list(out, o, "functions", "");
-    print_list(out, o, "stacks", " > ");
-}
-
-// ---- CSV (msMemScope's memory_compare columns)
-
-// s as one RFC 4180 field, valid UTF-8, quoted when it holds a comma, quote or line break.
-static void csv_field(FILE* out, const char* s) {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
-static void csv_number(FILE* out, json_t* metric, const char* which, bool present) {
-    fputc(',', out);
-    if (present)
-        fprintf(out, "%lld", (long long)json_integer_value(json_object_get(metric, which)));
-    else
-        fputs("N/A", out);
-}
-
-static void csv_row(FILE* out, const char* event, const char* name, const char* device, json_t* r) {
-    const char* status = json_string_value(json_object_get(r, "status"));
-    bool in_base = !status || strcmp(status, "added") != 0;
-    bool in_new = !status || strcmp(status, "removed") != 0;
-    json_t* peak = json_object_get(r, "peak_bytes");
-    fprintf(out, "%s,", event);
-    csv_field(out, name);
-    fprintf(out, ",%s", device);
-    csv_number(out, peak, "base", in_base);
-    csv_number(out, peak, "new", in_new);
-    csv_number(out, json_object_get(r, "allocated_bytes"), "new", in_new);
-    csv_number(out, peak, "delta", true);
-    fputs("\r\n", out);
-}
-
-static void print_csv(FILE* out, json_t* o) {
-    const char* device = json_string_value(json_object_get(o, "device"));
-    fputs("Event,Name,Device ID,Base,Compare,Allocated Memory(byte),Diff Memory(byte)\r\n", out);
-    csv_row(out, "TOTAL", "(all)", device, json_object_get(o, "totals"));
-    size_t i;
-    json_t* r;
-    json_array_foreach(json_object_get(o, "functions"), i, r) {
-        const char* file = json_string_value(json_object_get(r, "file"));
-        const char* fn = json_string_value(json_object_get(r, "function"));
-        char* name = malloc(strlen(fn) + (file ? strlen(file) + 4 : 1));
-        if (!name)
-            continue;
-        sprintf(name, file ? "%s (%s)" : "%s", fn, file);
-        csv_row(out, "FUNCTION", name, device, r);
-        free(name);
-    }
-    json_array_foreach(json_object_get(o, "stacks"), i, r) {
-        char* name = NULL;
-        size_t len = 0, k;
-        FILE* mem = open_memstream(&name, &len);
-        json_t* f;
-        json_array_foreach(json_object_get(r, "stack"), k, f) {
-            fprintf(mem, "%s%s", k ? ";" : "", json_string_value(f));
-        }
-        if (fclose(mem) == 0)
-            csv_row(out, "STACK", name, device, r);
-        free(name);
-    }
-}
-
-static int write_report(const diff_args* a, json_t* report) {
-    if (a->format != FORMAT_CSV)
-        return mr_write_report(&a->opt, report, print_text);
-    mr_output out;
-    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
-    if (rc)
-        return rc;
-    print_csv(out.fp, report);
-    return mr_output_commit(&out);
-}
-
-// ---- the gate
 
 // Says each broken limit on stderr. Returns the number broken.
-static size_t check_limits(const diff_args* a, json_t* totals) {
+static size_t check_limits(const diff_args* a, const mr_diff_row* totals) {
     size_t broken = 0;
     for (size_t i = 0; i < a->nlimits; i++) {
         const mr_diff_limit* l = &a->limits[i];
-        const char* name = mr_diff_metric_name(l->metric);
         char msg[256];
-        if (mr_diff_limit_broken(l, (uint64_t)METRIC(totals, name, "base"),
-                                 (uint64_t)METRIC(totals, name, "new"), msg, sizeof msg)) {
+        if (mr_diff_limit_broken(l, totals->v[MR_DIFF_BASE][l->metric],
+                                 totals->v[MR_DIFF_NEW][l->metric], msg, sizeof msg)) {
             mr_error("diff", "%s", msg);
             broken++;
         }
@@ -585,11 +335,19 @@ static int compare(const diff_args* a, const run* base, const run* next) {
     }
     mr_diff_sort(&fns, a->sort_by);
     mr_diff_sort(&stacks, a->sort_by);
-    json_t* report = build_report(base, next, &fns, &stacks, a->top);
-    int rc = write_report(a, report);
-    if (!rc && check_limits(a, json_object_get(report, "totals")))
+    mr_diff_row totals = run_totals(base, next);
+    mr_diff_report r = {.base_capture = base->path,
+                        .new_capture = next->path,
+                        .npu = base->npu,
+                        .totals = &totals,
+                        .functions = &fns,
+                        .stacks = &stacks,
+                        .top = a->top,
+                        .csv = a->format == FORMAT_CSV};
+    mr_report_to to = mr_opts_report_to(&a->opt);
+    int rc = mr_diff_report_write(&to, &r);
+    if (!rc && check_limits(a, &totals))
         rc = EXIT_LIMIT_BROKEN;
-    json_decref(report);
     mr_diff_free(&fns);
     mr_diff_free(&stacks);
     return rc;
