@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The command layer's shared plumbing: options, usage errors, times on the command line,
-// opening the input, writing a report.
+// opening the input.
 #include "options.h"
 
 #include "messages.h"
@@ -116,11 +116,6 @@ int mr_parse_top(const char* value, const char* help, size_t* out) {
     }
     *out = v == 0 ? SIZE_MAX : (size_t)v;
     return MR_EXIT_OK;
-}
-
-int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*)) {
-    mr_report_to to = mr_opts_report_to(o);
-    return mr_json_write_report(&to, report, print_text);
 }
 
 #define MR_TIME_EXPECTED                                                                           \

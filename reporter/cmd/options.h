@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The command layer's shared plumbing: the options every subcommand shares, usage errors,
-// times given on the command line, opening the input, writing a report as text or JSON.
+// times given on the command line, opening the input, where a report is written (a
+// render/*_report.h writes it).
 #ifndef MR_OPTIONS_H
 #define MR_OPTIONS_H
 
@@ -8,11 +9,6 @@
 #include "messages.h"
 #include "profile.h"
 #include "report.h"
-#ifndef MR_CMD_NO_JSON
-// Only for the commands that still build their JSON themselves (reporter/CMakeLists.txt,
-// MEMREPORT_CMD_OWN_JSON); the others hand their results to a render/*_report.h.
-#include "json.h"
-#endif
 
 #include "memtrace/capture.h"
 
@@ -59,12 +55,6 @@ int mr_parse_top(const char* value, const char* help, size_t* out);
 // or an exit code after printing the reason; on failure nothing is left open.
 typedef struct mr_symbols mr_symbols;
 int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym);
-
-// Writes a report to o->output: as indented JSON with --json, else through print_text.
-// Returns 0 or an exit code (after printing the reason). For the commands that still build
-// their JSON themselves; a new command writes through a render/*_report.h instead.
-typedef struct json_t json_t;
-int mr_write_report(const mr_opts* o, json_t* report, void (*print_text)(FILE*, json_t*));
 
 // A time given on the command line (--at): nanoseconds since the capture started, or for an
 // imported NPU capture an allocation step. Every subcommand parses times with mr_parse_time

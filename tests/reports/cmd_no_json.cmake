@@ -1,0 +1,30 @@
+# The command layer builds no JSON (docs/architecture.md): every reporter/cmd/*.c compiles
+# with the layer guard's directory first (reporter/layer_guard/jansson.h, an #error) and
+# without render/json.h, as reporter/CMakeLists.txt builds them; a command that still
+# includes <jansson.h> or uses json_t fails here. Run as cmake -P with CC, GUARD, CMD (the
+# folder), INCLUDES and DEFINES (lists joined by '|').
+string(REPLACE "|" ";" includes "${INCLUDES}")
+string(REPLACE "|" ";" defines "${DEFINES}")
+set(flags -fsyntax-only -Werror -I${GUARD})
+foreach(dir ${includes})
+  list(APPEND flags -I${dir})
+endforeach()
+foreach(def ${defines} MR_CMD_NO_JSON)
+  list(APPEND flags -D${def})
+endforeach()
+file(GLOB sources ${CMD}/*.c)
+if(NOT sources)
+  message(FATAL_ERROR "no sources in ${CMD}")
+endif()
+set(failed "")
+foreach(src ${sources})
+  execute_process(COMMAND ${CC} ${flags} ${src} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    get_filename_component(name ${src} NAME)
+    list(APPEND failed ${name})
+    message("${name}: ${err}")
+  endif()
+endforeach()
+if(failed)
+  message(FATAL_ERROR "command files that build JSON themselves: ${failed}")
+endif()
