@@ -54,15 +54,17 @@ add_test(NAME unit.layer_guard
                  -DPROBE=${CMAKE_CURRENT_SOURCE_DIR}/reports/jansson_probe.c
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/reports/layer_guard.cmake)
 set_tests_properties(unit.layer_guard PROPERTIES LABELS unit TIMEOUT 60)
-# ... and every command file compiles under that guard (none builds its JSON itself).
-add_test(NAME unit.cmd_no_json
-         COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER}
-                 -DGUARD=${PROJECT_SOURCE_DIR}/reporter/layer_guard
-                 -DCMD=${PROJECT_SOURCE_DIR}/reporter/cmd
-                 "-DINCLUDES=$<JOIN:$<TARGET_PROPERTY:memreport_cmd,INCLUDE_DIRECTORIES>,|>"
-                 "-DDEFINES=$<JOIN:$<TARGET_PROPERTY:memreport_cmd,COMPILE_DEFINITIONS>,|>"
-                 -P ${CMAKE_CURRENT_SOURCE_DIR}/reports/cmd_no_json.cmake)
-set_tests_properties(unit.cmd_no_json PROPERTIES LABELS unit TIMEOUT 120)
+# ... and every file of cmd/ and npu/ compiles under that guard (none uses jansson itself).
+foreach(layer cmd npu)
+  add_test(NAME unit.${layer}_no_json
+           COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER}
+                   -DGUARD=${PROJECT_SOURCE_DIR}/reporter/layer_guard
+                   -DDIR=${PROJECT_SOURCE_DIR}/reporter/${layer}
+                   "-DINCLUDES=$<JOIN:$<TARGET_PROPERTY:memreport_${layer},INCLUDE_DIRECTORIES>,|>"
+                   "-DDEFINES=$<JOIN:$<TARGET_PROPERTY:memreport_${layer},COMPILE_DEFINITIONS>,|>"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/reports/layer_no_json.cmake)
+  set_tests_properties(unit.${layer}_no_json PROPERTIES LABELS unit TIMEOUT 120)
+endforeach()
 
 # Every report on a real traced program with hostile names (needs the tracer). Its
 # functions are named by __asm__ labels, which only the ELF symbols carry: no -g there.

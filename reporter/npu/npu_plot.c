@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: MIT
 // The StaticAllocation heap plot of an NPU heap (docs/npu-memory-usage-log.md §2.7:
 // upstream's figure, titles, colours and draw order; every § below is a section of that
-// page) and its --data JSON. It also reads an imported capture back through the capture
-// API (counter tracks 3-5, fragmentation marks, region ranges) and hands those points to
-// npu_series.c's series builder, which computes the series a log would give.
+// page) and its --data JSON (written by render/plot_data.h). It also reads an imported
+// capture back through the capture API (counter tracks 3-5, fragmentation marks, region
+// ranges) and hands those points to npu_series.c's series builder, which computes the
+// series a log would give.
 #include "messages.h"
 #include "npu.h"
 #include "output.h"
 #include "plot.h"
+#include "plot_data.h"
 #include "plot_draw.h"
 
 #include "memtrace/schema.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -95,20 +96,15 @@ static int read_counters(mt_capture* cap, npu_read* r) {
 
 static int add_frag(void* ud, const mt_mark_rec* m) {
     npu_read* r = ud;
-    json_t* j = m->attrs ? json_loads(m->attrs, 0, NULL) : NULL;
-    json_t* b = json_object_get(j, "bytes");
-    int bad = 0;
-    if (!json_is_integer(b)) {
+    int64_t b = 0;
+    int bad = mr_plot_data_attr_int(m->attrs, "bytes", &b);
+    if (bad)
         snprintf(r->err, r->errlen, "fragmentation mark at step %lld has no \"bytes\" attribute",
                  (long long)m->ts_begin);
-        bad = -EPROTO;
-    } else {
-        bad = check_point(m->ts_begin, json_integer_value(b), "fragmentation mark", r->err,
-                          r->errlen);
-    }
+    else
+        bad = check_point(m->ts_begin, b, "fragmentation mark", r->err, r->errlen);
     if (!bad)
-        bad = mr_points_push(r->frag, m->ts_begin, (uint64_t)json_integer_value(b));
-    json_decref(j);
+        bad = mr_points_push(r->frag, m->ts_begin, (uint64_t)b);
     return bad;
 }
 
@@ -172,37 +168,32 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
     return rc;
 }
 
-// ---- --data JSON (streamed: a million-step series would not fit a jansson tree cheaply)
+// ---- --data JSON (render/plot_data.h)
 
-static void put_points(FILE* fp, const char* name, const mr_points* p, bool last) {
-    fprintf(fp, "    \"%s\": [", name);
-    for (size_t i = 0; i < p->n; i++)
-        fprintf(fp, "%s[%lld, %llu]", i ? ", " : "", (long long)p->v[i].x,
-                (unsigned long long)p->v[i].y);
-    fprintf(fp, "]%s\n", last ? "" : ",");
-}
-
-static void write_data(FILE* fp, const mr_npu_series* s) {
-    fprintf(fp, "{\n  \"unit\": \"%s\",\n  \"scale\": %llu,\n  \"total_steps\": %lld,\n",
-            s->unit.name, (unsigned long long)s->unit.scale, (long long)s->total_steps);
-    fputs("  \"regions\": [", fp);
-    for (size_t i = 0; i < s->nregions; i++) {
-        json_t* name = json_string(s->regions[i].name);
-        char* q = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-        fprintf(fp, "%s\n    {\"name\": %s, \"start\": %lld, \"label_drawn\": %s}", i ? "," : "",
-                q ? q : "\"\"", (long long)s->regions[i].start,
-                s->regions[i].label_drawn ? "true" : "false");
-        free(q);
-        json_decref(name);
-    }
-    fputs(s->nregions ? "\n  ],\n" : "],\n", fp);
-    fputs("  \"series\": {\n", fp);
-    put_points(fp, "max_allocated", &s->max, false);
-    put_points(fp, "max_increased", &s->increased, false);
-    put_points(fp, "max_increased_fragmentation", &s->frag, false);
-    put_points(fp, "used", &s->used, false);
-    put_points(fp, "free", &s->free, true);
-    fputs("  }\n}\n", fp);
+// Returns 0 or -ENOMEM.
+static int write_data(FILE* fp, const mr_npu_series* s) {
+    mr_plot_data_region* regions = malloc((s->nregions ? s->nregions : 1) * sizeof *regions);
+    if (!regions)
+        return -ENOMEM;
+    for (size_t i = 0; i < s->nregions; i++)
+        regions[i] = (mr_plot_data_region){.name = s->regions[i].name,
+                                           .start = s->regions[i].start,
+                                           .label_drawn = s->regions[i].label_drawn};
+    const mr_plot_data_series series[] = {{"max_allocated", &s->max},
+                                          {"max_increased", &s->increased},
+                                          {"max_increased_fragmentation", &s->frag},
+                                          {"used", &s->used},
+                                          {"free", &s->free}};
+    mr_plot_data d = {.unit = s->unit.name,
+                      .scale = s->unit.scale,
+                      .total_steps = s->total_steps,
+                      .regions = regions,
+                      .nregions = s->nregions,
+                      .series = series,
+                      .nseries = sizeof series / sizeof *series};
+    mr_plot_data_write(fp, &d);
+    free(regions);
+    return 0;
 }
 
 // ---- the picture
@@ -361,7 +352,11 @@ int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
     if (args->data) {
         if ((rc = mr_output_open(&data, args->data, args->force)))
             return rc;
-        write_data(data.fp, s);
+        if (write_data(data.fp, s)) {
+            mr_output_abort(&data);
+            mr_error(args->data, "out of memory");
+            return MR_EXIT_IO;
+        }
     }
     mr_canvas c;
     if ((rc = mr_canvas_open(&c, args->output, args->force, WIDTH, HEIGHT))) {

@@ -1,0 +1,30 @@
+# Only render/ builds or reads JSON (docs/architecture.md): every .c of a layer above it
+# (DIR: reporter/cmd, reporter/npu) compiles with the layer guard's directory first
+# (reporter/layer_guard/jansson.h, an #error), as reporter/CMakeLists.txt builds them; a
+# file that still includes <jansson.h> or uses its functions fails here. Run as cmake -P
+# with CC, GUARD, DIR, INCLUDES and DEFINES (lists joined by '|') of the layer's target.
+string(REPLACE "|" ";" includes "${INCLUDES}")
+string(REPLACE "|" ";" defines "${DEFINES}")
+set(flags -fsyntax-only -Werror -I${GUARD})
+foreach(dir ${includes})
+  list(APPEND flags -I${dir})
+endforeach()
+foreach(def ${defines})
+  list(APPEND flags -D${def})
+endforeach()
+file(GLOB sources ${DIR}/*.c)
+if(NOT sources)
+  message(FATAL_ERROR "no sources in ${DIR}")
+endif()
+set(failed "")
+foreach(src ${sources})
+  execute_process(COMMAND ${CC} ${flags} ${src} RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    get_filename_component(name ${src} NAME)
+    list(APPEND failed ${name})
+    message("${name}: ${err}")
+  endif()
+endforeach()
+if(failed)
+  message(FATAL_ERROR "files of ${DIR} that use jansson themselves: ${failed}")
+endif()
