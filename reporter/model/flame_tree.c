@@ -174,14 +174,19 @@ static int cmp_u64_desc(const void* a, const void* b) {
 
 // The width below which nodes fold: min_width of the total, raised so that at most
 // max_nodes stay. Returns 0 or -ENOMEM.
+// A node's width for pruning: in a differential tree, the wider of its two runs.
+static uint64_t width_of(const mr_flame_node* n) {
+    return n->base_incl > n->incl ? n->base_incl : n->incl;
+}
+
 static int threshold_of(const mr_flame_tree* g, double min_width, size_t max_nodes, uint64_t* out) {
-    uint64_t threshold = (uint64_t)ceil(min_width * (double)g->nodes[0].incl);
+    uint64_t threshold = (uint64_t)ceil(min_width * (double)width_of(&g->nodes[0]));
     if (max_nodes && g->n > max_nodes) {
         uint64_t* v = malloc(g->n * sizeof *v);
         if (!v)
             return -ENOMEM;
         for (size_t i = 0; i < g->n; i++)
-            v[i] = g->nodes[i].incl;
+            v[i] = width_of(&g->nodes[i]);
         qsort(v, g->n, sizeof *v, cmp_u64_desc);
         if (v[max_nodes - 1] + 1 > threshold)
             threshold = v[max_nodes - 1] + 1;
@@ -194,10 +199,14 @@ static int threshold_of(const mr_flame_tree* g, double min_width, size_t max_nod
 // Nodes below the threshold fold into their nearest kept ancestor. Children always come
 // after their parent in g->nodes, so one backward pass sums and one forward pass decides.
 int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
-    for (size_t i = 0; i < g->n; i++)
+    for (size_t i = 0; i < g->n; i++) {
         g->nodes[i].incl = g->nodes[i].self_bytes;
-    for (size_t i = g->n; i-- > 1;)
+        g->nodes[i].base_incl = g->nodes[i].base_self_bytes;
+    }
+    for (size_t i = g->n; i-- > 1;) {
         g->nodes[g->nodes[i].parent].incl += g->nodes[i].incl;
+        g->nodes[g->nodes[i].parent].base_incl += g->nodes[i].base_incl;
+    }
     if (threshold_of(g, min_width, max_nodes, &g->threshold))
         return -ENOMEM;
     uint32_t* target = malloc(g->n * sizeof *target);
@@ -207,13 +216,20 @@ int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
     target[0] = 0;
     for (size_t i = 1; i < g->n; i++) {
         mr_flame_node* n = &g->nodes[i];
-        bool keep = n->incl >= g->threshold && target[n->parent] == n->parent;
+        bool keep = width_of(n) >= g->threshold && target[n->parent] == n->parent;
         target[i] = keep ? (uint32_t)i : target[n->parent];
-        if (keep)
+        if (keep) {
             kept++;
-        else if (n->self_count) {
-            g->nodes[target[i]].self_bytes += n->self_bytes;
-            g->nodes[target[i]].self_count += n->self_count;
+            continue;
+        }
+        mr_flame_node* into = &g->nodes[target[i]];
+        if (n->self_count) {
+            into->self_bytes += n->self_bytes;
+            into->self_count += n->self_count;
+        }
+        if (n->base_self_count) {
+            into->base_self_bytes += n->base_self_bytes;
+            into->base_self_count += n->base_self_count;
         }
     }
     free(g->target);
@@ -243,6 +259,40 @@ int mr_flame_tree_build(mr_flame_tree* g, const mr_symbols* sym, const mr_profil
     *g = (mr_flame_tree){.sym = sym, .split = split};
     int e = init(g);
     return e ? e : collect(g, p);
+}
+
+// The id in g's table of a string of another tree's table.
+static uint32_t intern_from(mr_flame_tree* g, const mr_flame_tree* other, uint32_t id) {
+    return id == MR_FLAME_NO_STRING ? id : intern(g, mr_strtab_get(&other->strings, id));
+}
+
+int mr_flame_tree_add_base(mr_flame_tree* g, const mr_flame_tree* base) {
+    uint32_t* into = malloc((base->n ? base->n : 1) * sizeof *into);
+    if (!into)
+        return -ENOMEM;
+    g->diff = true;
+    g->base_blocks = base->blocks;
+    into[0] = 0;
+    // Parents come before their children in base->nodes: each parent is placed already.
+    for (size_t i = 0; i < base->n; i++) {
+        const mr_flame_node* b = &base->nodes[i];
+        if (i > 0) {
+            uint32_t name = intern_from(g, base, b->name); // no name is a name, as in add_frame
+            if (child(g, into[b->parent], name, b->relevant, &into[i])) {
+                free(into);
+                return -ENOMEM;
+            }
+        }
+        mr_flame_node* n = &g->nodes[into[i]];
+        if (n->module == MR_FLAME_NO_STRING)
+            n->module = intern_from(g, base, b->module);
+        if (n->loc == MR_FLAME_NO_STRING)
+            n->loc = intern_from(g, base, b->loc);
+        n->base_self_bytes += b->self_bytes;
+        n->base_self_count += b->self_count;
+    }
+    free(into);
+    return 0;
 }
 
 void mr_flame_tree_free(mr_flame_tree* g) {

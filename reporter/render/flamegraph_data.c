@@ -39,8 +39,9 @@ static json_t* string_ref(uint32_t id) {
     return json_integer(id == MR_FLAME_NO_STRING ? -1 : (json_int_t)id);
 }
 
-// The kept nodes as rows [parent, name, module, loc, relevant, self bytes, self count];
-// newid[i] becomes kept node i's row.
+// The kept nodes as rows [parent, name, module, loc, relevant, self bytes, self count],
+// a differential tree's with [base self bytes, base self count] after them; newid[i]
+// becomes kept node i's row.
 static json_t* node_rows(const mr_flame_tree* g, const uint32_t* target, uint32_t* newid) {
     json_t* nodes = json_array();
     for (size_t i = 0; i < g->n; i++) {
@@ -56,6 +57,10 @@ static json_t* node_rows(const mr_flame_tree* g, const uint32_t* target, uint32_
         json_array_append_new(a, json_integer(n->relevant));
         json_array_append_new(a, json_integer((json_int_t)n->self_bytes));
         json_array_append_new(a, json_integer((json_int_t)n->self_count));
+        if (g->diff) {
+            json_array_append_new(a, json_integer((json_int_t)n->base_self_bytes));
+            json_array_append_new(a, json_integer((json_int_t)n->base_self_count));
+        }
         json_array_append_new(nodes, a);
     }
     return nodes;
@@ -251,13 +256,41 @@ static json_t* temporal_data(const mr_flame_tree* g, const uint32_t* newid, size
     return o;
 }
 
+// A differential page's runs: the base capture's name, its bytes and blocks at its peak,
+// and the subtitle comparing both peaks.
+static void describe_diff(json_t* o, const mr_flame_tree* g, const mr_flamegraph_view* v) {
+    char base[32], next[32], delta[32], pct[32] = "", sub[256];
+    uint64_t b = g->nodes[0].base_incl, n = g->nodes[0].incl;
+    mt_format_bytes(b, base, sizeof base);
+    mt_format_bytes(n, next, sizeof next);
+    mt_format_bytes(n >= b ? n - b : b - n, delta, sizeof delta);
+    if (b)
+        snprintf(pct, sizeof pct, ", %+.1f%%", 100.0 * ((double)n - (double)b) / (double)b);
+    snprintf(sub, sizeof sub, "Peak of each run: base %s, new %s (%s%s%s)", base, next,
+             n == b  ? ""
+             : n > b ? "+"
+                     : "-",
+             n == b ? "no change" : delta, pct);
+    json_object_set_new(o, "subtitle", json_string(sub));
+    json_object_set_new(o, "what", json_string("the bytes live at the new run's peak"));
+    const char* path = mt_capture_path(v->base);
+    const char* slash = strrchr(path, '/');
+    json_object_set_new(o, "base_capture", mr_json_bytes(slash ? slash + 1 : path));
+    json_object_set_new(o, "base_total_bytes", json_integer((json_int_t)b));
+    json_object_set_new(o, "base_total_blocks", json_integer((json_int_t)g->base_blocks));
+}
+
 // The moment the page shows: "mode", "what", the time (or step) and "subtitle".
 static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view* v) {
     json_t* o = json_object();
     char bytes[32], when[32], sub[256];
     mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
-    static const char* const modes[] = {"peak", "at", "leaks"};
+    static const char* const modes[] = {"peak", "at", "leaks", "diff"};
     json_object_set_new(o, "mode", json_string(modes[v->mode]));
+    if (v->mode == MR_FLAMEGRAPH_DIFF) {
+        describe_diff(o, g, v);
+        return o;
+    }
     if (v->mode == MR_FLAMEGRAPH_LEAKS) {
         snprintf(sub, sizeof sub, "Leaks: %s in %llu blocks still live at the end", bytes,
                  (unsigned long long)g->blocks);

@@ -14,11 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// What the page shows: the blocks live at the peak, at a time, or at the end (leaks).
+// What the page shows: the blocks live at the peak, at a time, or at the end (leaks); or
+// a differential flame graph of two runs, each at its own peak (memreport diff --html).
 typedef enum mr_flamegraph_mode {
     MR_FLAMEGRAPH_PEAK,
     MR_FLAMEGRAPH_AT,
-    MR_FLAMEGRAPH_LEAKS
+    MR_FLAMEGRAPH_LEAKS,
+    MR_FLAMEGRAPH_DIFF
 } mr_flamegraph_mode;
 
 typedef struct mr_flamegraph_view {
@@ -36,6 +38,9 @@ typedef struct mr_flamegraph_view {
     // The tree holds several processes (flame_procs.h), each at its own peak: the page
     // names no single time.
     bool processes;
+    // MR_FLAMEGRAPH_DIFF: the base run's capture; the tree is a differential one
+    // (mr_flame_tree_add_base) and the page's capture the new run's.
+    mt_capture* base;
 } mr_flamegraph_view;
 
 // Writes the page of the pruned tree g (mr_flame_tree_prune), every < > & in its data
