@@ -20,3 +20,14 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/npu ${CMAKE_CURRENT_BINARY_DIR}/diff-e2e)
   set_tests_properties(e2e.diff PROPERTIES LABELS e2e TIMEOUT 180)
 endif()
+
+# memreport diff --html, the differential flame graph, in headless chromium on the same
+# two runs of diff_prog (tests/diff/diff_page_test.py): colours, exact deltas, the base
+# shape for frames gone from the new run, hostile names.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_test(NAME e2e.diff_page
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/diff/diff_page_test.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:diff_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/diff-page)
+  set_tests_properties(e2e.diff_page PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+endif()

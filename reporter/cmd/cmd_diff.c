@@ -8,8 +8,11 @@
 #include "diff.h"
 #include "diff_report.h"
 #include "extent.h"
+#include "flame_tree.h"
+#include "flamegraph_page.h"
 #include "functions.h"
 #include "options.h"
+#include "output.h"
 #include "profile.h"
 #include "sites.h"
 #include "symbols.h"
@@ -26,8 +29,8 @@ enum { EXIT_LIMIT_BROKEN = 4 };
 #define MAX_LIMITS 32
 
 static const char diff_help[] =
-    "usage: memreport diff BASE NEW [--json | --csv] [--top N] [--sort METRIC] [--inclusive]\n"
-    "         [--all-frames] [--fail-if LIMIT]... [-o FILE] [-f]\n"
+    "usage: memreport diff BASE NEW [--json | --csv | --html] [--top N] [--sort METRIC]\n"
+    "         [--inclusive] [--all-frames] [--fail-if LIMIT]... [-o FILE] [-f]\n"
     "Compares two captures of a program (two native captures, or two imported NPU logs):\n"
     "per function and per stack, the bytes live at each run's own peak, bytes allocated,\n"
     "allocations and bytes leaked (live at the end), in BASE, in NEW and NEW - BASE, with\n"
@@ -42,6 +45,14 @@ static const char diff_help[] =
     "                    the peak of BASE and of NEW), Allocated Memory(byte) (bytes\n"
     "                    allocated in NEW), Diff Memory(byte) (Compare - Base); N/A where\n"
     "                    a run does not have the function or stack\n"
+    "  --html            a differential flame graph page (self-contained HTML): the new\n"
+    "                    run's stacks at its peak, frames matched by function names from\n"
+    "                    the root, red where they grew, blue where they shrank (deeper: a\n"
+    "                    larger change for the frame), grey unchanged; the tooltip gives\n"
+    "                    base, new and change in bytes. Frames gone from the new run show\n"
+    "                    with the page's shape switched to the base run. Zoom, search,\n"
+    "                    inverted mode, orientation and the Functions tab (with base, new\n"
+    "                    and change) as memreport flamegraph's page\n"
     "  --top N           the N functions and N stacks that changed most (0: all; default\n"
     "                    20 in text, all in JSON and CSV)\n"
     "  --sort METRIC     order by the change of one metric (peak_bytes, allocated_bytes,\n"
@@ -63,7 +74,7 @@ static const char diff_help[] =
     "  -f, --force       overwrite FILE if it exists\n"
     "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n";
 
-typedef enum diff_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV } diff_format;
+typedef enum diff_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_CSV, FORMAT_HTML } diff_format;
 
 typedef struct diff_args {
     mr_opts opt;
@@ -119,9 +130,10 @@ static int parse_option(int c, diff_args* a) {
     switch (c) {
     case 'j':
     case 'c':
+    case 'H':
         if (a->format != FORMAT_TEXT)
-            return mr_usage_error(diff_help, "diff: --json and --csv exclude each other");
-        a->format = c == 'j' ? FORMAT_JSON : FORMAT_CSV;
+            return mr_usage_error(diff_help, "diff: --json, --csv and --html exclude each other");
+        a->format = c == 'j' ? FORMAT_JSON : c == 'c' ? FORMAT_CSV : FORMAT_HTML;
         a->opt.json = c == 'j'; // the report's switch between text and JSON
         return MR_OPT_NEXT;
     case 't':
@@ -144,17 +156,13 @@ static int parse_option(int c, diff_args* a) {
 
 // Returns MR_OPT_NEXT with both inputs, else the exit code.
 static int parse_args(int argc, char** argv, diff_args* a, const char** base, const char** next) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"csv", no_argument, NULL, 'c'},
-                                         {"top", required_argument, NULL, 't'},
-                                         {"sort", required_argument, NULL, 's'},
-                                         {"inclusive", no_argument, NULL, 'i'},
-                                         {"all-frames", no_argument, NULL, 'a'},
-                                         {"fail-if", required_argument, NULL, 'F'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"csv", no_argument, NULL, 'c'},
+        {"html", no_argument, NULL, 'H'},         {"top", required_argument, NULL, 't'},
+        {"sort", required_argument, NULL, 's'},   {"inclusive", no_argument, NULL, 'i'},
+        {"all-frames", no_argument, NULL, 'a'},   {"fail-if", required_argument, NULL, 'F'},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     *a = (diff_args){.opt = MR_OPTS_INIT, .top = SIZE_MAX, .sort_by = -1};
     int c;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {
@@ -353,6 +361,53 @@ static int compare(const diff_args* a, const run* base, const run* next) {
     return rc;
 }
 
+// ---- --html: a differential flame graph
+
+// As memreport flamegraph's page: frames narrower than this share of the wider run's
+// total merge into their callers, and at most this many stay.
+#define PAGE_MIN_WIDTH 0.0001
+#define PAGE_MAX_NODES 20000
+
+// The new run's flame tree with the base run's grafted on by function names, pruned.
+// Returns 0 or -ENOMEM.
+static int diff_tree(const run* base, const run* next, mr_flame_tree* g) {
+    mr_flame_tree b = {0};
+    int e = mr_flame_tree_build(g, next->sy, &next->prof, false);
+    if (!e)
+        e = mr_flame_tree_build(&b, base->sy, &base->prof, false);
+    if (!e)
+        e = mr_flame_tree_add_base(g, &b);
+    if (!e)
+        e = mr_flame_tree_prune(g, PAGE_MIN_WIDTH, PAGE_MAX_NODES);
+    mr_flame_tree_free(&b);
+    return e;
+}
+
+// Writes the page whole or nothing, then gates as the report does. Returns an exit code.
+static int diff_page(const diff_args* a, const run* base, const run* next) {
+    mr_flame_tree g = {0};
+    if (diff_tree(base, next, &g)) {
+        mr_flame_tree_free(&g);
+        mr_error(next->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    mr_flamegraph_view view = {
+        .mode = MR_FLAMEGRAPH_DIFF, .all_frames = a->all_frames, .base = base->cap};
+    mr_output out;
+    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
+    if (!rc && mr_flamegraph_page_write(out.fp, &g, next->cap, &view)) {
+        mr_error(a->opt.output ? a->opt.output : "stdout", "cannot write the page");
+        mr_output_abort(&out);
+        rc = MR_EXIT_IO;
+    } else if (!rc)
+        rc = mr_output_commit(&out);
+    mr_flame_tree_free(&g);
+    mr_diff_row totals = run_totals(base, next);
+    if (!rc && check_limits(a, &totals))
+        rc = EXIT_LIMIT_BROKEN;
+    return rc;
+}
+
 int mr_cmd_diff(int argc, char** argv) {
     diff_args a;
     const char *base_path = NULL, *new_path = NULL;
@@ -372,7 +427,7 @@ int mr_cmd_diff(int argc, char** argv) {
         rc = MR_EXIT_BAD_INPUT;
     }
     if (!rc)
-        rc = compare(&a, &base, &next);
+        rc = a.format == FORMAT_HTML ? diff_page(&a, &base, &next) : compare(&a, &base, &next);
     close_run(&next);
     close_run(&base);
     return rc;
