@@ -85,6 +85,73 @@ typedef struct fg_args {
     double min_width;
 } fg_args;
 
+// One option of getopt_long (*modes counts --peak, --at and --leaks). Returns MR_OPT_NEXT
+// to go on, else the exit code.
+static int parse_option(int c, fg_args* a, int* modes) {
+    int rc;
+    switch (c) {
+    case 'o':
+        a->output = optarg;
+        break;
+    case 'f':
+        a->force = true;
+        break;
+    case 'p':
+        a->mode = MR_FLAMEGRAPH_PEAK;
+        ++*modes;
+        break;
+    case 'a':
+        if ((rc = mr_parse_at(optarg, &a->when)))
+            return rc;
+        a->mode = MR_FLAMEGRAPH_AT;
+        ++*modes;
+        break;
+    case 'r':
+        if ((rc = mr_parse_range(optarg, flamegraph_help, &a->when)))
+            return rc;
+        break;
+    case 'l':
+        a->mode = MR_FLAMEGRAPH_LEAKS;
+        ++*modes;
+        break;
+    case 's':
+        a->split = true;
+        break;
+    case 'A':
+        a->all_frames = true;
+        break;
+    case 'T':
+        a->temporal = true;
+        break;
+    case 'I':
+        a->inverted = true;
+        break;
+    case 'O':
+        if (strcmp(optarg, "top") && strcmp(optarg, "bottom")) {
+            mr_error(NULL, "--orientation: not top or bottom: '%s'", optarg);
+            return MR_EXIT_USAGE;
+        }
+        a->orientation = optarg;
+        break;
+    case 'm': {
+        char* end;
+        a->min_width = strtod(optarg, &end);
+        if (*end || end == optarg || !(a->min_width >= 0 && a->min_width < 1)) {
+            mr_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
+            return MR_EXIT_USAGE;
+        }
+        break;
+    }
+    case 'h':
+        fputs(flamegraph_help, stdout);
+        return MR_EXIT_OK;
+    default: // getopt said what is wrong
+        mr_usage_hint(flamegraph_help);
+        return MR_EXIT_USAGE;
+    }
+    return MR_OPT_NEXT;
+}
+
 // Returns MR_OPT_NEXT to go on, else the exit code.
 static int parse_args(int argc, char** argv, fg_args* a) {
     static const struct option opts[] = {
@@ -97,68 +164,11 @@ static int parse_args(int argc, char** argv, fg_args* a) {
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};
     int modes = 0;
-    int c, rc;
+    int c;
     while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            a->output = optarg;
-            break;
-        case 'f':
-            a->force = true;
-            break;
-        case 'p':
-            a->mode = MR_FLAMEGRAPH_PEAK;
-            modes++;
-            break;
-        case 'a':
-            if ((rc = mr_parse_at(optarg, &a->when)))
-                return rc;
-            a->mode = MR_FLAMEGRAPH_AT;
-            modes++;
-            break;
-        case 'r':
-            if ((rc = mr_parse_range(optarg, flamegraph_help, &a->when)))
-                return rc;
-            break;
-        case 'l':
-            a->mode = MR_FLAMEGRAPH_LEAKS;
-            modes++;
-            break;
-        case 's':
-            a->split = true;
-            break;
-        case 'A':
-            a->all_frames = true;
-            break;
-        case 'T':
-            a->temporal = true;
-            break;
-        case 'I':
-            a->inverted = true;
-            break;
-        case 'O':
-            if (strcmp(optarg, "top") && strcmp(optarg, "bottom")) {
-                mr_error(NULL, "--orientation: not top or bottom: '%s'", optarg);
-                return MR_EXIT_USAGE;
-            }
-            a->orientation = optarg;
-            break;
-        case 'm': {
-            char* end;
-            a->min_width = strtod(optarg, &end);
-            if (*end || end == optarg || !(a->min_width >= 0 && a->min_width < 1)) {
-                mr_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
-                return MR_EXIT_USAGE;
-            }
-            break;
-        }
-        case 'h':
-            fputs(flamegraph_help, stdout);
-            return MR_EXIT_OK;
-        default: // getopt said what is wrong
-            mr_usage_hint(flamegraph_help);
-            return MR_EXIT_USAGE;
-        }
+        int rc = parse_option(c, a, &modes);
+        if (rc != MR_OPT_NEXT)
+            return rc;
     }
     if (modes > 1)
         return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
