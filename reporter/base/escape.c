@@ -107,3 +107,19 @@ void mr_fputs_text(FILE* out, const char* s) {
     sink k = {.fp = out};
     escape_to(&k, s, strlen(s), MR_ESCAPE_TERMINAL);
 }
+
+void mr_fputs_csv(FILE* out, const char* s) {
+    if (!s)
+        return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}

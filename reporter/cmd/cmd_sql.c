@@ -180,27 +180,11 @@ static void table_end(printer* p, const mt_sql_row* columns) {
 
 // ---- CSV (RFC 4180: CRLF line ends, fields with , " CR LF quoted, " doubled)
 
-static void csv_field(FILE* out, const char* s) {
-    if (!s)
-        return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 static void csv_line(FILE* out, int n, const char* const* fields) {
     for (int i = 0; i < n; i++) {
         if (i > 0)
             fputc(',', out);
-        csv_field(out, fields[i]);
+        mr_fputs_csv(out, fields[i]);
     }
     fputs("\r\n", out);
 }

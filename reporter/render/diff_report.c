@@ -179,21 +179,6 @@ static void print_text(FILE* out, json_t* o) {
 
 // ---- CSV (msMemScope's memory_compare columns)
 
-// s as one RFC 4180 field, valid UTF-8, quoted when it holds a comma, quote or line break.
-static void csv_field(FILE* out, const char* s) {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 static void csv_number(FILE* out, json_t* metric, const char* which, bool present) {
     fputc(',', out);
     if (present)
@@ -208,7 +193,7 @@ static void csv_row(FILE* out, const char* event, const char* name, const char* 
     bool in_new = !status || strcmp(status, "removed") != 0;
     json_t* peak = json_object_get(r, "peak_bytes");
     fprintf(out, "%s,", event);
-    csv_field(out, name);
+    mr_fputs_csv(out, name);
     fprintf(out, ",%s", device);
     csv_number(out, peak, "base", in_base);
     csv_number(out, peak, "new", in_new);

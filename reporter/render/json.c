@@ -4,6 +4,7 @@
 #include "json.h"
 
 #include "escape.h"
+#include "messages.h"
 #include "output.h"
 
 #include <stdlib.h>
@@ -70,4 +71,15 @@ int mr_json_write_report(const mr_report_to* to, json_t* report,
         print_text(out.fp, report);
     }
     return mr_output_commit(&out);
+}
+
+int mr_json_write_new_report(const mr_report_to* to, json_t* report, const char* capture,
+                             void (*print_text)(FILE*, json_t*)) {
+    if (!report) {
+        mr_error(capture, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = mr_json_write_report(to, report, print_text);
+    json_decref(report);
+    return rc;
 }

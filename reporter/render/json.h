@@ -33,5 +33,9 @@ int mr_json_dump_html(const json_t* json, FILE* out);
 // exit code (after printing the reason).
 int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*));
+// The same for a report just built, which it frees: NULL (out of memory when building)
+// is said as "memreport: CAPTURE: out of memory" and exit 3.
+int mr_json_write_new_report(const mr_report_to* to, json_t* report, const char* capture,
+                             void (*print_text)(FILE*, json_t*));
 
 #endif

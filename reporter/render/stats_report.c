@@ -250,10 +250,5 @@ static void print_text(FILE* out, json_t* o) {
 }
 
 int mr_stats_report_write(const mr_report_to* to, mr_stats_report* r) {
-    json_t* rep = build_report(r);
-    int rc = rep ? mr_json_write_report(to, rep, print_text) : MR_EXIT_IO;
-    if (!rep)
-        mr_error(mt_capture_path(r->cap), "out of memory");
-    json_decref(rep);
-    return rc;
+    return mr_json_write_new_report(to, build_report(r), mt_capture_path(r->cap), print_text);
 }
