@@ -196,8 +196,28 @@ static void test_reports(void) {
     free(html);
 }
 
+// One CSV field (RFC 4180), the form sql --csv and diff --csv write names in.
+static void check_csv(const char* in, const char* want) {
+    char* buf = NULL;
+    size_t len = 0;
+    FILE* fp = open_memstream(&buf, &len);
+    mr_fputs_csv(fp, in);
+    fclose(fp);
+    CHECK(buf && !strcmp(buf, want));
+    free(buf);
+}
+
+static void test_csv(void) {
+    check_csv("plain name", "plain name");
+    check_csv("a,b", "\"a,b\"");
+    check_csv("say \"hi\"", "\"say \"\"hi\"\"\"");
+    check_csv("two\r\nlines", "\"two\r\nlines\"");
+    check_csv(NULL, "");
+}
+
 int main(void) {
     test_rule();
+    test_csv();
     test_html_dump();
     test_reports();
     CHECK_DONE();
