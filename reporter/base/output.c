@@ -10,11 +10,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+bool mr_output_in_place(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+// A device, FIFO or socket is opened and written as it is (a FIFO's open waits for its
+// reader).
+static int open_in_place(mr_output* o, const char* path) {
+    if (!(o->path = strdup(path)) || !(o->fp = fopen(path, "w"))) {
+        mr_error(path, "cannot write: %s", o->path ? strerror(errno) : "out of memory");
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return MR_EXIT_IO;
+    }
+    return MR_EXIT_OK;
+}
+
 int mr_output_open(mr_output* o, const char* path, bool force) {
     memset(o, 0, sizeof *o);
     if (strcmp(path, "-") == 0) {
         o->fp = stdout;
         return MR_EXIT_OK;
+    }
+    if (mr_output_in_place(path))
+        return open_in_place(o, path);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        mr_error(path, "is a directory");
+        return MR_EXIT_IO;
     }
     if (!force && access(path, F_OK) == 0) {
         mr_error(path, "already exists (use -f to overwrite)");
@@ -45,14 +69,19 @@ int mr_output_open(mr_output* o, const char* path, bool force) {
 }
 
 int mr_output_commit(mr_output* o) {
-    if (!o->tmp) {
+    if (!o->path) {
         int bad = fflush(o->fp) != 0 || ferror(o->fp);
         if (bad)
             mr_error("<stdout>", "write failed: %s", strerror(errno));
         return bad ? MR_EXIT_IO : MR_EXIT_OK;
     }
     int rc = MR_EXIT_OK;
-    if (ferror(o->fp) | (fclose(o->fp) != 0)) {
+    if (!o->tmp) {
+        if (ferror(o->fp) | (fclose(o->fp) != 0)) {
+            mr_error(o->path, "write failed: %s", strerror(errno));
+            rc = MR_EXIT_IO;
+        }
+    } else if (ferror(o->fp) | (fclose(o->fp) != 0)) {
         mr_error(o->path, "write failed: %s", strerror(errno));
         unlink(o->tmp);
         rc = MR_EXIT_IO;
@@ -70,11 +99,10 @@ int mr_output_commit(mr_output* o) {
 }
 
 void mr_output_abort(mr_output* o) {
-    if (o->tmp) {
-        if (o->fp)
-            fclose(o->fp);
+    if (o->path && o->fp)
+        fclose(o->fp);
+    if (o->tmp)
         unlink(o->tmp);
-    }
     free(o->path);
     free(o->tmp);
     memset(o, 0, sizeof *o);

@@ -2,6 +2,8 @@
 // An output file. "-" means stdout. Otherwise the data goes to a temporary file in the
 // same directory, renamed over `path` by mr_output_commit, removed by mr_output_abort;
 // an existing `path` is refused unless `force`. No half-written file is ever left.
+// An existing `path` that is not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N)
+// is written in place: renaming over it would replace the device or pipe with a file.
 #ifndef MR_OUTPUT_H
 #define MR_OUTPUT_H
 
@@ -10,13 +12,15 @@
 
 typedef struct mr_output {
     FILE* fp;
-    char* path;
-    char* tmp;
+    char* path; // NULL for stdout
+    char* tmp;  // NULL for stdout and a file written in place
 } mr_output;
 
 // Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote
 // FILE" on stderr once the file is in place (never for stdout).
 int mr_output_open(mr_output* o, const char* path, bool force);
+// Whether path exists and is written in place: a device, FIFO or socket.
+bool mr_output_in_place(const char* path);
 int mr_output_commit(mr_output* o);
 void mr_output_abort(mr_output* o);
 

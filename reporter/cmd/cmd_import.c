@@ -56,6 +56,11 @@ int mr_cmd_import(int argc, char** argv) {
     // The output first: a refused or unwritable output fails before minutes of parsing.
     // mr_output gives the temporary name and the refuse-or-force check; SQLite then writes
     // the file at that name (replacing the empty placeholder) and commit renames it.
+    if (mr_output_in_place(output)) { // SQLite needs a file it can seek and rename
+        mr_error(output, "a capture is an SQLite file: cannot write it to a device or a pipe");
+        free(def);
+        return MR_EXIT_IO;
+    }
     mr_output out;
     int xrc = mr_output_open(&out, output, force);
     if (xrc) {

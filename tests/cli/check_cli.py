@@ -14,12 +14,15 @@ Cases:
   usage    every usage error says what is wrong in one line, then a short usage hint; exit 1
   top      stacks takes --top N (default 20, 0 = all), as stats and leaks do
   frames   stats and flamegraph take --all-frames like stacks and leaks
+  special  -o naming a FIFO (as a device) writes into it (with or without -f) and never
+           replaces it with a file; a directory is refused; import refuses a FIFO
 """
 import json
 import os
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 
@@ -273,6 +276,41 @@ def case_frames(a):
     got = {k: (flag.search(v).group(1) if flag.search(v) else None) for k, v in pages.items()}
     check(got == {"default": "false", "all": "true"},
           f"the flame graph page opens with noise frames hidden unless --all-frames ({got})")
+
+
+def case_special(a):
+    fx = fixture(a)
+    fifo = os.path.join(a.work, "fifo")
+    os.mkfifo(fifo)
+    want = run([a.memreport, "summary", fx]).stdout
+    for force in ([], ["-f"]):
+        # The reader is open first (non-blocking), so the writer's open never waits.
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        r = run([a.memreport, "summary", fx, "-o", fifo] + force)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        os.close(fd)
+        label = "summary -o FIFO" + (" -f" if force else "")
+        check(r.returncode == 0, f"{label}: exit 0 (rc {r.returncode}, {r.stderr!r})")
+        check(stat.S_ISFIFO(os.lstat(fifo).st_mode), f"{label}: the FIFO is still a FIFO")
+        check(got.decode() == want, f"{label}: the reader got the report ({len(got)} bytes)")
+    leftovers = [n for n in os.listdir(a.work) if ".tmp." in n]
+    check(not leftovers, f"no temporary file left beside the FIFO ({leftovers})")
+    r = run([a.memreport, "summary", fx, "-o", a.work, "-f"])
+    check(r.returncode == 3 and "is a directory" in r.stderr and os.path.isdir(a.work),
+          f"-o DIR -f: refused, exit 3 ({r.returncode}, {r.stderr!r})")
+    log = os.path.join(a.src, "tests/fixtures/npu/sample.log")
+    r = run([a.memreport, "import", log, "-o", fifo])
+    check(r.returncode == 3 and "device or a pipe" in r.stderr and
+          stat.S_ISFIFO(os.lstat(fifo).st_mode),
+          f"import -o FIFO: refused, exit 3, FIFO kept ({r.returncode}, {r.stderr!r})")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
