@@ -28,6 +28,12 @@ WORKLOADS = [
     ("xt2_fp", "bench_xt_fp", ["2"]),
     ("xt4", "bench_xt", ["4"]),
     ("xt4_fp", "bench_xt_fp", ["4"]),
+    ("rs", "bench_rs", []),
+    ("rs_fp", "bench_rs_fp", []),
+    ("cxx", "bench_cxx", []),
+    ("cxx_fp", "bench_cxx_fp", []),
+    ("re", "bench_re", []),
+    ("re_fp", "bench_re_fp", []),
 ]
 MEMTRACE_MODES = ["auto", "fp", "libunwind"]
 # Modes run BENCH_SLOW_REPS times only (each takes several times the native time).

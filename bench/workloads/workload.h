@@ -109,7 +109,14 @@ typedef struct bench_walk {
 
 #define BENCH_NSTEP 6
 typedef uint64_t (*bench_step_fn)(const bench_walk* w, int level);
-static const bench_step_fn bench_steps[BENCH_NSTEP];
+// Declared first so that the table (C and C++ alike) can precede step_next, which uses it.
+static uint64_t step0(const bench_walk* w, int level);
+static uint64_t step1(const bench_walk* w, int level);
+static uint64_t step2(const bench_walk* w, int level);
+static uint64_t step3(const bench_walk* w, int level);
+static uint64_t step4(const bench_walk* w, int level);
+static uint64_t step5(const bench_walk* w, int level);
+static const bench_step_fn bench_steps[BENCH_NSTEP] = {step0, step1, step2, step3, step4, step5};
 
 static inline uint64_t step_next(const bench_walk* w, int level) {
     if (level >= w->depth)
@@ -128,7 +135,6 @@ BENCH_STEP(2, 7)
 BENCH_STEP(3, 11)
 BENCH_STEP(4, 13)
 BENCH_STEP(5, 17)
-static const bench_step_fn bench_steps[BENCH_NSTEP] = {step0, step1, step2, step3, step4, step5};
 
 // Runs leaf(arg) at the bottom of the stack numbered id (0..BENCH_STACKS-1), which is
 // min_depth..min_depth+10 recursion frames deep.
