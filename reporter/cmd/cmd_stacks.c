@@ -5,6 +5,7 @@
 // unless --all-frames; stacks that differ only in hidden frames are merged.
 #include "commands.h"
 #include "options.h"
+#include "procs.h"
 #include "profile.h"
 #include "sites.h"
 #include "stacks_report.h"
@@ -19,9 +20,14 @@
 
 static const char stacks_help[] =
     "usage: memreport stacks CAPTURE [--json] [--top N] [--all-frames] [-o FILE] [-f]\n"
+    "       memreport stacks CAPTURE... | DIR [same options]\n"
     "The distinct allocation stacks of a capture's libc heap, most bytes first: bytes and\n"
     "number of allocations made from each, bytes live there at the peak and at the end.\n"
     "Frames are listed leaf first (the caller of malloc first), inlined functions expanded.\n"
+    MR_HELP_PROCS
+    "The stacks of every process are then listed together, each with its process\n"
+    "(\"COMMAND (pid N)\") as the outermost frame, with each process's totals and their sum\n"
+    "(the peak: each process at its own peak).\n"
     "  --json         machine-readable output\n"
     "  --top N        the N stacks with most bytes (default 20; 0: all)\n"
     "  --all-frames   also show noise frames (allocator internals, start-up code)\n"
@@ -186,11 +192,68 @@ static int report(const stacks_args* a, const char* path, mt_capture* cap, const
     return rc;
 }
 
+// Appends the stacks of process p (its profile prof) to *all. Returns an exit code.
+static int add_process(const stacks_args* a, const mr_process* p, const mr_profile* prof,
+                       mr_stacks_entry** all, size_t* n) {
+    mr_stacks_entry* list = NULL;
+    ptrdiff_t k = group(p->sym, prof, a->all_frames, &list);
+    mr_stacks_entry* grown = k < 0 ? NULL : realloc(*all, (*n + (size_t)k + 1) * sizeof **all);
+    if (!grown) {
+        if (k >= 0)
+            free_list(list, (size_t)k);
+        mr_error(p->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    *all = grown;
+    for (ptrdiff_t j = 0; j < k; j++) {
+        list[j].process = p;
+        (*all)[(*n)++] = list[j];
+    }
+    free(list);
+    return MR_EXIT_OK;
+}
+
+// Several captures (procs.h): the stacks of every process in one list, most bytes first.
+static int several_processes(const stacks_args* a, char* const* paths, int n) {
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, stacks_help, true);
+    if (rc)
+        return rc;
+    mr_query q = MR_QUERY_INIT(0);
+    q.progress = "stacks";
+    mr_profile *profs = NULL, sum;
+    mr_stacks_entry* all = NULL;
+    size_t nall = 0;
+    rc = mr_procs_profiles(&s, &q, &profs, &sum);
+    for (size_t i = 0; profs && !rc && i < s.n; i++)
+        rc = add_process(a, &s.procs[i], &profs[i], &all, &nall);
+    if (!rc) {
+        qsort(all, nall, sizeof *all, cmp_bytes);
+        mr_stacks_report r = {.capture = paths[0],
+                              .profile = &sum,
+                              .stacks = all,
+                              .n = nall,
+                              .top = a->top,
+                              .all_frames = a->all_frames,
+                              .set = &s,
+                              .profiles = profs};
+        mr_report_to to = mr_opts_report_to(&a->opt);
+        rc = mr_stacks_report_write(&to, &r);
+    }
+    if (all)
+        free_list(all, nall);
+    mr_procs_profiles_free(profs, profs ? s.n : 0);
+    mr_capture_set_free(&s);
+    return rc;
+}
+
 int mr_cmd_stacks(int argc, char** argv) {
     stacks_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
+    if (mr_capture_set_wanted(argc - optind, argv + optind))
+        return several_processes(&a, argv + optind, argc - optind);
     const char* path = mr_opts_input(argc, argv, stacks_help);
     if (!path)
         return MR_EXIT_USAGE;

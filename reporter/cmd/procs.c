@@ -10,6 +10,7 @@
 #include "flame_tree.h"
 #include "output.h"
 #include "procs_report.h"
+#include "procs_views.h"
 #include "profile.h"
 #include "replay.h"
 #include "symbols.h"
@@ -32,6 +33,44 @@ static int open_set(mr_capture_set* s, char* const* paths, int n, const char* he
     mr_error(bad, "%s", err);
     return (e == -ENOENT || e == -EACCES || e == -EIO || e == -ENOMEM) ? MR_EXIT_IO
                                                                        : MR_EXIT_BAD_INPUT;
+}
+
+int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols) {
+    int rc = open_set(s, paths, n, help);
+    if (!rc && symbols && (rc = mr_capture_set_load_symbols(s)))
+        mr_capture_set_free(s);
+    return rc;
+}
+
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v,
+                      mr_profile* sum) {
+    *sum = (mr_profile){0};
+    *v = calloc(s->n, sizeof **v);
+    if (!*v) {
+        mr_error(s->procs[0].path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    int rc = MR_EXIT_OK;
+    size_t built = 0;
+    for (; !rc && built < s->n; built++) {
+        const mr_process* p = &s->procs[built];
+        mr_query pq = *q;
+        pq.heap = mr_capture_default_heap(p->cap);
+        if ((rc = mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
+            break;
+        mr_procs_profile_add(sum, &(*v)[built]);
+    }
+    if (rc) {
+        mr_procs_profiles_free(*v, built);
+        *v = NULL;
+    }
+    return rc;
+}
+
+void mr_procs_profiles_free(mr_profile* v, size_t n) {
+    for (size_t i = 0; v && i < n; i++)
+        mr_profile_free(&v[i]);
+    free(v);
 }
 
 // The replay's numbers of one process. Returns an exit code.

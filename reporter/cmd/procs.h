@@ -8,6 +8,7 @@
 #include "capture_set.h"
 #include "flamegraph_page.h"
 #include "options.h"
+#include "profile.h"
 
 #include <stdbool.h>
 
@@ -15,6 +16,18 @@
 #define MR_HELP_PROCS                                                                              \
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"     \
     "of one run, each placed under its parent.\n"
+
+// Opens the captures a command was given (and, with `symbols`, loads their symbols): the
+// door every report over several processes goes through. Returns an exit code (a capture
+// named twice: a usage error with the hint of `help`); on failure nothing is left open.
+int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols);
+
+// The model's profile of each process for q (on each process's default heap; with
+// MR_AT_PEAK each at its own peak): (*v)[i] for s->procs[i], and their totals in *sum
+// (procs_views.h). Returns an exit code; on failure nothing is left to free.
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v,
+                      mr_profile* sum);
+void mr_procs_profiles_free(mr_profile* v, size_t n);
 
 // memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code
 // (a capture named twice: a usage error with the hint of `help`).

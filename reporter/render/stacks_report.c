@@ -5,11 +5,14 @@
 
 #include "escape.h"
 #include "json.h"
+#include "procs_json.h"
 #include "stack_json.h"
 
 #include "memtrace/units.h"
 
 static json_t* frames_json(const mr_symbols* sy, const mr_stacks_entry* sh) {
+    if (sh->process)
+        sy = sh->process->sym;
     json_t* arr = json_array();
     for (size_t i = 0; i < sh->n; i++) {
         const mr_symloc* locs;
@@ -27,6 +30,22 @@ static json_t* frames_json(const mr_symbols* sy, const mr_stacks_entry* sh) {
             json_array_append_new(arr, f);
         }
     }
+    if (sh->process) // the process is the outermost frame, as in the flame graph
+        json_array_append_new(arr, mr_procs_frame_json(sh->process));
+    return arr;
+}
+
+// Each process of several captures with its totals.
+static json_t* processes_json(const mr_stacks_report* r) {
+    json_t* arr = json_array();
+    for (size_t i = 0; i < r->set->n; i++) {
+        json_t* o = mr_procs_process_json(&r->set->procs[i]);
+        const mr_profile* p = &r->profiles[i];
+        json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
+        json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
+        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
+        json_array_append_new(arr, o);
+    }
     return arr;
 }
 
@@ -43,6 +62,8 @@ static json_t* build(const mr_stacks_report* r) {
     json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
     json_object_set_new(o, "stacks_total", json_integer((json_int_t)n));
+    if (r->set) // the peak is then the sum of each process's own
+        json_object_set_new(o, "processes", processes_json(r));
     json_t* arr = json_array();
     for (size_t i = 0; i < n && i < r->top; i++) {
         json_t* s = json_object();
@@ -52,8 +73,9 @@ static json_t* build(const mr_stacks_report* r) {
         json_object_set_new(s, "peak_bytes", json_integer((json_int_t)st->live_bytes));
         json_object_set_new(s, "leaked_bytes", json_integer((json_int_t)st->end_bytes));
         json_object_set_new(s, "leaked_count", json_integer((json_int_t)st->end_blocks));
+        const mr_symbols* esy = list[i].process ? list[i].process->sym : sy;
         json_object_set_new(s, "truncated",
-                            json_boolean(list[i].leaf && mr_symbols_truncated(sy, list[i].leaf)));
+                            json_boolean(list[i].leaf && mr_symbols_truncated(esy, list[i].leaf)));
         json_object_set_new(s, "frames", frames_json(sy, &list[i]));
         json_array_append_new(arr, s);
     }
@@ -67,11 +89,21 @@ static void print_text(FILE* out, json_t* o) {
     json_t *s, *f;
 #define U64(obj, k) (uint64_t) json_integer_value(json_object_get(obj, k))
     size_t shown_n = json_array_size(json_object_get(o, "stacks"));
-    fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, peak %s\n",
+    json_t* procs = json_object_get(o, "processes");
+    fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, %s %s\n",
             (unsigned long long)U64(o, "stacks_total"),
             mt_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
             (unsigned long long)U64(o, "allocations"),
+            procs ? "sum of peaks" : "peak",
             mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
+    json_array_foreach(procs, i, s) {
+        fputs("  ", out);
+        mr_fputs_text(out, json_string_value(json_object_get(s, "process")));
+        fprintf(out, ": %s in %llu allocations, peak %s\n",
+                mt_format_bytes(U64(s, "bytes_allocated"), a, sizeof a),
+                (unsigned long long)U64(s, "allocations"),
+                mt_format_bytes(U64(s, "peak_bytes"), b, sizeof b));
+    }
     if (shown_n < U64(o, "stacks_total"))
         fprintf(out, "(top %zu of %llu by bytes allocated; --top 0 shows all)\n", shown_n,
                 (unsigned long long)U64(o, "stacks_total"));
