@@ -18,6 +18,8 @@ import sys
 import tempfile
 import time
 
+import results_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # name, binary, arguments
@@ -438,8 +440,7 @@ def main():
         shutil.rmtree(b.tmp, ignore_errors=True)
     text = b.report(load)
     sys.stdout.write(text)
-    with open(os.environ.get("BENCH_RESULTS") or os.path.join(HERE, "results.txt"), "w") as f:
-        f.write(text)
+    results_file.write(main=text)  # the other scripts' sections stay
     return 0
 
 
