@@ -1,18 +1,31 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# What tracing costs a short-lived program: start-up, capture creation, finalization and
-# naming the frames at exit, which a 10-million-event run hides. Real programs nobody here
-# wrote, each run natively and under libmemtrace.so side by side (interleaved), with the
-# symbol cache warm (a second trace of the same program), cold (no cache: DWARF read at every
-# exit) and with MEMTRACE_SYMBOLIZE=0. Prints the median wall time of each; asserts nothing.
-# Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_REPS, default 9)
+# What tracing costs short-lived programs: start-up, capture creation, finalization and
+# naming the frames at exit, which a 10-million-event run hides. Three parts, each run
+# natively and under libmemtrace.so side by side (interleaved); asserts nothing:
+# - programs: real programs nobody here wrote, with the symbol cache warm (a second trace of
+#   the same program), cold (no cache: DWARF read at every exit) and MEMTRACE_SYMBOLIZE=0;
+#   median wall ms of each;
+# - startup: /bin/true and bench_tiny (one malloc, one free) run SHORT_STARTS times each,
+#   cache warm; ms added per process (median of traced - native, and the total's mean);
+# - make: `make -j2` of a generated C project (SHORT_MAKE_FILES .c files, -O2 -g) natively
+#   and traced whole by the memtrace launcher (`memtrace -o DIR/ make -j2`: make, sh, gcc,
+#   cc1, as, ld, each its own capture), with a new symbol cache (cold: a first build) and
+#   with the cache that run left (warm); wall and CPU ratios to native.
+# Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_PARTS=programs,startup,make;
+# SHORT_REPS 9, SHORT_STARTS 200, SHORT_MAKE_FILES 40, SHORT_MAKE_REPS 3, BENCH_RESULTS)
+import datetime
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import results_file
+from run import git_rev
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = [
@@ -24,16 +37,36 @@ PROGRAMS = [
 ]
 
 
-def main():
-    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
-    lib = os.path.join(build, "preload", "libmemtrace.so")
-    if not os.path.exists(lib):
-        sys.exit(f"short.py: no {lib}: build first (make build)")
-    reps = int(os.environ.get("SHORT_REPS", "9"))
-    tmp = tempfile.mkdtemp(prefix="memtrace-short.")
-    cache = os.path.join(tmp, "symbols.db")
+def clean_env():
     base = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
     base.pop("LD_PRELOAD", None)
+    return base
+
+
+def timed(argv, env, cwd=None):
+    """Wall ms and CPU ms (user+sys of the process tree) of one run."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    rc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL).returncode
+    wall = (time.monotonic() - t0) * 1000
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
+    if rc != 0:
+        raise SystemExit(f"short.py: {' '.join(argv)} exited {rc}")
+    return wall, cpu
+
+
+def remove_captures(tmp):
+    for f in os.listdir(tmp):
+        if f.startswith("cap."):
+            os.unlink(os.path.join(tmp, f))
+
+
+def part_programs(lib, tmp):
+    reps = int(os.environ.get("SHORT_REPS", "9"))
+    cache = os.path.join(tmp, "symbols.db")
+    base = clean_env()
     traced = dict(base, LD_PRELOAD=lib, MEMTRACE_OUTPUT=os.path.join(tmp, "cap.%p.db"))
     modes = [
         ("native", base),
@@ -51,23 +84,149 @@ def main():
         times = {m: [] for m, _ in modes}
         for _ in range(reps):
             for mode, env in modes:
-                t0 = time.monotonic()
-                subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-                times[mode].append((time.monotonic() - t0) * 1000)
-                for f in os.listdir(tmp):
-                    if f.startswith("cap."):
-                        os.unlink(os.path.join(tmp, f))
+                times[mode].append(timed(argv, env)[0])
+                remove_captures(tmp)
         rows.append((name, {m: statistics.median(v) for m, v in times.items()}))
-    shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"median wall ms of {reps} runs each (interleaved); in brackets: added to native")
-    print(f"{'program':12} " + " ".join(f"{m:>16}" for m, _ in modes))
+    L = [f"median wall ms of {reps} runs each (interleaved); in brackets: added to native"]
+    L.append(f"{'program':12} " + " ".join(f"{m:>16}" for m, _ in modes))
     for name, med in rows:
         cells = [f"{med['native']:16.1f}"]
         for mode, _ in modes[1:]:
             cells.append(f"{med[mode]:7.1f} (+{med[mode] - med['native']:5.1f})")
-        print(f"{name:12} " + " ".join(cells))
+        L.append(f"{name:12} " + " ".join(cells))
+    return L
+
+
+def part_startup(lib, build, tmp):
+    n = int(os.environ.get("SHORT_STARTS", "200"))
+    cache = os.path.join(tmp, "symbols.db")
+    base = clean_env()
+    traced = dict(base, LD_PRELOAD=lib, MEMTRACE_OUTPUT=os.path.join(tmp, "cap.%p.db"),
+                  MEMTRACE_SYMBOL_CACHE=cache)
+    L = [f"start-up and exit: {n} runs each, native and traced alternately, symbol cache warm; "
+         "ms added per process: median of (traced - native) over the pairs, and the "
+         "difference of the totals / runs; cpu = user+sys"]
+    L.append(f"{'program':12} {'native ms':>10} {'traced ms':>10} {'added med':>10} "
+             f"{'added mean':>11} {'cpu added':>10}  added p10-p90")
+    for name, argv in [("true", ["/bin/true"]),
+                       ("bench_tiny", [os.path.join(build, "bench", "bench_tiny")])]:
+        if not os.path.exists(argv[0]):
+            continue
+        timed(argv, traced)  # fills the cache
+        remove_captures(tmp)
+        nat, tr, diff, ncpu, tcpu = [], [], [], [], []
+        for _ in range(n):
+            w0, c0 = timed(argv, base)
+            w1, c1 = timed(argv, traced)
+            remove_captures(tmp)
+            nat.append(w0)
+            tr.append(w1)
+            diff.append(w1 - w0)
+            ncpu.append(c0)
+            tcpu.append(c1)
+        q = statistics.quantiles(diff, n=10)
+        L.append(f"{name:12} {statistics.median(nat):10.2f} {statistics.median(tr):10.2f} "
+                 f"{statistics.median(diff):10.2f} {(sum(tr) - sum(nat)) / n:11.2f} "
+                 f"{(sum(tcpu) - sum(ncpu)) / n:10.2f}  {q[0]:.2f}-{q[-1]:.2f}")
+    return L
+
+
+def write_project(root, nfiles):
+    """A small C project: nfiles units of ~40 functions each, a main calling them all."""
+    src = os.path.join(root, "src")
+    os.makedirs(src)
+    for i in range(nfiles):
+        with open(os.path.join(src, f"unit{i}.c"), "w") as f:
+            f.write("#include <stdio.h>\n#include <string.h>\n\n")
+            f.write(f"struct rec{i} {{ int id; double w; char name[16]; }};\n\n")
+            for j in range(40):
+                f.write(f"static int f{j}(struct rec{i}* r, int n) {{\n"
+                        f"    int acc = {j};\n"
+                        f"    for (int k = 0; k < n; k++) {{\n"
+                        f"        acc += r[k % 4].id * {j + 1} + (int)r[k % 4].w;\n"
+                        f"        if (acc % {j + 3} == 0) acc ^= (int)strlen(r[k % 4].name);\n"
+                        f"    }}\n    return acc;\n}}\n\n")
+            f.write(f"int unit{i}(int n) {{\n    struct rec{i} r[4];\n"
+                    f"    memset(r, 0, sizeof r);\n    snprintf(r[0].name, 16, \"u%d\", n);\n"
+                    f"    return " + " + ".join(f"f{j}(r, n)" for j in range(40)) + ";\n}\n")
+    with open(os.path.join(src, "main.c"), "w") as f:
+        f.write("#include <stdio.h>\n")
+        f.write("".join(f"int unit{i}(int);\n" for i in range(nfiles)))
+        f.write("int main(void) {\n    int s = 0;\n")
+        f.write("".join(f"    s += unit{i}(3);\n" for i in range(nfiles)))
+        f.write('    printf("%d\\n", s);\n    return 0;\n}\n')
+    with open(os.path.join(root, "Makefile"), "w") as f:
+        f.write("SRCS := $(wildcard src/*.c)\nOBJS := $(SRCS:src/%.c=obj/%.o)\n"
+                "prog: $(OBJS)\n\t$(CC) -o $@ $^\n"
+                "obj/%.o: src/%.c | obj\n\t$(CC) -O2 -g -c -o $@ $<\n"
+                "obj:\n\tmkdir -p $@\n"
+                "clean:\n\trm -rf obj prog\n")
+
+
+def part_make(build, tmp):
+    nfiles = int(os.environ.get("SHORT_MAKE_FILES", "40"))
+    reps = int(os.environ.get("SHORT_MAKE_REPS", "3"))
+    launcher = os.path.join(build, "preload", "memtrace")
+    project = os.path.join(tmp, "project")
+    write_project(project, nfiles)
+    caps = os.path.join(tmp, "make-captures")
+    base = clean_env()
+    cache = os.path.join(tmp, "make-symbols.db")
+    samples = {"native": [], "cold": [], "warm": []}
+    ncaps = []
+    for _ in range(reps):
+        for mode in samples:
+            subprocess.run(["make", "-s", "clean"], cwd=project, env=base, check=True)
+            if mode == "native":
+                argv, env = ["make", "-s", "-j2"], base
+            else:
+                if mode == "cold":
+                    for suffix in ("", "-wal", "-shm", "-journal"):
+                        if os.path.exists(cache + suffix):
+                            os.unlink(cache + suffix)
+                shutil.rmtree(caps, ignore_errors=True)
+                argv = [launcher, "-o", caps + "/", "make", "-s", "-j2"]
+                env = dict(base, MEMTRACE_SYMBOL_CACHE=cache)
+            samples[mode].append(timed(argv, env, cwd=project))
+            if mode != "native":
+                ncaps.append(len(os.listdir(caps)))
+                shutil.rmtree(caps, ignore_errors=True)
+    nw = statistics.median(w for w, _ in samples["native"])
+    nc = statistics.median(c for _, c in samples["native"])
+    L = [f"make -j2 of a generated C project ({nfiles + 1} files, -O2 -g), traced whole by "
+         f"`memtrace -o DIR/` ({min(ncaps)}-{max(ncaps)} captures a build); {reps} runs each, "
+         "interleaved, medians (min-max); cold: a new symbol cache, warm: the one it left"]
+    L.append(f"{'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  wall min-max")
+    for mode, v in samples.items():
+        w = statistics.median(x for x, _ in v)
+        c = statistics.median(x for _, x in v)
+        L.append(f"{mode:8} {w / 1000:8.2f} {w / nw:6.2f} {c / 1000:8.2f} {c / nc:6.2f}  "
+                 f"{min(x for x, _ in v) / 1000:.2f}-{max(x for x, _ in v) / 1000:.2f}")
+    return L
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+    lib = os.path.join(build, "preload", "libmemtrace.so")
+    if not os.path.exists(lib):
+        sys.exit(f"short.py: no {lib}: build first (make build)")
+    parts = os.environ.get("SHORT_PARTS", "programs,startup,make").split(",")
+    tmp = tempfile.mkdtemp(prefix="memtrace-short.")
+    L = [f"short-lived programs, {datetime.datetime.now():%Y-%m-%d %H:%M}, tracer built from "
+         f"git {git_rev()}; load average {os.getloadavg()[0]:.2f}"]
+    try:
+        if "programs" in parts:
+            L += [""] + part_programs(lib, tmp)
+        if "startup" in parts:
+            L += [""] + part_startup(lib, build, tmp)
+        if "make" in parts:
+            L += [""] + part_make(build, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = "\n".join(L) + "\n"
+    sys.stdout.write(text)
+    results_file.write(title="short-lived programs (bench/short.py)", section=text)
 
 
 if __name__ == "__main__":
