@@ -28,7 +28,9 @@ speedscope_npm() {
     echo "install-deps: npm ci in $dir" >&2
     npm ci --prefix "$dir" --no-audit --no-fund >/dev/null
 }
-# --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented).
+# --bench: python3-matplotlib runs bench/npu's baseline (the NPU plotter reimplemented);
+# heaptrack, sqlite3, git and python3 (test_pkgs) are what bench/run.py and bench/size.py
+# compare with and trace.
 [ "${1:-}" = "--bench" ] && want+=("${test_pkgs[@]}" python3-matplotlib)
 # --fuzz: clang builds the libFuzzer targets; libclang-rt-14-dev holds libFuzzer itself (only
 # recommended by clang, and recommends are not installed here).
