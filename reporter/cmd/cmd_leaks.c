@@ -7,6 +7,7 @@
 #include "escape.h"
 #include "leaks_report.h"
 #include "options.h"
+#include "procs.h"
 #include "profile.h"
 #include "runtime_held.h"
 #include "sites.h"
@@ -22,11 +23,15 @@
 
 static const char leaks_help[] =
     "usage: memreport leaks CAPTURE [--json] [--top N] [--suppressions FILE] [-o FILE] [-f]\n"
+    "       memreport leaks CAPTURE... | DIR [same options]\n"
     "Blocks of the libc heap still live at the end of the run, grouped by allocation\n"
     "stack, largest first, with the full stack of each group and a totals line. Blocks\n"
     "the C runtime allocated for itself and never frees (stdio buffers, thread DTVs and\n"
     "TLS, locale data, dlerror results...) are a group of their own, \"held by the C\n"
-    "runtime\", not counted as the program's leaks.\n"
+    "runtime\", not counted as the program's leaks.\n" MR_HELP_PROCS
+    "The groups of every process are then listed together, each stack with its process\n"
+    "(\"COMMAND (pid N)\") as the outermost frame; the totals add up the processes, and\n"
+    "each process's own follow.\n"
     "  --json               machine-readable output\n"
     "  --top N              show the N largest groups only (totals still count all);\n"
     "                       default and 0: every group\n"
@@ -232,6 +237,75 @@ static void report_unused(const char* path, const suppressions* p) {
     }
 }
 
+// Whose each group is: suppressions first (each counts what it matches), then the C
+// runtime's blocks.
+static void classify(const mr_symbols* sites, mr_leaks_group* g, size_t n, suppressions* supp) {
+    for (size_t i = 0; i < n; i++)
+        g[i].owner = suppressed(sites, &g[i], supp)          ? MR_LEAKS_SUPPRESSED
+                     : mr_runtime_held(sites, g[i].callsite) ? MR_LEAKS_RUNTIME
+                                                             : MR_LEAKS_PROGRAM;
+}
+
+// Appends the classified groups of process p (its profile at its end) to *all. Returns an
+// exit code.
+static int add_process(const mr_process* p, const mr_profile* prof, suppressions* supp,
+                       mr_leaks_group** all, size_t* n) {
+    size_t k = 0;
+    mr_leaks_group* g = group_live(prof, p->sym, &k);
+    mr_leaks_group* grown = g ? realloc(*all, (*n + k + 1) * sizeof **all) : NULL;
+    if (!grown) {
+        free(g);
+        mr_error(p->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    *all = grown;
+    classify(p->sym, g, k, supp);
+    for (size_t i = 0; i < k; i++) {
+        g[i].process = p;
+        (*all)[(*n)++] = g[i];
+    }
+    free(g);
+    return MR_EXIT_OK;
+}
+
+// Several captures (procs.h): the groups of every process in one report, largest first.
+static int several_processes(char* const* paths, int n, const mr_opts* opt, size_t top,
+                             suppressions* supp, const char* supp_path, bool all_frames) {
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, leaks_help, true);
+    if (rc)
+        return rc;
+    mr_query q = MR_QUERY_INIT(0);
+    q.moment = MR_AT_END;
+    q.progress = "leaks";
+    mr_profile *profs = NULL, sum;
+    mr_leaks_group* all = NULL;
+    size_t nall = 0;
+    rc = mr_procs_profiles(&s, &q, &profs, &sum);
+    for (size_t i = 0; profs && !rc && i < s.n; i++)
+        rc = add_process(&s.procs[i], &profs[i], supp, &all, &nall);
+    if (!rc) {
+        qsort(all, nall, sizeof *all, by_bytes_desc);
+        mr_leaks_report r = {.cap = s.procs[0].cap,
+                             .groups = all,
+                             .n = nall,
+                             .top = top,
+                             .all_frames = all_frames,
+                             .suppressions = supp->v,
+                             .nsuppressions = supp->n,
+                             .set = &s,
+                             .input = paths[0]};
+        mr_report_to to = mr_opts_report_to(opt);
+        rc = mr_leaks_report_write(&to, &r);
+        if (rc == MR_EXIT_OK)
+            report_unused(supp_path, supp);
+    }
+    free(all);
+    mr_procs_profiles_free(profs, profs ? s.n : 0);
+    mr_capture_set_free(&s);
+    return rc;
+}
+
 // Groups what is live at the end and writes the report. Returns an exit code.
 static int report(const char* path, mt_capture* cap, const mr_symbols* sites, const mr_opts* opt,
                   size_t top, suppressions* supp, const char* supp_path, bool all_frames) {
@@ -249,11 +323,7 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
-        // Suppressions first (each counts what it matches), then the C runtime's blocks.
-        for (size_t i = 0; i < n; i++)
-            g[i].owner = suppressed(sites, &g[i], supp)          ? MR_LEAKS_SUPPRESSED
-                         : mr_runtime_held(sites, g[i].callsite) ? MR_LEAKS_RUNTIME
-                                                                 : MR_LEAKS_PROGRAM;
+        classify(sites, g, n, supp);
         mr_leaks_report r = {.cap = cap,
                              .sym = sites,
                              .groups = g,
@@ -305,11 +375,19 @@ int mr_cmd_leaks(int argc, char** argv) {
         }
         }
     }
-    const char* path = mr_opts_input(argc, argv, leaks_help);
+    bool several = mr_capture_set_wanted(argc - optind, argv + optind);
+    const char* path = several ? argv[optind] : mr_opts_input(argc, argv, leaks_help);
     if (!path)
         return MR_EXIT_USAGE;
     suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
+    if (several) {
+        if (!rc)
+            rc = several_processes(argv + optind, argc - optind, &opt, top, &supp, supp_path,
+                                   all_frames);
+        suppressions_free(&supp);
+        return rc;
+    }
     mt_capture* cap = NULL;
     mr_symbols* sites = NULL;
     if (rc || (rc = mr_open_capture_symbols(path, &cap, &sites))) {

@@ -23,8 +23,8 @@ static const char stacks_help[] =
     "       memreport stacks CAPTURE... | DIR [same options]\n"
     "The distinct allocation stacks of a capture's libc heap, most bytes first: bytes and\n"
     "number of allocations made from each, bytes live there at the peak and at the end.\n"
-    "Frames are listed leaf first (the caller of malloc first), inlined functions expanded.\n"
-    MR_HELP_PROCS
+    "Frames are listed leaf first (the caller of malloc first), inlined functions "
+    "expanded.\n" MR_HELP_PROCS
     "The stacks of every process are then listed together, each with its process\n"
     "(\"COMMAND (pid N)\") as the outermost frame, with each process's totals and their sum\n"
     "(the peak: each process at its own peak).\n"

@@ -9,10 +9,14 @@
 #include "escape.h"
 #include "functions.h"
 #include "options.h"
+#include "procs.h"
+#include "procs_report.h"
+#include "procs_views.h"
 #include "profile.h"
 #include "symbols.h"
 #include "top_report.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,8 @@ static const char top_help[] =
     "usage: memreport top CAPTURE [--metric M] [--at TIME] [--range FROM..TO] [--thread TID]\n"
     "         [--sort self|total] [--top N] [--all-frames] [--callers NAME] [--callees NAME]\n"
     "         [--json] [-o FILE] [-f]\n"
+    "       memreport top CAPTURE... | DIR [--by-process] [--metric M] [--sort self|total]\n"
+    "         [--top N] [--all-frames] [--json] [-o FILE] [-f]\n"
     "Which functions hold the memory: per function, its self bytes (allocated by the\n"
     "function itself, the leaf of the stack) and its total bytes (by it and everything it\n"
     "calls, counted once per stack when it recurses), most self first. Inlined functions\n"
@@ -43,7 +49,13 @@ static const char top_help[] =
     "                     that start at NAME\n"
     "  --callees NAME     the functions NAME calls, likewise, and NAME's self as (self)\n"
     "                     NAME: a function's exact name, 'name (file)', or a unique part of a\n"
-    "                     name; under recursion the shares may add up to more than 100%\n"
+    "                     name; under recursion the shares may add up to more than "
+    "100%\n" MR_HELP_PROCS
+    "                     Their functions are summed over the processes (a function is a\n"
+    "                     name and a file, whatever the process), live bytes each process\n"
+    "                     at its own peak; --at, --range, --thread, --callers and --callees\n"
+    "                     take one capture\n"
+    "  --by-process       several captures: a row per process and function instead\n"
     "  -j, --json         machine-readable output\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  -f, --force        overwrite FILE if it exists\n";
@@ -52,7 +64,7 @@ typedef struct top_args {
     mr_opts opt;
     mr_when when;
     mr_metric metric;
-    bool sort_total, all_frames;
+    bool sort_total, all_frames, by_process;
     size_t top;
     const char *callers, *callees; // NULL unless given
 } top_args;
@@ -80,6 +92,9 @@ static int parse_option(int c, top_args* a) {
     case 'A':
         a->all_frames = true;
         return MR_OPT_NEXT;
+    case 'P':
+        a->by_process = true;
+        return MR_OPT_NEXT;
     case 'c':
         a->callers = optarg;
         return MR_OPT_NEXT;
@@ -106,14 +121,21 @@ static int check_args(const top_args* a) {
 }
 
 static int parse_args(int argc, char** argv, top_args* a) {
-    static const struct option opts[] = {
-        {"metric", required_argument, NULL, 'm'},  {"at", required_argument, NULL, 'a'},
-        {"range", required_argument, NULL, 'r'},   {"thread", required_argument, NULL, 'T'},
-        {"sort", required_argument, NULL, 's'},    {"top", required_argument, NULL, 't'},
-        {"all-frames", no_argument, NULL, 'A'},    {"callers", required_argument, NULL, 'c'},
-        {"callees", required_argument, NULL, 'C'}, {"json", no_argument, NULL, 'j'},
-        {"output", required_argument, NULL, 'o'},  {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"metric", required_argument, NULL, 'm'},
+                                         {"at", required_argument, NULL, 'a'},
+                                         {"range", required_argument, NULL, 'r'},
+                                         {"thread", required_argument, NULL, 'T'},
+                                         {"sort", required_argument, NULL, 's'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"all-frames", no_argument, NULL, 'A'},
+                                         {"callers", required_argument, NULL, 'c'},
+                                         {"callees", required_argument, NULL, 'C'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"by-process", no_argument, NULL, 'P'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     *a = (top_args){.opt = MR_OPTS_INIT,
                     .when = MR_WHEN_INIT,
                     .metric = MR_METRIC_LIVE_BYTES,
@@ -237,11 +259,85 @@ static int write_top(mr_top_report* t, const top_args* a, const mr_symbols* sy) 
     return rc;
 }
 
+// The function views of every process, summed per function or (--by-process) one after
+// the other, with each row's process label in labels[i]. Returns an exit code.
+static int procs_functions(const top_args* a, const mr_capture_set* s, const mr_profile* profs,
+                           mr_functions* fns, char*** labels) {
+    mr_functions* parts = calloc(s->n, sizeof *parts);
+    size_t* part_of = NULL;
+    int e = parts ? 0 : -ENOMEM;
+    for (size_t i = 0; !e && i < s->n; i++)
+        e = mr_functions_build(&profs[i], s->procs[i].sym, a->all_frames, &parts[i]);
+    if (!e)
+        e = a->by_process ? mr_procs_functions_split(parts, s->n, fns, &part_of)
+                          : mr_procs_functions_sum(parts, s->n, fns);
+    *labels = NULL;
+    if (!e && a->by_process && !(*labels = calloc(fns->n + 1, sizeof **labels)))
+        e = -ENOMEM;
+    for (size_t i = 0; !e && part_of && i < fns->n; i++)
+        if (!((*labels)[i] = mr_procs_label(&s->procs[part_of[i]])))
+            e = -ENOMEM;
+    for (size_t i = 0; parts && i < s->n; i++)
+        mr_functions_free(&parts[i]);
+    free(parts);
+    free(part_of);
+    if (e)
+        mr_error(s->procs[0].path, "out of memory");
+    return e ? MR_EXIT_IO : MR_EXIT_OK;
+}
+
+// Several captures (procs.h): the function table over every process.
+static int several_processes(const top_args* a, char* const* paths, int n) {
+    if (a->when.at_arg || a->when.from_arg || a->when.to_arg || a->when.range_named ||
+        a->when.tid || a->callers || a->callees)
+        return mr_usage_error(top_help, "top: several captures take --metric, --sort, --top, "
+                                        "--all-frames and --by-process, not --at, --range, "
+                                        "--thread, --callers or --callees");
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, top_help, true);
+    if (rc)
+        return rc;
+    mr_query q = MR_QUERY_INIT(0);
+    q.progress = "top";
+    mr_profile *profs = NULL, sum;
+    mr_functions fns = {0};
+    char** labels = NULL;
+    rc = mr_procs_profiles(&s, &q, &profs, &sum);
+    if (!rc)
+        rc = procs_functions(a, &s, profs, &fns, &labels);
+    if (!rc) {
+        mr_top_report t = {.capture = paths[0],
+                           .query = &q,
+                           .profile = &sum,
+                           .metric = a->metric,
+                           .all_frames = a->all_frames,
+                           .sort_total = a->sort_total,
+                           .top = a->top,
+                           .functions = &fns,
+                           .processes = s.n,
+                           .process_of = (const char* const*)labels};
+        mr_report_to to = mr_opts_report_to(&a->opt);
+        rc = mr_top_report_write(&to, &t);
+    }
+    for (size_t i = 0; labels && i < fns.n; i++)
+        free(labels[i]);
+    free(labels);
+    mr_functions_free(&fns);
+    mr_procs_profiles_free(profs, profs ? s.n : 0);
+    mr_capture_set_free(&s);
+    return rc;
+}
+
 int mr_cmd_top(int argc, char** argv) {
     top_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
+    if (mr_capture_set_wanted(argc - optind, argv + optind))
+        return several_processes(&a, argv + optind, argc - optind);
+    if (a.by_process)
+        return mr_usage_error(top_help, "top: --by-process takes several captures or a "
+                                        "directory");
     const char* path = mr_opts_input(argc, argv, top_help);
     if (!path)
         return MR_EXIT_USAGE;

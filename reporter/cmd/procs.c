@@ -42,8 +42,7 @@ int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help
     return rc;
 }
 
-int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v,
-                      mr_profile* sum) {
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v, mr_profile* sum) {
     *sum = (mr_profile){0};
     *v = calloc(s->n, sizeof **v);
     if (!*v) {

@@ -25,8 +25,7 @@ int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help
 // The model's profile of each process for q (on each process's default heap; with
 // MR_AT_PEAK each at its own peak): (*v)[i] for s->procs[i], and their totals in *sum
 // (procs_views.h). Returns an exit code; on failure nothing is left to free.
-int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v,
-                      mr_profile* sum);
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v, mr_profile* sum);
 void mr_procs_profiles_free(mr_profile* v, size_t n);
 
 // memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code

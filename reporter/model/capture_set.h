@@ -16,15 +16,15 @@
 
 typedef struct mr_process {
     mt_capture* cap;
-    char* path;           // as given, or DIR/NAME
-    const char* name;     // the file name, within path
-    int64_t pid, ppid;    // 0 when the capture does not say (an imported log)
-    int64_t start_ns;     // wall clock of the capture's ts 0 (meta start_realtime_ns), or 0
-    char* exe;            // meta exe, or NULL
-    char* cmdline;        // meta cmdline: a JSON array of strings, or NULL
-    char* parent_capture; // meta parent_capture (a forked child's parent's file), or NULL
-    size_t parent;        // index of the parent in the set, or MR_PROCESS_ROOT
-    unsigned depth;       // 0 for a root
+    char* path;             // as given, or DIR/NAME
+    const char* name;       // the file name, within path
+    int64_t pid, ppid;      // 0 when the capture does not say (an imported log)
+    int64_t start_ns;       // wall clock of the capture's ts 0 (meta start_realtime_ns), or 0
+    char* exe;              // meta exe, or NULL
+    char* cmdline;          // meta cmdline: a JSON array of strings, or NULL
+    char* parent_capture;   // meta parent_capture (a forked child's parent's file), or NULL
+    size_t parent;          // index of the parent in the set, or MR_PROCESS_ROOT
+    unsigned depth;         // 0 for a root
     struct mr_symbols* sym; // its stacks and names once mr_capture_set_load_symbols ran
 } mr_process;
 

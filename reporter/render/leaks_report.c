@@ -6,6 +6,7 @@
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
+#include "procs_json.h"
 #include "stack_json.h"
 
 #include "memtrace/units.h"
@@ -29,7 +30,10 @@ static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group*
     json_t* o = json_object();
     json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
     json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
-    json_object_set_new(o, "stack", mr_sites_stack_json(s, g->callsite, all_frames));
+    json_t* stack = mr_sites_stack_json(g->process ? g->process->sym : s, g->callsite, all_frames);
+    if (g->process) // the process is the outermost frame, as in the flame graph
+        json_array_append_new(stack, mr_procs_frame_json(g->process));
+    json_object_set_new(o, "stack", stack);
     json_array_append_new(sec->groups, o);
 }
 
@@ -49,10 +53,51 @@ static json_t* suppressions_json(const mr_leaks_report* rep) {
     return a;
 }
 
+// Each process of several captures with its leaks (the program's) and what the C runtime
+// holds.
+static json_t* processes_json(const mr_leaks_report* rep) {
+    json_t* arr = json_array();
+    for (size_t i = 0; i < rep->set->n; i++) {
+        const mr_process* p = &rep->set->procs[i];
+        uint64_t sum[2][3] = {{0}}; // [program, runtime][bytes, blocks, stacks]
+        for (size_t k = 0; k < rep->n; k++) {
+            const mr_leaks_group* g = &rep->groups[k];
+            if (g->process != p || g->owner == MR_LEAKS_SUPPRESSED)
+                continue;
+            uint64_t* s = sum[g->owner == MR_LEAKS_RUNTIME];
+            s[0] += g->bytes;
+            s[1] += g->blocks;
+            s[2]++;
+        }
+        json_t* o = mr_procs_process_json(p);
+        json_object_set_new(o, "status",
+                            json_string(mt_capture_truncated(p->cap) ? "truncated" : "complete"));
+        json_object_set_new(o, "bytes", json_integer((json_int_t)sum[0][0]));
+        json_object_set_new(o, "blocks", json_integer((json_int_t)sum[0][1]));
+        json_object_set_new(o, "stacks", json_integer((json_int_t)sum[0][2]));
+        json_object_set_new(o, "runtime_held_bytes", json_integer((json_int_t)sum[1][0]));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+// Whether a capture of the report did not end normally.
+static bool any_truncated(const mr_leaks_report* rep) {
+    if (!rep->set)
+        return mt_capture_truncated(rep->cap);
+    for (size_t i = 0; i < rep->set->n; i++)
+        if (mt_capture_truncated(rep->set->procs[i].cap))
+            return true;
+    return false;
+}
+
+static const char* input_name(const mr_leaks_report* rep) {
+    return rep->input ? rep->input : mt_capture_path(rep->cap);
+}
+
 // The report: suppressed groups are counted as such; the others go to the C runtime's
 // section or to the program's.
 static json_t* build_report(const mr_leaks_report* rep) {
-    mt_capture* cap = rep->cap;
     section prog = {.groups = json_array()}, runtime = {.groups = json_array()};
     uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
     for (size_t i = 0; i < rep->n; i++) {
@@ -67,9 +112,8 @@ static json_t* build_report(const mr_leaks_report* rep) {
         }
     }
     json_t* r = json_object();
-    json_object_set_new(r, "capture", mr_json_bytes(mt_capture_path(cap)));
-    json_object_set_new(r, "status",
-                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(r, "capture", mr_json_bytes(input_name(rep)));
+    json_object_set_new(r, "status", json_string(any_truncated(rep) ? "truncated" : "complete"));
     json_object_set_new(r, "bytes", json_integer((json_int_t)prog.bytes));
     json_object_set_new(r, "blocks", json_integer((json_int_t)prog.blocks));
     json_object_set_new(r, "stacks", json_integer((json_int_t)prog.stacks));
@@ -84,6 +128,8 @@ static json_t* build_report(const mr_leaks_report* rep) {
     json_object_set_new(held, "groups", runtime.groups);
     json_object_set_new(r, "runtime_held", held);
     json_object_set_new(r, "suppressions", suppressions_json(rep));
+    if (rep->set)
+        json_object_set_new(r, "processes", processes_json(rep));
     return r;
 }
 
@@ -148,8 +194,17 @@ static void print_text(FILE* out, json_t* r) {
         print_amount(out, INT(held, "bytes"), INT(held, "blocks"), INT(held, "stacks"));
         fputc('\n', out);
     }
+    size_t i;
+    json_t* p;
+    json_array_foreach(json_object_get(r, "processes"), i, p) {
+        fputs("  ", out);
+        mr_fputs_text(out, json_string_value(json_object_get(p, "process")));
+        fputs(": ", out);
+        print_amount(out, INT(p, "bytes"), INT(p, "blocks"), INT(p, "stacks"));
+        fputc('\n', out);
+    }
 }
 
 int mr_leaks_report_write(const mr_report_to* to, const mr_leaks_report* r) {
-    return mr_json_write_new_report(to, build_report(r), mt_capture_path(r->cap), print_text);
+    return mr_json_write_new_report(to, build_report(r), input_name(r), print_text);
 }

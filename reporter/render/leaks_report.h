@@ -6,6 +6,7 @@
 #ifndef MR_LEAKS_REPORT_H
 #define MR_LEAKS_REPORT_H
 
+#include "capture_set.h"
 #include "report.h"
 #include "symbols.h"
 
@@ -27,6 +28,9 @@ typedef struct mr_leaks_group {
     uint32_t callsite;
     uint64_t bytes, blocks;
     mr_leaks_owner owner;
+    // Several captures: the group's process (its symbols; shown as the outermost frame of
+    // the stack); else NULL.
+    const mr_process* process;
 } mr_leaks_group;
 
 // One line of a suppressions file and what it matched.
@@ -47,6 +51,9 @@ typedef struct mr_leaks_report {
     bool all_frames;
     const mr_leaks_suppression* suppressions;
     size_t nsuppressions;
+    // Several captures: the processes (cap is the first's) and the input as named.
+    const mr_capture_set* set;
+    const char* input;
 } mr_leaks_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

@@ -93,8 +93,7 @@ static void print_text(FILE* out, json_t* o) {
     fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, %s %s\n",
             (unsigned long long)U64(o, "stacks_total"),
             mt_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
-            (unsigned long long)U64(o, "allocations"),
-            procs ? "sum of peaks" : "peak",
+            (unsigned long long)U64(o, "allocations"), procs ? "sum of peaks" : "peak",
             mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
     json_array_foreach(procs, i, s) {
         fputs("  ", out);

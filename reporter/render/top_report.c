@@ -34,6 +34,7 @@ const char* mr_top_report_metric_name(mr_metric m) {
 // One line of a list: a function (or a pseudo-function such as (self)) and its values.
 typedef struct entry {
     const char *name, *file;
+    const char* process;  // --by-process: "COMMAND (pid N)", else NULL
     uint64_t self, total; // a caller or callee has its value in total
     uint64_t key, tie;    // sorted by key, then tie, largest first, then by name
 } entry;
@@ -45,7 +46,9 @@ static int cmp_entries(const void* a, const void* b) {
     if (x->tie != y->tie)
         return x->tie < y->tie ? 1 : -1;
     int c = strcmp(x->name, y->name);
-    return c ? c : strcmp(x->file ? x->file : "", y->file ? y->file : "");
+    if (!c)
+        c = strcmp(x->file ? x->file : "", y->file ? y->file : "");
+    return c ? c : strcmp(x->process ? x->process : "", y->process ? y->process : "");
 }
 
 static uint64_t profile_total(const mr_profile* p, mr_metric m) {
@@ -85,6 +88,8 @@ static json_t* entries_json(entry* v, size_t n, size_t top, bool table, bool by_
         json_t* o = json_object();
         json_object_set_new(o, "function", mr_json_bytes(v[i].name));
         json_object_set_new(o, "file", mr_json_bytes(v[i].file));
+        if (v[i].process)
+            json_object_set_new(o, "process", mr_json_bytes(v[i].process));
         if (table) {
             json_object_set_new(o, "self", json_integer((json_int_t)v[i].self));
             json_object_set_new(o, "self_percent", percent_json(v[i].self, of));
@@ -126,13 +131,18 @@ static json_t* build_report(const mr_top_report* t) {
     json_object_set_new(o, "time_unit", json_string(t->steps ? "step" : "ns"));
     if (m == MR_METRIC_LIVE_BYTES) {
         json_object_set_new(o, "moment", json_string(t->at_time ? "time" : "peak"));
-        json_object_set_new(o, "moment_ts", json_integer((json_int_t)t->profile->moment_ts));
+        if (!t->processes) // several processes: each at its own peak
+            json_object_set_new(o, "moment_ts", json_integer((json_int_t)t->profile->moment_ts));
     }
     if (m == MR_METRIC_ALLOC_BYTES || m == MR_METRIC_ALLOC_COUNT || t->range_given) {
         json_object_set_new(o, "range_from", time_json(t->query->from));
         json_object_set_new(o, "range_to", time_json(t->query->to));
     }
     json_object_set_new(o, "thread", t->tid ? json_integer(t->tid) : json_null());
+    if (t->processes) { // live bytes: each process at its own peak
+        json_object_set_new(o, "processes", json_integer((json_int_t)t->processes));
+        json_object_set_new(o, "by_process", json_boolean(t->process_of != NULL));
+    }
     json_object_set_new(o, "all_frames", json_boolean(t->all_frames));
     uint64_t total = profile_total(t->profile, m);
     json_object_set_new(o, "total", json_integer((json_int_t)total));
@@ -148,6 +158,7 @@ static json_t* build_report(const mr_top_report* t) {
             if (fns->v[i].total[m])
                 v[n++] = (entry){.name = fns->v[i].name,
                                  .file = fns->v[i].file,
+                                 .process = t->process_of ? t->process_of[i] : NULL,
                                  .self = fns->v[i].self[m],
                                  .total = fns->v[i].total[m]};
         json_object_set_new(o, "sort", json_string(t->sort_total ? "total" : "self"));
@@ -189,7 +200,10 @@ static const char* time_text(json_t* o, json_t* t, char* buf, size_t len) {
 static void print_what(FILE* out, json_t* o) {
     const char* metric = json_string_value(json_object_get(o, "metric"));
     char a[64], b[64];
-    if (!strcmp(metric, "live")) {
+    json_t* procs = json_object_get(o, "processes");
+    if (procs && !strcmp(metric, "live")) {
+        fprintf(out, "bytes live at the peak of each of %llu processes", U64(o, "processes"));
+    } else if (!strcmp(metric, "live")) {
         bool peak = !strcmp(json_string_value(json_object_get(o, "moment")), "peak");
         json_t *from = json_object_get(o, "range_from"), *to = json_object_get(o, "range_to");
         if (peak && (from || to)) { // the highest point within --range
@@ -215,6 +229,8 @@ static void print_what(FILE* out, json_t* o) {
     }
     if (!json_is_null(json_object_get(o, "thread")))
         fprintf(out, " in thread %llu", U64(o, "thread"));
+    if (procs && strcmp(metric, "live"))
+        fprintf(out, " in %llu processes", U64(o, "processes"));
 }
 
 static void print_name(FILE* out, json_t* e) {
@@ -224,6 +240,11 @@ static void print_name(FILE* out, json_t* e) {
         fputs(" (", out);
         mr_fputs_text(out, json_string_value(file));
         fputc(')', out);
+    }
+    json_t* process = json_object_get(e, "process");
+    if (json_is_string(process)) {
+        fputs(" in ", out);
+        mr_fputs_text(out, json_string_value(process));
     }
     fputc('\n', out);
 }

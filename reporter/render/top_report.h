@@ -32,6 +32,10 @@ typedef struct mr_top_report {
     const mr_callgraph* graph;
     size_t focus;
     bool callers, callees;
+    // Several captures: their number (0 for one), and with --by-process the process label
+    // of each function (functions->v[i]), else NULL.
+    size_t processes;
+    const char* const* process_of;
 } mr_top_report;
 
 // The name of a metric in the report and on the command line: live, allocated, count,

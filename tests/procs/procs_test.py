@@ -8,7 +8,10 @@
 # equal to baseline + truth, and its total the sum of the processes, exceeding the
 # baseline's by exactly the sum of the truths; the flame graph of DIR with each process a
 # root frame holding exactly its peak (or with --leaks its leaked) bytes.
-# Usage: procs_test.py tree MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
+# The reports case: stacks, leaks and top of DIR, each process's numbers equal to its summary
+# (checked against truth by the tree case) and to the known sites of e2e_leaks, the totals
+# the sums over processes.
+# Usage: procs_test.py tree|reports MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
 #        procs_test.py trust MEMTRACE LIB LEAKS WORKDIR
 # The trust case: DIR a symlink, DIR group-writable (launcher and tracer alike refuse, the
 # program still runs), and a file or symlink already holding a capture's name in DIR (left
@@ -21,16 +24,11 @@ import stat
 import subprocess
 import sys
 
-failures = 0
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 ADDITIVE = ["allocations", "frees", "bytes_allocated", "leaked_bytes", "leaked_allocations"]
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
-    return cond
 
 
 def clean_env(**extra):
@@ -177,6 +175,109 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
           f"flamegraph DIR --at: a usage error ({r.returncode})")
 
 
+def report_json(memreport, *args):
+    r = run([memreport, *args, "--json"])
+    check(r.returncode == 0, f"{' '.join(args[:1])} DIR: {r.stderr.strip()!r}")
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def label_pid(label):
+    m = re.fullmatch(r".+ \(pid (\d+)\)", label or "")
+    return int(m.group(1)) if m else None
+
+
+# The sites of e2e_leaks (tests/e2e/progs/leaks.c) and the bytes each leaks.
+LEAK_SITES = {"leak_small": 50 * 10 * 100, "leak_mid": 5 * 10 * 100, "leak_big": 12345,
+              "leak_grown": 5000}
+
+
+def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
+    progs = [leaks, peak, realloc_chain]
+    summary, caps, truths = traced_tree(memtrace, memreport, progs, work, "real")
+    procs = summary["processes"]
+    by_pid = {}
+    for p in procs:  # a pid that exec'd has two captures: the later one is the program
+        by_pid.setdefault(p["pid"], []).append(p)
+    leaks_row = next(p for p in procs if p["command"] == [leaks])
+
+    # stacks: the outermost frame of every stack is its process; the numbers add up.
+    st = report_json(memreport, "stacks", caps, "--top", "0")
+    if st:
+        check([p["capture"] for p in st["processes"]] == [p["capture"] for p in procs],
+              "stacks: the processes in tree order")
+        for p, s in zip(procs, st["processes"]):
+            check((s["bytes_allocated"], s["allocations"], s["peak_bytes"]) ==
+                  (p["bytes_allocated"], p["allocations"], p["peak_bytes"]),
+                  f"stacks: {p['capture']} totals = its summary")
+        check(st["bytes_allocated"] == sum(p["bytes_allocated"] for p in procs) and
+              st["allocations"] == sum(p["allocations"] for p in procs) and
+              st["peak_bytes"] == summary["total"]["sum_of_peaks_bytes"],
+              "stacks: the totals are the sums over processes")
+        outer = [s["frames"][-1] for s in st["stacks"]]
+        check(all(f.get("process") and label_pid(f["function"]) in by_pid for f in outer),
+              "stacks: every stack's outermost frame is a process 'COMMAND (pid N)'")
+        check(len(st["stacks"]) == st["stacks_total"], "stacks --top 0: every stack listed")
+        per = {}
+        for s in st["stacks"]:
+            pid = label_pid(s["frames"][-1]["function"])
+            per[pid] = per.get(pid, 0) + s["bytes"]
+        check(all(per.get(pid, 0) == sum(p["bytes_allocated"] for p in rows)
+                  for pid, rows in by_pid.items()),
+              f"stacks: each process's stacks add up to its bytes allocated: {per}")
+        text = run([memreport, "stacks", caps, "--top", "3"])
+        check(text.returncode == 0 and f"(pid {leaks_row['pid']})" in text.stdout and
+              "(top 3 of" in text.stdout, "stacks DIR as text names the processes")
+
+    # leaks: per process its summary's leaked bytes; e2e_leaks's sites under its process.
+    lk = report_json(memreport, "leaks", caps)
+    if lk:
+        for p, s in zip(procs, lk["processes"]):
+            check(s["capture"] == p["capture"] and
+                  s["bytes"] + s["runtime_held_bytes"] == p["leaked_bytes"],
+                  f"leaks: {p['capture']} program + runtime = its leaked bytes "
+                  f"{p['leaked_bytes']}")
+        check(lk["bytes"] + lk["runtime_held"]["bytes"] == summary["total"]["leaked_bytes"],
+              "leaks: the totals are the sums over processes")
+        label = f"(pid {leaks_row['pid']})"
+        for site, want in LEAK_SITES.items():
+            got = sum(g["bytes"] for g in lk["groups"]
+                      if g["stack"][-1]["function"].endswith(label) and
+                      any(f["function"] == site for f in g["stack"]))
+            check(got == want, f"leaks: {site} leaks {got} = {want} under e2e_leaks's process")
+
+    # top: functions summed over processes; --by-process splits them again.
+    for metric, key, total in (("live", "peak_bytes", "sum_of_peaks_bytes"),
+                               ("leaked", "leaked_bytes", "leaked_bytes"),
+                               ("allocated", "bytes_allocated", "bytes_allocated")):
+        summed = report_json(memreport, "top", caps, "--top", "0", "--metric", metric)
+        split = report_json(memreport, "top", caps, "--top", "0", "--metric", metric,
+                            "--by-process")
+        if not summed or not split:
+            continue
+        want = summary["total"][total]
+        check(summed["total"] == want and sum(f["self"] for f in summed["functions"]) == want,
+              f"top {metric}: total and the selves = {want}")
+        keys = [(f["function"], f["file"]) for f in summed["functions"]]
+        check(len(keys) == len(set(keys)), f"top {metric}: one row per function")
+        sums = {}
+        for f in split["functions"]:
+            k = (f["function"], f["file"])
+            sums[k] = sums.get(k, 0) + f["self"]
+        check(all(sums.get((f["function"], f["file"])) == f["self"]
+                  for f in summed["functions"]) and len(sums) == len(keys),
+              f"top {metric}: each function the sum of its rows per process")
+        per = {}
+        for f in split["functions"]:
+            per[label_pid(f["process"])] = per.get(label_pid(f["process"]), 0) + f["self"]
+        check(all(per.get(pid, 0) == sum(p[key] for p in rows) for pid, rows in by_pid.items()),
+              f"top {metric} --by-process: each process's selves = its {key}")
+    r = run([memreport, "top", caps, "--callers", "main"])
+    check(r.returncode == 1 and "several captures" in r.stderr,
+          f"top DIR --callers: a usage error ({r.returncode})")
+    r = run([memreport, "top", os.path.join(caps, leaks_row["capture"]), "--by-process"])
+    check(r.returncode == 1, f"top CAPTURE --by-process: a usage error ({r.returncode})")
+
+
 def case_trust(memtrace, lib, leaks, work):
     target = os.path.join(work, "target")
     os.makedirs(target, mode=0o700)
@@ -227,8 +328,8 @@ def main():
     work = args[-1]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"tree": case_tree, "trust": case_trust}[case](*args)
-    print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
+    {"tree": case_tree, "reports": case_reports, "trust": case_trust}[case](*args)
+    print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     sys.exit(1 if failures else 0)
 
 
