@@ -15,8 +15,10 @@ import sqlite3
 import subprocess
 import sys
 
-from export_check import check, finish, runner
-from real_program import trace_python
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check_quietly as check, finish, runner  # noqa: E402
+from real_program import trace_python  # noqa: E402
 
 memreport, fixture, npu_log, work = sys.argv[1:5]
 launcher = sys.argv[5] if len(sys.argv) > 5 else None

@@ -22,7 +22,9 @@ import shutil
 import subprocess
 import sys
 
-from export_check import check, failures
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check_quietly as check, failures  # noqa: E402
 
 # The functions of progs/reports_prog.c.
 OWN = {"main", "worker", "leak_here", "worker_leak", "peak_phase", "temp_loop"}

@@ -14,7 +14,9 @@ import shutil
 import subprocess
 import sys
 
-from export_check import check, failures
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check_quietly as check, failures  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

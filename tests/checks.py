@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: MIT
+# What the Python test drivers share: checks that are counted, not fatal (each prints
+# `ok: WHAT` or `FAIL: WHAT` on stdout, in the order they ran), and memreport runs that
+# must succeed. A driver imports it with
+#     sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+#     sys.path.insert(0, <this folder>)
+#     from checks import check, failures  # noqa: E402
+# and exits 1 when `failures` (what each failed check said) is not empty, whatever else
+# it skipped (exit 77 only when every check it ran passed).
+import subprocess
+import sys
+
+failures = []
+
+
+def check(cond, what):
+    """Prints and counts one check; returns cond so a caller can stop what depends on it."""
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def check_quietly(cond, what):
+    """check() printing only a failure: for drivers whose checks run by the thousand (one per
+    damaged capture, per exported line) and say what went wrong."""
+    return cond if cond else check(cond, what)
+
+
+def runner(memreport):
+    """A function running memreport with the given arguments, returning its stdout; a
+    failing run ends the test with its stderr."""
+    def run(*args):
+        p = subprocess.run([memreport, *args], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
+        return p.stdout
+    return run
+
+
+def finish():
+    """Ends the driver: exit 1 with the count of failed checks, if any."""
+    if failures:
+        sys.exit(f"{len(failures)} check(s) failed")
