@@ -19,20 +19,14 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports"))
 import webdriver  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
-failures = 0
 KIB, MIB = 1024, 1024 * 1024
 # Bytes live at each run's peak (diff_prog.c): base, new.
 TRUTH = {"grow_site": (MIB, 2 * MIB), "leak_site": (4 * KIB, 8 * KIB),
          "same_site": (1000, 1000), "old_site": (3000, 0), "new_site": (0, 5000)}
 HOSTILE = "</script><img src=x onerror=window.__pwned=1><!--<script>&amp;\"'"
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 # Each drawn frame by its path from the root: its data, class and background colour.
@@ -251,8 +245,8 @@ def cli(memreport, base, new, work):
 
 def main():
     memtrace, memreport, prog, work = sys.argv[1:5]
-    if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
-        print("SKIP: chromium/chromedriver not installed")
+    if why := webdriver.missing():
+        print("SKIP:", why)
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -281,7 +275,7 @@ def main():
         no_errors(b, "the page, after every view")
     hostile(memreport, base, new, work)
     cli(memreport, base, new, work)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

@@ -20,7 +20,8 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "reports"))
 import webdriver  # noqa: E402
-from export_check import check, failures  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from checks import check_quietly as check, failures  # noqa: E402
 
 RELEASE = os.path.join(HERE, "speedscope", "node_modules", "speedscope", "dist", "release")
 # Put first in the page: records script errors, failed loads and alerts (speedscope alerts
@@ -72,8 +73,8 @@ def wait_for(b, script, timeout=60):
 
 def main():
     memreport, fixture, work = sys.argv[1:4]
-    if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
-        print("SKIP: chromium/chromedriver not installed")
+    if why := webdriver.missing():
+        print("SKIP:", why)
         return 77
     if not os.path.exists(os.path.join(RELEASE, "index.html")):
         print("SKIP: the speedscope npm package is not installed "

@@ -18,17 +18,8 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import webdriver  # noqa: E402
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
-    else:
-        print("ok:", what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 FRAMES_JS = """
@@ -46,8 +37,8 @@ def frames(b):
 
 def main():
     memreport, fixture, deep_fixture, work = sys.argv[1:5]
-    if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
-        print("SKIP: chromium/chromedriver not installed")
+    if why := webdriver.missing():
+        print("SKIP:", why)
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -160,7 +151,7 @@ def main():
         check(b.js("return window.__errors") == [], "no script errors (plain page)")
     hostile(memreport, fixture, work)
     deep(memreport, deep_fixture, work)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

@@ -14,17 +14,8 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import webdriver  # noqa: E402
-
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
-    else:
-        print("ok:", what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 # Frames as drawn in a chart: name, bytes, depth and position.
@@ -245,8 +236,8 @@ def temporal(memreport, cap, work):
 
 def main():
     memreport, fixture, work = sys.argv[1:4]
-    if not (os.access("/usr/bin/chromedriver", os.X_OK) and shutil.which("chromium")):
-        print("SKIP: chromium/chromedriver not installed")
+    if why := webdriver.missing():
+        print("SKIP:", why)
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -304,7 +295,7 @@ def main():
           not os.path.exists(os.path.join(work, "bad.html")),
           "--orientation left: usage error, no page (%d %r)" % (bad.returncode, bad.stderr))
     temporal(memreport, cap, work)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

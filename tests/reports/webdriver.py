@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-# A minimal W3C WebDriver client over urllib (python3 stdlib only): starts chromedriver,
-# opens a headless chromium session, and offers the few commands the flame graph test
-# needs, plus a PNG decoder for screenshot checks. Test-only code.
+# A minimal W3C WebDriver client over urllib (python3 stdlib only): says whether it can run
+# here (missing(), a test's reason to skip), starts chromedriver, opens a headless chromium
+# session, and offers the few commands the page tests need, plus a PNG decoder for
+# screenshot checks. Test-only code.
 import base64
 import json
 import os
@@ -38,8 +39,22 @@ def _chromium_binary():
     raise WebDriverError("chromium not found")
 
 
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def missing():
+    """Why no browser can be started here (a driver's `SKIP:` line), or None."""
+    try:
+        _chromium_binary()
+    except WebDriverError:
+        return "chromium not installed"
+    if not os.access(CHROMEDRIVER, os.X_OK):
+        return "chromedriver not installed"
+    return None
+
+
 class Browser:
-    def __init__(self, width=1280, height=800, driver="/usr/bin/chromedriver"):
+    def __init__(self, width=1280, height=800, driver=CHROMEDRIVER):
         self.port = _free_port()
         self.profile = tempfile.mkdtemp(prefix="mt-chromium-")
         self.proc = subprocess.Popen([driver, "--port=%d" % self.port],
