@@ -13,14 +13,9 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 # The functions of progs/hostile_names.c, as JSON (exact strings, invalid bytes as \xNN)
@@ -116,7 +111,7 @@ def main():
     check(all(exact in strings for exact, _, _ in FUNCTIONS), "flame graph keeps every name")
     check("\x1b]0;pwned\x07 caf\\xe9 <!--<script>" in data.get("title", ""),
           "flame graph title holds the arguments: %r" % data.get("title"))
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

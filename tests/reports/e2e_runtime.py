@@ -11,14 +11,9 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def functions(group):
@@ -79,7 +74,7 @@ def main():
     said = [l for l in err.splitlines() if "matched no leak" in l]
     check(said == ["memreport: %s:4: suppression 'no_such_function' matched no leak" % supp],
           "the unmatched line is reported: %r" % err)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

@@ -10,15 +10,11 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 TRUTH = {"build_index": 30000, "load_table": 6000, "arena_alloc": 700, "parse_args": 100}
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def main():

@@ -14,18 +14,14 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 
 # Function -> temporaries, by design of progs/temporaries.c.
 TRUTH = {"temp_loop": 1000, "kept": 1, "realloc_chain": 3000, "cross_thread": 1,
          "interleaved": 0, "main_between": 0}
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def memtrace_counts(launcher, memreport, prog, work):

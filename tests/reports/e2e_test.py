@@ -10,14 +10,9 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def functions(stack):
@@ -97,7 +92,7 @@ def main():
     check(sum(n[5] for _, n in pp) == 100000, "flame graph: peak_phase holds 100000 bytes")
     check(data["total_bytes"] >= 113000, "flame graph total covers the live set at the peak")
     check("main" in by_name, "flame graph has main")
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 
