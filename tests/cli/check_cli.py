@@ -26,14 +26,9 @@ import stat
 import subprocess
 import sys
 
-FAILS = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILS.append(what)
-    return ok
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def run(argv, cwd=None):
@@ -333,8 +328,8 @@ def main():
     # Tests name frames afresh (tests/CMakeLists.txt); the launcher's captures go here.
     os.environ["MEMTRACE_SYMBOL_CACHE"] = "0"
     CASES[case](a)
-    if FAILS:
-        print(f"{len(FAILS)} check(s) failed")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
         sys.exit(1)
 
 

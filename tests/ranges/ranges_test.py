@@ -16,15 +16,11 @@ import sqlite3
 import subprocess
 import sys
 
-failures = 0
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 OURS = ("load_table", "load_scratch", "step_buffer", "late_buffer")
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def run(memreport, *args):
@@ -181,7 +177,7 @@ def main():
                  "900s is a time, not the mark")
     expect_error(memreport, ["top", cap, "--at", "mark:"], ["name of a mark"], "mark: alone")
     check_npu(memreport, npu_log, work)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     return 1 if failures else 0
 
 

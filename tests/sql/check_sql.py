@@ -17,18 +17,14 @@ import sqlite3
 import subprocess
 import sys
 
-failures = 0
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 KINDS_ALLOC = ("malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
                "aligned_alloc", "memalign", "valloc", "pvalloc", "custom_alloc", "npu_alloc")
 KINDS_FREE = ("realloc_free", "reallocarray_free", "free", "free_sized", "free_aligned_sized",
               "custom_free", "npu_free")
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 def run(args, stdin=None, ok=True):
@@ -231,7 +227,7 @@ def main():
     # The extension in the sqlite3 shell.
     if shutil.which("sqlite3") is None:
         print("SKIP: sqlite3 (the Debian package sqlite3) is not installed")
-        return 77 if failures == 0 else 1
+        return 77 if not failures else 1
     load = ".load " + os.path.splitext(ext)[0]
     for name, cap in caps:
         q = "select count(*), sum(size) from events where kind = 'malloc'"

@@ -15,19 +15,15 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 memreport, fixture, work = sys.argv[1:4]
 launcher = sys.argv[4] if len(sys.argv) > 4 else None
 PROMPT = b"memreport> "
 CONTINUATION = b"   ...> "
 WAIT_S = 60  # only a bound for a hung prompt: a slow machine just takes longer to answer
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
 
 
 class Terminal:
@@ -121,7 +117,7 @@ rc = term.close()
 check(rc == 0, f"Ctrl-D quits with exit status {rc}")
 
 if failures:
-    sys.exit(f"{failures} check(s) failed")
+    sys.exit(f"{len(failures)} check(s) failed")
 if not launcher:
     print("SKIP: the tracer is not built: checked on the fixture only")
     sys.exit(77)

@@ -14,14 +14,9 @@ import stat
 import subprocess
 import sys
 
-FAILS = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILS.append(what)
-    return ok
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 def summary(memreport, path):
@@ -199,8 +194,8 @@ def main():
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
     CASES[a.case](a, w)
-    print(f"{'0' if FAILS else '1'} passed, {len(FAILS) and 1} failed")
-    sys.exit(1 if FAILS else 0)
+    print(f"{'0' if failures else '1'} passed, {len(failures) and 1} failed")
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,9 @@ import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
 
 
 class Top:
@@ -312,7 +307,7 @@ def main():
     npu(memreport, log, work)
     if len(sys.argv) == 6:
         traced(memreport, sys.argv[4], sys.argv[5], work)
-    print("%d failures" % failures)
+    print("%d failures" % len(failures))
     sys.exit(1 if failures else 0)
 
 
