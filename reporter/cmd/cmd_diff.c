@@ -13,6 +13,7 @@
 #include "functions.h"
 #include "options.h"
 #include "output.h"
+#include "procs.h"
 #include "profile.h"
 #include "sites.h"
 #include "symbols.h"
@@ -37,6 +38,12 @@ static const char diff_help[] =
     "the totals; largest change first. Functions match by name and source file name,\n"
     "stacks by their function names (outermost first), never by address: captures of the\n"
     "same program built or run on other machines compare cleanly.\n"
+    "BASE and NEW may be directories of a process tree's captures (memtrace -o DIR/):\n"
+    "processes match by program (the executable's file name), the Nth run of a program in\n"
+    "BASE (in tree order: parents first, then by start) with the Nth in NEW; each process's\n"
+    "totals, its functions and stacks (the process \"NAME #N\" their outermost frame) are\n"
+    "compared, processes in one run only are listed as such, and the totals (peaks: each\n"
+    "process at its own, added) are what --fail-if gates. --html takes two captures.\n"
     "  --json            machine-readable output: totals, functions, stacks\n"
     "  --csv             msMemScope's memory_compare columns, one row per function, then\n"
     "                    per stack, after one TOTAL row: Event (TOTAL, FUNCTION, STACK),\n"
@@ -278,12 +285,9 @@ static void close_run(run* r) {
         mt_capture_close(r->cap);
 }
 
-// Opens a capture and computes its numbers at its peak. Returns an exit code.
-static int open_run(run* r, const char* path, const diff_args* a) {
-    *r = (run){.path = path};
-    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
-    if (rc)
-        return rc;
+// Computes the numbers of an open capture at its peak. Returns an exit code.
+static int run_numbers(run* r, const char* path, const diff_args* a) {
+    int rc;
     r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
     q.progress = "diff";
@@ -295,6 +299,13 @@ static int open_run(run* r, const char* path, const diff_args* a) {
         return MR_EXIT_IO;
     }
     return MR_EXIT_OK;
+}
+
+// Opens a capture and computes its numbers at its peak. Returns an exit code.
+static int open_run(run* r, const char* path, const diff_args* a) {
+    *r = (run){.path = path};
+    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
+    return rc ? rc : run_numbers(r, path, a);
 }
 
 // ---- the gate
@@ -361,6 +372,163 @@ static int compare(const diff_args* a, const run* base, const run* next) {
     return rc;
 }
 
+// ---- two directories: processes matched by program
+
+// One side of a diff of directories: its processes' runs and the entries of all of them,
+// keyed with the process first.
+typedef struct run_set {
+    mr_capture_set set;
+    run* runs;
+    char** names;       // "NAME #N" of each process
+    const char** pkeys; // the key of each process's totals: its name
+    mr_diff_entry *procs, *fns, *stacks;
+    size_t nfns, nstacks;
+    const char** keys; // every prefixed key, one after the other
+    size_t nkeys;
+    mr_diff_row totals; // the sums, in v[MR_DIFF_BASE]
+} run_set;
+
+// "NAME #N": the executable's file name (the capture's when unknown), N its runs so far.
+static char* process_name(const run_set* rs, size_t i) {
+    const mr_process* p = &rs->set.procs[i];
+    const char* name = file_name(p->exe ? p->exe : p->name);
+    size_t nth = 1;
+    for (size_t k = 0; k < i; k++) {
+        const mr_process* q = &rs->set.procs[k];
+        nth += !strcmp(file_name(q->exe ? q->exe : q->name), name);
+    }
+    char* out;
+    return asprintf(&out, "%s #%zu", name, nth) < 0 ? NULL : out;
+}
+
+// Appends entries e[0..n) with the process name before their keys.
+static int add_prefixed(run_set* rs, const mr_diff_entry* e, size_t n, const char* pname,
+                        mr_diff_entry* to, size_t* nto) {
+    for (size_t i = 0; i < n; i++) {
+        const char** key = &rs->keys[rs->nkeys];
+        key[0] = pname;
+        memcpy(key + 1, e[i].key, e[i].nkey * sizeof *key);
+        rs->nkeys += e[i].nkey + 1;
+        to[(*nto)++] = (mr_diff_entry){.key = key, .nkey = e[i].nkey + 1};
+        memcpy(to[*nto - 1].v, e[i].v, sizeof e[i].v);
+    }
+    return 0;
+}
+
+// The entries of every process of an open set. Returns an exit code.
+static int set_entries(run_set* rs, const diff_args* a) {
+    size_t n = rs->set.n, nfn = 0, nst = 0, nkeys = 0;
+    rs->runs = calloc(n, sizeof *rs->runs);
+    rs->names = calloc(n, sizeof *rs->names);
+    rs->pkeys = calloc(n, sizeof *rs->pkeys);
+    rs->procs = calloc(n, sizeof *rs->procs);
+    if (!rs->runs || !rs->names || !rs->pkeys || !rs->procs)
+        return MR_EXIT_IO;
+    for (size_t i = 0; i < n; i++) {
+        run* r = &rs->runs[i];
+        const mr_process* p = &rs->set.procs[i];
+        *r = (run){.path = p->path, .cap = p->cap, .sy = p->sym};
+        int rc = run_numbers(r, p->path, a);
+        if (rc)
+            return rc;
+        if (!(rs->names[i] = process_name(rs, i)))
+            return MR_EXIT_IO;
+        rs->pkeys[i] = rs->names[i];
+        mr_diff_row t = run_totals(r, r);
+        rs->procs[i] = (mr_diff_entry){.key = &rs->pkeys[i], .nkey = 1};
+        memcpy(rs->procs[i].v, t.v[0], sizeof t.v[0]);
+        for (int m = 0; m < MR_DIFF_NMETRICS; m++)
+            rs->totals.v[MR_DIFF_BASE][m] += t.v[0][m];
+        nfn += r->nfns;
+        nst += r->nstacks;
+        nkeys += 3 * r->nfns;
+        for (size_t k = 0; k < r->nstacks; k++)
+            nkeys += r->stack_entries[k].nkey + 1;
+    }
+    rs->fns = calloc(nfn + 1, sizeof *rs->fns);
+    rs->stacks = calloc(nst + 1, sizeof *rs->stacks);
+    rs->keys = calloc(nkeys + 1, sizeof *rs->keys);
+    if (!rs->fns || !rs->stacks || !rs->keys)
+        return MR_EXIT_IO;
+    for (size_t i = 0; i < n; i++) {
+        add_prefixed(rs, rs->runs[i].fn_entries, rs->runs[i].nfns, rs->names[i], rs->fns,
+                     &rs->nfns);
+        add_prefixed(rs, rs->runs[i].stack_entries, rs->runs[i].nstacks, rs->names[i], rs->stacks,
+                     &rs->nstacks);
+    }
+    return MR_EXIT_OK;
+}
+
+static void close_set(run_set* rs) {
+    for (size_t i = 0; rs->runs && i < rs->set.n; i++) {
+        rs->runs[i].cap = NULL; // the set's
+        rs->runs[i].sy = NULL;
+        close_run(&rs->runs[i]);
+        free(rs->names[i]);
+    }
+    free(rs->runs);
+    free(rs->names);
+    free(rs->pkeys);
+    free(rs->procs);
+    free(rs->fns);
+    free(rs->stacks);
+    free(rs->keys);
+    if (rs->set.procs)
+        mr_capture_set_free(&rs->set);
+}
+
+static int open_set(run_set* rs, const char* path, const diff_args* a) {
+    *rs = (run_set){0};
+    char* const paths[] = {(char*)path};
+    int rc = mr_procs_open(&rs->set, paths, 1, diff_help, true);
+    if (!rc && (rc = set_entries(rs, a)) == MR_EXIT_IO)
+        mr_error(path, "out of memory");
+    return rc;
+}
+
+// Matches both sides' processes, functions and stacks; writes and gates as compare().
+static int compare_sets(const diff_args* a, const char* base_path, const char* new_path) {
+    if (a->format == FORMAT_HTML)
+        return mr_usage_error(diff_help, "diff: --html takes two captures, not directories");
+    run_set b, n = {0};
+    int rc = open_set(&b, base_path, a);
+    if (!rc)
+        rc = open_set(&n, new_path, a);
+    mr_diff procs = {0}, fns = {0}, stacks = {0};
+    if (!rc && (mr_diff_match(b.procs, b.set.n, n.procs, n.set.n, &procs) ||
+                mr_diff_match(b.fns, b.nfns, n.fns, n.nfns, &fns) ||
+                mr_diff_match(b.stacks, b.nstacks, n.stacks, n.nstacks, &stacks))) {
+        mr_error(new_path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    if (!rc) {
+        mr_diff_sort(&procs, a->sort_by);
+        mr_diff_sort(&fns, a->sort_by);
+        mr_diff_sort(&stacks, a->sort_by);
+        mr_diff_row totals = {.in = {true, true}};
+        memcpy(totals.v[MR_DIFF_BASE], b.totals.v[MR_DIFF_BASE], sizeof totals.v[0]);
+        memcpy(totals.v[MR_DIFF_NEW], n.totals.v[MR_DIFF_BASE], sizeof totals.v[0]);
+        mr_diff_report r = {.base_capture = base_path,
+                            .new_capture = new_path,
+                            .totals = &totals,
+                            .functions = &fns,
+                            .stacks = &stacks,
+                            .processes = &procs,
+                            .top = a->top,
+                            .csv = a->format == FORMAT_CSV};
+        mr_report_to to = mr_opts_report_to(&a->opt);
+        rc = mr_diff_report_write(&to, &r);
+        if (!rc && check_limits(a, &totals))
+            rc = EXIT_LIMIT_BROKEN;
+    }
+    mr_diff_free(&procs);
+    mr_diff_free(&fns);
+    mr_diff_free(&stacks);
+    close_set(&n);
+    close_set(&b);
+    return rc;
+}
+
 // ---- --html: a differential flame graph
 
 // As memreport flamegraph's page: frames narrower than this share of the wider run's
@@ -414,6 +582,9 @@ int mr_cmd_diff(int argc, char** argv) {
     int rc = parse_args(argc, argv, &a, &base_path, &new_path);
     if (rc != MR_OPT_NEXT)
         return rc;
+    char* const inputs[] = {(char*)base_path, (char*)new_path};
+    if (mr_capture_set_wanted(1, inputs) || mr_capture_set_wanted(1, inputs + 1))
+        return compare_sets(&a, base_path, new_path);
     run base, next = {0};
     rc = open_run(&base, base_path, &a);
     if (!rc)

@@ -47,12 +47,31 @@ static json_t* build_report(const mr_diff_report* d) {
     json_t* totals = json_object();
     add_metrics(totals, d->totals);
     json_object_set_new(o, "totals", totals);
-    json_t* arr = json_array();
+    json_t* arr;
+    if (d->processes) { // every process, those of one run only named so
+        arr = json_array();
+        for (size_t i = 0; i < d->processes->n; i++) {
+            const mr_diff_row* r = &d->processes->rows[i];
+            json_t* p = json_object();
+            json_object_set_new(p, "process", mr_json_bytes(r->key[0]));
+            json_object_set_new(p, "status",
+                                json_string(!r->in[MR_DIFF_BASE]  ? "only_in_new"
+                                            : !r->in[MR_DIFF_NEW] ? "only_in_base"
+                                                                  : status_of(r)));
+            add_metrics(p, r);
+            json_array_append_new(arr, p);
+        }
+        json_object_set_new(o, "processes", arr);
+    }
+    size_t k0 = d->processes ? 1 : 0; // a function's key: (process,) name, file
+    arr = json_array();
     for (size_t i = 0; i < fns->n && i < top; i++) {
         const mr_diff_row* r = &fns->rows[i];
         json_t* f = json_object();
-        json_object_set_new(f, "function", mr_json_bytes(r->key[0]));
-        json_object_set_new(f, "file", mr_json_bytes(r->key[1]));
+        if (k0)
+            json_object_set_new(f, "process", mr_json_bytes(r->key[0]));
+        json_object_set_new(f, "function", mr_json_bytes(r->key[k0]));
+        json_object_set_new(f, "file", mr_json_bytes(r->key[k0 + 1]));
         json_object_set_new(f, "status", json_string(status_of(r)));
         add_metrics(f, r);
         json_array_append_new(arr, f);
@@ -128,7 +147,7 @@ static void print_row(FILE* out, json_t* r, const char* sep) {
             fputs(k ? sep : "", out);
             mr_fputs_text(out, json_string_value(name));
         }
-    } else {
+    } else if (json_object_get(r, "function")) {
         mr_fputs_text(out, json_string_value(json_object_get(r, "function")));
         const char* file = json_string_value(json_object_get(r, "file"));
         if (file) {
@@ -137,9 +156,16 @@ static void print_row(FILE* out, json_t* r, const char* sep) {
             fputc(')', out);
         }
     }
+    const char* process = json_string_value(json_object_get(r, "process"));
+    if (process && !stack) {
+        fputs(json_object_get(r, "function") ? " in " : "", out);
+        mr_fputs_text(out, process);
+    }
     const char* status = json_string_value(json_object_get(r, "status"));
     if (!strcmp(status, "added") || !strcmp(status, "removed"))
         fprintf(out, " [%s]", !strcmp(status, "added") ? "new" : "gone");
+    else if (!strncmp(status, "only_in_", 8))
+        fprintf(out, " [only in %s]", status + 8);
     fputc('\n', out);
 }
 
@@ -149,13 +175,17 @@ static void print_list(FILE* out, json_t* o, const char* what, const char* sep) 
     char total_key[32];
     snprintf(total_key, sizeof total_key, "%s_total", what);
     size_t total = (size_t)json_integer_value(json_object_get(o, total_key)), shown = 0, i;
+    if (!strcmp(what, "processes"))
+        total = json_array_size(list);
     json_t* r;
     json_array_foreach(list, i, r) {
         if (strcmp(json_string_value(json_object_get(r, "status")), "unchanged") != 0) {
             if (!shown++)
                 fprintf(out, "\n%s, largest change first:\n  %12s %12s %8s %12s  %s\n", what,
                         "peak", "allocated", "allocs", "leaked",
-                        !strcmp(what, "stacks") ? "stack (outermost first)" : "function (file)");
+                        !strcmp(what, "stacks")      ? "stack (outermost first)"
+                        : !strcmp(what, "processes") ? "process"
+                                                     : "function (file)");
             print_row(out, r, sep);
         }
     }
@@ -173,6 +203,8 @@ static void print_text(FILE* out, json_t* o) {
     mr_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
     fputs("\n\n", out);
     print_totals(out, json_object_get(o, "totals"));
+    if (json_object_get(o, "processes"))
+        print_list(out, o, "processes", "");
     print_list(out, o, "functions", "");
     print_list(out, o, "stacks", " > ");
 }
@@ -189,8 +221,8 @@ static void csv_number(FILE* out, json_t* metric, const char* which, bool presen
 
 static void csv_row(FILE* out, const char* event, const char* name, const char* device, json_t* r) {
     const char* status = json_string_value(json_object_get(r, "status"));
-    bool in_base = !status || strcmp(status, "added") != 0;
-    bool in_new = !status || strcmp(status, "removed") != 0;
+    bool in_base = !status || (strcmp(status, "added") && strcmp(status, "only_in_new"));
+    bool in_new = !status || (strcmp(status, "removed") && strcmp(status, "only_in_base"));
     json_t* peak = json_object_get(r, "peak_bytes");
     fprintf(out, "%s,", event);
     mr_fputs_csv(out, name);
@@ -208,6 +240,9 @@ static void print_csv(FILE* out, json_t* o) {
     csv_row(out, "TOTAL", "(all)", device, json_object_get(o, "totals"));
     size_t i;
     json_t* r;
+    json_array_foreach(json_object_get(o, "processes"), i, r) {
+        csv_row(out, "PROCESS", json_string_value(json_object_get(r, "process")), device, r);
+    }
     json_array_foreach(json_object_get(o, "functions"), i, r) {
         const char* file = json_string_value(json_object_get(r, "file"));
         const char* fn = json_string_value(json_object_get(r, "function"));

@@ -16,6 +16,9 @@ typedef struct mr_diff_report {
     bool npu;                  // two imported NPU logs (device npu), else native (cpu)
     const mr_diff_row* totals; // the whole runs
     const mr_diff *functions, *stacks;
+    // Two directories: their processes matched (key: "NAME #N"), functions then keyed
+    // (process, name, file) and stacks with the process outermost; else NULL.
+    const mr_diff* processes;
     size_t top; // the first `top` functions and stacks are listed; SIZE_MAX: all
     bool csv;   // msMemScope's memory_compare CSV instead of text or JSON
 } mr_diff_report;

@@ -13,6 +13,11 @@
 # the sums over processes.
 # Usage: procs_test.py tree|reports MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
 #        procs_test.py trust MEMTRACE LIB LEAKS WORKDIR
+#        procs_test.py diff MEMTRACE MEMREPORT DIFF_PROG WORKDIR
+# The diff case: `memreport diff BASE_DIR NEW_DIR` of two shells running diff_prog
+# (tests/diff/diff_prog.c, known differences between its runs 1 and 2): processes matched
+# by program and order, their deltas exact, a process of one run only listed so, the
+# totals the sums and --fail-if gating them.
 # The trust case: DIR a symlink, DIR group-writable (launcher and tracer alike refuse, the
 # program still runs), and a file or symlink already holding a capture's name in DIR (left
 # as it was; the capture takes the next name).
@@ -278,6 +283,70 @@ def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
     check(r.returncode == 1, f"top CAPTURE --by-process: a usage error ({r.returncode})")
 
 
+# diff_prog 2 - diff_prog 1 (tests/diff/diff_prog.c): all its sites live at its peak.
+DIFF_DELTA = {"peak_bytes": (1 << 20) + 4096 + 2000, "leaked_bytes": 4096,
+              "allocations": 200, "allocated_bytes": (1 << 20) + 4096 + 2000 + 200 * 64}
+
+
+def case_diff(memtrace, memreport, diff_prog, work):
+    dirs = {}
+    for side, runs in (("base", "1 1"), ("new", "2 1 2")):
+        caps = os.path.join(work, side, "caps")
+        os.makedirs(os.path.dirname(caps))
+        script = "; ".join(f"{diff_prog} {n}" for n in runs.split()) + "; true"
+        r = run([memtrace, "-o", caps + "/", "--", "sh", "-c", script])
+        check(r.returncode == 0, f"{side}: the shell ran: {r.stderr[-300:]!r}")
+        dirs[side] = caps
+    r = run([memreport, "diff", dirs["base"], dirs["new"], "--json"])
+    if not check(r.returncode == 0, f"diff DIR DIR: {r.returncode} {r.stderr.strip()!r}"):
+        return
+    d = json.loads(r.stdout)
+    procs = {p["process"]: p for p in d["processes"]}
+    first, second, third = (procs.get(f"diff_prog #{i}") for i in (1, 2, 3))
+    if check(first and second and third, f"diff_prog #1..#3 listed: {sorted(procs)}"):
+        check(all(first[m]["delta"] == v for m, v in DIFF_DELTA.items()),
+              f"diff_prog #1 (run 1 then run 2): the known deltas {first}")
+        check(second["status"] == "unchanged" and
+              all(second[m]["delta"] == 0 for m in DIFF_DELTA),
+              f"diff_prog #2 (run 1 both times): unchanged {second['status']}")
+        check(third["status"] == "only_in_new" and third["peak_bytes"]["base"] == 0 and
+              third["peak_bytes"]["new"] > DIFF_DELTA["peak_bytes"],
+              f"diff_prog #3: only in new {third['status']}")
+    for m in DIFF_DELTA:
+        check(d["totals"][m]["delta"] == sum(p[m]["delta"] for p in d["processes"]) and
+              d["totals"][m]["new"] == sum(p[m]["new"] for p in d["processes"]),
+              f"totals {m}: the sums over processes")
+    # Functions and stacks per process: grow_site of diff_prog #1 grew by exactly 1 MiB.
+    grow = [f for f in d["functions"] if f["function"] == "grow_site"]
+    by_proc = {f["process"]: f["peak_bytes"] for f in grow}
+    check(by_proc.get("diff_prog #1", {}).get("delta") == 1 << 20 and
+          by_proc.get("diff_prog #2", {}).get("delta") == 0 and
+          by_proc.get("diff_prog #3", {}).get("base") == 0,
+          f"grow_site per process: {by_proc}")
+    check(all(s["stack"][0] in procs for s in d["stacks"]),
+          "every stack's outermost frame is its process")
+    text = run([memreport, "diff", dirs["base"], dirs["new"]])
+    check(text.returncode == 0 and "processes, largest change first" in text.stdout and
+          "diff_prog #3 [only in new]" in text.stdout and
+          "grow_site (diff_prog.c) in diff_prog #1" in text.stdout,
+          f"diff DIR DIR as text: {text.stdout[:1500]!r}")
+    gone = run([memreport, "diff", dirs["new"], dirs["base"], "--csv"])
+    check(gone.returncode == 0 and "PROCESS,diff_prog #3,cpu," in gone.stdout and
+          ",N/A," in gone.stdout.split("PROCESS,diff_prog #3,cpu,")[1].splitlines()[0] + ",",
+          "diff NEW BASE --csv: diff_prog #3 a PROCESS row, N/A in Compare")
+    want_leak = d["totals"]["leaked_bytes"]["delta"]  # diff_prog #3's leak among them
+    check(want_leak >= 2 * DIFF_DELTA["leaked_bytes"], f"total leaked delta {want_leak}")
+    for limit, code in ((f"leaked_bytes>+{want_leak - 1}", 4), (f"leaked_bytes>+{want_leak}", 0),
+                        ("allocations>+0", 4)):
+        r = run([memreport, "diff", dirs["base"], dirs["new"], "--fail-if", limit, "-o",
+                 os.devnull, "-f"])
+        check(r.returncode == code, f"--fail-if {limit} on the totals: exit {r.returncode}")
+    r = run([memreport, "diff", dirs["base"], dirs["new"], "--html", "-o",
+             os.path.join(work, "x.html")])
+    check(r.returncode == 1 and not os.path.exists(os.path.join(work, "x.html")),
+          f"diff DIR DIR --html: a usage error ({r.returncode})")
+
+
 def case_trust(memtrace, lib, leaks, work):
     target = os.path.join(work, "target")
     os.makedirs(target, mode=0o700)
@@ -328,7 +397,8 @@ def main():
     work = args[-1]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"tree": case_tree, "reports": case_reports, "trust": case_trust}[case](*args)
+    {"tree": case_tree, "reports": case_reports, "diff": case_diff,
+     "trust": case_trust}[case](*args)
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     sys.exit(1 if failures else 0)
 
