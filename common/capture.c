@@ -344,6 +344,73 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
     return 0;
 }
 
+// What a running tracer changes in the files when it checkpoints or restarts its -wal: the
+// main file's size and time (only a checkpoint writes it) and the -wal's header (its salt
+// and checkpoint count change when the log restarts). Appends to the -wal change neither.
+static void live_stamp(const char* path, char* out, size_t outlen) {
+    struct stat st = {0};
+    unsigned char hdr[32] = {0};
+    char wal[4096];
+    stat(path, &st);
+    if ((size_t)snprintf(wal, sizeof wal, "%s-wal", path) < sizeof wal) {
+        int fd = open(wal, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
+                memset(hdr, 0, sizeof hdr);
+            close(fd);
+        }
+    }
+    uint32_t salt1 = be32(hdr + 16), salt2 = be32(hdr + 20), ckpt = be32(hdr + 12);
+    snprintf(out, outlen, "%llu:%lld:%lld.%ld:%u:%u:%u", (unsigned long long)st.st_ino,
+             (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, salt1, salt2,
+             ckpt);
+}
+
+int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t errlen) {
+    *out = NULL;
+    int rc = check_header(path, true, err, errlen);
+    if (rc)
+        return rc;
+    mt_capture* cap = calloc(1, sizeof *cap);
+    if (!cap || !(cap->path = strdup(path))) {
+        free(cap);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    cap->live = true;
+    live_stamp(path, cap->live_stamp, sizeof cap->live_stamp);
+    // Read-only: SQLite opens the file and its -wal O_RDONLY, so nothing can be written,
+    // checkpointed or removed. "unix-none": no file locks (the tracer keeps an exclusive
+    // one for its whole run). Exclusive locking mode: the -wal is indexed in this
+    // process's memory at the first read (no -shm) and never re-read: one snapshot.
+    if (sqlite3_open_v2(path, &cap->db, SQLITE_OPEN_READONLY, "unix-none") != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(cap->db));
+        mt_capture_close(cap);
+        return -EIO;
+    }
+    sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
+        rc = mt_capture_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
+        mt_capture_close(cap);
+        return rc;
+    }
+    // No quick_check: it would read the whole file at every refresh (chunks are still
+    // checked one by one as they are decoded).
+    rc = validate(cap, (off_t)QUICK_CHECK_MAX_BYTES + 1, err, errlen);
+    if (rc) {
+        mt_capture_close(cap);
+        return rc;
+    }
+    *out = cap;
+    return 0;
+}
+
+bool mt_capture_live_changed(mt_capture* cap) {
+    char now[sizeof cap->live_stamp];
+    live_stamp(cap->path, now, sizeof now);
+    return strcmp(now, cap->live_stamp) != 0;
+}
+
 void mt_capture_close(mt_capture* cap) {
     if (!cap)
         return;

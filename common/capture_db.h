@@ -8,6 +8,7 @@
 #include "memtrace/capture.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,10 @@ struct mt_capture {
     // events twice says it once.
     int64_t* skipped;
     size_t nskipped, capskipped;
+    // mt_capture_open_live: a read-only snapshot of a capture being written; what the
+    // files looked like before the first read (mt_capture_live_changed compares).
+    bool live;
+    char live_stamp[96];
 };
 
 sqlite3* mt_capture_sqlite(mt_capture* cap);

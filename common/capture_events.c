@@ -40,6 +40,8 @@ struct mt_event_iter {
     size_t nheap, capheap;
     uint64_t last_seq;
     bool any;
+    mt_chunk_coder* coder; // made at the first chunk
+    int64_t last_chunk; // the highest chunk id seen
     char err[256];
 };
 
@@ -91,6 +93,8 @@ static int step_chunks(mt_event_iter* it) {
     int rc = sqlite3_step(it->chunks);
     if (rc == SQLITE_ROW) {
         it->pending = true;
+        if (sqlite3_column_int64(it->chunks, 0) > it->last_chunk)
+            it->last_chunk = sqlite3_column_int64(it->chunks, 0);
         return 0;
     }
     it->pending = false;
@@ -138,36 +142,43 @@ static int load_pending(mt_event_iter* it) {
     int64_t codec = sqlite3_column_int64(st, 3);
     const uint8_t* data = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
-    int64_t want_codec =
-        it->cap->version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
+    int64_t want_codec = mt_codec_of_schema(it->cap->version);
     if (codec != want_codec) {
         char why[64];
         snprintf(why, sizeof why, "codec %lld, not %lld", (long long)codec, (long long)want_codec);
         return bad_chunk(it, id, count, why);
     }
-    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
-        long payload = mt_chunk_verify(&h, data, len);
+    if (count <= 0 || count > MAX_CHUNK_EVENTS)
+        return bad_chunk(it, id, count, "impossible event count");
+    // Codecs 1 and 2 take at least 3 bytes an event (kind, ts and addr; a free omits size and
+    // callsite); codec 3 is compressed, and its decoder bounds what it inflates.
+    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C) {
+        long payload = codec == MT_CODEC_VARINT_COLUMNS_CRC32C ? mt_chunk_verify(&h, data, len)
+                                                               : (long)len;
         if (payload < 0)
             return bad_chunk(it, id, count, "checksum mismatch");
-        len = (size_t)payload;
+        if ((size_t)count > (size_t)payload / 3 + 1)
+            return bad_chunk(it, id, count, "impossible event count");
     }
-    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
-    if (count <= 0 || count > MAX_CHUNK_EVENTS || (size_t)count > len / 3 + 1)
-        return bad_chunk(it, id, count, "impossible event count");
     cursor* c = calloc(1, sizeof *c);
-    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev))) {
+    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev)) ||
+        (!it->coder && !(it->coder = mt_chunk_coder_new()))) {
         cursor_free(c);
         snprintf(it->err, sizeof it->err, "out of memory");
         return -ENOMEM;
     }
     c->n = (size_t)count;
-    if (mt_codec_decode(data, len, c->n, (uint8_t)it->heap_id, c->ev) != 0 ||
-        (uint64_t)h.seq_first != c->ev[0].seq) {
+    int rc = mt_chunk_decode(it->coder, (int)codec, &h, data, len, c->ev);
+    if (rc != 0) {
         cursor_free(c);
-        return bad_chunk(it, id, count, "its events do not decode");
+        if (rc == -ENOMEM) {
+            snprintf(it->err, sizeof it->err, "out of memory");
+            return rc;
+        }
+        return bad_chunk(it, id, count,
+                         rc == -EBADMSG ? "checksum mismatch" : "its events do not decode");
     }
-    int rc = heap_push(it, c);
+    rc = heap_push(it, c);
     if (rc) {
         cursor_free(c);
         return rc;
@@ -176,6 +187,11 @@ static int load_pending(mt_event_iter* it) {
 }
 
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
+    return mt_event_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
+}
+
+int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                              mt_event_iter** out) {
     *out = NULL;
     mt_event_iter* it = calloc(1, sizeof *it);
     if (!it)
@@ -185,12 +201,15 @@ int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
     if (sqlite3_prepare_v2(cap->db,
                            "SELECT id, seq_first, count, codec, data, seq_last, ts_first,"
                            " ts_last FROM event_chunk"
-                           " WHERE heap=?1 ORDER BY seq_first, id",
+                           " WHERE heap=?1 AND id>?2 AND id<=?3 ORDER BY seq_first, id",
                            -1, &it->chunks, NULL) != SQLITE_OK) {
         free(it);
         return -EPROTO;
     }
     sqlite3_bind_int(it->chunks, 1, heap);
+    sqlite3_bind_int64(it->chunks, 2, after_chunk);
+    sqlite3_bind_int64(it->chunks, 3, upto_chunk);
+    it->last_chunk = after_chunk;
     int rc = step_chunks(it);
     if (rc) {
         *out = it; // the caller reads the message, then closes
@@ -230,6 +249,10 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     return 1;
 }
 
+int64_t mt_event_iter_last_chunk(const mt_event_iter* it) {
+    return it->last_chunk;
+}
+
 const char* mt_event_iter_error(const mt_event_iter* it) {
     return it->err[0] ? it->err : "corrupt capture";
 }
@@ -240,6 +263,7 @@ void mt_event_iter_close(mt_event_iter* it) {
     for (size_t i = 0; i < it->nheap; i++)
         cursor_free(it->heap[i]);
     free(it->heap);
+    mt_chunk_coder_free(it->coder);
     sqlite3_finalize(it->chunks);
     free(it);
 }

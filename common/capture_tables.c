@@ -78,6 +78,18 @@ int mt_capture_counters(mt_capture* cap, int track, mt_counter_fn fn, void* ud) 
     return read_counters(st, fn, ud);
 }
 
+int mt_capture_counters_after(mt_capture* cap, int track, int64_t after_ts, mt_counter_fn fn,
+                              void* ud) {
+    sqlite3_stmt* st;
+    if (prepare(cap,
+                "SELECT track, ts, value FROM counter WHERE track=?1 AND ts>?2 ORDER BY ts, rowid",
+                &st))
+        return -EPROTO;
+    sqlite3_bind_int(st, 1, track);
+    sqlite3_bind_int64(st, 2, after_ts);
+    return read_counters(st, fn, ud);
+}
+
 int mt_capture_counters_written(mt_capture* cap, int first, int last, mt_counter_fn fn, void* ud) {
     sqlite3_stmt* st;
     if (prepare(cap,
@@ -223,5 +235,7 @@ int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud) {
 }
 
 int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen) {
+    if (cap->live)
+        return 0; // never written while its program runs: names come when it exits
     return mt_symbolize_capture(mt_capture_sqlite(cap), 0, err, errlen);
 }

@@ -28,6 +28,7 @@ static const command commands[] = {
     {"sql", mr_cmd_sql, "SQL over a capture: events, allocations, stacks and its tables"},
     {"diff", mr_cmd_diff, "two captures compared per function and stack; a CI gate"},
     {"flow", mr_cmd_flow, "flow graph of live memory through lines of code (DOT, SVG)"},
+    {"live", mr_cmd_live, "follow a running program's capture: heap, RSS, top sites, plot"},
 };
 
 static void usage(FILE* out) {

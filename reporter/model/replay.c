@@ -59,6 +59,10 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
     return 0;
 }
 
+int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed) {
+    return apply(r, ev, freed, has_freed);
+}
+
 // A callback's failure is its own, not the capture's: say what it was, unless the callback
 // already put its message into r->err.
 static void describe_callback_error(mr_replay* r, int rc) {

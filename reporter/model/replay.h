@@ -40,6 +40,10 @@ int mr_replay_init(mr_replay* r, mt_capture* cap, int heap);
 // a negative errno may word it in r->err first; otherwise the errno is worded there
 // ("out of memory" for -ENOMEM).
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud);
+// Applies one event read by the caller (events in seq order, as mr_replay_run reads them),
+// for a reader that follows a capture still being written. freed and has_freed as
+// mr_replay_fn's `freed`. Returns 0 or -ENOMEM.
+int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed);
 void mr_replay_free(mr_replay* r);
 
 #endif

@@ -68,6 +68,14 @@ typedef struct mt_capture mt_capture;
 // schema), with a one-line message in words in err.
 int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen);
 void mt_capture_close(mt_capture* cap);
+// Opens a capture that its program may still be writing, for one consistent read (memreport
+// live): read-only, without file locks, the -wal read as it is at the first read (a
+// snapshot of the committed transactions), nothing ever written, checkpointed or removed,
+// and no symbolization (mt_capture_symbolize does nothing). Read what you need, then ask
+// mt_capture_live_changed: true means the tracer checkpointed meanwhile, so what was read
+// may mix two moments (close, and read again from a new open). Errors as mt_capture_open.
+int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t errlen);
+bool mt_capture_live_changed(mt_capture* cap);
 const char* mt_capture_path(const mt_capture* cap);
 // Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
 typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
@@ -110,6 +118,10 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out);
 typedef int (*mt_counter_fn)(void* ud, int track, int64_t ts, int64_t value);
 // The points of one counter track in time order (points of equal time as written).
 int mt_capture_counters(mt_capture* cap, int track, mt_counter_fn fn, void* ud);
+// The same for the points after after_ts only (the track's index: a reader following a
+// running program reads only what is new).
+int mt_capture_counters_after(mt_capture* cap, int track, int64_t after_ts, mt_counter_fn fn,
+                              void* ud);
 // The points of tracks first..last in the order they were written: one scan of the table,
 // no index lookup per point, for tracks an importer wrote in time order (check it).
 int mt_capture_counters_written(mt_capture* cap, int first, int last, mt_counter_fn fn, void* ud);
@@ -170,6 +182,13 @@ void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
 // Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
 // mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
+// The same over the chunks whose id is in (after_chunk, upto_chunk] only (ids grow as
+// chunks are written): for a reader following a running program, in batches of the
+// chunks written since its last read. mt_event_iter_last_chunk gives the highest chunk id
+// the iterator came across (after_chunk when none).
+int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                              mt_event_iter** out);
+int64_t mt_event_iter_last_chunk(const mt_event_iter* it);
 // Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
 // e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
 // mt_event_iter_error).
@@ -219,6 +238,9 @@ int mt_capwriter_symbolize(mt_capwriter* w, char* err, size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
+// Writes the next chunks in an older codec (1 or 2) and marks the capture as the schema that
+// holds it: for tests that old captures stay readable. Returns 0, -EINVAL or -EIO.
+int mt_capwriter_set_codec(mt_capwriter* w, int codec);
 // Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no
 // -wal/-shm files remain, and closes. w is freed whatever the result.
 int mt_capwriter_finish(mt_capwriter* w, const char* status);
