@@ -40,7 +40,6 @@ struct mt_event_iter {
     size_t nheap, capheap;
     uint64_t last_seq;
     bool any;
-    mt_chunk_coder* coder; // made at the first chunk
     int64_t last_chunk; // the highest chunk id seen
     char err[256];
 };
@@ -142,43 +141,36 @@ static int load_pending(mt_event_iter* it) {
     int64_t codec = sqlite3_column_int64(st, 3);
     const uint8_t* data = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    int64_t want_codec = mt_codec_of_schema(it->cap->version);
+    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
+    int64_t want_codec =
+        it->cap->version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
     if (codec != want_codec) {
         char why[64];
         snprintf(why, sizeof why, "codec %lld, not %lld", (long long)codec, (long long)want_codec);
         return bad_chunk(it, id, count, why);
     }
-    if (count <= 0 || count > MAX_CHUNK_EVENTS)
-        return bad_chunk(it, id, count, "impossible event count");
-    // Codecs 1 and 2 take at least 3 bytes an event (kind, ts and addr; a free omits size and
-    // callsite); codec 3 is compressed, and its decoder bounds what it inflates.
-    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C) {
-        long payload = codec == MT_CODEC_VARINT_COLUMNS_CRC32C ? mt_chunk_verify(&h, data, len)
-                                                               : (long)len;
+    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
+        long payload = mt_chunk_verify(&h, data, len);
         if (payload < 0)
             return bad_chunk(it, id, count, "checksum mismatch");
-        if ((size_t)count > (size_t)payload / 3 + 1)
-            return bad_chunk(it, id, count, "impossible event count");
+        len = (size_t)payload;
     }
+    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
+    if (count <= 0 || count > MAX_CHUNK_EVENTS || (size_t)count > len / 3 + 1)
+        return bad_chunk(it, id, count, "impossible event count");
     cursor* c = calloc(1, sizeof *c);
-    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev)) ||
-        (!it->coder && !(it->coder = mt_chunk_coder_new()))) {
+    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev))) {
         cursor_free(c);
         snprintf(it->err, sizeof it->err, "out of memory");
         return -ENOMEM;
     }
     c->n = (size_t)count;
-    int rc = mt_chunk_decode(it->coder, (int)codec, &h, data, len, c->ev);
-    if (rc != 0) {
+    if (mt_codec_decode(data, len, c->n, (uint8_t)it->heap_id, c->ev) != 0 ||
+        (uint64_t)h.seq_first != c->ev[0].seq) {
         cursor_free(c);
-        if (rc == -ENOMEM) {
-            snprintf(it->err, sizeof it->err, "out of memory");
-            return rc;
-        }
-        return bad_chunk(it, id, count,
-                         rc == -EBADMSG ? "checksum mismatch" : "its events do not decode");
+        return bad_chunk(it, id, count, "its events do not decode");
     }
-    rc = heap_push(it, c);
+    int rc = heap_push(it, c);
     if (rc) {
         cursor_free(c);
         return rc;
@@ -263,7 +255,6 @@ void mt_event_iter_close(mt_event_iter* it) {
     for (size_t i = 0; i < it->nheap; i++)
         cursor_free(it->heap[i]);
     free(it->heap);
-    mt_chunk_coder_free(it->coder);
     sqlite3_finalize(it->chunks);
     free(it);
 }
