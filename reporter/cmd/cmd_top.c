@@ -26,8 +26,6 @@ static const char top_help[] =
     "usage: memreport top CAPTURE [--metric M] [--at TIME] [--range FROM..TO] [--thread TID]\n"
     "         [--sort self|total] [--top N] [--all-frames] [--callers NAME] [--callees NAME]\n"
     "         [--json] [-o FILE] [-f]\n"
-    "       memreport top CAPTURE... | DIR [--by-process] [--metric M] [--sort self|total]\n"
-    "         [--top N] [--all-frames] [--json] [-o FILE] [-f]\n"
     "Which functions hold the memory: per function, its self bytes (allocated by the\n"
     "function itself, the leaf of the stack) and its total bytes (by it and everything it\n"
     "calls, counted once per stack when it recurses), most self first. Inlined functions\n"
