@@ -51,9 +51,12 @@ static int create_schema(sqlite3* db) {
     // Chunk blobs (tens of KB) live in overflow page chains; small pages waste only the
     // tail of each chain (64 KiB pages left ~12% of the file empty). WAL keeps each commit
     // an append.
-    // synchronous=OFF first: switching to WAL under the default FULL would fsync.
+    // synchronous=OFF first: switching to WAL under the default FULL would fsync. The schema
+    // goes in under an in-memory journal, straight into the file, and WAL starts after it:
+    // no -journal file to create and delete (a file created costs more than the schema), and
+    // a file killed before that commit is no capture either way.
     if (exec(db, "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
-                 " PRAGMA journal_mode=WAL;"))
+                 " PRAGMA journal_mode=MEMORY;"))
         return -EIO;
     snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
              MEMTRACE_APPLICATION_ID, MEMTRACE_SCHEMA_VERSION);
@@ -77,7 +80,7 @@ static int create_schema(sqlite3* db) {
              "INSERT OR REPLACE INTO meta VALUES('schema_version',%d),"
              "('capture_status','recording')",
              MEMTRACE_SCHEMA_VERSION);
-    return exec(db, sql) || exec(db, "COMMIT") ? -EIO : 0;
+    return exec(db, sql) || exec(db, "COMMIT") || exec(db, "PRAGMA journal_mode=WAL") ? -EIO : 0;
 }
 
 int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen) {
@@ -380,8 +383,9 @@ static void finalize_statements(mt_capwriter* w) {
 int mt_capwriter_finish(mt_capwriter* w, const char* status) {
     int rc = mt_capwriter_meta_text(w, "capture_status", status);
     finalize_statements(w);
-    // Back to a rollback journal: checkpoints the WAL and removes -wal/-shm, leaving one file.
-    if (exec(w->db, "PRAGMA journal_mode=DELETE"))
+    // Out of WAL: checkpoints the WAL and removes -wal/-shm, leaving one file in rollback
+    // mode. MEMORY rather than DELETE: the header's one-page change needs no -journal file.
+    if (exec(w->db, "PRAGMA journal_mode=MEMORY"))
         rc = -EIO;
     if (sqlite3_close(w->db) != SQLITE_OK)
         rc = -EIO;

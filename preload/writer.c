@@ -412,11 +412,13 @@ static bool open_capture(void) {
         failed = true;
         mt_core_fail(capture_path, err);
     } else {
-        write_meta();
-        if (mt_capwriter_begin(cw) != 0)
-            fail_sqlite("cannot write capture");
-        else
+        // The meta rows and the first sample in one commit: each commit costs page writes.
+        if (mt_capwriter_begin(cw) == 0) {
+            write_meta();
             sample_memory(mt_core_now()); // RSS and VSZ from the start, not one period on
+        }
+        if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
+            fail_sqlite("cannot write capture");
     }
     pthread_mutex_unlock(&sqlite_lock);
     mt_clock_settle();
