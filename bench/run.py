@@ -63,6 +63,8 @@ def cpu_model():
 
 
 def git_rev():
+    if os.environ.get("BENCH_GIT_REV"):  # the tracer was built from another tree (an export)
+        return os.environ["BENCH_GIT_REV"]
     try:
         return subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
                               capture_output=True, text=True, check=True).stdout.strip()
