@@ -40,12 +40,12 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 # Runtime dependencies are read from the binaries by dpkg-shlibdeps (dpkg-dev); without it,
-# the packages Debian 12 ships the libraries in. The tracer links SQLite statically.
+# the packages Debian 12 ships the libraries in. The tracer links SQLite and zstd statically.
 find_program(MEMTRACE_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(MEMTRACE_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6, libunwind8, libdw1, libelf1, libsqlite3-0, libcairo2, libjansson4")
+    "libc6, libunwind8, libdw1, libelf1, libsqlite3-0, libzstd1, libcairo2, libjansson4")
 endif()
 include(CPack)

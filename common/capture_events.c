@@ -40,7 +40,8 @@ struct mt_event_iter {
     size_t nheap, capheap;
     uint64_t last_seq;
     bool any;
-    int64_t last_chunk; // the highest chunk id seen
+    mt_chunk_coder* coder; // made at the first chunk
+    int64_t last_chunk;    // the highest chunk id seen
     char err[256];
 };
 
@@ -141,36 +142,39 @@ static int load_pending(mt_event_iter* it) {
     int64_t codec = sqlite3_column_int64(st, 3);
     const uint8_t* data = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
-    int64_t want_codec =
-        it->cap->version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
+    int64_t want_codec = mt_codec_of_schema(it->cap->version);
     if (codec != want_codec) {
         char why[64];
         snprintf(why, sizeof why, "codec %lld, not %lld", (long long)codec, (long long)want_codec);
         return bad_chunk(it, id, count, why);
     }
-    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
-        long payload = mt_chunk_verify(&h, data, len);
-        if (payload < 0)
-            return bad_chunk(it, id, count, "checksum mismatch");
-        len = (size_t)payload;
-    }
-    // Every event takes at least 3 bytes (kind, ts and addr; a free omits size and callsite).
-    if (count <= 0 || count > MAX_CHUNK_EVENTS || (size_t)count > len / 3 + 1)
+    long payload = codec == MT_CODEC_VARINT_COLUMNS ? (long)len : mt_chunk_verify(&h, data, len);
+    if (payload < 0)
+        return bad_chunk(it, id, count, "checksum mismatch");
+    // Codecs 1 and 2 take at least 3 bytes an event (kind, ts and addr; a free omits size and
+    // callsite); codec 3 is compressed, and its decoder bounds what it inflates.
+    if (count <= 0 || count > MAX_CHUNK_EVENTS ||
+        (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && (size_t)count > (size_t)payload / 3 + 1))
         return bad_chunk(it, id, count, "impossible event count");
     cursor* c = calloc(1, sizeof *c);
-    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev))) {
+    if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev)) ||
+        (!it->coder && !(it->coder = mt_chunk_coder_new()))) {
         cursor_free(c);
         snprintf(it->err, sizeof it->err, "out of memory");
         return -ENOMEM;
     }
     c->n = (size_t)count;
-    if (mt_codec_decode(data, len, c->n, (uint8_t)it->heap_id, c->ev) != 0 ||
-        (uint64_t)h.seq_first != c->ev[0].seq) {
+    int rc = mt_chunk_decode(it->coder, (int)codec, &h, data, len, c->ev);
+    if (rc != 0) {
         cursor_free(c);
-        return bad_chunk(it, id, count, "its events do not decode");
+        if (rc == -ENOMEM) {
+            snprintf(it->err, sizeof it->err, "out of memory");
+            return rc;
+        }
+        return bad_chunk(it, id, count,
+                         rc == -EBADMSG ? "checksum mismatch" : "its events do not decode");
     }
-    int rc = heap_push(it, c);
+    rc = heap_push(it, c);
     if (rc) {
         cursor_free(c);
         return rc;
@@ -255,6 +259,7 @@ void mt_event_iter_close(mt_event_iter* it) {
     for (size_t i = 0; i < it->nheap; i++)
         cursor_free(it->heap[i]);
     free(it->heap);
+    mt_chunk_coder_free(it->coder);
     sqlite3_finalize(it->chunks);
     free(it);
 }

@@ -26,6 +26,8 @@ struct mt_capwriter {
     sqlite3_stmt* counter;
     sqlite3_stmt* meta;
     sqlite3_stmt *counters, *frame, *callsite, *mapping, *thread, *call_count, *mark, *mark_end;
+    mt_chunk_coder* coder;
+    int codec; // of the chunks written: the schema's (mt_capwriter_set_codec)
 };
 
 static int exec(sqlite3* db, const char* sql) {
@@ -101,6 +103,12 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
     close(fd);
     mt_capture_remove_sidecars(path);
     int rc = -EIO;
+    w->codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
+    if (!(w->coder = mt_chunk_coder_new())) {
+        snprintf(err, errlen, "out of memory");
+        free(w);
+        return -ENOMEM;
+    }
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
             SQLITE_OK ||
         create_schema(w->db) != 0 ||
@@ -357,7 +365,9 @@ int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, 
             h.ts_last = ev[i].ts;
     }
     // The checksum covers the row's columns too: readers verify it before decoding.
-    size_t len = mt_chunk_seal(&h, scratch, mt_codec_encode(ev, n, scratch));
+    size_t len = mt_chunk_encode(w->coder, w->codec, &h, ev, n, scratch);
+    if (len == 0)
+        return -ENOMEM;
     sqlite3_stmt* st = w->chunk;
     sqlite3_bind_int64(st, 1, h.heap);
     sqlite3_bind_int64(st, 2, h.seq_first);
@@ -365,9 +375,24 @@ int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, 
     sqlite3_bind_int64(st, 4, h.ts_first);
     sqlite3_bind_int64(st, 5, h.ts_last);
     sqlite3_bind_int64(st, 6, h.count);
-    sqlite3_bind_int(st, 7, MT_CODEC_VARINT_COLUMNS_CRC32C);
+    sqlite3_bind_int(st, 7, w->codec);
     sqlite3_bind_blob(st, 8, scratch, (int)len, SQLITE_STATIC);
     return step_reset(st);
+}
+
+int mt_capwriter_set_codec(mt_capwriter* w, int codec) {
+    for (int version = MEMTRACE_SCHEMA_VERSION_OLDEST; version <= MEMTRACE_SCHEMA_VERSION;
+         version++) {
+        if (mt_codec_of_schema(version) != codec)
+            continue;
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%d", version);
+        if (exec(w->db, sql))
+            return -EIO;
+        w->codec = codec;
+        return 0;
+    }
+    return -EINVAL;
 }
 
 static void finalize_statements(mt_capwriter* w) {
@@ -389,6 +414,7 @@ int mt_capwriter_finish(mt_capwriter* w, const char* status) {
         rc = -EIO;
     if (sqlite3_close(w->db) != SQLITE_OK)
         rc = -EIO;
+    mt_chunk_coder_free(w->coder);
     free(w);
     return rc;
 }
@@ -398,5 +424,6 @@ void mt_capwriter_abandon(mt_capwriter* w) {
         return;
     finalize_statements(w);
     sqlite3_close(w->db);
+    mt_chunk_coder_free(w->coder);
     free(w);
 }

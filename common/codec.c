@@ -5,6 +5,8 @@
 // because readers open captures from crashed or hostile programs.
 #include "memtrace/codec.h"
 
+#include "codec_varint.h"
+
 #include "memtrace/schema.h"
 
 #include <errno.h>
@@ -15,53 +17,13 @@
 #include <cpuid.h>
 #endif
 
-// ---- varints
-
-static inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline uint64_t zigzag(int64_t v) {
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static inline int64_t unzigzag(uint64_t v) {
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-typedef struct reader {
-    const uint8_t* p;
-    const uint8_t* end;
-    bool bad;
-} reader;
-
-static inline uint64_t get_varint(reader* r) {
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (r->p >= r->end) {
-            r->bad = true;
-            return 0;
-        }
-        uint8_t b = *r->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
 // ---- encode
 
 size_t mt_codec_bound(size_t n) {
-    // 10 bytes per varint, 7 columns (kind and tid runs are at most 2 varints per event),
-    // plus the count and the checksum.
-    return 10 + n * 10 * 9 + MT_CHUNK_CHECKSUM_BYTES;
+    // Codec 1: 10 bytes per varint, 7 columns (kind and tid runs are at most 2 varints per
+    // event), plus the count. Codec 3: zstd's bound of its columns. Then the checksum.
+    size_t varint = 10 + n * 10 * 9, zstd = mt_codec_zstd_bound(n);
+    return (varint > zstd ? varint : zstd) + MT_CHUNK_CHECKSUM_BYTES;
 }
 
 // Run-length column: (value, run length) pairs.
@@ -331,4 +293,51 @@ long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len) 
     for (size_t b = 0; b < MT_CHUNK_CHECKSUM_BYTES; b++)
         stored |= (uint32_t)data[payload + b] << (8 * b);
     return stored == chunk_checksum(h, data, payload) ? (long)payload : -EBADMSG;
+}
+
+// ---- whole chunks
+
+int mt_codec_of_schema(int64_t version) {
+    return version <= 1   ? MT_CODEC_VARINT_COLUMNS
+           : version == 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C
+                          : MT_CODEC_ZSTD_COLUMNS_CRC32C;
+}
+
+size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,
+                       size_t n, uint8_t* out) {
+    switch (codec) {
+    case MT_CODEC_VARINT_COLUMNS:
+        return mt_codec_encode(ev, n, out);
+    case MT_CODEC_VARINT_COLUMNS_CRC32C:
+        return mt_chunk_seal(h, out, mt_codec_encode(ev, n, out));
+    case MT_CODEC_ZSTD_COLUMNS_CRC32C: {
+        size_t len = c ? mt_codec_zstd_encode(c, ev, n, out) : 0;
+        return len ? mt_chunk_seal(h, out, len) : 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int mt_chunk_decode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const uint8_t* data,
+                    size_t len, mt_event* out) {
+    if (h->count <= 0 || h->heap < 0 || h->heap > 255)
+        return -EPROTO;
+    if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C || codec == MT_CODEC_ZSTD_COLUMNS_CRC32C) {
+        long payload = mt_chunk_verify(h, data, len);
+        if (payload < 0)
+            return -EBADMSG;
+        len = (size_t)payload;
+    }
+    size_t n = (size_t)h->count;
+    int rc;
+    if (codec == MT_CODEC_ZSTD_COLUMNS_CRC32C)
+        rc = c ? mt_codec_zstd_decode(c, data, len, n, (uint8_t)h->heap, out) : -ENOMEM;
+    else if (codec == MT_CODEC_VARINT_COLUMNS || codec == MT_CODEC_VARINT_COLUMNS_CRC32C)
+        rc = mt_codec_decode(data, len, n, (uint8_t)h->heap, out);
+    else
+        rc = -EPROTO;
+    if (rc == 0 && out[0].seq != (uint64_t)h->seq_first)
+        rc = -EPROTO;
+    return rc;
 }

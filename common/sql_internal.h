@@ -37,7 +37,8 @@ typedef struct chunk_merge {
     sqlite3* db;
     sqlite3_stmt* blob; // SELECT data FROM event_chunk WHERE id=?
     int64_t want_codec;
-    chunk_info* chunks; // selected chunks, by seq_first
+    mt_chunk_coder* coder; // decodes the chunks; made at the first
+    chunk_info* chunks;    // selected chunks, by seq_first
     size_t nchunks, next;
     chunk_events** heap; // min-heap of loaded chunks on their current event
     size_t nheap;

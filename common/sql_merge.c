@@ -82,6 +82,8 @@ void mt_sql_merge_free(chunk_merge* m) {
     merge_reset(m);
     sqlite3_finalize(m->blob);
     m->blob = NULL;
+    mt_chunk_coder_free(m->coder);
+    m->coder = NULL;
 }
 
 int mt_sql_merge_fail(chunk_merge* m, int rc, const char* what, int64_t id) {
@@ -99,8 +101,7 @@ int mt_sql_merge_init(chunk_merge* m, sqlite3* db) {
         return SQLITE_ERROR;
     int64_t version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
-    // Schema 1 chunks have no checksum; since schema 2 every chunk has one.
-    m->want_codec = version >= 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C : MT_CODEC_VARINT_COLUMNS;
+    m->want_codec = mt_codec_of_schema(version);
     return SQLITE_OK;
 }
 
@@ -176,28 +177,23 @@ static int load_chunk(chunk_merge* m) {
     }
     const uint8_t* data = sqlite3_column_blob(m->blob, 0);
     size_t len = (size_t)sqlite3_column_bytes(m->blob, 0);
-    if (c->codec == MT_CODEC_VARINT_COLUMNS_CRC32C) {
-        long payload = mt_chunk_verify(&c->h, data, len);
-        if (payload < 0) {
-            sqlite3_reset(m->blob);
-            return mt_sql_merge_fail(m, SQLITE_CORRUPT, "checksum mismatch", c->id);
-        }
-        len = (size_t)payload;
-    }
     chunk_events* ce = sqlite3_malloc(sizeof *ce);
     mt_event* ev = sqlite3_malloc64((uint64_t)c->h.count * sizeof *ev);
-    if (!ce || !ev) {
+    if (!ce || !ev || (!m->coder && !(m->coder = mt_chunk_coder_new()))) {
         sqlite3_free(ce);
         sqlite3_free(ev);
         sqlite3_reset(m->blob);
         return mt_sql_merge_fail(m, SQLITE_NOMEM, "out of memory", 0);
     }
     *ce = (chunk_events){ev, (size_t)c->h.count, 0};
-    rc = mt_codec_decode(data, len, ce->n, (uint8_t)c->h.heap, ev);
+    rc = mt_chunk_decode(m->coder, (int)c->codec, &c->h, data, len, ev);
     sqlite3_reset(m->blob);
-    if (rc != 0 || ev[0].seq != (uint64_t)c->h.seq_first) {
+    if (rc != 0) {
         chunk_events_free(ce);
-        return mt_sql_merge_fail(m, SQLITE_CORRUPT, "its events do not decode", c->id);
+        return rc == -ENOMEM ? mt_sql_merge_fail(m, SQLITE_NOMEM, "out of memory", 0)
+               : rc == -EBADMSG
+                   ? mt_sql_merge_fail(m, SQLITE_CORRUPT, "checksum mismatch", c->id)
+                   : mt_sql_merge_fail(m, SQLITE_CORRUPT, "its events do not decode", c->id);
     }
     m->heap[m->nheap] = ce;
     sift_up(m, m->nheap++);

@@ -4,7 +4,7 @@
 # chromium, sqlite3, python3, git; --fuzz adds clang and its libFuzzer runtime for tests/fuzz)
 set -euo pipefail
 build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcairo2-dev
-            libjansson-dev libdw-dev libelf-dev zlib1g-dev)
+            libjansson-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev)
 # libc6-dbg: libc's static start-up functions (__libc_start_call_main, start_thread) get
 # names, so the symbol tests can check that they are tagged as noise.
 # groff-base: the install tests render the man pages.

@@ -207,9 +207,9 @@ def diskfull_inner(args, fs):
     def limit():
         if limit_fsize:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 20, 8 << 20))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 
-    # 150 rounds of 20000 pairs: ~40 MB of events, far more than fits.
+    # 150 rounds of 20000 pairs: 6 M events, ~2.3 MB compressed, more than the 1 MiB that fits.
     r = trace(args, cap, ["150", "20000", "5000"], preexec_fn=limit)
     check(r.returncode == 0, f"traced program exit {r.returncode}: {r.stderr[-500:]!r}")
     check(r.stdout == b"kept 3000 blocks\n", f"traced program output {r.stdout!r}")
@@ -254,13 +254,13 @@ def case_diskfull_tmpfs(args, d):
     me = [sys.executable, os.path.abspath(__file__), "--launcher", args.launcher,
           "--memreport", args.memreport, "--prog", args.prog]
     # A private mount namespace: the tmpfs disappears with the test, whatever happens.
-    script = ('mount -t tmpfs -o size=8m memtrace-test "$1" && shift && exec "$@"')
+    script = ('mount -t tmpfs -o size=1m memtrace-test "$1" && shift && exec "$@"')
     for unshare in (["unshare", "-m", "--propagation", "private"],
                     ["unshare", "-r", "-m", "--propagation", "private"]):
         probe = subprocess.run(unshare + ["sh", "-c", script, "sh", fs, "true"],
                                capture_output=True)
         if probe.returncode == 0:
-            print("method: an 8 MiB tmpfs in a private mount namespace:", " ".join(unshare))
+            print("method: a 1 MiB tmpfs in a private mount namespace:", " ".join(unshare))
             r = subprocess.run(unshare + ["sh", "-c", script, "sh", fs] + me +
                                ["--method", "tmpfs", "--inner", fs, "diskfull_tmpfs"],
                                timeout=TIMEOUT)
@@ -273,7 +273,7 @@ def case_diskfull_tmpfs(args, d):
 def case_diskfull_rlimit(args, d):
     """RLIMIT_FSIZE on the traced program only, where memreport's own writes (names it
     caches) succeed and must still never checkpoint into the file."""
-    print("method: RLIMIT_FSIZE 8 MiB on the traced program, SIGXFSZ ignored")
+    print("method: RLIMIT_FSIZE 1 MiB on the traced program, SIGXFSZ ignored")
     args.method = "rlimit"
     fs = os.path.join(d, "rlimit")
     os.mkdir(fs)

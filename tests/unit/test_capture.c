@@ -60,6 +60,8 @@ static void make_events(void) {
 // Writes each thread's events as a sequence of chunks of random sizes, the chunks of all
 // threads inserted in an order that is not seq order (as a writer draining per-thread
 // buffers produces), plus a few heap-2 events that must not show up in heap 1.
+static int write_codec; // 0: the current codec; else an older one (mt_capwriter_set_codec)
+
 static int write_capture(const char* path, bool finish) {
     char err[256];
     mt_capwriter* w;
@@ -67,6 +69,8 @@ static int write_capture(const char* path, bool finish) {
     CHECK_EQ_I64(rc, 0);
     if (rc)
         return rc;
+    if (write_codec)
+        CHECK_EQ_I64(mt_capwriter_set_codec(w, write_codec), 0);
     CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
     CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
     CHECK_EQ_I64(mt_capwriter_meta_int(w, "pid", 4242), 0);
@@ -364,7 +368,7 @@ static void test_rejections(const char* good) {
 
     copy_file(good, path_in_dir("codec.db"), -1);
     sql(path_in_dir("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
-    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 2)");
+    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 3)");
 
     // Two chunks holding the same seq: the merge must notice, not report it twice.
     copy_file(good, path_in_dir("dup.db"), -1);
@@ -530,17 +534,26 @@ static void test_skip_corrupt(const char* good) {
     mt_capture_skip_corrupt_chunks(NULL);
 }
 
-// ---- older captures: schema 1 (codec 1, no checksums) still reads
+// ---- older captures: schema 2 (codec 2, uncompressed) and schema 1 (codec 1, no
+// checksums) still read
 
-static void make_v1(const char* good, const char* v1) {
-    copy_file(good, v1, -1);
+static void make_v1(const char* v2, const char* v1) {
+    copy_file(v2, v1, -1);
     sql(v1, "UPDATE event_chunk SET codec = 1, data = substr(data, 1, length(data) - 4);"
             " PRAGMA user_version = 1");
 }
 
-static void test_schema_v1(const char* good) {
+static void test_schema_v1(void) {
+    const char* v2 = path_in_dir("v2.db");
+    write_codec = MT_CODEC_VARINT_COLUMNS_CRC32C;
+    CHECK_EQ_I64(write_capture(v2, true), 0);
+    write_codec = 0;
+    check_readback(v2, false);
+    copy_file(v2, path_in_dir("v2codec.db"), -1);
+    sql(path_in_dir("v2codec.db"), "UPDATE event_chunk SET codec = 3 WHERE id = 3");
+    expect_iter_fails("v2 codec 3", path_in_dir("v2codec.db"), "(codec 3, not 2)");
     const char* v1 = path_in_dir("v1.db");
-    make_v1(good, v1);
+    make_v1(v2, v1);
     check_readback(v1, false);
     // Without checksums the decoder's own checks are what catches damage.
     copy_file(v1, path_in_dir("v1bad.db"), -1);
@@ -865,7 +878,7 @@ int main(void) {
     test_rejections(good);
     test_bit_flips(good);
     test_skip_corrupt(good);
-    test_schema_v1(good);
+    test_schema_v1();
     test_callsite_cycles(good);
     test_unfinished();
     test_typed_reads();

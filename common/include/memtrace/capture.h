@@ -238,6 +238,9 @@ int mt_capwriter_symbolize(mt_capwriter* w, char* err, size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
+// Writes the next chunks in an older codec (1 or 2) and marks the capture as the schema that
+// holds it: for tests that old captures stay readable. Returns 0, -EINVAL or -EIO.
+int mt_capwriter_set_codec(mt_capwriter* w, int codec);
 // Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no
 // -wal/-shm files remain, and closes. w is freed whatever the result.
 int mt_capwriter_finish(mt_capwriter* w, const char* status);

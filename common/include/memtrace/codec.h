@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: MIT
-// The event chunk codec: a few thousand events per BLOB, stored column by column: seq, ts,
-// kind, tid runs, addr, size, callsite, delta- and varint-encoded; since schema 2 followed by
-// a CRC32C of the chunk (MT_CODEC_VARINT_COLUMNS_CRC32C), because SQLite checks its pages'
-// structure, not the bytes of a BLOB. Pure functions: no allocation, no I/O, safe to call
-// from the tracer's writer thread.
+// The event chunk codecs (event_chunk.codec, docs/capture-format.md). Codec 1: a few thousand
+// events per BLOB, stored column by column (seq, ts, kind, tid runs, addr, size, callsite),
+// delta- and varint-encoded. Codec 2 (schema 2): the same followed by a CRC32C of the chunk,
+// because SQLite checks its pages' structure, not the bytes of a BLOB. Codec 3 (schema 3):
+// columns in which repeated addresses and (size, callsite) pairs are references, compressed
+// with zstd, then the CRC32C. Writers use mt_chunk_encode, readers mt_chunk_decode.
+// mt_codec_* of codecs 1 and 2 are pure functions (no allocation, no I/O); codec 3 needs an
+// mt_chunk_coder, which allocates once when made. All are safe on the tracer's writer thread.
 #ifndef MEMTRACE_CODEC_H
 #define MEMTRACE_CODEC_H
 
 #include "memtrace/event.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-// Worst-case encoded size of n events, checksum included; size the output buffer with it.
+// Worst-case size of a chunk of n events in any codec, checksum included; size the output
+// buffer of mt_chunk_encode (and of mt_codec_encode) with it.
 size_t mt_codec_bound(size_t n);
+
+// ---- codec 1 (and the payload of codec 2)
 
 // Encodes n events (seq strictly increasing) into out. Returns the bytes written.
 size_t mt_codec_encode(const mt_event* ev, size_t n, uint8_t* out);
@@ -47,5 +54,43 @@ size_t mt_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len);
 // Checks the checksum at the end of a sealed chunk. Returns the length of the encoded
 // events before it, or -EBADMSG when the checksum does not match (or there is none).
 long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len);
+
+// ---- codec 3
+
+// zstd's contexts and the buffers of one thread that writes or reads codec 3 chunks.
+typedef struct mt_chunk_coder mt_chunk_coder;
+mt_chunk_coder* mt_chunk_coder_new(void); // NULL when out of memory
+void mt_chunk_coder_free(mt_chunk_coder* c);
+
+// Worst-case codec 3 payload of n events (without the checksum).
+size_t mt_codec_zstd_bound(size_t n);
+
+// Encodes n >= 1 events (seq strictly increasing) as a codec 3 payload into out, which holds
+// mt_codec_zstd_bound(n) bytes. Returns the bytes written, 0 when out of memory.
+size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uint8_t* out);
+
+// Decodes a codec 3 payload of exactly `count` events into out (count events); `heap` is
+// copied into each event. Returns 0, -EPROTO when it is corrupt, -ENOMEM.
+int mt_codec_zstd_decode(mt_chunk_coder* c, const uint8_t* data, size_t len, size_t count,
+                         uint8_t heap, mt_event* out);
+
+// ---- whole chunks
+
+// The codec every chunk of a capture of schema `version` has: a schema 1 capture holds codec
+// 1 only, schema 2 codec 2 only, schema 3 codec 3 only.
+int mt_codec_of_schema(int64_t version);
+
+// Encodes n >= 1 events as a chunk of `codec` (1, 2 or 3) whose row has the columns h (the
+// checksum covers them) into out (mt_codec_bound(n) bytes). c may be NULL for codecs 1 and 2.
+// Returns the BLOB's length, 0 when out of memory or for an unknown codec.
+size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,
+                       size_t n, uint8_t* out);
+
+// Checks and decodes the BLOB of a chunk row of `codec` with columns h into out (h->count
+// events, each given heap h->heap). Returns 0; -EBADMSG when its checksum does not match;
+// -EPROTO when it does not decode into h->count events starting at seq h->seq_first (or the
+// codec is unknown); -ENOMEM. c may be NULL for codecs 1 and 2.
+int mt_chunk_decode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const uint8_t* data,
+                    size_t len, mt_event* out);
 
 #endif

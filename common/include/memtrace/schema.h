@@ -8,8 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-// 2: event chunks carry a checksum (codec 2). Readers still read version 1 (codec 1).
-#define MEMTRACE_SCHEMA_VERSION 2
+// 2: event chunks carry a checksum (codec 2). 3: event chunks are compressed (codec 3).
+// Readers still read versions 1 (codec 1) and 2 (codec 2).
+#define MEMTRACE_SCHEMA_VERSION 3
 #define MEMTRACE_SCHEMA_VERSION_OLDEST 1
 // 'MTRC' in PRAGMA application_id, so `file`-like checks can tell a capture from any SQLite file.
 #define MEMTRACE_APPLICATION_ID 0x4d545243
@@ -86,9 +87,11 @@ static inline bool mt_kind_is_free(int kind) {
 #define MT_HEAP_NPU 2
 
 // Chunk codecs (event_chunk.codec). Schema 1 captures hold codec 1 only, schema 2 codec 2
-// only: the same columns followed by a CRC32C of the row (memtrace/codec.h).
+// only (the same columns followed by a CRC32C of the row), schema 3 codec 3 only (columns of
+// references compressed with zstd, then the CRC32C): memtrace/codec.h.
 #define MT_CODEC_VARINT_COLUMNS 1
 #define MT_CODEC_VARINT_COLUMNS_CRC32C 2
+#define MT_CODEC_ZSTD_COLUMNS_CRC32C 3
 
 // Counter tracks (counter_track.id) with fixed meaning.
 #define MT_TRACK_RSS 1

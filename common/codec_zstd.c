@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+// Codec 3: an event chunk as columns in which repeats are references, compressed with zstd.
+// Real programs repeat themselves: a block is freed a few events after it was allocated,
+// glibc hands a freed address to the next allocation of its size, a loop allocates the same
+// (size, callsite) pairs again and again. So an address or a (size, callsite) pair seen
+// before in the chunk is written as "the same as the event d back", which stays the same from
+// one iteration of a loop to the next, and zstd then finds those iterations as repeats.
+// Every field of every event is kept exactly (docs/capture-format.md, codec 3).
+// The coder allocates (zstd contexts, column buffers) once, when made; encoding and decoding
+// then allocate nothing. Decoding never trusts its input: chunks come from files.
+#include "codec_varint.h"
+
+#include "memtrace/codec.h"
+#include "memtrace/schema.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+// zstd level, measured on the tracer's writer thread (docs/capture-format.md): level 3 (zstd's
+// default) makes python3's capture 4% smaller than level 1 for a few ns more per event, and
+// levels above 3 cost 2-5x the time for another 1-5%.
+#define ZSTD_LEVEL 3
+
+enum {
+    FLAG_BARE_FREES = 1, // free events have size 0 and callsite 0: the pair columns omit them
+};
+
+// The columns, in the order they are stored.
+enum {
+    COL_KIND,     // one byte per event
+    COL_GAP,      // seq delta - 1 per event after the first
+    COL_TS_LO,    // ts delta, low byte (0xff with TS_HI 0xff: see COL_TS_WIDE)
+    COL_TS_HI,    // ts delta, high byte
+    COL_TS_WIDE,  // zigzag ts delta when it is negative or >= 0xffff
+    COL_TID,      // run-length pairs (tid, run)
+    COL_ADDR_REF, // 0: a new address (COL_ADDR), else d: the address of the event d back
+    COL_ADDR,     // zigzag delta from the previous new address
+    COL_PAIR_REF, // 0: a new pair (COL_SIZE, COL_CALLSITE), else d: the pair of the event d back
+    COL_SIZE,     // size
+    COL_CALLSITE, // zigzag delta from the previous new callsite
+    NCOLS
+};
+
+// Worst-case bytes per event in each column (varints of 64 bits take 10 bytes; a tid run is
+// two varints).
+static const size_t col_max[NCOLS] = {1, 10, 1, 1, 10, 15, 10, 10, 10, 10, 10};
+#define EVENT_MAX 88 // the sum of col_max
+// count, first seq, flags and the column lengths.
+#define HEADER_MAX (10 + 10 + 1 + NCOLS * 10)
+
+static size_t precoded_bound(size_t n) {
+    return HEADER_MAX + n * EVENT_MAX;
+}
+
+size_t mt_codec_zstd_bound(size_t n) {
+    return ZSTD_COMPRESSBOUND(precoded_bound(n));
+}
+
+// A direct-mapped table from an address or a (size, callsite) pair to the last event that had
+// it. A slot is overwritten on collision, never chained: a program that makes its values
+// collide costs compression, never time.
+#define REF_BITS 14
+#define REF_SLOTS (1u << REF_BITS)
+
+typedef struct ref_slot {
+    uint64_t a;
+    uint32_t b;
+    uint32_t gen; // the chunk that wrote the slot; others are empty
+    uint32_t idx; // event index in that chunk
+} ref_slot;
+
+struct mt_chunk_coder {
+    ZSTD_CCtx* cctx;
+    ZSTD_DCtx* dctx;
+    uint8_t* buf;  // the precoded chunk
+    uint8_t* cols; // encoding: each column's region
+    size_t cap;    // events buf and cols hold
+    ref_slot* addrs;
+    ref_slot* pairs;
+    uint32_t gen;
+};
+
+mt_chunk_coder* mt_chunk_coder_new(void) {
+    mt_chunk_coder* c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->cctx = ZSTD_createCCtx();
+    c->dctx = ZSTD_createDCtx();
+    c->addrs = calloc(REF_SLOTS, sizeof *c->addrs);
+    c->pairs = calloc(REF_SLOTS, sizeof *c->pairs);
+    if (!c->cctx || !c->dctx || !c->addrs || !c->pairs) {
+        mt_chunk_coder_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void mt_chunk_coder_free(mt_chunk_coder* c) {
+    if (!c)
+        return;
+    ZSTD_freeCCtx(c->cctx);
+    ZSTD_freeDCtx(c->dctx);
+    free(c->buf);
+    free(c->cols);
+    free(c->addrs);
+    free(c->pairs);
+    free(c);
+}
+
+// Room for n events in the buffers (grown, never shrunk: a reader's chunks are alike).
+static int reserve(mt_chunk_coder* c, size_t n, bool columns) {
+    if (n > c->cap || (columns && !c->cols)) {
+        size_t want = n > c->cap ? n : c->cap;
+        uint8_t* buf = realloc(c->buf, precoded_bound(want));
+        if (!buf)
+            return -ENOMEM;
+        c->buf = buf;
+        free(c->cols);
+        c->cols = NULL;
+        c->cap = want;
+    }
+    if (columns && !c->cols && !(c->cols = malloc(precoded_bound(c->cap))))
+        return -ENOMEM;
+    return 0;
+}
+
+static inline uint32_t slot_of(uint64_t a, uint32_t b) {
+    uint64_t x = (a ^ (uint64_t)b << 32 ^ b) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(x >> (64 - REF_BITS));
+}
+
+// The distance back to the last event with (a, b), 0 if none; then remembers event i.
+static inline uint64_t ref_of(mt_chunk_coder* c, ref_slot* table, uint64_t a, uint32_t b,
+                              size_t i) {
+    ref_slot* s = &table[slot_of(a, b)];
+    uint64_t d = s->gen == c->gen && s->a == a && s->b == b ? i - s->idx : 0;
+    *s = (ref_slot){a, b, c->gen, (uint32_t)i};
+    return d;
+}
+
+static inline bool bare_free(const mt_event* e, uint8_t flags) {
+    return (flags & FLAG_BARE_FREES) && mt_kind_is_free(e->kind);
+}
+
+size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uint8_t* out) {
+    if (n == 0 || n > UINT32_MAX || reserve(c, n, true))
+        return 0;
+    if (++c->gen == 0) { // after 2^32 chunks: old slots could look current
+        memset(c->addrs, 0, REF_SLOTS * sizeof *c->addrs);
+        memset(c->pairs, 0, REF_SLOTS * sizeof *c->pairs);
+        c->gen = 1;
+    }
+    uint8_t *col[NCOLS], *start[NCOLS];
+    uint8_t* region = c->cols;
+    for (int k = 0; k < NCOLS; k++) {
+        start[k] = col[k] = region;
+        region += n * col_max[k];
+    }
+    uint8_t flags = FLAG_BARE_FREES;
+    for (size_t i = 0; i < n; i++)
+        if (mt_kind_is_free(ev[i].kind) && (ev[i].size || ev[i].callsite))
+            flags = 0;
+    uint64_t prev_addr = 0;
+    int64_t prev_ts = 0, prev_cs = 0;
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mt_event* e = &ev[i];
+        *col[COL_KIND]++ = e->kind;
+        if (i > 0)
+            col[COL_GAP] = put_varint(col[COL_GAP], e->seq - ev[i - 1].seq - 1);
+        // Unsigned arithmetic: extreme values wrap instead of overflowing (UB).
+        int64_t dt = (int64_t)((uint64_t)e->ts - (uint64_t)prev_ts);
+        prev_ts = e->ts;
+        bool narrow = dt >= 0 && dt < 0xffff;
+        *col[COL_TS_LO]++ = narrow ? (uint8_t)dt : 0xff;
+        *col[COL_TS_HI]++ = narrow ? (uint8_t)(dt >> 8) : 0xff;
+        if (!narrow)
+            col[COL_TS_WIDE] = put_varint(col[COL_TS_WIDE], zigzag(dt));
+        run++;
+        if (i + 1 == n || ev[i + 1].tid != e->tid) {
+            col[COL_TID] = put_varint(col[COL_TID], e->tid);
+            col[COL_TID] = put_varint(col[COL_TID], run);
+            run = 0;
+        }
+        uint64_t d = ref_of(c, c->addrs, e->addr, 0, i);
+        col[COL_ADDR_REF] = put_varint(col[COL_ADDR_REF], d);
+        if (!d) {
+            col[COL_ADDR] = put_varint(col[COL_ADDR], zigzag((int64_t)(e->addr - prev_addr)));
+            prev_addr = e->addr;
+        }
+        if (bare_free(e, flags))
+            continue;
+        d = ref_of(c, c->pairs, e->size, e->callsite, i);
+        col[COL_PAIR_REF] = put_varint(col[COL_PAIR_REF], d);
+        if (!d) {
+            col[COL_SIZE] = put_varint(col[COL_SIZE], e->size);
+            col[COL_CALLSITE] =
+                put_varint(col[COL_CALLSITE], zigzag((int64_t)e->callsite - prev_cs));
+            prev_cs = e->callsite;
+        }
+    }
+    uint8_t* p = put_varint(c->buf, n);
+    p = put_varint(p, ev[0].seq);
+    *p++ = flags;
+    for (int k = 0; k < NCOLS; k++)
+        p = put_varint(p, (uint64_t)(col[k] - start[k]));
+    for (int k = 0; k < NCOLS; k++) {
+        size_t len = (size_t)(col[k] - start[k]);
+        memcpy(p, start[k], len);
+        p += len;
+    }
+    size_t z = ZSTD_compressCCtx(c->cctx, out, mt_codec_zstd_bound(n), c->buf, (size_t)(p - c->buf),
+                                 ZSTD_LEVEL);
+    return ZSTD_isError(z) ? 0 : z;
+}
+
+// ---- decode
+
+static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t heap, mt_event* out) {
+    reader h = {data, data + len, false};
+    if (get_varint(&h) != n || h.bad)
+        return -EPROTO;
+    uint64_t seq = get_varint(&h);
+    uint8_t flags = get_byte(&h);
+    if (h.bad || flags & ~FLAG_BARE_FREES)
+        return -EPROTO;
+    reader col[NCOLS];
+    uint64_t lens[NCOLS];
+    for (int k = 0; k < NCOLS; k++)
+        lens[k] = get_varint(&h);
+    if (h.bad)
+        return -EPROTO;
+    const uint8_t* p = h.p;
+    for (int k = 0; k < NCOLS; k++) {
+        if (lens[k] > (uint64_t)(h.end - p))
+            return -EPROTO;
+        col[k] = (reader){p, p + lens[k], false};
+        p += lens[k];
+    }
+    if (p != h.end)
+        return -EPROTO;
+    uint64_t addr = 0;
+    int64_t ts = 0, cs = 0;
+    uint64_t tid = 0, run = 0;
+    for (size_t i = 0; i < n; i++) {
+        mt_event* e = &out[i];
+        e->heap = heap;
+        e->kind = get_byte(&col[COL_KIND]);
+        if (i > 0)
+            seq += get_varint(&col[COL_GAP]) + 1;
+        e->seq = seq;
+        uint8_t lo = get_byte(&col[COL_TS_LO]), hi = get_byte(&col[COL_TS_HI]);
+        uint64_t dt = lo == 0xff && hi == 0xff ? (uint64_t)unzigzag(get_varint(&col[COL_TS_WIDE]))
+                                               : (uint64_t)hi << 8 | lo;
+        ts = (int64_t)((uint64_t)ts + dt);
+        e->ts = ts;
+        if (run == 0) {
+            tid = get_varint(&col[COL_TID]);
+            run = get_varint(&col[COL_TID]);
+            if (run == 0 || run > n - i || tid > UINT32_MAX)
+                return -EPROTO;
+        }
+        run--;
+        e->tid = (uint32_t)tid;
+        uint64_t d = get_varint(&col[COL_ADDR_REF]);
+        if (d > i)
+            return -EPROTO;
+        if (d) {
+            e->addr = out[i - d].addr;
+        } else {
+            addr += (uint64_t)unzigzag(get_varint(&col[COL_ADDR]));
+            e->addr = addr;
+        }
+        if (bare_free(e, flags)) {
+            e->size = 0;
+            e->callsite = 0;
+            continue;
+        }
+        d = get_varint(&col[COL_PAIR_REF]);
+        if (d > i)
+            return -EPROTO;
+        if (d) {
+            e->size = out[i - d].size;
+            e->callsite = out[i - d].callsite;
+            continue;
+        }
+        e->size = get_varint(&col[COL_SIZE]);
+        uint64_t v = get_varint(&col[COL_CALLSITE]);
+        if (v > 2 * (uint64_t)UINT32_MAX)
+            return -EPROTO;
+        cs += unzigzag(v); // |cs|, |delta| <= 2^32: no overflow
+        if (cs < 0 || cs > UINT32_MAX)
+            return -EPROTO;
+        e->callsite = (uint32_t)cs;
+    }
+    // Every column read to its end, exactly.
+    for (int k = 0; k < NCOLS; k++)
+        if (col[k].bad || col[k].p != col[k].end)
+            return -EPROTO;
+    return 0;
+}
+
+int mt_codec_zstd_decode(mt_chunk_coder* c, const uint8_t* data, size_t len, size_t count,
+                         uint8_t heap, mt_event* out) {
+    if (count == 0 || count > UINT32_MAX)
+        return -EPROTO;
+    // One frame, nothing after it, and no more content than count events can take.
+    unsigned long long size = ZSTD_getFrameContentSize(data, len);
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR ||
+        size > precoded_bound(count) || ZSTD_findFrameCompressedSize(data, len) != len)
+        return -EPROTO;
+    if (reserve(c, count, false))
+        return -ENOMEM;
+    size_t got = ZSTD_decompressDCtx(c->dctx, c->buf, (size_t)size, data, len);
+    if (ZSTD_isError(got) || got != size)
+        return -EPROTO;
+    return decode_precoded(c->buf, got, count, heap, out);
+}
