@@ -95,7 +95,7 @@ def main():
         top = s["sites"][0] if s["sites"] else None
         check(top and top[0] == "1000000" and top[1] == "4",
               f"phase 2: top site 1000000 B in 4 blocks, got {top}")
-    interactive(cap)
+    interactive(cap, s["events"] if s else -1)
     prog.stdin.write("\n")
     prog.stdin.flush()
     out, err = prog.communicate(timeout=60)
@@ -160,7 +160,7 @@ def run_pty(cap, keys):
     return rc, buf.decode("utf-8", "replace"), before, after
 
 
-def interactive(cap):
+def interactive(cap, events):
     for keys, what in ((b"q", "q"), (b"\x03", "Ctrl-C")):
         rc, out, before, after = run_pty(cap, keys)
         check(rc == 0, f"interactive, {what}: exit 0, got {rc}\n{out[-2000:]}")
@@ -172,6 +172,9 @@ def interactive(cap):
         tail = out.split("\033[?1049l")[-1]
         check(f"({PHASE2} bytes in 9 blocks)" in tail and "\033[" not in tail,
               f"interactive, {what}: a plain final snapshot after the screen:\n{tail}")
+        # Each refresh read only new chunks: after many refreshes, every event once.
+        check(re.search(rf"^events:\s+{events}\b", tail, re.M),
+              f"interactive, {what}: {events} events, as --once counts them:\n{tail}")
 
 
 if __name__ == "__main__":
