@@ -99,7 +99,7 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
                 res->function = symname;
                 symname = NULL;
             } else if (!res->function) {
-                res->function = mt_sym_symtab_name(m->mod, addr);
+                res->function = mt_sym_symtab_name(m, addr);
             }
         }
     }
@@ -140,8 +140,7 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         }
         mt_symcache_entry_free(&e);
     }
-    char* symname =
-        f->rel_pc && mt_sym_module_dwfl(m) ? mt_sym_symtab_name(m->mod, f->rel_pc - 1) : NULL;
+    char* symname = f->rel_pc ? mt_sym_symtab_name(m, f->rel_pc - 1) : NULL;
     bool from_dwarf = false;
     if (symname && is_noise(m->base, symname)) {
         res->function = symname;

@@ -19,6 +19,8 @@ typedef struct sbuf {
 
 // A module: one Dwfl per (path, build-id).
 typedef struct cu_index cu_index;
+// A module's symbol table sorted by address (symbolize_frame.c).
+struct sym_index;
 
 typedef struct module {
     char* path;
@@ -28,10 +30,11 @@ typedef struct module {
     const char* base; // basename of path, for module+offset names
     cu_index* cus;    // indexed CUs, built on first use
     size_t ncus, capcus;
-    size_t last_cu;      // frames come sorted by address: the previous CU is the likely one
-    bool opened;         // module_open has run (on first need: cached frames need no file)
-    int has_dwarf;       // 1 yes, 0 no, -1 not known yet
-    int debug_installed; // the same for debug_file_installed
+    size_t last_cu;         // frames come sorted by address: the previous CU is the likely one
+    struct sym_index* syms; // built on the first symbol-table lookup
+    bool opened;            // module_open has run (on first need: cached frames need no file)
+    int has_dwarf;          // 1 yes, 0 no, -1 not known yet
+    int debug_installed;    // the same for debug_file_installed
 } module;
 
 // What a frame is named.
@@ -49,8 +52,9 @@ bool mt_sym_module_has_dwarf(module* m);
 void mt_sym_module_close(module* m);
 // Fills res->function, file, line and inlined from the DWARF at addr (a file address).
 void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
-// The symbol table's name for addr, demangled, without symbol version; NULL when none.
-char* mt_sym_symtab_name(Dwfl_Module* mod, Dwarf_Addr addr);
+// The symbol table's name for addr, demangled, without symbol version; NULL when none (or
+// when the module's file cannot serve).
+char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
 // Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
 bool mt_sym_debug_file_installed(module* m);
 const char* mt_sym_basename(const char* path);
