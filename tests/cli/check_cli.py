@@ -207,9 +207,10 @@ def case_usage(a):
         usage_error(a, [name, "--bogus", fx],
                     rf"memreport: {name}: unrecognized option '--bogus'",
                     f"{name} --bogus")
-        usage_error(a, [name, fx, "-o"],
-                    rf"memreport: {name}: option requires an argument -- 'o'",
-                    f"{name} -o without FILE")
+        if name != "live":  # live draws on the terminal: it writes no file
+            usage_error(a, [name, fx, "-o"],
+                        rf"memreport: {name}: option requires an argument -- 'o'",
+                        f"{name} -o without FILE")
     usage_error(a, ["stacks", fx, "--top", "x"], r"memreport: stacks: --top: not a count: 'x'",
                 "stacks --top x")
 
