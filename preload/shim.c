@@ -211,8 +211,10 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
 MT_EXPORT int dlclose(void* handle) {
     ensure_real();
     int rc = mt_real.dlclose(handle);
-    if (rc == 0 && atomic_load(&mt_state) == MT_STATE_RECORDING)
+    if (rc == 0 && atomic_load(&mt_state) == MT_STATE_RECORDING) {
         mt_maps_refresh(true);
+        mt_unwind_forget(); // a module loaded later may reuse the freed code addresses
+    }
     return rc;
 }
 

@@ -46,7 +46,8 @@ typedef struct rule {
     _Atomic uint8_t flags;
 } rule;
 
-// Bumped whenever a rule is demoted to RULE_COMPLEX, so threads drop their copies.
+// Bumped whenever a rule is demoted to RULE_COMPLEX or rules are forgotten (dlclose), so
+// threads drop their copies and their kept walks.
 static _Atomic uint32_t rules_generation = 1;
 
 // Each thread keeps copies of the rules it uses in a small direct-mapped table: the shared
@@ -70,9 +71,38 @@ typedef struct walk_frame {
     bool bp_needed;        // the walk from here out reads this frame's RBP (see walk_cached)
 } walk_frame;
 
+// A complete walk kept for later (stacks seen before but not just before): its frames,
+// outermost first, with the stack words the walk read to find them. A walk from the same leaf
+// frame (pc, sp, and RBP where the walk used it) over the same words gives the same frames,
+// so checking those words (independent loads, no rule lookups) replaces walking again.
+#define RECENT_FRAMES 48 // deeper stacks are not kept
+#define RECENT_SETS 64
+#define RECENT_WAYS 4
+#define RECENT_KEY_FRAMES 4 // frames walked (leaf first) before the kept walks are looked up
+typedef struct recent_walk {
+    uint64_t key;        // of the leaf frame (sp, pc) and its caller's pc
+    uint32_t generation; // the rules' generation it was walked under; else empty
+    int n;
+    uintptr_t leaf_bp; // checked when leaf_bp_needed (see walk_frame.bp_needed)
+    bool leaf_bp_needed;
+    uintptr_t end_sp;      // not 0: the walk ended on a zero return address at end_sp - 8
+    mt_stackhash hash;     // of the whole stack
+    mt_callsite_memo memo; // its callsite id, once interned
+    uintptr_t pc[RECENT_FRAMES], sp[RECENT_FRAMES];
+    // The words read to step out to frame j: its return address at sp[j] - 8, and the
+    // caller's RBP at sp[j] - word_off[j], which must equal word[j] (frames that saved no
+    // RBP check their return address twice: no branch in the check).
+    uintptr_t word[RECENT_FRAMES];
+    uint16_t word_off[RECENT_FRAMES];
+} recent_walk;
+
 typedef struct local_rules {
     uint32_t generation;
     local_rule slot[LOCAL_SLOTS];
+    uint32_t recent_clock;  // picks the way a new walk replaces
+    recent_walk* last_kept; // the walk kept last: its callsite id is copied from top's
+    uintptr_t top_end_sp;   // recent_walk.end_sp of the walk in top
+    recent_walk recent[RECENT_SETS][RECENT_WAYS];
     // The previous complete walk, outermost frame first, so that the frames a new walk
     // shares with it stay where they are: top_pc is what the callsite trie gets. fresh
     // holds a walk's new frames, leaf first.
@@ -143,6 +173,17 @@ static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t 
             break;
         }
     }
+    pthread_mutex_unlock(&rules_lock);
+}
+
+void mt_unwind_forget(void) {
+    // Readers take no lock: a rule they are reading stays whole (only pc is cleared); an
+    // unloaded module's addresses are on no stack, and a module loaded there later learns
+    // its own rules. The generation drops every thread's copies and kept walks.
+    pthread_mutex_lock(&rules_lock);
+    for (size_t i = 0; i < RULE_SLOTS; i++)
+        atomic_store_explicit(&rules[i].pc, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rules_generation, 1, memory_order_release);
     pthread_mutex_unlock(&rules_lock);
 }
 
@@ -256,6 +297,7 @@ static local_rules* thread_rules(void) {
         memset(lr->slot, 0, sizeof lr->slot);
         lr->generation = gen;
         lr->top_n = 0;
+        lr->last_kept = NULL; // kept walks of older generations are ignored
     }
     return lr;
 }
@@ -267,9 +309,14 @@ static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
     const rule* r = rule_find(pc);
     if (!r)
         return NULL;
+    l->pc = 0;
     l->cfa_off = r->cfa_off;
     l->bp_off = r->bp_off;
     l->flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
+    // mt_unwind_forget may have freed the slot for another address meanwhile.
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&r->pc, memory_order_relaxed) != pc)
+        return NULL;
     l->pc = pc;
     return l;
 }
@@ -322,6 +369,71 @@ static void leafmost(const local_rules* lr, int shared, int k, int max, uintptr_
         out[i] = lr->fresh[max - 1 - i].pc;
 }
 
+// Several kept walks may share a key: each is checked.
+static inline uint64_t recent_key(uintptr_t leaf_sp, uintptr_t pc0, uintptr_t pc1, uintptr_t pc2,
+                                  uintptr_t pc3) {
+    uint64_t h = (leaf_sp ^ pc0) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ pc1 ^ (pc2 << 1) ^ (pc3 << 2)) * 0xc2b2ae3d27d4eb4full;
+    return h ^ (h >> 29);
+}
+
+static inline recent_walk* recent_set(local_rules* lr, uint64_t key) {
+    return lr->recent[key >> 58 & (RECENT_SETS - 1)];
+}
+
+// A kept walk that starts at the leaf frame `leaf` and whose stack words are unchanged.
+static recent_walk* recent_find(local_rules* lr, const walk_frame* leaf, int max) {
+    uint64_t key = recent_key(leaf[0].sp, leaf[0].pc, leaf[1].pc, leaf[2].pc, leaf[3].pc);
+    recent_walk* set = recent_set(lr, key);
+    for (int w = 0; w < RECENT_WAYS; w++) {
+        recent_walk* e = &set[w];
+        int n = e->n;
+        if (e->key != key || e->generation != lr->generation || n > max ||
+            e->pc[n - 1] != leaf->pc || e->sp[n - 1] != leaf->sp ||
+            (e->leaf_bp_needed && e->leaf_bp != leaf->bp))
+            continue;
+        uintptr_t diff = e->end_sp ? *(const uintptr_t*)(e->end_sp - 8) : 0;
+        for (int j = 0; j < n - 1; j++)
+            diff |= (*(const uintptr_t*)(e->sp[j] - 8) ^ e->pc[j]) |
+                    (*(const uintptr_t*)(e->sp[j] - e->word_off[j]) ^ e->word[j]);
+        if (!diff)
+            return e;
+    }
+    return NULL;
+}
+
+// Keeps the complete walk in top (n frames) among the recent ones.
+static recent_walk* recent_keep(local_rules* lr, int n) {
+    if (n < RECENT_KEY_FRAMES || n > RECENT_FRAMES)
+        return NULL;
+    const walk_frame* top = lr->top;
+    uint64_t key =
+        recent_key(top[n - 1].sp, top[n - 1].pc, top[n - 2].pc, top[n - 3].pc, top[n - 4].pc);
+    recent_walk* set = recent_set(lr, key);
+    recent_walk* e = NULL;
+    for (int w = 0; w < RECENT_WAYS && !e; w++)
+        if (set[w].generation != lr->generation)
+            e = &set[w];
+    if (!e)
+        e = &set[lr->recent_clock++ % RECENT_WAYS];
+    e->key = key;
+    e->generation = lr->generation;
+    e->n = n;
+    e->leaf_bp = top[n - 1].bp;
+    e->leaf_bp_needed = top[n - 1].bp_needed;
+    e->end_sp = lr->top_end_sp;
+    e->hash = top[n - 1].hash;
+    e->memo = top[n - 1].memo;
+    for (int j = 0; j < n; j++) {
+        e->pc[j] = top[j].pc;
+        e->sp[j] = top[j].sp;
+        uint16_t off = j + 1 < n ? top[j + 1].bp_off : 0;
+        e->word_off[j] = off ? off : 8;
+        e->word[j] = off ? top[j].bp : top[j].pc;
+    }
+    return e;
+}
+
 // Our own frames keep frame pointers: follows them from here to the frame whose return
 // address is the first outside the tracer. NULL when the chain leaves the stack.
 static inline __attribute__((always_inline)) uintptr_t* hook_caller_frame(uintptr_t stack_hi) {
@@ -347,6 +459,12 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     walk_frame* top = lr->top;
     walk_frame* fresh = lr->fresh;
     int prev_n = lr->top_n;
+    if (lr->last_kept) {
+        // top's callsite id is known now (the trie filled top's memo after the last walk).
+        if (prev_n)
+            lr->last_kept->memo = top[prev_n - 1].memo;
+        lr->last_kept = NULL;
+    }
     lr->top_n = 0; // until this walk completes
     // Frames 0..t of the previous walk are reusable (their stack words are unchanged) up to
     // the first stale one. A new walk can join them only at their stack pointers: below the
@@ -356,6 +474,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
     int limit = max + 1; // one more than the limit tells a stack that is deeper
     int k = 0, shared = 0;
+    uintptr_t end_sp = 0;
     bool done = false;
     while (k < limit) {
         if (sp >= join_sp) {
@@ -367,6 +486,19 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
                 shared = t + 1;
                 done = true;
                 break;
+            }
+        }
+        if (k == RECENT_KEY_FRAMES) {
+            // A stack seen before, not just before: its kept walk, checked, not walked.
+            recent_walk* e = recent_find(lr, fresh, max);
+            if (e) {
+                lr->top_n = prev_n; // top is untouched
+                st->pcs = e->pc;
+                st->n = e->n;
+                st->truncated = false;
+                st->hash = e->hash;
+                st->memo = &e->memo;
+                return true;
             }
         }
         const local_rule* r = local_find(lr, pc);
@@ -388,6 +520,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
         sp = cfa;
         bp = caller_bp;
         if (!pc) {
+            end_sp = cfa;
             done = true;
             break;
         }
@@ -403,6 +536,8 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
         st->memo = NULL;
         return true;
     }
+    if (!shared)
+        lr->top_end_sp = end_sp; // else the outermost frame is still the one top had
     store_walk(lr, shared, k);
     st->truncated = n > max;
     st->n = st->truncated ? max : n;
@@ -410,6 +545,9 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     st->hash = st->truncated ? mt_stackhash_of(st->pcs, st->n) : top[n - 1].hash;
     // Frames 0..n-1 are the same as when top[n - 1] was stored: so is their callsite.
     st->memo = st->truncated ? NULL : &top[n - 1].memo;
+    // A walk with new frames is kept for later (an exact repeat of top is kept already).
+    if (k && !st->truncated)
+        lr->last_kept = recent_keep(lr, n);
     return true;
 }
 

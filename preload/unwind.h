@@ -14,6 +14,9 @@ void mt_unwind_init(int mode);
 bool mt_unwind_masking_for_us(uintptr_t caller);
 // Whether `caller` (a return address) lies in libunwind's code.
 bool mt_unwind_is_libunwind(uintptr_t caller);
+// dlclose: forgets every learnt unwind rule (and each thread's cached walks), so code that a
+// module loaded later puts at a freed address never meets a rule of the unloaded one.
+void mt_unwind_forget(void);
 // fork: the rule table's lock must not be held by another thread when the child starts.
 void mt_unwind_fork_lock(void);
 void mt_unwind_fork_unlock(void);
