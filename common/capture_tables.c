@@ -239,3 +239,9 @@ int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen) {
         return 0; // never written while its program runs: names come when it exits
     return mt_symbolize_capture(mt_capture_sqlite(cap), 0, err, errlen);
 }
+
+int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen) {
+    if (cap->live)
+        return 0;
+    return mt_symbolize_capture(mt_capture_sqlite(cap), MT_SYMBOLIZE_IN_MEMORY, err, errlen);
+}

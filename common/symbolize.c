@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 // ---- relevance
@@ -73,6 +74,45 @@ static bool is_noise(const char* module_base, const char* fn) {
 }
 
 // ---- the pass
+
+// Naming at a traced program's exit is bounded (mt_symbolize_capture_at_exit): the symbol
+// cache and symbol tables always serve, a module's DWARF is read only while the pass is
+// within its budget, counting what reading it would cost. Frames left for memreport stay
+// unnamed.
+#define DWARF_BYTES_PER_MS (50 * 1000) // libc's 4.2 MB debug file: ~40 ms here, read and indexed
+
+typedef struct bounds {
+    bool on;
+    int64_t deadline_ns; // CLOCK_MONOTONIC
+    size_t deferred;     // frames left unnamed
+} bounds;
+
+static int64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// May the pass use m's DWARF now? A module whose DWARF is not read yet is read only when
+// its estimated cost fits in what is left; once read, its frames are named until the
+// deadline (each new compile unit indexed costs too). Modules without DWARF cost nothing.
+static bool dwarf_affordable(module* m, const bounds* b) {
+    if (!b->on || !m || m->has_dwarf == 0)
+        return true;
+    if (m->dwarf_deferred)
+        return false;
+    int64_t now = monotonic_ns();
+    if (m->has_dwarf == 1)
+        return now <= b->deadline_ns;
+    long long bytes = mt_sym_dwarf_bytes(m);
+    if (bytes == 0)
+        return true;
+    if (now + bytes / DWARF_BYTES_PER_MS * 1000000 > b->deadline_ns) {
+        m->dwarf_deferred = true;
+        return false;
+    }
+    return true;
+}
 
 typedef struct frame_row {
     int64_t id;
@@ -125,7 +165,9 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
 // internals), from the symbol table alone: reading a module's DWARF costs tens of ms (libc's
 // is compressed), and in many programs libc and libstdc++ appear only through such frames;
 // else from DWARF. What a module with a build-id names goes into the cache.
-static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, result* res) {
+// Leaves res->function NULL when bounds defer the frame to memreport.
+static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, bounds* b,
+                          result* res) {
     memset(res, 0, sizeof *res);
     module* m = f->mod >= 0 ? &mods[f->mod] : NULL;
     bool cacheable = cache && m && m->build_id && m->build_id[0] && m->path[0] == '/';
@@ -145,6 +187,10 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
     if (symname && is_noise(m->base, symname)) {
         res->function = symname;
         res->relevant = false;
+    } else if (!dwarf_affordable(m, b)) {
+        free(symname);
+        b->deferred++;
+        return;
     } else {
         resolve(f, m, symname, res);
         from_dwarf = mt_sym_module_has_dwarf(m);
@@ -277,8 +323,8 @@ static bool store_names(sqlite3_stmt* upd, int64_t id, result* res) {
     return true;
 }
 
-// Names every frame of the set and writes the names into its row.
-static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, char* err,
+// Names every frame of the set (but those bounds defer) and writes the names into its row.
+static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, bounds* b, char* err,
                          size_t errlen) {
     sqlite3_stmt* upd = NULL;
     int rc = 0;
@@ -289,7 +335,10 @@ static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, c
         rc = sql_fail(db, "updating frames", err, errlen);
     for (size_t i = 0; rc == 0 && i < fs->nrows; i++) {
         result res;
-        symbolize_one(&fs->rows[i], fs->mods, cache, &res);
+        size_t deferred = b->deferred;
+        symbolize_one(&fs->rows[i], fs->mods, cache, b, &res);
+        if (b->deferred != deferred)
+            continue;
         if (!res.function || res.inlined.oom) {
             free(res.function);
             free(res.file);
@@ -304,15 +353,22 @@ static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, c
     return rc;
 }
 
-// The frames' names and meta 'symbolized' in one savepoint: all of it or nothing.
-static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, char* err,
+// The frames' names and meta 'symbolized' (or, when frames were deferred, meta
+// 'symbols_deferred') in one savepoint: all of it or nothing.
+static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, bounds* b, char* err,
                        size_t errlen) {
     if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)
         return sql_fail(db, "starting transaction", err, errlen);
-    int rc = update_frames(db, fs, cache, err, errlen);
-    if (rc == 0 &&
-        sqlite3_exec(db, "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')", NULL,
-                     NULL, NULL) != SQLITE_OK)
+    int rc = update_frames(db, fs, cache, b, err, errlen);
+    char sql[128];
+    if (b->deferred)
+        snprintf(sql, sizeof sql,
+                 "INSERT OR REPLACE INTO meta(key, value) VALUES('symbols_deferred', %zu)",
+                 b->deferred);
+    else
+        snprintf(sql, sizeof sql,
+                 "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')");
+    if (rc == 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
         rc = sql_fail(db, "writing meta", err, errlen);
     if (rc == 0 && sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)
         rc = sql_fail(db, "committing", err, errlen);
@@ -323,7 +379,25 @@ static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, cha
     return rc;
 }
 
-int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
+// Shadows the frame and meta tables with TEMP copies, which unqualified names resolve to
+// first: the pass then writes its names there, in memory, leaving the file untouched.
+static int shadow_tables(sqlite3* db, char* err, size_t errlen) {
+    // The frame columns of the schema (memtrace/schema.h).
+    static const char sql[] =
+        "CREATE TEMP TABLE IF NOT EXISTS frame(id INTEGER PRIMARY KEY, mapping_id INTEGER,"
+        " pc INTEGER NOT NULL, rel_pc INTEGER, function TEXT, file TEXT, line INTEGER,"
+        " inlined TEXT, relevant INTEGER NOT NULL DEFAULT 1);"
+        "CREATE TEMP TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
+        "DELETE FROM temp.frame; DELETE FROM temp.meta;"
+        "INSERT INTO temp.frame SELECT id, mapping_id, pc, rel_pc, function, file, line,"
+        " inlined, relevant FROM main.frame;"
+        "INSERT INTO temp.meta SELECT key, value FROM main.meta;";
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return sql_fail(db, "copying frames to memory", err, errlen);
+    return 0;
+}
+
+static int symbolize(sqlite3* db, unsigned flags, bounds* b, char* err, size_t errlen) {
     if (err && errlen)
         err[0] = 0;
     char dummy[8];
@@ -332,15 +406,31 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
         errlen = sizeof dummy;
     }
     frame_set fs = {0};
-    int rc = read_frames(db, flags, &fs, err, errlen);
+    int rc = (flags & MT_SYMBOLIZE_IN_MEMORY) ? shadow_tables(db, err, errlen) : 0;
+    if (rc == 0)
+        rc = read_frames(db, flags, &fs, err, errlen);
     if (rc == 0) {
         mt_symcache* cache = fs.nrows ? mt_symcache_open() : NULL;
-        rc = write_names(db, &fs, cache, err, errlen);
+        rc = write_names(db, &fs, cache, b, err, errlen);
         mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
     }
     for (size_t i = 0; i < fs.nmods; i++)
         mt_sym_module_close(&fs.mods[i]);
     free(fs.mods);
     free(fs.rows);
-    return rc ? rc : (int)fs.nrows;
+    return rc ? rc : (int)(fs.nrows - b->deferred);
+}
+
+int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) {
+    bounds b = {0};
+    return symbolize(db, flags, &b, err, errlen);
+}
+
+int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, int* deferred, char* err,
+                                 size_t errlen) {
+    bounds b = {.on = true, .deadline_ns = monotonic_ns() + (int64_t)budget_ms * 1000000};
+    int rc = symbolize(db, 0, &b, err, errlen);
+    if (deferred)
+        *deferred = (int)b.deferred;
+    return rc;
 }

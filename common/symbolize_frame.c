@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // ---- demangling
@@ -550,25 +551,55 @@ bool mt_sym_module_has_dwarf(module* m) {
     return m->has_dwarf;
 }
 
-// Whether a debug file for m's build-id is installed in a .build-id tree of the debug path
-// (where distributions put them): a name cached while the module had no DWARF is stale then.
-bool mt_sym_debug_file_installed(module* m) {
-    if (m->debug_installed >= 0)
-        return m->debug_installed;
+// The size of the debug file for m's build-id in a .build-id tree of the debug path (where
+// distributions put them), -1 when there is none.
+static long long build_id_debug_file_size(module* m) {
     pthread_once(&debuginfo_path_once, read_debuginfo_path);
     const char* path = debuginfo_path ? debuginfo_path : DEFAULT_DEBUGINFO_PATH;
     const char* id = m->build_id;
-    m->debug_installed = 0;
-    while (*path && !m->debug_installed && strlen(id) > 2) {
+    while (id && *path && strlen(id) > 2) {
         size_t len = strcspn(path, ":");
         const char* dir = path[0] == '+' || path[0] == '-' ? path + 1 : path; // CRC flags
         size_t dlen = len - (size_t)(dir - path);
         if (dlen && dir[0] == '/') {
             char file[4096];
+            struct stat st;
             snprintf(file, sizeof file, "%.*s/.build-id/%.2s/%s.debug", (int)dlen, dir, id, id + 2);
-            m->debug_installed = access(file, F_OK) == 0;
+            if (stat(file, &st) == 0)
+                return (long long)st.st_size;
         }
         path += len + (path[len] == ':');
     }
+    return -1;
+}
+
+// Whether a debug file for m's build-id is installed: a name cached while the module had no
+// DWARF is stale then.
+bool mt_sym_debug_file_installed(module* m) {
+    if (m->debug_installed < 0)
+        m->debug_installed = build_id_debug_file_size(m) >= 0;
     return m->debug_installed;
+}
+
+long long mt_sym_dwarf_bytes(module* m) {
+    if (!mt_sym_module_dwfl(m))
+        return 0;
+    long long n = 0;
+    GElf_Addr bias;
+    Elf* elf = dwfl_module_getelf(m->mod, &bias);
+    size_t shstrndx;
+    if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+        for (Elf_Scn* scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+            GElf_Shdr mem, *sh = gelf_getshdr(scn, &mem);
+            const char* name = sh ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+            if (name && sh->sh_type != SHT_NOBITS &&
+                (!strncmp(name, ".debug_", 7) || !strncmp(name, ".zdebug_", 8)))
+                n += (long long)sh->sh_size;
+        }
+    }
+    if (n == 0 && m->build_id && m->build_id[0]) {
+        long long f = build_id_debug_file_size(m);
+        n = f > 0 ? f : 0;
+    }
+    return n;
 }

@@ -35,6 +35,7 @@ typedef struct module {
     bool opened;            // module_open has run (on first need: cached frames need no file)
     int has_dwarf;          // 1 yes, 0 no, -1 not known yet
     int debug_installed;    // the same for debug_file_installed
+    bool dwarf_deferred;    // a bounded pass left this module's DWARF unread (symbolize.c)
 } module;
 
 // What a frame is named.
@@ -57,6 +58,10 @@ void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
 char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
 // Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
 bool mt_sym_debug_file_installed(module* m);
+// What reading m's DWARF would read, in bytes, without reading it: its file's .debug_*
+// sections, else its build-id debug file (0: no DWARF found that way). A debug file found
+// only through .gnu_debuglink is not seen.
+long long mt_sym_dwarf_bytes(module* m);
 const char* mt_sym_basename(const char* path);
 
 #endif

@@ -19,6 +19,7 @@ typedef struct mt_config {
     int commit_ms; // commit period: the most a SIGKILL can lose
     int follow_fork;
     int symbolize;
+    int symbolize_ms; // naming at exit reads DWARF only within this budget (the rest: memreport)
 } mt_config;
 
 extern mt_config mt_cfg;

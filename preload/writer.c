@@ -504,11 +504,11 @@ void mt_writer_stop(void) {
         return;
     }
     tick(true);
-    // Names are resolved now, while the binaries exist; if that fails, memreport resolves
-    // them later from the recorded maps and build-ids.
+    // Names are resolved now, while the binaries exist, as far as the budget goes; what is
+    // left or fails, memreport resolves later from the recorded maps and build-ids.
     if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
         char err[256];
-        (void)mt_capwriter_symbolize(cw, err, sizeof err);
+        (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, err, sizeof err);
         if (mt_capwriter_begin(cw) != 0)
             fail_sqlite("cannot write capture");
     }

@@ -48,12 +48,19 @@ int mr_symbols_ensure(mt_capture* cap) {
     free(v);
     if (done)
         return 0;
-    char err[512];
+    char err[512], why[512];
     int n = mt_capture_symbolize(cap, err, sizeof err);
-    if (n < 0)
-        mr_error(mt_capture_path(cap), "cannot store symbols (%s); frames show as module+offset",
-                 err);
-    else if (n > 0)
+    if (n < 0) {
+        // Named for this report only, as the tracer would have named them.
+        snprintf(why, sizeof why, "%s", err);
+        n = mt_capture_symbolize_in_memory(cap, err, sizeof err);
+        if (n < 0)
+            mr_error(mt_capture_path(cap),
+                     "cannot store symbols (%s); frames show as module+offset", why);
+        else
+            mr_error(mt_capture_path(cap), "cannot store symbols (%s); named %d frames in memory",
+                     why, n);
+    } else if (n > 0)
         mr_error(mt_capture_path(cap), "symbolized %d frames", n);
     return 0;
 }

@@ -23,10 +23,11 @@ typedef struct mr_symloc {
 
 typedef struct mr_symbols mr_symbols;
 
-// When meta 'symbolized' is not '1', symbolizes the capture from its recorded mappings,
-// stores the names, and says so on stderr ("memreport: FILE: symbolized N frames"). A
-// capture that cannot be written (read-only file) is left as is with a warning; its
-// frames then read as module+offset. Returns 0.
+// When meta 'symbolized' is not '1' (the program was killed, or the tracer left frames to
+// name, meta 'symbols_deferred'), symbolizes the capture from its recorded mappings, stores
+// the names, and says so on stderr ("memreport: FILE: symbolized N frames"). A capture that
+// cannot be written (read-only file) is left as is with a warning and named in memory for
+// this run; only if that fails too do its frames read as module+offset. Returns 0.
 int mr_symbols_ensure(mt_capture* cap);
 
 // mr_symbols_ensure, then loads the callsite and frame tables. Returns 0, or an exit code

@@ -30,6 +30,10 @@ CASES = {"chain": ("fp", "nofp"), "recursion": ("fp", "nofp"), "signal": ("fp", 
          "moved": ("fp",),
          # Killed before finalize (no names in the capture): memreport symbolizes on first open.
          "unsymbolized": ("fp",),
+         # Naming deferred by the tracer's budget (MEMTRACE_SYMBOLIZE_MS=0): memreport names
+         # the rest, with the same reports as a capture named at exit; a read-only deferred
+         # capture is named in memory, the file untouched.
+         "deferred": ("fp", "nofp"), "deferred_readonly": ("nofp",),
          # The persistent symbol cache, a debug path of one's own, no debuginfod in traced
          # programs.
          "cache": ("nofp",), "debug_path": ("nofp",), "no_debuginfod": ("nofp",)}
@@ -170,6 +174,84 @@ def check_symbol_cache(args):
             fail("cache %s: somebody else's file was changed" % path)
 
 
+def report_text(args, cap, cmd, *extra, user=None):
+    """`memreport CMD --json CAP`, its capture's own name taken out (the rest must match)."""
+    p = subprocess.run([args.memreport, cmd, "--json", cap] + list(extra), user=user,
+                       env=dict(os.environ, MEMTRACE_SYMBOL_CACHE="0"),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        fail("memreport %s %s: exit %d: %s" % (cmd, cap, p.returncode, p.stderr))
+    return p.stdout.replace(cap, "CAPTURE").replace(os.path.basename(cap), "CAPTURE"), p.stderr
+
+
+def meta(cap, key):
+    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
+    row = db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    db.close()
+    return row[0] if row else None
+
+
+REPORTS = [("stacks", "--top", "0"), ("stacks", "--top", "0", "--all-frames"), ("leaks",)]
+
+
+def check_deferred(args, readonly):
+    """Frames the tracer leaves unnamed (no DWARF read at exit) are named by memreport on
+    first open, and every report reads the same as for a capture named at exit."""
+    tmp = os.path.join(args.workdir, "deferred_" + os.path.basename(args.prog))
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    os.chmod(tmp, 0o755)
+    prog = os.path.join(tmp, "subject")
+    shutil.copy(args.prog, prog)
+    args.prog = prog
+    # No symbol cache: each capture names its frames itself.
+    named, _ = trace(args, "named", ["chain"], {"MEMTRACE_SYMBOL_CACHE": "0"})
+    deferred, _ = trace(args, "deferred", ["chain"],
+                        {"MEMTRACE_SYMBOL_CACHE": "0", "MEMTRACE_SYMBOLIZE_MS": "0"})
+    if meta(named, "symbolized") != "1" or meta(named, "symbols_deferred") is not None:
+        fail("named at exit: symbolized=%r symbols_deferred=%r"
+             % (meta(named, "symbolized"), meta(named, "symbols_deferred")))
+    left = meta(deferred, "symbols_deferred")
+    if meta(deferred, "symbolized") == "1" or not left or int(left) <= 0:
+        fail("deferred: symbolized=%r symbols_deferred=%r"
+             % (meta(deferred, "symbolized"), left))
+    db = sqlite3.connect("file:%s?mode=ro" % deferred, uri=True)
+    unnamed = db.execute("SELECT count(*) FROM frame WHERE function IS NULL").fetchone()[0]
+    db.close()
+    if left and unnamed != int(left):
+        fail("deferred: %d frames without a name, meta says %s" % (unnamed, left))
+    user = None
+    if readonly:
+        os.chmod(deferred, 0o444)
+        if os.geteuid() == 0:
+            user = 65534  # root writes any file: read it as nobody
+        with open(deferred, "rb") as f:
+            before = f.read()
+    for i, report in enumerate(REPORTS):
+        want, _ = report_text(args, named, *report)
+        got, err = report_text(args, deferred, *report, user=user)
+        if got != want:
+            fail("memreport %s differs between named at exit and deferred:\n%s\nvs\n%s"
+                 % (" ".join(report), got[:2000], want[:2000]))
+        if i == 0:
+            expect = ("cannot store symbols (" if readonly else "symbolized %s frames" % left)
+            if expect not in err or (readonly and "named %s frames in memory" % left not in err):
+                fail("first open of the deferred capture said %r" % err)
+        elif not readonly and err:
+            fail("names were not stored: run %d printed %r" % (i, err))
+    report, _ = stacks(args, deferred) if not readonly else (None, None)
+    if report:
+        check_chains(report, EXPECTED["chain"])
+    if readonly:
+        with open(deferred, "rb") as f:
+            if f.read() != before:
+                fail("the read-only capture was changed")
+        if meta(deferred, "symbolized") == "1":
+            fail("names stored in a read-only capture")
+    elif meta(deferred, "symbolized") != "1":
+        fail("memreport did not store the deferred names")
+
+
 def check_debug_path(args):
     """MEMTRACE_DEBUGINFO_PATH: separate debug files under another root are found by
     build-id; and a name cached while the binary had no debug file is not trusted once one
@@ -237,6 +319,8 @@ def main():
         check_symbol_cache(args)
     elif case == "debug_path":
         check_debug_path(args)
+    elif case in ("deferred", "deferred_readonly"):
+        check_deferred(args, case == "deferred_readonly")
     elif case == "no_debuginfod":
         # A binary without debug info makes libdw reach for its debuginfod client (libcurl
         # and ~30 more libraries, maybe a download). Not inside a traced program.

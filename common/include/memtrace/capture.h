@@ -170,6 +170,9 @@ int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud);
 // a capture whose program was killed before it could (memtrace/symbolize.h). Returns the
 // number of frames named or a negative errno with a message in err.
 int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen);
+// The same for a capture that cannot store them (a read-only file): the names go into
+// copies of its frame and meta tables in memory, which this handle reads from then on.
+int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen);
 
 // Streams the events of one heap in seq order. Memory is bounded by the number of chunks
 // whose seq ranges overlap (about one per live thread).
@@ -232,9 +235,10 @@ int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count);
 int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m);
 // Ends the latest open range of that name on that thread (none open: nothing changes).
 int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts);
-// Resolves the names of the frames written so far (memtrace/symbolize.h); returns the
-// number of frames named or a negative errno. Commit first: it runs its own transactions.
-int mt_capwriter_symbolize(mt_capwriter* w, char* err, size_t errlen);
+// Resolves the names of the frames written so far within budget_ms, the rest left to
+// memreport (mt_symbolize_capture_at_exit in memtrace/symbolize.h); returns the number of
+// frames named or a negative errno. Commit first: it runs its own transactions.
+int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, char* err, size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);

@@ -16,6 +16,10 @@ typedef struct sqlite3 sqlite3;
 
 // Re-symbolize every frame, not only those whose function is still NULL.
 #define MT_SYMBOLIZE_ALL 1u
+// Write the names into TEMP copies of the frame and meta tables (which the connection's
+// unqualified queries read from then on), leaving the file as it is: for a capture that
+// cannot be written.
+#define MT_SYMBOLIZE_IN_MEMORY 2u
 
 // Fills frame.function/file/line/inlined/relevant for the frames whose function IS NULL
 // (all of them with MT_SYMBOLIZE_ALL), in one transaction (a savepoint, so a caller's open
@@ -40,5 +44,13 @@ typedef struct sqlite3 sqlite3;
 // Thread-safe with respect to other connections; writes nothing on stdout/stderr (errors
 // go to err). Returns the number of frames written, or a negative errno (-EIO: SQLite).
 int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen);
+
+// The tracer's pass at exit, bounded in time: names from the symbol cache and the symbol
+// tables always; from a module's DWARF only while the pass is within budget_ms, counting
+// what reading that DWARF would cost (its size) before reading it. Frames it leaves stay
+// unnamed (*deferred of them); meta 'symbolized' is then not set but 'symbols_deferred' is,
+// and memreport names them on first open (mt_symbolize_capture) with the same result.
+int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, int* deferred, char* err,
+                                 size_t errlen);
 
 #endif
