@@ -40,6 +40,8 @@ static const char usage[] = USAGE_LINE
     "  MEMTRACE_COMMIT_MS       commit period in ms: the most a SIGKILL loses [10]\n"
     "  MEMTRACE_FOLLOW_FORK     1: a forked child writes <name>.<childpid>.db; 0: untraced [1]\n"
     "  MEMTRACE_SYMBOLIZE       resolve frame names at exit (0: leave it to memreport) [1]\n"
+    "  MEMTRACE_SYMBOLIZE_MS    budget in ms for reading DWARF at exit; frames it does not\n"
+    "                           cover are named by memreport on first open [500]\n"
     "  MEMTRACE_SYMBOL_CACHE    symbol cache file (0: none); also read by memreport\n"
     "                           [~/.cache/memtrace/symbols.db]\n"
     "  MEMTRACE_DEBUGINFO_PATH  where separate debug files are looked for (libdwfl syntax);\n"
