@@ -396,12 +396,17 @@ static void save_before_death(void) {
     atomic_store(&saved_before_death, 1);
 }
 
-// Creates the capture file (a few ms of SQLite work, done here so the program does not wait
-// for it; its events wait in their buffers). False when it cannot be: the program then runs
-// on untraced.
+// Bumped by each start: a writer thread of an earlier capture, never joined (see
+// mt_writer_stop), sees it changed and ends without touching anything.
+static _Atomic unsigned generation;
+static bool opened; // under sqlite_lock: open_capture has run for this capture
+
+// Creates the capture file (a few ms of SQLite work, done in the writer thread so the program
+// does not wait for it; its events wait in their buffers), with sqlite_lock held. False when
+// it cannot be: the program then runs on untraced.
 static bool open_capture(void) {
     char err[512];
-    pthread_mutex_lock(&sqlite_lock);
+    opened = true;
     bool ok = mt_fdguard_install() == 0;
     if (!ok)
         snprintf(err, sizeof err, "cannot guard the capture's file descriptors");
@@ -420,25 +425,33 @@ static bool open_capture(void) {
         if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
             fail_sqlite("cannot write capture");
     }
-    pthread_mutex_unlock(&sqlite_lock);
-    mt_clock_settle();
     return ok;
 }
 
+// Whether the writer thread of capture `gen` still has work: not once the capture stopped.
+static bool still_current(unsigned gen) {
+    return !atomic_load(&stop_requested) && atomic_load(&generation) == gen;
+}
+
 static void* writer_main(void* arg) {
-    (void)arg;
+    unsigned gen = (unsigned)(uintptr_t)arg;
     mt_guard = 1;
-    if (!open_capture())
+    pthread_mutex_lock(&sqlite_lock);
+    bool ok = still_current(gen) && open_capture();
+    pthread_mutex_unlock(&sqlite_lock);
+    if (!ok)
         return NULL;
+    mt_clock_settle();
     int wait_ms = mt_cfg.sample_ms < mt_cfg.commit_ms ? mt_cfg.sample_ms : mt_cfg.commit_ms;
-    while (!atomic_load(&stop_requested)) {
+    while (still_current(gen)) {
         mt_core_wait_work(wait_ms);
         if (atomic_load(&fatal_signal)) {
             save_before_death();
             return NULL;
         }
         pthread_mutex_lock(&sqlite_lock);
-        tick(false);
+        if (still_current(gen))
+            tick(false);
         pthread_mutex_unlock(&sqlite_lock);
     }
     return NULL;
@@ -475,10 +488,12 @@ int mt_writer_start(const char* path) {
     events_written = 0;
     last_commit = last_sample = 0;
     atomic_store(&stop_requested, 0);
+    opened = false;
+    unsigned gen = atomic_fetch_add(&generation, 1) + 1;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&writer_thread, NULL, writer_main, NULL);
+    int rc = pthread_create(&writer_thread, NULL, writer_main, (void*)(uintptr_t)gen);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         mt_core_fail("cannot start the writer thread", strerror(rc));
@@ -491,11 +506,19 @@ int mt_writer_start(const char* path) {
 void mt_writer_stop(void) {
     if (!writer_running)
         return;
+    // Not joined: waiting for the writer thread to be scheduled (on a loaded machine, for
+    // milliseconds) is most of what a short program would pay. It leaves the capture alone
+    // from now on (still_current), ending at its next look or with the process.
     atomic_store(&stop_requested, 1);
     mt_core_wake_writer();
-    pthread_join(writer_thread, NULL);
+    pthread_detach(writer_thread);
     writer_running = false;
     pthread_mutex_lock(&sqlite_lock);
+    if (!opened) {
+        // The program ends before its writer thread even ran: create the capture here.
+        open_capture();
+        mt_clock_settle();
+    }
     if (failed) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
         mt_capwriter_abandon(cw);
