@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target: the event chunk decoder (mt_codec_decode) on arbitrary blobs.
+// libFuzzer target: the event chunk decoders (mt_codec_decode of codecs 1 and 2,
+// mt_codec_zstd_decode of codec 3) on arbitrary blobs.
 // Input: 2 bytes little-endian, the event count the caller claims (event_chunk.count),
-// then the blob. The decoder is fuzzed on its own (the chunk checksum, which readers verify
-// first, would reject nearly every mutation); the checksum check runs on the same bytes.
-// Besides the sanitizers' checks, a blob that decodes must survive a round trip: its events
-// re-encoded and sealed within mt_codec_bound, verified and decoded again, are the same.
+// then the blob, given to both decoders. The decoders are fuzzed on their own (the chunk
+// checksum, which readers verify first, would reject nearly every mutation); the checksum
+// check runs on the same bytes. Besides the sanitizers' checks, a blob that decodes must
+// survive a round trip: its events re-encoded and sealed within mt_codec_bound, verified and
+// decoded again, are the same.
 #include "memtrace/codec.h"
+#include "memtrace/schema.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +49,23 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (sealed > mt_codec_bound(count) || mt_chunk_verify(&h, enc, sealed) != (long)n ||
             mt_codec_decode(enc, n, count, 1, again) != 0 || !same_events(ev, again, count))
             abort(); // a decoded chunk that does not round-trip: the codec is inconsistent
+        free(again);
+        free(enc);
+    }
+    static mt_chunk_coder* coder; // kept from input to input, as a reader keeps it
+    if (!coder && !(coder = mt_chunk_coder_new()))
+        abort();
+    if (mt_codec_zstd_decode(coder, blob, len, count, 1, ev) == 0) {
+        uint8_t* enc = malloc(mt_codec_bound(count));
+        mt_event* again = malloc(count * sizeof *again);
+        if (!enc || !again)
+            abort();
+        h.seq_first = (int64_t)ev[0].seq;
+        size_t sealed = mt_chunk_encode(coder, MT_CODEC_ZSTD_COLUMNS_CRC32C, &h, ev, count, enc);
+        if (sealed == 0 || sealed > mt_codec_bound(count) ||
+            mt_chunk_decode(coder, MT_CODEC_ZSTD_COLUMNS_CRC32C, &h, enc, sealed, again) != 0 ||
+            !same_events(ev, again, count))
+            abort(); // codec 3 is inconsistent
         free(again);
         free(enc);
     }

@@ -9,7 +9,7 @@ a format changes, then commit the files:
   a few kB instead of 4 kB pages of mostly zeros;
 - codec/: every event chunk of those captures with fewer than 65536 events, as
   fuzz_codec reads them: 2 bytes little-endian event count, then the chunk's encoded
-  events (without the checksum of codec 2);
+  events (without the checksum of codecs 2 and 3);
 - npu/: the first 60 lines of each LOG (give both formats: current and legacy 2025).
 Python 3 standard library only.
 """
@@ -48,7 +48,7 @@ def main():
         db = sqlite3.connect(f"file:{dst}?mode=ro", uri=True)
         rows = db.execute("SELECT id, count, codec, data FROM event_chunk WHERE count < 65536")
         for _, count, codec, data in rows:
-            if codec == 2:  # the chunk's CRC32C (4 bytes) follows what mt_codec_decode reads
+            if codec in (2, 3):  # the chunk's CRC32C (4 bytes) follows what the decoders read
                 data = data[:-4]
             seed = count.to_bytes(2, "little") + data
             # Named by content: the same events in two captures make one seed.
