@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -175,6 +176,43 @@ static void test_remove_sidecars(void) {
     unlink(path);
 }
 
+// Every file a process creates costs it (ext4 looks for a recently freed inode): a capture's
+// life creates the file and its -wal, and no -journal (created and deleted at the switches
+// into and out of WAL mode before).
+static void test_files_created(void) {
+    char path[128], names[512] = "";
+    snprintf(path, sizeof path, "%s/f.db", dir);
+    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    CHECK(inotify_add_watch(fd, dir, IN_CREATE) >= 0);
+    mt_capwriter* w;
+    char err[256];
+    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
+    if (w) {
+        write_rows(w);
+        CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    }
+    _Alignas(struct inotify_event) char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (char* p = buf; p < buf + n;) {
+            const struct inotify_event* ev = (const struct inotify_event*)p;
+            if (ev->len) {
+                strncat(names, ev->name, sizeof names - strlen(names) - 2);
+                strcat(names, ";");
+            }
+            p += sizeof *ev + ev->len;
+        }
+    close(fd);
+    CHECK_EQ_STR(names, "f.db;f.db-wal;");
+    struct stat st;
+    snprintf(names, sizeof names, "%s-wal", path);
+    CHECK(stat(names, &st) != 0); // one self-contained file at the end
+    unlink(path);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -182,6 +220,7 @@ int main(void) {
     }
     test_rows();
     test_remove_sidecars();
+    test_files_created();
     rmdir(dir);
     printf("%d checks, %d failures\n", check_count, check_failures);
     return check_failures != 0;
