@@ -71,6 +71,7 @@ static void thread_exit(void* arg) {
     mt_buffer* b = atomic_exchange(&t->cur, NULL);
     if (b)
         mt_core_buffer_hand_over(b);
+    mt_unwind_thread_exit();
     mt_guard = saved;
 }
 

@@ -302,6 +302,13 @@ static local_rules* thread_rules(void) {
     return lr;
 }
 
+void mt_unwind_thread_exit(void) {
+    local_rules* lr = tls_rules;
+    tls_rules = NULL;
+    if (lr)
+        munmap(lr, sizeof *lr);
+}
+
 static inline const local_rule* local_find(local_rules* lr, uintptr_t pc) {
     local_rule* l = &lr->slot[(pc * 0x9e3779b97f4a7c15ull) >> 54];
     if (MT_LIKELY(l->pc == pc))

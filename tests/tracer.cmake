@@ -32,6 +32,22 @@ target_link_libraries(test_core PRIVATE memtrace_common_nosan memtrace_warnings 
 add_test(NAME unit.core COMMAND test_core)
 set_tests_properties(unit.core PROPERTIES LABELS unit TIMEOUT 120)
 
+# The auto unwinder's caches against libunwind on random stacks made by a library of their
+# own (no frame pointers).
+add_library(unwind_cache_lib SHARED unit/unwind_cache_lib.c)
+target_compile_options(unwind_cache_lib PRIVATE -O2 -fomit-frame-pointer)
+add_executable(test_unwind_cache unit/test_unwind_cache.c $<TARGET_OBJECTS:memtrace_preload_base>
+               $<TARGET_OBJECTS:memtrace_preload_objs>)
+target_include_directories(test_unwind_cache PRIVATE ${PROJECT_SOURCE_DIR}/preload
+                           ${PROJECT_SOURCE_DIR}/preload/include)
+target_compile_definitions(test_unwind_cache PRIVATE _GNU_SOURCE)
+target_compile_options(test_unwind_cache PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
+target_link_libraries(test_unwind_cache PRIVATE unwind_cache_lib memtrace_common_nosan
+                      memtrace_warnings PkgConfig::SQLITE3 PkgConfig::LIBUNWIND PkgConfig::LIBDW
+                      Threads::Threads ${CMAKE_DL_LIBS} m)
+add_test(NAME unit.unwind_cache COMMAND test_unwind_cache)
+set_tests_properties(unit.unwind_cache PROPERTIES LABELS unit TIMEOUT 120)
+
 if(TARGET memtrace AND TARGET memtrace_launcher)
   enable_language(CXX)
   foreach(variant fp nofp)

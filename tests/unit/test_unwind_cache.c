@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// The `auto` unwinder's caches (preload/unwind.c: rules learnt per return address, the
+// previous walk, the recent walks kept per thread) against libunwind's own walk: on every one
+// of many random stacks (repeated, interleaved, some too deep to keep) the cached walk must
+// give exactly libunwind's frames, also while a signal handler takes frame-pointer walks in
+// the middle of them.
+#define UNW_LOCAL_ONLY
+#include "bootstrap.h"
+#include "config.h"
+#include "core.h"
+#include "maps.h"
+#include "trie.h"
+#include "unwind.h"
+#include "unwind_cache_lib.h"
+
+#include "../check.h"
+
+#include <libunwind.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/time.h>
+
+#define DEPTH 64 // MEMTRACE_DEPTH's default
+
+typedef struct walk_check {
+    unsigned walks, mismatches, truncated;
+} walk_check;
+
+static uintptr_t self_lo, self_hi;
+static __thread uintptr_t scratch[MT_UNWIND_MAX_FRAMES];
+static __thread uintptr_t thread_stack_hi; // of the thread walking (read by the handler)
+static volatile sig_atomic_t handler_walks;
+
+// libunwind's walk (a cursor stepped frame by frame, no cache of ours), the tracer's own
+// frames dropped, outermost first (as mt_unwind gives).
+static int reference_walk(uintptr_t* out, int max) {
+    uintptr_t pcs[MT_UNWIND_MAX_FRAMES];
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    int n = 0;
+    if (unw_getcontext(&ctx) == 0 && unw_init_local(&cur, &ctx) == 0) {
+        do {
+            unw_word_t ip;
+            unw_get_reg(&cur, UNW_REG_IP, &ip);
+            if (!ip)
+                break;
+            pcs[n++] = ip;
+        } while (n < MT_UNWIND_MAX_FRAMES && unw_step(&cur) > 0);
+    }
+    int skip = 0;
+    while (skip < n && pcs[skip] >= self_lo && pcs[skip] < self_hi)
+        skip++;
+    n -= skip;
+    if (n > max)
+        n = max;
+    for (int i = 0; i < n; i++)
+        out[i] = pcs[skip + n - 1 - i];
+    return n;
+}
+
+static __attribute__((noinline)) void check_walk(void* ctx) {
+    walk_check* c = ctx;
+    if (!thread_stack_hi) {
+        pthread_attr_t attr;
+        void* addr;
+        size_t size;
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+                thread_stack_hi = (uintptr_t)addr + size;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    mt_stack st;
+    mt_unwind(&st, scratch, DEPTH, thread_stack_hi);
+    uintptr_t got[DEPTH], want[DEPTH];
+    int n = st.n;
+    memcpy(got, st.pcs, (size_t)n * sizeof *got);
+    CHECK_EQ_I64(st.hash.h1, mt_stackhash_of(got, n).h1);
+    int m = reference_walk(want, DEPTH);
+    c->walks++;
+    c->truncated += st.truncated;
+    if (n != m || memcmp(got, want, (size_t)n * sizeof *got) != 0) {
+        if (c->mismatches++ < 3)
+            fprintf(stderr, "walk %u: auto gave %d frames, libunwind %d\n", c->walks, n, m);
+    }
+}
+
+// A heap call in a signal handler that interrupted a hook is walked with frame pointers only
+// and no per-thread state: whatever walk it interrupts must still come out exact.
+static void on_alarm(int sig) {
+    (void)sig;
+    uintptr_t pcs[MT_NESTED_FRAMES];
+    if (thread_stack_hi && mt_unwind_fp_only(pcs, MT_NESTED_FRAMES, thread_stack_hi) > 0)
+        handler_walks++;
+}
+
+// Runs `iterations` random stacks of `paths` on a thread that starts in the library (so its
+// stacks hold no frame of this executable but the check's own), each checked against
+// libunwind, with SIGALRM interrupting it every 100 us.
+static walk_check run(unsigned iterations, unsigned paths, uint64_t seed) {
+    walk_check c = {0};
+    uc_job job = {
+        .cb = check_walk, .ctx = &c, .iterations = iterations, .paths = paths, .seed = seed};
+    sigset_t alarm;
+    sigemptyset(&alarm);
+    sigaddset(&alarm, SIGALRM);
+    struct itimerval every = {{0, 100}, {0, 100}}, off = {{0, 0}, {0, 0}};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, uc_run, &job) == 0);
+    pthread_sigmask(SIG_BLOCK, &alarm, NULL); // the walking thread takes the signals
+    setitimer(ITIMER_REAL, &every, NULL);
+    pthread_join(t, NULL);
+    setitimer(ITIMER_REAL, &off, NULL);
+    pthread_sigmask(SIG_UNBLOCK, &alarm, NULL);
+    return c;
+}
+
+int main(void) {
+    mt_bootstrap_resolve();
+    mt_trie_init();
+    mt_maps_init();
+    mt_unwind_init(MT_UNWIND_AUTO);
+    mt_maps_self_range(&self_lo, &self_hi);
+    struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
+    sigaction(SIGALRM, &sa, NULL);
+
+    // Random stacks: 400 paths (more than the walks kept per thread), 2-61 frames of the
+    // library under its thread's start, some beyond the depth limit.
+    walk_check c = run(40000, 400, 7);
+    CHECK_EQ_I64(c.walks, 40000);
+    CHECK_EQ_I64(c.mismatches, 0);
+    CHECK(c.truncated > 0 && c.truncated < c.walks);
+    printf("random stacks: %u walks, %u cut by the depth limit, %u mismatches, %d walks in the "
+           "signal handler\n",
+           c.walks, c.truncated, c.mismatches, (int)handler_walks);
+
+    printf("%d checks, %d failed\n", check_count, check_failures);
+    return check_failures ? 1 : 0;
+}
