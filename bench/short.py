@@ -43,17 +43,24 @@ def clean_env():
     return base
 
 
+FAILURES = []  # runs that exited non-zero: argv, exit code, the end of their stderr
+
+
 def timed(argv, env, cwd=None):
-    """Wall ms and CPU ms (user+sys of the process tree) of one run."""
+    """Wall ms and CPU ms (user+sys of the process tree) of one run; a failed run is
+    recorded in FAILURES (and reported) instead of stopping the bench."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    rc = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL).returncode
+    p = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, errors="replace")
     wall = (time.monotonic() - t0) * 1000
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000
-    if rc != 0:
-        raise SystemExit(f"short.py: {' '.join(argv)} exited {rc}")
+    if p.returncode != 0:
+        tail = [ln for ln in p.stderr.splitlines() if "capture written" not in ln][-6:]
+        FAILURES.append(f"{' '.join(argv)} (in {cwd or '.'}): exit {p.returncode}: "
+                        + " | ".join(tail))
+        print("short.py: " + FAILURES[-1], file=sys.stderr, flush=True)
     return wall, cpu
 
 
@@ -224,6 +231,9 @@ def main():
             L += [""] + part_make(build, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if FAILURES:
+        L += ["", "Failed runs (their times are in the figures above):"]
+        L += ["  " + f for f in FAILURES]
     text = "\n".join(L) + "\n"
     sys.stdout.write(text)
     results_file.write(title="short-lived programs (bench/short.py)", section=text)
