@@ -147,6 +147,10 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
 // constructor (autostart.c) or by a unit test that links the core without the shim.
 void mt_core_init(void);
 void mt_core_shutdown(void); // destructor / _exit: flush everything and finalize
+// memtrace --pid (attach.c): a capture at `output` from now on, in a process the library was
+// injected into; again after a detach. 0, -EALREADY, or -EIO (already reported).
+int mt_core_attach(const char* output, const char* report);
+extern _Atomic int mt_core_attached; // the capture started in a running process
 void mt_core_after_fork_child(void);
 // exec: finish the capture before the image is replaced; start a new one if it was not.
 void mt_core_before_exec(void);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -191,12 +192,11 @@ static void install_fatal_handlers(void) {
 
 // ---- init and shutdown
 
-void mt_core_init(void) {
+// Everything but the capture itself, once per process (at load, or at the first attach).
+static void init_modules(void) {
     static _Atomic int initialised;
     if (atomic_exchange(&initialised, 1))
         return;
-    mt_bootstrap_resolve();
-    mt_guard = 1;
     traced_pid = getpid();
     mt_config_load();
     mt_clock_init();
@@ -206,10 +206,39 @@ void mt_core_init(void) {
     mt_maps_init();
     mt_unwind_init(mt_cfg.unwind);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void mt_core_init(void) {
+    static _Atomic int initialised;
+    if (atomic_exchange(&initialised, 1))
+        return;
+    mt_bootstrap_resolve();
+    mt_guard = 1;
+    init_modules();
     start_capture(0);
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         install_fatal_handlers();
     mt_guard = 0;
+}
+
+_Atomic int mt_core_attached;
+
+// No fatal-signal handlers here: the program's signal dispositions stay as they are.
+int mt_core_attach(const char* output, const char* report) {
+    if (atomic_load(&mt_state) == MT_STATE_RECORDING)
+        return -EALREADY;
+    mt_bootstrap_resolve();
+    bool again = traced_pid != 0;
+    init_modules();
+    if (again)
+        forget_written();
+    snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", output);
+    mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
+    mt_cfg.start_dir[0] = 0;
+    snprintf(mt_cfg.report, sizeof mt_cfg.report, "%s", report);
+    atomic_store(&mt_core_attached, 1);
+    start_capture(0);
+    return atomic_load(&mt_state) == MT_STATE_RECORDING ? 0 : -EIO;
 }
 
 void mt_core_shutdown(void) {

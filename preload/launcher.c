@@ -2,6 +2,8 @@
 // memtrace: runs a program under libmemtrace.so (the one beside this executable, or in
 // ../lib/memtrace when installed), passes its exit status through, and says on stderr
 // where the capture went, as heaptrack does.
+#include "launcher_attach.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +18,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define USAGE_LINE "usage: memtrace [-o FILE | -o DIR/] [-f] [--] PROGRAM [ARGS...]\n"
+#define USAGE_LINE                                                                                 \
+    "usage: memtrace [-o FILE | -o DIR/] [-f] [--] PROGRAM [ARGS...]\n"                            \
+    "       memtrace --pid PID [-o FILE] [-f] | --detach PID\n"
 static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
+    "  --pid PID     attach to the running process PID (through gdb) and record from now on,\n"
+    "                until it exits, Ctrl-C here or memtrace --detach PID (which leave it\n"
+    "                running, untraced); frees of blocks allocated before are ignored\n"
+    "  --detach PID  stop recording in PID and finish its capture\n"
     "  -o FILE       capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
     "  -o DIR/       one capture per process of the tree in DIR (a path ending in '/', or an\n"
     "                existing directory): DIR/<pid>.<program>.db, each recording its parent's\n"
@@ -284,14 +292,54 @@ static int prepend_preload(const char* lib) {
     return 0;
 }
 
+// A process id argument: 0 when it is not one.
+static pid_t parse_pid(const char* s) {
+    char* end;
+    long v = strtol(s, &end, 10);
+    return *s && !*end && v > 0 && v <= INT_MAX ? (pid_t)v : 0;
+}
+
+// memtrace --pid: the capture path made ready as for a program (-o), the report file
+// created, and the run's captures told at the end.
+static int attach_to(pid_t pid, const char* output, int force) {
+    char lib[PATH_MAX], out_path[PATH_MAX] = "";
+    if (find_library(lib, sizeof lib) != 0) {
+        fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
+        return 1;
+    }
+    if (output && prepare_output(output, force, out_path, sizeof out_path) != 0)
+        return 1;
+    char report_dir[PATH_MAX], report[PATH_MAX + 16];
+    if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
+        fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        return 1;
+    }
+    int rc = mt_launcher_attach(pid, lib, out_path, report);
+    tell_captures(report);
+    unlink(report);
+    rmdir(report_dir);
+    return rc;
+}
+
 int main(int argc, char** argv) {
     const char* output = NULL;
     int force = 0;
+    pid_t attach_pid = 0;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
             i++;
             break;
+        } else if (!strcmp(argv[i], "--pid") || !strcmp(argv[i], "--detach")) {
+            pid_t pid = i + 1 < argc ? parse_pid(argv[i + 1]) : 0;
+            if (!pid)
+                return usage_error(argv[i][2] == 'p' ? "--pid needs a process id"
+                                                     : "--detach needs a process id",
+                                   i + 1 < argc ? argv[i + 1] : NULL);
+            if (argv[i][2] == 'd')
+                return mt_launcher_detach(pid);
+            attach_pid = pid;
+            i++;
         } else if (!strcmp(argv[i], "-o")) {
             if (i + 1 >= argc)
                 return usage_error("-o needs a FILE", NULL);
@@ -310,6 +358,9 @@ int main(int argc, char** argv) {
             break;
         }
     }
+    if (attach_pid)
+        return i < argc ? usage_error("--pid takes no PROGRAM", argv[i])
+                        : attach_to(attach_pid, output, force);
     if (i >= argc) {
         return usage_error("no PROGRAM to run", NULL);
     }

@@ -144,6 +144,8 @@ static void write_meta(void) {
     mt_capwriter_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
     mt_capwriter_meta_int(cw, "commit_ms", mt_cfg.commit_ms);
     mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
+    if (atomic_load(&mt_core_attached)) // memtrace --pid: blocks from before may be freed
+        mt_capwriter_meta_int(cw, "attached", 1);
     mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
     mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
     mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");

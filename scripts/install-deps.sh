@@ -12,8 +12,9 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 # golang-go: `go tool pprof` reads the pprof exports (tests/exports/).
 # valgrind: its ms_print reads the massif exports (tests/exports/).
 # graphviz: memreport flow -o FILE.svg runs its dot; e2e.flow reads the DOT and SVG back.
+# gdb: memtrace --pid injects the tracer through it (e2e.attach_*).
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
-           groff-base golang-go valgrind graphviz)
+           groff-base golang-go valgrind graphviz gdb)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # node and npm run the speedscope export's tests (tests/exports/speedscope): Debian's, unless

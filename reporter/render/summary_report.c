@@ -84,6 +84,10 @@ static json_t* build_summary(const mr_summary* s) {
     int64_t sig = mt_capture_meta_int(cap, "terminated_by_signal", 0);
     if (sig)
         json_object_set_new(o, "terminated_by_signal", json_integer(sig));
+    // memtrace --pid: recording began in a running process, whose older blocks' frees are
+    // the unmatched ones (not errors); what is left was live at the detach or the exit.
+    if (mt_capture_meta_int(cap, "attached", 0))
+        json_object_set_new(o, "attached", json_true());
     if (s->runtime_held) {
         json_object_set_new(o, "runtime_held_bytes", json_integer((json_int_t)s->held_bytes));
         json_object_set_new(o, "runtime_held_allocations",
@@ -128,6 +132,11 @@ static void print_text(FILE* out, json_t* s) {
     fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
             mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
     fprintf(out, "frees:        %llu\n", INT("frees"));
+    if (json_is_true(json_object_get(s, "attached")))
+        fprintf(out,
+                "attached:     to a running process; %llu frees of blocks allocated before "
+                "were ignored\n",
+                INT("unmatched_frees"));
     fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
     // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
     unsigned long long held = INT("runtime_held_bytes"),

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// The entry points gdb calls in a running process after dlopen'ing libmemtrace.so into it
+// (memtrace --pid, memtrace --detach): start a capture and redirect the loaded modules' heap
+// calls to the hooks, or put them back and finish the capture. The process goes on running
+// unchanged; the library stays loaded (a dlclose could pull code from under a thread still
+// inside a hook). Called by the debugger with the other threads running: thread-safe, and
+// never from inside a hook.
+#include "attach.h"
+
+#include "core.h"
+#include "inject.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char report_path[4096];
+
+// Tells a waiting `memtrace --pid` that the capture is finished ("=pid detached").
+static void report_detached(void) {
+    if (!report_path[0])
+        return;
+    int fd = open(report_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char line[64];
+    int n = snprintf(line, sizeof line, "=%d detached\n", (int)getpid());
+    (void)!write(fd, line, (size_t)n);
+    close(fd);
+}
+
+MT_EXPORT int memtrace_attach(const char* output, const char* report) {
+    if (!output || output[0] != '/' || strlen(output) >= 4096 || !report ||
+        strlen(report) >= sizeof report_path)
+        return -EINVAL;
+    if (atomic_load(&mt_state) == MT_STATE_RECORDING)
+        return -EALREADY;
+    int saved = mt_guard;
+    mt_guard = 1;
+    snprintf(report_path, sizeof report_path, "%s", report);
+    int rc = mt_core_attach(output, report);
+    if (rc == 0 && (rc = mt_inject_patch_all()) != 0)
+        mt_core_shutdown();
+    mt_guard = saved;
+    return rc;
+}
+
+MT_EXPORT int memtrace_detach(void) {
+    int saved = mt_guard;
+    mt_guard = 1;
+    // The hooks first: calls made from here on go straight to libc; the capture then ends
+    // with whatever the hooks already recorded.
+    mt_inject_restore_all();
+    int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
+    mt_core_shutdown();
+    if (was_recording)
+        report_detached();
+    mt_guard = saved;
+    return was_recording ? 0 : -ENOENT;
+}

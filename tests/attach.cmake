@@ -1,0 +1,15 @@
+# memtrace --pid / --detach: attaching to a running program through gdb (attach/attach_prog.c
+# waits on the test between phases; attach_test.py checks the capture against what the
+# program did after the attach, and its output and status against an untraced run).
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_executable(attach_prog attach/attach_prog.c)
+  target_compile_options(attach_prog PRIVATE -g -O0 -fno-builtin -fno-omit-frame-pointer)
+  memtrace_driver_cases(ATTACH_CASES ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_test.py)
+  foreach(case ${ATTACH_CASES})
+    add_test(NAME e2e.attach_${case}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_test.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:attach_prog>
+              ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
+    set_tests_properties(e2e.attach_${case} PROPERTIES LABELS e2e TIMEOUT 300)
+  endforeach()
+endif()

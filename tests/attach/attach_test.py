@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# memtrace --pid on a running program (attach_prog.c, driven phase by phase over a pipe):
+# attached after phase 1, the capture holds exactly what the program did afterwards until
+# the detach (Ctrl-C to the launcher, memtrace --detach PID) or its exit; the frees of
+# phase 1's blocks are not errors; the program's output and exit status are those of an
+# untraced run. Every wait has a time limit and kills what it waits for.
+# Usage: attach_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE | --list
+import json
+import os
+import select
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures, finish, runner  # noqa: E402
+
+CASES = ("sigint", "detach", "exit")
+TIMEOUT = 120
+children = []
+
+
+def bail(why):
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    sys.exit(why)
+
+
+def wait_readable(fd, what):
+    r, _, _ = select.select([fd], [], [], TIMEOUT)
+    if not r:
+        bail(f"timed out waiting for {what}")
+
+
+class Prog:
+    """attach_prog with its phases driven through stdin, acknowledged on a pipe."""
+
+    def __init__(self, path):
+        self.ack_r, ack_w = os.pipe()
+        self.p = subprocess.Popen([path, str(ack_w)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, pass_fds=(ack_w,))
+        children.append(self.p)
+        os.close(ack_w)
+
+    def phase(self, n):
+        self.p.stdin.write(b"go\n")
+        self.p.stdin.flush()
+        wait_readable(self.ack_r, f"phase {n}")
+        got = os.read(self.ack_r, 1)
+        if got != str(n).encode():
+            bail(f"phase {n}: the program said {got!r}")
+
+    def finish(self):
+        self.p.stdin.write(b"go\n")
+        self.p.stdin.close()
+        wait_readable(self.p.stdout.fileno(), "the program's output")
+        try:
+            out = self.p.stdout.read()
+            code = self.p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            bail("the program did not exit")
+        os.close(self.ack_r)
+        return out, code
+
+
+class Launcher:
+    """memtrace --pid PID -o FILE, its stderr read line by line."""
+
+    def __init__(self, memtrace, pid, out):
+        self.p = subprocess.Popen([memtrace, "--pid", str(pid), "-o", out],
+                                  stderr=subprocess.PIPE)
+        children.append(self.p)
+        self.err = b""
+
+    def wait_for(self, text):
+        while text.encode() not in self.err:
+            wait_readable(self.p.stderr.fileno(), f"the launcher to say {text!r}")
+            chunk = os.read(self.p.stderr.fileno(), 4096)
+            if not chunk:
+                bail(f"the launcher ended without saying {text!r}: {self.err.decode()}")
+            self.err += chunk
+
+    def end(self):
+        try:
+            code = self.p.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            bail("the launcher did not exit")
+        self.err += self.p.stderr.read()
+        return code
+
+
+def untraced(prog):
+    p = Prog(prog)
+    p.phase(1)
+    p.phase(2)
+    return p.finish()
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return
+    memtrace, memreport, prog, work, case = sys.argv[1:6]
+    if not shutil.which("gdb"):
+        print("skip: gdb is not installed (scripts/install-deps.sh --test installs it)")
+        sys.exit(77)
+    os.makedirs(work, exist_ok=True)
+    capture = os.path.join(work, case + ".db")
+    if os.path.exists(capture):
+        os.unlink(capture)
+    want_out, want_code = untraced(prog)
+
+    p = Prog(prog)
+    p.phase(1)
+    launcher = Launcher(memtrace, p.p.pid, capture)
+    launcher.wait_for("memtrace: attached to process")
+    p.phase(2)
+    if case == "sigint":
+        launcher.p.send_signal(signal.SIGINT)
+        check(launcher.end() == 0, "the launcher detaches on SIGINT and exits 0")
+    elif case == "detach":
+        d = subprocess.run([memtrace, "--detach", str(p.p.pid)], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(d.returncode == 0 and "detached" in d.stderr,
+              f"memtrace --detach exits 0 ({d.returncode}: {d.stderr.strip()})")
+        check(launcher.end() == 0, "the waiting launcher sees the detach and exits 0")
+        again = subprocess.run([memtrace, "--detach", str(p.p.pid)], capture_output=True,
+                               text=True, timeout=TIMEOUT)
+        check(again.returncode == 1 and "not recording" in again.stderr,
+              f"a second --detach says it is not recording ({again.stderr.strip()})")
+    out, code = p.finish()
+    if case == "exit":
+        check(launcher.end() == 0, "the launcher exits 0 when the process does")
+    check(out == want_out and code == want_code == 7,
+          f"output and exit status as untraced ({out!r} {code}; untraced {want_out!r} "
+          f"{want_code})")
+    check("capture written to" in launcher.err.decode(),
+          f"the launcher names the capture: {launcher.err.decode().strip()}")
+    if not check(os.path.exists(capture), "the capture exists"):
+        finish()
+        return
+
+    s = json.loads(runner(memreport)("summary", "--json", capture))
+    db = sqlite3.connect(capture)
+    attached = db.execute("SELECT value FROM meta WHERE key='attached'").fetchone()
+    db.close()
+    check(attached is not None and int(attached[0]) == 1, "meta attached = 1")
+    check(s["status"] == "complete", f"status complete ({s['status']})")
+    # Phase 2: 20 malloc(2048), 3 calloc(4, 256), a realloc to 4096 (a free and an
+    # allocation); 10 frees of its blocks and 5 of phase 1's (allocated before the attach).
+    truth = {"allocations": 24, "bytes_allocated": 20 * 2048 + 3 * 1024 + 4096,
+             "frees": 16, "unmatched_frees": 5, "peak_bytes": 20 * 2048 + 3 * 1024 + 2048,
+             "leaked_allocations": 13, "leaked_bytes": 9 * 2048 + 4096 + 3 * 1024}
+    if case == "exit":
+        # Phase 3 while attached: 5 more of phase 1's, the 13 left of phase 2's, and four
+        # malloc(512) never freed.
+        truth.update({"allocations": 28, "bytes_allocated": truth["bytes_allocated"] + 2048,
+                      "frees": 34, "unmatched_frees": 10, "leaked_allocations": 4,
+                      "leaked_bytes": 2048})
+    for key, value in truth.items():
+        check(s[key] == value, f"{key} {s[key]} == {value}")
+    check(s.get("attached") is True, "summary --json says attached")
+    text = runner(memreport)("summary", capture)
+    ignored = f"attached:     to a running process; {truth['unmatched_frees']} frees of blocks"
+    check(ignored in text, f"summary says the frees of older blocks were ignored: {text!r}")
+    finish()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    if failures:
+        sys.exit(1)
