@@ -4,12 +4,14 @@
 if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
   add_executable(attach_prog attach/attach_prog.c)
   target_compile_options(attach_prog PRIVATE -g -O0 -fno-builtin -fno-omit-frame-pointer)
+  add_library(attach_lib SHARED attach/attach_lib.c)
+  target_compile_options(attach_lib PRIVATE -g -O0 -fno-builtin -fno-omit-frame-pointer)
   memtrace_driver_cases(ATTACH_CASES ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_test.py)
   foreach(case ${ATTACH_CASES})
     add_test(NAME e2e.attach_${case}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_test.py
               $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:attach_prog>
-              ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
+              $<TARGET_FILE:attach_lib> ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
     set_tests_properties(e2e.attach_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()

@@ -6,9 +6,11 @@
 //   start:   stdout's buffer (the first printf), before any attach
 //   phase 1: keeps 10 blocks of 1000 bytes (malloc)
 //   phase 2: frees 5 of phase 1's blocks; keeps 20 malloc(2048) and 3 calloc(4, 256);
-//            reallocs the first 2048 block to 4096; frees 10 of the 2048 blocks
-//   phase 3: frees every block left (5 of phase 1's, 10 + 3 of phase 2's) and keeps 4
+//            reallocs the first 2048 block to 4096; frees 10 of the 2048 blocks; dlopens
+//            argv[2] (attach_lib.c) and keeps 2 of 3 blocks of 777 bytes it allocates
+//   phase 3: frees every block left (5 of phase 1's, 10 + 3 + 2 of phase 2's) and keeps 4
 //            malloc(512) (leaked); then exits
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,9 @@ static void* two[20];
 static void* zeroed[3];
 static unsigned long sum;
 static int ack_fd = 3;
+static const char* lib_path;
+static void* from_lib[2];
+static void (*lib_free)(void*);
 
 static void ack(char phase) {
     if (write(ack_fd, &phase, 1) != 1)
@@ -63,6 +68,21 @@ __attribute__((noinline)) static void phase_two(void) {
         free(two[i]);
         two[i] = NULL;
     }
+    void* lib = dlopen(lib_path, RTLD_NOW);
+    if (!lib)
+        _exit(2);
+    void* (*lib_alloc)(size_t);
+    *(void**)&lib_alloc = dlsym(lib, "attach_lib_alloc");
+    *(void**)&lib_free = dlsym(lib, "attach_lib_free");
+    if (!lib_alloc || !lib_free)
+        _exit(2);
+    void* gone = lib_alloc(777);
+    touch(gone, 777, 5);
+    lib_free(gone);
+    for (int i = 0; i < 2; i++) {
+        from_lib[i] = lib_alloc(777);
+        touch(from_lib[i], 777, i);
+    }
 }
 
 __attribute__((noinline)) static void phase_three(void) {
@@ -72,6 +92,8 @@ __attribute__((noinline)) static void phase_three(void) {
         free(two[i]);
     for (int i = 0; i < 3; i++)
         free(zeroed[i]);
+    for (int i = 0; i < 2; i++)
+        lib_free(from_lib[i]);
     for (int i = 0; i < 4; i++) {
         void* leak = malloc(512);
         touch(leak, 512, i);
@@ -79,8 +101,10 @@ __attribute__((noinline)) static void phase_three(void) {
 }
 
 int main(int argc, char** argv) {
-    if (argc > 1)
-        ack_fd = atoi(argv[1]);
+    if (argc < 3)
+        return 1;
+    ack_fd = atoi(argv[1]);
+    lib_path = argv[2];
     printf("attach_prog started\n");
     wait_line();
     phase_one();

@@ -5,7 +5,7 @@
 # the detach (Ctrl-C to the launcher, memtrace --detach PID) or its exit; the frees of
 # phase 1's blocks are not errors; the program's output and exit status are those of an
 # untraced run. Every wait has a time limit and kills what it waits for.
-# Usage: attach_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE | --list
+# Usage: attach_test.py MEMTRACE MEMREPORT PROG LIB WORKDIR CASE | --list
 import json
 import os
 import select
@@ -41,9 +41,9 @@ def wait_readable(fd, what):
 class Prog:
     """attach_prog with its phases driven through stdin, acknowledged on a pipe."""
 
-    def __init__(self, path):
+    def __init__(self, path, lib):
         self.ack_r, ack_w = os.pipe()
-        self.p = subprocess.Popen([path, str(ack_w)], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([path, str(ack_w), lib], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, pass_fds=(ack_w,))
         children.append(self.p)
         os.close(ack_w)
@@ -95,8 +95,8 @@ class Launcher:
         return code
 
 
-def untraced(prog):
-    p = Prog(prog)
+def untraced(prog, lib):
+    p = Prog(prog, lib)
     p.phase(1)
     p.phase(2)
     return p.finish()
@@ -106,7 +106,7 @@ def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
         return
-    memtrace, memreport, prog, work, case = sys.argv[1:6]
+    memtrace, memreport, prog, lib, work, case = sys.argv[1:7]
     if not shutil.which("gdb"):
         print("skip: gdb is not installed (scripts/install-deps.sh --test installs it)")
         sys.exit(77)
@@ -114,10 +114,15 @@ def main():
     capture = os.path.join(work, case + ".db")
     if os.path.exists(capture):
         os.unlink(capture)
-    want_out, want_code = untraced(prog)
+    want_out, want_code = untraced(prog, lib)
 
-    p = Prog(prog)
+    p = Prog(prog, lib)
     p.phase(1)
+    if case == "detach":
+        nogdb = subprocess.run([memtrace, "--pid", str(p.p.pid)], capture_output=True, text=True,
+                               timeout=TIMEOUT, env=dict(os.environ, PATH="/nonexistent"))
+        check(nogdb.returncode == 1 and "needs gdb" in nogdb.stderr,
+              f"without gdb, --pid says it needs it ({nogdb.stderr.strip()})")
     launcher = Launcher(memtrace, p.p.pid, capture)
     launcher.wait_for("memtrace: attached to process")
     p.phase(2)
@@ -153,15 +158,16 @@ def main():
     check(attached is not None and int(attached[0]) == 1, "meta attached = 1")
     check(s["status"] == "complete", f"status complete ({s['status']})")
     # Phase 2: 20 malloc(2048), 3 calloc(4, 256), a realloc to 4096 (a free and an
-    # allocation); 10 frees of its blocks and 5 of phase 1's (allocated before the attach).
-    truth = {"allocations": 24, "bytes_allocated": 20 * 2048 + 3 * 1024 + 4096,
-             "frees": 16, "unmatched_frees": 5, "peak_bytes": 20 * 2048 + 3 * 1024 + 2048,
-             "leaked_allocations": 13, "leaked_bytes": 9 * 2048 + 4096 + 3 * 1024}
+    # allocation); 10 frees of its blocks and 5 of phase 1's (allocated before the attach);
+    # then, in a library dlopen'ed after the attach, 3 malloc(777) and a free of one.
+    truth = {"allocations": 27, "bytes_allocated": 20 * 2048 + 3 * 1024 + 4096 + 3 * 777,
+             "frees": 17, "unmatched_frees": 5, "peak_bytes": 20 * 2048 + 3 * 1024 + 2048,
+             "leaked_allocations": 15, "leaked_bytes": 9 * 2048 + 4096 + 3 * 1024 + 2 * 777}
     if case == "exit":
-        # Phase 3 while attached: 5 more of phase 1's, the 13 left of phase 2's, and four
+        # Phase 3 while attached: 5 more of phase 1's, the 15 left of phase 2's, and four
         # malloc(512) never freed.
-        truth.update({"allocations": 28, "bytes_allocated": truth["bytes_allocated"] + 2048,
-                      "frees": 34, "unmatched_frees": 10, "leaked_allocations": 4,
+        truth.update({"allocations": 31, "bytes_allocated": truth["bytes_allocated"] + 2048,
+                      "frees": 37, "unmatched_frees": 10, "leaked_allocations": 4,
                       "leaked_bytes": 2048})
     for key, value in truth.items():
         check(s[key] == value, f"{key} {s[key]} == {value}")
