@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # memtrace --pid on a running program (attach_prog.c, driven phase by phase over a pipe):
 # attached after phase 1, the capture holds exactly what the program did afterwards until
-# the detach (Ctrl-C to the launcher, memtrace --detach PID) or its exit; the frees of
-# phase 1's blocks are not errors; the program's output and exit status are those of an
+# the detach (Ctrl-C to the launcher, memtrace --detach PID) or its exit, and a second
+# attach after a detach records phase 3 into a capture of its own; the frees of blocks
+# from before an attach are not errors; the program's output and exit status are those of an
 # untraced run. Every wait has a time limit and kills what it waits for.
 # Usage: attach_test.py MEMTRACE MEMREPORT PROG LIB WORKDIR CASE | --list
 import json
@@ -19,7 +20,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, failures, finish, runner  # noqa: E402
 
-CASES = ("sigint", "detach", "exit")
+CASES = ("sigint", "detach", "exit", "reattach")
 TIMEOUT = 120
 children = []
 
@@ -139,9 +140,28 @@ def main():
                                text=True, timeout=TIMEOUT)
         check(again.returncode == 1 and "not recording" in again.stderr,
               f"a second --detach says it is not recording ({again.stderr.strip()})")
+    elif case == "reattach":
+        launcher.p.send_signal(signal.SIGINT)
+        check(launcher.end() == 0, "the first launcher detaches on SIGINT")
+        first = launcher
+        second_capture = os.path.join(work, case + ".2.db")
+        if os.path.exists(second_capture):
+            os.unlink(second_capture)
+        launcher = Launcher(memtrace, p.p.pid, second_capture)
+        launcher.wait_for("memtrace: attached to process")
     out, code = p.finish()
-    if case == "exit":
+    if case in ("exit", "reattach"):
         check(launcher.end() == 0, "the launcher exits 0 when the process does")
+    if case == "reattach":
+        # Phase 3 alone: every free is of a block from before this attach (5 of phase 1's,
+        # 15 of phase 2's), and four malloc(512) are left.
+        s2 = json.loads(runner(memreport)("summary", "--json", second_capture))
+        truth2 = {"status": "complete", "attached": True, "allocations": 4,
+                  "bytes_allocated": 2048, "frees": 20, "unmatched_frees": 20,
+                  "leaked_allocations": 4, "leaked_bytes": 2048}
+        for key, value in truth2.items():
+            check(s2.get(key) == value, f"second capture: {key} {s2.get(key)} == {value}")
+        launcher.err = first.err + launcher.err
     check(out == want_out and code == want_code == 7,
           f"output and exit status as untraced ({out!r} {code}; untraced {want_out!r} "
           f"{want_code})")
