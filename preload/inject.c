@@ -50,6 +50,14 @@ static bool active; // slots point at our hooks (between patch_all and restore_a
 
 static void* inject_dlopen(const char* file, int mode);
 
+// `name` as libmemtrace.so defines it; 0 when only a library after it does (libc's
+// free_sized, where the shim has none).
+static uintptr_t own_symbol(void* self, const char* name) {
+    void* p = dlsym(self, name);
+    Dl_info info;
+    return p && dladdr(p, &info) && (uintptr_t)info.dli_fbase == self_base ? (uintptr_t)p : 0;
+}
+
 static int resolve_ours(void) {
     if (our_dlopen)
         return 0;
@@ -61,11 +69,11 @@ static int resolve_ours(void) {
     void* self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (!self)
         return -ENOENT;
-    for (size_t i = 0; i < HOOKED_COUNT; i++)
-        ours[i] = (uintptr_t)dlsym(self, hooked_names[i]);
-    our_dlopen = (uintptr_t)dlsym(self, "dlopen");
-    dlclose(self); // only drops the reference RTLD_NOLOAD took
     self_base = (uintptr_t)info.dli_fbase;
+    for (size_t i = 0; i < HOOKED_COUNT; i++)
+        ours[i] = own_symbol(self, hooked_names[i]);
+    our_dlopen = own_symbol(self, "dlopen");
+    dlclose(self); // only drops the reference RTLD_NOLOAD took
     return our_dlopen && ours[0] ? 0 : -ENOENT;
 }
 
