@@ -65,6 +65,9 @@ static int run_gdb(pid_t pid, const char* const* cmds, char* out, size_t outlen)
     if (child < 0)
         return -1;
     if (child == 0) {
+        // Its own process group: a Ctrl-C meant for the launcher (which then detaches) must
+        // not interrupt gdb in the middle of a call in the process.
+        setpgid(0, 0);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         int null = open("/dev/null", O_RDONLY);
@@ -210,6 +213,14 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
                 path);
         return 1;
     }
+    // From now on an interruption means "detach once attached", never a half-done attach.
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     char load[PATH_MAX + 128], attach[3 * PATH_MAX];
     snprintf(load, sizeof load, "print (void*)((void*(*)(const char*, int))dlopen)(\"%s\", 2)",
              lib);
@@ -235,13 +246,6 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
             "memtrace: attached to process %d; recording until it exits, Ctrl-C here or "
             "memtrace --detach %d\n",
             (int)pid, (int)pid);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
     struct timespec tick = {0, 50 * 1000 * 1000};
     while (!interrupted && !process_gone(pid) && !detached_by_someone(report, pid))
         nanosleep(&tick, NULL);
