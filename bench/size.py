@@ -190,7 +190,7 @@ class Size:
                 mb, hb = self.med(name, "memtrace", "bytes"), self.med(name, ht, "bytes")
                 mw, hw = self.med(name, "memtrace", "wall"), self.med(name, ht, "wall")
                 mc, hc = self.med(name, "memtrace", "cpu"), self.med(name, ht, "cpu")
-                label = name if ht == "heaptrack" else f"  --raw"
+                label = name if ht == "heaptrack" else "  --raw"
                 L.append(
                     f"{label:13} {f(ev, '10.0f', 10)} {f(mb, '11.0f', 11)} "
                     f"{f(mb / ev if mb and ev else None, '6.2f', 6)} {f(hb, '11.0f', 11)} "
