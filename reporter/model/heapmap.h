@@ -19,8 +19,13 @@
 typedef struct mr_block {
     uint64_t addr;
     uint64_t size;
-    uint32_t callsite;
-    uint32_t tid;
+    union {
+        struct {
+            uint32_t callsite; // a replay's blocks
+            uint32_t tid;
+        };
+        uint64_t id; // a writer's own name for the block (export_csv: its allocation's seq)
+    };
 } mr_block;
 
 // 16 parts: a growth copies 1/16 of the table, and a part of a large table still spans

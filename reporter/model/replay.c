@@ -27,7 +27,7 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
     r->last_seq = ev->seq;
     r->last_ts = ev->ts;
     if (mt_kind_is_alloc(ev->kind)) {
-        mr_block b = {ev->addr, ev->size, ev->callsite, ev->tid};
+        mr_block b = {.addr = ev->addr, .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
         mr_block old;
         bool had;
         if (mr_heapmap_put(&r->live, &b, &old, &had))

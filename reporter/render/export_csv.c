@@ -6,7 +6,7 @@
 // bounded by the live blocks (to give a FREE its allocation's id and size) and one cached
 // stack text per callsite.
 #include "export.h"
-#include "siphash.h"
+#include "heapmap.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
@@ -15,7 +15,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/uio.h>
 
 static const char csv_header[] = "ID,Event,Event Type,Name,Timestamp(ns),Process Id,Thread ID,"
@@ -60,109 +59,6 @@ typedef struct csv_writer {
     mstx_row* marks;
     size_t nmarks, marks_cap;
 } csv_writer;
-
-// The live allocations: address -> (allocation id, size), so a FREE row names its allocation.
-// Open addressing with linear probing and backward-shift deletion, keyed SipHash because the
-// addresses come from the traced program (see siphash.h).
-typedef struct live_alloc {
-    uint64_t addr; // 0 marks an empty slot (0 is never a live block's address)
-    uint64_t id;
-    uint64_t size;
-} live_alloc;
-
-typedef struct live_table {
-    live_alloc* slots;
-    size_t mask; // capacity - 1 (a power of two)
-    size_t count;
-    uint64_t k0, k1;
-} live_table;
-
-static uint64_t hash_of(const live_table* t, uint64_t addr) {
-    return mr_siphash_u64(t->k0, t->k1, addr);
-}
-
-static size_t home_of(const live_table* t, uint64_t addr) {
-    return (size_t)hash_of(t, addr) & t->mask;
-}
-
-// Zeroed slots. A big table asks for huge pages: its probes land on random pages, and with
-// 4 KiB pages each one also missed the TLB.
-static live_alloc* new_slots(size_t n) {
-    enum { HUGE_PAGE = 2 << 20 };
-    size_t bytes = n * sizeof(live_alloc);
-    if (bytes < HUGE_PAGE)
-        return calloc(n, sizeof(live_alloc));
-    live_alloc* slots = aligned_alloc(HUGE_PAGE, bytes); // bytes: a multiple of 2 MiB
-    if (slots) {
-        madvise(slots, bytes, MADV_HUGEPAGE); // only a hint: failure changes nothing
-        memset(slots, 0, bytes);
-    }
-    return slots;
-}
-
-static int live_init(live_table* t) {
-    uint64_t key[2];
-    mr_siphash_random_key(key, t);
-    *t = (live_table){.mask = 1023, .k0 = key[0], .k1 = key[1]};
-    t->slots = new_slots(t->mask + 1);
-    return t->slots ? 0 : -ENOMEM;
-}
-
-static int live_grow(live_table* t) {
-    live_table bigger = *t;
-    bigger.mask = t->mask * 2 + 1;
-    bigger.slots = new_slots(bigger.mask + 1);
-    if (!bigger.slots)
-        return -ENOMEM;
-    for (size_t i = 0; i <= t->mask; i++) {
-        if (!t->slots[i].addr)
-            continue;
-        size_t j = home_of(&bigger, t->slots[i].addr);
-        while (bigger.slots[j].addr)
-            j = (j + 1) & bigger.mask;
-        bigger.slots[j] = t->slots[i];
-    }
-    free(t->slots);
-    *t = bigger;
-    return 0;
-}
-
-// Inserts or replaces (an allocation at an address whose free was missed replaces it).
-// `hash` is hash_of(addr).
-static int live_put(live_table* t, uint64_t hash, uint64_t addr, uint64_t id, uint64_t size) {
-    if ((t->count + 1) * 2 > t->mask + 1 && live_grow(t)) // at most half full
-        return -ENOMEM;
-    size_t i = (size_t)hash & t->mask;
-    while (t->slots[i].addr && t->slots[i].addr != addr)
-        i = (i + 1) & t->mask;
-    if (!t->slots[i].addr)
-        t->count++;
-    t->slots[i] = (live_alloc){addr, id, size};
-    return 0;
-}
-
-// Removes addr; returns true and fills *out if it was live. `hash` is hash_of(addr).
-static bool live_take(live_table* t, uint64_t hash, uint64_t addr, live_alloc* out) {
-    size_t i = (size_t)hash & t->mask;
-    while (t->slots[i].addr != addr) {
-        if (!t->slots[i].addr)
-            return false;
-        i = (i + 1) & t->mask;
-    }
-    *out = t->slots[i];
-    // Backward shift: pull later entries of the probe run into the hole, so lookups never
-    // need tombstones.
-    for (size_t j = (i + 1) & t->mask; t->slots[j].addr; j = (j + 1) & t->mask) {
-        size_t home = home_of(t, t->slots[j].addr);
-        if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
-            t->slots[i] = t->slots[j];
-            i = j;
-        }
-    }
-    t->slots[i].addr = 0;
-    t->count--;
-    return true;
-}
 
 static void close_segment(csv_writer* w) {
     if (w->buf_len > w->seg)
@@ -447,28 +343,22 @@ static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint6
 // blocks were half of the CPU time of an export that stalled on each.
 enum { LOOKAHEAD = 16 };
 
-typedef struct ahead_event {
-    mt_event ev;
-    uint64_t hash; // hash_of(ev.addr)
-} ahead_event;
-
 typedef struct event_window {
     mt_event_iter* it;
-    const live_table* live;
-    ahead_event ring[LOOKAHEAD];
+    const mr_heapmap* live;
+    mt_event ring[LOOKAHEAD];
     size_t head, count;
     int rc; // the iterator's last answer: 1 more events, 0 the end, < 0 an error
 } event_window;
 
 // The next event (1), or the end (0) or the iterator's error (< 0) once all read are taken.
-static int window_next(event_window* win, ahead_event* out) {
+static int window_next(event_window* win, mt_event* out) {
     while (win->count < LOOKAHEAD && win->rc == 1) {
-        ahead_event* a = &win->ring[(win->head + win->count) % LOOKAHEAD];
-        win->rc = mt_event_iter_next(win->it, &a->ev);
+        mt_event* e = &win->ring[(win->head + win->count) % LOOKAHEAD];
+        win->rc = mt_event_iter_next(win->it, e);
         if (win->rc != 1)
             break;
-        a->hash = hash_of(win->live, a->ev.addr);
-        __builtin_prefetch(&win->live->slots[a->hash & win->live->mask]);
+        mr_heapmap_prefetch(win->live, e->addr);
         win->count++;
     }
     if (!win->count)
@@ -481,26 +371,26 @@ static int window_next(event_window* win, ahead_event* out) {
 
 // Replays every event (the live blocks must see all of them) and writes the wanted ones, the
 // MSTX rows merged in before the first event later than them.
-static int write_rows(csv_writer* w, mt_event_iter* it, live_table* live, char* err,
+static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* err,
                       size_t errlen) {
     size_t next_mark = 0;
     event_window win = {.it = it, .live = live, .rc = 1};
-    ahead_event next;
+    mt_event ev;
     int rc = 0;
-    while (!w->write_err && (rc = window_next(&win, &next)) == 1) {
-        const mt_event ev = next.ev;
+    while (!w->write_err && (rc = window_next(&win, &ev)) == 1) {
         // allocation_id is the seq of the allocating event; a free of a block allocated
         // before tracing started has id 0 and size 0.
         uint64_t alloc_id = 0, size = ev.size;
         if (mt_kind_is_alloc(ev.kind)) {
             alloc_id = ev.seq;
-            if (ev.addr && live_put(live, next.hash, ev.addr, ev.seq, ev.size))
+            mr_block b = {.addr = ev.addr, .size = ev.size, .id = ev.seq};
+            if (ev.addr && mr_heapmap_put(live, &b, NULL, NULL))
                 return -ENOMEM;
         } else if (mt_kind_is_free(ev.kind)) {
-            live_alloc a;
-            if (ev.addr && live_take(live, next.hash, ev.addr, &a)) {
-                alloc_id = a.id;
-                size = a.size;
+            mr_block b;
+            if (mr_heapmap_take(live, ev.addr, &b)) {
+                alloc_id = b.id;
+                size = b.size;
             }
         } else {
             continue;
@@ -536,8 +426,8 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     // Range ends come after their starts: sort again, keeping equal times as written.
     if (w->nmarks > 1) // qsort must never see the NULL of an empty vector
         qsort(w->marks, w->nmarks, sizeof *w->marks, by_time);
-    live_table live;
-    if (live_init(&live))
+    mr_heapmap live;
+    if (mr_heapmap_init(&live))
         return -ENOMEM;
     mt_event_iter* it;
     rc = mt_event_iter_open(in->cap, in->query->heap, &it);
@@ -553,7 +443,7 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
         }
     }
     mt_event_iter_close(it);
-    free(live.slots);
+    mr_heapmap_free(&live);
     return rc;
 }
 
