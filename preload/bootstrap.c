@@ -79,6 +79,9 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(execve, "execve", 1);
     RESOLVE(execvpe, "execvpe", 1);
     RESOLVE(fexecve, "fexecve", 1);
+    RESOLVE(mmap, "mmap", 1);
+    RESOLVE(munmap, "munmap", 1);
+    RESOLVE(mremap, "mremap", 1);
     void (*real_free)(void*);
     {
         void* f_ = must("free");

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 typedef struct mt_real_fns {
     void* (*malloc)(size_t);
@@ -29,6 +30,9 @@ typedef struct mt_real_fns {
     int (*execve)(const char*, char* const[], char* const[]);
     int (*execvpe)(const char*, char* const[], char* const[]);
     int (*fexecve)(int, char* const[], char* const[]);
+    void* (*mmap)(void*, size_t, int, int, int, off_t);
+    int (*munmap)(void*, size_t);
+    void* (*mremap)(void*, size_t, size_t, int, ...);
 } mt_real_fns;
 
 extern mt_real_fns mt_real;

@@ -47,6 +47,7 @@ void mt_config_load(void) {
     mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
     mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1, 0, 1);
     mt_cfg.symbolize_ms = env_int("MEMTRACE_SYMBOLIZE_MS", 500, 0, 3600000);
+    mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0, 0, 1);
 }
 
 const char* mt_config_unwind_name(int unwind) {

@@ -20,6 +20,7 @@ typedef struct mt_config {
     int follow_fork;
     int symbolize;
     int symbolize_ms; // naming at exit reads DWARF only within this budget (the rest: memreport)
+    int mmap;         // MEMTRACE_MMAP=1: anonymous mappings recorded as heap "mmap" (mmap_track.c)
 } mt_config;
 
 extern mt_config mt_cfg;

@@ -354,3 +354,31 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
     }
     leave(&c);
 }
+
+// ---- other heaps (mmap_track.c): rare calls, so no side queue for signal handlers
+
+void mt_core_on_heap_ops(int heap, mt_heap_op* ops, int n) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    uint32_t here = 0;
+    bool walked = false;
+    for (int i = 0; i < n && !c.t->paused; i++) {
+        if (ops[i].callsite == MT_CALLSITE_HERE) {
+            if (!walked)
+                here = capture_stack(c.t);
+            walked = true;
+            ops[i].callsite = here;
+        }
+        mt_event ev = {.seq = ops[i].seq ? ops[i].seq : mt_core_reserve_seq(),
+                       .ts = mt_clock_raw(),
+                       .addr = ops[i].addr,
+                       .size = ops[i].size,
+                       .callsite = ops[i].callsite,
+                       .tid = c.t->tid,
+                       .kind = (uint8_t)ops[i].kind,
+                       .heap = (uint8_t)heap};
+        push(c.t, &ev);
+    }
+    leave(&c);
+}

@@ -128,6 +128,19 @@ void mt_core_count_call(mt_call call);
 // (mt_interrupting_hook()). `call` < 0: count no call. `seq` 0: take one now.
 void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack);
 
+// Events of a heap other than libc's (mmap_track.c), pushed in the order given; nothing if
+// the thread is paused. seq 0: take one now. callsite MT_CALLSITE_HERE: this call's stack,
+// walked once and written back into the op.
+#define MT_CALLSITE_HERE UINT32_MAX
+typedef struct mt_heap_op {
+    int kind;
+    uint64_t seq;
+    uintptr_t addr;
+    size_t size;
+    uint32_t callsite;
+} mt_heap_op;
+void mt_core_on_heap_ops(int heap, mt_heap_op* ops, int n);
+
 // memtrace_impl_mark's `what`: the values of memtrace.h's public enum (a stable ABI; that
 // header is not included here because it declares memtrace_impl_mark weak).
 enum mt_mark_what {

@@ -5,9 +5,11 @@
 // address pairs right.
 // Built with -fno-builtin-malloc and relatives so the compiler cannot rewrite these calls.
 #include "bootstrap.h"
+#include "config.h"
 #include "core.h"
 #include "fdguard.h"
 #include "maps.h"
+#include "mmap_track.h"
 #include "unwind.h"
 
 #include "memtrace/schema.h"
@@ -15,9 +17,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static inline void ensure_real(void) {
@@ -187,6 +192,49 @@ MT_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
     mt_real.free_aligned_sized(p, align, size);
 }
 #endif
+
+// ---- mappings (MEMTRACE_MMAP=1: mmap_track.c); otherwise straight to the real function.
+// glibc's own mmap calls (malloc's large blocks, thread stacks, the loader) do not come
+// through here: they call its internal __mmap, so big mallocs are never counted twice.
+
+static inline bool tracing_mappings(void) {
+    return MT_UNLIKELY(mt_cfg.mmap) && mt_recording();
+}
+
+MT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+    if (MT_LIKELY(!tracing_mappings()))
+        return mt_mmap_real(addr, len, prot, flags, fd, off);
+    return mt_mmap_traced(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+MT_EXPORT int munmap(void* addr, size_t len) {
+    ensure_real();
+    if (MT_UNLIKELY(!mt_real.munmap)) // called while the real functions are being resolved
+        return (int)syscall(SYS_munmap, addr, len);
+    if (MT_LIKELY(!tracing_mappings()))
+        return mt_real.munmap(addr, len);
+    return mt_munmap_traced(addr, len);
+}
+
+MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
+    void* new_addr = NULL;
+    if (flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)) {
+        va_list ap;
+        va_start(ap, flags);
+        new_addr = va_arg(ap, void*);
+        va_end(ap);
+    }
+    ensure_real();
+    if (MT_UNLIKELY(!mt_real.mremap))
+        return (void*)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+    if (MT_LIKELY(!tracing_mappings()))
+        return mt_real.mremap(old, old_len, new_len, flags, new_addr);
+    return mt_mremap_traced(old, old_len, new_len, flags, new_addr);
+}
 
 // ---- module maps follow dlopen/dlclose
 

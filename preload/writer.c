@@ -10,6 +10,7 @@
 #include "core.h"
 #include "fdguard.h"
 #include "maps.h"
+#include "mmap_track.h"
 #include "trie.h"
 
 #include "memtrace/capture.h"
@@ -149,6 +150,8 @@ static void write_meta(void) {
     mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
     mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
     mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
+    if (mt_cfg.mmap)
+        mt_capwriter_heap(cw, MT_HEAP_MMAP, "mmap", "mmap", "ns");
 }
 
 // ---- events
@@ -167,17 +170,32 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     // In place: the owner never touches events it has committed.
     mt_event* ev = b->ev + from;
     bool sorted = true;
+    size_t mapped = 0; // events of the mmap heap (MEMTRACE_MMAP=1)
     for (size_t i = 0; i < n; i++) {
         ev[i].ts = mt_clock_to_ns(ev[i].ts);
         if (i > 0 && ev[i - 1].seq >= ev[i].seq)
             sorted = false;
+        mapped += ev[i].heap != MT_HEAP_LIBC;
     }
-    if (!sorted) {
+    if (!sorted || mapped) {
         memcpy(sortbuf, ev, n * sizeof *sortbuf);
-        qsort(sortbuf, n, sizeof *sortbuf, by_seq);
-        ev = sortbuf;
+        if (!sorted)
+            qsort(sortbuf, n, sizeof *sortbuf, by_seq);
     }
-    if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, ev, n, scratch) != 0)
+    if (mapped) {
+        // A chunk holds one heap: libc's events back into the buffer, the others to the front
+        // of sortbuf, each in seq order.
+        size_t nl = 0, nm = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sortbuf[i].heap == MT_HEAP_LIBC)
+                ev[nl++] = sortbuf[i];
+            else
+                sortbuf[nm++] = sortbuf[i];
+        }
+        if ((nl && mt_capwriter_chunk(cw, MT_HEAP_LIBC, ev, nl, scratch) != 0) ||
+            mt_capwriter_chunk(cw, MT_HEAP_MMAP, sortbuf, nm, scratch) != 0)
+            fail_sqlite("cannot write events");
+    } else if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sorted ? ev : sortbuf, n, scratch) != 0)
         fail_sqlite("cannot write events");
     events_written += n;
 }
@@ -362,6 +380,10 @@ static void commit_all(int64_t now) {
     write_marks();
     write_call_counts();
     mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
+    if (mt_cfg.mmap) { // file mappings are not a heap: counted (mmap_track.h)
+        mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
+        mt_capwriter_meta_int(cw, "mmap_file_bytes", (int64_t)atomic_load(&mt_mmap_file_bytes));
+    }
     mt_capwriter_meta_int(cw, "duration_ns", now);
     if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
         fail_sqlite("cannot commit capture");

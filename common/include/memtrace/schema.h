@@ -36,7 +36,11 @@
     XX(15, CUSTOM_ALLOC, "custom_alloc", 1, 0)                                                     \
     XX(16, CUSTOM_FREE, "custom_free", 0, 1)                                                       \
     XX(17, NPU_ALLOC, "npu_alloc", 1, 0)                                                           \
-    XX(18, NPU_FREE, "npu_free", 0, 1)
+    XX(18, NPU_FREE, "npu_free", 0, 1)                                                             \
+    XX(19, MMAP, "mmap", 1, 0)                                                                     \
+    XX(20, MUNMAP, "munmap", 0, 1)                                                                 \
+    XX(21, MREMAP, "mremap", 1, 0)                                                                 \
+    XX(22, MREMAP_FREE, "mremap_free", 0, 1)
 
 typedef enum mt_event_kind {
     MT_KIND_NONE = 0,
@@ -82,9 +86,11 @@ static inline bool mt_kind_is_free(int kind) {
     }
 }
 
-// Heap ids: heap 1 is the traced process's libc heap; an imported NPU log adds heap 2.
+// Heap ids: heap 1 is the traced process's libc heap; an imported NPU log adds heap 2;
+// MEMTRACE_MMAP=1 adds heap 3, the program's anonymous mmap/munmap/mremap mappings.
 #define MT_HEAP_LIBC 1
 #define MT_HEAP_NPU 2
+#define MT_HEAP_MMAP 3
 
 // Chunk codecs (event_chunk.codec). Schema 1 captures hold codec 1 only, schema 2 codec 2
 // only (the same columns followed by a CRC32C of the row), schema 3 codec 3 only (columns of

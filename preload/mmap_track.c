@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+// MEMTRACE_MMAP=1: the program's anonymous mappings as heap MT_HEAP_MMAP. Owns the table of
+// live anonymous mappings the program made (page-rounded ranges and the callsite that mapped
+// each), so that a munmap or mremap of part of a mapping, or of several adjacent ones (the
+// kernel merges them), becomes exact events: the free of each mapping touched, then the
+// allocation of what is left of it, under its original callsite (docs/capture-format.md,
+// heap mmap). File mappings are not a heap: they are counted (meta mmap_file_*).
+// Runs inside the program's mmap calls: never allocates from the traced heap, no stdio; the
+// table lives in memory mapped with the real mmap.
+#include "mmap_track.h"
+
+#include "bootstrap.h"
+#include "core.h"
+
+#include "memtrace/schema.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct region {
+    uintptr_t start, end;
+    uint32_t callsite;
+} region;
+
+// 1 Mi mappings: a process's default vm.max_map_count is 65530, so the table never fills
+// first. Mapped lazily (untouched pages cost nothing).
+#define TABLE_MAX (1u << 20)
+static region* table;
+static size_t table_n;
+static _Atomic int owner; // tid of the thread using the table, 0 when free
+
+_Atomic uint64_t mt_mmap_file_count, mt_mmap_file_bytes;
+
+static uintptr_t page_mask(void) {
+    static uintptr_t mask;
+    if (!mask)
+        mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1;
+    return mask;
+}
+
+static uintptr_t page_up(uintptr_t n) {
+    return (n + page_mask()) & ~page_mask();
+}
+
+void* mt_mmap_real(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+    if (MT_UNLIKELY(!mt_real.mmap))
+        mt_bootstrap_resolve();
+    if (MT_UNLIKELY(!mt_real.mmap)) // still resolving: the system call itself
+        return (void*)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return mt_real.mmap(addr, len, prot, flags, fd, off);
+}
+
+// The table is one thread's at a time. A signal handler whose mmap interrupts this thread's
+// use of it (or the tracer's own mmap calls inside) passes through untraced: false.
+static bool lock(void) {
+    int me = (int)gettid(), free_ = 0;
+    if (atomic_load_explicit(&owner, memory_order_relaxed) == me)
+        return false;
+    while (!atomic_compare_exchange_weak_explicit(&owner, &free_, me, memory_order_acquire,
+                                                  memory_order_relaxed)) {
+        free_ = 0;
+        sched_yield();
+    }
+    if (!table) {
+        void* p = mt_mmap_real(NULL, TABLE_MAX * sizeof *table, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) {
+            atomic_store_explicit(&owner, 0, memory_order_release);
+            return false;
+        }
+        table = p;
+    }
+    return true;
+}
+
+static void unlock(void) {
+    atomic_store_explicit(&owner, 0, memory_order_release);
+}
+
+// Index of the first region whose end is above addr.
+static size_t first_after(uintptr_t addr) {
+    size_t lo = 0, hi = table_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (table[mid].end <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void insert(uintptr_t start, uintptr_t end, uint32_t callsite) {
+    if (table_n == TABLE_MAX)
+        return;
+    size_t i = first_after(start);
+    memmove(&table[i + 1], &table[i], (table_n - i) * sizeof *table);
+    table[i] = (region){start, end, callsite};
+    table_n++;
+}
+
+// Records the removal of [lo, hi) from the table: per region touched, its free (kind
+// free_kind), then the allocation of the parts left below and above the range. Returns how
+// many regions it touched; up to `keep_n` of the removed parts are copied to `kept`.
+static size_t remove_range(uintptr_t lo, uintptr_t hi, int free_kind, region* kept, size_t keep_n) {
+    size_t touched = 0;
+    size_t i = first_after(lo);
+    while (i < table_n && table[i].start < hi) {
+        region r = table[i];
+        mt_heap_op ops[3];
+        int n = 0;
+        ops[n++] = (mt_heap_op){.kind = free_kind, .addr = r.start};
+        region left = {r.start, lo, r.callsite}, right = {hi, r.end, r.callsite};
+        bool has_left = r.start<lo, has_right = r.end> hi;
+        if (has_left)
+            ops[n++] = (mt_heap_op){.kind = MT_KIND_MMAP,
+                                    .addr = left.start,
+                                    .size = left.end - left.start,
+                                    .callsite = r.callsite};
+        if (has_right)
+            ops[n++] = (mt_heap_op){.kind = MT_KIND_MMAP,
+                                    .addr = right.start,
+                                    .size = right.end - right.start,
+                                    .callsite = r.callsite};
+        mt_core_on_heap_ops(MT_HEAP_MMAP, ops, n);
+        if (touched < keep_n)
+            kept[touched] = (region){has_left ? lo : r.start, has_right ? hi : r.end, r.callsite};
+        touched++;
+        // Replace r by its left and right parts, in address order.
+        memmove(&table[i], &table[i + 1], (table_n - i - 1) * sizeof *table);
+        table_n--;
+        if (has_right)
+            insert(right.start, right.end, right.callsite);
+        if (has_left)
+            insert(left.start, left.end, left.callsite);
+        i = first_after(hi > r.end ? r.end : hi);
+    }
+    return touched;
+}
+
+static void add(int kind, uintptr_t start, size_t len, uint32_t callsite) {
+    mt_heap_op op = {.kind = kind, .addr = start, .size = len, .callsite = callsite};
+    mt_core_on_heap_ops(MT_HEAP_MMAP, &op, 1);
+    insert(start, start + len, op.callsite);
+}
+
+void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+    bool anon = flags & MAP_ANONYMOUS;
+    if (!(flags & MAP_FIXED) && !anon) {
+        void* p = mt_mmap_real(addr, len, prot, flags, fd, off);
+        if (p != MAP_FAILED) {
+            atomic_fetch_add(&mt_mmap_file_count, 1);
+            atomic_fetch_add(&mt_mmap_file_bytes, page_up(len));
+        }
+        return p;
+    }
+    if (!lock())
+        return mt_mmap_real(addr, len, prot, flags, fd, off);
+    // MAP_FIXED replaces whatever was mapped there: freed before the call, as munmap would.
+    if ((flags & MAP_FIXED) && len)
+        remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP, NULL, 0);
+    void* p = mt_mmap_real(addr, len, prot, flags, fd, off);
+    int saved_errno = errno;
+    if (p != MAP_FAILED && anon)
+        add(MT_KIND_MMAP, (uintptr_t)p, page_up(len), MT_CALLSITE_HERE);
+    else if (p != MAP_FAILED) {
+        atomic_fetch_add(&mt_mmap_file_count, 1);
+        atomic_fetch_add(&mt_mmap_file_bytes, page_up(len));
+    }
+    unlock();
+    errno = saved_errno;
+    return p;
+}
+
+int mt_munmap_traced(void* addr, size_t len) {
+    // The kernel refuses these (EINVAL) and unmaps nothing: nothing to record.
+    if (((uintptr_t)addr & page_mask()) || !len || !lock())
+        return mt_real.munmap(addr, len);
+    // Freed before the call: another thread may map the same addresses as soon as it returns.
+    remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP, NULL, 0);
+    int rc = mt_real.munmap(addr, len);
+    unlock();
+    return rc;
+}
+
+void* mt_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr) {
+    if (((uintptr_t)old & page_mask()) || !lock())
+        return mt_real.mremap(old, old_len, new_len, flags, new_addr);
+    uintptr_t lo = (uintptr_t)old, hi = lo + page_up(old_len);
+    size_t at = first_after(lo);
+    // Not one of the program's anonymous mappings (a file mapping, or a copy: old_len 0).
+    if (!old_len || at == table_n || table[at].start >= hi) {
+        unlock();
+        return mt_real.mremap(old, old_len, new_len, flags, new_addr);
+    }
+    if (flags & MREMAP_FIXED)
+        remove_range((uintptr_t)new_addr, (uintptr_t)new_addr + page_up(new_len), MT_KIND_MUNMAP,
+                     NULL, 0);
+    region kept[8];
+    size_t touched = 0;
+    if (!(flags & MREMAP_DONTUNMAP))
+        touched = remove_range(lo, hi, MT_KIND_MREMAP_FREE, kept, 8);
+    void* p = mt_real.mremap(old, old_len, new_len, flags, new_addr);
+    int saved_errno = errno;
+    if (p != MAP_FAILED)
+        add(MT_KIND_MREMAP, (uintptr_t)p, page_up(new_len), MT_CALLSITE_HERE);
+    else // nothing moved: what was freed above is mapped again, as it was
+        for (size_t i = 0; i < touched && i < 8; i++) {
+            add(MT_KIND_MMAP, kept[i].start, kept[i].end - kept[i].start, kept[i].callsite);
+        }
+    unlock();
+    errno = saved_errno;
+    return p;
+}
