@@ -39,8 +39,7 @@ static void resolve_demangler(void) {
     memcpy(&demangler, &f, sizeof f);
 }
 
-// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.
-static char* demangle(const char* name) {
+char* mt_sym_demangle(const char* name) {
     if (name[0] == '_' && name[1] == 'Z') {
         pthread_once(&demangler_once, resolve_demangler);
         int status = -1;
@@ -256,10 +255,8 @@ static void module_open(module* m) {
         m->mod = NULL; // replaced binary: its names would be wrong, keep module+offset
 }
 
-static void free_sym_index(struct sym_index* x);
-
 void mt_sym_module_close(module* m) {
-    free_sym_index(m->syms);
+    mt_sym_symtab_free(m->syms);
     for (size_t i = 0; i < m->ncus; i++)
         cu_index_free(&m->cus[i]);
     free(m->cus);
@@ -293,7 +290,7 @@ static char* die_function_name(Dwarf_Die* die) {
         n = dwarf_formstring(&attr);
     if (!n)
         n = dwarf_diename(die);
-    return n ? demangle(n) : NULL;
+    return n ? mt_sym_demangle(n) : NULL;
 }
 
 // File and line where an inlined instance was called, from DW_AT_call_file/call_line.
@@ -370,166 +367,6 @@ void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
     // of its outermost inlined callee, or the pc's own line when nothing is inlined).
     res->file = here.file ? strdup(here.file) : NULL; // out of memory: no file, as without
     res->line = here.line;
-}
-
-// ---- module lookups: the symbol table, sorted once
-//
-// dwfl_module_addrinfo scans every symbol of the module on each call: with cc1's 29,000
-// symbols and 6,000 frames that was seconds at exit. The table is read once per module into
-// an array sorted by address and searched. The choice follows libdwfl's: a symbol whose
-// [value, value + size) holds the address, global before local, then the closest, then the
-// strongest binding; failing that, a size-less label (assembly) in the address's section
-// that no symbol at or below the address extends past.
-
-typedef struct sym_entry {
-    GElf_Addr value, end;     // end = value + size
-    GElf_Addr max_end;        // the highest end of this entry and every one before it
-    GElf_Addr sec_lo, sec_hi; // size-less symbols: their section's range ([0, 0): none)
-    const char* name;         // owned by libdwfl, valid while the Dwfl lives
-    uint8_t bind;             // 3 global, 2 weak, 1 local, 0 other (higher is preferred)
-    bool abs;                 // SHN_ABS and the like: names its exact address only
-    uint32_t order;           // position in the symbol table: the first of equals wins
-} sym_entry;
-
-struct sym_index {
-    sym_entry* e;
-    size_t n, cap;
-};
-
-static int binding_rank(const GElf_Sym* s) {
-    switch (GELF_ST_BIND(s->st_info)) {
-    case STB_GLOBAL:
-        return 3;
-    case STB_WEAK:
-        return 2;
-    case STB_LOCAL:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static int by_value(const void* a, const void* b) {
-    const sym_entry *x = a, *y = b;
-    if (x->value != y->value)
-        return x->value < y->value ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order; // qsort is not stable
-}
-
-// The section range [lo, hi) of a size-less symbol in its ELF.
-static void section_range(Elf* elf, GElf_Word shndx, sym_entry* e) {
-    GElf_Shdr mem, *sh;
-    Elf_Scn* scn = elf ? elf_getscn(elf, shndx) : NULL;
-    if (scn && (sh = gelf_getshdr(scn, &mem)) != NULL) {
-        e->sec_lo = sh->sh_addr;
-        e->sec_hi = sh->sh_addr + sh->sh_size;
-    }
-}
-
-static struct sym_index* build_sym_index(Dwfl_Module* mod) {
-    struct sym_index* x = calloc(1, sizeof *x);
-    int n = x ? dwfl_module_getsymtab(mod) : -1;
-    for (int i = 1; i < n; i++) {
-        GElf_Sym sym;
-        GElf_Addr value;
-        GElf_Word shndx;
-        Elf* elf = NULL;
-        const char* name = dwfl_module_getsym_info(mod, i, &sym, &value, &shndx, &elf, NULL);
-        int type = GELF_ST_TYPE(sym.st_info);
-        if (!name || !name[0] || sym.st_shndx == SHN_UNDEF || type == STT_SECTION ||
-            type == STT_FILE || type == STT_TLS)
-            continue;
-        if (MT_VEC_RESERVE(&x->e, &x->cap, x->n + 1))
-            break; // out of memory: the symbols read so far still name what they cover
-        sym_entry* e = &x->e[x->n++];
-        *e = (sym_entry){.value = value,
-                         .end = value + sym.st_size,
-                         .name = name,
-                         .bind = (uint8_t)binding_rank(&sym),
-                         .abs = shndx >= SHN_LORESERVE && shndx != SHN_XINDEX,
-                         .order = (uint32_t)i};
-        if (sym.st_size == 0 && !e->abs)
-            section_range(elf, shndx, e);
-    }
-    if (x && x->n) {
-        qsort(x->e, x->n, sizeof *x->e, by_value);
-        GElf_Addr m = 0;
-        for (size_t i = 0; i < x->n; i++)
-            x->e[i].max_end = m = x->e[i].end > m ? x->e[i].end : m;
-    }
-    return x;
-}
-
-static void free_sym_index(struct sym_index* x) {
-    if (x) {
-        free(x->e);
-        free(x);
-    }
-}
-
-// Is a better than b (either may be NULL) as the sized symbol holding an address?
-static bool better_sized(const sym_entry* a, const sym_entry* b) {
-    if (!b)
-        return true;
-    bool ga = a->bind != 1, gb = b->bind != 1; // libdwfl searches the globals first
-    if (ga != gb)
-        return ga;
-    if (a->value != b->value)
-        return a->value > b->value;
-    if (a->bind != b->bind)
-        return a->bind > b->bind;
-    return a->order < b->order;
-}
-
-static const char* lookup_symbol(const struct sym_index* x, GElf_Addr addr) {
-    // hi: the number of entries at or below addr.
-    size_t lo = 0, hi = x->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (x->e[mid].value <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (hi == 0)
-        return NULL;
-    const sym_entry* best = NULL;
-    // Entries further down can hold addr only while some entry there ends above it.
-    for (size_t i = hi; i-- > 0 && x->e[i].max_end > addr;) {
-        const sym_entry* e = &x->e[i];
-        if (e->end > addr && e->end != e->value && better_sized(e, best))
-            best = e;
-    }
-    if (best)
-        return best->name;
-    // A label: at the highest end reached below addr, i.e. inside no symbol.
-    GElf_Addr label = x->e[hi - 1].max_end;
-    const sym_entry* pick = NULL;
-    for (size_t i = hi; i-- > 0 && x->e[i].value >= label;) {
-        const sym_entry* e = &x->e[i];
-        bool here = e->abs ? e->value == addr : addr >= e->sec_lo && addr < e->sec_hi;
-        if (e->end == e->value && e->value == label && here && (!pick || e->bind >= pick->bind))
-            pick = e;
-    }
-    return pick ? pick->name : NULL;
-}
-
-// The name the symbol table gives addr (.symtab, else .dynsym), demangled, without a symbol
-// version ("__libc_start_main@@GLIBC_2.34"); NULL when none covers it.
-char* mt_sym_symtab_name(module* m, Dwarf_Addr addr) {
-    if (!mt_sym_module_dwfl(m))
-        return NULL;
-    if (!m->syms && !(m->syms = build_sym_index(m->mod)))
-        return NULL;
-    const char* s = lookup_symbol(m->syms, addr);
-    if (!s)
-        return NULL;
-    char* plain = strndup(s, strcspn(s, "@"));
-    if (!plain)
-        return NULL;
-    char* name = demangle(plain);
-    free(plain);
-    return name;
 }
 
 // The module's libdwfl handle, opened on first use; NULL when its file cannot serve.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Inside common/ only: naming one frame from its module's file (symbolize_frame.c), for the
-// symbolization pass (symbolize.c): DWARF lookups with inlined functions, the symbol table,
-// demangling, and where separate debug files are installed.
+// Inside common/ only: naming one frame from its module's file (symbolize_frame.c; the
+// symbol table in symbolize_symtab.c), for the symbolization pass (symbolize.c): DWARF
+// lookups with inlined functions, the symbol table, demangling, and where separate debug
+// files are installed.
 #ifndef MEMTRACE_SYMBOLIZE_FRAME_H
 #define MEMTRACE_SYMBOLIZE_FRAME_H
 
@@ -19,7 +20,7 @@ typedef struct sbuf {
 
 // A module: one Dwfl per (path, build-id).
 typedef struct cu_index cu_index;
-// A module's symbol table sorted by address (symbolize_frame.c).
+// A module's symbol table sorted by address (symbolize_symtab.c).
 struct sym_index;
 
 typedef struct module {
@@ -54,8 +55,12 @@ void mt_sym_module_close(module* m);
 // Fills res->function, file, line and inlined from the DWARF at addr (a file address).
 void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
 // The symbol table's name for addr, demangled, without symbol version; NULL when none (or
-// when the module's file cannot serve).
+// when the module's file cannot serve). In symbolize_symtab.c, as is the next one.
 char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
+// Frees a module's symbol table (NULL: none was built).
+void mt_sym_symtab_free(struct sym_index* x);
+// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.
+char* mt_sym_demangle(const char* name);
 // Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
 bool mt_sym_debug_file_installed(module* m);
 // What reading m's DWARF would read, in bytes, without reading it: its file's .debug_*
