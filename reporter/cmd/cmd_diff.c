@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "diff.h"
 #include "diff_report.h"
+#include "diff_run.h"
 #include "extent.h"
 #include "flame_tree.h"
 #include "flamegraph_page.h"
@@ -15,12 +16,8 @@
 #include "output.h"
 #include "procs.h"
 #include "profile.h"
-#include "sites.h"
 #include "symbols.h"
 
-#include "memtrace/schema.h"
-
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,21 +90,6 @@ typedef struct diff_args {
     mr_diff_limit limits[MAX_LIMITS];
     size_t nlimits;
 } diff_args;
-
-// One capture with its numbers and the entries the diff matches.
-typedef struct run {
-    const char* path;
-    mt_capture* cap;
-    mr_symbols* sy;
-    mr_profile prof;
-    mr_functions fns;
-    bool npu;
-    mr_diff_entry* fn_entries; // one per function with numbers: key (name, file name)
-    const char** fn_keys;
-    size_t nfns;
-    mr_diff_entry* stack_entries; // one per profile row: key (functions, outermost first)
-    size_t nstacks;
-} run;
 
 // ---- options
 
@@ -187,131 +169,10 @@ static int parse_args(int argc, char** argv, diff_args* a, const char** base, co
     return MR_OPT_NEXT;
 }
 
-// ---- each run's entries
-
-static const char* file_name(const char* file) {
-    const char* slash = file ? strrchr(file, '/') : NULL;
-    return slash ? slash + 1 : file;
-}
-
-static void set_values(uint64_t* v, const uint64_t* by_metric) {
-    v[MR_DIFF_PEAK_BYTES] = by_metric[MR_METRIC_LIVE_BYTES];
-    v[MR_DIFF_ALLOC_BYTES] = by_metric[MR_METRIC_ALLOC_BYTES];
-    v[MR_DIFF_ALLOCATIONS] = by_metric[MR_METRIC_ALLOC_COUNT];
-    v[MR_DIFF_LEAKED_BYTES] = by_metric[MR_METRIC_END_BYTES];
-}
-
-// Functions are keyed by name and the file's name without its directory: a build in
-// another directory is the same function.
-static int function_entries(run* r, bool inclusive) {
-    size_t n = r->fns.n;
-    r->fn_entries = calloc(n ? n : 1, sizeof *r->fn_entries);
-    r->fn_keys = calloc(2 * (n ? n : 1), sizeof *r->fn_keys);
-    if (!r->fn_entries || !r->fn_keys)
-        return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        const mr_function* f = &r->fns.v[i];
-        mr_diff_entry* e = &r->fn_entries[r->nfns];
-        set_values(e->v, inclusive ? f->total : f->self);
-        if (!(e->v[0] | e->v[1] | e->v[2] | e->v[3])) // a caller only (self 0): not listed
-            continue;
-        r->fn_keys[2 * r->nfns] = f->name;
-        r->fn_keys[2 * r->nfns + 1] = file_name(f->file);
-        e->key = &r->fn_keys[2 * r->nfns];
-        e->nkey = 2;
-        r->nfns++;
-    }
-    return 0;
-}
-
-// The function names of a row's stack, outermost first (inlined functions included, as
-// the function view shows them), in a new array.
-static const char** stack_key(const run* r, uint32_t callsite, bool all_frames, uint32_t* frames,
-                              size_t* nkey) {
-    size_t nf = mr_functions_stack(r->sy, callsite, all_frames, frames), n = 0;
-    for (size_t j = 0; j < nf; j++)
-        n += mr_symbols_frame_locs(r->sy, frames[j], &(const mr_symloc*){NULL});
-    const char** key = malloc((n ? n : 1) * sizeof *key);
-    if (!key)
-        return NULL;
-    size_t k = n;
-    for (size_t j = 0; j < nf; j++) {
-        const mr_symloc* locs;
-        size_t nl = mr_symbols_frame_locs(r->sy, frames[j], &locs);
-        for (size_t l = 0; l < nl; l++)
-            key[--k] = locs[l].function;
-    }
-    if (n == 0)
-        key[n++] = MR_FUNCTIONS_NO_STACK;
-    *nkey = n;
-    return key;
-}
-
-static int stack_entries(run* r, bool all_frames) {
-    r->stack_entries = calloc(r->prof.nrows ? r->prof.nrows : 1, sizeof *r->stack_entries);
-    uint32_t* frames = malloc(MR_SITES_MAX_DEPTH * sizeof *frames);
-    if (!r->stack_entries || !frames) {
-        free(frames);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < r->prof.nrows; i++) {
-        const mr_profile_row* row = &r->prof.rows[i];
-        mr_diff_entry* e = &r->stack_entries[r->nstacks];
-        if (!(e->key = stack_key(r, row->callsite, all_frames, frames, &e->nkey))) {
-            free(frames);
-            return -ENOMEM;
-        }
-        r->nstacks++;
-        uint64_t by_metric[MR_NMETRICS];
-        for (int m = 0; m < MR_NMETRICS; m++)
-            by_metric[m] = mr_profile_row_value(row, (mr_metric)m);
-        set_values(e->v, by_metric);
-    }
-    free(frames);
-    return 0;
-}
-
-static void close_run(run* r) {
-    for (size_t i = 0; i < r->nstacks; i++)
-        free((void*)r->stack_entries[i].key);
-    free(r->stack_entries);
-    free(r->fn_entries);
-    free(r->fn_keys);
-    mr_functions_free(&r->fns);
-    mr_profile_free(&r->prof);
-    if (r->sy)
-        mr_symbols_free(r->sy);
-    if (r->cap)
-        mt_capture_close(r->cap);
-}
-
-// Computes the numbers of an open capture at its peak. Returns an exit code.
-static int run_numbers(run* r, const char* path, const diff_args* a) {
-    int rc;
-    r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
-    q.progress = "diff";
-    if ((rc = mr_profile_for(path, r->cap, &q, &r->prof)))
-        return rc;
-    if (mr_functions_build(&r->prof, r->sy, a->all_frames, &r->fns) ||
-        function_entries(r, a->inclusive) || stack_entries(r, a->all_frames)) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    return MR_EXIT_OK;
-}
-
-// Opens a capture and computes its numbers at its peak. Returns an exit code.
-static int open_run(run* r, const char* path, const diff_args* a) {
-    *r = (run){.path = path};
-    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
-    return rc ? rc : run_numbers(r, path, a);
-}
-
 // ---- the gate
 
 // Both runs' totals as one row.
-static mr_diff_row run_totals(const run* base, const run* next) {
+static mr_diff_row run_totals(const mr_diff_run* base, const mr_diff_run* next) {
     mr_diff_row t = {.in = {true, true}};
     for (int i = 0; i < 2; i++) {
         const mr_profile* p = i == MR_DIFF_BASE ? &base->prof : &next->prof;
@@ -340,7 +201,7 @@ static size_t check_limits(const diff_args* a, const mr_diff_row* totals) {
 }
 
 // Matches, sorts, writes, gates. Returns an exit code.
-static int compare(const diff_args* a, const run* base, const run* next) {
+static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_run* next) {
     mr_diff fns, stacks;
     if (mr_diff_match(base->fn_entries, base->nfns, next->fn_entries, next->nfns, &fns)) {
         mr_error(next->path, "out of memory");
@@ -378,7 +239,7 @@ static int compare(const diff_args* a, const run* base, const run* next) {
 // keyed with the process first.
 typedef struct run_set {
     mr_capture_set set;
-    run* runs;
+    mr_diff_run* runs;
     char** names;       // "NAME #N" of each process
     const char** pkeys; // the key of each process's totals: its name
     mr_diff_entry *procs, *fns, *stacks;
@@ -391,11 +252,11 @@ typedef struct run_set {
 // "NAME #N": the executable's file name (the capture's when unknown), N its runs so far.
 static char* process_name(const run_set* rs, size_t i) {
     const mr_process* p = &rs->set.procs[i];
-    const char* name = file_name(p->exe ? p->exe : p->name);
+    const char* name = mr_diff_file_name(p->exe ? p->exe : p->name);
     size_t nth = 1;
     for (size_t k = 0; k < i; k++) {
         const mr_process* q = &rs->set.procs[k];
-        nth += !strcmp(file_name(q->exe ? q->exe : q->name), name);
+        nth += !strcmp(mr_diff_file_name(q->exe ? q->exe : q->name), name);
     }
     char* out;
     return asprintf(&out, "%s #%zu", name, nth) < 0 ? NULL : out;
@@ -425,10 +286,10 @@ static int set_entries(run_set* rs, const diff_args* a) {
     if (!rs->runs || !rs->names || !rs->pkeys || !rs->procs)
         return MR_EXIT_IO;
     for (size_t i = 0; i < n; i++) {
-        run* r = &rs->runs[i];
+        mr_diff_run* r = &rs->runs[i];
         const mr_process* p = &rs->set.procs[i];
-        *r = (run){.path = p->path, .cap = p->cap, .sy = p->sym};
-        int rc = run_numbers(r, p->path, a);
+        *r = (mr_diff_run){.path = p->path, .cap = p->cap, .sy = p->sym};
+        int rc = mr_diff_run_numbers(r, p->path, a->all_frames, a->inclusive);
         if (rc)
             return rc;
         if (!(rs->names[i] = process_name(rs, i)))
@@ -463,7 +324,7 @@ static void close_set(run_set* rs) {
     for (size_t i = 0; rs->runs && i < rs->set.n; i++) {
         rs->runs[i].cap = NULL; // the set's
         rs->runs[i].sy = NULL;
-        close_run(&rs->runs[i]);
+        mr_diff_run_close(&rs->runs[i]);
         free(rs->names[i]);
     }
     free(rs->runs);
@@ -538,7 +399,7 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
 
 // The new run's flame tree with the base run's grafted on by function names, pruned.
 // Returns 0 or -ENOMEM.
-static int diff_tree(const run* base, const run* next, mr_flame_tree* g) {
+static int diff_tree(const mr_diff_run* base, const mr_diff_run* next, mr_flame_tree* g) {
     mr_flame_tree b = {0};
     int e = mr_flame_tree_build(g, next->sy, &next->prof, false);
     if (!e)
@@ -552,7 +413,7 @@ static int diff_tree(const run* base, const run* next, mr_flame_tree* g) {
 }
 
 // Writes the page whole or nothing, then gates as the report does. Returns an exit code.
-static int diff_page(const diff_args* a, const run* base, const run* next) {
+static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_run* next) {
     mr_flame_tree g = {0};
     if (diff_tree(base, next, &g)) {
         mr_flame_tree_free(&g);
@@ -585,10 +446,10 @@ int mr_cmd_diff(int argc, char** argv) {
     char* const inputs[] = {(char*)base_path, (char*)new_path};
     if (mr_capture_set_wanted(1, inputs) || mr_capture_set_wanted(1, inputs + 1))
         return compare_sets(&a, base_path, new_path);
-    run base, next = {0};
-    rc = open_run(&base, base_path, &a);
+    mr_diff_run base, next = {0};
+    rc = mr_diff_run_open(&base, base_path, a.all_frames, a.inclusive);
     if (!rc)
-        rc = open_run(&next, new_path, &a);
+        rc = mr_diff_run_open(&next, new_path, a.all_frames, a.inclusive);
     if (!rc && base.npu != next.npu) {
         mr_error(new_path,
                  "%s, but %s is %s: diff compares two native captures or two imported NPU "
@@ -599,7 +460,7 @@ int mr_cmd_diff(int argc, char** argv) {
     }
     if (!rc)
         rc = a.format == FORMAT_HTML ? diff_page(&a, &base, &next) : compare(&a, &base, &next);
-    close_run(&next);
-    close_run(&base);
+    mr_diff_run_close(&next);
+    mr_diff_run_close(&base);
     return rc;
 }

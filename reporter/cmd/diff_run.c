@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// One side of memreport diff: a capture's numbers at its peak, and its entries keyed by
+// function (name, file name) and by stack (function names, outermost first).
+#include "diff_run.h"
+
+#include "extent.h"
+#include "options.h"
+#include "sites.h"
+
+#include "memtrace/schema.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char* mr_diff_file_name(const char* file) {
+    const char* slash = file ? strrchr(file, '/') : NULL;
+    return slash ? slash + 1 : file;
+}
+
+static void set_values(uint64_t* v, const uint64_t* by_metric) {
+    v[MR_DIFF_PEAK_BYTES] = by_metric[MR_METRIC_LIVE_BYTES];
+    v[MR_DIFF_ALLOC_BYTES] = by_metric[MR_METRIC_ALLOC_BYTES];
+    v[MR_DIFF_ALLOCATIONS] = by_metric[MR_METRIC_ALLOC_COUNT];
+    v[MR_DIFF_LEAKED_BYTES] = by_metric[MR_METRIC_END_BYTES];
+}
+
+// Functions are keyed by name and the file's name without its directory: a build in
+// another directory is the same function.
+static int function_entries(mr_diff_run* r, bool inclusive) {
+    size_t n = r->fns.n;
+    r->fn_entries = calloc(n ? n : 1, sizeof *r->fn_entries);
+    r->fn_keys = calloc(2 * (n ? n : 1), sizeof *r->fn_keys);
+    if (!r->fn_entries || !r->fn_keys)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const mr_function* f = &r->fns.v[i];
+        mr_diff_entry* e = &r->fn_entries[r->nfns];
+        set_values(e->v, inclusive ? f->total : f->self);
+        if (!(e->v[0] | e->v[1] | e->v[2] | e->v[3])) // a caller only (self 0): not listed
+            continue;
+        r->fn_keys[2 * r->nfns] = f->name;
+        r->fn_keys[2 * r->nfns + 1] = mr_diff_file_name(f->file);
+        e->key = &r->fn_keys[2 * r->nfns];
+        e->nkey = 2;
+        r->nfns++;
+    }
+    return 0;
+}
+
+// The function names of a row's stack, outermost first (inlined functions included, as
+// the function view shows them), in a new array.
+static const char** stack_key(const mr_diff_run* r, uint32_t callsite, bool all_frames,
+                              uint32_t* frames, size_t* nkey) {
+    size_t nf = mr_functions_stack(r->sy, callsite, all_frames, frames), n = 0;
+    for (size_t j = 0; j < nf; j++)
+        n += mr_symbols_frame_locs(r->sy, frames[j], &(const mr_symloc*){NULL});
+    const char** key = malloc((n ? n : 1) * sizeof *key);
+    if (!key)
+        return NULL;
+    size_t k = n;
+    for (size_t j = 0; j < nf; j++) {
+        const mr_symloc* locs;
+        size_t nl = mr_symbols_frame_locs(r->sy, frames[j], &locs);
+        for (size_t l = 0; l < nl; l++)
+            key[--k] = locs[l].function;
+    }
+    if (n == 0)
+        key[n++] = MR_FUNCTIONS_NO_STACK;
+    *nkey = n;
+    return key;
+}
+
+static int stack_entries(mr_diff_run* r, bool all_frames) {
+    r->stack_entries = calloc(r->prof.nrows ? r->prof.nrows : 1, sizeof *r->stack_entries);
+    uint32_t* frames = malloc(MR_SITES_MAX_DEPTH * sizeof *frames);
+    if (!r->stack_entries || !frames) {
+        free(frames);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < r->prof.nrows; i++) {
+        const mr_profile_row* row = &r->prof.rows[i];
+        mr_diff_entry* e = &r->stack_entries[r->nstacks];
+        if (!(e->key = stack_key(r, row->callsite, all_frames, frames, &e->nkey))) {
+            free(frames);
+            return -ENOMEM;
+        }
+        r->nstacks++;
+        uint64_t by_metric[MR_NMETRICS];
+        for (int m = 0; m < MR_NMETRICS; m++)
+            by_metric[m] = mr_profile_row_value(row, (mr_metric)m);
+        set_values(e->v, by_metric);
+    }
+    free(frames);
+    return 0;
+}
+
+void mr_diff_run_close(mr_diff_run* r) {
+    for (size_t i = 0; i < r->nstacks; i++)
+        free((void*)r->stack_entries[i].key);
+    free(r->stack_entries);
+    free(r->fn_entries);
+    free(r->fn_keys);
+    mr_functions_free(&r->fns);
+    mr_profile_free(&r->prof);
+    if (r->sy)
+        mr_symbols_free(r->sy);
+    if (r->cap)
+        mt_capture_close(r->cap);
+}
+
+int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
+    int rc;
+    r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
+    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
+    q.progress = "diff";
+    if ((rc = mr_profile_for(path, r->cap, &q, &r->prof)))
+        return rc;
+    if (mr_functions_build(&r->prof, r->sy, all_frames, &r->fns) ||
+        function_entries(r, inclusive) || stack_entries(r, all_frames)) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    return MR_EXIT_OK;
+}
+
+int mr_diff_run_open(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
+    *r = (mr_diff_run){.path = path};
+    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
+    return rc ? rc : mr_diff_run_numbers(r, path, all_frames, inclusive);
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// One side of memreport diff (cmd_diff.c): a capture, its numbers at its peak (the
+// aggregation model: profile.h, functions.h) and the entries the diff matches, per function
+// and per stack (model/diff.h).
+#ifndef MR_DIFF_RUN_H
+#define MR_DIFF_RUN_H
+
+#include "diff.h"
+#include "functions.h"
+#include "profile.h"
+#include "symbols.h"
+
+#include "memtrace/capture.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+// One capture with its numbers and the entries the diff matches.
+typedef struct mr_diff_run {
+    const char* path;
+    mt_capture* cap;
+    mr_symbols* sy;
+    mr_profile prof;
+    mr_functions fns;
+    bool npu;
+    mr_diff_entry* fn_entries; // one per function with numbers: key (name, file name)
+    const char** fn_keys;
+    size_t nfns;
+    mr_diff_entry* stack_entries; // one per profile row: key (functions, outermost first)
+    size_t nstacks;
+} mr_diff_run;
+
+// Opens a capture and computes its numbers at its peak (all_frames, inclusive: as diff's
+// options). Returns an exit code.
+int mr_diff_run_open(mr_diff_run* r, const char* path, bool all_frames, bool inclusive);
+// Computes the numbers of an open capture (r->cap, r->sy set) at its peak. Returns an exit
+// code.
+int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive);
+// Frees what r holds, and closes its capture and symbols when set.
+void mr_diff_run_close(mr_diff_run* r);
+// A path's file name (after its last '/'); NULL for NULL.
+const char* mr_diff_file_name(const char* file);
+
+#endif
