@@ -52,8 +52,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   endforeach()
 
   set(SYM_DRIVER ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stacks.py
-    --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
-    --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e)
+    --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>)
   # check_stacks.py --list: each case and the builds it runs on; a test per pair, named
   # with the build only when the case runs on both.
   memtrace_driver_cases(STACKS_CASES ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stacks.py)
@@ -68,7 +67,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
       endif()
       add_test(NAME ${name}
         COMMAND ${SYM_DRIVER} --prog $<TARGET_FILE:e2e_stacks_${variant}> --case ${case}
-          --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>)
+          --lib1 $<TARGET_FILE:dl_one> --lib2 $<TARGET_FILE:dl_two>
+          # a directory per test: tests of one program run in parallel
+          --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e/${name})
       set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 120)
     endforeach()
   endforeach()
