@@ -54,6 +54,8 @@ static const char usage[] = USAGE_LINE
     "                           [~/.cache/memtrace/symbols.db]\n"
     "  MEMTRACE_DEBUGINFO_PATH  where separate debug files are looked for (libdwfl syntax);\n"
     "                           also read by memreport [:.debug:/usr/lib/debug]\n"
+    "  MEMTRACE_MMAP            1: record the program's anonymous mmap/munmap/mremap as\n"
+    "                           heap 'mmap' (memreport --heap mmap) [0]\n"
     "\n"
     "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";

@@ -79,7 +79,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family and
   # memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 

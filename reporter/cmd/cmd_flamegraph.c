@@ -22,7 +22,7 @@
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
     "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
-    "         [--inverted] [--orientation top|bottom] [--temporal]\n"
+    "         [--inverted] [--orientation top|bottom] [--temporal] [--heap NAME]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
     "an icicle (root on top, or as the viewer last chose); a button flips it to a flame\n"
@@ -48,6 +48,7 @@ static const char flamegraph_help[] =
     "  --orientation top|bottom\n"
     "                      open the page with the root on top (icicle) or at the bottom\n"
     "                      (flame graph), whatever the viewer last chose\n"
+    "  --heap NAME         the heap to show: libc (the default) or mmap (MEMTRACE_MMAP=1)\n"
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
     "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
     "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
@@ -142,6 +143,9 @@ static int parse_option(int c, fg_args* a, int* modes) {
         }
         break;
     }
+    case 'H':
+        mr_capture_want_heap(optarg);
+        break;
     case 'h':
         fputs(flamegraph_help, stdout);
         return MR_EXIT_OK;
@@ -154,14 +158,21 @@ static int parse_option(int c, fg_args* a, int* modes) {
 
 // Returns MR_OPT_NEXT to go on, else the exit code.
 static int parse_args(int argc, char** argv, fg_args* a) {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},  {"force", no_argument, NULL, 'f'},
-        {"peak", no_argument, NULL, 'p'},          {"at", required_argument, NULL, 'a'},
-        {"range", required_argument, NULL, 'r'},   {"leaks", no_argument, NULL, 'l'},
-        {"split-threads", no_argument, NULL, 's'}, {"min-width", required_argument, NULL, 'm'},
-        {"all-frames", no_argument, NULL, 'A'},    {"inverted", no_argument, NULL, 'I'},
-        {"temporal", no_argument, NULL, 'T'},      {"orientation", required_argument, NULL, 'O'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"peak", no_argument, NULL, 'p'},
+                                         {"at", required_argument, NULL, 'a'},
+                                         {"range", required_argument, NULL, 'r'},
+                                         {"leaks", no_argument, NULL, 'l'},
+                                         {"split-threads", no_argument, NULL, 's'},
+                                         {"min-width", required_argument, NULL, 'm'},
+                                         {"all-frames", no_argument, NULL, 'A'},
+                                         {"inverted", no_argument, NULL, 'I'},
+                                         {"temporal", no_argument, NULL, 'T'},
+                                         {"orientation", required_argument, NULL, 'O'},
+                                         {"heap", required_argument, NULL, 'H'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};
     int modes = 0;
     int c;

@@ -19,7 +19,7 @@
 
 static const char plot_help[] =
     "usage: memreport plot CAPTURE-or-LOG [-o FILE.png|FILE.svg] [--data FILE.json] [-f]\n"
-    "                      [--sites N | --site NAME ...]\n"
+    "                      [--sites N | --site NAME ...] [--heap NAME]\n"
     "Draws memory over time with cairo, PNG or SVG by the output's extension.\n"
     "An NPU compiler log (or a capture imported from one) gives upstream's StaticAllocation\n"
     "heap plot: max allocated size, its increases (and those due to fragmentation), used and\n"
@@ -29,6 +29,8 @@ static const char plot_help[] =
     "  --data FILE        also write every plotted series as JSON (exact bytes)\n"
     "  --sites N          native: one row per top-N call site (bytes held, share of live)\n"
     "  --site NAME        native: a row for this function (repeatable)\n"
+    "  --heap NAME        native: the heap to plot: libc (the default) or mmap\n"
+    "                     (MEMTRACE_MMAP=1)\n"
     "  -f, --force        overwrite existing outputs\n";
 
 static bool is_sqlite(const char* path, int* err) {
@@ -56,11 +58,12 @@ static int plot_capture(const mr_plot_args* a) {
 }
 
 int mr_cmd_plot(int argc, char** argv) {
-    enum { OPT_DATA = 256, OPT_SITES, OPT_SITE };
+    enum { OPT_DATA = 256, OPT_SITES, OPT_SITE, OPT_HEAP };
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"data", required_argument, NULL, OPT_DATA},
                                          {"sites", required_argument, NULL, OPT_SITES},
                                          {"site", required_argument, NULL, OPT_SITE},
+                                         {"heap", required_argument, NULL, OPT_HEAP},
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -88,6 +91,9 @@ int mr_cmd_plot(int argc, char** argv) {
             break;
         case OPT_SITE:
             sites[a.nsites++] = optarg;
+            break;
+        case OPT_HEAP:
+            mr_capture_want_heap(optarg);
             break;
         case 'f':
             a.force = true;

@@ -14,7 +14,7 @@
 #include <getopt.h>
 
 static const char summary_help[] =
-    "usage: memreport summary CAPTURE [--json] [-o FILE] [-f]\n"
+    "usage: memreport summary CAPTURE [--heap NAME] [--json] [-o FILE] [-f]\n"
     "       memreport summary CAPTURE... | DIR [--json] [-o FILE] [-f]\n"
     "Totals of the libc heap of a capture: status, events, allocations, frees, bytes\n"
     "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks;\n"
@@ -25,6 +25,7 @@ static const char summary_help[] =
     "In that case: each process (pid, parent pid, command, events, bytes allocated, peak,\n"
     "leaked), indented under its parent, then the total over the processes (their peaks\n"
     "summed: each process's own peak).\n"
+    "  --heap NAME    the heap to report: libc (the default) or mmap (MEMTRACE_MMAP=1)\n"
     "  --json         machine-readable output\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
@@ -59,15 +60,37 @@ static int add_runtime_held(mr_summary* sum, mt_capture* cap, const mr_heapmap* 
     return rc;
 }
 
+// The mmap heap (MEMTRACE_MMAP=1) run to its end into *m, when the capture has one and the
+// report is of another heap. Returns 1 if so, 0 if not, or an exit code after the reason.
+static int replay_mmap_heap(mt_capture* cap, int shown, mr_replay* m) {
+    int id = mr_capture_heap_named(cap, "mmap");
+    if (!id || id == shown)
+        return 0;
+    if (mr_replay_init(m, cap, id)) {
+        mr_error(mt_capture_path(cap), "out of memory");
+        return -MR_EXIT_IO;
+    }
+    if (mr_replay_run(m, UINT64_MAX, NULL, NULL)) {
+        mr_error(mt_capture_path(cap), "%s", m->err[0] ? m->err : "corrupt capture");
+        mr_replay_free(m);
+        return -MR_EXIT_BAD_INPUT;
+    }
+    return 1;
+}
+
 int mr_cmd_summary(int argc, char** argv) {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"force", no_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    enum { OPT_HEAP = 256 };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"heap", required_argument, NULL, OPT_HEAP},
+        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;
     int c;
     while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
+        if (c == OPT_HEAP) {
+            mr_capture_want_heap(optarg);
+            continue;
+        }
         int orc = mr_opts_handle(&opt, c, summary_help);
         if (orc != MR_OPT_NEXT)
             return orc;
@@ -96,9 +119,16 @@ int mr_cmd_summary(int argc, char** argv) {
         mr_summary sum = {.cap = cap, .replay = &r, .threads = s.tids.count};
         if (r.heap != MT_HEAP_NPU)
             rc = add_runtime_held(&sum, cap, &r.live);
+        mr_replay m;
+        int has_mmap = rc ? 0 : replay_mmap_heap(cap, r.heap, &m);
+        if (has_mmap < 0)
+            rc = -has_mmap;
+        sum.mmap = has_mmap > 0 ? &m : NULL;
         mr_report_to to = mr_opts_report_to(&opt);
         if (!rc)
             rc = mr_summary_report_write(&to, &sum);
+        if (has_mmap > 0)
+            mr_replay_free(&m);
     }
     mr_u64map_free(&s.tids);
     mr_replay_free(&r);

@@ -21,6 +21,14 @@
 int mr_open_capture(const char* path, mt_capture** out) {
     char err[512];
     int rc = mt_capture_open(path, out, err, sizeof err);
+    const char* heap = mr_wanted_heap_name();
+    if (rc == 0 && heap && !mr_capture_heap_named(*out, heap)) { // --heap NAME
+        mr_error(path, "no heap named '%s'%s", heap,
+                 strcmp(heap, "mmap") ? "" : " (recorded with MEMTRACE_MMAP=1 only)");
+        mt_capture_close(*out);
+        *out = NULL;
+        return MR_EXIT_BAD_INPUT;
+    }
     if (rc == 0)
         return MR_EXIT_OK;
     mr_error(path, "%s", err);

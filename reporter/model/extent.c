@@ -20,7 +20,37 @@ static int count_heap(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
+typedef struct heap_lookup {
+    const char* name;
+    int id;
+} heap_lookup;
+
+static int match_heap(void* ud, const mt_heap_rec* h) {
+    heap_lookup* l = ud;
+    if (!l->id && h->name && !strcmp(h->name, l->name))
+        l->id = h->id;
+    return 0;
+}
+
+int mr_capture_heap_named(mt_capture* cap, const char* name) {
+    heap_lookup l = {name, 0};
+    return mt_capture_heaps(cap, match_heap, &l) == 0 ? l.id : 0;
+}
+
+static const char* wanted_heap; // --heap NAME
+
+void mr_capture_want_heap(const char* name) {
+    wanted_heap = name;
+}
+
+const char* mr_wanted_heap_name(void) {
+    return wanted_heap;
+}
+
 int mr_capture_default_heap(mt_capture* cap) {
+    int wanted = wanted_heap ? mr_capture_heap_named(cap, wanted_heap) : 0;
+    if (wanted)
+        return wanted;
     heap_census c = {0, 0};
     if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
         return MT_HEAP_NPU;

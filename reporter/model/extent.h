@@ -13,6 +13,12 @@
 // (heap 2 of kind 'npu' and no libc heap; its time unit is the allocation step, not ns),
 // MT_HEAP_LIBC otherwise.
 int mr_capture_default_heap(mt_capture* cap);
+// memreport ... --heap NAME: from now on mr_capture_default_heap answers the heap of that name
+// (heap.name) in captures that have one. NULL: back to the default.
+void mr_capture_want_heap(const char* name);
+const char* mr_wanted_heap_name(void); // NULL: none asked
+// The id of the heap named `name` in the capture, or 0 if it has none.
+int mr_capture_heap_named(mt_capture* cap, const char* name);
 
 // The extent in time of a capture's heap: a native heap's duration in ns (steps false), or
 // an imported NPU heap's number of allocation steps (steps true; they run 0..end-1).

@@ -3,6 +3,7 @@
 // site rows) keeping per-bucket extremes.
 #include "heap_timeline.h"
 
+#include "extent.h"
 #include "messages.h"
 #include "replay.h"
 #include "sites.h"
@@ -197,7 +198,8 @@ static int read_track(native* nv, int track, mr_points* out) {
 
 static uint64_t count_events(native* nv) {
     mt_heap_span span;
-    return mt_capture_heap_span(nv->cap, MT_HEAP_LIBC, &span) < 0 ? 0 : span.events;
+    return mt_capture_heap_span(nv->cap, mr_capture_default_heap(nv->cap), &span) < 0 ? 0
+                                                                                      : span.events;
 }
 
 // The end of the latest mark or range (begin of one still open) outside the NPU heap.
@@ -218,7 +220,7 @@ static int64_t max_ts(native* nv) {
     mt_heap_span span;
     int64_t rss, vsz, t = 0;
     latest mark = {false, 0};
-    int has_events = mt_capture_heap_span(nv->cap, MT_HEAP_LIBC, &span);
+    int has_events = mt_capture_heap_span(nv->cap, mr_capture_default_heap(nv->cap), &span);
     int has_rss = mt_capture_counter_end(nv->cap, MT_TRACK_RSS, &rss);
     int has_vsz = mt_capture_counter_end(nv->cap, MT_TRACK_VSZ, &vsz);
     mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true};
@@ -337,7 +339,7 @@ static int sites_init(native* nv) {
 static int heap_pass(native* nv) {
     const char* path = mt_capture_path(nv->cap);
     mr_replay r;
-    if (mr_replay_init(&r, nv->cap, MT_HEAP_LIBC)) {
+    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap))) {
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
@@ -363,7 +365,8 @@ static int sites_pass(native* nv) {
     nv->row_bucket = -1;
     mr_replay r;
     int rc = 0;
-    if (mr_replay_init(&r, nv->cap, MT_HEAP_LIBC) || mr_replay_run(&r, UINT64_MAX, on_event, nv)) {
+    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap)) ||
+        mr_replay_run(&r, UINT64_MAX, on_event, nv)) {
         mr_error(mt_capture_path(nv->cap), "%s", r.err[0] ? r.err : "out of memory");
         rc = MR_EXIT_IO;
     }

@@ -93,6 +93,16 @@ static json_t* build_summary(const mr_summary* s) {
         json_object_set_new(o, "runtime_held_allocations",
                             json_integer((json_int_t)s->held_blocks));
     }
+    if (s->mmap) // the program's anonymous mappings; its file mappings are only counted
+        json_object_set_new(
+            o, "mmap",
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "allocations",
+                      (json_int_t)s->mmap->allocations, "peak_bytes",
+                      (json_int_t)s->mmap->peak_bytes, "peak_time_ns", (json_int_t)s->mmap->peak_ts,
+                      "live_bytes", (json_int_t)s->mmap->live_bytes, "live_mappings",
+                      (json_int_t)s->mmap->live.count, "file_mappings",
+                      (json_int_t)mt_capture_meta_int(cap, "mmap_file_count", 0), "file_bytes",
+                      (json_int_t)mt_capture_meta_int(cap, "mmap_file_bytes", 0)));
     return o;
 }
 
@@ -149,6 +159,18 @@ static void print_text(FILE* out, json_t* s) {
         fprintf(out, " (+%s in %llu block%s held by the C runtime)",
                 mt_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
     fputc('\n', out);
+    json_t* m = json_object_get(s, "mmap");
+    if (m) {
+#define MINT(k) (unsigned long long)json_integer_value(json_object_get(m, k))
+        mt_format_bytes(MINT("peak_bytes"), a, sizeof a);
+        mt_format_duration(json_integer_value(json_object_get(m, "peak_time_ns")), b, sizeof b);
+        fprintf(out, "mmap:         peak %s at %s, live at the end %s in %llu mapping%s\n", a, b,
+                mt_format_bytes(MINT("live_bytes"), c, sizeof c), MINT("live_mappings"),
+                MINT("live_mappings") == 1 ? "" : "s");
+        fprintf(out, "file mmaps:   %llu (%s, not in the mmap heap)\n", MINT("file_mappings"),
+                mt_format_bytes(MINT("file_bytes"), a, sizeof a));
+#undef MINT
+    }
 #undef INT
     if (steps)
         return;

@@ -23,6 +23,9 @@ typedef struct mr_summary {
     // a native capture only.
     bool runtime_held;
     uint64_t held_bytes, held_blocks;
+    // The mmap heap (MEMTRACE_MMAP=1) run to its end, when the capture has one and the
+    // report is of another heap; else NULL. With it the capture's file mappings (meta).
+    const mr_replay* mmap;
 } mr_summary;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).
