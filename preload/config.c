@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,20 @@ static int env_int(const char* name, int fallback, int lo, int hi) {
     if (*end || n < lo || n > hi)
         return fallback;
     return (int)n;
+}
+
+// MEMTRACE_SIGNAL: a number, or USR1 / USR2 (SIG prefix optional); -1 when unset or unknown.
+static int env_signal(const char* name) {
+    const char* v = getenv(name);
+    if (!v || !*v)
+        return -1;
+    if (!strncmp(v, "SIG", 3))
+        v += 3;
+    if (!strcmp(v, "USR1"))
+        return SIGUSR1;
+    if (!strcmp(v, "USR2"))
+        return SIGUSR2;
+    return env_int(name, -1, 0, SIGRTMAX);
 }
 
 void mt_config_load(void) {
@@ -47,6 +62,11 @@ void mt_config_load(void) {
     mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
     mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1, 0, 1);
     mt_cfg.symbolize_ms = env_int("MEMTRACE_SYMBOLIZE_MS", 500, 0, 3600000);
+    const char* start = getenv("MEMTRACE_START");
+    mt_cfg.start_stopped = start && !strcmp(start, "stopped");
+    mt_cfg.toggle_signal = env_signal("MEMTRACE_SIGNAL");
+    mt_cfg.delay_ms = env_int("MEMTRACE_DELAY_MS", 0, 0, 2000000000);
+    mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0, 0, 1 << 30);
     mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0, 0, 1);
 }
 

@@ -19,8 +19,12 @@ typedef struct mt_config {
     int commit_ms; // commit period: the most a SIGKILL can lose
     int follow_fork;
     int symbolize;
-    int symbolize_ms; // naming at exit reads DWARF only within this budget (the rest: memreport)
-    int mmap;         // MEMTRACE_MMAP=1: anonymous mappings recorded as heap "mmap" (mmap_track.c)
+    int symbolize_ms;  // naming at exit reads DWARF only within this budget (the rest: memreport)
+    int start_stopped; // MEMTRACE_START=stopped: no event until the toggle signal (recording.h)
+    int toggle_signal; // MEMTRACE_SIGNAL: -1 unset, 0 none, else the signal that toggles
+    int delay_ms;      // MEMTRACE_DELAY_MS: start stopped, start after this long (0: no delay)
+    int max_mb;        // MEMTRACE_MAX_MB: events stop when the capture reaches it (0: no limit)
+    int mmap;          // MEMTRACE_MMAP=1: anonymous mappings recorded as heap "mmap" (mmap_track.c)
 } mt_config;
 
 extern mt_config mt_cfg;

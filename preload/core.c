@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core_internal.h"
+#include "recording.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -138,6 +139,15 @@ static void push(mt_thread* t, const mt_event* ev) {
 
 // ---- recording
 
+// This thread paused itself (memtrace_pause), or recording is off for the whole process
+// (recording.h): the call is counted, no event recorded.
+static inline bool events_off(const mt_thread* t) {
+    if (t->paused)
+        return true;
+    int off = atomic_load_explicit(&mt_events_off, memory_order_relaxed);
+    return MT_UNLIKELY(off) && mt_recording_off_slow(off);
+}
+
 typedef struct hook_ctx {
     mt_thread* t;
     int saved_errno;
@@ -196,7 +206,7 @@ void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
     if (!enter(&c))
         return;
     count_call(c.t, call);
-    if (addr && !c.t->paused) {
+    if (addr && !events_off(c.t)) {
         uint32_t cs = capture_stack(c.t);
         // The seq is taken after the real allocation returned (docs/capture-format.md, Events).
         record(c.t, kind, mt_core_reserve_seq(), addr, size, cs);
@@ -209,7 +219,7 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
     if (!enter(&c))
         return;
     count_call(c.t, call);
-    if (addr && !c.t->paused)
+    if (addr && !events_off(c.t))
         record(c.t, kind, mt_core_reserve_seq(), addr, size, 0);
     leave(&c);
 }
@@ -228,7 +238,7 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
     if (!enter(&c))
         return;
     count_call(c.t, call);
-    if (!c.t->paused) {
+    if (!events_off(c.t)) {
         // realloc(p, 0) frees p and returns NULL; a failed realloc leaves p live (its
         // reserved seq stays unused: readers allow gaps).
         bool freed_old = old && (new_ptr || size == 0);
@@ -300,7 +310,7 @@ void mt_core_drain_nested(mt_thread* t) {
                 continue; // its handler could not map the spill block: counted as lost
             if (e->call >= 0)
                 count_call(t, (mt_call)e->call);
-            if (!e->ev.addr)
+            if (!e->ev.addr || events_off(t))
                 continue;
             if (e->npcs > 0) {
                 mt_stack st = {.pcs = e->pcs,
@@ -347,7 +357,7 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
     hook_ctx c;
     if (!enter(&c))
         return;
-    if (!c.t->paused) {
+    if (!events_off(c.t)) {
         uint32_t cs = is_alloc ? capture_stack(c.t) : 0;
         record(c.t, is_alloc ? MT_KIND_CUSTOM_ALLOC : MT_KIND_CUSTOM_FREE, mt_core_reserve_seq(),
                (void*)addr, is_alloc ? size : 0, cs);
@@ -363,7 +373,7 @@ void mt_core_on_heap_ops(int heap, mt_heap_op* ops, int n) {
         return;
     uint32_t here = 0;
     bool walked = false;
-    for (int i = 0; i < n && !c.t->paused; i++) {
+    for (int i = 0; i < n && !events_off(c.t); i++) {
         if (ops[i].callsite == MT_CALLSITE_HERE) {
             if (!walked)
                 here = capture_stack(c.t);

@@ -9,6 +9,7 @@
 #include "core_internal.h"
 #include "maps.h"
 #include "output.h"
+#include "recording.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -55,6 +56,7 @@ static void start_capture(int child) {
     }
     mt_core_restart_now();
     mt_clock_restart();
+    mt_recording_capture_start();
     if (mt_writer_start(path) == 0) {
         atomic_store(&mt_state, MT_STATE_RECORDING);
         mt_output_report_capture(path);
@@ -215,6 +217,7 @@ void mt_core_init(void) {
     mt_bootstrap_resolve();
     mt_guard = 1;
     init_modules();
+    mt_recording_init(); // not for an attach: the program's signals stay as they are
     start_capture(0);
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         install_fatal_handlers();

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define USAGE_LINE                                                                                 \
-    "usage: memtrace [-o FILE | -o DIR/] [-f] [--] PROGRAM [ARGS...]\n"                            \
+    "usage: memtrace [-o FILE | -o DIR/] [-f] [--delay DURATION] [--] PROGRAM [ARGS...]\n"         \
     "       memtrace --pid PID [-o FILE] [-f] | --detach PID\n"
 static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
@@ -34,6 +34,9 @@ static const char usage[] = USAGE_LINE
     "                symlink, not yours, or writable by group or others. Read them all with\n"
     "                memreport summary DIR\n"
     "  -f, --force   overwrite FILE if it exists (never through a symlink; not for DIR/)\n"
+    "  --delay DURATION\n"
+    "                record nothing until DURATION (10s, 500ms, 2m) after the start; frees\n"
+    "                of blocks allocated before then are ignored\n"
     "  -h, --help    this help\n"
     "  --version     print the version\n"
     "Captures are created private (mode 0600) and never overwrite an existing file: a\n"
@@ -56,6 +59,13 @@ static const char usage[] = USAGE_LINE
     "                           also read by memreport [:.debug:/usr/lib/debug]\n"
     "  MEMTRACE_MMAP            1: record the program's anonymous mmap/munmap/mremap as\n"
     "                           heap 'mmap' (memreport --heap mmap) [0]\n"
+    "  MEMTRACE_START           stopped: record nothing until the toggle signal [started]\n"
+    "  MEMTRACE_SIGNAL          the signal that toggles recording (number, USR1 or USR2; 0:\n"
+    "                           none), installed only when set or when started stopped;\n"
+    "                           a handler the program installs for it replaces it [USR2]\n"
+    "  MEMTRACE_DELAY_MS        start stopped, record from this many ms on (as --delay) [0]\n"
+    "  MEMTRACE_MAX_MB          stop recording events (calls still counted) when the capture\n"
+    "                           reaches this many MiB; 0: no limit [0]\n"
     "\n"
     "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";
@@ -301,6 +311,20 @@ static pid_t parse_pid(const char* s) {
     return *s && !*end && v > 0 && v <= INT_MAX ? (pid_t)v : 0;
 }
 
+// --delay DURATION: 10s, 500ms, 2m, 1h, or plain seconds; -1 when not one.
+static long parse_delay_ms(const char* s) {
+    char* end;
+    double v = strtod(s, &end);
+    double unit = !strcmp(end, "ms")           ? 1
+                  : !*end || !strcmp(end, "s") ? 1000
+                  : !strcmp(end, "m")          ? 60000
+                  : !strcmp(end, "h")          ? 3600000
+                                               : -1;
+    if (end == s || unit < 0 || !(v >= 0) || v * unit > 2e9)
+        return -1;
+    return (long)(v * unit + 0.5);
+}
+
 // memtrace --pid: the capture path made ready as for a program (-o), the report file
 // created, and the run's captures told at the end.
 static int attach_to(pid_t pid, const char* output, int force) {
@@ -348,6 +372,16 @@ int main(int argc, char** argv) {
             output = argv[++i];
         } else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force")) {
             force = 1;
+        } else if (!strcmp(argv[i], "--delay")) {
+            long ms = i + 1 < argc ? parse_delay_ms(argv[i + 1]) : -1;
+            if (ms < 0)
+                return usage_error("--delay needs a DURATION (10s, 500ms, 2m)",
+                                   i + 1 < argc ? argv[i + 1] : NULL);
+            // The tracer starts stopped and its writer thread starts recording at the time.
+            char v[32];
+            snprintf(v, sizeof v, "%ld", ms);
+            setenv("MEMTRACE_DELAY_MS", v, 1);
+            i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;

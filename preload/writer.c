@@ -11,6 +11,8 @@
 #include "fdguard.h"
 #include "maps.h"
 #include "mmap_track.h"
+#include "output.h"
+#include "recording.h"
 #include "trie.h"
 
 #include "memtrace/capture.h"
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,7 +167,8 @@ static int by_seq(const void* a, const void* b) {
 // Writes ev[from, to) of a buffer as one chunk. A signal handler that allocates inside a
 // realloc can leave a buffer slightly out of seq order; chunks must be sorted.
 static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
-    if (to <= from || failed)
+    // Past MEMTRACE_MAX_MB, events still in buffers are cut too: the file stops growing.
+    if (to <= from || failed || (atomic_load(&mt_events_off) & MT_OFF_FULL))
         return;
     size_t n = to - from;
     // In place: the owner never touches events it has committed.
@@ -370,6 +374,72 @@ static void sample_memory(int64_t now) {
     last_sample = now;
 }
 
+// ---- recording windows (start and stop) and the size limit: recording.h
+
+static int64_t windows;  // "recording" ranges begun in this capture
+static bool window_open; // the last one not yet ended
+static bool first_poll;  // this capture's windows not yet polled
+
+static void window_edge(bool begin, int64_t ts, void* ud) {
+    (void)ud;
+    uint32_t tid = (uint32_t)getpid();
+    int rc = 0;
+    if (begin && !window_open) {
+        mt_mark_rec r = {.heap = MT_HEAP_LIBC,
+                         .kind = "range",
+                         .name = "recording",
+                         .ts_begin = ts,
+                         .has_tid = true,
+                         .tid = tid};
+        rc = mt_capwriter_mark(cw, &r);
+        windows++;
+    } else if (!begin && window_open) {
+        rc = mt_capwriter_mark_end(cw, "recording", tid, ts);
+    }
+    window_open = begin;
+    if (rc)
+        fail_sqlite("cannot write marks");
+}
+
+static void poll_windows(int64_t now) {
+    mt_recording_poll(now, first_poll, window_edge, NULL);
+    first_poll = false;
+    if (mt_recording_controlled())
+        mt_capwriter_meta_int(cw, "recording_windows", windows);
+}
+
+// The capture's size on disk: the database and its write-ahead log.
+static int64_t capture_bytes(void) {
+    char wal[4200];
+    struct stat st;
+    int64_t n = stat(capture_path, &st) == 0 ? st.st_size : 0;
+    snprintf(wal, sizeof wal, "%s-wal", capture_path);
+    return n + (stat(wal, &st) == 0 ? st.st_size : 0);
+}
+
+// MEMTRACE_MAX_MB: once reached, no more events (what is in the buffers still goes in);
+// counters, marks and call counts go on. Said in the capture and once on stderr (or to the
+// launcher, which says it at the end).
+static void check_size(int64_t now) {
+    if (!mt_cfg.max_mb || (atomic_load(&mt_events_off) & MT_OFF_FULL) ||
+        capture_bytes() < ((int64_t)mt_cfg.max_mb << 20))
+        return;
+    atomic_fetch_or(&mt_events_off, MT_OFF_FULL);
+    mt_capwriter_meta_int(cw, "events_stopped_at_mb", mt_cfg.max_mb);
+    mt_capwriter_meta_int(cw, "events_stopped_ns", now);
+    mt_capwriter_meta_text(cw, "events_stopped_reason", "max_mb");
+    char msg[128];
+    snprintf(msg, sizeof msg,
+             "events stopped at %d MiB (MEMTRACE_MAX_MB); calls only counted since", mt_cfg.max_mb);
+    if (!mt_output_report_failure(msg)) {
+        char line[4400];
+        int n = snprintf(line, sizeof line, "memtrace: %s: %s\n", capture_path, msg);
+        if (n > 0)
+            (void)!write(STDERR_FILENO, line,
+                         (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+}
+
 // ---- the loop
 
 static void commit_all(int64_t now) {
@@ -378,7 +448,9 @@ static void commit_all(int64_t now) {
     write_frames_and_callsites();
     write_threads();
     write_marks();
+    poll_windows(now);
     write_call_counts();
+    check_size(now);
     mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
     if (mt_cfg.mmap) { // file mappings are not a heap: counted (mmap_track.h)
         mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
@@ -510,6 +582,9 @@ int mt_writer_start(const char* path) {
     start_ppid = getppid();
     failed = false;
     events_written = 0;
+    windows = 0;
+    window_open = false;
+    first_poll = true;
     last_commit = last_sample = 0;
     atomic_store(&stop_requested, 0);
     opened = false;
@@ -551,6 +626,8 @@ void mt_writer_stop(void) {
         return;
     }
     tick(true);
+    if (window_open) // recording until the end
+        window_edge(false, mt_core_now(), NULL);
     // Names are resolved now, while the binaries exist, as far as the budget goes; what is
     // left or fails, memreport resolves later from the recorded maps and build-ids.
     if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {

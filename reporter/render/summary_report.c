@@ -70,7 +70,19 @@ static json_t* build_summary(const mr_summary* s) {
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->allocations));
     json_object_set_new(o, "frees", json_integer((json_int_t)r->frees));
-    json_object_set_new(o, "unmatched_frees", json_integer((json_int_t)r->unmatched_frees));
+    // Start and stop (MEMTRACE_START, MEMTRACE_SIGNAL, --delay): a free that matches no
+    // recorded block is of one allocated while recording was off: ignored, not unmatched.
+    int64_t windows = mt_capture_meta_int(cap, "recording_windows", -1);
+    json_object_set_new(o, "unmatched_frees",
+                        json_integer(windows >= 0 ? 0 : (json_int_t)r->unmatched_frees));
+    if (windows >= 0) {
+        json_object_set_new(o, "recording_windows", json_integer(windows));
+        json_object_set_new(o, "ignored_frees", json_integer((json_int_t)r->unmatched_frees));
+    }
+    // MEMTRACE_MAX_MB: no event after the capture reached it (calls still counted).
+    int64_t cut_mb = mt_capture_meta_int(cap, "events_stopped_at_mb", 0);
+    if (cut_mb)
+        json_object_set_new(o, "events_stopped_at_mb", json_integer(cut_mb));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
     // An imported NPU heap counts time in allocation steps, not nanoseconds.
@@ -147,6 +159,17 @@ static void print_text(FILE* out, json_t* s) {
                 "attached:     to a running process; %llu frees of blocks allocated before "
                 "were ignored\n",
                 INT("unmatched_frees"));
+    if (json_object_get(s, "recording_windows"))
+        fprintf(out,
+                "recording:    %llu window%s (start and stop); %llu frees of blocks allocated "
+                "while stopped were ignored\n",
+                INT("recording_windows"), INT("recording_windows") == 1 ? "" : "s",
+                INT("ignored_frees"));
+    if (json_object_get(s, "events_stopped_at_mb"))
+        fprintf(out,
+                "cut:          events stopped when the capture reached %llu MiB "
+                "(MEMTRACE_MAX_MB); later calls were only counted\n",
+                INT("events_stopped_at_mb"));
     fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
     // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
     unsigned long long held = INT("runtime_held_bytes"),
