@@ -204,11 +204,18 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     events_written += n;
 }
 
+static void commit_all(int64_t now);
+static uint64_t events_committed; // events_written at the last commit
+
 static void drain_full(void) {
     mt_buffer* b;
     while ((b = mt_core_take_full())) {
         write_events(b, b->taken, atomic_load_explicit(&b->committed, memory_order_acquire));
         mt_core_recycle(b);
+        // MEMTRACE_MAX_MB: the size is looked at each commit; a writer catching up with a
+        // backlog commits every 64K events, so the capture passes the limit by that at most.
+        if (mt_cfg.max_mb && events_written - events_committed >= 65536)
+            commit_all(mt_core_now());
     }
 }
 
@@ -460,6 +467,7 @@ static void commit_all(int64_t now) {
     if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
         fail_sqlite("cannot commit capture");
     last_commit = now;
+    events_committed = events_written;
 }
 
 static void tick(bool final) {
@@ -581,7 +589,7 @@ int mt_writer_start(const char* path) {
     cmdline_json(start_cmdline, sizeof start_cmdline);
     start_ppid = getppid();
     failed = false;
-    events_written = 0;
+    events_written = events_committed = 0;
     windows = 0;
     window_open = false;
     first_poll = true;
