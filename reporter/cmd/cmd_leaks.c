@@ -269,41 +269,49 @@ static int add_process(const mr_process* p, const mr_profile* prof, suppressions
 }
 
 // Several captures (procs.h): the groups of every process in one report, largest first.
-static int several_processes(char* const* paths, int n, const mr_opts* opt, size_t top,
-                             suppressions* supp, const char* supp_path, bool all_frames) {
-    mr_capture_set s;
-    int rc = mr_procs_open(&s, paths, n, leaks_help, true);
-    if (rc)
-        return rc;
+typedef struct processes_input {
+    const char* first; // the first input named, for the report's title
+    const mr_opts* opt;
+    size_t top;
+    suppressions* supp;
+    const char* supp_path;
+    bool all_frames;
+} processes_input;
+
+static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
+                            const mr_profile* sum) {
+    (void)sum;
+    const processes_input* in = ud;
+    mr_leaks_group* all = NULL;
+    size_t nall = 0;
+    int rc = MR_EXIT_OK;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        rc = add_process(&s->procs[i], &profs[i], in->supp, &all, &nall);
+    if (!rc) {
+        qsort(all, nall, sizeof *all, by_bytes_desc);
+        mr_leaks_report r = {.cap = s->procs[0].cap,
+                             .groups = all,
+                             .n = nall,
+                             .top = in->top,
+                             .all_frames = in->all_frames,
+                             .suppressions = in->supp->v,
+                             .nsuppressions = in->supp->n,
+                             .set = s,
+                             .input = in->first};
+        mr_report_to to = mr_opts_report_to(in->opt);
+        rc = mr_leaks_report_write(&to, &r);
+        if (rc == MR_EXIT_OK)
+            report_unused(in->supp_path, in->supp);
+    }
+    free(all);
+    return rc;
+}
+
+static int several_processes(char* const* paths, int n, processes_input* in) {
     mr_query q = MR_QUERY_INIT(0);
     q.moment = MR_AT_END;
     q.progress = "leaks";
-    mr_profile *profs = NULL, sum;
-    mr_leaks_group* all = NULL;
-    size_t nall = 0;
-    rc = mr_procs_profiles(&s, &q, &profs, &sum);
-    for (size_t i = 0; profs && !rc && i < s.n; i++)
-        rc = add_process(&s.procs[i], &profs[i], supp, &all, &nall);
-    if (!rc) {
-        qsort(all, nall, sizeof *all, by_bytes_desc);
-        mr_leaks_report r = {.cap = s.procs[0].cap,
-                             .groups = all,
-                             .n = nall,
-                             .top = top,
-                             .all_frames = all_frames,
-                             .suppressions = supp->v,
-                             .nsuppressions = supp->n,
-                             .set = &s,
-                             .input = paths[0]};
-        mr_report_to to = mr_opts_report_to(opt);
-        rc = mr_leaks_report_write(&to, &r);
-        if (rc == MR_EXIT_OK)
-            report_unused(supp_path, supp);
-    }
-    free(all);
-    mr_procs_profiles_free(profs, profs ? s.n : 0);
-    mr_capture_set_free(&s);
-    return rc;
+    return mr_procs_report(paths, n, leaks_help, &q, processes_report, in);
 }
 
 // Groups what is live at the end and writes the report. Returns an exit code.
@@ -382,9 +390,9 @@ int mr_cmd_leaks(int argc, char** argv) {
     suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     if (several) {
+        processes_input in = {argv[optind], &opt, top, &supp, supp_path, all_frames};
         if (!rc)
-            rc = several_processes(argv + optind, argc - optind, &opt, top, &supp, supp_path,
-                                   all_frames);
+            rc = several_processes(argv + optind, argc - optind, &in);
         suppressions_free(&supp);
         return rc;
     }

@@ -214,36 +214,35 @@ static int add_process(const stacks_args* a, const mr_process* p, const mr_profi
 }
 
 // Several captures (procs.h): the stacks of every process in one list, most bytes first.
-static int several_processes(const stacks_args* a, char* const* paths, int n) {
-    mr_capture_set s;
-    int rc = mr_procs_open(&s, paths, n, stacks_help, true);
-    if (rc)
-        return rc;
-    mr_query q = MR_QUERY_INIT(0);
-    q.progress = "stacks";
-    mr_profile *profs = NULL, sum;
+typedef struct processes_input {
+    const stacks_args* args;
+    const char* first; // the first input named, for the report's title
+} processes_input;
+
+static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
+                            const mr_profile* sum) {
+    const processes_input* in = ud;
+    const stacks_args* a = in->args;
     mr_stacks_entry* all = NULL;
     size_t nall = 0;
-    rc = mr_procs_profiles(&s, &q, &profs, &sum);
-    for (size_t i = 0; profs && !rc && i < s.n; i++)
-        rc = add_process(a, &s.procs[i], &profs[i], &all, &nall);
+    int rc = MR_EXIT_OK;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        rc = add_process(a, &s->procs[i], &profs[i], &all, &nall);
     if (!rc) {
         qsort(all, nall, sizeof *all, cmp_bytes);
-        mr_stacks_report r = {.capture = paths[0],
-                              .profile = &sum,
+        mr_stacks_report r = {.capture = in->first,
+                              .profile = sum,
                               .stacks = all,
                               .n = nall,
                               .top = a->top,
                               .all_frames = a->all_frames,
-                              .set = &s,
+                              .set = s,
                               .profiles = profs};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_stacks_report_write(&to, &r);
     }
     if (all)
         free_list(all, nall);
-    mr_procs_profiles_free(profs, profs ? s.n : 0);
-    mr_capture_set_free(&s);
     return rc;
 }
 
@@ -252,8 +251,13 @@ int mr_cmd_stacks(int argc, char** argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
-    if (mr_capture_set_wanted(argc - optind, argv + optind))
-        return several_processes(&a, argv + optind, argc - optind);
+    if (mr_capture_set_wanted(argc - optind, argv + optind)) {
+        mr_query q = MR_QUERY_INIT(0);
+        q.progress = "stacks";
+        processes_input in = {&a, argv[optind]};
+        return mr_procs_report(argv + optind, argc - optind, stacks_help, &q, processes_report,
+                               &in);
+    }
     const char* path = mr_opts_input(argc, argv, stacks_help);
     if (!path)
         return MR_EXIT_USAGE;

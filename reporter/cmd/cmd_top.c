@@ -285,34 +285,29 @@ static int procs_functions(const top_args* a, const mr_capture_set* s, const mr_
 }
 
 // Several captures (procs.h): the function table over every process.
-static int several_processes(const top_args* a, char* const* paths, int n) {
-    if (a->when.at_arg || a->when.from_arg || a->when.to_arg || a->when.range_named ||
-        a->when.tid || a->callers || a->callees)
-        return mr_usage_error(top_help, "top: several captures take --metric, --sort, --top, "
-                                        "--all-frames and --by-process, not --at, --range, "
-                                        "--thread, --callers or --callees");
-    mr_capture_set s;
-    int rc = mr_procs_open(&s, paths, n, top_help, true);
-    if (rc)
-        return rc;
-    mr_query q = MR_QUERY_INIT(0);
-    q.progress = "top";
-    mr_profile *profs = NULL, sum;
+typedef struct processes_input {
+    const top_args* args;
+    const char* first; // the first input named, for the report's title
+    const mr_query* query;
+} processes_input;
+
+static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
+                            const mr_profile* sum) {
+    const processes_input* in = ud;
+    const top_args* a = in->args;
     mr_functions fns = {0};
     char** labels = NULL;
-    rc = mr_procs_profiles(&s, &q, &profs, &sum);
-    if (!rc)
-        rc = procs_functions(a, &s, profs, &fns, &labels);
+    int rc = procs_functions(a, s, profs, &fns, &labels);
     if (!rc) {
-        mr_top_report t = {.capture = paths[0],
-                           .query = &q,
-                           .profile = &sum,
+        mr_top_report t = {.capture = in->first,
+                           .query = in->query,
+                           .profile = sum,
                            .metric = a->metric,
                            .all_frames = a->all_frames,
                            .sort_total = a->sort_total,
                            .top = a->top,
                            .functions = &fns,
-                           .processes = s.n,
+                           .processes = s->n,
                            .process_of = (const char* const*)labels};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_top_report_write(&to, &t);
@@ -321,9 +316,19 @@ static int several_processes(const top_args* a, char* const* paths, int n) {
         free(labels[i]);
     free(labels);
     mr_functions_free(&fns);
-    mr_procs_profiles_free(profs, profs ? s.n : 0);
-    mr_capture_set_free(&s);
     return rc;
+}
+
+static int several_processes(const top_args* a, char* const* paths, int n) {
+    if (a->when.at_arg || a->when.from_arg || a->when.to_arg || a->when.range_named ||
+        a->when.tid || a->callers || a->callees)
+        return mr_usage_error(top_help, "top: several captures take --metric, --sort, --top, "
+                                        "--all-frames and --by-process, not --at, --range, "
+                                        "--thread, --callers or --callees");
+    mr_query q = MR_QUERY_INIT(0);
+    q.progress = "top";
+    processes_input in = {a, paths[0], &q};
+    return mr_procs_report(paths, n, top_help, &q, processes_report, &in);
 }
 
 int mr_cmd_top(int argc, char** argv) {

@@ -72,6 +72,20 @@ void mr_procs_profiles_free(mr_profile* v, size_t n) {
     free(v);
 }
 
+int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q,
+                    mr_procs_report_fn fn, void* ud) {
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, help, true);
+    if (rc)
+        return rc;
+    mr_profile *profs = NULL, sum;
+    if (!(rc = mr_procs_profiles(&s, q, &profs, &sum)))
+        rc = fn(ud, &s, profs, &sum);
+    mr_procs_profiles_free(profs, profs ? s.n : 0);
+    mr_capture_set_free(&s);
+    return rc;
+}
+
 // The replay's numbers of one process. Returns an exit code.
 static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
     mr_replay r;

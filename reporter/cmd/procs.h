@@ -28,6 +28,16 @@ int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help
 int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v, mr_profile* sum);
 void mr_procs_profiles_free(mr_profile* v, size_t n);
 
+// A report over several processes, given their captures (s, with symbols), each one's
+// profile (profs[i] for s->procs[i]) and their totals. Returns an exit code.
+typedef int (*mr_procs_report_fn)(void* ud, const mr_capture_set* s, const mr_profile* profs,
+                                  const mr_profile* sum);
+// Opens the captures (mr_procs_open, with symbols), builds their profiles for q
+// (mr_procs_profiles), calls fn with them and frees it all. Returns fn's exit code, or that of
+// what failed before it.
+int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q,
+                    mr_procs_report_fn fn, void* ud);
+
 // memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code
 // (a capture named twice: a usage error with the hint of `help`).
 int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* help);
