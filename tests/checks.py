@@ -7,6 +7,7 @@
 #     from checks import check, failures  # noqa: E402
 # and exits 1 when `failures` (what each failed check said) is not empty, whatever else
 # it skipped (exit 77 only when every check it ran passed).
+import select
 import subprocess
 import sys
 
@@ -36,6 +37,26 @@ def runner(memreport):
             sys.exit(f"memreport {' '.join(args)} exited {p.returncode}: {p.stderr}")
         return p.stdout
     return run
+
+
+# The processes a driver started: bail() kills those still running before it gives up.
+children = []
+
+
+def bail(why):
+    """Ends the driver with `why` (a failure), killing its children first: never a hang."""
+    for p in children:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    sys.exit(why)
+
+
+def wait_readable(fd, what, timeout=120):
+    """Waits until fd has something to read, or bails after timeout seconds."""
+    r, _, _ = select.select([fd], [], [], timeout)
+    if not r:
+        bail(f"timed out waiting for {what}")
 
 
 def finish():

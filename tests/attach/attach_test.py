@@ -9,7 +9,6 @@
 # Usage: attach_test.py MEMTRACE MEMREPORT PROG LIB WORKDIR CASE | --list
 import json
 import os
-import select
 import shutil
 import signal
 import sqlite3
@@ -18,25 +17,11 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures, finish, runner  # noqa: E402
+from checks import (bail, check, children, failures, finish, runner,  # noqa: E402
+                    wait_readable)
 
 CASES = ("sigint", "detach", "exit", "reattach")
 TIMEOUT = 120
-children = []
-
-
-def bail(why):
-    for p in children:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    sys.exit(why)
-
-
-def wait_readable(fd, what):
-    r, _, _ = select.select([fd], [], [], TIMEOUT)
-    if not r:
-        bail(f"timed out waiting for {what}")
 
 
 class Prog:

@@ -14,7 +14,6 @@
 # Usage: startstop_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE | --list
 import json
 import os
-import select
 import signal
 import sqlite3
 import subprocess
@@ -23,25 +22,11 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures, finish, runner  # noqa: E402
+from checks import (bail, check, children, failures, finish, runner,  # noqa: E402
+                    wait_readable)
 
 CASES = ("toggle", "unset", "delay", "maxmb")
 TIMEOUT = 120
-children = []
-
-
-def bail(why):
-    for p in children:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    sys.exit(why)
-
-
-def wait_readable(fd, what):
-    r, _, _ = select.select([fd], [], [], TIMEOUT)
-    if not r:
-        bail(f"timed out waiting for {what}")
 
 
 class Prog:
