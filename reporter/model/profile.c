@@ -14,30 +14,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-// While replaying, a row's end_* hold its blocks live now and live_* its blocks live at
-// the latest candidate moment ("mark"): saved when the row first changes after a mark,
-// so marking is O(1) however many rows there are (the peak moves often).
+// While replaying, a row's end_* hold its blocks live now, and its blocks live at each
+// moment's latest candidate ("mark") are saved when the row first changes after that mark,
+// so marking is O(1) however many rows there are (the peak moves often). Marks are
+// numbered over all moments and each moment keeps the number of its latest. With one
+// moment the saved value is the row's live_*; with several, a pair per moment in `saved`.
 
 // A row while building, with what finding and saving it needs, in one cache line.
 typedef struct brow {
     mr_profile_row row;
-    uint64_t saved_at; // the mark its live_* were saved at
+    uint64_t saved_at; // the mark number when it last changed (its values saved then)
     uint64_t next;     // 1 + the next row of the same callsite (another thread), 0: none
 } brow;
 
 typedef struct builder {
-    const mr_query* q;
-    mr_profile* p;
+    const mr_query* q;  // qs[0]: the heap, thread, range, observer of every moment
+    const mr_query* qs; // the moments
+    size_t nmoments;
+    mr_profile* out; // one per moment
     brow* rows;
     size_t nrows, cap;
+    uint64_t* saved; // several moments: per row, per moment, its live bytes then blocks
+    size_t saved_cap;
     // The head of each callsite's rows (1 + a row, 0: none): an array over the capture's
     // callsite ids, and a map for ids beyond them (only a damaged capture has those).
     uint64_t* heads;
     size_t nheads;
     mr_u64map stray_heads;
 
-    uint64_t mark;       // marks so far
-    bool past_moment;    // MR_AT_TIME: an event stamped after `at` was seen
+    uint64_t mark;                                // marks so far, over all moments
+    uint64_t moment_mark[MR_PROFILE_MAX_MOMENTS]; // each moment's latest mark (0: none)
+    bool past[MR_PROFILE_MAX_MOMENTS]; // MR_AT_TIME: an event stamped after `at` was seen
+    bool any_peak;                     // a moment is MR_AT_PEAK
     uint64_t range_peak; // MR_AT_PEAK in a range: the heap's live bytes at the last mark
     uint64_t progress_total;
 } builder;
@@ -51,8 +59,20 @@ static uint64_t* head_of(builder* b, uint32_t callsite) {
     return h;
 }
 
-// The row of (callsite, tid), made if new, with its live_* brought up to the latest mark;
-// NULL when out of memory.
+// Several moments: the row, unchanged since its last change, holds now what it held at
+// each moment whose latest mark came after that change.
+static void save_moments(builder* b, size_t i) {
+    const brow* r = &b->rows[i];
+    uint64_t* s = &b->saved[i * 2 * b->nmoments];
+    for (size_t k = 0; k < b->nmoments; k++)
+        if (b->moment_mark[k] > r->saved_at) {
+            s[2 * k] = r->row.end_bytes;
+            s[2 * k + 1] = r->row.end_blocks;
+        }
+}
+
+// The row of (callsite, tid), made if new, with its live values brought up to the latest
+// mark; NULL when out of memory.
 static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
     uint32_t want_tid = b->q->by_thread ? tid : 0;
     uint64_t* head = head_of(b, callsite);
@@ -62,16 +82,25 @@ static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
     while (i && b->rows[i - 1].row.tid != want_tid)
         i = b->rows[i - 1].next;
     if (!i) {
-        if (mt_vec_grow(&b->rows, &b->cap, b->nrows + 1, sizeof *b->rows))
+        size_t per_row = 2 * b->nmoments;
+        if (mt_vec_grow(&b->rows, &b->cap, b->nrows + 1, sizeof *b->rows) ||
+            (b->nmoments > 1 &&
+             mt_vec_grow(&b->saved, &b->saved_cap, (b->nrows + 1) * per_row, sizeof *b->saved)))
             return NULL;
+        if (b->nmoments > 1)
+            memset(&b->saved[b->nrows * per_row], 0, per_row * sizeof *b->saved);
         b->rows[b->nrows] = (brow){
             .row = {.callsite = callsite, .tid = want_tid}, .saved_at = b->mark, .next = *head};
         i = *head = ++b->nrows;
     }
     brow* r = &b->rows[i - 1];
     if (r->saved_at != b->mark) {
-        r->row.live_bytes = r->row.end_bytes;
-        r->row.live_blocks = r->row.end_blocks;
+        if (b->nmoments == 1) { // every mark is the moment's
+            r->row.live_bytes = r->row.end_bytes;
+            r->row.live_blocks = r->row.end_blocks;
+        } else {
+            save_moments(b, i - 1);
+        }
         r->saved_at = b->mark;
     }
     return &r->row;
@@ -79,13 +108,6 @@ static mr_profile_row* row_of(builder* b, uint32_t callsite, uint32_t tid) {
 
 static bool wanted(const builder* b, uint32_t tid) {
     return b->q->tid == 0 || b->q->tid == tid;
-}
-
-// The state after this event is a candidate moment.
-static void mark(builder* b, const mt_event* ev) {
-    b->mark++;
-    b->p->moment_seq = ev->seq;
-    b->p->moment_ts = ev->ts;
 }
 
 // Counts one event into its rows: the block a free released (or an allocation replaced),
@@ -125,17 +147,30 @@ static bool is_peak(builder* b, const mr_replay* r, const mt_event* ev) {
     return true;
 }
 
+// Marks the state after ev (one mark number) for each moment it is a candidate of.
+static void mark_moments(builder* b, const mr_replay* r, const mt_event* ev) {
+    bool peak = b->any_peak && is_peak(b, r, ev), marked = false;
+    for (size_t k = 0; k < b->nmoments; k++) {
+        const mr_query* q = &b->qs[k];
+        if (q->moment == MR_AT_TIME && ev->ts > q->at)
+            b->past[k] = true; // the moment is the state before the first such event
+        if ((q->moment == MR_AT_PEAK && peak) || (q->moment == MR_AT_TIME && !b->past[k])) {
+            if (!marked)
+                b->mark++, marked = true;
+            b->moment_mark[k] = b->mark;
+            b->out[k].moment_seq = ev->seq;
+            b->out[k].moment_ts = ev->ts;
+        }
+    }
+}
+
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     builder* b = ud;
     const mr_query* q = b->q;
-    if (q->moment == MR_AT_TIME && ev->ts > q->at)
-        b->past_moment = true; // the moment is the state before the first such event
     int rc = count(b, ev, freed);
     if (rc)
         return rc;
-    if ((q->moment == MR_AT_PEAK && is_peak(b, r, ev)) ||
-        (q->moment == MR_AT_TIME && !b->past_moment))
-        mark(b, ev);
+    mark_moments(b, r, ev);
     if (q->progress && (r->events & 0xfffff) == 0 && b->progress_total)
         mr_progress(q->progress, (double)r->events / (double)b->progress_total);
     return q->observe ? q->observe(r, ev, freed, q->observe_ud) : 0;
@@ -148,18 +183,22 @@ static int cmp_rows(const void* a, const void* b) {
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-// Brings every row's live_* to the last mark, keeps the rows with something in a metric
-// (not those allocated outside the range and freed before the moment), sums them, sorts them.
-static int finish(builder* b) {
-    mr_profile* p = b->p;
+// Moment k's rows: every row's live_* at its last mark, the rows with something in a
+// metric (not those allocated outside the range and freed before the moment), summed, sorted.
+static int finish(builder* b, size_t k) {
+    mr_profile* p = &b->out[k];
+    bool at_end = b->qs[k].moment == MR_AT_END;
     if (b->nrows && !(p->rows = calloc(b->nrows, sizeof *p->rows)))
         return -ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < b->nrows; i++) {
-        mr_profile_row* r = &b->rows[i].row;
-        if (b->q->moment == MR_AT_END || b->rows[i].saved_at != b->mark) {
+        mr_profile_row row = b->rows[i].row, *r = &row;
+        if (at_end || b->moment_mark[k] > b->rows[i].saved_at) { // unchanged since the mark
             r->live_bytes = r->end_bytes;
             r->live_blocks = r->end_blocks;
+        } else if (b->nmoments > 1) {
+            r->live_bytes = b->saved[(i * b->nmoments + k) * 2];
+            r->live_blocks = b->saved[(i * b->nmoments + k) * 2 + 1];
         }
         if (!r->live_blocks && !r->end_blocks && !r->alloc_count)
             continue;
@@ -189,13 +228,31 @@ static int builder_init(builder* b, mt_capture* cap) {
 
 static void builder_free(builder* b) {
     free(b->rows);
+    free(b->saved);
     free(b->heads);
     mr_u64map_free(&b->stray_heads);
 }
 
-int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen) {
-    memset(p, 0, sizeof *p);
-    builder b = {.q = q, .p = p};
+// Whether the queries differ only in what one replay can give for each: moment and at.
+static bool share_replay(const mr_query* qs, size_t n) {
+    for (size_t k = 1; k < n; k++)
+        if (qs[k].heap != qs[0].heap || qs[k].tid != qs[0].tid ||
+            qs[k].by_thread != qs[0].by_thread || qs[k].from != qs[0].from || qs[k].to != qs[0].to)
+            return false;
+    return true;
+}
+
+int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
+                             char* err, size_t errlen) {
+    memset(out, 0, n * sizeof *out);
+    if (n == 0 || n > MR_PROFILE_MAX_MOMENTS || !share_replay(qs, n)) {
+        snprintf(err, errlen, "%zu moments that cannot share a replay", n);
+        return -EINVAL;
+    }
+    const mr_query* q = &qs[0];
+    builder b = {.q = q, .qs = qs, .nmoments = n, .out = out};
+    for (size_t k = 0; k < n; k++)
+        b.any_peak |= qs[k].moment == MR_AT_PEAK;
     if (q->progress)
         b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
     mr_replay r;
@@ -210,14 +267,16 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
     if (rc) {
         snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
         rc = rc < 0 ? rc : -EPROTO;
-    } else {
-        if (q->moment == MR_AT_END) {
+    }
+    for (size_t k = 0; k < n && !rc; k++) {
+        mr_profile* p = &out[k];
+        if (qs[k].moment == MR_AT_END) {
             p->moment_seq = r.last_seq;
             p->moment_ts = r.last_ts;
-        } else if (q->moment == MR_AT_TIME) {
-            p->moment_ts = q->at;
+        } else if (qs[k].moment == MR_AT_TIME) {
+            p->moment_ts = qs[k].at;
         }
-        if ((rc = finish(&b)))
+        if ((rc = finish(&b, k)))
             snprintf(err, errlen, "out of memory");
         p->peak_bytes = r.peak_bytes;
         p->peak_seq = r.peak_seq;
@@ -229,8 +288,13 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
     mr_replay_free(&r);
     builder_free(&b);
     if (rc)
-        mr_profile_free(p);
+        for (size_t k = 0; k < n; k++)
+            mr_profile_free(&out[k]);
     return rc;
+}
+
+int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen) {
+    return mr_profile_build_moments(cap, q, 1, p, err, errlen);
 }
 
 void mr_profile_free(mr_profile* p) {

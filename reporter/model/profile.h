@@ -76,6 +76,14 @@ typedef struct mr_profile {
 // a candidate moment (each new peak, each event up to `at`). Returns 0, or a negative errno with
 // the reason in err (-ENOMEM "out of memory", -EPROTO a corrupt capture).
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen);
+
+// Several moments from the same one replay: out[k] is what mr_profile_build(qs[k]) gives.
+// The n queries (1 <= n <= MR_PROFILE_MAX_MOMENTS) may differ only in moment and at; the
+// rest (heap, thread, range, observer, progress) is qs[0]'s. Returns as mr_profile_build,
+// or -EINVAL when the queries cannot share a replay; out[] is left empty on failure.
+#define MR_PROFILE_MAX_MOMENTS 16
+int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
+                             char* err, size_t errlen);
 void mr_profile_free(mr_profile* p);
 
 // The metrics a view can weigh stacks and functions by.
