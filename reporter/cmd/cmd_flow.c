@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // memreport flow: heapprof's flow graph. One profile per moment (--at, the peak by
-// default), each row's stack turned into its lines of code and added to the flow graph
-// (model/flowgraph.h), which the flow report draws as DOT, SVG (through Graphviz's dot)
-// or JSON (render/flow_report.h).
+// default), all from one replay of the capture, each row's stack turned into its lines of
+// code and added to the flow graph (model/flowgraph.h), which the flow report draws as DOT,
+// SVG (through Graphviz's dot) or JSON (render/flow_report.h).
 #include "commands.h"
 #include "flow_report.h"
 #include "flowgraph.h"
@@ -45,7 +45,7 @@ static const char flow_help[] =
     "                     drawn by Graphviz's dot, which must be installed\n"
     "  -f, --force        overwrite FILE if it exists\n";
 
-#define MAX_MOMENTS 16
+#define MAX_MOMENTS MR_PROFILE_MAX_MOMENTS // one replay gives them all
 
 typedef struct flow_args {
     mr_opts opt;
@@ -180,26 +180,33 @@ static int add_profile(stacks* s, const mr_profile* p, size_t t) {
 
 // ---- the command
 
-// Builds the profile of every moment into the graph; totals[t] its live bytes. Returns an
-// exit code.
+// Builds the profiles of every moment, from one replay, into the graph; totals[t] the
+// live bytes of moment t. Returns an exit code.
 static int build_graph(const flow_args* a, const char* path, mt_capture* cap, stacks* s,
                        uint64_t* totals, mr_flow_moment* moments, bool* steps) {
+    mr_query qs[MAX_MOMENTS];
+    mr_profile ps[MAX_MOMENTS];
+    for (size_t t = 0; t < a->nt; t++) {
+        int rc = mr_query_for(&a->when[t], path, cap, &qs[t], steps);
+        if (rc)
+            return rc;
+    }
+    qs[0].progress = "flow";
+    char err[256];
+    int e = mr_profile_build_moments(cap, qs, a->nt, ps, err, sizeof err);
+    if (e) {
+        mr_error(path, "%s", err);
+        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    }
     int rc = MR_EXIT_OK;
-    for (size_t t = 0; t < a->nt && !rc; t++) {
-        mr_query q;
-        mr_profile p = {0};
-        if ((rc = mr_query_for(&a->when[t], path, cap, &q, steps)))
-            break;
-        q.progress = "flow";
-        if ((rc = mr_profile_for(path, cap, &q, &p)))
-            break;
-        totals[t] = p.live_bytes;
-        moments[t] = (mr_flow_moment){a->names[t], p.moment_ts};
-        if (add_profile(s, &p, t)) {
+    for (size_t t = 0; t < a->nt; t++) {
+        totals[t] = ps[t].live_bytes;
+        moments[t] = (mr_flow_moment){a->names[t], ps[t].moment_ts};
+        if (!rc && add_profile(s, &ps[t], t)) {
             mr_error(path, "out of memory");
             rc = MR_EXIT_IO;
         }
-        mr_profile_free(&p);
+        mr_profile_free(&ps[t]);
     }
     return rc;
 }
