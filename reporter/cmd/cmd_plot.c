@@ -6,6 +6,8 @@
 #include "options.h"
 #include "output.h"
 #include "plot.h"
+#include "plot_procs.h"
+#include "procs.h"
 
 #include "memtrace/schema.h"
 
@@ -20,11 +22,15 @@
 static const char plot_help[] =
     "usage: memreport plot CAPTURE-or-LOG [-o FILE.png|FILE.svg] [--data FILE.json] [-f]\n"
     "                      [--sites N | --site NAME ...] [--heap NAME]\n"
+    "       memreport plot CAPTURE... | DIR -o FILE.png|FILE.svg [--data FILE.json] [-f]\n"
     "Draws memory over time with cairo, PNG or SVG by the output's extension.\n"
     "An NPU compiler log (or a capture imported from one) gives upstream's StaticAllocation\n"
     "heap plot: max allocated size, its increases (and those due to fragmentation), used and\n"
     "free memory per allocation step, with the function regions. A native capture gives live\n"
-    "heap bytes, RSS and VSZ over time with marks, ranges and the peak.\n"
+    "heap bytes, RSS and VSZ over time with marks, ranges and the peak.\n" MR_HELP_PROCS
+    "Their plot stacks each process's live heap on one wall-clock axis (time 0: the first\n"
+    "process's start), one band per process, and marks the total's peak; --data gives each\n"
+    "process's series on that axis.\n"
     "  -o, --output FILE  the picture (default: the input's name with .png)\n"
     "  --data FILE        also write every plotted series as JSON (exact bytes)\n"
     "  --sites N          native: one row per top-N call site (bytes held, share of live)\n"
@@ -54,6 +60,31 @@ static int plot_capture(const mr_plot_args* a) {
     else
         rc = mr_plot_native(cap, a);
     mt_capture_close(cap);
+    return rc;
+}
+
+// Several captures, or a directory of them: their processes stacked (plot_procs.h).
+static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
+    if (a->top_sites || a->nsites)
+        return mr_usage_error(plot_help, "--sites and --site take one capture, not several");
+    if (!a->output)
+        return mr_usage_error(plot_help, "several captures: name the picture with -o FILE");
+    for (int i = 0; i < n; i++)
+        if (strcmp(a->output, paths[i]) == 0 || (a->data && strcmp(a->data, paths[i]) == 0)) {
+            mr_error(paths[i], "refusing to overwrite the input");
+            return MR_EXIT_USAGE;
+        }
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, plot_help, false);
+    if (rc)
+        return rc;
+    // An NPU heap's plot is over allocation steps, not time: it does not stack.
+    for (size_t i = 0; !rc && i < s.n; i++)
+        if (mr_capture_default_heap(s.procs[i].cap) == MT_HEAP_NPU)
+            rc = mr_usage_error(plot_help, "%s: an NPU capture is plotted alone", s.procs[i].path);
+    if (!rc)
+        rc = mr_plot_procs(&s, a);
+    mr_capture_set_free(&s);
     return rc;
 }
 
@@ -108,6 +139,8 @@ int mr_cmd_plot(int argc, char** argv) {
             break;
         }
     }
+    if (rc < 0 && mr_capture_set_wanted(argc - optind, argv + optind))
+        rc = plot_set(&a, argv + optind, argc - optind);
     if (rc < 0 && !mr_opts_input(argc, argv, plot_help))
         rc = MR_EXIT_USAGE;
     if (rc >= 0) {

@@ -390,6 +390,32 @@ static int take_sites(native* nv, mr_heap_timeline* t) {
     return 0;
 }
 
+int64_t mr_heap_timeline_duration(mt_capture* cap) {
+    native nv = {.cap = cap};
+    return max_ts(&nv);
+}
+
+static void shift_points(mr_points* p, int64_t by) {
+    for (size_t i = 0; i < p->n; i++)
+        p->v[i].x += by;
+}
+
+// Moves every time of t by `by` ns (a process placed on a common axis).
+static void shift_all(mr_heap_timeline* t, int64_t by) {
+    shift_points(&t->heap, by);
+    shift_points(&t->rss, by);
+    shift_points(&t->vsz, by);
+    for (size_t i = 0; i < t->nsites; i++) {
+        shift_points(&t->sites[i].bytes, by);
+        shift_points(&t->sites[i].share, by);
+    }
+    for (size_t i = 0; i < t->nmarks; i++) {
+        t->marks[i].begin += by;
+        t->marks[i].end += by;
+    }
+    t->peak_ts += by;
+}
+
 int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t) {
     memset(t, 0, sizeof *t);
     native nv = {.cap = cap, .opts = o, .out = t};
@@ -398,7 +424,9 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
     t->duration = max_ts(&nv);
     if (mr_progress_enabled())
         nv.total_events = count_events(&nv);
-    nv.hb = (bucketed){.out = &t->heap, .t0 = 0, .width = t->duration / o->buckets + 1};
+    // Buckets from the common axis's origin, o->shift ns before this capture's ts 0.
+    int64_t width = o->bucket_ns > 0 ? o->bucket_ns : t->duration / o->buckets + 1;
+    nv.hb = (bucketed){.out = &t->heap, .t0 = -o->shift, .width = width};
     if (!rc)
         rc = heap_pass(&nv);
     if (!rc && nv.want_sites)
@@ -415,6 +443,8 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
         mr_symbols_free(nv.sym);
     if (rc)
         mr_heap_timeline_free(t);
+    else if (o->shift)
+        shift_all(t, o->shift);
     return rc;
 }
 

@@ -19,6 +19,9 @@ typedef struct mr_timeline_opts {
     int top_sites;      // rows for the N call sites holding most bytes (0: none)
     const char** sites; // or rows for these site labels, in this order
     size_t nsites;
+    // For a process of a tree on a common axis (procs_timeline.h): ns added to every time,
+    // and the buckets' width (0: the capture's duration over `buckets`).
+    int64_t shift, bucket_ns;
 } mr_timeline_opts;
 
 // Bytes held by one call site (sites.h labels) over time.
@@ -51,5 +54,7 @@ typedef struct mr_heap_timeline {
 // after printing the reason (an unknown --site name is bad input).
 int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t);
 void mr_heap_timeline_free(mr_heap_timeline* t);
+// The duration the timeline of cap spans (its `duration`), computed alone.
+int64_t mr_heap_timeline_duration(mt_capture* cap);
 
 #endif

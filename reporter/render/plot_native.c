@@ -7,6 +7,7 @@
 #include "output.h"
 #include "plot.h"
 #include "plot_draw.h"
+#include "plot_time.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
@@ -60,6 +61,16 @@ static json_t* points_json(const mr_points* p) {
     for (size_t i = 0; i < p->n; i++)
         json_array_append_new(a, json_pack("[I,I]", (json_int_t)p->v[i].x, json_bytes(p->v[i].y)));
     return a;
+}
+
+const char* mr_plot_time_unit(int64_t ns, double* scale) {
+    time_unit u = time_unit_for(ns);
+    *scale = u.scale;
+    return u.name;
+}
+
+json_t* mr_plot_points_json(const mr_points* p) {
+    return points_json(p);
 }
 
 static json_t* axes_json(const mr_heap_timeline* nv, mt_byte_unit unit);

@@ -11,9 +11,13 @@
 # The reports case: stacks, leaks and top of DIR, each process's numbers equal to its summary
 # (checked against truth by the tree case) and to the known sites of e2e_leaks, the totals
 # the sums over processes.
-# Usage: procs_test.py tree|reports MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
+# Usage: procs_test.py tree|reports|plot MEMTRACE MEMREPORT LEAKS PEAK REALLOC_CHAIN WORKDIR
 #        procs_test.py trust MEMTRACE LIB LEAKS WORKDIR
+#        procs_test.py --list     (the cases, one a line)
 #        procs_test.py diff MEMTRACE MEMREPORT DIFF_PROG WORKDIR
+# The plot case: `memreport plot DIR -o x.png --data d.json`: each process's series peaks at
+# its summary's peak exactly, times monotonic on the common axis (offsets from the captures'
+# start times), the PNG of the plot's size and not blank, an SVG too; --sites refused.
 # The diff case: `memreport diff BASE_DIR NEW_DIR` of two shells running diff_prog
 # (tests/diff/diff_prog.c, known differences between its runs 1 and 2): processes matched
 # by program and order, their deltas exact, a process of one run only listed so, the
@@ -26,8 +30,10 @@ import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 import sys
+import zlib
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -283,6 +289,94 @@ def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
     check(r.returncode == 1, f"top CAPTURE --by-process: a usage error ({r.returncode})")
 
 
+def png_rows(path):
+    """(width, height, rows of bytes) of an 8-bit RGB/RGBA PNG, decoded with zlib alone."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    pos, idat, hdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if zlib.crc32(kind + body) != struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]:
+            return None
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, color = hdr[:4]
+    if depth != 8 or color not in (2, 6):
+        return w, h, None
+    bpp = 3 if color == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        ftype, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):  # undo the PNG filters (type 0..4)
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 255
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 255
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows
+
+
+def case_plot(memtrace, memreport, leaks, peak, realloc_chain, work):
+    progs = [leaks, peak, realloc_chain]
+    summary, caps, _ = traced_tree(memtrace, memreport, progs, work, "real")
+    procs = summary["processes"]
+    png, svg, data = (os.path.join(work, n) for n in ("x.png", "x.svg", "d.json"))
+    r = run([memreport, "plot", caps, "-o", png, "--data", data])
+    if not check(r.returncode == 0, f"plot DIR: {r.returncode} {r.stderr.strip()!r}"):
+        return
+    with open(data) as f:
+        d = json.load(f)
+    got = d["processes"]
+    check([p["capture"] for p in got] == [p["capture"] for p in procs],
+          "plot --data: one series per process, in tree order")
+    for p, s in zip(procs, got):
+        top = max((y for _, y in s["heap"]), default=0)
+        check(top == p["peak_bytes"] and s["peak"]["bytes"] == p["peak_bytes"],
+              f"plot --data: {p['capture']} peaks at {top} = its summary's {p['peak_bytes']}")
+        ts = [t for t, _ in s["heap"]]
+        check(all(a < b for a, b in zip(ts, ts[1:])) and
+              all(s["offset_ns"] <= t <= s["end_ns"] <= d["duration_ns"] for t in ts),
+              f"plot --data: {p['capture']} times increase within its span on the common axis")
+        check(s["offset_ns"] >= 0 and s["peak"]["ts"] in ts,
+              f"plot --data: {p['capture']} its peak is one of its points")
+    # The shell starts first and its programs later: their offsets are the captures' starts.
+    check(min(s["offset_ns"] for s in got) == 0 and
+          max(s["offset_ns"] for s in got) > 0, "plot --data: processes placed by start time")
+    total = [t for t, _ in d["total"]]
+    check(all(a < b for a, b in zip(total, total[1:])) and
+          d["total_peak"]["bytes"] == max(y for _, y in d["total"]) and
+          d["total_peak"]["bytes"] >= max(p["peak_bytes"] for p in procs),
+          "plot --data: the total's times increase and its peak is its highest point")
+    img = png_rows(png)
+    if check(img is not None, "plot DIR: a valid PNG"):
+        w, h, rows = img
+        check((w, h) == (1600, 600), f"plot DIR: the PNG is 1600x600 ({w}x{h})")
+        check(rows is not None and len(set(rows)) > 10, "plot DIR: the PNG is not blank")
+    r = run([memreport, "plot", caps, "-o", svg])
+    with open(svg) if r.returncode == 0 else open(os.devnull) as f:
+        text = f.read()
+    check(r.returncode == 0 and "<svg" in text and 'width="1600' in text,
+          f"plot DIR -o x.svg: an SVG ({r.returncode} {r.stderr.strip()!r})")
+    r = run([memreport, "plot", caps, "-o", os.path.join(work, "y.png"), "--sites", "3"])
+    check(r.returncode == 1 and not os.path.exists(os.path.join(work, "y.png")),
+          f"plot DIR --sites: a usage error ({r.returncode})")
+
+
 # diff_prog 2 - diff_prog 1 (tests/diff/diff_prog.c): all its sites live at its peak.
 DIFF_DELTA = {"peak_bytes": (1 << 20) + 4096 + 2000, "leaked_bytes": 4096,
               "allocations": 200, "allocated_bytes": (1 << 20) + 4096 + 2000 + 200 * 64}
@@ -392,13 +486,19 @@ def case_trust(memtrace, lib, leaks, work):
           f"{pid}.{name}.3.db" in r.stderr, "the launcher names the capture it took")
 
 
+CASES = {"tree": case_tree, "reports": case_reports, "plot": case_plot, "diff": case_diff,
+         "trust": case_trust}
+
+
 def main():
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        return
     case, args = sys.argv[1], sys.argv[2:]
     work = args[-1]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    {"tree": case_tree, "reports": case_reports, "diff": case_diff,
-     "trust": case_trust}[case](*args)
+    CASES[case](*args)
     print(f"{'FAILED' if failures else 'passed'}: {len(failures)} failure(s)")
     sys.exit(1 if failures else 0)
 

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The live heap of each process of a tree over time, on one wall-clock axis (plot of a
+// directory or several captures): each process's heap_timeline.h series moved by the time
+// its capture started after the earliest one (meta start_realtime_ns), in buckets shared by
+// all, and the stacked sum sampled at every time a series has a point.
+#ifndef MR_PROCS_TIMELINE_H
+#define MR_PROCS_TIMELINE_H
+
+#include "capture_set.h"
+#include "heap_timeline.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mr_proc_series {
+    const mr_process* proc;
+    int64_t offset;     // ns from the common origin to the capture's ts 0
+    int64_t end;        // ns on the common axis: offset + the capture's duration
+    mr_heap_timeline t; // its heap series, peak and peak_ts on the common axis
+} mr_proc_series;
+
+typedef struct mr_procs_timeline {
+    int64_t origin_ns;     // wall clock of time 0: the earliest start (0 when none says)
+    int64_t duration;      // ns: the latest end
+    mr_proc_series* procs; // s->procs' order
+    size_t n;
+    // The stack, sampled at every time a process has a point or ends: values[k * n + i] is
+    // process i's live bytes at times[k] (held from its last point, 0 after its end).
+    int64_t* times;
+    uint64_t* values;
+    size_t ntimes;
+    uint64_t total_peak;   // the highest sum at those times (a process's peak is exact; the
+    int64_t total_peak_ts; // total's is as exact as the series' buckets are fine)
+} mr_procs_timeline;
+
+// Builds the timeline of every process of s with `buckets` buckets across the common
+// axis. Returns 0 or an exit code after printing the reason.
+int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t);
+void mr_procs_timeline_free(mr_procs_timeline* t);
+
+#endif

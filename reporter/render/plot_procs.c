@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: MIT
+// memreport plot of a process tree (plot_procs.h): builds the common timeline
+// (procs_timeline.h) and draws the stacked bands with plot_draw.h.
+#include "plot_procs.h"
+
+#include "messages.h"
+#include "output.h"
+#include "plot_draw.h"
+#include "plot_time.h"
+#include "procs_report.h"
+#include "procs_timeline.h"
+
+#include "memtrace/schema.h"
+#include "memtrace/units.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WIDTH 1600
+#define HEIGHT 600
+#define LEFT 95
+#define RIGHT 90
+#define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
+#define MAX_LEGEND 16                  // processes named in the legend at most
+#define LEGEND_LABEL 64                // bytes of a label in the legend at most
+
+static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MORE = {0.6, 0.6, 0.6};
+// matplotlib's tab10 without its red (the peak's).
+static const mr_rgb BANDS[] = {{0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
+                               {0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76},
+                               {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
+#define NBANDS (sizeof BANDS / sizeof *BANDS)
+
+static json_int_t json_bytes(uint64_t v) {
+    return v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
+
+// The stack's top over time, as a series.
+static int total_points(const mr_procs_timeline* t, mr_points* out) {
+    *out = (mr_points){0};
+    for (size_t k = 0; k < t->ntimes; k++) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < t->n; i++)
+            sum += t->values[k * t->n + i];
+        if (mr_points_push(out, t->times[k], sum))
+            return -1;
+    }
+    return 0;
+}
+
+static int write_data(const mr_procs_timeline* t, char* const* labels, const mr_plot_args* a,
+                      mt_byte_unit unit) {
+    double tscale;
+    const char* tname = mr_plot_time_unit(t->duration, &tscale);
+    mr_points total;
+    if (total_points(t, &total)) {
+        mr_points_free(&total);
+        mr_error(a->input, "out of memory");
+        return MR_EXIT_IO;
+    }
+    json_t* o =
+        json_pack("{s:s,s:I,s:s,s:I,s:I,s:I}", "unit", unit.name, "scale", (json_int_t)unit.scale,
+                  "time_unit", tname, "time_scale_ns", (json_int_t)tscale, "origin_realtime_ns",
+                  (json_int_t)t->origin_ns, "duration_ns", (json_int_t)t->duration);
+    json_object_set_new(o, "total_peak",
+                        json_pack("{s:I,s:I}", "ts", (json_int_t)t->total_peak_ts, "bytes",
+                                  json_bytes(t->total_peak)));
+    json_t* procs = json_array();
+    for (size_t i = 0; i < t->n; i++) {
+        const mr_proc_series* p = &t->procs[i];
+        json_t* j = json_pack("{s:s,s:I,s:s,s:I,s:I}", "label", labels[i], "pid",
+                              (json_int_t)p->proc->pid, "capture", p->proc->name, "offset_ns",
+                              (json_int_t)p->offset, "end_ns", (json_int_t)p->end);
+        json_object_set_new(
+            j, "peak",
+            json_pack("{s:I,s:I}", "ts", (json_int_t)p->t.peak_ts, "bytes", json_bytes(p->t.peak)));
+        json_object_set_new(j, "heap", mr_plot_points_json(&p->t.heap));
+        json_array_append_new(procs, j);
+    }
+    json_object_set_new(o, "processes", procs);
+    json_object_set_new(o, "total", mr_plot_points_json(&total));
+    mr_points_free(&total);
+    mr_output out;
+    int rc = mr_output_open(&out, a->data, a->force);
+    if (!rc) {
+        json_dumpf(o, out.fp, JSON_COMPACT);
+        fputc('\n', out.fp);
+        rc = mr_output_commit(&out);
+    }
+    json_decref(o);
+    return rc;
+}
+
+// Band i: between the stack below it (`below`, updated to its top) and its top, each value
+// held until the next sample time. Its top edge's device points go to pts for the legend.
+static void fill_band(cairo_t* cr, const mr_frame* f, const mr_procs_timeline* t, size_t i,
+                      double tscale, double yscale, double* below, double* pts, mr_rgb c) {
+    size_t nt = t->ntimes;
+    cairo_new_path(cr);
+    double prev = 0;
+    cairo_move_to(cr, mr_frame_x(f, 0), mr_frame_y(f, 0));
+    for (size_t k = 0; k < nt; k++) {
+        double x = mr_frame_x(f, (double)t->times[k] / tscale);
+        double top = below[k] + (double)t->values[k * t->n + i] / yscale;
+        cairo_line_to(cr, x, mr_frame_y(f, prev));
+        cairo_line_to(cr, x, mr_frame_y(f, top));
+        pts[2 * k] = x;
+        pts[2 * k + 1] = mr_frame_y(f, top);
+        prev = top;
+    }
+    cairo_line_to(cr, mr_frame_x(f, f->xmax), mr_frame_y(f, prev));
+    // Back along the band's floor, the same steps the band below drew.
+    double floor_next = nt ? below[nt - 1] : 0;
+    cairo_line_to(cr, mr_frame_x(f, f->xmax), mr_frame_y(f, floor_next));
+    for (size_t k = nt; k-- > 0;) {
+        double x = mr_frame_x(f, (double)t->times[k] / tscale);
+        double floor_prev = k ? below[k - 1] : 0;
+        cairo_line_to(cr, x, mr_frame_y(f, below[k]));
+        cairo_line_to(cr, x, mr_frame_y(f, floor_prev));
+    }
+    cairo_close_path(cr);
+    cairo_set_source_rgba(cr, c.r, c.g, c.b, 0.85);
+    cairo_fill(cr);
+    for (size_t k = 0; k < nt; k++)
+        below[k] += (double)t->values[k * t->n + i] / yscale;
+}
+
+// A legend's label: a long command line (a shell's script) cut to its start and its pid,
+// "sh -c TRUTH=... b... (pid N)", never within a UTF-8 character.
+static void legend_label(const char* label, char* out, size_t len) {
+    size_t n = strlen(label);
+    const char* pid = strrchr(label, '(');
+    if (n < len || !pid || (size_t)(label + n - pid) + 8 > len) {
+        snprintf(out, len, "%s", label);
+        return;
+    }
+    size_t keep = len - (size_t)(label + n - pid) - 6;
+    while (keep > 0 && ((unsigned char)label[keep] & 0xc0) == 0x80)
+        keep--;
+    snprintf(out, len, "%.*s... %s", (int)keep, label, pid);
+}
+
+static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, mt_byte_unit unit) {
+    double tscale, ys = (double)unit.scale;
+    const char* tname = mr_plot_time_unit(t->duration, &tscale);
+    double xmax = (double)t->duration / tscale;
+    mr_frame f = {.x0 = LEFT,
+                  .y0 = 45,
+                  .x1 = WIDTH - RIGHT,
+                  .y1 = HEIGHT - 70,
+                  .xmin = 0,
+                  .xmax = xmax > 0 ? xmax : 1,
+                  .ymin = 0,
+                  .ymax = t->total_peak ? (double)t->total_peak / ys * 1.08 : 1};
+    char title[96], xlabel[48], ylabel[48];
+    snprintf(title, sizeof title, "Live heap over time: %zu processes, stacked", t->n);
+    snprintf(xlabel, sizeof xlabel, "Time since the first process started [%s]", tname);
+    snprintf(ylabel, sizeof ylabel, "Live heap [%s]", unit.name);
+    mr_axes_style st = {
+        .title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16, .max_yticks = 8};
+    double* below = calloc(t->ntimes + 1, sizeof *below);
+    double* pts = calloc(2 * t->ntimes + 2, sizeof *pts);
+    cairo_save(cr);
+    cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    cairo_clip(cr);
+    for (size_t i = 0; below && pts && i < t->n; i++)
+        fill_band(cr, &f, t, i, tscale, ys, below, pts, BANDS[i % NBANDS]);
+    double px = mr_frame_x(&f, (double)t->total_peak_ts / tscale);
+    double py = mr_frame_y(&f, (double)t->total_peak / ys);
+    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
+    char b1[32], b2[32], label[96];
+    snprintf(label, sizeof label, "total peak %s at %s",
+             mt_format_bytes(t->total_peak, b1, sizeof b1),
+             mt_format_duration(t->total_peak_ts, b2, sizeof b2));
+    double ha = px > (f.x0 + f.x1) / 2 ? 1 : 0;
+    mr_draw_text(cr, label, px + (ha ? -8 : 8), py - 6 < f.y0 + 20 ? f.y0 + 2 : py - 6, MR_PT(9), 0,
+                 ha, py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+    cairo_restore(cr);
+    mr_draw_axes(cr, &f, &st);
+    mr_legend_item items[MAX_LEGEND + 2];
+    char more[48], shown[MAX_LEGEND][LEGEND_LABEL];
+    size_t n = 0;
+    for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
+        legend_label(labels[i], shown[n], sizeof shown[n]);
+        items[n] = (mr_legend_item){shown[n], BANDS[i % NBANDS], MR_MARK_BAND};
+        n++;
+    }
+    if (t->n > MAX_LEGEND) {
+        snprintf(more, sizeof more, "and %zu more processes", t->n - MAX_LEGEND);
+        items[n++] = (mr_legend_item){more, MORE, MR_MARK_NONE};
+    }
+    items[n++] = (mr_legend_item){"total peak", PEAK, MR_MARK_CIRCLE};
+    mr_draw_legend(cr, &f, items, n, pts, pts ? 2 * t->ntimes : 0);
+    free(below);
+    free(pts);
+}
+
+int mr_plot_procs(const mr_capture_set* s, const mr_plot_args* a) {
+    mr_procs_timeline t = {0};
+    char** labels = calloc(s->n + 1, sizeof *labels);
+    int rc = labels ? mr_procs_timeline_build(s, BUCKETS, &t) : MR_EXIT_IO;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        if (!(labels[i] = mr_procs_label(&s->procs[i])))
+            rc = MR_EXIT_IO;
+    if (rc == MR_EXIT_IO && (!labels || t.procs)) // else the timeline said why
+        mr_error(s->procs[0].path, "out of memory");
+    mt_byte_unit unit = mt_unit_for_bytes(t.total_peak);
+    if (!rc && a->data)
+        rc = write_data(&t, labels, a, unit);
+    mr_canvas c;
+    if (!rc && !(rc = mr_canvas_open(&c, a->output, a->force, WIDTH, HEIGHT))) {
+        draw(&t, labels, c.cr, unit);
+        rc = mr_canvas_commit(&c);
+    }
+    for (size_t i = 0; labels && i < s->n; i++)
+        free(labels[i]);
+    free(labels);
+    mr_procs_timeline_free(&t);
+    return rc;
+}
