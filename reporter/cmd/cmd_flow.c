@@ -35,6 +35,7 @@ static const char flow_help[] =
     "  --at TIME          a moment to show (e.g. 20ms, 1.5s; step N for an NPU log; a mark's\n"
     "                     name; 'peak' for the peak), the peak by default; repeat it to\n"
     "                     compare moments in one graph: each node shows one row per --at\n"
+    "                     (up to 16, all read in one pass over the capture)\n"
     "  --min-share P      hide the lines, and the calls, below P percent of the live bytes\n"
     "                     at every moment (default 1, heapprof's; 0 shows everything); the\n"
     "                     numbers of what is shown do not change\n"
