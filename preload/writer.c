@@ -542,10 +542,13 @@ static void* writer_main(void* arg) {
     mt_guard = 1;
     pthread_mutex_lock(&sqlite_lock);
     bool ok = still_current(gen) && open_capture();
+    // Under the lock: a shutdown that finds the capture open converts the last events at
+    // once, and must never see the clock with one calibration point (raw TSC counts).
+    if (ok)
+        mt_clock_settle();
     pthread_mutex_unlock(&sqlite_lock);
     if (!ok)
         return NULL;
-    mt_clock_settle();
     int wait_ms = mt_cfg.sample_ms < mt_cfg.commit_ms ? mt_cfg.sample_ms : mt_cfg.commit_ms;
     while (still_current(gen)) {
         mt_core_wait_work(wait_ms);
@@ -621,11 +624,9 @@ void mt_writer_stop(void) {
     pthread_detach(writer_thread);
     writer_running = false;
     pthread_mutex_lock(&sqlite_lock);
-    if (!opened) {
-        // The program ends before its writer thread even ran: create the capture here.
+    if (!opened) // the program ends before its writer thread even ran: create the capture
         open_capture();
-        mt_clock_settle();
-    }
+    mt_clock_settle(); // a no-op unless the writer opened it but never ran on
     if (failed) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
         mt_capwriter_abandon(cw);
