@@ -67,17 +67,17 @@ static int plot_capture(const mr_plot_args* a) {
 static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
     if (a->top_sites || a->nsites)
         return mr_usage_error(plot_help, "--sites and --site take one capture, not several");
-    if (!a->output)
-        return mr_usage_error(plot_help, "several captures: name the picture with -o FILE");
-    for (int i = 0; i < n; i++)
-        if (strcmp(a->output, paths[i]) == 0 || (a->data && strcmp(a->data, paths[i]) == 0)) {
-            mr_error(paths[i], "refusing to overwrite the input");
-            return MR_EXIT_USAGE;
-        }
     mr_capture_set s;
     int rc = mr_procs_open(&s, paths, n, plot_help, false);
     if (rc)
         return rc;
+    if (!a->output)
+        rc = mr_usage_error(plot_help, "several captures: name the picture with -o FILE");
+    for (int i = 0; !rc && i < n; i++)
+        if (strcmp(a->output, paths[i]) == 0 || (a->data && strcmp(a->data, paths[i]) == 0)) {
+            mr_error(paths[i], "refusing to overwrite the input");
+            rc = MR_EXIT_USAGE;
+        }
     // An NPU heap's plot is over allocation steps, not time: it does not stack.
     for (size_t i = 0; !rc && i < s.n; i++)
         if (mr_capture_default_heap(s.procs[i].cap) == MT_HEAP_NPU)

@@ -312,7 +312,8 @@ def png_rows(path):
     bpp = 3 if color == 2 else 4
     raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
     for y in range(h):
-        ftype, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        at = y * (stride + 1)
+        ftype, line = raw[at], bytearray(raw[at + 1:at + 1 + stride])
         for i in range(stride):  # undo the PNG filters (type 0..4)
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
