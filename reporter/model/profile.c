@@ -147,21 +147,42 @@ static bool is_peak(builder* b, const mr_replay* r, const mt_event* ev) {
     return true;
 }
 
+// Whether the state after ev is a candidate of moment k (peak: whether it is a new peak).
+static inline bool is_candidate(builder* b, size_t k, const mt_event* ev, bool peak) {
+    const mr_query* q = &b->qs[k];
+    if (q->moment == MR_AT_PEAK)
+        return peak;
+    if (q->moment != MR_AT_TIME || b->past[k])
+        return false;
+    if (ev->ts > q->at) { // the moment is the state before the first such event
+        b->past[k] = true;
+        return false;
+    }
+    return true;
+}
+
+static inline void set_moment(builder* b, size_t k, const mt_event* ev) {
+    b->moment_mark[k] = b->mark;
+    b->out[k].moment_seq = ev->seq;
+    b->out[k].moment_ts = ev->ts;
+}
+
 // Marks the state after ev (one mark number) for each moment it is a candidate of.
 static void mark_moments(builder* b, const mr_replay* r, const mt_event* ev) {
+    if (b->nmoments == 1) { // the common case, kept as cheap as it was before several
+        if (b->q->moment == MR_AT_PEAK ? is_peak(b, r, ev) : is_candidate(b, 0, ev, false)) {
+            b->mark++;
+            set_moment(b, 0, ev);
+        }
+        return;
+    }
     bool peak = b->any_peak && is_peak(b, r, ev), marked = false;
-    for (size_t k = 0; k < b->nmoments; k++) {
-        const mr_query* q = &b->qs[k];
-        if (q->moment == MR_AT_TIME && ev->ts > q->at)
-            b->past[k] = true; // the moment is the state before the first such event
-        if ((q->moment == MR_AT_PEAK && peak) || (q->moment == MR_AT_TIME && !b->past[k])) {
+    for (size_t k = 0; k < b->nmoments; k++)
+        if (is_candidate(b, k, ev, peak)) {
             if (!marked)
                 b->mark++, marked = true;
-            b->moment_mark[k] = b->mark;
-            b->out[k].moment_seq = ev->seq;
-            b->out[k].moment_ts = ev->ts;
+            set_moment(b, k, ev);
         }
-    }
 }
 
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
