@@ -219,15 +219,17 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uin
 
 // ---- decode
 
-static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t heap, mt_event* out) {
+// Reads the chunk header (event count, first seq, flags, column lengths) and
+// points one reader at each column; the columns must fill the rest exactly.
+static int read_header(const uint8_t* data, size_t len, size_t n, uint64_t* seq, uint8_t* flags,
+                       reader col[NCOLS]) {
     reader h = {data, data + len, false};
     if (get_varint(&h) != n || h.bad)
         return -EPROTO;
-    uint64_t seq = get_varint(&h);
-    uint8_t flags = get_byte(&h);
-    if (h.bad || flags & ~FLAG_BARE_FREES)
+    *seq = get_varint(&h);
+    *flags = get_byte(&h);
+    if (h.bad || *flags & ~FLAG_BARE_FREES)
         return -EPROTO;
-    reader col[NCOLS];
     uint64_t lens[NCOLS];
     for (int k = 0; k < NCOLS; k++)
         lens[k] = get_varint(&h);
@@ -240,7 +242,14 @@ static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t he
         col[k] = (reader){p, p + lens[k], false};
         p += lens[k];
     }
-    if (p != h.end)
+    return p == h.end ? 0 : -EPROTO;
+}
+
+static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t heap, mt_event* out) {
+    uint64_t seq;
+    uint8_t flags;
+    reader col[NCOLS];
+    if (read_header(data, len, n, &seq, &flags, col) < 0)
         return -EPROTO;
     uint64_t addr = 0;
     int64_t ts = 0, cs = 0;
