@@ -347,6 +347,58 @@ static int attach_to(pid_t pid, const char* output, int force) {
     return rc;
 }
 
+// memtrace PROGRAM: runs prog_argv with libmemtrace.so preloaded, waits for it, tells the
+// captures it wrote, and exits as it did.
+static int run_traced(char** prog_argv, const char* output, int force) {
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
+        return 1;
+    }
+    char out_path[PATH_MAX];
+    if (output) {
+        if (prepare_output(output, force, out_path, sizeof out_path) != 0)
+            return 1;
+        setenv("MEMTRACE_OUTPUT", out_path, 1);
+    }
+    char report_dir[PATH_MAX], report[PATH_MAX + 16];
+    if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
+        fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
+        return 1;
+    }
+    setenv("MEMTRACE_REPORT", report, 1);
+    if (prepend_preload(lib) != 0)
+        return 1;
+    // The launcher itself must not be traced by a preload it inherited.
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("memtrace: fork");
+        return 1;
+    }
+    if (pid == 0) {
+        execvp(prog_argv[0], prog_argv);
+        fprintf(stderr, "memtrace: cannot run %s: %s\n", prog_argv[0], strerror(errno));
+        _exit(127);
+    }
+    // Let the traced program take ^C and friends; we only wait.
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (tell_captures(report) == 0 && !heard_of_any(report))
+        explain_no_capture(prog_argv[0]);
+    unlink(report);
+    rmdir(report_dir);
+    if (WIFSIGNALED(status)) {
+        // Die the same way, so the caller sees the same status.
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return WEXITSTATUS(status);
+}
+
 int main(int argc, char** argv) {
     const char* output = NULL;
     int force = 0;
@@ -400,51 +452,5 @@ int main(int argc, char** argv) {
     if (i >= argc) {
         return usage_error("no PROGRAM to run", NULL);
     }
-    char lib[PATH_MAX];
-    if (find_library(lib, sizeof lib) != 0) {
-        fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
-        return 1;
-    }
-    char out_path[PATH_MAX];
-    if (output) {
-        if (prepare_output(output, force, out_path, sizeof out_path) != 0)
-            return 1;
-        setenv("MEMTRACE_OUTPUT", out_path, 1);
-    }
-    char report_dir[PATH_MAX], report[PATH_MAX + 16];
-    if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
-        fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
-        return 1;
-    }
-    setenv("MEMTRACE_REPORT", report, 1);
-    if (prepend_preload(lib) != 0)
-        return 1;
-    // The launcher itself must not be traced by a preload it inherited.
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("memtrace: fork");
-        return 1;
-    }
-    if (pid == 0) {
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "memtrace: cannot run %s: %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
-    // Let the traced program take ^C and friends; we only wait.
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (tell_captures(report) == 0 && !heard_of_any(report))
-        explain_no_capture(argv[i]);
-    unlink(report);
-    rmdir(report_dir);
-    if (WIFSIGNALED(status)) {
-        // Die the same way, so the caller sees the same status.
-        signal(WTERMSIG(status), SIG_DFL);
-        raise(WTERMSIG(status));
-        return 128 + WTERMSIG(status);
-    }
-    return WEXITSTATUS(status);
+    return run_traced(argv + i, output, force);
 }
