@@ -88,6 +88,30 @@ static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
     return rc;
 }
 
+// One input: a capture or an NPU log, plotted to -o or to INPUT.png beside it.
+static int plot_one(mr_plot_args* a) {
+    int rc;
+    char* def = a->output ? NULL : mr_path_with_ext(a->input, ".png");
+    if (!a->output)
+        a->output = def;
+    int err;
+    bool capture = is_sqlite(a->input, &err);
+    if (!a->output) {
+        mr_error(a->input, "out of memory");
+        rc = MR_EXIT_IO;
+    } else if (err) {
+        mr_error(a->input, "cannot open: %s", strerror(err));
+        rc = MR_EXIT_IO;
+    } else if (strcmp(a->output, a->input) == 0 || (a->data && strcmp(a->data, a->input) == 0)) {
+        mr_error(a->output, "refusing to overwrite the input");
+        rc = MR_EXIT_USAGE;
+    } else {
+        rc = capture ? plot_capture(a) : mr_plot_npu_log(a);
+    }
+    free(def);
+    return rc;
+}
+
 int mr_cmd_plot(int argc, char** argv) {
     enum { OPT_DATA = 256, OPT_SITES, OPT_SITE, OPT_HEAP };
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
@@ -148,24 +172,7 @@ int mr_cmd_plot(int argc, char** argv) {
         return rc;
     }
     a.input = argv[optind];
-    char* def = a.output ? NULL : mr_path_with_ext(a.input, ".png");
-    if (!a.output)
-        a.output = def;
-    int err;
-    bool capture = is_sqlite(a.input, &err);
-    if (!a.output) {
-        mr_error(a.input, "out of memory");
-        rc = MR_EXIT_IO;
-    } else if (err) {
-        mr_error(a.input, "cannot open: %s", strerror(err));
-        rc = MR_EXIT_IO;
-    } else if (strcmp(a.output, a.input) == 0 || (a.data && strcmp(a.data, a.input) == 0)) {
-        mr_error(a.output, "refusing to overwrite the input");
-        rc = MR_EXIT_USAGE;
-    } else {
-        rc = capture ? plot_capture(&a) : mr_plot_npu_log(&a);
-    }
-    free(def);
+    rc = plot_one(&a);
     free(sites);
     return rc;
 }
