@@ -118,12 +118,9 @@ static json_t* build_summary(const mr_summary* s) {
     return o;
 }
 
-static void print_text(FILE* out, json_t* s) {
-    char a[32], b[32], c[32];
-    fputs("capture:      ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
-    fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
-    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
+// Where the capture came from: the NPU log it was imported from, or the traced command.
+static void print_origin(FILE* out, json_t* s, bool steps) {
+    char a[32];
     size_t i;
     json_t* v;
     if (steps) {
@@ -145,6 +142,29 @@ static void print_text(FILE* out, json_t* s) {
             out, "duration:     %s\n",
             mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
     }
+}
+
+// The program's anonymous mappings (the mmap heap), and its file mappings counted.
+static void print_mmap(FILE* out, json_t* m) {
+    char a[32], b[32], c[32];
+#define MINT(k) (unsigned long long)json_integer_value(json_object_get(m, k))
+    mt_format_bytes(MINT("peak_bytes"), a, sizeof a);
+    mt_format_duration(json_integer_value(json_object_get(m, "peak_time_ns")), b, sizeof b);
+    fprintf(out, "mmap:         peak %s at %s, live at the end %s in %llu mapping%s\n", a, b,
+            mt_format_bytes(MINT("live_bytes"), c, sizeof c), MINT("live_mappings"),
+            MINT("live_mappings") == 1 ? "" : "s");
+    fprintf(out, "file mmaps:   %llu (%s, not in the mmap heap)\n", MINT("file_mappings"),
+            mt_format_bytes(MINT("file_bytes"), a, sizeof a));
+#undef MINT
+}
+
+static void print_text(FILE* out, json_t* s) {
+    char a[32], b[32], c[32];
+    fputs("capture:      ", out);
+    mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
+    fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
+    bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
+    print_origin(out, s, steps);
     mr_format_time(json_integer_value(json_object_get(s, steps ? "peak_step" : "peak_time_ns")),
                    steps, b, sizeof b);
 #define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
@@ -183,22 +203,14 @@ static void print_text(FILE* out, json_t* s) {
                 mt_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
     fputc('\n', out);
     json_t* m = json_object_get(s, "mmap");
-    if (m) {
-#define MINT(k) (unsigned long long)json_integer_value(json_object_get(m, k))
-        mt_format_bytes(MINT("peak_bytes"), a, sizeof a);
-        mt_format_duration(json_integer_value(json_object_get(m, "peak_time_ns")), b, sizeof b);
-        fprintf(out, "mmap:         peak %s at %s, live at the end %s in %llu mapping%s\n", a, b,
-                mt_format_bytes(MINT("live_bytes"), c, sizeof c), MINT("live_mappings"),
-                MINT("live_mappings") == 1 ? "" : "s");
-        fprintf(out, "file mmaps:   %llu (%s, not in the mmap heap)\n", MINT("file_mappings"),
-                mt_format_bytes(MINT("file_bytes"), a, sizeof a));
-#undef MINT
-    }
+    if (m)
+        print_mmap(out, m);
 #undef INT
     if (steps)
         return;
     fputs("calls:       ", out);
     const char* key;
+    json_t* v;
     json_object_foreach(json_object_get(s, "calls"), key, v) {
         if (json_integer_value(v)) {
             fputc(' ', out);
