@@ -14,6 +14,7 @@
 #include "output.h"
 #include "recording.h"
 #include "trie.h"
+#include "writer_rows.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -75,7 +76,7 @@ void mt_writer_fork_unlock(void) {
 
 // ---- failures: report once, keep what was committed, stop tracing
 
-static void fail_sqlite(const char* what) {
+void mt_writer_fail_sqlite(const char* what) {
     if (failed)
         return;
     failed = true;
@@ -83,45 +84,6 @@ static void fail_sqlite(const char* what) {
 }
 
 // ---- meta
-
-static void json_escape_append(char* out, size_t cap, size_t* n, const char* s, size_t len) {
-    for (size_t i = 0; i < len && *n + 8 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            out[(*n)++] = '\\';
-            out[(*n)++] = (char)c;
-        } else if (c < 0x20) {
-            *n += (size_t)snprintf(out + *n, cap - *n, "\\u%04x", c);
-        } else {
-            out[(*n)++] = (char)c;
-        }
-    }
-}
-
-// /proc/self/cmdline as a JSON array of strings.
-static void cmdline_json(char* out, size_t cap) {
-    char buf[16384];
-    size_t n = 0, len = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t r;
-        while (len < sizeof buf && (r = read(fd, buf + len, sizeof buf - len)) > 0)
-            len += (size_t)r;
-        close(fd);
-    }
-    out[n++] = '[';
-    for (size_t i = 0; i < len;) {
-        size_t k = strnlen(buf + i, len - i);
-        if (n > 1)
-            out[n++] = ',';
-        out[n++] = '"';
-        json_escape_append(out, cap - 3, &n, buf + i, k);
-        out[n++] = '"';
-        i += k + 1;
-    }
-    out[n++] = ']';
-    out[n] = 0;
-}
 
 static void write_meta(void) {
     char buf[16384];
@@ -198,9 +160,9 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
         }
         if ((nl && mt_capwriter_chunk(cw, MT_HEAP_LIBC, ev, nl, scratch) != 0) ||
             mt_capwriter_chunk(cw, MT_HEAP_MMAP, sortbuf, nm, scratch) != 0)
-            fail_sqlite("cannot write events");
+            mt_writer_fail_sqlite("cannot write events");
     } else if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sorted ? ev : sortbuf, n, scratch) != 0)
-        fail_sqlite("cannot write events");
+        mt_writer_fail_sqlite("cannot write events");
     events_written += n;
 }
 
@@ -230,88 +192,7 @@ static void steal_partials(void) {
     }
 }
 
-// ---- stacks, maps, threads, marks, counters
-
-static void write_frames_and_callsites(void) {
-    static mt_frame_row frames[BATCH];
-    static mt_callsite_row sites[BATCH];
-    size_t n;
-    while ((n = mt_trie_drain_frames(frames, BATCH)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            mt_frame_rec f = {.id = frames[i].id,
-                              .mapping_id = frames[i].mapping,
-                              .pc = frames[i].pc,
-                              .has_rel_pc = true,
-                              .rel_pc = frames[i].rel_pc};
-            if (mt_capwriter_frame(cw, &f))
-                fail_sqlite("cannot write frames");
-        }
-    }
-    while ((n = mt_trie_drain_callsites(sites, BATCH)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            mt_callsite_rec c = {.id = sites[i].id,
-                                 .parent_id = sites[i].parent,
-                                 .frame_id = sites[i].frame,
-                                 .depth = sites[i].depth};
-            if (mt_capwriter_callsite(cw, &c))
-                fail_sqlite("cannot write callsites");
-        }
-    }
-}
-
-static void write_mapping(const mt_mapping* m, void* ud) {
-    (void)ud;
-    mt_mapping_rec r = {.id = m->id,
-                        .path = m->path,
-                        .start = m->start,
-                        .end = m->end,
-                        .load_bias = m->bias,
-                        .build_id = m->build_id,
-                        .ts_loaded = m->ts_loaded,
-                        .ts_unloaded = m->ts_unloaded};
-    if (mt_capwriter_mapping(cw, &r))
-        fail_sqlite("cannot write mappings");
-}
-
-static void write_mappings(void) {
-    mt_maps_drain(write_mapping, NULL);
-}
-
-static void write_threads(void) {
-    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        if (atomic_load(&t->written))
-            continue;
-        char path[64], name[64] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
-        int fd = atomic_load(&t->alive) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        if (!atomic_load(&t->alive))
-            snprintf(name, sizeof name, "%.15s", t->name);
-        if (fd >= 0) {
-            ssize_t r = read(fd, name, sizeof name - 1);
-            close(fd);
-            name[r > 0 ? r : 0] = 0;
-            name[strcspn(name, "\n")] = 0;
-        }
-        if (mt_capwriter_thread(cw, t->tid, name))
-            fail_sqlite("cannot write threads");
-        atomic_store(&t->written, 1);
-    }
-}
-
-static void write_call_counts(void) {
-    uint64_t total[MT_CALL_COUNT_] = {0}, lost = 0;
-    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        for (int k = 0; k < MT_CALL_COUNT_; k++)
-            total[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
-        lost += atomic_load_explicit(&t->nested_lost, memory_order_relaxed);
-    }
-    // Heap calls of signal handlers nested deeper than the side queue holds (core.h).
-    if (lost)
-        mt_capwriter_meta_int(cw, "events_lost", (int64_t)lost);
-    for (int k = 0; k < MT_CALL_COUNT_; k++)
-        if (mt_capwriter_call_count(cw, mt_call_names[k], (int64_t)total[k]))
-            fail_sqlite("cannot write call counts");
-}
+// ---- marks, counters (stacks, maps, threads and call counts: writer_rows.h)
 
 static int write_mark(const pending_mark* m) {
     if (m->what == MT_MARK_RANGE_END)
@@ -336,7 +217,7 @@ static void write_marks(void) {
     while (m) {
         pending_mark* next = m->next;
         if (write_mark(m))
-            fail_sqlite("cannot write marks");
+            mt_writer_fail_sqlite("cannot write marks");
         mt_real.free(m);
         m = next;
     }
@@ -377,7 +258,7 @@ static void sample_memory(int64_t now) {
         return;
     if (mt_capwriter_counter(cw, MT_TRACK_RSS, now, (int64_t)(rss_pages * page_size)) ||
         mt_capwriter_counter(cw, MT_TRACK_VSZ, now, (int64_t)(vsz_pages * page_size)))
-        fail_sqlite("cannot write counters");
+        mt_writer_fail_sqlite("cannot write counters");
     last_sample = now;
 }
 
@@ -405,7 +286,7 @@ static void window_edge(bool begin, int64_t ts, void* ud) {
     }
     window_open = begin;
     if (rc)
-        fail_sqlite("cannot write marks");
+        mt_writer_fail_sqlite("cannot write marks");
 }
 
 static void poll_windows(int64_t now) {
@@ -451,12 +332,12 @@ static void check_size(int64_t now) {
 
 static void commit_all(int64_t now) {
     steal_partials();
-    write_mappings();
-    write_frames_and_callsites();
-    write_threads();
+    mt_writer_rows_mappings(cw);
+    mt_writer_rows_stacks(cw);
+    mt_writer_rows_threads(cw);
     write_marks();
     poll_windows(now);
-    write_call_counts();
+    mt_writer_rows_call_counts(cw);
     check_size(now);
     mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
     if (mt_cfg.mmap) { // file mappings are not a heap: counted (mmap_track.h)
@@ -465,7 +346,7 @@ static void commit_all(int64_t now) {
     }
     mt_capwriter_meta_int(cw, "duration_ns", now);
     if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
-        fail_sqlite("cannot commit capture");
+        mt_writer_fail_sqlite("cannot commit capture");
     last_commit = now;
     events_committed = events_written;
 }
@@ -527,7 +408,7 @@ static bool open_capture(void) {
             sample_memory(mt_core_now()); // RSS and VSZ from the start, not one period on
         }
         if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
-            fail_sqlite("cannot write capture");
+            mt_writer_fail_sqlite("cannot write capture");
     }
     return ok;
 }
@@ -589,7 +470,7 @@ int mt_writer_start(const char* path) {
     snprintf(capture_path, sizeof capture_path, "%s", path);
     if (!getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
-    cmdline_json(start_cmdline, sizeof start_cmdline);
+    mt_writer_cmdline_json(start_cmdline, sizeof start_cmdline);
     start_ppid = getppid();
     failed = false;
     events_written = events_committed = 0;
@@ -643,7 +524,7 @@ void mt_writer_stop(void) {
         char err[256];
         (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, err, sizeof err);
         if (mt_capwriter_begin(cw) != 0)
-            fail_sqlite("cannot write capture");
+            mt_writer_fail_sqlite("cannot write capture");
     }
     if (failed) {
         mt_capwriter_abandon(cw);
