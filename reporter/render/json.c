@@ -58,6 +58,16 @@ int mr_json_dump_html(const json_t* json, FILE* out) {
     return json_dump_callback(json, put_html_safe, out, JSON_COMPACT | JSON_ESCAPE_SLASH) ? -1 : 0;
 }
 
+int mr_json_write_compact(const json_t* json, const char* path, bool force) {
+    mr_output out;
+    int rc = mr_output_open(&out, path, force);
+    if (rc)
+        return rc;
+    json_dumpf(json, out.fp, JSON_COMPACT);
+    fputc('\n', out.fp);
+    return mr_output_commit(&out);
+}
+
 int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*)) {
     mr_output out;

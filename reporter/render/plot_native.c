@@ -3,8 +3,8 @@
 // heap, RSS, VSZ, marks and ranges, the peak, optional rows per call site) with
 // plot_draw.h, and writes it as JSON for --data.
 #include "heap_timeline.h"
+#include "json.h"
 #include "messages.h"
-#include "output.h"
 #include "plot.h"
 #include "plot_draw.h"
 #include "plot_time.h"
@@ -114,13 +114,7 @@ static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_b
         json_array_append_new(js, row);
     }
     json_object_set_new(o, "sites", js);
-    mr_output out;
-    int rc = mr_output_open(&out, args->data, args->force);
-    if (!rc) {
-        json_dumpf(o, out.fp, JSON_COMPACT);
-        fputc('\n', out.fp);
-        rc = mr_output_commit(&out);
-    }
+    int rc = mr_json_write_compact(o, args->data, args->force);
     json_decref(o);
     return rc;
 }

@@ -3,8 +3,8 @@
 // (procs_timeline.h) and draws the stacked bands with plot_draw.h.
 #include "plot_procs.h"
 
+#include "json.h"
 #include "messages.h"
-#include "output.h"
 #include "plot_draw.h"
 #include "plot_time.h"
 #include "procs_report.h"
@@ -80,13 +80,7 @@ static int write_data(const mr_procs_timeline* t, char* const* labels, const mr_
     json_object_set_new(o, "processes", procs);
     json_object_set_new(o, "total", mr_plot_points_json(&total));
     mr_points_free(&total);
-    mr_output out;
-    int rc = mr_output_open(&out, a->data, a->force);
-    if (!rc) {
-        json_dumpf(o, out.fp, JSON_COMPACT);
-        fputc('\n', out.fp);
-        rc = mr_output_commit(&out);
-    }
+    int rc = mr_json_write_compact(o, a->data, a->force);
     json_decref(o);
     return rc;
 }
