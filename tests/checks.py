@@ -43,12 +43,17 @@ def runner(memreport):
 children = []
 
 
-def bail(why):
-    """Ends the driver with `why` (a failure), killing its children first: never a hang."""
+def kill_children():
+    """Kills the children still running (a driver's last word, whatever ended it)."""
     for p in children:
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def bail(why):
+    """Ends the driver with `why` (a failure), killing its children first: never a hang."""
+    kill_children()
     sys.exit(why)
 
 

@@ -17,8 +17,8 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import (bail, check, children, failures, finish, runner,  # noqa: E402
-                    wait_readable)
+from checks import (bail, check, children, failures, finish, kill_children,  # noqa: E402
+                    runner, wait_readable)
 
 CASES = ("sigint", "detach", "exit", "reattach")
 TIMEOUT = 120
@@ -187,9 +187,6 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        kill_children()
     if failures:
         sys.exit(1)

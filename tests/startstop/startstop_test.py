@@ -22,8 +22,8 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import (bail, check, children, failures, finish, runner,  # noqa: E402
-                    wait_readable)
+from checks import (bail, check, children, failures, finish, kill_children,  # noqa: E402
+                    runner, wait_readable)
 
 CASES = ("toggle", "unset", "delay", "maxmb")
 TIMEOUT = 120
@@ -223,9 +223,6 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        for child in children:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        kill_children()
     if failures:
         sys.exit(1)
