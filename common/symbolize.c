@@ -85,6 +85,7 @@ typedef struct bounds {
     bool on;
     int64_t deadline_ns; // CLOCK_MONOTONIC
     size_t deferred;     // frames left unnamed
+    size_t cached;       // frames named from the symbol cache
 } bounds;
 
 static int64_t monotonic_ns(void) {
@@ -173,11 +174,15 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
     bool cacheable = cache && m && m->build_id && m->build_id[0] && m->path[0] == '/';
     mt_symcache_entry e;
     if (cacheable && mt_symcache_get(cache, m->build_id, f->rel_pc, &e)) {
-        if (e.from_dwarf || !mt_sym_debug_file_installed(m)) {
+        // A name from the symbol table alone is worth a second look once a debug file is
+        // installed, unless the frame is noise: those are named from the symbol table anyway
+        // (below), and looking again would sort the module's whole table in every process.
+        if (e.from_dwarf || !e.relevant || !mt_sym_debug_file_installed(m)) {
             *res = (result){
                 .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
             if (e.inlined)
                 res->inlined = (sbuf){e.inlined, strlen(e.inlined), strlen(e.inlined) + 1, false};
+            b->cached++;
             return;
         }
         mt_symcache_entry_free(&e);
@@ -353,8 +358,8 @@ static int update_frames(sqlite3* db, const frame_set* fs, mt_symcache* cache, b
     return rc;
 }
 
-// The frames' names and meta 'symbolized' (or, when frames were deferred, meta
-// 'symbols_deferred') in one savepoint: all of it or nothing.
+// The frames' names, meta 'symbolized' (or, when frames were deferred, meta
+// 'symbols_deferred') and 'symbols_cached' in one savepoint: all of it or nothing.
 static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, bounds* b, char* err,
                        size_t errlen) {
     if (sqlite3_exec(db, "SAVEPOINT mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)
@@ -368,6 +373,10 @@ static int write_names(sqlite3* db, const frame_set* fs, mt_symcache* cache, bou
     else
         snprintf(sql, sizeof sql,
                  "INSERT OR REPLACE INTO meta(key, value) VALUES('symbolized', '1')");
+    if (rc == 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        rc = sql_fail(db, "writing meta", err, errlen);
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO meta(key, value) VALUES('symbols_cached', %zu)", b->cached);
     if (rc == 0 && sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
         rc = sql_fail(db, "writing meta", err, errlen);
     if (rc == 0 && sqlite3_exec(db, "RELEASE mt_symbolize", NULL, NULL, NULL) != SQLITE_OK)

@@ -126,6 +126,14 @@ def check_symbol_cache(args):
     cap, _ = trace(args, "cache_hit", ["chain"], {"MEMTRACE_SYMBOL_CACHE": cache})
     if frame_rows(cap) != first:
         fail("names from the cache differ:\n%s\nvs\n%s" % (frame_rows(cap), first))
+    # Every frame came from the cache, libc's start-up frames too (named from its symbol
+    # table, with libc6-dbg installed: looking again sorted libc's table in every process).
+    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
+    nframes = db.execute("SELECT count(*) FROM frame").fetchone()[0]
+    db.close()
+    cached = meta(cap, "symbols_cached")
+    if cached is None or int(cached) != nframes:
+        fail("%s of %d frames named from a warm cache" % (cached, nframes))
     report, _ = stacks(args, cap)
     check_chains(report, EXPECTED["chain"])
     cap, _ = trace(args, "cache_off", ["chain"], {"MEMTRACE_SYMBOL_CACHE": "0"})
