@@ -56,7 +56,8 @@ static size_t precoded_bound(size_t n) {
 }
 
 size_t mt_codec_zstd_bound(size_t n) {
-    return ZSTD_COMPRESSBOUND(precoded_bound(n));
+    // A block per column: each flushed block may be stored raw, with its 3-byte header.
+    return ZSTD_COMPRESSBOUND(precoded_bound(n)) + NCOLS * 8;
 }
 
 // A direct-mapped table from an address or a (size, callsite) pair to the last event that had
@@ -81,6 +82,7 @@ struct mt_chunk_coder {
     ref_slot* addrs;
     ref_slot* pairs;
     uint32_t gen;
+    int level; // zstd level of the chunks it encodes
 };
 
 mt_chunk_coder* mt_chunk_coder_new(void) {
@@ -91,6 +93,7 @@ mt_chunk_coder* mt_chunk_coder_new(void) {
     c->dctx = ZSTD_createDCtx();
     c->addrs = calloc(REF_SLOTS, sizeof *c->addrs);
     c->pairs = calloc(REF_SLOTS, sizeof *c->pairs);
+    c->level = ZSTD_LEVEL;
     if (!c->cctx || !c->dctx || !c->addrs || !c->pairs) {
         mt_chunk_coder_free(c);
         return NULL;
@@ -108,6 +111,10 @@ void mt_chunk_coder_free(mt_chunk_coder* c) {
     free(c->addrs);
     free(c->pairs);
     free(c);
+}
+
+void mt_chunk_coder_set_level(mt_chunk_coder* c, int level) {
+    c->level = level;
 }
 
 // Room for n events in the buffers (grown, never shrunk: a reader's chunks are alike).
@@ -143,6 +150,32 @@ static inline uint64_t ref_of(mt_chunk_coder* c, ref_slot* table, uint64_t a, ui
 
 static inline bool bare_free(const mt_event* e, uint8_t flags) {
     return (flags & FLAG_BARE_FREES) && mt_kind_is_free(e->kind);
+}
+
+// One zstd frame (its content size in the header), a block per column: each column gets its own
+// entropy tables (a column of timestamp bytes and one of callsite deltas are distributed
+// nothing alike), while matches may still reach back into earlier columns. A reader sees one
+// frame whose content is the precoded chunk, as if compressed at once.
+static size_t compress_columns(mt_chunk_coder* c, const uint8_t* buf, const uint8_t* ends[NCOLS],
+                               uint8_t* out, size_t cap) {
+    ZSTD_CCtx* z = c->cctx;
+    size_t total = (size_t)(ends[NCOLS - 1] - buf);
+    if (ZSTD_isError(ZSTD_CCtx_reset(z, ZSTD_reset_session_only)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, c->level)) ||
+        ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(z, total)))
+        return 0;
+    ZSTD_outBuffer o = {out, cap, 0};
+    ZSTD_inBuffer in = {buf, 0, 0};
+    for (int k = 0; k < NCOLS; k++) {
+        in.size = (size_t)(ends[k] - buf);
+        if (in.pos == in.size && k + 1 < NCOLS)
+            continue; // an empty column: nothing to flush
+        ZSTD_EndDirective end = k + 1 < NCOLS ? ZSTD_e_flush : ZSTD_e_end;
+        size_t left = ZSTD_compressStream2(z, &o, &in, end);
+        if (ZSTD_isError(left) || left != 0)
+            return 0; // out was large enough for everything: left is 0 when it succeeded
+    }
+    return o.pos;
 }
 
 size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uint8_t* out) {
@@ -207,14 +240,14 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uin
     *p++ = flags;
     for (int k = 0; k < NCOLS; k++)
         p = put_varint(p, (uint64_t)(col[k] - start[k]));
+    const uint8_t* ends[NCOLS]; // where each column ends in buf
     for (int k = 0; k < NCOLS; k++) {
         size_t len = (size_t)(col[k] - start[k]);
         memcpy(p, start[k], len);
         p += len;
+        ends[k] = p;
     }
-    size_t z = ZSTD_compressCCtx(c->cctx, out, mt_codec_zstd_bound(n), c->buf, (size_t)(p - c->buf),
-                                 ZSTD_LEVEL);
-    return ZSTD_isError(z) ? 0 : z;
+    return compress_columns(c, c->buf, ends, out, mt_codec_zstd_bound(n));
 }
 
 // ---- decode

@@ -5,8 +5,10 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void) {
@@ -194,6 +196,54 @@ static void test_loop_compresses(mt_chunk_coder* c) {
     free(ev);
 }
 
+// The blocks of the one zstd frame of a codec 3 payload (-1 when it is not one frame).
+static int zstd_blocks(const uint8_t* buf, size_t len) {
+    // The frame header (RFC 8878 3.1.1.1): magic, descriptor, window, dictionary id, size.
+    if (len < 6 || ZSTD_getFrameContentSize(buf, len) == ZSTD_CONTENTSIZE_ERROR)
+        return -1;
+    uint8_t d = buf[4];
+    bool single = d >> 5 & 1;
+    static const size_t did[4] = {0, 1, 2, 4}, fcs[4] = {0, 2, 4, 8};
+    size_t pos = 5 + !single + did[d & 3] + (d >> 6 == 0 ? single : fcs[d >> 6]);
+    for (int blocks = 1; pos + 3 <= len; blocks++) {
+        uint32_t h =
+            (uint32_t)buf[pos] | (uint32_t)buf[pos + 1] << 8 | (uint32_t)buf[pos + 2] << 16;
+        size_t size = h >> 3, type = h >> 1 & 3;
+        pos += 3 + (type == 1 ? 1 : size); // an RLE block stores one byte
+        if (h & 1)                         // the last block
+            return pos == len ? blocks : -1;
+    }
+    return -1;
+}
+
+// Columns are flushed into blocks of their own, so each has its own entropy tables: a chunk
+// whose 11 columns all hold something is at least 8 blocks (zstd may merge tiny ones), where
+// one block of 40 KB was written before. A chunk written as one block, as codec 3 was at
+// first, still decodes (the frame's content is the same).
+static void test_block_per_column(mt_chunk_coder* c, const mt_event* ev, size_t n) {
+    uint8_t* buf = malloc(mt_codec_zstd_bound(n));
+    size_t len = mt_codec_zstd_encode(c, ev, n, buf);
+    CHECK(len > 0);
+    int blocks = zstd_blocks(buf, len);
+    fprintf(stderr, "block per column: %zu events, %zu bytes, %d blocks\n", n, len, blocks);
+    CHECK(blocks >= 8);
+    unsigned long long size = ZSTD_getFrameContentSize(buf, len);
+    CHECK(size != ZSTD_CONTENTSIZE_UNKNOWN && size != ZSTD_CONTENTSIZE_ERROR);
+    uint8_t* pre = malloc((size_t)size);
+    CHECK_EQ_I64(ZSTD_decompress(pre, (size_t)size, buf, len), (int64_t)size);
+    uint8_t* one = malloc(ZSTD_compressBound((size_t)size));
+    size_t olen = ZSTD_compress(one, ZSTD_compressBound((size_t)size), pre, (size_t)size, 3);
+    CHECK(!ZSTD_isError(olen));
+    CHECK_EQ_I64(zstd_blocks(one, olen), 1);
+    mt_event* out = calloc(n, sizeof *out);
+    CHECK_EQ_I64(mt_codec_zstd_decode(c, one, olen, n, 1, out), 0);
+    check_same(out, ev, n, 1);
+    free(out);
+    free(one);
+    free(pre);
+    free(buf);
+}
+
 int main(void) {
     test_crc32c();
     mt_chunk_coder* coder = mt_chunk_coder_new();
@@ -216,6 +266,7 @@ int main(void) {
     roundtrip(ev, 1);
     roundtrip_zstd(coder, ev, N);
     roundtrip_zstd(coder, ev, 1);
+    test_block_per_column(coder, ev, N);
     test_seal(ev, 300);
     test_seal(ev, 1);
     test_chunks(coder, ev, 300);

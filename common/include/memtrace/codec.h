@@ -61,6 +61,9 @@ long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len);
 typedef struct mt_chunk_coder mt_chunk_coder;
 mt_chunk_coder* mt_chunk_coder_new(void); // NULL when out of memory
 void mt_chunk_coder_free(mt_chunk_coder* c);
+// The zstd level of the chunks c encodes from now on (bench/codec compares levels; the
+// tracer keeps the default).
+void mt_chunk_coder_set_level(mt_chunk_coder* c, int level);
 
 // Worst-case codec 3 payload of n events (without the checksum).
 size_t mt_codec_zstd_bound(size_t n);
