@@ -68,6 +68,13 @@ void mt_config_load(void) {
     mt_cfg.delay_ms = env_int("MEMTRACE_DELAY_MS", 0, 0, 2000000000);
     mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0, 0, 1 << 30);
     mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0, 0, 1);
+    mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0, 0, 1 << 30);
+    const char* seed = getenv("MEMTRACE_SAMPLE_SEED");
+    char* end;
+    if (seed && *seed) {
+        mt_cfg.sample_seed = strtoull(seed, &end, 10);
+        mt_cfg.sample_seeded = !*end;
+    }
 }
 
 const char* mt_config_unwind_name(int unwind) {

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "core_internal.h"
 #include "recording.h"
+#include "sampling.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -206,7 +207,7 @@ void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
     if (!enter(&c))
         return;
     count_call(c.t, call);
-    if (addr && !events_off(c.t)) {
+    if (addr && !events_off(c.t) && mt_sampling_keep_alloc(addr, size)) {
         uint32_t cs = capture_stack(c.t);
         // The seq is taken after the real allocation returned (docs/capture-format.md, Events).
         record(c.t, kind, mt_core_reserve_seq(), addr, size, cs);
@@ -219,15 +220,20 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
     if (!enter(&c))
         return;
     count_call(c.t, call);
-    if (addr && !events_off(c.t))
+    // Sampling: a sampled block leaves the set even while events are off.
+    if (addr && mt_sampling_keep_free(addr) && !events_off(c.t))
         record(c.t, kind, mt_core_reserve_seq(), addr, size, 0);
     leave(&c);
 }
 
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size) {
+    // free_seq 0 with old set: sampling, and old was not sampled (shim.c took it out of the
+    // set before the real call); a failed realloc puts a sampled old block back.
+    if (MT_UNLIKELY(mt_sampling) && free_seq && old && !new_ptr && size)
+        mt_sample_set_insert((uintptr_t)old);
     if (mt_interrupting_hook()) {
-        bool freed_old = old && (new_ptr || size == 0);
+        bool freed_old = old && free_seq && (new_ptr || size == 0);
         if (freed_old)
             mt_core_on_nested(free_kind, new_ptr ? -1 : (int)call, old, 0, free_seq, false);
         if (new_ptr || !freed_old)
@@ -241,10 +247,10 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
     if (!events_off(c.t)) {
         // realloc(p, 0) frees p and returns NULL; a failed realloc leaves p live (its
         // reserved seq stays unused: readers allow gaps).
-        bool freed_old = old && (new_ptr || size == 0);
+        bool freed_old = old && free_seq && (new_ptr || size == 0);
         if (freed_old)
             record(c.t, free_kind, free_seq, old, 0, 0);
-        if (new_ptr) {
+        if (new_ptr && mt_sampling_keep_alloc(new_ptr, size)) {
             uint32_t cs = capture_stack(c.t);
             record(c.t, alloc_kind, mt_core_reserve_seq(), new_ptr, size, cs);
         }
@@ -279,6 +285,11 @@ void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq
     mt_thread* t = tls_thread;
     if (!t)
         return;
+    // Sampling: a handler's allocations are not sampled (the countdown is the interrupted
+    // hook's); its frees are recorded when the block was (a realloc's free half, seq given,
+    // was decided by shim.c).
+    if (MT_UNLIKELY(mt_sampling) && addr && !seq && (stack || !mt_sampling_keep_free(addr)))
+        addr = NULL;
     int saved_errno = *t->errno_at; // the spill block's mmap may set it
     // Handlers nest inside each other, never interleave: a slot taken is written before the
     // handler that took it returns, and the interrupted hook drains only after that.

@@ -10,6 +10,7 @@
 #include "maps.h"
 #include "output.h"
 #include "recording.h"
+#include "sampling.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -201,6 +202,7 @@ static void init_modules(void) {
         return;
     traced_pid = getpid();
     mt_config_load();
+    mt_sampling_init();
     mt_clock_init();
     mt_core_threads_init();
     mt_trie_init();

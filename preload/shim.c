@@ -10,6 +10,7 @@
 #include "fdguard.h"
 #include "maps.h"
 #include "mmap_track.h"
+#include "sampling.h"
 #include "unwind.h"
 
 #include "memtrace/schema.h"
@@ -101,7 +102,8 @@ MT_EXPORT void* realloc(void* old, size_t size) {
     ensure_real();
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, size);
-    uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
+    // Sampling: the old block leaves the set before the real call may free it (0: not sampled).
+    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_core_reserve_seq() : 0;
     void* p = mt_real.realloc(old, size);
     mt_core_on_realloc(MT_KIND_REALLOC, MT_KIND_REALLOC_FREE, MT_CALL_REALLOC, free_seq, old, p,
                        size);
@@ -125,7 +127,8 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
     ensure_real();
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, total);
-    uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
+    // Sampling: the old block leaves the set before the real call may free it (0: not sampled).
+    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_core_reserve_seq() : 0;
     void* p = mt_real.realloc(old, total);
     mt_core_on_realloc(MT_KIND_REALLOCARRAY, MT_KIND_REALLOCARRAY_FREE, MT_CALL_REALLOCARRAY,
                        free_seq, old, p, total);

@@ -13,6 +13,7 @@
 #include "mmap_track.h"
 #include "output.h"
 #include "recording.h"
+#include "sampling.h"
 #include "trie.h"
 #include "writer_rows.h"
 
@@ -112,6 +113,10 @@ static void write_meta(void) {
     mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
     if (atomic_load(&mt_core_attached)) // memtrace --pid: blocks from before may be freed
         mt_capwriter_meta_int(cw, "attached", 1);
+    if (mt_sampling) { // readers weigh each allocation by its probability (capture-format.md)
+        mt_capwriter_meta_int(cw, "sample_bytes", mt_cfg.sample_bytes);
+        mt_capwriter_meta_text(cw, "sample_method", "poisson-bytes");
+    }
     mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
     mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
     mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
@@ -344,6 +349,8 @@ static void commit_all(int64_t now) {
         mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
         mt_capwriter_meta_int(cw, "mmap_file_bytes", (int64_t)atomic_load(&mt_mmap_file_bytes));
     }
+    if (atomic_load(&mt_sampling_set_full))
+        mt_capwriter_meta_int(cw, "sample_set_full", (int64_t)atomic_load(&mt_sampling_set_full));
     mt_capwriter_meta_int(cw, "duration_ns", now);
     if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
         mt_writer_fail_sqlite("cannot commit capture");

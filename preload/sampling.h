@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// Sampling by bytes (MEMTRACE_SAMPLE_BYTES=N): which allocations are recorded, and the set
+// of sampled blocks whose frees are. A Poisson process over the bytes each thread
+// allocates, as tcmalloc and heapprofd do: a per-thread countdown drawn from an exponential
+// distribution of mean N; an allocation of s bytes is sampled when it takes the countdown
+// to zero or below, so with probability 1-exp(-s/N). Runs inside malloc: no stdio, no
+// allocation from the traced heap (the set lives in its own mappings), no lock a signal
+// handler of the same thread could wait on forever (docs/tracer.md, Sampling).
+#ifndef MT_SAMPLING_H
+#define MT_SAMPLING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Set once at initialisation: MEMTRACE_SAMPLE_BYTES > 0. Off: every hook is as before.
+extern bool mt_sampling;
+// Allocations that were to be sampled but could not enter the set (no memory for it):
+// recorded as not sampled, counted here (meta sample_set_full).
+extern _Atomic uint64_t mt_sampling_set_full;
+
+// This thread's bytes left to the next sample (0: not drawn yet). The slow path, when an
+// allocation of `size` bytes reaches it: true when the allocation is sampled (a new
+// interval drawn), false otherwise.
+extern __thread int64_t mt_sample_countdown __attribute__((tls_model("initial-exec")));
+bool mt_sampling_cross(size_t size);
+
+// The set of sampled blocks. insert: 0, -ENOMEM (no mapping: the caller records the
+// allocation as not sampled) or -EBUSY (this thread is inside the set already: a signal
+// handler; likewise not sampled). remove: 1 (it was there), 0 (it was not), -EBUSY (cannot
+// tell, see above). Both may be called from signal handlers.
+int mt_sample_set_insert(uintptr_t addr);
+int mt_sample_set_remove(uintptr_t addr);
+// Blocks in the set now (tests and the writer).
+uint64_t mt_sample_set_size(void);
+
+// Reads the settings (after mt_config_load): the hash key, the fork handlers.
+void mt_sampling_init(void);
+
+// Whether an allocation of `size` bytes, just returned at addr, is to be recorded: always
+// when not sampling; else when the thread's countdown crosses zero and addr entered the set.
+static inline bool mt_sampling_keep_alloc(void* addr, size_t size) {
+    if (__builtin_expect(!mt_sampling, 1))
+        return true;
+    int64_t left = mt_sample_countdown - (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
+    if (__builtin_expect(left > 0, 1)) {
+        mt_sample_countdown = left;
+        return false;
+    }
+    return mt_sampling_cross(size) && mt_sample_set_insert((uintptr_t)addr) == 0;
+}
+
+// Whether the free of addr (called before the real free) is to be recorded: always when not
+// sampling; else when addr was in the set (it is taken out), or when the set cannot tell
+// (a signal handler interrupted this thread inside the set: the free is recorded, and may
+// be one without its allocation, which readers allow).
+static inline bool mt_sampling_keep_free(void* addr) {
+    if (__builtin_expect(!mt_sampling, 1))
+        return true;
+    return mt_sample_set_remove((uintptr_t)addr) != 0;
+}
+
+#endif
