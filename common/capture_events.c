@@ -7,6 +7,7 @@
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
+#include "memtrace/sampling.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -42,6 +43,7 @@ struct mt_event_iter {
     bool any;
     mt_chunk_coder* coder; // made at the first chunk
     int64_t last_chunk;    // the highest chunk id seen
+    uint64_t sample_bytes; // a sampled capture's mean interval: allocations weighed (0: not)
     char err[256];
 };
 
@@ -182,6 +184,23 @@ static int load_pending(mt_event_iter* it) {
     return step_chunks(it);
 }
 
+// A sampled capture (include/memtrace/sampling.h): its allocations are read weighed, as the
+// bytes they stand for, so every report scales without knowing. A method this reader does
+// not know is refused rather than read as exact.
+static int read_sampling(mt_event_iter* it) {
+    int64_t n = mt_capture_meta_int(it->cap, "sample_bytes", 0);
+    if (n <= 0)
+        return 0;
+    char* method = mt_capture_meta_text(it->cap, "sample_method");
+    bool known = method && !strcmp(method, MT_SAMPLE_METHOD_POISSON_BYTES);
+    if (!known)
+        snprintf(it->err, sizeof it->err, "sampled by an unknown method '%s' (a newer memtrace?)",
+                 method ? method : "");
+    free(method);
+    it->sample_bytes = (uint64_t)n;
+    return known ? 0 : -EPROTO;
+}
+
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
     return mt_event_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
 }
@@ -206,7 +225,12 @@ int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, in
     sqlite3_bind_int64(it->chunks, 2, after_chunk);
     sqlite3_bind_int64(it->chunks, 3, upto_chunk);
     it->last_chunk = after_chunk;
-    int rc = step_chunks(it);
+    int rc = read_sampling(it);
+    if (rc) {
+        *out = it;
+        return rc;
+    }
+    rc = step_chunks(it);
     if (rc) {
         *out = it; // the caller reads the message, then closes
         return rc;
@@ -236,6 +260,8 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     }
     it->any = true;
     it->last_seq = ev->seq;
+    if (it->sample_bytes && mt_sample_kind(it->heap_id, ev->kind))
+        ev->size = mt_sample_weight_bytes(ev->size, it->sample_bytes);
     if (c->pos == c->n) {
         it->heap[0] = it->heap[--it->nheap];
         cursor_free(c);

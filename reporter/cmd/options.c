@@ -5,6 +5,7 @@
 
 #include "messages.h"
 #include "output.h"
+#include "sampled.h"
 #include "symbols.h"
 
 #include "memtrace/units.h"
@@ -29,8 +30,10 @@ int mr_open_capture(const char* path, mt_capture** out) {
         *out = NULL;
         return MR_EXIT_BAD_INPUT;
     }
-    if (rc == 0)
+    if (rc == 0) {
+        mr_sampled_note(*out); // the report then says its figures are estimates
         return MR_EXIT_OK;
+    }
     mr_error(path, "%s", err);
     return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }

@@ -2,6 +2,7 @@
 // The captures of a process tree (capture_set.h).
 #include "capture_set.h"
 
+#include "sampled.h"
 #include "symbols.h"
 
 #include "memtrace/vec.h"
@@ -274,6 +275,7 @@ int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* b
             break;
         }
         s->n++;
+        mr_sampled_note(p->cap);
         read_process(p);
     }
     for (size_t i = s->n; i < l.n; i++)

@@ -6,6 +6,9 @@
 #include "escape.h"
 #include "messages.h"
 #include "output.h"
+#include "sampled.h"
+
+#include "memtrace/sampling.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +71,47 @@ int mr_json_write_compact(const json_t* json, const char* path, bool force) {
     return mr_output_commit(&out);
 }
 
+json_t* mr_json_sampled(void) {
+    size_t n = mr_sampled_count();
+    json_t* list = n ? json_array() : NULL;
+    for (size_t i = 0; list && i < n; i++) {
+        const char* path;
+        uint64_t bytes;
+        char line[512];
+        mr_sampled_get(i, &path, &bytes);
+        mr_sampled_line(i, line, sizeof line);
+        json_array_append_new(list, json_pack("{s:o, s:s, s:I, s:o}", "capture",
+                                              mr_json_bytes(path), "method",
+                                              MT_SAMPLE_METHOD_POISSON_BYTES, "mean_interval_bytes",
+                                              (json_int_t)bytes, "note", mr_json_bytes(line)));
+    }
+    return list;
+}
+
+// Every report of a sampled capture says so (model/sampled.h): a "sampled" field, or its
+// lines before the text.
+static void say_sampled(FILE* fp, json_t* report, bool json) {
+    if (!mr_sampled_count())
+        return;
+    if (json) {
+        if (json_is_object(report))
+            json_object_set_new(report, "sampled", mr_json_sampled());
+        return;
+    }
+    for (size_t i = 0; i < mr_sampled_count(); i++) {
+        char line[512];
+        mr_sampled_line(i, line, sizeof line);
+        fprintf(fp, "%s\n", line);
+    }
+}
+
 int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*)) {
     mr_output out;
     int rc = mr_output_open(&out, to->output, to->force);
     if (rc)
         return rc;
+    say_sampled(out.fp, report, to->json);
     if (to->json) {
         json_dumpf(report, out.fp, JSON_INDENT(2));
         fputc('\n', out.fp);

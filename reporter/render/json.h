@@ -28,9 +28,13 @@ json_t* mr_json_loads_bytes(const char* text);
 // HTML parser). Returns 0, or -1 on a write error.
 int mr_json_dump_html(const json_t* json, FILE* out);
 
+// The sampled captures this run opened (model/sampled.h) as a JSON array of {capture,
+// method, mean_interval_bytes, note}; NULL when none was sampled.
+json_t* mr_json_sampled(void);
 // Writes a report where `to` says (an existing file only with force, output.h): as JSON
-// indented by 2, else through print_text, which reads the same document. Returns 0 or an
-// exit code (after printing the reason).
+// indented by 2, else through print_text, which reads the same document. A report of a
+// sampled capture gets the field "sampled" (mr_json_sampled), or its lines first in text.
+// Returns 0 or an exit code (after printing the reason).
 int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*));
 // The same for a report just built, which it frees: NULL (out of memory when building)
