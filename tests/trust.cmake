@@ -1,0 +1,17 @@
+# The trust audit (tests/trust/check_audit.py, one test per case): error messages escape a
+# crafted capture's names, memreport sql writes no file, memtrace --pid/--detach leave the
+# process's descriptors and signals as they were (not in sanitizer builds, as attach.cmake).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  memtrace_driver_cases(TRUST_AUDIT_CASES ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py)
+  foreach(case ${TRUST_AUDIT_CASES})
+    if(MEMTRACE_SANITIZE AND case MATCHES "^attach")
+      continue()
+    endif()
+    add_test(NAME e2e.trust_audit_${case} COMMAND ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py
+      --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+      --fixture $<TARGET_FILE:reports_fixture>
+      --workdir ${CMAKE_CURRENT_BINARY_DIR}/trust_audit_${case}.d ${case})
+    set_tests_properties(e2e.trust_audit_${case} PROPERTIES LABELS e2e TIMEOUT 300)
+  endforeach()
+endif()

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The trust audit: memtrace and memreport are never turned against their user or the
+traced program by what a capture or a process holds.
+
+Usage: check_audit.py --memtrace MEMTRACE --memreport MEMREPORT --fixture REPORTS_FIXTURE
+                      --workdir DIR CASE
+       check_audit.py --list     (the cases, one a line: see each case_ function)
+"""
+import argparse
+import hashlib
+import os
+import re
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import bail, check, children, failures, kill_children, wait_readable  # noqa: E402
+
+# An OSC 52 clipboard write, a colour change and a C1 CSI: what a crafted name could send
+# to the user's terminal.
+HOSTILE = "\x1b]52;c;cHduZWQ=\x07\x1b[31m\u009b2J"
+HOSTILE_SHOWN = "\\x1b]52;c;cHduZWQ=\\x07\\x1b[31m\\u009b2J"
+RAW_CONTROL = re.compile(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")
+TIMEOUT = 120
+
+
+def fixture(a, w, name):
+    cap = os.path.join(w, name)
+    subprocess.run([a.fixture, cap], check=True, timeout=TIMEOUT)
+    return cap
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def case_messages(a, w):
+    """Error messages quoting a crafted capture's names escape them (base/messages.c)."""
+    cap = fixture(a, w, "marks.db")
+    db = sqlite3.connect(cap)
+    db.execute("INSERT INTO mark(heap, kind, name, ts_begin, ts_end) VALUES (1, 'mark', ?, 0, "
+               "NULL)", ("phase" + HOSTILE,))
+    db.commit()
+    db.close()
+    for cmd in (["export", cap, "--format", "folded", "--at", "nosuch"],
+                ["flamegraph", cap, "--at", "nosuch", "-o", os.path.join(w, "fg.html")],
+                ["export", cap, "--format", "folded", "--range", "nosuch"]):
+        p = subprocess.run([a.memreport] + cmd, capture_output=True, timeout=TIMEOUT)
+        what = " ".join(cmd[:1] + cmd[2:])
+        err = p.stderr
+        check(p.returncode != 0 and err.startswith(b"memreport: ") and err.count(b"\n") == 1,
+              f"{what}: refused on one line ({p.returncode}: {err!r})")
+        check(RAW_CONTROL.search(err) is None, f"{what}: no raw control character on stderr")
+        check(("phase" + HOSTILE_SHOWN).encode() in err,
+              f"{what}: the mark's name shown escaped: {err!r}")
+
+
+def case_sql_files(a, w):
+    """memreport sql reads: VACUUM INTO and ATTACH can write no file (common/sql.c)."""
+    cap = fixture(a, w, "sql.db")
+    before = digest(cap)
+    made = os.path.join(w, "made.db")
+    empty = os.path.join(w, "empty.db")
+    open(empty, "w").close()
+    for q in (f"VACUUM INTO '{made}'", f"VACUUM INTO '{empty}'",
+              f"ATTACH '{made}' AS x", f"ATTACH 'file:{made}?mode=rwc' AS x",
+              f"ATTACH '{cap}' AS x"):
+        p = subprocess.run([a.memreport, "sql", cap, q], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 2 and "SQL error" in p.stderr and p.stderr.count("\n") == 1,
+              f"refused: {q} ({p.returncode}: {p.stderr.strip()})")
+    check(not os.path.exists(made), "no file made")
+    check(os.path.getsize(empty) == 0, "the empty file is left empty")
+    check(digest(cap) == before, "the capture is unchanged")
+    p = subprocess.run([a.memreport, "sql", cap, "--csv",
+                        "select count(*) > 0 as n from events; select count(*) > 0 as n from stacks"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.split() == ["n", "1", "n", "1"],
+          f"reading still works: {p.stdout!r} {p.stderr.strip()}")
+
+
+# glibc's own signals (SIGCANCEL 32, SIGSETXID 33): it handles them once a thread exists,
+# and refuses them to the program's sigaction, so the program cannot tell.
+GLIBC_SIGNALS = (1 << 31) | (1 << 32)
+
+
+def process_state(pid, high_base):
+    """The descriptors below the tracer's (fdguard.c: min(soft limit, 1024) - 48) with what
+    they name, and the signals handled, ignored and blocked."""
+    fds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        if int(fd) < high_base:
+            try:
+                fds[int(fd)] = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                pass
+    sig = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("SigCgt", "SigIgn", "SigBlk"):
+                sig[key] = int(value, 16) & ~GLIBC_SIGNALS
+    return fds, sig
+
+
+def read_until(fd, text, got=b""):
+    while text not in got:
+        wait_readable(fd, f"{text!r}", TIMEOUT)
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return got
+        got += chunk
+    return got
+
+
+def case_attach_fds(a, w):
+    """memtrace --pid then --detach leaves the process's descriptors and signals as they were,
+    and takes none of its low descriptors while attached (preload/attach.c)."""
+    if shutil.which("gdb") is None:
+        print("SKIP: gdb (the Debian package gdb) is not installed")
+        sys.exit(77)
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high_base = min(soft, 1024) - 48
+    # cat: a program blocked in read(2) until the test writes, which echoes what it reads.
+    prog = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    children.append(prog)
+    prog.stdin.write(b"before\n")
+    prog.stdin.flush()
+    read_until(prog.stdout.fileno(), b"before\n")
+    fds0, sig0 = process_state(prog.pid, high_base)
+    cap = os.path.join(w, "attached.db")
+    launcher = subprocess.Popen([a.memtrace, "--pid", str(prog.pid), "-o", cap],
+                                stderr=subprocess.PIPE)
+    children.append(launcher)
+    err = read_until(launcher.stderr.fileno(), b"attached to process")
+    if b"ptrace is not permitted" in err:
+        kill_children()
+        print(f"SKIP: ptrace not permitted here: {err.decode().strip()}")
+        sys.exit(77)
+    if b"attached to process" not in err:
+        bail(f"the launcher did not attach: {err.decode()}")
+    fds1, sig1 = process_state(prog.pid, high_base)
+    check(fds1 == fds0, f"attached: the low descriptors are the program's own: {fds1} "
+          f"(before: {fds0})")
+    d = subprocess.run([a.memtrace, "--detach", str(prog.pid)], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(d.returncode == 0, f"--detach exits 0 ({d.returncode}: {d.stderr.strip()})")
+    try:
+        code = launcher.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        bail("the launcher did not exit after the detach")
+    check(code == 0, f"the launcher exits 0 ({code})")
+    fds2, sig2 = process_state(prog.pid, high_base)
+    check(fds2 == fds0, f"detached: descriptors as before: {fds2} (before: {fds0})")
+    check(sig2 == sig0, f"detached: signal dispositions and mask as before: {sig2} "
+          f"(before: {sig0})")
+    out, _ = prog.communicate(b"after\n", timeout=TIMEOUT)
+    check(out == b"after\n" and prog.returncode == 0,
+          f"the program goes on unchanged: {out!r}, exit {prog.returncode}")
+    s = subprocess.run([a.memreport, "summary", cap], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(s.returncode == 0 and "(complete)" in s.stdout, f"the capture is complete: "
+          f"{s.stdout.splitlines()[:1]} {s.stderr.strip()}")
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:  # tests/trust.cmake makes a test of each
+        print("\n".join(CASES))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for opt in ("--memtrace", "--memreport", "--fixture", "--workdir"):
+        ap.add_argument(opt, required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    w = a.workdir
+    shutil.rmtree(w, ignore_errors=True)
+    os.makedirs(w)
+    try:
+        CASES[a.case](a, w)
+    finally:
+        kill_children()
+    print(f"{len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
