@@ -1,22 +1,33 @@
 // SPDX-License-Identifier: MIT
-// memreport's messages on stderr: errors, "wrote FILE", progress.
+// memreport's messages on stderr: errors, "wrote FILE", progress. A message may quote
+// names from a capture (a mark, a heap, an SQLite error about a crafted schema): it is
+// written escaped for a terminal (escape.h), so it stays one line and sends no escape
+// sequence of the capture's to the user's terminal.
 #include "messages.h"
+
+#include "escape.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 void mr_error(const char* what, const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    if (what)
-        fprintf(stderr, "memreport: %s: ", what);
-    else
-        fputs("memreport: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char* message = NULL;
+    int n = vasprintf(&message, fmt, ap);
     va_end(ap);
+    fputs("memreport: ", stderr);
+    if (what) {
+        mr_fputs_text(stderr, what);
+        fputs(": ", stderr);
+    }
+    mr_fputs_text(stderr, n < 0 ? "(out of memory)" : message);
+    fputc('\n', stderr);
+    if (n >= 0)
+        free(message);
 }
 
 void mr_note_written(const char* path) {
