@@ -17,6 +17,15 @@ struct mt_sql {
     sqlite3* db;
 };
 
+// The connection is read-only, yet VACUUM INTO writes a new file: it attaches its output.
+// ATTACH and DETACH are refused, as the sqlite3 shell's --safe mode refuses them, so a
+// query (or one handed to us) can only read.
+static int refuse_attach(void* unused, int action, const char* a, const char* b, const char* c,
+                         const char* d) {
+    (void)unused, (void)a, (void)b, (void)c, (void)d;
+    return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
 int mt_sql_open(const char* path, mt_sql** out, char* err, size_t errlen) {
     *out = NULL;
     // The capture reader's checks first: the same words for a missing, foreign or damaged
@@ -37,7 +46,10 @@ int mt_sql_open(const char* path, mt_sql** out, char* err, size_t errlen) {
         return -EIO;
     }
     sqlite3_busy_timeout(s->db, 2000);
+    // A crafted capture's views and triggers may not call our tables or functions.
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_set_authorizer(s->db, refuse_attach, NULL);
     char* msg = NULL;
     if (mt_sql_register(s->db, &msg) != SQLITE_OK) {
         snprintf(err, errlen, "cannot add the event tables: %s", msg ? msg : sqlite3_errmsg(s->db));
