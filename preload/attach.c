@@ -7,6 +7,7 @@
 // never from inside a hook.
 #include "attach.h"
 
+#include "bootstrap.h"
 #include "core.h"
 #include "inject.h"
 
@@ -40,9 +41,15 @@ MT_EXPORT int memtrace_attach(const char* output, const char* report) {
     int saved = mt_guard;
     mt_guard = 1;
     snprintf(report_path, sizeof report_path, "%s", report);
-    int rc = mt_core_attach(output, report);
-    if (rc == 0 && (rc = mt_inject_patch_all()) != 0)
-        mt_core_shutdown();
+    // The slots first, the capture second: starting the capture initialises libunwind,
+    // which opens a pipe of its own. Through the patched slot it goes to our pipe2 and is
+    // moved among the tracer's high descriptors; before the patch it took the process's
+    // lowest free ones and kept them after the detach. Until the capture starts the hooks
+    // only pass calls through, as before a MEMTRACE_SIGNAL start.
+    mt_bootstrap_resolve();
+    int rc = mt_inject_patch_all();
+    if (rc == 0 && (rc = mt_core_attach(output, report)) != 0)
+        mt_inject_restore_all();
     mt_guard = saved;
     return rc;
 }
