@@ -33,7 +33,8 @@ static const char sql_help[] =
     "  --json         a JSON array of objects per statement\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n"
-    "A statement SQLite refuses (syntax, unknown table, any write) exits with 2.\n";
+    "A statement SQLite refuses (syntax, unknown table, any write) exits with 2, as do\n"
+    "ATTACH, DETACH and VACUUM INTO (which would write a file).\n";
 
 enum format { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 
