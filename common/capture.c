@@ -288,6 +288,14 @@ static int open_unfinished(mt_capture* cap, char* err, size_t errlen) {
     return 0;
 }
 
+// A capture file may be crafted: its views and triggers run with SQLite's defences on
+// (no writable schema, no shadow-table writes) and may not call what the application
+// registers.
+static void distrust_schema(sqlite3* db) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+}
+
 static bool header_in_wal_mode(const char* path) {
     unsigned char hdr[20];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -335,6 +343,7 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
         }
     }
     sqlite3_busy_timeout(cap->db, 2000);
+    distrust_schema(cap->db);
     rc = validate(cap, st.st_size, err, errlen);
     if (rc) {
         mt_capture_close(cap);
@@ -389,6 +398,7 @@ int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t e
         return -EIO;
     }
     sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    distrust_schema(cap->db);
     if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
         rc = mt_capture_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
         mt_capture_close(cap);
