@@ -311,6 +311,22 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
     return o;
 }
 
+// A sampled capture's page says so where it is seen first: after the subtitle.
+static void say_sampled(json_t* o) {
+    json_t* sampled = mr_json_sampled();
+    if (!sampled)
+        return;
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s", json_string_value(json_object_get(o, "subtitle")));
+    for (size_t i = 0; i < json_array_size(sampled); i++) {
+        size_t n = strlen(sub);
+        snprintf(sub + n, sizeof sub - n, " | %s",
+                 json_string_value(json_object_get(json_array_get(sampled, i), "note")));
+    }
+    json_object_set_new(o, "subtitle", json_string(sub));
+    json_object_set_new(o, "sampled", sampled);
+}
+
 json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
                                  const mr_flamegraph_view* view) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
@@ -326,6 +342,7 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     json_t* moment = describe_moment(g, view);
     json_object_update(o, moment);
     json_decref(moment);
+    say_sampled(o);
     json_object_set_new(o, "total_bytes", json_integer((json_int_t)g->nodes[0].incl));
     json_object_set_new(o, "total_blocks", json_integer((json_int_t)g->blocks));
     json_object_set_new(o, "merged_below", json_integer((json_int_t)g->threshold));

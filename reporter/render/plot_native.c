@@ -145,8 +145,14 @@ static char* title_of(mt_capture* cap) {
     const char* base = exe ? strrchr(exe, '/') : NULL;
     base = base ? base + 1 : exe ? exe : mt_capture_path(cap);
     char* t = NULL;
-    if (asprintf(&t, "Memory over time: %s (pid %lld)%s", base, (long long)pid,
-                 mt_capture_truncated(cap) ? " [capture truncated]" : "") < 0)
+    // A sampled capture's heap line is an estimate (model/sampled.h): the title says so.
+    char sampled[64] = "", interval[32];
+    int64_t n = mt_capture_meta_int(cap, "sample_bytes", 0);
+    if (n > 0)
+        snprintf(sampled, sizeof sampled, " [sampled every %s: heap estimated]",
+                 mt_format_bytes((uint64_t)n, interval, sizeof interval));
+    if (asprintf(&t, "Memory over time: %s (pid %lld)%s%s", base, (long long)pid,
+                 mt_capture_truncated(cap) ? " [capture truncated]" : "", sampled) < 0)
         t = NULL;
     free(exe);
     return t;
