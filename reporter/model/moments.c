@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Live bytes per callsite at each bucket's highest moment (moments.h): one replay finds
-// the candidates, a second one records each callsite's changes between them.
+// Live bytes per callsite at each bucket's highest moment (moments.h), in one replay: a
+// bucket's candidate is known only when it ends, so the callsites changed since its
+// highest moment so far keep their values at that moment.
 #include "moments.h"
 
 #include "replay.h"
@@ -14,16 +15,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-// ---- pass 1: each bucket's highest moment
+// Each callsite's live values now, at the last candidate recorded, and before its first
+// change since the bucket's provisional candidate.
+typedef struct cs_state {
+    uint32_t callsite;
+    bool dirty;               // changed since the last candidate recorded
+    uint64_t undo_epoch;      // == tracker.epoch: ubytes/ublocks hold its provisional values
+    uint64_t bytes, blocks;   // live now
+    uint64_t sbytes, sblocks; // at the last candidate recorded
+    uint64_t ubytes, ublocks; // at the bucket's provisional candidate
+} cs_state;
 
-typedef struct peaks {
+// One replay. The bucket being read has a provisional candidate (its highest moment so
+// far); the callsites changed since then keep their values at it (the undo list), so when
+// the bucket ends its candidate's values are known without a second pass.
+typedef struct tracker {
     mr_moments* m;
-    uint64_t* max;      // per bucket: the highest live bytes
-    uint64_t* at;       // per bucket: the seq after which they were live
-    size_t cur;         // the bucket of the latest event
-    uint64_t prev_live; // live bytes and seq after the previous event
-    uint64_t prev_seq;
-} peaks;
+    // callsite -> 1 + its state (0: none yet): an array over the capture's callsite ids,
+    // and a map for ids beyond them (only a damaged capture has those)
+    uint32_t* dense;
+    size_t ndense;
+    mr_u64map index;
+    cs_state* cs;
+    size_t ncs, cap;
+    uint32_t* dirty; // states changed since the last candidate recorded, first change first
+    size_t ndirty, dcap;
+    uint32_t* undo; // states changed since the provisional candidate, first change first
+    size_t nundo, ucap;
+    uint64_t epoch;       // of the provisional candidate; bumped to empty the undo list
+    size_t cur;           // the bucket being read
+    uint64_t max, at_seq; // its provisional candidate: live bytes, the event after which
+    int64_t at_ts;
+    uint64_t prev_live, prev_seq; // after the previous event
+    int64_t prev_ts;
+} tracker;
 
 static size_t bucket_of(const mr_moments* m, int64_t ts) {
     if (ts <= m->t0)
@@ -32,138 +57,122 @@ static size_t bucket_of(const mr_moments* m, int64_t ts) {
     return k < m->nbuckets ? (size_t)k : m->nbuckets - 1;
 }
 
-// Buckets up to k start with the state carried in from the previous event.
-static void enter(peaks* p, size_t k) {
-    while (p->cur < k) {
-        p->cur++;
-        p->max[p->cur] = p->prev_live;
-        p->at[p->cur] = p->prev_seq;
-    }
-}
-
-static int on_peak(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)freed;
-    peaks* p = ud;
-    enter(p, bucket_of(p->m, ev->ts));
-    if (r->live_bytes > p->max[p->cur]) {
-        p->max[p->cur] = r->live_bytes;
-        p->at[p->cur] = ev->seq;
-    }
-    p->prev_live = r->live_bytes;
-    p->prev_seq = ev->seq;
-    return 0;
-}
-
-// The distinct candidates (bucket seqs never decrease) and each bucket's index among them.
-static int candidates(mr_moments* m, const peaks* p) {
-    m->seq = malloc(m->nbuckets * sizeof *m->seq);
-    m->ts = malloc(m->nbuckets * sizeof *m->ts);
-    m->bytes = malloc(m->nbuckets * sizeof *m->bytes);
-    if (!m->seq || !m->ts || !m->bytes)
-        return -ENOMEM;
-    for (size_t k = 0; k < m->nbuckets; k++) {
-        if (m->n == 0 || m->seq[m->n - 1] != p->at[k]) {
-            m->seq[m->n] = p->at[k];
-            m->bytes[m->n] = p->max[k];
-            m->ts[m->n] = 0; // the time of its event, filled by pass 2
-            m->n++;
-        }
-        m->bucket_moment[k] = (uint32_t)(m->n - 1);
-    }
-    return 0;
-}
-
-// ---- pass 2: each callsite's values at the candidates
-
-typedef struct cs_state {
-    uint32_t callsite;
-    bool dirty;
-    uint64_t bytes, blocks;   // live now
-    uint64_t sbytes, sblocks; // at the last candidate recorded
-} cs_state;
-
-typedef struct tracker {
-    mr_moments* m;
-    mr_u64map index; // callsite -> 1 + its state
-    cs_state* cs;
-    size_t ncs, cap;
-    uint32_t* dirty; // states changed since the last candidate
-    size_t ndirty, dcap;
-    size_t next; // the next candidate to record
-} tracker;
-
 static cs_state* state_of(tracker* t, uint32_t callsite) {
-    uint64_t* i = mr_u64map_get(&t->index, callsite);
+    if (callsite < t->ndense && t->dense[callsite])
+        return &t->cs[t->dense[callsite] - 1];
+    uint64_t* i = callsite < t->ndense ? NULL : mr_u64map_get(&t->index, callsite);
     if (i)
         return &t->cs[*i - 1];
-    if (mt_vec_grow(&t->cs, &t->cap, t->ncs + 1, sizeof *t->cs) ||
-        mr_u64map_put(&t->index, callsite, t->ncs + 1))
+    if (t->ncs >= UINT32_MAX || mt_vec_grow(&t->cs, &t->cap, t->ncs + 1, sizeof *t->cs))
         return NULL;
-    t->cs[t->ncs] = (cs_state){.callsite = callsite};
+    if (callsite < t->ndense)
+        t->dense[callsite] = (uint32_t)(t->ncs + 1);
+    else if (mr_u64map_put(&t->index, callsite, t->ncs + 1))
+        return NULL;
+    t->cs[t->ncs] = (cs_state){.callsite = callsite, .undo_epoch = t->epoch - 1};
     return &t->cs[t->ncs++];
 }
 
+// Before a callsite's values change: keeps them for the provisional candidate and marks
+// the state changed since the last candidate recorded.
 static int touch(tracker* t, cs_state* s) {
-    if (s->dirty)
-        return 0;
-    if (mt_vec_grow(&t->dirty, &t->dcap, t->ndirty + 1, sizeof *t->dirty))
-        return -ENOMEM;
-    s->dirty = true;
-    t->dirty[t->ndirty++] = (uint32_t)(s - t->cs);
-    return 0;
-}
-
-// Records the callsites whose values differ from their last recorded ones.
-static int record(tracker* t, uint32_t moment) {
-    mr_moments* m = t->m;
-    for (size_t i = 0; i < t->ndirty; i++) {
-        cs_state* s = &t->cs[t->dirty[i]];
-        s->dirty = false;
-        if (s->bytes == s->sbytes && s->blocks == s->sblocks)
-            continue;
-        if (mt_vec_grow(&m->values, &m->cap, m->nvalues + 1, sizeof *m->values))
+    uint32_t i = (uint32_t)(s - t->cs);
+    if (s->undo_epoch != t->epoch) {
+        if (mt_vec_grow(&t->undo, &t->ucap, t->nundo + 1, sizeof *t->undo))
             return -ENOMEM;
-        m->values[m->nvalues++] = (mr_moment_value){moment, s->callsite, s->bytes, s->blocks};
-        s->sbytes = s->bytes;
-        s->sblocks = s->blocks;
+        s->undo_epoch = t->epoch;
+        s->ubytes = s->bytes;
+        s->ublocks = s->blocks;
+        t->undo[t->nundo++] = i;
     }
-    t->ndirty = 0;
+    if (!s->dirty) {
+        if (mt_vec_grow(&t->dirty, &t->dcap, t->ndirty + 1, sizeof *t->dirty))
+            return -ENOMEM;
+        s->dirty = true;
+        t->dirty[t->ndirty++] = i;
+    }
     return 0;
 }
 
-static int on_value(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)r;
+// The state after the previous event becomes the provisional candidate.
+static void provisional(tracker* t, uint64_t live, uint64_t seq, int64_t ts) {
+    t->max = live;
+    t->at_seq = seq;
+    t->at_ts = ts;
+    t->epoch++;
+    t->nundo = 0;
+}
+
+// The bucket being read ends: its provisional candidate is its candidate. A new one (not
+// the previous bucket's) records the callsites whose values then differ from the last
+// recorded ones; those changed after it stay dirty for the next.
+static int close_bucket(tracker* t) {
+    mr_moments* m = t->m;
+    if (m->n == 0 || m->seq[m->n - 1] != t->at_seq) {
+        uint32_t k = (uint32_t)m->n++;
+        m->seq[k] = t->at_seq;
+        m->ts[k] = t->at_ts;
+        m->bytes[k] = t->max;
+        for (size_t i = 0; i < t->ndirty; i++) {
+            cs_state* s = &t->cs[t->dirty[i]];
+            bool later = s->undo_epoch == t->epoch; // changed after the candidate
+            uint64_t bytes = later ? s->ubytes : s->bytes;
+            uint64_t blocks = later ? s->ublocks : s->blocks;
+            s->dirty = false;
+            if (bytes == s->sbytes && blocks == s->sblocks)
+                continue;
+            if (mt_vec_grow(&m->values, &m->cap, m->nvalues + 1, sizeof *m->values))
+                return -ENOMEM;
+            m->values[m->nvalues++] = (mr_moment_value){k, s->callsite, bytes, blocks};
+            s->sbytes = bytes;
+            s->sblocks = blocks;
+        }
+        t->ndirty = 0;
+        for (size_t i = 0; i < t->nundo; i++) { // dirty again, in the order they changed
+            cs_state* s = &t->cs[t->undo[i]];
+            if (!s->dirty) {
+                s->dirty = true;
+                t->dirty[t->ndirty++] = t->undo[i]; // fits: undo is a subset of dirty
+            }
+        }
+    }
+    m->bucket_moment[t->cur] = (uint32_t)(m->n - 1);
+    return 0;
+}
+
+// Buckets up to k: each one after the current starts with the state carried in.
+static int enter(tracker* t, size_t k) {
+    while (t->cur < k) {
+        int e = close_bucket(t);
+        if (e)
+            return e;
+        t->cur++;
+        provisional(t, t->prev_live, t->prev_seq, t->prev_ts);
+    }
+    return 0;
+}
+
+static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     tracker* t = ud;
+    int e = enter(t, bucket_of(t->m, ev->ts));
     cs_state* s;
-    if (freed) {
+    if (e == 0 && freed) {
         if (!(s = state_of(t, freed->callsite)) || touch(t, s))
             return -ENOMEM;
         s->bytes -= freed->size;
         s->blocks--;
     }
-    if (mt_kind_is_alloc(ev->kind)) {
+    if (e == 0 && mt_kind_is_alloc(ev->kind)) {
         if (!(s = state_of(t, ev->callsite)) || touch(t, s))
             return -ENOMEM;
         s->bytes += ev->size;
         s->blocks++;
     }
-    while (t->next < t->m->n && t->m->seq[t->next] == ev->seq) {
-        t->m->ts[t->next] = ev->ts;
-        int e = record(t, (uint32_t)t->next++);
-        if (e)
-            return e;
-    }
-    return 0;
-}
-
-static int replay(mt_capture* cap, int heap, mr_replay_fn fn, void* ud, char* err, size_t errlen) {
-    mr_replay r;
-    int e = mr_replay_init(&r, cap, heap);
-    if (e == 0)
-        e = mr_replay_run(&r, UINT64_MAX, fn, ud);
-    if (e)
-        snprintf(err, errlen, "%s", e == -ENOMEM ? "out of memory" : r.err);
-    mr_replay_free(&r);
+    if (e == 0 && r->live_bytes > t->max)
+        provisional(t, r->live_bytes, ev->seq, ev->ts);
+    t->prev_live = r->live_bytes;
+    t->prev_seq = ev->seq;
+    t->prev_ts = ev->ts;
     return e;
 }
 
@@ -171,26 +180,33 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, mr_
                      char* err, size_t errlen) {
     *m = (mr_moments){.t0 = 0, .nbuckets = buckets ? buckets : 1};
     m->width = end > 0 ? (int64_t)((uint64_t)end / m->nbuckets + 1) : 1;
-    peaks p = {.m = m};
-    p.max = calloc(m->nbuckets, sizeof *p.max);
-    p.at = calloc(m->nbuckets, sizeof *p.at);
     m->bucket_moment = calloc(m->nbuckets, sizeof *m->bucket_moment);
-    int e = p.max && p.at && m->bucket_moment ? 0 : -ENOMEM;
-    if (e == 0 && (e = replay(cap, heap, on_peak, &p, err, errlen)) == 0) {
-        enter(&p, m->nbuckets - 1);
-        e = candidates(m, &p);
-    }
-    free(p.max);
-    free(p.at);
-    tracker t = {.m = m};
+    m->seq = malloc(m->nbuckets * sizeof *m->seq);
+    m->ts = malloc(m->nbuckets * sizeof *m->ts);
+    m->bytes = malloc(m->nbuckets * sizeof *m->bytes);
+    tracker t = {.m = m, .epoch = 1}; // bucket 0's candidate: before any event
+    int64_t max_frame, max_callsite;
+    if (mt_capture_stack_ids(cap, &max_frame, &max_callsite) || max_callsite < 0)
+        max_callsite = 0;
+    t.ndense = (size_t)max_callsite + 1;
+    t.dense = calloc(t.ndense, sizeof *t.dense);
+    int e = t.dense && m->bucket_moment && m->seq && m->ts && m->bytes ? 0 : -ENOMEM;
     if (e == 0 && (e = mr_u64map_init(&t.index)) == 0) {
-        while (t.next < m->n && m->seq[t.next] == 0)
-            t.next++; // before any event: nothing is live
-        e = replay(cap, heap, on_value, &t, err, errlen);
+        mr_replay r;
+        if ((e = mr_replay_init(&r, cap, heap)) == 0 &&
+            (e = mr_replay_run(&r, UINT64_MAX, on_event, &t)) == 0)
+            e = enter(&t, m->nbuckets - 1);
+        if (e == 0)
+            e = close_bucket(&t);
+        else if (e != -ENOMEM)
+            snprintf(err, errlen, "%s", r.err);
+        mr_replay_free(&r);
         mr_u64map_free(&t.index);
     }
+    free(t.dense);
     free(t.cs);
     free(t.dirty);
+    free(t.undo);
     if (e == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (e)

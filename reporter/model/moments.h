@@ -35,7 +35,7 @@ typedef struct mr_moments {
     size_t nvalues, cap;
 } mr_moments;
 
-// Two replays of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps).
+// One replay of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps).
 // Returns 0, or a negative errno with the reason in err.
 int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, mr_moments* m,
                      char* err, size_t errlen);

@@ -3,12 +3,14 @@
 // on the standard fixture capture (tests/reports/fixture.c: ts = seq * 1000 ns; live bytes
 // after seq 1..14: 1000 1200 1000 5000 5300 10300 10364 5364 5464 4464 4514 4214 4814 4814).
 #include "moments.h"
+#include "profile.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
 #include "memtrace/schema.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 enum { A = 4, B = 5, C = 6, D = 7, E = 8, F = 9 };
 
@@ -86,6 +88,116 @@ static void test_empty_buckets(mt_capture* cap) {
     mr_moments_free(&m);
 }
 
+static uint32_t next_random(uint64_t* state) {
+    *state = *state * 6364136223846793005u + 1442695040888963407u;
+    return (uint32_t)(*state >> 33);
+}
+
+// The live rows after event `seq` (ts = seq * 1000), from a build of their own.
+static void live_after(mt_capture* cap, uint64_t seq, mr_profile* p) {
+    mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+    q.moment = MR_AT_TIME;
+    q.at = (int64_t)seq * 1000;
+    char err[256] = "";
+    CHECK_EQ_I64(mr_profile_build(cap, &q, p, err, sizeof err), 0);
+}
+
+// Checks every candidate of `buckets` buckets against builds of their own: each bucket's
+// candidate is the first moment of its highest live bytes (the state carried in counts),
+// and each callsite's values there are the live ones.
+static void check_against_builds(mt_capture* cap, uint64_t nev, const uint64_t* live,
+                                 size_t buckets) {
+    mr_moments m;
+    char err[256] = "";
+    int64_t end = (int64_t)nev * 1000;
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, &m, err, sizeof err), 0);
+    uint64_t seq = 0; // the last event before the bucket
+    for (size_t k = 0; k < m.nbuckets; k++) {
+        uint64_t best = seq;
+        for (; seq + 1 <= nev && (int64_t)(seq + 1) * 1000 < (int64_t)(k + 1) * m.width; seq++)
+            if (live[seq + 1] > live[best])
+                best = seq + 1;
+        if (k + 1 == m.nbuckets) // the last bucket takes whatever is left
+            for (; seq + 1 <= nev; seq++)
+                if (live[seq + 1] > live[best])
+                    best = seq + 1;
+        CHECK_EQ_I64(m.seq[m.bucket_moment[k]], best);
+        CHECK_EQ_I64(m.bytes[m.bucket_moment[k]], live[best]);
+        CHECK_EQ_I64(m.ts[m.bucket_moment[k]], (int64_t)best * 1000);
+    }
+    for (uint32_t k = 0; k < m.n; k++) {
+        if (k)
+            CHECK(m.seq[k] > m.seq[k - 1]);
+        mr_profile p = {0};
+        if (m.seq[k])
+            live_after(cap, m.seq[k], &p);
+        for (uint32_t cs = 1; cs <= 6; cs++) {
+            uint64_t want = 0, want_blocks = 0;
+            for (size_t i = 0; i < p.nrows; i++)
+                if (p.rows[i].callsite == cs) {
+                    want = p.rows[i].live_bytes;
+                    want_blocks = p.rows[i].live_blocks;
+                }
+            check_value(&m, cs, k, want, want_blocks);
+        }
+        mr_profile_free(&p);
+    }
+    mr_moments_free(&m);
+}
+
+// Random streams (allocations, frees, reallocs, addresses allocated twice, frees of
+// nothing known) on 3 threads and 6 callsites, cut into few, some and more buckets than
+// events.
+static void test_random(void) {
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        uint64_t rnd = seed;
+        char path[512];
+        snprintf(path, sizeof path, "%s/moments%llu.db", fx_tmpdir(), (unsigned long long)seed);
+        fx f;
+        fx_open(&f, path);
+        uint64_t addrs[64], next_addr = 0x10000;
+        size_t nlive = 0, nev = 50 + next_random(&rnd) % 200;
+        for (size_t e = 0; e < nev; e++) {
+            uint32_t tid = 100 * (1 + next_random(&rnd) % 3), what = next_random(&rnd) % 10;
+            uint32_t cs = 1 + next_random(&rnd) % 6;
+            uint64_t size = 1 + next_random(&rnd) % 1000;
+            if (nlive && what < 4) {
+                size_t i = next_random(&rnd) % nlive;
+                fx_free(&f, tid, addrs[i]);
+                addrs[i] = addrs[--nlive];
+            } else if (nlive && what == 4) {
+                size_t i = next_random(&rnd) % nlive;
+                fx_event(&f, MT_KIND_REALLOC_FREE, tid, addrs[i], 0, cs);
+                addrs[i] = next_addr += 0x100;
+                fx_event(&f, MT_KIND_REALLOC, tid, addrs[i], size, cs);
+            } else if (nlive && what == 5) {
+                fx_alloc(&f, tid, addrs[next_random(&rnd) % nlive], size, cs);
+            } else if (what == 6) {
+                fx_free(&f, tid, 0xdead0000);
+            } else if (nlive < 64) {
+                fx_alloc(&f, tid, addrs[nlive++] = next_addr += 0x100, size, cs);
+            }
+        }
+        uint64_t events = f.seq;
+        fx_finish(&f, "complete");
+        mt_capture* cap;
+        char err[256];
+        CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
+        uint64_t* live = calloc(events + 1, sizeof *live); // after each seq
+        for (uint64_t seq = 1; seq <= events; seq++) {
+            mr_profile p;
+            live_after(cap, seq, &p);
+            live[seq] = p.live_bytes;
+            mr_profile_free(&p);
+        }
+        static const size_t buckets[] = {1, 3, 17, 100, 1000};
+        for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
+            check_against_builds(cap, events, live, buckets[b]);
+        free(live);
+        mt_capture_close(cap);
+    }
+}
+
 int main(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/standard.db", fx_tmpdir());
@@ -96,5 +208,6 @@ int main(void) {
     test_one_event_per_bucket(cap);
     test_empty_buckets(cap);
     mt_capture_close(cap);
+    test_random();
     CHECK_DONE();
 }
