@@ -446,10 +446,8 @@ int mr_cmd_diff(int argc, char** argv) {
     char* const inputs[] = {(char*)base_path, (char*)new_path};
     if (mr_capture_set_wanted(1, inputs) || mr_capture_set_wanted(1, inputs + 1))
         return compare_sets(&a, base_path, new_path);
-    mr_diff_run base, next = {0};
-    rc = mr_diff_run_open(&base, base_path, a.all_frames, a.inclusive);
-    if (!rc)
-        rc = mr_diff_run_open(&next, new_path, a.all_frames, a.inclusive);
+    mr_diff_run base, next;
+    rc = mr_diff_runs_open(&base, &next, base_path, new_path, a.all_frames, a.inclusive);
     if (!rc && base.npu != next.npu) {
         mr_error(new_path,
                  "%s, but %s is %s: diff compares two native captures or two imported NPU "

@@ -10,6 +10,8 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,23 +111,67 @@ void mr_diff_run_close(mr_diff_run* r) {
         mt_capture_close(r->cap);
 }
 
-int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
-    int rc;
+// The numbers of an open capture at its peak, with what went wrong in r->err. progress:
+// whether a terminal may show this side's progress. Returns an exit code.
+static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progress) {
     r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
-    q.progress = "diff";
-    if ((rc = mr_profile_for(path, r->cap, &q, &r->prof)))
-        return rc;
+    q.progress = progress ? "diff" : NULL;
+    int e = mr_profile_build(r->cap, &q, &r->prof, r->err, sizeof r->err);
+    if (e)
+        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     if (mr_functions_build(&r->prof, r->sy, all_frames, &r->fns) ||
         function_entries(r, inclusive) || stack_entries(r, all_frames)) {
-        mr_error(path, "out of memory");
+        snprintf(r->err, sizeof r->err, "out of memory");
         return MR_EXIT_IO;
     }
     return MR_EXIT_OK;
 }
 
-int mr_diff_run_open(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
-    *r = (mr_diff_run){.path = path};
-    int rc = mr_open_capture_symbols(path, &r->cap, &r->sy);
-    return rc ? rc : mr_diff_run_numbers(r, path, all_frames, inclusive);
+int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
+    int rc = numbers(r, all_frames, inclusive, true);
+    if (rc)
+        mr_error(path, "%s", r->err);
+    return rc;
+}
+
+// The base side's numbers, on a thread of its own: each side reads its own capture and
+// symbols, and the model keeps no state outside the structures it is given.
+typedef struct side_job {
+    mr_diff_run* r;
+    bool all_frames, inclusive;
+    int rc;
+} side_job;
+
+static void* base_side(void* arg) {
+    side_job* j = arg;
+    j->rc = numbers(j->r, j->all_frames, j->inclusive, false);
+    return NULL;
+}
+
+int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
+                      const char* new_path, bool all_frames, bool inclusive) {
+    *base = (mr_diff_run){.path = base_path};
+    *next = (mr_diff_run){.path = new_path};
+    int rc = mr_open_capture_symbols(base_path, &base->cap, &base->sy);
+    if (!rc)
+        rc = mr_open_capture_symbols(new_path, &next->cap, &next->sy);
+    if (rc)
+        return rc;
+    side_job job = {.r = base, .all_frames = all_frames, .inclusive = inclusive};
+    pthread_t t;
+    bool threaded = pthread_create(&t, NULL, base_side, &job) == 0;
+    if (!threaded) // no thread to be had: one side after the other
+        base_side(&job);
+    int next_rc = numbers(next, all_frames, inclusive, true);
+    if (threaded)
+        pthread_join(t, NULL);
+    // Messages from this thread only, the base run's first, as one side after the other.
+    if (job.rc) {
+        mr_error(base_path, "%s", base->err);
+        return job.rc;
+    }
+    if (next_rc)
+        mr_error(new_path, "%s", next->err);
+    return next_rc;
 }

@@ -28,14 +28,17 @@ typedef struct mr_diff_run {
     size_t nfns;
     mr_diff_entry* stack_entries; // one per profile row: key (functions, outermost first)
     size_t nstacks;
+    char err[256]; // what went wrong computing the numbers
 } mr_diff_run;
 
-// Opens a capture and computes its numbers at its peak (all_frames, inclusive: as diff's
-// options). Returns an exit code.
-int mr_diff_run_open(mr_diff_run* r, const char* path, bool all_frames, bool inclusive);
-// Computes the numbers of an open capture (r->cap, r->sy set) at its peak. Returns an exit
-// code.
+// Computes the numbers of an open capture (r->cap, r->sy set) at its peak (all_frames,
+// inclusive: as diff's options). Returns an exit code.
 int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive);
+// Opens both captures, then computes their numbers at the same time (the base run's on a
+// second thread). An error is reported as if one side were read after the other: the base
+// run's first. Returns an exit code.
+int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
+                      const char* new_path, bool all_frames, bool inclusive);
 // Frees what r holds, and closes its capture and symbols when set.
 void mr_diff_run_close(mr_diff_run* r);
 // A path's file name (after its last '/'); NULL for NULL.

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -237,6 +238,31 @@ def usage(memreport, base, new):
     check(p.returncode == 3 and "/nonexistent/x.db" in p.stderr, "missing capture: exit 3")
 
 
+def damaged(memreport, good, work):
+    """A capture whose events cannot be read (a chunk's bytes overwritten: its checksum
+    fails): one message naming it, exit 2, whichever side it is; both damaged, the base's
+    only (the sides are read at the same time, reported as one after the other)."""
+    bad = []
+    for name in ("damaged1.db", "damaged2.db"):
+        path = os.path.join(work, name)
+        shutil.copyfile(good, path)
+        db = sqlite3.connect(path)
+        (cid, n), = db.execute("SELECT id, length(data) FROM event_chunk ORDER BY id LIMIT 1")
+        db.execute("UPDATE event_chunk SET data = ? WHERE id = ?", (bytes([0x5a]) * n, cid))
+        db.commit()
+        db.close()
+        bad.append(path)
+    for base, new, named in ((bad[0], good, bad[0]), (good, bad[0], bad[0]),
+                             (bad[0], bad[1], bad[0]), (bad[1], bad[0], bad[1])):
+        p = run(memreport, "diff", base, new)
+        lines = p.stderr.splitlines()
+        check(p.returncode == 2 and p.stdout == "" and len(lines) == 1 and
+              lines[0].startswith(f"memreport: {named}: "),
+              f"damaged capture: exit 2 and one line naming {os.path.basename(named)} "
+              f"(diff {os.path.basename(base)} {os.path.basename(new)}): "
+              f"exit {p.returncode}, {lines}")
+
+
 def npu(memreport, fixtures, native_cap, work):
     caps = {}
     for log in ("sample", "corner"):
@@ -274,6 +300,7 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     cap = native(memtrace, memreport, prog, elsewhere, work)
+    damaged(memreport, cap, work)
     npu(memreport, fixtures, cap, work)
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
