@@ -1,0 +1,16 @@
+# Sampling by bytes (MEMTRACE_SAMPLE_BYTES): sampling/sampling_prog.c holds known amounts per
+# site; sampling/sampling_test.py compares sampled captures (fixed MEMTRACE_SAMPLE_SEED) with
+# an exact one: estimates, the capture's pairing and meta, the reports' note.
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_executable(sampling_prog sampling/sampling_prog.c)
+  target_compile_options(sampling_prog PRIVATE -g -O1 -fno-builtin -fno-omit-frame-pointer)
+  target_link_libraries(sampling_prog PRIVATE Threads::Threads)
+  memtrace_driver_cases(SAMPLING_CASES ${CMAKE_CURRENT_SOURCE_DIR}/sampling/sampling_test.py)
+  foreach(case ${SAMPLING_CASES})
+    add_test(NAME e2e.sampling_${case}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sampling/sampling_test.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+              $<TARGET_FILE:sampling_prog> ${CMAKE_CURRENT_BINARY_DIR}/sampling-e2e ${case})
+    set_tests_properties(e2e.sampling_${case} PROPERTIES LABELS e2e TIMEOUT 300)
+  endforeach()
+endif()
