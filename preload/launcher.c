@@ -66,6 +66,10 @@ static const char usage[] = USAGE_LINE
     "  MEMTRACE_DELAY_MS        start stopped, record from this many ms on (as --delay) [0]\n"
     "  MEMTRACE_MAX_MB          stop recording events (calls still counted) when the capture\n"
     "                           reaches this many MiB; 0: no limit [0]\n"
+    "  MEMTRACE_SAMPLE_BYTES    record a sample of the allocations, one per this many bytes\n"
+    "                           on average (Poisson, as tcmalloc); reports scale them up;\n"
+    "                           0: record every one [0]\n"
+    "  MEMTRACE_SAMPLE_SEED     a number: the same allocations are sampled every run [random]\n"
     "\n"
     "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";

@@ -4,6 +4,7 @@
 // while it was read (a checkpoint could have mixed two moments into what was read).
 #include "live.h"
 
+#include "sampled.h"
 #include "sites.h"
 
 #include "memtrace/schema.h"
@@ -147,6 +148,7 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     if (rc)
         return rc;
     bool complete = !mt_capture_truncated(cap); // read first: its chunks are all below
+    mr_sampled_note(cap);                       // the view then says its bytes are estimates
     mt_event* buf = NULL;
     size_t n = 0, cap_n = 0;
     mt_event_iter* it = NULL;

@@ -4,6 +4,7 @@
 #include "live_view.h"
 
 #include "escape.h"
+#include "sampled.h"
 
 #include "memtrace/units.h"
 
@@ -61,6 +62,12 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
     if (l->command) {
         fputs("command:  ", out);
         mr_fputs_text(out, l->command);
+        eol(out, v);
+    }
+    for (size_t i = 0; i < mr_sampled_count(); i++) { // model/sampled.h
+        char line[512];
+        mr_sampled_line(i, line, sizeof line);
+        mr_fputs_text(out, line);
         eol(out, v);
     }
     fprintf(out, "time:     %s", mt_format_duration(l->now_ns, a, sizeof a));

@@ -155,6 +155,8 @@ def case_reports(memtrace, memreport, prog, work, want):
         s = doc.get("sampled")
         check(isinstance(s, list) and len(s) == 1 and s[0]["mean_interval_bytes"] == 4096 and
               s[0]["method"] == "poisson-bytes", f"{args[0]} --json has 'sampled': {s}")
+    live = mr("live", sampled, "--once")
+    check(NOTE + "4.00 KiB" in live, f"live says it is sampled: {live[:300]!r}")
     mr("flamegraph", sampled, "-o", html, "-f")
     page = open(html, encoding="utf-8").read()
     check(NOTE + "4.00 KiB" in page and '"sampled":[' in page,
