@@ -103,9 +103,7 @@ static uint64_t hash_of(uintptr_t a) {
     return x ^ (x >> 33);
 }
 
-static bool lock(stripe* s) {
-    if (held) // a signal handler interrupted this thread inside the set: try once
-        return !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire) && ++held;
+static void spin_lock(stripe* s) {
     for (int spins = 0;; spins++) {
         if (!atomic_load_explicit(&s->lock, memory_order_relaxed) &&
             !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
@@ -113,6 +111,17 @@ static bool lock(stripe* s) {
         if (spins > 100)
             sched_yield(); // the holder was descheduled
     }
+    held++;
+}
+
+static bool lock(stripe* s) {
+    if (!held) {
+        spin_lock(s);
+        return true;
+    }
+    // A signal handler interrupted this thread inside the set: try once, never wait.
+    if (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
+        return false;
     held++;
     return true;
 }
@@ -232,7 +241,7 @@ uint64_t mt_sample_set_size(void) {
 // fork: no stripe may be held by a thread that will not exist in the child.
 static void fork_prepare(void) {
     for (int i = 0; i < STRIPES; i++)
-        lock(&stripes[i]);
+        spin_lock(&stripes[i]);
 }
 
 static void fork_done(void) {

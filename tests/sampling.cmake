@@ -14,3 +14,17 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
     set_tests_properties(e2e.sampling_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
+
+# The set of sampled blocks and the countdown, without LD_PRELOAD (as unit.core: the base and
+# core objects, no shim).
+add_executable(test_sampling unit/test_sampling.c $<TARGET_OBJECTS:memtrace_preload_base>
+               $<TARGET_OBJECTS:memtrace_preload_objs>)
+target_include_directories(test_sampling PRIVATE ${PROJECT_SOURCE_DIR}/preload
+                           ${PROJECT_SOURCE_DIR}/preload/include)
+target_compile_definitions(test_sampling PRIVATE _GNU_SOURCE)
+target_compile_options(test_sampling PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
+target_link_libraries(test_sampling PRIVATE memtrace_common_nosan memtrace_warnings
+                      PkgConfig::SQLITE3 PkgConfig::LIBUNWIND PkgConfig::LIBDW Threads::Threads
+                      ${CMAKE_DL_LIBS} m)
+add_test(NAME unit.sampling COMMAND test_sampling)
+set_tests_properties(unit.sampling PROPERTIES LABELS unit TIMEOUT 120)
