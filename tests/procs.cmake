@@ -25,5 +25,11 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py trust
             $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memtrace> $<TARGET_FILE:e2e_leaks>
             ${CMAKE_CURRENT_BINARY_DIR}/procs_trust.d)
-  set_tests_properties(e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust PROPERTIES LABELS e2e TIMEOUT 180)
+  # stats, export, flow and sql of DIR: each process's numbers its summary's, under it.
+  add_test(NAME e2e.procs_views
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py views
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:e2e_leaks> $<TARGET_FILE:e2e_peak> $<TARGET_FILE:e2e_realloc_chain>
+            ${CMAKE_CURRENT_BINARY_DIR}/procs_views.d)
+  set_tests_properties(e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()

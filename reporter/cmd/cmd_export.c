@@ -6,6 +6,8 @@
 #include "export.h"
 #include "options.h"
 #include "output.h"
+#include "procs.h"
+#include "procs_report.h"
 #include "profile.h"
 
 #include "memtrace/schema.h"
@@ -22,19 +24,20 @@ static const struct export_format {
     mr_export_fn write;
     bool binary;  // never written to a terminal
     bool streams; // replays the events itself (once): the command builds no profile
+    bool several; // takes several processes' stacks (mr_export_input.procs)
     const char* help;
 } formats[] = {
-    {"folded", mr_export_folded, false, false,
+    {"folded", mr_export_folded, false, false, true,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
-    {"pprof", mr_export_pprof, true, false,
+    {"pprof", mr_export_pprof, true, false, false,
      "gzipped profile.proto, Go heap profile types (go tool pprof)"},
-    {"speedscope", mr_export_speedscope, false, false,
+    {"speedscope", mr_export_speedscope, false, false, true,
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
-    {"csv", mr_export_csv, false, true,
+    {"csv", mr_export_csv, false, true, false,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
-    {"massif", mr_export_massif, false, true,
+    {"massif", mr_export_massif, false, true, false,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
-    {"chrome", mr_export_chrome, false, true,
+    {"chrome", mr_export_chrome, false, true, false,
      "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
 };
 
@@ -57,6 +60,10 @@ static const char export_help_head[] =
     "                      range), count (allocations in the range)\n"
     "  --thread TID        only the blocks and allocations of thread TID\n"
     "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
+    "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
+    "of one run (folded and speedscope only): each process (command and pid) is the root\n"
+    "frame of its own stacks, at its own peak or end (--leaks); --at, --range and --thread\n"
+    "name one process's times and threads, so they take one capture.\n"
     "formats:\n";
 
 static char* export_help(void) {
@@ -150,12 +157,99 @@ static int write_export(const export_args* a, const mr_export_input* in) {
     return mr_output_commit(&out);
 }
 
+// Several captures (procs.h): every process's rows in one profile, its callsites offset
+// past the previous process's, each stack under its process's frame.
+typedef struct procs_input {
+    const export_args* args;
+    const mr_query* query;
+    const char* first; // the first input named: the file's name
+} procs_input;
+
+// The processes of s and their rows in one profile. Returns an exit code.
+static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_profile* merged,
+                           mr_export_process* procs) {
+    size_t nrows = 0;
+    for (size_t i = 0; i < s->n; i++)
+        nrows += profs[i].nrows;
+    if (!(merged->rows = calloc(nrows ? nrows : 1, sizeof *merged->rows))) {
+        mr_error(s->procs[0].path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    uint64_t first = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const mr_profile* p = &profs[i];
+        procs[i] = (mr_export_process){.sym = s->procs[i].sym, .first = (uint32_t)first};
+        if (!(procs[i].root.function = mr_procs_label(&s->procs[i]))) {
+            mr_error(s->procs[i].path, "out of memory");
+            return MR_EXIT_IO;
+        }
+        uint64_t top = 0; // rows come by callsite: the last is the highest
+        for (size_t r = 0; r < p->nrows; r++) {
+            merged->rows[merged->nrows] = p->rows[r];
+            merged->rows[merged->nrows++].callsite += (uint32_t)first;
+            top = p->rows[r].callsite;
+        }
+        if ((first += top + 1) > UINT32_MAX) {
+            mr_error(s->procs[i].path, "too many call sites in these captures together");
+            return MR_EXIT_BAD_INPUT;
+        }
+    }
+    return MR_EXIT_OK;
+}
+
+static int processes_export(void* ud, const mr_capture_set* s, const mr_profile* profs,
+                            const mr_profile* sum) {
+    const procs_input* pin = ud;
+    mr_profile merged = *sum; // the totals; the rows are every process's
+    merged.rows = NULL;
+    merged.nrows = 0;
+    mr_export_process* procs = calloc(s->n, sizeof *procs);
+    int rc = procs ? merge_processes(s, profs, &merged, procs) : MR_EXIT_IO;
+    if (!procs)
+        mr_error(s->procs[0].path, "out of memory");
+    if (!rc) {
+        mr_export_input in = {.cap = s->procs[0].cap,
+                              .path = pin->first,
+                              .sym = s->procs[0].sym,
+                              .query = pin->query,
+                              .prof = &merged,
+                              .metric = pin->args->metric,
+                              .all_frames = pin->args->all_frames,
+                              .procs = procs,
+                              .nprocs = s->n};
+        rc = write_export(pin->args, &in);
+    }
+    for (size_t i = 0; procs && i < s->n; i++)
+        free((char*)procs[i].root.function);
+    free(procs);
+    free(merged.rows);
+    return rc;
+}
+
+static int export_processes(const export_args* a, char* const* paths, int n) {
+    if (!a->format->several)
+        return mr_usage_error(export_help(),
+                              "export: several captures take folded or "
+                              "speedscope, not %s",
+                              a->format->name);
+    if (a->when.moment == MR_AT_TIME || a->when.from_arg || a->when.to_arg || a->when.range_named ||
+        a->when.tid)
+        return mr_usage_error(export_help(), "export: several captures take --leaks or each "
+                                             "process's peak, not --at, --range or --thread");
+    mr_query q = MR_QUERY_INIT(0);
+    q.moment = a->when.moment == MR_AT_END ? MR_AT_END : MR_AT_PEAK;
+    q.progress = "export";
+    procs_input in = {.args = a, .query = &q, .first = paths[0]};
+    return mr_procs_report(paths, n, export_help(), &q, processes_export, &in);
+}
+
 int mr_cmd_export(int argc, char** argv) {
     export_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
-    const char* path = mr_opts_input(argc, argv, export_help());
+    bool several = mr_capture_set_wanted(argc - optind, argv + optind);
+    const char* path = several ? argv[optind] : mr_opts_input(argc, argv, export_help());
     if (!path)
         return MR_EXIT_USAGE;
     if (!a.format)
@@ -163,6 +257,8 @@ int mr_cmd_export(int argc, char** argv) {
     if (a.format->binary && !strcmp(a.opt.output, "-") && isatty(STDOUT_FILENO))
         return mr_usage_error(export_help(), "export: %s is binary: name a file with -o",
                               a.format->name);
+    if (several)
+        return export_processes(&a, argv + optind, argc - optind);
     mt_capture* cap;
     mr_symbols* sym;
     if ((rc = mr_open_capture_symbols(path, &cap, &sym)))

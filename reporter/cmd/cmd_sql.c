@@ -2,6 +2,7 @@
 // memreport sql: SQL over a capture (memtrace/sql.h: its tables plus events, allocations
 // and stacks), from the command line, a script on stdin or an interactive prompt, printed
 // as an aligned table, CSV (RFC 4180) or JSON. The capture is opened read-only.
+#include "capture_set.h"
 #include "commands.h"
 #include "escape.h"
 #include "options.h"
@@ -34,7 +35,9 @@ static const char sql_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n"
     "A statement SQLite refuses (syntax, unknown table, any write) exits with 2, as do\n"
-    "ATTACH, DETACH and VACUUM INTO (which would write a file).\n";
+    "ATTACH, DETACH and VACUUM INTO (which would write a file).\n"
+    "One capture only: a directory of a process tree's captures (memtrace -o DIR/) is\n"
+    "refused; query each DIR/*.db on its own.\n";
 
 enum format { FORMAT_TABLE, FORMAT_CSV, FORMAT_JSON };
 
@@ -376,6 +379,11 @@ int mr_cmd_sql(int argc, char** argv) {
                               npos);
     session s = {.path = argv[optind]};
     const char* query = npos == 2 ? argv[optind + 1] : NULL;
+    if (mr_capture_set_wanted(1, argv + optind)) { // a process tree's directory
+        mr_error(s.path, "a directory: sql reads one capture (its events, allocations and "
+                         "stacks are one process's); name one of its captures");
+        return MR_EXIT_USAGE;
+    }
     char err[512];
     int rc = mt_sql_open(s.path, &s.sql, err, sizeof err);
     if (rc) {

@@ -14,6 +14,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+// One process of several (memreport export DIR): its callsites are those of the merged
+// profile from `first` on (its callsite c is first + c), its stacks read in its symbols,
+// under a root frame naming it.
+typedef struct mr_export_process {
+    const mr_symbols* sym;
+    mr_symloc root; // "COMMAND (pid N)"
+    uint32_t first;
+} mr_export_process;
+
 typedef struct mr_export_input {
     mt_capture* cap;
     const char* path;       // the capture's path, for messages
@@ -23,6 +32,10 @@ typedef struct mr_export_input {
     mr_metric metric;       // --metric (formats with one weight per stack)
     bool all_frames;        // --all-frames: keep noise frames (allocator internals)
     bool steps;             // an imported NPU capture: times are allocation steps, not ns
+    // Several processes, by first callsite (NULL: one capture, in sym): prof holds their
+    // rows, each process at its own moment, and stacks start with the process's frame.
+    const mr_export_process* procs;
+    size_t nprocs;
 } mr_export_input;
 
 // A format writer: writes the whole file to `out`. Returns 0, or a negative errno with the
@@ -61,8 +74,9 @@ int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t err
 
 // The locations of the stack of `leaf`, outermost first, for the formats that list frames
 // root first: each physical frame, then the functions inlined into it, outer to inner
-// (noise frames left out unless in->all_frames). Fills out[0..max) and returns the number
-// filled; a stack deeper than max keeps its leaf-most locations.
+// (noise frames left out unless in->all_frames); with several processes, the process's
+// root frame first. Fills out[0..max) and returns the number filled; a stack deeper than
+// max keeps its leaf-most locations (and the process's frame).
 #define MR_EXPORT_MAX_LOCS 4096
 size_t mr_export_stack_locs(const mr_export_input* in, uint32_t leaf, const mr_symloc** out,
                             size_t max);

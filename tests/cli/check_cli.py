@@ -201,6 +201,9 @@ def case_usage(a):
         if name in ("summary", "flamegraph", "stacks", "leaks", "top", "plot"):  # several: a tree
             usage_error(a, [name, fx, fx], r"memreport: .*: given more than once",
                         f"{name} with one capture twice")
+        elif name == "export":  # a tree too, once its required --format is given
+            usage_error(a, [name, fx, fx, "--format", "folded"],
+                        r"memreport: .*: given more than once", f"{name} with one capture twice")
         else:
             usage_error(a, [name, fx, fx], rf"memreport: {name} takes one [a-z ]+, got 2",
                         f"{name} with two inputs")

@@ -487,8 +487,84 @@ def case_trust(memtrace, lib, leaks, work):
           f"{pid}.{name}.3.db" in r.stderr, "the launcher names the capture it took")
 
 
+def folded_by_root(text):
+    """Bytes per root frame (the process) of folded lines, and the lines' stacks."""
+    roots, stacks = {}, []
+    for line in text.splitlines():
+        stack, _, value = line.rpartition(" ")
+        frames = stack.split(";")
+        roots[frames[0]] = roots.get(frames[0], 0) + int(value)
+        stacks.append((frames, int(value)))
+    return roots, stacks
+
+
+def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
+    """export and sql of a directory (stats and flow: see their own checks)."""
+    progs = [leaks, peak, realloc_chain]
+    summary, caps, _ = traced_tree(memtrace, memreport, progs, work, "real")
+    procs = summary["processes"]
+    leaks_row = next(p for p in procs if p["command"] == [leaks])
+
+    def want(key):  # per process (pid, program): its summary's number, zeros left out
+        out = {}
+        for p in procs:
+            k = (p["pid"], p["command"][0])
+            out[k] = out.get(k, 0) + p[key]
+        return {k: v for k, v in out.items() if v}
+
+    def by_process(values):  # "COMMAND ARGS (pid N)" -> (N, COMMAND)
+        return {(label_pid(lb), lb.split(" ")[0]): v for lb, v in values.items()}
+
+    # export folded: each process the root frame of its stacks, at its own peak, its
+    # leaks, or what it allocated: the sums per process are its summary's numbers.
+    r = run([memreport, "export", caps, "--format", "folded"])
+    check(r.returncode == 0, f"export folded DIR: {r.stderr.strip()!r}")
+    roots, _ = folded_by_root(r.stdout)
+    check(roots and all(label_pid(lb) for lb in roots),
+          f"export folded: every root a process: {list(roots)}")
+    for metric, args, key in (("live", [], "peak_bytes"), ("leaks", ["--leaks"], "leaked_bytes"),
+                              ("allocated", ["--metric", "allocated"], "bytes_allocated"),
+                              ("count", ["--metric", "count"], "allocations")):
+        r = run([memreport, "export", caps, "--format", "folded", *args])
+        roots, stacks = folded_by_root(r.stdout)
+        check(r.returncode == 0 and by_process(roots) == want(key),
+              f"export folded {metric}: per process {by_process(roots)} = summary {want(key)}")
+        if metric == "leaks":
+            label = f"(pid {leaks_row['pid']})"
+            for site, b in LEAK_SITES.items():
+                got = sum(v for f, v in stacks if f[0].endswith(label) and site in f)
+                check(got == b, f"export folded --leaks: {site} {got} = {b} under e2e_leaks")
+    # speedscope: the same numbers, each process a frame at the root of its samples.
+    r = run([memreport, "export", caps, "--format", "speedscope"])
+    check(r.returncode == 0, f"export speedscope DIR: {r.stderr.strip()!r}")
+    if r.returncode == 0:
+        doc = json.loads(r.stdout)
+        frames = doc["shared"]["frames"]
+        for prof, key in zip(doc["profiles"], ("peak_bytes", "bytes_allocated", "allocations")):
+            got = {}
+            for sample, w in zip(prof["samples"], prof["weights"]):
+                name = frames[sample[0]]["name"]
+                got[name] = got.get(name, 0) + w
+            check(by_process(got) == want(key),
+                  f"export speedscope {prof['name']}: {by_process(got)} = {want(key)}")
+        check(doc["profiles"][0]["name"] == "live bytes at each process's peak",
+              f"speedscope: the live profile names no single time: {doc['profiles'][0]['name']}")
+    for args, says in ((["--format", "pprof", "-o", os.path.join(work, "x.pb.gz")],
+                        "not pprof"),
+                       (["--format", "csv"], "not csv"),
+                       (["--format", "folded", "--at", "1ms"], "not --at"),
+                       (["--format", "folded", "--thread", "1"], "not --at")):
+        r = run([memreport, "export", caps, *args])
+        check(r.returncode == 1 and says in r.stderr and r.stdout == "",
+              f"export DIR {args}: a usage error saying {says!r}: {r.returncode} {r.stderr!r}")
+    # sql reads one capture: a directory is refused, with its name.
+    r = run([memreport, "sql", caps, "SELECT 1"])
+    check(r.returncode == 1 and r.stderr.startswith(f"memreport: {caps}: a directory") and
+          r.stdout == "", f"sql DIR: refused: {r.returncode} {r.stderr!r}")
+
+
 CASES = {"tree": case_tree, "reports": case_reports, "plot": case_plot, "diff": case_diff,
-         "trust": case_trust}
+         "trust": case_trust, "views": case_views}
 
 
 def main():
