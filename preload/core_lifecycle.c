@@ -8,6 +8,7 @@
 #include "config.h"
 #include "core_internal.h"
 #include "maps.h"
+#include "mmap_track.h"
 #include "output.h"
 #include "recording.h"
 #include "sampling.h"
@@ -91,6 +92,7 @@ static void fork_child(void) {
     mt_core_buffers_fork_unlock();
     mt_writer_fork_unlock();
     mt_core_buffers_fork_child();
+    mt_mmap_fork_child();
     traced_pid = getpid();
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     atomic_store(&mt_state, MT_STATE_STOPPED);

@@ -82,6 +82,14 @@ static void unlock(void) {
     atomic_store_explicit(&owner, 0, memory_order_release);
 }
 
+void mt_mmap_fork_child(void) {
+    // The thread that held the table does not exist here: its lock would be waited on
+    // forever, and the table may be half updated. The child's capture starts with no
+    // mappings, as it starts with no blocks.
+    table_n = 0;
+    atomic_store_explicit(&owner, 0, memory_order_release);
+}
+
 // Index of the first region whose end is above addr.
 static size_t first_after(uintptr_t addr) {
     size_t lo = 0, hi = table_n;
