@@ -4,15 +4,17 @@
 traced program by what a capture or a process holds.
 
 Usage: check_audit.py --memtrace MEMTRACE --memreport MEMREPORT --fixture REPORTS_FIXTURE
-                      --workdir DIR CASE
+                      --mmap-fork MMAP_FORK --workdir DIR CASE
        check_audit.py --list     (the cases, one a line: see each case_ function)
 """
 import argparse
 import hashlib
+import json
 import os
 import re
 import resource
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -169,6 +171,45 @@ def case_attach_fds(a, w):
           f"{s.stdout.splitlines()[:1]} {s.stderr.strip()}")
 
 
+def case_mmap_fork(a, w):
+    """MEMTRACE_MMAP=1: a fork while another thread is inside mmap leaves the child able to
+    map memory (preload/mmap_track.c: the table's lock belonged to a thread the child does
+    not have, and its first mmap waited forever); every child's capture is exact."""
+    out = os.path.join(w, "caps") + "/"
+    # No symbols: 201 processes each naming libc at exit would take most of the run.
+    env = dict(os.environ, MEMTRACE_MMAP="1", MEMTRACE_SYMBOLIZE="0")
+    # In a session of its own, so a hung run is killed whole: launcher, program, children.
+    p = subprocess.Popen([a.memtrace, "-o", out, "--", a.mmap_fork], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        said, _ = p.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        check(False, f"the program ends (it hung for {TIMEOUT} s: a child waits on a lock)")
+        return
+    check(p.returncode == 0 and said == f"forks ok {FORKS}\n",
+          f"every child mapped and exited 0: {p.returncode} {said.strip()!r}")
+    kinds = {"child": 0, "parent": 0, "other": []}
+    r = subprocess.run([a.memreport, "summary", "--json", "--heap", "mmap", out],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(r.returncode == 0, f"memreport summary DIR reads them ({r.stderr.strip()})")
+    for s in json.loads(r.stdout).get("processes", []) if r.returncode == 0 else []:
+        got = (s.get("status"), s.get("allocations"), s.get("frees"),
+               s.get("bytes_allocated"), s.get("leaked_bytes"))
+        if got == ("complete", 1, 1, 4096, 0):
+            kinds["child"] += 1
+        elif got[0] == "complete" and got[1] and got[1] == got[2] and got[4] == 0:
+            kinds["parent"] += 1
+        else:
+            kinds["other"].append((s.get("capture"), got))
+    check(kinds["child"] == FORKS, f"{FORKS} child captures of one 4 KiB mapping, mapped and "
+          f"unmapped: {kinds['child']}")
+    check(kinds["parent"] == 1 and not kinds["other"], f"one parent capture, every mapping "
+          f"unmapped; no other: {kinds['parent']} {kinds['other'][:3]}")
+
+
+FORKS = 200  # mmap_fork.c
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
@@ -177,7 +218,7 @@ def main():
         print("\n".join(CASES))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for opt in ("--memtrace", "--memreport", "--fixture", "--workdir"):
+    for opt in ("--memtrace", "--memreport", "--fixture", "--mmap-fork", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
