@@ -144,6 +144,30 @@ static uint64_t get_varint(const uint8_t** p, const uint8_t* end) {
 static const char* const col_names3[] = {"kind",     "gap",  "ts lo",    "ts hi", "ts wide", "tid",
                                          "addr ref", "addr", "pair ref", "size",  "callsite"};
 
+// zstd alone on a chunk's precoded columns: one shot (one block), or a block per column
+// (flushed at each column's end), at `level`. Adds the bytes and the CPU ns to *bytes, *ns.
+static ZSTD_CCtx* zc;
+static void zstd_ways(const uint8_t* pre, size_t len, const size_t* ends, size_t ncols, int level,
+                      uint8_t* z, size_t cap, double bytes[2], double ns[2]) {
+    double t0 = thread_ns();
+    size_t one = ZSTD_compressCCtx(zc, z, cap, pre, len, level);
+    double t1 = thread_ns();
+    ZSTD_CCtx_reset(zc, ZSTD_reset_session_only);
+    ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setPledgedSrcSize(zc, len);
+    ZSTD_outBuffer o = {z, cap, 0};
+    ZSTD_inBuffer in = {pre, 0, 0};
+    for (size_t k = 0; k < ncols; k++) {
+        in.size = ends[k];
+        ZSTD_compressStream2(zc, &o, &in, k + 1 < ncols ? ZSTD_e_flush : ZSTD_e_end);
+    }
+    double t2 = thread_ns();
+    bytes[0] += (double)one;
+    bytes[1] += (double)o.pos;
+    ns[0] += t1 - t0;
+    ns[1] += t2 - t1;
+}
+
 static void columns(void) {
     int codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
     const char* const* names = col_names3;
@@ -155,6 +179,9 @@ static void columns(void) {
     size_t raw[MAXCOLS] = {0}, alone[MAXCOLS] = {0}, header = 0, encoded = 0;
     size_t cap = 0;
     uint8_t *pre = NULL, *z = NULL;
+    static const int ways_levels[] = {1, 2, 3};
+    double wb[3][2] = {{0}}, wns[3][2] = {{0}};
+    zc = ZSTD_createCCtx();
     for (size_t i = 0; i < nchunks; i++) {
         size_t len = encode(&chunks[i], chunks[i].ev) - MT_CHUNK_CHECKSUM_BYTES;
         encoded += len + MT_CHUNK_CHECKSUM_BYTES;
@@ -175,6 +202,12 @@ static void columns(void) {
         for (size_t k = 0; k < ncols; k++)
             lens[k] = get_varint(&p, end);
         header += (size_t)(p - pre);
+        size_t ends[MAXCOLS], at = (size_t)(p - pre);
+        for (size_t k = 0; k < ncols; k++)
+            ends[k] = at += lens[k];
+        for (int l = 0; l < 3; l++)
+            zstd_ways(pre, got, ends, ncols, ways_levels[l], z, ZSTD_compressBound(cap), wb[l],
+                      wns[l]);
         for (size_t k = 0; k < ncols; k++) {
             raw[k] += lens[k];
             if (lens[k])
@@ -194,6 +227,12 @@ static void columns(void) {
     printf("%-10s  %13.3f   %16.3f (sum of the columns compressed apart)\n", "total",
            (double)traw / (double)nevents, (double)talone / (double)nevents);
     printf("encoded at the default level: %.3f B/event\n", (double)encoded / (double)nevents);
+    for (int l = 0; l < 3; l++)
+        printf("zstd level %d on the precoded chunks, one block: %.3f B/event %.1f ns/event; a "
+               "block per column: %.3f B/event %.1f ns/event\n",
+               ways_levels[l], wb[l][0] / (double)nevents, wns[l][0] / (double)nevents,
+               wb[l][1] / (double)nevents, wns[l][1] / (double)nevents);
+    ZSTD_freeCCtx(zc);
     free(pre);
     free(z);
 }
@@ -293,23 +332,96 @@ static void ts_entropy(void) {
     free(hk);
 }
 
+// Candidate layouts of the ts delta (as codec 3's two bytes, narrow deltas only), each stream
+// compressed alone: one stream; split by whether the event is a free; split by whether it and
+// the previous event are frees.
+static void ts_split(void) {
+    uint8_t* st[4][2];
+    size_t cap = 1 << 22;
+    for (int c = 0; c < 4; c++)
+        for (int b = 0; b < 2; b++)
+            st[c][b] = malloc(cap);
+    uint8_t* z = malloc(ZSTD_compressBound(cap));
+    double bytes[3] = {0};
+    for (size_t i = 0; i < nchunks; i++) {
+        for (int way = 0; way < 3; way++) {
+            size_t len[4] = {0};
+            for (size_t j = 0; j < chunks[i].n; j++) {
+                const mt_event* e = &chunks[i].ev[j];
+                int64_t dt = j ? e->ts - e[-1].ts : 0;
+                if (dt < 0 || dt >= 0xffff)
+                    dt = 0xffff;
+                int c = way == 0 ? 0
+                        : way == 1
+                            ? mt_kind_is_free(e->kind)
+                            : mt_kind_is_free(e->kind) * 2 + (j && mt_kind_is_free(e[-1].kind));
+                st[c][0][len[c]] = (uint8_t)dt;
+                st[c][1][len[c]++] = (uint8_t)(dt >> 8);
+            }
+            for (int c = 0; c < 4; c++)
+                for (int b = 0; b < 2; b++)
+                    if (len[c])
+                        bytes[way] +=
+                            (double)ZSTD_compress(z, ZSTD_compressBound(cap), st[c][b], len[c], 3);
+        }
+    }
+    printf("ts bytes alone+zstd3: one stream %.3f B/event, split by free %.3f, by (free, previous "
+           "free) %.3f\n",
+           bytes[0] / (double)nevents, bytes[1] / (double)nevents, bytes[2] / (double)nevents);
+    for (int c = 0; c < 4; c++)
+        for (int b = 0; b < 2; b++)
+            free(st[c][b]);
+    free(z);
+}
+
+// Bigger chunks (CODEC_FIELDS_MERGE=k): k consecutive chunks of the same heap and thread,
+// in seq order, merged into one, as a tracer with k times larger buffers would write them.
+static void merge_chunks(size_t k) {
+    size_t out = 0;
+    for (size_t i = 0; i < nchunks;) {
+        chunk m = chunks[i++];
+        size_t parts = 1;
+        while (parts < k && i < nchunks && chunks[i].heap == m.heap &&
+               chunks[i].ev[0].tid == m.ev[0].tid && chunks[i].ev[0].seq > m.ev[m.n - 1].seq) {
+            m.ev = realloc(m.ev, (m.n + chunks[i].n) * sizeof *m.ev);
+            memcpy(m.ev + m.n, chunks[i].ev, chunks[i].n * sizeof *m.ev);
+            m.n += chunks[i].n;
+            free(chunks[i++].ev);
+            parts++;
+        }
+        chunks[out++] = m;
+    }
+    nchunks = out;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: codec_fields CAPTURE [LEVEL...]\n");
         return 1;
     }
     load(argv[1]);
+    if (getenv("CODEC_FIELDS_MERGE"))
+        merge_chunks((size_t)atoi(getenv("CODEC_FIELDS_MERGE")));
     coder = mt_chunk_coder_new();
     scratch = malloc(mt_codec_bound(1 << 22));
     if (!coder || !scratch)
         die("out of memory");
     printf("%s: %zu events in %zu chunks (%.1f a chunk), stored %.3f B/event\n", argv[1], nevents,
            nchunks, (double)nevents / (double)nchunks, (double)stored_bytes / (double)nevents);
+    if (getenv("CODEC_FIELDS_LEVELS")) { // the levels' sizes and times only
+        levels(argc, argv);
+        return 0;
+    }
+    if (getenv("CODEC_FIELDS_TS")) {
+        ts_split();
+        return 0;
+    }
     if (getenv("CODEC_FIELDS_QUICK")) { // size and columns at the default level only
         columns();
         return 0;
     }
     ts_entropy();
+    ts_split();
     levels(argc, argv);
     columns();
     ablation();
