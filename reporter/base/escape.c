@@ -62,9 +62,17 @@ static void put_escape(sink* k, const char* prefix, unsigned value, int digits) 
 // The worst case is a byte written as \\xNN (5 characters).
 #define MAX_EXPANSION 5
 
+// A C0 control or DEL that the mode escapes.
+static bool escaped_control(unsigned char c, enum mr_escape_mode mode) {
+    if (mode == MR_ESCAPE_TERMINAL_LINES && (c == '\t' || c == '\n' || c == '\r'))
+        return false;
+    return (mode == MR_ESCAPE_TERMINAL || mode == MR_ESCAPE_TERMINAL_LINES) &&
+           (c < 0x20 || c == 0x7f);
+}
+
 static void escape_to(sink* k, const char* str, size_t n, enum mr_escape_mode mode) {
     const unsigned char* s = (const unsigned char*)str;
-    bool terminal = mode == MR_ESCAPE_TERMINAL;
+    bool terminal = mode == MR_ESCAPE_TERMINAL || mode == MR_ESCAPE_TERMINAL_LINES;
     const char* byte_prefix = mode == MR_ESCAPE_JSON_TEXT ? "\\\\x" : "\\x";
     size_t i = 0;
     while (i < n) {
@@ -72,7 +80,7 @@ static void escape_to(sink* k, const char* str, size_t n, enum mr_escape_mode mo
         if (len == 0) {
             put_escape(k, byte_prefix, s[i], 2);
             i++;
-        } else if (terminal && len == 1 && (s[i] < 0x20 || s[i] == 0x7f)) {
+        } else if (len == 1 && escaped_control(s[i], mode)) {
             put_escape(k, "\\x", s[i], 2);
             i++;
         } else if (terminal && len == 2 && s[i] == 0xc2 && s[i + 1] < 0xa0) {
@@ -82,8 +90,7 @@ static void escape_to(sink* k, const char* str, size_t n, enum mr_escape_mode mo
             // A run of characters that pass through, written at once.
             size_t start = i;
             i += len;
-            while (i < n && (len = utf8_length(s + i, n - i)) == 1 &&
-                   !(terminal && (s[i] < 0x20 || s[i] == 0x7f)))
+            while (i < n && (len = utf8_length(s + i, n - i)) == 1 && !escaped_control(s[i], mode))
                 i++;
             put(k, str + start, i - start);
         }
@@ -122,4 +129,66 @@ void mr_fputs_csv(FILE* out, const char* s) {
         fputc(*s, out);
     }
     fputc('"', out);
+}
+
+// ---- a stream escaping everything written through it (mr_terminal_stream)
+
+typedef struct terminal_stream {
+    FILE* out;
+    char held[3]; // the start of a character whose other bytes come with the next write
+    size_t nheld;
+} terminal_stream;
+
+// How many bytes at the end of s[0..n) start a UTF-8 character not complete yet.
+static size_t incomplete_tail(const unsigned char* s, size_t n) {
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = s[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue; // a continuation byte: its lead is further back
+        size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+static ssize_t terminal_write(void* cookie, const char* buf, size_t n) {
+    terminal_stream* t = cookie;
+    char* all = malloc(t->nheld + n);
+    if (!all)
+        return -1;
+    memcpy(all, t->held, t->nheld);
+    memcpy(all + t->nheld, buf, n);
+    size_t total = t->nheld + n, tail = incomplete_tail((const unsigned char*)all, total);
+    sink k = {.fp = t->out};
+    escape_to(&k, all, total - tail, MR_ESCAPE_TERMINAL_LINES);
+    memcpy(t->held, all + total - tail, tail);
+    t->nheld = tail;
+    free(all);
+    return (ssize_t)n;
+}
+
+static int terminal_close(void* cookie) {
+    terminal_stream* t = cookie;
+    sink k = {.fp = t->out};
+    escape_to(&k, t->held, t->nheld, MR_ESCAPE_TERMINAL_LINES); // never completed
+    int rc = fflush(t->out) == 0 && !ferror(t->out) ? 0 : EOF;
+    free(t);
+    return rc;
+}
+
+FILE* mr_terminal_stream(FILE* out) {
+    terminal_stream* t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->out = out;
+    cookie_io_functions_t io = {.write = terminal_write, .close = terminal_close};
+    FILE* f = fopencookie(t, "w", io);
+    if (!f) {
+        free(t);
+        return NULL;
+    }
+    // Unbuffered: what is written through it reaches `out` in order with what is written
+    // to `out` directly.
+    setvbuf(f, NULL, _IONBF, 0);
+    return f;
 }

@@ -21,10 +21,18 @@ enum mr_escape_mode {
     MR_ESCAPE_TERMINAL,  // invalid bytes and control characters: for text output
     MR_ESCAPE_JSON_TEXT, // invalid bytes inside a JSON text, as \\xNN so the parsed string reads
                          // \xNN
+    MR_ESCAPE_TERMINAL_LINES, // as MR_ESCAPE_TERMINAL, but tab, line feed and carriage return
+                              // pass: any format's lines shown on a terminal
 };
 
 // s[0..n) escaped by mode, NUL-terminated, malloc'd (NULL when out of memory).
 char* mr_escape(const char* s, size_t n, enum mr_escape_mode mode);
+
+// A stream writing what it is given to `out` escaped by MR_ESCAPE_TERMINAL_LINES (a
+// character split between two writes is kept whole): memreport's output of any format
+// (CSV, folded stacks, SQL rows) when it goes to a terminal. fclose flushes `out` and leaves
+// it open. NULL when out of memory.
+FILE* mr_terminal_stream(FILE* out);
 
 // Writes s escaped for a terminal (MR_ESCAPE_TERMINAL); NULL writes nothing.
 void mr_fputs_text(FILE* out, const char* s);

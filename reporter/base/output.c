@@ -2,6 +2,7 @@
 // Output files written to a temporary file and renamed into place.
 #include "output.h"
 
+#include "escape.h"
 #include "messages.h"
 
 #include <errno.h>
@@ -30,7 +31,11 @@ static int open_in_place(mr_output* o, const char* path) {
 int mr_output_open(mr_output* o, const char* path, bool force) {
     memset(o, 0, sizeof *o);
     if (strcmp(path, "-") == 0) {
-        o->fp = stdout;
+        // A name from a capture is the traced program's bytes: on a terminal they could
+        // carry escape sequences (a clipboard write, a changed title), whatever the format.
+        FILE* escaped = isatty(STDOUT_FILENO) ? mr_terminal_stream(stdout) : NULL;
+        o->fp = escaped ? escaped : stdout;
+        o->to_terminal = escaped != NULL;
         return MR_EXIT_OK;
     }
     if (mr_output_in_place(path))
@@ -71,6 +76,10 @@ int mr_output_open(mr_output* o, const char* path, bool force) {
 int mr_output_commit(mr_output* o) {
     if (!o->path) {
         int bad = fflush(o->fp) != 0 || ferror(o->fp);
+        if (o->to_terminal) {
+            bad |= fclose(o->fp) != 0;
+            memset(o, 0, sizeof *o);
+        }
         if (bad)
             mr_error("<stdout>", "write failed: %s", strerror(errno));
         return bad ? MR_EXIT_IO : MR_EXIT_OK;
@@ -99,7 +108,7 @@ int mr_output_commit(mr_output* o) {
 }
 
 void mr_output_abort(mr_output* o) {
-    if (o->path && o->fp)
+    if ((o->path || o->to_terminal) && o->fp)
         fclose(o->fp);
     if (o->tmp)
         unlink(o->tmp);

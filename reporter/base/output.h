@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// An output file. "-" means stdout. Otherwise the data goes to a temporary file in the
-// same directory, renamed over `path` by mr_output_commit, removed by mr_output_abort;
-// an existing `path` is refused unless `force`. No half-written file is ever left.
+// An output file. "-" means stdout; on a terminal, whatever the format, control
+// characters written through it are escaped (mr_terminal_stream, escape.h). Otherwise the data goes
+// to a temporary file in the same directory, renamed over `path` by mr_output_commit, removed by
+// mr_output_abort; an existing `path` is refused unless `force`. No half-written file is ever left.
 // An existing `path` that is not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N)
 // is written in place: renaming over it would replace the device or pipe with a file.
 #ifndef MR_OUTPUT_H
@@ -12,8 +13,9 @@
 
 typedef struct mr_output {
     FILE* fp;
-    char* path; // NULL for stdout
-    char* tmp;  // NULL for stdout and a file written in place
+    char* path;       // NULL for stdout
+    char* tmp;        // NULL for stdout and a file written in place
+    bool to_terminal; // stdout is a terminal: fp escapes control characters (escape.h)
 } mr_output;
 
 // Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote

@@ -215,8 +215,32 @@ static void test_csv(void) {
     check_csv(NULL, "");
 }
 
+// mr_terminal_stream: lines, tabs and CRLF kept; every other control escaped; a character
+// split between two writes (fputs, then fputc) whole; a start never completed escaped at
+// the close.
+static void test_terminal_stream(void) {
+    char* buf = NULL;
+    size_t len = 0;
+    FILE* out = open_memstream(&buf, &len);
+    FILE* t = mr_terminal_stream(out);
+    CHECK(t != NULL);
+    fputs("a,b\tc\r\n\x1b]52;c;x\x07 caf\xc3", t);
+    fputc(0xa9, t);
+    fputs(" \xc2", t);
+    fputs("\x9b"
+          "2J \xe2\x82",
+          t);
+    fputs("\xac \xe9\n\xf0\x9f", t);
+    CHECK(fclose(t) == 0);
+    fclose(out);
+    CHECK_EQ_STR(buf, "a,b\tc\r\n\\x1b]52;c;x\\x07 caf\xc3\xa9 \\u009b2J \xe2\x82\xac \\xe9\n"
+                      "\\xf0\\x9f");
+    free(buf);
+}
+
 int main(void) {
     test_rule();
+    test_terminal_stream();
     test_csv();
     test_html_dump();
     test_reports();
