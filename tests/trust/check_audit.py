@@ -11,6 +11,7 @@ import argparse
 import hashlib
 import json
 import os
+import pty
 import re
 import resource
 import shutil
@@ -18,6 +19,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import termios
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -61,6 +63,60 @@ def case_messages(a, w):
         check(RAW_CONTROL.search(err) is None, f"{what}: no raw control character on stderr")
         check(("phase" + HOSTILE_SHOWN).encode() in err,
               f"{what}: the mark's name shown escaped: {err!r}")
+
+
+def on_terminal(argv):
+    """argv's stdout when it is a terminal (a pseudo-terminal read here to the end), with
+    the terminal's own CRLF line ends back to what the program wrote; and its exit code."""
+    master, slave = pty.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # no output processing: the bytes as the program wrote them
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    p = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE)
+    children.append(p)
+    os.close(slave)
+    out = b""
+    while True:
+        wait_readable(master, "the program's output", TIMEOUT)
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the program closed the terminal
+            chunk = b""
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return out, p.wait(timeout=TIMEOUT)
+
+
+def case_terminal_formats(a, w):
+    """Every format memreport writes to stdout reaches a terminal with control characters
+    escaped (base/output.c, escape.h); through a pipe it is the exact data."""
+    cap = os.path.join(w, "hostile.db")
+    subprocess.run([a.fixture, "--hostile", cap], check=True, timeout=TIMEOUT)
+    db = sqlite3.connect(cap)
+    db.execute("INSERT INTO mark(heap, kind, name, ts_begin, ts_end) VALUES (1, 'mark', ?, 0, "
+               "NULL)", ("phase" + HOSTILE,))
+    db.commit()
+    db.close()
+    for args, raw in ((["export", cap, "--format", "folded"], b"esc\x1b]0"),
+                      (["export", cap, "--format", "csv"], ("phase" + HOSTILE).encode()),
+                      (["sql", cap, "--csv", "select name from mark"],
+                       ("phase" + HOSTILE).encode()),
+                      (["sql", cap, "select name from mark"], None),
+                      (["stacks", cap], None)):
+        what = " ".join(args[:1] + args[2:])
+        out, code = on_terminal([a.memreport] + args)
+        check(code == 0 and len(out) > 0, f"{what} on a terminal: exit {code}, {len(out)} bytes")
+        raw_control = RAW_CONTROL.search(out.replace(b"\r\n", b"\n"))  # CSV's CRLF
+        check(raw_control is None, f"{what} on a terminal: no raw control character "
+              f"({raw_control})")
+        check(("phase" + HOSTILE_SHOWN).encode() in out or b"esc\\x1b]0" in out,
+              f"{what} on a terminal: the hostile name shown escaped")
+        if raw:
+            p = subprocess.run([a.memreport] + args, capture_output=True, timeout=TIMEOUT)
+            check(p.returncode == 0 and raw in p.stdout,
+                  f"{what} through a pipe: the exact bytes ({raw!r})")
 
 
 def case_sql_files(a, w):
