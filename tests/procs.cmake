@@ -1,6 +1,8 @@
 # Process trees: memtrace -o DIR/ writes one capture per process, and memreport reads a
 # directory or several captures as one run (tests/procs/procs_test.py: known truth from the
 # e2e programs of capture.cmake; the trust rules of the directory).
+# The processes on one time axis, their sum's exact peak (reporter/model/procs_timeline.h).
+memtrace_unit_test(procs_timeline ${REPORTS_FIXTURE})
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_test(NAME e2e.procs_tree
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py tree

@@ -2,8 +2,13 @@
 // The processes of a tree on one time axis (procs_timeline.h).
 #include "procs_timeline.h"
 
+#include "extent.h"
 #include "messages.h"
+#include "replay.h"
 
+#include "memtrace/vec.h"
+
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +78,191 @@ static int stack_values(mr_procs_timeline* t) {
     return 0;
 }
 
+// ---- the exact peak of the sum
+// The sum's highest point is found among the events of the buckets whose bound (each
+// process's most in the bucket, the value carried in counting) is above the best sum found
+// yet: their events are replayed and merged in time order, a few buckets a round, the
+// highest bounds first, until no bucket left can hold more.
+
+typedef struct peak_search {
+    mr_procs_timeline* t;
+    int64_t width;     // of a bucket, on the common axis from 0
+    size_t nb;         // buckets
+    uint64_t* carried; // carried[i * nb + b]: process i's live bytes when bucket b starts
+    uint64_t* bound;   // per bucket: the sum of each process's most in it
+    struct ranked {
+        uint64_t bound;
+        size_t bucket;
+    } * order;    // buckets by bound, highest first
+    bool* chosen; // the buckets of this round
+} peak_search;
+
+// A process's event in a chosen bucket: its live bytes after it.
+typedef struct change {
+    int64_t ts; // on the common axis
+    uint32_t proc;
+    uint64_t seq; // within the process
+    uint64_t live;
+} change;
+
+typedef struct recorder {
+    peak_search* ps;
+    uint32_t proc;
+    int64_t shift;
+    change* v;
+    size_t n, cap;
+} recorder;
+
+static size_t bucket_at(const peak_search* ps, int64_t ts) {
+    if (ts <= 0)
+        return 0;
+    uint64_t b = (uint64_t)ts / (uint64_t)ps->width;
+    return b < ps->nb ? (size_t)b : ps->nb - 1;
+}
+
+// Each process's value carried into every bucket (0 before its first point and after its
+// end), and each bucket's bound.
+static void bounds(peak_search* ps) {
+    const mr_procs_timeline* t = ps->t;
+    for (size_t i = 0; i < t->n; i++) {
+        const mr_proc_series* p = &t->procs[i];
+        const mr_points* h = &p->t.heap;
+        size_t j = 0;
+        uint64_t held = 0;
+        for (size_t b = 0; b < ps->nb; b++) {
+            int64_t start = (int64_t)b * ps->width, next = start + ps->width;
+            uint64_t in = start > p->end ? 0 : held, most = in;
+            for (; j < h->n && h->v[j].x < next; j++) {
+                held = h->v[j].y;
+                if (h->v[j].x <= p->end && held > most)
+                    most = held;
+            }
+            ps->carried[i * ps->nb + b] = in;
+            ps->bound[b] += most;
+        }
+    }
+}
+
+static int by_bound(const void* a, const void* b) {
+    const struct ranked *x = a, *y = b;
+    if (x->bound != y->bound)
+        return x->bound > y->bound ? -1 : 1;
+    return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+static int record(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)freed;
+    recorder* rec = ud;
+    int64_t ts = ev->ts + rec->shift;
+    if (!rec->ps->chosen[bucket_at(rec->ps, ts)])
+        return 0;
+    if (mt_vec_grow(&rec->v, &rec->cap, rec->n + 1, sizeof *rec->v))
+        return -ENOMEM;
+    rec->v[rec->n++] = (change){ts, rec->proc, ev->seq, r->live_bytes};
+    return 0;
+}
+
+static int by_time(const void* a, const void* b) {
+    const change *x = a, *y = b;
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    if (x->proc != y->proc) // the same nanosecond in two processes: tree order
+        return x->proc < y->proc ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+// The highest sum within the chosen buckets, from their events merged in time order (each
+// process's end drops it to 0). Returns 0 or an exit code after printing the reason.
+static int search_round(peak_search* ps, const mr_capture_set* s) {
+    mr_procs_timeline* t = ps->t;
+    recorder rec = {.ps = ps};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < t->n; i++) {
+        rec.proc = (uint32_t)i;
+        rec.shift = t->procs[i].offset;
+        mr_replay r;
+        int e = mr_replay_init(&r, s->procs[i].cap, mr_capture_default_heap(s->procs[i].cap));
+        if (!e)
+            e = mr_replay_run(&r, UINT64_MAX, record, &rec);
+        size_t b = bucket_at(ps, t->procs[i].end + 1);
+        if (!e && ps->chosen[b] && t->procs[i].end + 1 < (int64_t)(b + 1) * ps->width) {
+            if (mt_vec_grow(&rec.v, &rec.cap, rec.n + 1, sizeof *rec.v))
+                e = -ENOMEM;
+            else
+                rec.v[rec.n++] = (change){t->procs[i].end + 1, (uint32_t)i, UINT64_MAX, 0};
+        }
+        if (e) {
+            mr_error(s->procs[i].path, "%s", e == -ENOMEM ? "out of memory" : r.err);
+            rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+        }
+        mr_replay_free(&r);
+    }
+    if (!rc && rec.n > 1)
+        qsort(rec.v, rec.n, sizeof *rec.v, by_time);
+    uint64_t* cur = rc ? NULL : calloc(t->n + 1, sizeof *cur);
+    if (!rc && !cur) {
+        mr_error(s->procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    uint64_t sum = 0;
+    for (size_t k = 0, b = SIZE_MAX; !rc && k < rec.n; k++) {
+        const change* c = &rec.v[k];
+        size_t cb = bucket_at(ps, c->ts);
+        if (cb != b) { // a bucket's first event: the values carried in
+            b = cb;
+            sum = 0;
+            for (size_t i = 0; i < t->n; i++)
+                sum += cur[i] = ps->carried[i * ps->nb + b];
+        }
+        sum = sum - cur[c->proc] + c->live;
+        cur[c->proc] = c->live;
+        if (sum > t->total_peak) {
+            t->total_peak = sum;
+            t->total_peak_ts = c->ts;
+        }
+    }
+    free(cur);
+    free(rec.v);
+    return rc;
+}
+
+// The exact highest sum over the processes' events on the common axis. Returns 0 or an
+// exit code after printing the reason.
+static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t width, size_t nb) {
+    peak_search ps = {.t = t, .width = width, .nb = nb};
+    ps.carried = calloc(t->n * nb + 1, sizeof *ps.carried);
+    ps.bound = calloc(nb, sizeof *ps.bound);
+    ps.order = malloc(nb * sizeof *ps.order);
+    ps.chosen = calloc(nb, sizeof *ps.chosen);
+    int rc = 0;
+    if (!ps.carried || !ps.bound || !ps.order || !ps.chosen) {
+        mr_error(s->procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    t->total_peak = 0;
+    t->total_peak_ts = 0;
+    if (!rc) {
+        bounds(&ps);
+        for (size_t b = 0; b < nb; b++)
+            ps.order[b] = (struct ranked){ps.bound[b], b};
+        qsort(ps.order, nb, sizeof *ps.order, by_bound);
+    }
+    // Rounds of 8, 32, 128... buckets: few replays when the peak stands out, few rounds
+    // when it does not.
+    for (size_t next = 0, round = 8; !rc && next < nb && ps.order[next].bound > t->total_peak;
+         round *= 4) {
+        memset(ps.chosen, 0, nb * sizeof *ps.chosen);
+        for (size_t k = 0; k < round && next < nb && ps.order[next].bound > t->total_peak; k++)
+            ps.chosen[ps.order[next++].bucket] = true;
+        rc = search_round(&ps, s);
+    }
+    free(ps.carried);
+    free(ps.bound);
+    free(ps.order);
+    free(ps.chosen);
+    return rc;
+}
+
 int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t) {
     memset(t, 0, sizeof *t);
     t->origin_ns = origin_of(s);
@@ -102,6 +292,8 @@ int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_t
         mr_error(s->procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
+    if (!rc)
+        rc = exact_peak(t, s, o.bucket_ns, (size_t)(t->duration / o.bucket_ns) + 2);
     if (rc)
         mr_procs_timeline_free(t);
     return rc;

@@ -2,7 +2,8 @@
 // The live heap of each process of a tree over time, on one wall-clock axis (plot of a
 // directory or several captures): each process's heap_timeline.h series moved by the time
 // its capture started after the earliest one (meta start_realtime_ns), in buckets shared by
-// all, and the stacked sum sampled at every time a series has a point.
+// all, and the stacked sum sampled at every time a series has a point; the sum's peak is
+// exact: the highest sum of the processes' live bytes over their events merged in time.
 #ifndef MR_PROCS_TIMELINE_H
 #define MR_PROCS_TIMELINE_H
 
@@ -29,8 +30,11 @@ typedef struct mr_procs_timeline {
     int64_t* times;
     uint64_t* values;
     size_t ntimes;
-    uint64_t total_peak;   // the highest sum at those times (a process's peak is exact; the
-    int64_t total_peak_ts; // total's is as exact as the series' buckets are fine)
+    // The highest sum of live bytes over every event of every process in time order (events
+    // of two processes at the same nanosecond in tree order; a process drops to 0 after its
+    // end), and the time of the event that reached it first.
+    uint64_t total_peak;
+    int64_t total_peak_ts;
 } mr_procs_timeline;
 
 // Builds the timeline of every process of s with `buckets` buckets across the common
