@@ -8,6 +8,8 @@
 #include "flowgraph.h"
 #include "functions.h"
 #include "options.h"
+#include "procs.h"
+#include "procs_report.h"
 #include "profile.h"
 #include "sites.h"
 #include "symbols.h"
@@ -44,7 +46,11 @@ static const char flow_help[] =
     "                     edges with their bytes\n"
     "  -o, --output FILE  FILE.dot: Graphviz DOT (also the default, on stdout); FILE.svg:\n"
     "                     drawn by Graphviz's dot, which must be installed\n"
-    "  -f, --force        overwrite FILE if it exists\n";
+    "  -f, --force        overwrite FILE if it exists\n"
+    "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
+    "of one run, each at its own peak: every stack ends in a node naming its process,\n"
+    "COMMAND (pid N), and a line of code run by several processes is one node holding the\n"
+    "bytes of all (--at takes one capture).\n";
 
 #define MAX_MOMENTS MR_PROFILE_MAX_MOMENTS // one replay gives them all
 
@@ -129,6 +135,8 @@ typedef struct stacks {
     uint32_t* ids;
     size_t nids, cap;
     uint32_t no_stack; // the line of rows without a stack
+    bool has_root;     // several processes: each stack ends with its process's line
+    uint32_t root;
     uint32_t frames[MR_SITES_MAX_DEPTH];
     uint32_t* lines; // the lines of one stack, leaf first
     size_t lines_cap;
@@ -170,10 +178,13 @@ static int add_profile(stacks* s, const mr_profile* p, size_t t) {
             memcpy(&s->lines[n], ids, k * sizeof *ids);
             n += k;
         }
-        const uint32_t* stack = s->lines;
+        if (MT_VEC_RESERVE(&s->lines, &s->lines_cap, n + 2))
+            return -ENOMEM;
         if (n == 0) // a row without a stack
-            stack = &s->no_stack, n = 1;
-        if (mr_flow_add_stack(s->g, t, stack, n, r->live_bytes))
+            s->lines[n++] = s->no_stack;
+        if (s->has_root)
+            s->lines[n++] = s->root;
+        if (mr_flow_add_stack(s->g, t, s->lines, n, r->live_bytes))
             return -ENOMEM;
     }
     return 0;
@@ -212,38 +223,100 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
     return rc;
 }
 
+// An empty graph of nt moments and its stacks' tables. Returns an exit code.
+static int graph_init(mr_flow* g, stacks* s, size_t nt, const char* path) {
+    if (mr_flow_init(g, nt) || mr_u64map_init(&s->first) ||
+        mr_flow_line_id(g, MR_FUNCTIONS_NO_STACK, NULL, 0, &s->no_stack)) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    return MR_EXIT_OK;
+}
+
+static void graph_free(mr_flow* g, stacks* s) {
+    mr_flow_free(g);
+    mr_u64map_free(&s->first);
+    free(s->ids);
+    free(s->lines);
+}
+
+// Hides and merges what is small, then writes the graph. Returns an exit code.
+static int graph_write(const flow_args* a, const char* path, mr_flow* g, const uint64_t* totals,
+                       const mr_flow_moment* moments, bool steps) {
+    if (mr_flow_finish(g, totals, a->min_share / 100.0)) {
+        mr_error(path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    mr_flow_view v = {.capture = path,
+                      .graph = g,
+                      .moments = moments,
+                      .steps = steps,
+                      .min_share = a->min_share / 100.0,
+                      .svg = a->svg};
+    mr_report_to to = mr_opts_report_to(&a->opt);
+    return mr_flow_report_write(&to, &v);
+}
+
 static int run(const flow_args* a, const char* path, mt_capture* cap, const mr_symbols* sy) {
     mr_flow g;
     stacks s = {.sy = sy, .g = &g, .all_frames = a->all_frames};
     uint64_t totals[MAX_MOMENTS];
     mr_flow_moment moments[MAX_MOMENTS];
     bool steps = false;
-    if (mr_flow_init(&g, a->nt) || mr_u64map_init(&s.first) ||
-        mr_flow_line_id(&g, MR_FUNCTIONS_NO_STACK, NULL, 0, &s.no_stack)) {
-        mr_error(path, "out of memory");
-        mr_flow_free(&g);
-        mr_u64map_free(&s.first);
-        return MR_EXIT_IO;
-    }
-    int rc = build_graph(a, path, cap, &s, totals, moments, &steps);
-    if (!rc && mr_flow_finish(&g, totals, a->min_share / 100.0)) {
-        mr_error(path, "out of memory");
+    int rc = graph_init(&g, &s, a->nt, path);
+    if (!rc)
+        rc = build_graph(a, path, cap, &s, totals, moments, &steps);
+    if (!rc)
+        rc = graph_write(a, path, &g, totals, moments, steps);
+    graph_free(&g, &s);
+    return rc;
+}
+
+// Several captures (procs.h): each process at its own peak, its stacks under a line naming
+// it, COMMAND (pid N); the lines of every process in one graph, so a line of code two
+// processes run is one node holding the bytes of both.
+typedef struct procs_input {
+    const flow_args* args;
+    const char* first; // the first input named
+} procs_input;
+
+// Adds a process's profile to the graph under its own line, named by *label (made here;
+// the graph keeps the string, so the caller frees it after the graph). Returns 0 or -ENOMEM.
+static int add_process(stacks* s, const mr_process* p, const mr_profile* prof, char** label) {
+    mr_u64map_free(&s->first); // frame ids are the capture's own: the table starts again
+    s->nids = 0;
+    s->sy = p->sym;
+    s->has_root = true;
+    if (mr_u64map_init(&s->first) || !(*label = mr_procs_label(p)) ||
+        mr_flow_line_id(s->g, *label, NULL, 0, &s->root))
+        return -ENOMEM;
+    return add_profile(s, prof, 0);
+}
+
+static int processes_report(void* ud, const mr_capture_set* set, const mr_profile* profs,
+                            const mr_profile* sum) {
+    const procs_input* in = ud;
+    mr_flow g;
+    stacks s = {.g = &g, .all_frames = in->args->all_frames};
+    int rc = graph_init(&g, &s, 1, in->first);
+    char** labels = rc ? NULL : calloc(set->n, sizeof *labels);
+    if (!rc && !labels) {
+        mr_error(in->first, "out of memory");
         rc = MR_EXIT_IO;
     }
-    if (!rc) {
-        mr_flow_view v = {.capture = path,
-                          .graph = &g,
-                          .moments = moments,
-                          .steps = steps,
-                          .min_share = a->min_share / 100.0,
-                          .svg = a->svg};
-        mr_report_to to = mr_opts_report_to(&a->opt);
-        rc = mr_flow_report_write(&to, &v);
-    }
-    mr_flow_free(&g);
-    mr_u64map_free(&s.first);
-    free(s.ids);
-    free(s.lines);
+    for (size_t i = 0; !rc && i < set->n; i++)
+        if (add_process(&s, &set->procs[i], &profs[i], &labels[i])) {
+            mr_error(set->procs[i].path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+    uint64_t total = sum->live_bytes;
+    mr_flow_moment moment = {"each process's peak", 0};
+    if (!rc)
+        rc = graph_write(in->args, in->first, &g, &total, &moment, false);
+    graph_free(&g, &s);
+    for (size_t i = 0; labels && i < set->n; i++)
+        free(labels[i]);
+    free(labels);
     return rc;
 }
 
@@ -252,12 +325,22 @@ int mr_cmd_flow(int argc, char** argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
-    const char* path = mr_opts_input(argc, argv, flow_help);
+    bool several = mr_capture_set_wanted(argc - optind, argv + optind);
+    const char* path = several ? argv[optind] : mr_opts_input(argc, argv, flow_help);
     if (!path)
         return MR_EXIT_USAGE;
+    if (several && (a.nt > 1 || strcmp(a.names[0], "peak")))
+        return mr_usage_error(flow_help, "flow: several captures are shown each at its own "
+                                         "peak, not --at");
     if (a.svg && !a.opt.json && !mr_flow_have_dot()) {
         mr_error("flow", MR_FLOW_NO_DOT);
         return MR_EXIT_IO;
+    }
+    if (several) {
+        mr_query q = MR_QUERY_INIT(0);
+        q.progress = "flow";
+        procs_input in = {&a, path};
+        return mr_procs_report(argv + optind, argc - optind, flow_help, &q, processes_report, &in);
     }
     mt_capture* cap;
     mr_symbols* sy;

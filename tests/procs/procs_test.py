@@ -499,7 +499,7 @@ def folded_by_root(text):
 
 
 def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
-    """export and sql of a directory (stats and flow: see their own checks)."""
+    """stats, export, flow and sql of a directory: each process's numbers its summary's."""
     progs = [leaks, peak, realloc_chain]
     summary, caps, _ = traced_tree(memtrace, memreport, progs, work, "real")
     procs = summary["processes"]
@@ -557,6 +557,24 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
         r = run([memreport, "export", caps, *args])
         check(r.returncode == 1 and says in r.stderr and r.stdout == "",
               f"export DIR {args}: a usage error saying {says!r}: {r.returncode} {r.stderr!r}")
+    # flow: each process a node at the root of its stacks holding its peak; a line of code
+    # two processes run is one node; e2e_leaks's sites at e2e_leaks's peak under it.
+    fl = report_json(memreport, "flow", caps, "--min-share", "0")
+    if fl:
+        check(fl["moments"][0]["total"] == summary["total"]["sum_of_peaks_bytes"],
+              f"flow: the total is the sum of the peaks: {fl['moments'][0]}")
+        heads = {}
+        for n in fl["nodes"]:
+            f = n["lines"][0]["function"]
+            if label_pid(f) and n["lines"][0]["file"] is None:
+                k = (label_pid(f), f.split(" ")[0])
+                heads[k] = heads.get(k, 0) + n["cumulative"][0]
+        check(heads == want("peak_bytes"),
+              f"flow: each process's node holds its peak: {heads} = {want('peak_bytes')}")
+        mallocs = [n for n in fl["nodes"] if any(ln["function"] == "T_malloc" for ln in n["lines"])]
+        check(len(mallocs) == 1, f"flow: T_malloc, run by several processes, is one node")
+    r = run([memreport, "flow", caps, "--at", "1ms"])
+    check(r.returncode == 1 and "not --at" in r.stderr, f"flow DIR --at: a usage error: {r.stderr!r}")
     # sql reads one capture: a directory is refused, with its name.
     r = run([memreport, "sql", caps, "SELECT 1"])
     check(r.returncode == 1 and r.stderr.startswith(f"memreport: {caps}: a directory") and
