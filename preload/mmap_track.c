@@ -113,10 +113,8 @@ static void insert(uintptr_t start, uintptr_t end, uint32_t callsite) {
 }
 
 // Records the removal of [lo, hi) from the table: per region touched, its free (kind
-// free_kind), then the allocation of the parts left below and above the range. Returns how
-// many regions it touched; up to `keep_n` of the removed parts are copied to `kept`.
-static size_t remove_range(uintptr_t lo, uintptr_t hi, int free_kind, region* kept, size_t keep_n) {
-    size_t touched = 0;
+// free_kind), then the allocation of the parts left below and above the range.
+static void remove_range(uintptr_t lo, uintptr_t hi, int free_kind) {
     size_t i = first_after(lo);
     while (i < table_n && table[i].start < hi) {
         region r = table[i];
@@ -136,9 +134,6 @@ static size_t remove_range(uintptr_t lo, uintptr_t hi, int free_kind, region* ke
                                     .size = right.end - right.start,
                                     .callsite = r.callsite};
         mt_core_on_heap_ops(MT_HEAP_MMAP, ops, n);
-        if (touched < keep_n)
-            kept[touched] = (region){has_left ? lo : r.start, has_right ? hi : r.end, r.callsite};
-        touched++;
         // Replace r by its left and right parts, in address order.
         memmove(&table[i], &table[i + 1], (table_n - i - 1) * sizeof *table);
         table_n--;
@@ -148,7 +143,23 @@ static size_t remove_range(uintptr_t lo, uintptr_t hi, int free_kind, region* ke
             insert(left.start, left.end, left.callsite);
         i = first_after(hi > r.end ? r.end : hi);
     }
-    return touched;
+}
+
+// After a refused MAP_FIXED mmap or MREMAP_FIXED mremap: the kernel may have unmapped the
+// target before it failed (mremap does, first). The table's regions there that are no
+// longer mapped (msync says ENOMEM) are removed; those still mapped stay, unrecorded.
+static void remove_unmapped(uintptr_t lo, uintptr_t hi) {
+    size_t i = first_after(lo);
+    while (i < table_n && table[i].start < hi) {
+        uintptr_t from = table[i].start > lo ? table[i].start : lo;
+        uintptr_t to = table[i].end < hi ? table[i].end : hi;
+        if (msync((void*)from, to - from, MS_ASYNC) == 0) {
+            i++;
+            continue;
+        }
+        remove_range(from, to, MT_KIND_MUNMAP);
+        i = first_after(to);
+    }
 }
 
 static void add(int kind, uintptr_t start, size_t len, uint32_t callsite) {
@@ -169,11 +180,14 @@ void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t 
     }
     if (!lock())
         return mt_mmap_real(addr, len, prot, flags, fd, off);
-    // MAP_FIXED replaces whatever was mapped there: freed before the call, as munmap would.
-    if ((flags & MAP_FIXED) && len)
-        remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP, NULL, 0);
     void* p = mt_mmap_real(addr, len, prot, flags, fd, off);
     int saved_errno = errno;
+    // MAP_FIXED replaced whatever was mapped there; a refused call nothing, as a rule. The
+    // table is ours until unlock: no other thread's mapping there can be recorded before.
+    if ((flags & MAP_FIXED) && len && p != MAP_FAILED)
+        remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP);
+    else if ((flags & MAP_FIXED) && len)
+        remove_unmapped((uintptr_t)addr, (uintptr_t)addr + page_up(len));
     if (p != MAP_FAILED && anon)
         add(MT_KIND_MMAP, (uintptr_t)p, page_up(len), MT_CALLSITE_HERE);
     else if (p != MAP_FAILED) {
@@ -189,10 +203,14 @@ int mt_munmap_traced(void* addr, size_t len) {
     // The kernel refuses these (EINVAL) and unmaps nothing: nothing to record.
     if (((uintptr_t)addr & page_mask()) || !len || !lock())
         return mt_real.munmap(addr, len);
-    // Freed before the call: another thread may map the same addresses as soon as it returns.
-    remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP, NULL, 0);
+    // Recorded once it succeeded (a refused munmap unmaps nothing), before unlock: another
+    // thread's mmap of the same addresses waits for the table, so it is recorded after.
     int rc = mt_real.munmap(addr, len);
+    int saved_errno = errno;
+    if (rc == 0)
+        remove_range((uintptr_t)addr, (uintptr_t)addr + page_up(len), MT_KIND_MUNMAP);
     unlock();
+    errno = saved_errno;
     return rc;
 }
 
@@ -206,21 +224,18 @@ void* mt_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, voi
         unlock();
         return mt_real.mremap(old, old_len, new_len, flags, new_addr);
     }
-    if (flags & MREMAP_FIXED)
-        remove_range((uintptr_t)new_addr, (uintptr_t)new_addr + page_up(new_len), MT_KIND_MUNMAP,
-                     NULL, 0);
-    region kept[8];
-    size_t touched = 0;
-    if (!(flags & MREMAP_DONTUNMAP))
-        touched = remove_range(lo, hi, MT_KIND_MREMAP_FREE, kept, 8);
     void* p = mt_real.mremap(old, old_len, new_len, flags, new_addr);
     int saved_errno = errno;
-    if (p != MAP_FAILED)
+    uintptr_t target = (uintptr_t)new_addr, target_end = target + page_up(new_len);
+    if (p != MAP_FAILED) {
+        if (flags & MREMAP_FIXED)
+            remove_range(target, target_end, MT_KIND_MUNMAP);
+        if (!(flags & MREMAP_DONTUNMAP))
+            remove_range(lo, hi, MT_KIND_MREMAP_FREE);
         add(MT_KIND_MREMAP, (uintptr_t)p, page_up(new_len), MT_CALLSITE_HERE);
-    else // nothing moved: what was freed above is mapped again, as it was
-        for (size_t i = 0; i < touched && i < 8; i++) {
-            add(MT_KIND_MMAP, kept[i].start, kept[i].end - kept[i].start, kept[i].callsite);
-        }
+    } else if (flags & MREMAP_FIXED) {
+        remove_unmapped(target, target_end);
+    }
     unlock();
     errno = saved_errno;
     return p;
