@@ -1,12 +1,16 @@
 # The trust audit (tests/trust/check_audit.py, one test per case): error messages escape a
 # crafted capture's names, memreport sql writes no file, memtrace --pid/--detach leave the
 # process's descriptors and signals as they were (not in sanitizer builds, as attach.cmake),
-# MEMTRACE_MMAP=1 in a program that forks while mapping (trust/mmap_fork.c).
+# MEMTRACE_MMAP=1 in a program that forks while mapping (trust/mmap_fork.c) and one whose
+# mapping calls are refused (trust/mmap_fail.c).
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(mmap_fork trust/mmap_fork.c)
   target_compile_definitions(mmap_fork PRIVATE _GNU_SOURCE)
   target_compile_options(mmap_fork PRIVATE -O1 -g)
   target_link_libraries(mmap_fork PRIVATE memtrace_warnings Threads::Threads)
+  add_executable(mmap_fail trust/mmap_fail.c)
+  target_compile_definitions(mmap_fail PRIVATE _GNU_SOURCE)
+  target_link_libraries(mmap_fail PRIVATE memtrace_warnings)
   memtrace_driver_cases(TRUST_AUDIT_CASES ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py)
   foreach(case ${TRUST_AUDIT_CASES})
     if(MEMTRACE_SANITIZE AND case MATCHES "^attach")
@@ -16,6 +20,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
       ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py
       --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
       --fixture $<TARGET_FILE:reports_fixture> --mmap-fork $<TARGET_FILE:mmap_fork>
+      --mmap-fail $<TARGET_FILE:mmap_fail>
       --workdir ${CMAKE_CURRENT_BINARY_DIR}/trust_audit_${case}.d ${case})
     set_tests_properties(e2e.trust_audit_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()

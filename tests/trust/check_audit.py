@@ -4,7 +4,7 @@
 traced program by what a capture or a process holds.
 
 Usage: check_audit.py --memtrace MEMTRACE --memreport MEMREPORT --fixture REPORTS_FIXTURE
-                      --mmap-fork MMAP_FORK --workdir DIR CASE
+                      --mmap-fork MMAP_FORK --mmap-fail MMAP_FAIL --workdir DIR CASE
        check_audit.py --list     (the cases, one a line: see each case_ function)
 """
 import argparse
@@ -265,6 +265,27 @@ def case_mmap_fork(a, w):
           f"unmapped; no other: {kinds['parent']} {kinds['other'][:3]}")
 
 
+def case_mmap_refused(a, w):
+    """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
+    so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
+    cap = os.path.join(w, "refused.db")
+    env = dict(os.environ, MEMTRACE_MMAP="1", MEMTRACE_SYMBOLIZE="0")
+    p = subprocess.run([a.memtrace, "-o", cap, "--", a.mmap_fail], capture_output=True,
+                       text=True, env=env, timeout=TIMEOUT)
+    untraced = subprocess.run([a.mmap_fail], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout == "refused 3\n" and untraced.stdout == p.stdout,
+          f"the three calls refused, the mappings kept, as untraced: {p.stdout.strip()!r} "
+          f"({untraced.stdout.strip()!r})")
+    r = subprocess.run([a.memreport, "summary", "--json", "--heap", "mmap", cap],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    s = json.loads(r.stdout) if r.returncode == 0 else {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    got = (s.get("allocations"), s.get("frees"), s.get("bytes_allocated"), s.get("peak_bytes"),
+           s.get("leaked_bytes"))
+    check(got == (2, 2, 4 * page, 4 * page, 0), f"the mmap heap: 2 mappings of 3 and 1 pages, "
+          f"both unmapped (allocations, frees, bytes, peak, leaked): {got}")
+
+
 FORKS = 200  # mmap_fork.c
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
@@ -274,7 +295,8 @@ def main():
         print("\n".join(CASES))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for opt in ("--memtrace", "--memreport", "--fixture", "--mmap-fork", "--workdir"):
+    for opt in ("--memtrace", "--memreport", "--fixture", "--mmap-fork", "--mmap-fail",
+                "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
