@@ -7,6 +7,7 @@
 // time for eight numbers per thread.
 #include "commands.h"
 #include "options.h"
+#include "procs.h"
 #include "profile.h"
 #include "sites.h"
 #include "stats_report.h"
@@ -37,7 +38,11 @@ static const char stats_help[] =
     "  --top N            sites per table (default 20; 0: all)\n"
     "  --all-frames       also show noise frames (allocator internals, start-up code)\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
-    "  -f, --force        overwrite FILE if it exists\n";
+    "  -f, --force        overwrite FILE if it exists\n"
+    "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
+    "of one run: the sites of every process in the same tables, each with its process\n"
+    "(COMMAND (pid N)) as the outermost frame, live bytes at each process's own peak; sizes\n"
+    "and totals summed; threads per process.\n";
 
 typedef struct site {
     uint64_t count, bytes, temporary, at_peak;
@@ -206,8 +211,14 @@ static mr_stats_row* site_rows(const stats* s, size_t* nrows) {
         const site* st = &s->site[i];
         if (!st->count)
             continue;
-        rows[n++] = (mr_stats_row){i,         1,         st->bytes,     mr_site_label(s->labels, i),
-                                   st->count, st->bytes, st->temporary, st->at_peak};
+        rows[n++] = (mr_stats_row){.callsite = i,
+                                   .nstacks = 1,
+                                   .stack_bytes = st->bytes,
+                                   .label = mr_site_label(s->labels, i),
+                                   .count = st->count,
+                                   .bytes = st->bytes,
+                                   .temporary = st->temporary,
+                                   .at_peak = st->at_peak};
     }
     *nrows = s->by_stack ? n : merge_by_label(rows, n);
     return rows;
@@ -316,11 +327,126 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
     return rc;
 }
 
+// ---- several captures (procs.h): each process counted on its own, its rows and threads
+// under it, the sizes and totals summed.
+
+typedef struct procs_stats {
+    const mr_capture_set* set;
+    stats* per;  // per process, s->procs' order
+    size_t last; // the process of the latest event
+} procs_stats;
+
+// Observes each process's replay into its own counters.
+static int on_process_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    procs_stats* ps = ud;
+    if (ps->set->procs[ps->last].cap != r->cap)
+        for (size_t i = 0; i < ps->set->n; i++)
+            if (ps->set->procs[i].cap == r->cap)
+                ps->last = i;
+    return on_event(r, ev, freed, &ps->per[ps->last]);
+}
+
+// Every process's rows and threads, each with its process, in *rows and *threads; the
+// sizes and totals summed into *all. Returns 0 or -ENOMEM.
+static int gather(const procs_stats* ps, const mr_profile* profs, stats* all, mr_stats_row** rows,
+                  size_t* nrows) {
+    for (size_t i = 0; i < ps->set->n; i++) {
+        stats* s = &ps->per[i];
+        add_profile(s, &profs[i]);
+        size_t n;
+        mr_stats_row* part = site_rows(s, &n);
+        mr_stats_row* grown = part ? realloc(*rows, (*nrows + n + 1) * sizeof **rows) : NULL;
+        if (!grown ||
+            MT_VEC_RESERVE(&all->threads, &all->capthreads, all->nthreads + s->nthreads)) {
+            free(part);
+            if (grown)
+                *rows = grown;
+            return -ENOMEM;
+        }
+        *rows = grown;
+        for (size_t k = 0; k < n; k++) {
+            part[k].process = &ps->set->procs[i];
+            (*rows)[(*nrows)++] = part[k];
+        }
+        free(part);
+        if (s->nthreads > 1)
+            qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
+        for (size_t k = 0; k < s->nthreads; k++) {
+            s->threads[k].process = &ps->set->procs[i];
+            all->threads[all->nthreads++] = s->threads[k];
+        }
+        for (unsigned b = 0; b < MR_STATS_NBUCKETS; b++) {
+            all->hist_count[b] += s->hist_count[b];
+            all->hist_bytes[b] += s->hist_bytes[b];
+        }
+        all->frees += s->frees;
+        all->temporary += s->temporary;
+    }
+    return 0;
+}
+
+static int processes_report(const stats_args* a, char* const* paths, int n) {
+    mr_capture_set set;
+    int rc = mr_procs_open(&set, paths, n, stats_help, true);
+    if (rc)
+        return rc;
+    procs_stats ps = {.set = &set, .per = calloc(set.n, sizeof *ps.per)};
+    int e = ps.per ? 0 : -ENOMEM;
+    for (size_t i = 0; !e && i < set.n; i++)
+        e = stats_init(&ps.per[i], a, set.procs[i].sym);
+    mr_profile *profs = NULL, sum;
+    if (e) {
+        mr_error(paths[0], "out of memory");
+        rc = MR_EXIT_IO;
+    } else {
+        mr_query q = MR_QUERY_INIT(0);
+        q.observe = on_process_event;
+        q.observe_ud = &ps;
+        q.progress = "stats";
+        rc = mr_procs_profiles(&set, &q, &profs, &sum);
+    }
+    stats all = {0};
+    mr_stats_row* rows = NULL;
+    size_t nrows = 0;
+    if (!rc && gather(&ps, profs, &all, &rows, &nrows)) {
+        mr_error(paths[0], "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    if (!rc) {
+        mr_stats_report r = {.cap = set.procs[0].cap,
+                             .profile = &sum,
+                             .frees = all.frees,
+                             .temporary = all.temporary,
+                             .hist_count = all.hist_count,
+                             .hist_bytes = all.hist_bytes,
+                             .rows = rows,
+                             .nrows = nrows,
+                             .top = a->top,
+                             .all_frames = a->all_frames,
+                             .threads = all.threads,
+                             .nthreads = all.nthreads,
+                             .set = &set,
+                             .first = paths[0]};
+        mr_report_to to = mr_opts_report_to(&a->opt);
+        rc = mr_stats_report_write(&to, &r);
+    }
+    free(rows);
+    free(all.threads);
+    mr_procs_profiles_free(profs, profs ? set.n : 0);
+    for (size_t i = 0; ps.per && i < set.n; i++)
+        stats_free(&ps.per[i]);
+    free(ps.per);
+    mr_capture_set_free(&set);
+    return rc;
+}
+
 int mr_cmd_stats(int argc, char** argv) {
     stats_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc != MR_OPT_NEXT)
         return rc;
+    if (mr_capture_set_wanted(argc - optind, argv + optind))
+        return processes_report(&a, argv + optind, argc - optind);
     const char* path = mr_opts_input(argc, argv, stats_help);
     if (!path)
         return MR_EXIT_USAGE;

@@ -7,6 +7,8 @@
 #include "extent.h"
 #include "json.h"
 #include "messages.h"
+#include "procs_json.h"
+#include "procs_report.h"
 #include "stack_json.h"
 
 #include "memtrace/units.h"
@@ -20,7 +22,9 @@
         const mr_stats_row *x = a, *y = b;                                                         \
         if (x->field != y->field)                                                                  \
             return x->field < y->field ? 1 : -1;                                                   \
-        return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;                         \
+        if (x->callsite != y->callsite)                                                            \
+            return x->callsite < y->callsite ? -1 : 1;                                             \
+        return x->process < y->process ? -1 : x->process > y->process; /* in the set's order */    \
     }
 DESC_BY(count)
 DESC_BY(bytes)
@@ -35,7 +39,15 @@ static json_t* site_json(const mr_symbols* sites, const mr_stats_row* r, bool al
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes));
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
     json_object_set_new(o, "temporary", json_integer((json_int_t)r->temporary));
-    json_object_set_new(o, "stack", mr_sites_stack_json(sites, r->callsite, all_frames));
+    json_t* stack =
+        mr_sites_stack_json(r->process ? r->process->sym : sites, r->callsite, all_frames);
+    if (r->process) { // the process is the outermost frame, as in stacks and the flame graph
+        json_array_append_new(stack, mr_procs_frame_json(r->process));
+        char* label = mr_procs_label(r->process);
+        json_object_set_new(o, "process", label ? mr_json_bytes(label) : json_null());
+        free(label);
+    }
+    json_object_set_new(o, "stack", stack);
     return o;
 }
 
@@ -93,6 +105,11 @@ static json_t* thread_json(const mr_stats_thread* th, json_t* names) {
     char key[16];
     snprintf(key, sizeof key, "%u", th->tid);
     json_t* t = json_object();
+    if (th->process) {
+        char* label = mr_procs_label(th->process);
+        json_object_set_new(t, "process", label ? mr_json_bytes(label) : json_null());
+        free(label);
+    }
     json_object_set_new(t, "tid", json_integer(th->tid));
     json_t* name = json_object_get(names, key);
     json_object_set_new(t, "name", name ? json_incref(name) : json_null());
@@ -105,31 +122,53 @@ static json_t* thread_json(const mr_stats_thread* th, json_t* names) {
     return t;
 }
 
-// Totals per thread, by tid.
+// Totals per thread, by tid (each thread named from its own process's capture).
 static json_t* thread_table(mt_capture* cap, const mr_stats_report* s) {
-    json_t* names = json_object();
-    mt_capture_threads(cap, mr_json_add_thread, names); // tid -> name
+    json_t* names = NULL;
+    const mr_process* named = NULL;
     json_t* threads = json_array();
-    for (size_t i = 0; i < s->nthreads; i++)
-        json_array_append_new(threads, thread_json(&s->threads[i], names));
+    for (size_t i = 0; i < s->nthreads; i++) {
+        const mr_stats_thread* th = &s->threads[i];
+        if (!names || th->process != named) {
+            json_decref(names);
+            names = json_object();
+            named = th->process;
+            mt_capture_threads(named ? named->cap : cap, mr_json_add_thread, names);
+        }
+        json_array_append_new(threads, thread_json(th, names));
+    }
     json_decref(names);
     return threads;
+}
+
+// Several captures: each process with its totals.
+static json_t* processes_json(const mr_stats_report* s) {
+    json_t* a = json_array();
+    for (size_t i = 0; i < s->set->n; i++)
+        json_array_append_new(a, mr_procs_process_json(&s->set->procs[i]));
+    return a;
 }
 
 static json_t* build_report(mr_stats_report* s) {
     mt_capture* cap = s->cap;
     const mr_profile* p = s->profile;
     json_t* o = json_object();
-    json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
-    json_object_set_new(o, "status",
-                        json_string(mt_capture_truncated(cap) ? "truncated" : "complete"));
+    json_object_set_new(o, "capture", mr_json_bytes(s->set ? s->first : mt_capture_path(cap)));
+    bool truncated = mt_capture_truncated(cap);
+    for (size_t i = 0; s->set && i < s->set->n; i++)
+        truncated |= mt_capture_truncated(s->set->procs[i].cap);
+    json_object_set_new(o, "status", json_string(truncated ? "truncated" : "complete"));
+    if (s->set)
+        json_object_set_new(o, "processes", processes_json(s));
     json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
     json_object_set_new(o, "frees", json_integer((json_int_t)s->frees));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
-    // An imported NPU heap counts time in allocation steps, not nanoseconds.
+    // An imported NPU heap counts time in allocation steps, not nanoseconds. Several
+    // processes peak each at its own time: the peak is their sum, at no one time.
     bool steps = s->steps;
-    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(p->peak_ts));
+    if (!s->set)
+        json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(p->peak_ts));
     json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
     add_top_tables(o, s);
@@ -162,7 +201,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
         json_t* stack = json_object_get(s, "stack");
         size_t k, shown = 0;
         json_t* f;
-        bool found = false;
+        bool found = false, process_shown = false;
         const char* site_name = json_string_value(json_object_get(s, "site"));
         json_array_foreach(stack, k, f) {
             const char* fn = json_string_value(json_object_get(f, "function"));
@@ -179,6 +218,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
             } else {
                 mr_sites_format_json_frame(f, line, sizeof line);
             }
+            process_shown |= json_is_true(json_object_get(f, "process"));
             if (shown == 0)
                 fprintf(out, "  %12s  ", v);
             else
@@ -193,6 +233,12 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
             mr_fputs_text(out, site_name ? site_name : "??");
             fputc('\n', out);
         }
+        const char* process = json_string_value(json_object_get(s, "process"));
+        if (process && !process_shown) {
+            fprintf(out, "  %12s    in ", "");
+            mr_fputs_text(out, process);
+            fputc('\n', out);
+        }
     }
 }
 
@@ -204,9 +250,13 @@ static void print_text(FILE* out, json_t* o) {
             INT(o, "temporary"),
             allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
     bool steps = !strcmp(json_string_value(json_object_get(o, "time_unit")), "step");
-    fprintf(
-        out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
-        mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b, sizeof b));
+    if (json_object_get(o, "processes"))
+        fprintf(out, "peak: %s, each process at its own peak\n",
+                mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a));
+    else
+        fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+                mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b,
+                               sizeof b));
     print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
     print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
     print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);
@@ -250,5 +300,6 @@ static void print_text(FILE* out, json_t* o) {
 }
 
 int mr_stats_report_write(const mr_report_to* to, mr_stats_report* r) {
-    return mr_json_write_new_report(to, build_report(r), mt_capture_path(r->cap), print_text);
+    return mr_json_write_new_report(to, build_report(r),
+                                    r->set ? r->first : mt_capture_path(r->cap), print_text);
 }

@@ -6,6 +6,7 @@
 #ifndef MR_STATS_REPORT_H
 #define MR_STATS_REPORT_H
 
+#include "capture_set.h"
 #include "profile.h"
 #include "report.h"
 #include "symbols.h"
@@ -22,6 +23,7 @@
 typedef struct mr_stats_thread {
     uint32_t tid;
     uint64_t allocations, bytes, frees, temporary, live_bytes, live_blocks;
+    const mr_process* process; // several captures: the thread's process, else NULL
 } mr_stats_thread;
 
 // A row of the site tables: one stack, or the stacks of one site label merged.
@@ -31,6 +33,9 @@ typedef struct mr_stats_row {
     uint64_t stack_bytes; // bytes allocated by that stack
     const char* label;
     uint64_t count, bytes, temporary, at_peak;
+    // Several captures: the row's process (its stack read in its symbols, under the
+    // process as the outermost frame), else NULL.
+    const mr_process* process;
 } mr_stats_row;
 
 typedef struct mr_stats_report {
@@ -44,8 +49,12 @@ typedef struct mr_stats_report {
     size_t nrows;
     size_t top; // rows per table
     bool all_frames;
-    const mr_stats_thread* threads; // by tid
+    const mr_stats_thread* threads; // by tid (by process, then tid, with several)
     size_t nthreads;
+    // Several captures: their set (cap is the first process's; the profile holds the sums,
+    // its peak the sum of each process's own) and the first input named; else NULL.
+    const mr_capture_set* set;
+    const char* first;
 } mr_stats_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

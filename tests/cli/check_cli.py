@@ -198,7 +198,7 @@ def case_usage(a):
             usage_error(a, [name, fx, "--bogus", fx],
                         r"memreport: diff: unrecognized option '--bogus'", "diff --bogus")
             continue
-        if name in ("summary", "flamegraph", "stacks", "leaks", "top", "plot", "flow"):  # a tree
+        if name in ("summary", "flamegraph", "stacks", "leaks", "top", "plot", "flow", "stats"):
             usage_error(a, [name, fx, fx], r"memreport: .*: given more than once",
                         f"{name} with one capture twice")
         elif name == "export":  # a tree too, once its required --format is given

@@ -515,6 +515,42 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
     def by_process(values):  # "COMMAND ARGS (pid N)" -> (N, COMMAND)
         return {(label_pid(lb), lb.split(" ")[0]): v for lb, v in values.items()}
 
+    # stats: the sites of every process, each under its process; sizes, threads and totals
+    # add up to each process's summary.
+    st = report_json(memreport, "stats", caps, "--top", "0")
+    if st:
+        tot = summary["total"]
+        check((st["allocations"], st["bytes_allocated"], st["frees"], st["peak_bytes"]) ==
+              (tot["allocations"], tot["bytes_allocated"], tot["frees"],
+               tot["sum_of_peaks_bytes"]), "stats: the totals are the sums over processes")
+        check(sum(h["count"] for h in st["sizes"]) == tot["allocations"] and
+              sum(h["bytes"] for h in st["sizes"]) == tot["bytes_allocated"],
+              "stats: the sizes add up to every process's allocations")
+        check([p["capture"] for p in st["processes"]] == [p["capture"] for p in procs],
+              "stats: the processes in tree order")
+
+        def per_process(rows, field):
+            out = {}
+            for r in rows:
+                k = (label_pid(r["process"]), r["process"].split(" ")[0])
+                out[k] = out.get(k, 0) + r[field]
+            return {k: v for k, v in out.items() if v}
+        for table, field, key in (("by_peak", "peak_bytes", "peak_bytes"),
+                                  ("by_bytes", "bytes_allocated", "bytes_allocated"),
+                                  ("by_count", "allocations", "allocations")):
+            got = per_process(st[table], field)
+            check(got == want(key), f"stats {table}: per process {got} = summary {want(key)}")
+        check(all(r["stack"][-1].get("process") and
+                  r["stack"][-1]["function"] == r["process"] for r in st["by_bytes"]),
+              "stats: every site's outermost frame is its process")
+        for field, key in (("allocations", "allocations"), ("frees", "frees"),
+                           ("live_bytes", "leaked_bytes")):
+            got = per_process(st["threads"], field)
+            check(got == want(key), f"stats threads {field}: per process {got} = {want(key)}")
+        text = run([memreport, "stats", caps])
+        check(text.returncode == 0 and "each process at its own peak" in text.stdout and
+              f"(pid {leaks_row['pid']})" in text.stdout, "stats DIR as text names the processes")
+
     # export folded: each process the root frame of its stacks, at its own peak, its
     # leaks, or what it allocated: the sums per process are its summary's numbers.
     r = run([memreport, "export", caps, "--format", "folded"])
