@@ -3,7 +3,8 @@
 # Capture size on real programs, memtrace against heaptrack side by side: each program runs
 # natively, under libmemtrace.so and under `heaptrack -o` (full: recorder and interpreter),
 # interleaved and repeated; prints the events memtrace recorded, both files' bytes, bytes
-# per event, their ratio, and wall and CPU ratios against native (medians). The programs:
+# per event (memtrace's event chunks alone too), their ratio, and wall and CPU ratios against
+# native (medians). The programs:
 # python3 (PYTHONMALLOC=malloc) round-tripping a 200,000-key dict through json three times,
 # sqlite3 running a script on an in-memory database, `git log -p` of this repository at a
 # fixed commit, and bench_rs (the unrelated-stacks workload, 10 M events: heaptrack full and
@@ -15,6 +16,7 @@ import datetime
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -109,6 +111,12 @@ class Size:
             if r.returncode == 0:
                 s = json.loads(r.stdout)
                 res["events"], res["status"] = s["events"], s["status"]
+            # The events' chunks alone: the rest of the file is stacks, frames, counters and
+            # SQLite's page slack.
+            db = sqlite3.connect(f"file:{capture}?mode=ro", uri=True)
+            res["chunk_bytes"] = db.execute(
+                "SELECT coalesce(sum(length(data)), 0) FROM event_chunk").fetchone()[0]
+            db.close()
             os.unlink(capture)
         return res
 
@@ -173,8 +181,10 @@ class Size:
                  f"{os.getloadavg()[0]:.2f}; {self.reps} repetitions, medians; symbol cache "
                  "warm")
         L.append("memtrace: capture file; heaptrack: its -o file (.zst, recorder and "
-                 "interpreter); B/ev: bytes / memtrace's event count (heaptrack does not count)")
-        hdr = (f"{'program':13} {'events':>10} {'mt bytes':>11} {'B/ev':>6} {'ht bytes':>11} "
+                 "interpreter); B/ev: bytes / memtrace's event count (heaptrack does not count); "
+                 "chunks: memtrace's event chunks alone, B/ev")
+        hdr = (f"{'program':13} {'events':>10} {'mt bytes':>11} {'B/ev':>6} {'chunks':>6} "
+               f"{'ht bytes':>11} "
                f"{'B/ev':>6} {'mt/ht':>7}  {'nat s':>6} {'mt wall':>8} {'ht wall':>8} "
                f"{'mt cpu':>7} {'ht cpu':>7}")
         L.append(hdr)
@@ -188,12 +198,14 @@ class Size:
             nw, nc = self.med(name, "native", "wall"), self.med(name, "native", "cpu")
             for ht in ["heaptrack"] + (["heaptrack-raw"] if raw else []):
                 mb, hb = self.med(name, "memtrace", "bytes"), self.med(name, ht, "bytes")
+                cb = self.med(name, "memtrace", "chunk_bytes")
                 mw, hw = self.med(name, "memtrace", "wall"), self.med(name, ht, "wall")
                 mc, hc = self.med(name, "memtrace", "cpu"), self.med(name, ht, "cpu")
                 label = name if ht == "heaptrack" else "  --raw"
                 L.append(
                     f"{label:13} {f(ev, '10.0f', 10)} {f(mb, '11.0f', 11)} "
-                    f"{f(mb / ev if mb and ev else None, '6.2f', 6)} {f(hb, '11.0f', 11)} "
+                    f"{f(mb / ev if mb and ev else None, '6.2f', 6)} "
+                    f"{f(cb / ev if cb and ev else None, '6.2f', 6)} {f(hb, '11.0f', 11)} "
                     f"{f(hb / ev if hb and ev else None, '6.2f', 6)} "
                     f"{f(mb / hb if mb and hb else None, '6.1f', 6)}x  {f(nw, '6.2f', 6)} "
                     f"{f(mw / nw if mw and nw else None, '7.2f', 7)}x "
