@@ -40,8 +40,10 @@ void mt_core_fail(const char* what, const char* why) {
         for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
             line[n++] = *p;
     // Under the launcher, it says so at the end; the program's stderr stays the program's.
+    // Attached to a running process (memtrace --pid), never its stderr: the launcher
+    // reports what memtrace_attach returns.
     line[n - 1] = 0;
-    if (!mt_output_report_failure(line + strlen("memtrace: "))) {
+    if (!mt_output_report_failure(line + strlen("memtrace: ")) && !atomic_load(&mt_core_attached)) {
         line[n - 1] = '\n';
         (void)!write(STDERR_FILENO, line, n);
     }
@@ -49,20 +51,22 @@ void mt_core_fail(const char* what, const char* why) {
 
 // ---- start
 
-static void start_capture(int child) {
+// Returns 0 or why the capture could not start (a negative errno).
+static int start_capture(int child) {
     char path[4096];
     int rc = mt_output_create(child, path, sizeof path);
     if (rc != 0) {
         mt_core_fail(path, strerror(-rc));
-        return;
+        return rc;
     }
     mt_core_restart_now();
     mt_clock_restart();
     mt_recording_capture_start();
-    if (mt_writer_start(path) == 0) {
+    if ((rc = mt_writer_start(path)) == 0) {
         atomic_store(&mt_state, MT_STATE_RECORDING);
         mt_output_report_capture(path);
     }
+    return rc;
 }
 
 // ---- fork
@@ -244,8 +248,8 @@ int mt_core_attach(const char* output, const char* report) {
     mt_cfg.start_dir[0] = 0;
     snprintf(mt_cfg.report, sizeof mt_cfg.report, "%s", report);
     atomic_store(&mt_core_attached, 1);
-    start_capture(0);
-    return atomic_load(&mt_state) == MT_STATE_RECORDING ? 0 : -EIO;
+    int rc = start_capture(0);
+    return atomic_load(&mt_state) == MT_STATE_RECORDING ? 0 : rc ? rc : -EIO;
 }
 
 void mt_core_shutdown(void) {

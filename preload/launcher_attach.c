@@ -237,9 +237,13 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
         return 1;
     }
     int result = atoi(value);
-    if (result != 0) {
-        fprintf(stderr, "memtrace: process %d: %s\n", (int)pid,
-                result == -EALREADY ? "already recording" : strerror(-result));
+    if (result == -EALREADY) {
+        fprintf(stderr, "memtrace: process %d: already recording\n", (int)pid);
+        return 1;
+    }
+    if (result != 0) { // the process creates the capture, as its own user
+        fprintf(stderr, "memtrace: process %d: cannot record into %s: %s\n", (int)pid, path,
+                strerror(-result));
         return 1;
     }
     fprintf(stderr,
