@@ -265,6 +265,43 @@ def case_mmap_fork(a, w):
           f"unmapped; no other: {kinds['parent']} {kinds['other'][:3]}")
 
 
+def case_attach_other_user(a, w):
+    """Root attaching to another user's process that cannot create the capture: the launcher
+    says why, and nothing is written to the process's stderr (core_lifecycle.c wrote
+    "memtrace: ...; the program continues untraced" there, a daemon's log)."""
+    if os.geteuid() != 0:
+        print("SKIP: needs root, to run a process as another user")
+        sys.exit(77)
+    for tool in ("gdb", "setpriv"):
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed")
+            sys.exit(77)
+    os.chmod(w, 0o755)  # not writable by the process's user
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    high_base = min(soft, 1024) - 48
+    prog = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    children.append(prog)
+    prog.stdin.write(b"before\n")
+    prog.stdin.flush()
+    read_until(prog.stdout.fileno(), b"before\n")  # setpriv has exec'd cat
+    fds0, sig0 = process_state(prog.pid, high_base)
+    cap = os.path.join(w, "other.db")
+    r = subprocess.run([a.memtrace, "--pid", str(prog.pid), "-o", cap], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and cap in r.stderr and
+          "Permission denied" in r.stderr, f"the launcher says why: {r.stderr.strip()!r}")
+    check(not os.path.exists(cap), "no capture")
+    fds1, sig1 = process_state(prog.pid, high_base)
+    check(fds1 == fds0 and sig1 == sig0, f"descriptors and signals as before: {fds1} {sig1} "
+          f"(before: {fds0} {sig0})")
+    out, err = prog.communicate(b"after\n", timeout=TIMEOUT)
+    check(out == b"after\n" and prog.returncode == 0, f"the program goes on: {out!r}, exit "
+          f"{prog.returncode}")
+    check(err == b"", f"nothing written to the program's stderr: {err!r}")
+
+
 def case_mmap_refused(a, w):
     """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
     so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
