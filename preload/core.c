@@ -202,6 +202,42 @@ uint64_t mt_core_reserve_seq(void) {
     return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed) + 1;
 }
 
+// Sampling's cheap path (core.h): a call that records nothing is counted without the rest
+// of a hook (no errno to keep: nothing here calls libc). The caller raised the guard, so a
+// signal handler's heap call meanwhile went to the side queue, drained here as a hook
+// would. False: the whole hook must run (and counts the call).
+static __attribute__((noinline)) void drain_after_count(mt_thread* t) {
+    hook_ctx c = {.t = t, .saved_errno = *t->errno_at};
+    atomic_store_explicit(&t->in_hook, 1, memory_order_relaxed);
+    leave(&c);
+}
+
+static inline bool counted(mt_thread* t, mt_call call) {
+    count_call(t, call);
+    if (MT_UNLIKELY(atomic_load_explicit(&t->nested_n, memory_order_relaxed)))
+        drain_after_count(t);
+    mt_guard = 0;
+    return true;
+}
+
+bool mt_core_unsampled_alloc(mt_call call, void* addr, size_t size) {
+    mt_guard = MT_GUARD_HOOK;
+    mt_thread* t = tls_thread;
+    if (MT_LIKELY(t) && (!addr || mt_sampling_skips(size)))
+        return counted(t, call);
+    mt_guard = 0;
+    return false;
+}
+
+bool mt_core_unsampled_free(mt_call call, void* addr) {
+    mt_guard = MT_GUARD_HOOK;
+    mt_thread* t = tls_thread;
+    if (MT_LIKELY(t) && (!addr || mt_sampling_not_in_set(addr)))
+        return counted(t, call);
+    mt_guard = 0;
+    return false;
+}
+
 void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
     hook_ctx c;
     if (!enter(&c))

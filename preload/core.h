@@ -124,6 +124,11 @@ uint64_t mt_core_reserve_seq(void);
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size);
 void mt_core_count_call(mt_call call);
+// Sampling (sampling.h), before mt_core_on_alloc / mt_core_on_free: counts a call that
+// records nothing (an allocation the countdown skips, the free of a block not sampled) and
+// returns true; false when the record function must run.
+bool mt_core_unsampled_alloc(mt_call call, void* addr, size_t size);
+bool mt_core_unsampled_free(mt_call call, void* addr);
 // A heap call made by a signal handler that interrupted a recording hook of this thread
 // (mt_interrupting_hook()). `call` < 0: count no call. `seq` 0: take one now.
 void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack);

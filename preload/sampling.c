@@ -76,7 +76,6 @@ bool mt_sampling_cross(size_t size) {
 // ---- the set
 
 #define STRIPES 64
-#define FILTER_BITS 20
 #define MIN_SLOTS 512 // one page
 #define EMPTY 0
 #define TOMB 1
@@ -88,12 +87,13 @@ typedef struct stripe {
 } __attribute__((aligned(64))) stripe;
 
 static stripe stripes[STRIPES];
-// Per hash: blocks in the set with that hash's low FILTER_BITS bits, saturating at 255
-// (then never lowered). Each counter belongs to one stripe (the stripe is the hash's low
-// bits), so it changes only under that stripe's lock.
-static _Atomic uint8_t filter[1u << FILTER_BITS];
+// Per filter slot (sampling.h): the blocks in the set with that slot, saturating at 255
+// (then never lowered). A slot's stripe is slot % STRIPES, so each counter changes only
+// under its stripe's lock.
+_Atomic uint8_t mt_sample_filter[1u << MT_SAMPLE_FILTER_BITS];
+uint64_t mt_sample_filter_key = 0x9e3779b97f4a7c15ull; // odd; drawn at init
 static _Atomic uint64_t set_size;
-static uint64_t hash_key;
+static uint64_t hash_key; // the position in a stripe's table: independent of the slot
 static __thread int held __attribute__((tls_model("initial-exec"))); // stripes this thread holds
 
 static uint64_t hash_of(uintptr_t a) {
@@ -138,7 +138,7 @@ static void* map_slots(size_t n) {
 }
 
 static uint32_t home(uint64_t h, uint32_t cap) {
-    return (uint32_t)(h >> FILTER_BITS) & (cap - 1);
+    return (uint32_t)h & (cap - 1);
 }
 
 // Makes room for one more entry: a table twice as big when the live entries fill half of
@@ -169,7 +169,8 @@ static int rehash(stripe* s) {
 
 int mt_sample_set_insert(uintptr_t addr) {
     uint64_t h = hash_of(addr);
-    stripe* s = &stripes[h % STRIPES];
+    uint32_t slot = mt_sample_filter_slot(addr);
+    stripe* s = &stripes[slot % STRIPES];
     if (addr <= TOMB || !lock(s))
         return -EBUSY;
     int rc = 0;
@@ -195,7 +196,7 @@ int mt_sample_set_insert(uintptr_t addr) {
     s->slot[i] = addr;
     s->live++;
     atomic_fetch_add_explicit(&set_size, 1, memory_order_relaxed);
-    _Atomic uint8_t* f = &filter[h & ((1u << FILTER_BITS) - 1)];
+    _Atomic uint8_t* f = &mt_sample_filter[slot];
     uint8_t n = atomic_load_explicit(f, memory_order_relaxed);
     if (n < 255)
         atomic_store_explicit(f, (uint8_t)(n + 1), memory_order_relaxed);
@@ -205,13 +206,12 @@ out:
 }
 
 int mt_sample_set_remove(uintptr_t addr) {
-    uint64_t h = hash_of(addr);
-    _Atomic uint8_t* f = &filter[h & ((1u << FILTER_BITS) - 1)];
-    // The block's own insert happened before its free (same thread, or the program handed
-    // the pointer over with its own synchronisation): a 0 here means it is not in the set.
-    if (__builtin_expect(!atomic_load_explicit(f, memory_order_relaxed), 1))
+    uint32_t slot = mt_sample_filter_slot(addr);
+    _Atomic uint8_t* f = &mt_sample_filter[slot];
+    if (!atomic_load_explicit(f, memory_order_relaxed)) // sampling.h: mt_sampling_keep_free
         return 0;
-    stripe* s = &stripes[h % STRIPES];
+    uint64_t h = hash_of(addr);
+    stripe* s = &stripes[slot % STRIPES];
     if (!lock(s))
         return -EBUSY;
     int found = 0;
@@ -256,5 +256,6 @@ void mt_sampling_init(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     hash_key = splitmix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32));
+    mt_sample_filter_key = splitmix64(hash_key) | 1;
     pthread_atfork(fork_prepare, fork_done, fork_done);
 }

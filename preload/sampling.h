@@ -38,6 +38,16 @@ uint64_t mt_sample_set_size(void);
 // Reads the settings (after mt_config_load): the hash key, the fork handlers.
 void mt_sampling_init(void);
 
+// The cheap path: true (and the countdown lowered) when an allocation of `size` bytes leaves
+// it above zero, so it is not sampled; false when mt_sampling_keep_alloc must decide.
+static inline bool mt_sampling_skips(size_t size) {
+    int64_t left = mt_sample_countdown - (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
+    if (left <= 0)
+        return false;
+    mt_sample_countdown = left;
+    return true;
+}
+
 // Whether an allocation of `size` bytes, just returned at addr, is to be recorded: always
 // when not sampling; else when the thread's countdown crosses zero and addr entered the set.
 static inline bool mt_sampling_keep_alloc(void* addr, size_t size) {
@@ -51,13 +61,33 @@ static inline bool mt_sampling_keep_alloc(void* addr, size_t size) {
     return mt_sampling_cross(size) && mt_sample_set_insert((uintptr_t)addr) == 0;
 }
 
+// The counting filter in front of the set: per slot, how many blocks in the set have it. A
+// multiplicative hash (the key drawn at init, odd): its top bits are well mixed.
+#define MT_SAMPLE_FILTER_BITS 20
+extern _Atomic uint8_t mt_sample_filter[1u << MT_SAMPLE_FILTER_BITS];
+extern uint64_t mt_sample_filter_key;
+static inline uint32_t mt_sample_filter_slot(uintptr_t addr) {
+    return (uint32_t)(((uint64_t)addr * mt_sample_filter_key) >> (64 - MT_SAMPLE_FILTER_BITS));
+}
+
+// Whether addr is surely not in the set (its filter slot is 0). The block's own insert
+// happened before its free (same thread, or the program handed the pointer over with its
+// own synchronisation), so a 0 there is the truth: most frees end here.
+static inline bool mt_sampling_not_in_set(void* addr) {
+    return !atomic_load_explicit(&mt_sample_filter[mt_sample_filter_slot((uintptr_t)addr)],
+                                 memory_order_relaxed);
+}
+
 // Whether the free of addr (called before the real free) is to be recorded: always when not
 // sampling; else when addr was in the set (it is taken out), or when the set cannot tell
 // (a signal handler interrupted this thread inside the set: the free is recorded, and may
 // be one without its allocation, which readers allow).
+
 static inline bool mt_sampling_keep_free(void* addr) {
     if (__builtin_expect(!mt_sampling, 1))
         return true;
+    if (__builtin_expect(mt_sampling_not_in_set(addr), 1))
+        return false;
     return mt_sample_set_remove((uintptr_t)addr) != 0;
 }
 

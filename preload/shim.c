@@ -33,19 +33,22 @@ static inline void ensure_real(void) {
 
 // Recorded when tracing; or, when a signal handler's call interrupted a hook of this
 // thread, through the side queue (core.h).
+// Sampling: most calls are only counted (mt_core_unsampled_*), without a whole hook.
 #define RECORD_ALLOC(kind, call, p, size)                                                          \
     do {                                                                                           \
-        if (mt_recording())                                                                        \
-            mt_core_on_alloc(kind, call, p, size);                                                 \
-        else if (mt_interrupting_hook())                                                           \
+        if (mt_recording()) {                                                                      \
+            if (MT_LIKELY(!mt_sampling) || !mt_core_unsampled_alloc(call, p, size))                \
+                mt_core_on_alloc(kind, call, p, size);                                             \
+        } else if (mt_interrupting_hook())                                                         \
             mt_core_on_nested(kind, call, p, size, 0, true);                                       \
     } while (0)
 
 #define RECORD_FREE(kind, call, p, size)                                                           \
     do {                                                                                           \
-        if (mt_recording())                                                                        \
-            mt_core_on_free(kind, call, p, size);                                                  \
-        else if (mt_interrupting_hook())                                                           \
+        if (mt_recording()) {                                                                      \
+            if (MT_LIKELY(!mt_sampling) || !mt_core_unsampled_free(call, p))                       \
+                mt_core_on_free(kind, call, p, size);                                              \
+        } else if (mt_interrupting_hook())                                                         \
             mt_core_on_nested(kind, call, p, size, 0, false);                                      \
     } while (0)
 
