@@ -69,6 +69,10 @@ void mt_config_load(void) {
     mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0, 0, 1 << 30);
     mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0, 0, 1);
     mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0, 0, 1 << 30);
+    // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise: a
+    // commit costs about as much as the sampled program's hooks spend in 10 ms.
+    if (mt_cfg.sample_bytes && !getenv("MEMTRACE_COMMIT_MS"))
+        mt_cfg.commit_ms = 100;
     const char* seed = getenv("MEMTRACE_SAMPLE_SEED");
     char* end;
     if (seed && *seed) {
