@@ -29,7 +29,7 @@ static const struct export_format {
 } formats[] = {
     {"folded", mr_export_folded, false, false, true,
      "collapsed stacks, 'root;...;leaf VALUE' (flamegraph.pl, inferno, speedscope)"},
-    {"pprof", mr_export_pprof, true, false, false,
+    {"pprof", mr_export_pprof, true, false, true,
      "gzipped profile.proto, Go heap profile types (go tool pprof)"},
     {"speedscope", mr_export_speedscope, false, false, true,
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
@@ -61,9 +61,9 @@ static const char export_help_head[] =
     "  --thread TID        only the blocks and allocations of thread TID\n"
     "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
-    "of one run (folded and speedscope only): each process (command and pid) is the root\n"
-    "frame of its own stacks, at its own peak or end (--leaks); --at, --range and --thread\n"
-    "name one process's times and threads, so they take one capture.\n"
+    "of one run (folded, pprof and speedscope only): each process (command and pid) is the\n"
+    "root frame of its own stacks, at its own peak or end (--leaks); --at, --range and\n"
+    "--thread name one process's times and threads, so they take one capture.\n"
     "formats:\n";
 
 static char* export_help(void) {
@@ -178,7 +178,8 @@ static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_
     uint64_t first = 0;
     for (size_t i = 0; i < s->n; i++) {
         const mr_profile* p = &profs[i];
-        procs[i] = (mr_export_process){.sym = s->procs[i].sym, .first = (uint32_t)first};
+        procs[i] = (mr_export_process){
+            .cap = s->procs[i].cap, .sym = s->procs[i].sym, .first = (uint32_t)first};
         if (!(procs[i].root.function = mr_procs_label(&s->procs[i]))) {
             mr_error(s->procs[i].path, "out of memory");
             return MR_EXIT_IO;
@@ -229,7 +230,7 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
 static int export_processes(const export_args* a, char* const* paths, int n) {
     if (!a->format->several)
         return mr_usage_error(export_help(),
-                              "export: several captures take folded or "
+                              "export: several captures take folded, pprof or "
                               "speedscope, not %s",
                               a->format->name);
     if (a->when.moment == MR_AT_TIME || a->when.from_arg || a->when.to_arg || a->when.range_named ||

@@ -4,8 +4,8 @@
 
 #include "sites.h"
 
-// The process whose callsites hold `leaf` (the last one starting at or before it).
-static const mr_export_process* process_of(const mr_export_input* in, uint32_t leaf) {
+// The last process whose callsites start at or before `leaf`.
+const mr_export_process* mr_export_process_of(const mr_export_input* in, uint32_t leaf) {
     size_t lo = 0, hi = in->nprocs; // procs[lo].first <= leaf < procs[hi].first
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -22,7 +22,7 @@ size_t mr_export_stack_locs(const mr_export_input* in, uint32_t leaf, const mr_s
     const mr_symbols* sym = in->sym;
     size_t n = 0;
     if (in->nprocs && max) {
-        const mr_export_process* p = process_of(in, leaf);
+        const mr_export_process* p = mr_export_process_of(in, leaf);
         sym = p->sym;
         leaf -= p->first;
         out[n++] = &p->root;

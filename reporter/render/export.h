@@ -18,6 +18,7 @@
 // profile from `first` on (its callsite c is first + c), its stacks read in its symbols,
 // under a root frame naming it.
 typedef struct mr_export_process {
+    mt_capture* cap;
     const mr_symbols* sym;
     mr_symloc root; // "COMMAND (pid N)"
     uint32_t first;
@@ -78,6 +79,10 @@ int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t err
 // root frame first. Fills out[0..max) and returns the number filled; a stack deeper than
 // max keeps its leaf-most locations (and the process's frame).
 #define MR_EXPORT_MAX_LOCS 4096
+
+// Several processes: the process whose callsites hold `leaf` of the merged profile
+// (in->nprocs > 0).
+const mr_export_process* mr_export_process_of(const mr_export_input* in, uint32_t leaf);
 size_t mr_export_stack_locs(const mr_export_input* in, uint32_t leaf, const mr_symloc** out,
                             size_t max);
 

@@ -4,7 +4,10 @@
 // types alloc_objects/count, alloc_space/bytes (allocations in the range), inuse_objects/
 // count, inuse_space/bytes (live at the moment). One sample per callsite, one location per
 // physical frame (its inlined functions as lines of it, innermost first), the mappings the
-// locations fall in, with their build-ids. Nothing is sampled: period 1.
+// locations fall in, with their build-ids. Nothing is sampled: period 1. Several processes
+// (export.h): each one's frames and mappings are locations and mappings of their own, and
+// each sample's outermost location is its process, a location without a mapping whose one
+// line names it, "COMMAND (pid N)".
 //
 // The message is streamed: each top-level field is encoded (protobuf.h), then deflated
 // into `out`; the string table, which every other field indexes, is gathered first and
@@ -66,15 +69,18 @@ static const char* const sample_types[][2] = {{"alloc_objects", "count"},
                                               {"inuse_objects", "count"},
                                               {"inuse_space", "bytes"}};
 
-// A location: one physical frame of the stacks written.
+// A location: one physical frame of the stacks written (of one process), or a process.
+#define PROCESS_FRAME UINT32_MAX
 typedef struct location {
-    uint32_t frame;
+    uint32_t proc;  // the process's index with several, else 0
+    uint32_t frame; // PROCESS_FRAME: the process itself
     uint64_t address;
     int64_t mapping; // the capture's mapping id; 0: none
 } location;
 
 typedef struct mapping {
     mt_mapping_rec rec; // path and build_id owned
+    uint32_t proc;
 } mapping;
 
 typedef struct function {
@@ -85,10 +91,11 @@ typedef struct pprof {
     const mr_export_input* in;
     location* locs;
     size_t nlocs, loccap;
-    mr_u64map loc_of_frame; // frame id -> location id (its index + 1)
+    mr_u64map loc_of_frame; // process << 32 | frame id -> location id (its index + 1)
     mapping* maps;
     size_t nmaps, mapcap;
-    mr_u64map map_of_id; // capture mapping id -> pprof mapping id (index + 1)
+    mr_u64map map_of_id; // process << 32 | capture mapping id -> pprof mapping id (index + 1)
+    uint32_t reading;    // the process whose frames and mappings are being read
     const char** strs;   // the string table, sorted and distinct once built
     size_t nstrs, strcap;
     function* funcs;
@@ -104,11 +111,37 @@ typedef struct pprof {
 
 static uint32_t stack_frames[MR_SITES_MAX_DEPTH];
 
-// The frames of a callsite's stack, leaf first (as pprof lists a sample's locations).
-static size_t stack_of(const pprof* p, uint32_t callsite) {
-    size_t n =
-        mr_symbols_stack(p->in->sym, callsite, p->in->all_frames, stack_frames, MR_SITES_MAX_DEPTH);
+static uint64_t frame_key(uint32_t proc, uint32_t frame) {
+    return (uint64_t)proc << 32 | frame;
+}
+
+// The frames of a callsite's stack, leaf first (as pprof lists a sample's locations), and
+// with several processes the callsite's process.
+static size_t stack_of(const pprof* p, uint32_t callsite, uint32_t* proc) {
+    const mr_symbols* sym = p->in->sym;
+    *proc = 0;
+    if (p->in->nprocs) {
+        const mr_export_process* ep = mr_export_process_of(p->in, callsite);
+        *proc = (uint32_t)(ep - p->in->procs);
+        sym = ep->sym;
+        callsite -= ep->first;
+    }
+    size_t n = mr_symbols_stack(sym, callsite, p->in->all_frames, stack_frames, MR_SITES_MAX_DEPTH);
     return n > MR_SITES_MAX_DEPTH ? MR_SITES_MAX_DEPTH : n;
+}
+
+// A location's symbols: those of its process.
+static const mr_symbols* symbols_of(const pprof* p, const location* l) {
+    return p->in->nprocs ? p->in->procs[l->proc].sym : p->in->sym;
+}
+
+// The locations of a frame or a process (its functions and lines), innermost first.
+static size_t location_lines(const pprof* p, const location* l, const mr_symloc** out) {
+    if (l->frame == PROCESS_FRAME) {
+        *out = &p->in->procs[l->proc].root;
+        return 1;
+    }
+    return mr_symbols_frame_locs(symbols_of(p, l), l->frame, out);
 }
 
 static bool row_written(const mr_profile_row* r) {
@@ -124,43 +157,56 @@ static int add_string(pprof* p, const char* s) {
 
 // ---- gathering: locations, their addresses and mappings, the strings
 
+static int add_location(pprof* p, uint32_t proc, uint32_t frame) {
+    if (mr_u64map_get(&p->loc_of_frame, frame_key(proc, frame)))
+        return 0;
+    if (mt_vec_grow(&p->locs, &p->loccap, p->nlocs + 1, sizeof *p->locs) ||
+        mr_u64map_put(&p->loc_of_frame, frame_key(proc, frame), p->nlocs + 1))
+        return -ENOMEM;
+    p->locs[p->nlocs++] = (location){.proc = proc, .frame = frame};
+    return 0;
+}
+
 static int collect_locations(pprof* p) {
     for (size_t i = 0; i < p->in->prof->nrows; i++) {
         if (!row_written(&p->in->prof->rows[i]))
             continue;
-        size_t n = stack_of(p, p->in->prof->rows[i].callsite);
-        for (size_t k = 0; k < n; k++) {
-            if (mr_u64map_get(&p->loc_of_frame, stack_frames[k]))
-                continue;
-            if (mt_vec_grow(&p->locs, &p->loccap, p->nlocs + 1, sizeof *p->locs) ||
-                mr_u64map_put(&p->loc_of_frame, stack_frames[k], p->nlocs + 1))
+        uint32_t proc;
+        size_t n = stack_of(p, p->in->prof->rows[i].callsite, &proc);
+        for (size_t k = 0; k < n; k++)
+            if (add_location(p, proc, stack_frames[k]))
                 return -ENOMEM;
-            p->locs[p->nlocs++] = (location){.frame = stack_frames[k]};
-        }
+        if (p->in->nprocs && add_location(p, proc, PROCESS_FRAME))
+            return -ENOMEM;
     }
     return 0;
 }
 
 static int on_frame(void* ud, const mt_frame_info* f) {
     pprof* p = ud;
-    uint64_t* loc = f->id > 0 ? mr_u64map_get(&p->loc_of_frame, (uint64_t)f->id) : NULL;
+    uint64_t* loc = f->id > 0 && f->id < PROCESS_FRAME
+                        ? mr_u64map_get(&p->loc_of_frame, frame_key(p->reading, (uint32_t)f->id))
+                        : NULL;
     if (!loc)
         return 0;
     p->locs[*loc - 1].address = f->pc;
     p->locs[*loc - 1].mapping = f->mapping_id;
-    if (f->mapping_id > 0 && mr_u64map_put(&p->map_of_id, (uint64_t)f->mapping_id, 0))
+    if (f->mapping_id > 0 && f->mapping_id <= UINT32_MAX &&
+        mr_u64map_put(&p->map_of_id, frame_key(p->reading, (uint32_t)f->mapping_id), 0))
         return -ENOMEM;
     return 0;
 }
 
 static int on_mapping(void* ud, const mt_mapping_rec* m) {
     pprof* p = ud;
-    if (m->id <= 0 || !mr_u64map_get(&p->map_of_id, (uint64_t)m->id))
+    if (m->id <= 0 || m->id > UINT32_MAX ||
+        !mr_u64map_get(&p->map_of_id, frame_key(p->reading, (uint32_t)m->id)))
         return 0;
     if (mt_vec_grow(&p->maps, &p->mapcap, p->nmaps + 1, sizeof *p->maps))
         return -ENOMEM;
     mapping* copy = &p->maps[p->nmaps++];
     copy->rec = *m;
+    copy->proc = p->reading;
     copy->rec.path = strdup(m->path ? m->path : "");
     copy->rec.build_id = strdup(m->build_id ? m->build_id : "");
     return copy->rec.path && copy->rec.build_id ? 0 : -ENOMEM;
@@ -179,18 +225,25 @@ static void main_binary_first(pprof* p) {
     free(exe);
 }
 
-// Addresses and mappings of the locations, then the mappings they fall in (ids 1..n).
+// Addresses and mappings of the locations, then the mappings they fall in (ids 1..n), of
+// each process in turn.
 static int read_addresses(pprof* p) {
-    int rc = mt_capture_frames(p->in->cap, on_frame, p);
-    if (!rc)
-        rc = mt_capture_mappings(p->in->cap, on_mapping, p);
-    if (rc == -EPROTO)
-        snprintf(p->msg, p->msglen, "%s", mt_capture_error(p->in->cap));
+    int rc = 0;
+    for (size_t i = 0; !rc && i < (p->in->nprocs ? p->in->nprocs : 1); i++) {
+        mt_capture* cap = p->in->nprocs ? p->in->procs[i].cap : p->in->cap;
+        p->reading = (uint32_t)i;
+        rc = mt_capture_frames(cap, on_frame, p);
+        if (!rc)
+            rc = mt_capture_mappings(cap, on_mapping, p);
+        if (rc == -EPROTO)
+            snprintf(p->msg, p->msglen, "%s", mt_capture_error(cap));
+    }
     if (rc)
         return rc;
     main_binary_first(p);
     for (size_t i = 0; i < p->nmaps; i++)
-        *mr_u64map_get(&p->map_of_id, (uint64_t)p->maps[i].rec.id) = i + 1;
+        *mr_u64map_get(&p->map_of_id, frame_key(p->maps[i].proc, (uint32_t)p->maps[i].rec.id)) =
+            i + 1;
     return 0;
 }
 
@@ -207,7 +260,7 @@ static int build_strings(pprof* p) {
         rc = add_string(p, p->maps[i].rec.path) || add_string(p, p->maps[i].rec.build_id);
     for (size_t i = 0; !rc && i < p->nlocs; i++) {
         const mr_symloc* locs;
-        size_t n = mr_symbols_frame_locs(p->in->sym, p->locs[i].frame, &locs);
+        size_t n = location_lines(p, &p->locs[i], &locs);
         for (size_t k = 0; !rc && k < n; k++)
             rc = add_string(p, locs[k].function) || add_string(p, locs[k].file);
     }
@@ -311,12 +364,16 @@ static int write_samples(pprof* p) {
         const mr_profile_row* r = &p->in->prof->rows[i];
         if (!row_written(r))
             continue;
-        size_t n = stack_of(p, r->callsite);
+        uint32_t proc;
+        size_t n = stack_of(p, r->callsite, &proc);
         size_t sample = mr_pb_begin(&p->pb);
         size_t ids = mr_pb_begin(&p->pb);
         for (size_t k = 0; k < n; k++)
-            mr_pb_varint(&p->pb, *mr_u64map_get(&p->loc_of_frame, stack_frames[k]));
-        if (n)
+            mr_pb_varint(&p->pb,
+                         *mr_u64map_get(&p->loc_of_frame, frame_key(proc, stack_frames[k])));
+        if (p->in->nprocs) // the process: the outermost location
+            mr_pb_varint(&p->pb, *mr_u64map_get(&p->loc_of_frame, frame_key(proc, PROCESS_FRAME)));
+        if (n || p->in->nprocs)
             mr_pb_end(&p->pb, SAMPLE_LOCATION_ID, ids);
         size_t values = mr_pb_begin(&p->pb);
         mr_pb_varint(&p->pb, r->alloc_count);
@@ -359,14 +416,16 @@ static int write_mappings(pprof* p) {
 static int write_locations(pprof* p) {
     for (size_t i = 0; i < p->nlocs; i++) {
         const location* l = &p->locs[i];
-        uint64_t* map = l->mapping > 0 ? mr_u64map_get(&p->map_of_id, (uint64_t)l->mapping) : NULL;
+        uint64_t* map = l->mapping > 0 && l->mapping <= UINT32_MAX
+                            ? mr_u64map_get(&p->map_of_id, frame_key(l->proc, (uint32_t)l->mapping))
+                            : NULL;
         size_t start = mr_pb_begin(&p->pb);
         mr_pb_uint(&p->pb, LOCATION_ID, i + 1);
         mr_pb_uint_opt(&p->pb, LOCATION_MAPPING_ID, map ? *map : 0);
         mr_pb_uint_opt(&p->pb, LOCATION_ADDRESS, l->address);
         // Innermost first: the inlined functions, then the function the code belongs to.
         const mr_symloc* locs;
-        size_t n = mr_symbols_frame_locs(p->in->sym, l->frame, &locs);
+        size_t n = location_lines(p, l, &locs);
         for (size_t k = 0; k < n; k++) {
             uint64_t fn;
             if (function_id(p, &locs[k], &fn))

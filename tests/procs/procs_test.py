@@ -585,8 +585,30 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
                   f"export speedscope {prof['name']}: {by_process(got)} = {want(key)}")
         check(doc["profiles"][0]["name"] == "live bytes at each process's peak",
               f"speedscope: the live profile names no single time: {doc['profiles'][0]['name']}")
-    for args, says in ((["--format", "pprof", "-o", os.path.join(work, "x.pb.gz")],
-                        "not pprof"),
+    # pprof, read by go tool pprof where installed: each process a root location whose
+    # cumulative bytes are its numbers.
+    prof = os.path.join(work, "tree.pb.gz")
+    r = run([memreport, "export", caps, "--format", "pprof", "-o", prof])
+    check(r.returncode == 0, f"export pprof DIR: {r.stderr.strip()!r}")
+    if r.returncode == 0 and shutil.which("go"):
+        env = dict(os.environ, GOPROXY="off", GOTOOLCHAIN="local", GOFLAGS="",
+                   PPROF_BINARY_PATH="/nonexistent")
+        for name in ("HOME", "GOCACHE", "GOPATH", "PPROF_TMPDIR"):
+            env[name] = os.path.join(work, "go", name.lower())
+            os.makedirs(env[name], exist_ok=True)
+        for index, key in (("inuse_space", "peak_bytes"), ("alloc_space", "bytes_allocated"),
+                           ("alloc_objects", "allocations")):
+            out = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-unit=B",
+                                  "-nodefraction=0", "-nodecount=100000", "-sample_index=" + index,
+                                  prof], env=env, capture_output=True, text=True, timeout=120)
+            cum = {}
+            for line in out.stdout.splitlines():
+                m = re.match(r"^\s*\S+\s+\S+\s+\S+\s+(\d+)B?\s+\S+\s+(.+ \(pid \d+\))$", line)
+                if m:
+                    cum[m.group(2)] = int(m.group(1))
+            check(out.returncode == 0 and by_process(cum) == want(key),
+                  f"export pprof {index}: per process {by_process(cum)} = summary {want(key)}")
+    for args, says in ((["--format", "massif"], "not massif"),
                        (["--format", "csv"], "not csv"),
                        (["--format", "folded", "--at", "1ms"], "not --at"),
                        (["--format", "folded", "--thread", "1"], "not --at")):
