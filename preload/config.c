@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,10 @@ static int env_int(const char* name, int fallback, int lo, int hi) {
     return (int)n;
 }
 
-// MEMTRACE_SIGNAL: a number, or USR1 / USR2 (SIG prefix optional); -1 when unset or unknown.
+// MEMTRACE_SIGNAL: USR1 / USR2 (SIG prefix optional), or a number: theirs, a real-time
+// signal's or 0 (none); -1 when unset or anything else. A fault signal (SEGV: the handler
+// would return to the faulting instruction forever) or one with a meaning of its own (CHLD,
+// PIPE, TERM...) would change what the program does.
 static int env_signal(const char* name) {
     const char* v = getenv(name);
     if (!v || !*v)
@@ -33,7 +37,9 @@ static int env_signal(const char* name) {
         return SIGUSR1;
     if (!strcmp(v, "USR2"))
         return SIGUSR2;
-    return env_int(name, -1, 0, SIGRTMAX);
+    int sig = env_int(name, -1, 0, SIGRTMAX);
+    bool ok = sig == 0 || sig == SIGUSR1 || sig == SIGUSR2 || sig >= SIGRTMIN;
+    return ok ? sig : -1;
 }
 
 void mt_config_load(void) {
