@@ -2,7 +2,8 @@
 # crafted capture's names, memreport sql writes no file, memtrace --pid/--detach leave the
 # process's descriptors and signals as they were (not in sanitizer builds, as attach.cmake),
 # MEMTRACE_MMAP=1 in a program that forks while mapping (trust/mmap_fork.c) and one whose
-# mapping calls are refused (trust/mmap_fail.c).
+# mapping calls are refused (trust/mmap_fail.c); MEMTRACE_SIGNAL naming a fault signal
+# (tracer/crash.c).
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(mmap_fork trust/mmap_fork.c)
   target_compile_definitions(mmap_fork PRIVATE _GNU_SOURCE)
@@ -18,7 +19,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     endif()
     add_test(NAME e2e.trust_audit_${case} COMMAND ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py
-      --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+      --memtrace $<TARGET_FILE:memtrace_launcher> --lib $<TARGET_FILE:memtrace>
+      --memreport $<TARGET_FILE:memreport> --crash $<TARGET_FILE:crash>
       --fixture $<TARGET_FILE:reports_fixture> --mmap-fork $<TARGET_FILE:mmap_fork>
       --mmap-fail $<TARGET_FILE:mmap_fail>
       --workdir ${CMAKE_CURRENT_BINARY_DIR}/trust_audit_${case}.d ${case})

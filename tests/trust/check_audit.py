@@ -3,8 +3,9 @@
 """The trust audit: memtrace and memreport are never turned against their user or the
 traced program by what a capture or a process holds.
 
-Usage: check_audit.py --memtrace MEMTRACE --memreport MEMREPORT --fixture REPORTS_FIXTURE
-                      --mmap-fork MMAP_FORK --mmap-fail MMAP_FAIL --workdir DIR CASE
+Usage: check_audit.py --memtrace MEMTRACE --lib LIBMEMTRACE --memreport MEMREPORT
+                      --fixture REPORTS_FIXTURE --mmap-fork MMAP_FORK --mmap-fail MMAP_FAIL
+                      --crash CRASH --workdir DIR CASE
        check_audit.py --list     (the cases, one a line: see each case_ function)
 """
 import argparse
@@ -302,6 +303,26 @@ def case_attach_other_user(a, w):
     check(err == b"", f"nothing written to the program's stderr: {err!r}")
 
 
+def case_signal_fault(a, w):
+    """MEMTRACE_SIGNAL naming a fault or another signal with a meaning of its own is not taken
+    (preload/config.c): with MEMTRACE_SIGNAL=11 a segmentation fault returned from the toggle
+    handler to the faulting instruction, forever, and raise(SIGSEGV) did not end the program."""
+    for how in ("s", "k"):
+        for sig in ("11",):
+            env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_SIGNAL=sig,
+                       MEMTRACE_OUTPUT=os.path.join(w, f"{how}{sig}.db"), MEMTRACE_SYMBOLIZE="0")
+            p = subprocess.Popen([a.crash, how], env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                code = p.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                code = f"hung for {TIMEOUT} s"
+                p.wait()
+            check(code == -signal.SIGSEGV, f"crash {how}, MEMTRACE_SIGNAL={sig}: killed by "
+                  f"SIGSEGV as untraced ({code})")
+
+
 def case_mmap_refused(a, w):
     """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
     so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
@@ -332,8 +353,8 @@ def main():
         print("\n".join(CASES))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for opt in ("--memtrace", "--memreport", "--fixture", "--mmap-fork", "--mmap-fail",
-                "--workdir"):
+    for opt in ("--memtrace", "--lib", "--memreport", "--fixture", "--mmap-fork", "--mmap-fail",
+                "--crash", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
