@@ -40,12 +40,20 @@ int mt_sql_open(const char* path, mt_sql** out, char* err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    // "unix-none" and exclusive locking, as memreport live reads (capture.c): a capture left
+    // unfinished (its -wal beside it) is read with the WAL index in this process's memory,
+    // so no -shm file is created beside it; the reader's checks above found no writer.
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, "unix-none") != SQLITE_OK) {
         snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(s->db));
         mt_sql_close(s);
         return -EIO;
     }
     sqlite3_busy_timeout(s->db, 2000);
+    if (sqlite3_exec(s->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(s->db));
+        mt_sql_close(s);
+        return -EIO;
+    }
     // A crafted capture's views and triggers may not call our tables or functions.
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
     sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
