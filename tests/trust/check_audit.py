@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import termios
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -118,6 +119,34 @@ def case_terminal_formats(a, w):
             p = subprocess.run([a.memreport] + args, capture_output=True, timeout=TIMEOUT)
             check(p.returncode == 0 and raw in p.stdout,
                   f"{what} through a pipe: the exact bytes ({raw!r})")
+
+
+def case_sql_unfinished(a, w):
+    """memreport sql on a capture whose program was killed (its -wal beside it) reads it and
+    leaves the files as they were, with no -shm created beside them (common/sql.c)."""
+    cap = os.path.join(w, "killed.db")
+    env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap)
+    prog = subprocess.Popen(["cat"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    children.append(prog)
+    prog.stdin.write(b"line\n")
+    prog.stdin.flush()
+    read_until(prog.stdout.fileno(), b"line\n")
+    # The tracer opens the capture's -wal as it starts; polled (no timing is asserted).
+    for _ in range(600):
+        if os.path.exists(cap + "-wal"):
+            break
+        time.sleep(0.1)
+    prog.kill()
+    prog.wait()
+    check(os.path.exists(cap + "-wal"), "the killed program left its capture unfinished")
+    before = {n: digest(os.path.join(w, n)) for n in sorted(os.listdir(w))}
+    p = subprocess.run([a.memreport, "sql", cap, "--csv", "select value from meta where key = "
+                        "'capture_status'"], capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.split() == ["value", "recording"],
+          f"it is read: {p.stdout!r} {p.stderr.strip()}")
+    after = {n: digest(os.path.join(w, n)) for n in sorted(os.listdir(w))}
+    check(after == before, f"the files are as they were, none added: {sorted(after)} (before: "
+          f"{sorted(before)})")
 
 
 def case_sql_files(a, w):
