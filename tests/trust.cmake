@@ -1,9 +1,9 @@
-# The trust audit (tests/trust/check_audit.py, one test per case): error messages escape a
-# crafted capture's names, memreport sql writes no file, memtrace --pid/--detach leave the
-# process's descriptors and signals as they were (not in sanitizer builds, as attach.cmake),
-# MEMTRACE_MMAP=1 in a program that forks while mapping (trust/mmap_fork.c) and one whose
-# mapping calls are refused (trust/mmap_fail.c); MEMTRACE_SIGNAL naming a fault signal
-# (tracer/crash.c).
+# The trust audit (tests/trust/check_audit.py, one test per case, each a case_ function):
+# names from a crafted capture never reach a terminal raw (messages, any format on stdout),
+# memreport sql writes no file, --pid/--detach leave the process's descriptors, signals and
+# stderr as they were (not in sanitizer builds, as attach.cmake), MEMTRACE_MMAP=1 exact and
+# harmless with forks (trust/mmap_fork.c) and refused calls (trust/mmap_fail.c),
+# MEMTRACE_SIGNAL never taking a fault signal (tracer/crash.c).
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(mmap_fork trust/mmap_fork.c)
   target_compile_definitions(mmap_fork PRIVATE _GNU_SOURCE)
