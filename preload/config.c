@@ -2,6 +2,8 @@
 // MEMTRACE_* settings. Runs at initialisation only, before any hook records; never again.
 #include "config.h"
 
+#include "output.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -46,9 +48,11 @@ void mt_config_load(void) {
     const char* out = getenv("MEMTRACE_OUTPUT");
     if (out && *out)
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", out);
-    else
-        snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "memtrace.%s.%%p.db",
-                 program_invocation_short_name);
+    else {
+        char prog[80];
+        mt_output_program_part(prog, sizeof prog);
+        snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "memtrace.%s.%%p.db", prog);
+    }
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
     // Relative to where the program started: the program may chdir before the capture file
     // is created (or before a forked child creates its own).

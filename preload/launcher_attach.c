@@ -5,6 +5,7 @@
 // interrupted (then it detaches). Every gdb run has a time limit.
 #include "launcher_attach.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -197,8 +198,9 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
             comm[strcspn(comm, "\n")] = 0;
         if (f)
             fclose(f);
+        // As mt_output_program_part names a process: the name is the process's to choose.
         for (char* c = comm; *c; c++)
-            if (*c == '/' || *c == ' ' || *c == '"' || *c == '\\')
+            if (!isalnum((unsigned char)*c) && !strchr("._+-", *c))
                 *c = '_';
         if (!getcwd(cwd, sizeof cwd))
             snprintf(cwd, sizeof cwd, "/tmp");

@@ -35,9 +35,7 @@ bool mt_output_is_dir(void) {
     return n && mt_cfg.pattern[n - 1] == '/';
 }
 
-// The program's name as a file name part: [A-Za-z0-9._+-] kept, anything else '_' (a
-// program may have set its argv[0] to a title with spaces and colons).
-static void program_part(char* out, size_t len) {
+void mt_output_program_part(char* out, size_t len) {
     const char* name = program_invocation_short_name;
     size_t n = 0;
     for (; name && name[n] && n < 64 && n + 1 < len; n++) {
@@ -85,7 +83,7 @@ static int create_in_dir(char* path, size_t len) {
         snprintf(path, len, "%s", dir);
         return dfd;
     }
-    program_part(prog, sizeof prog);
+    mt_output_program_part(prog, sizeof prog);
     int rc = -EEXIST;
     for (int n = 1; rc == -EEXIST && n <= MAX_NUMBERED; n++) {
         if (n == 1)

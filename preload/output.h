@@ -18,6 +18,10 @@
 // missing and refused (-EPERM) unless it is a real directory (no symlink), owned by this
 // user and not writable by group or others.
 int mt_output_create(int child, char* path, size_t len);
+// The program's name as a file name part: [A-Za-z0-9._+-] kept, anything else '_' (a
+// program may have set its argv[0] to a title with spaces and colons, or to escape
+// sequences that the launcher would print with the name); "process" when empty or hidden.
+void mt_output_program_part(char* out, size_t len);
 // Whether captures go into a directory (MEMTRACE_OUTPUT ends in '/').
 bool mt_output_is_dir(void);
 
