@@ -352,6 +352,19 @@ def case_signal_fault(a, w):
                   f"SIGSEGV as untraced ({code})")
 
 
+def case_argv0_name(a, w):
+    """The default capture name takes the program's name as DIR/ does, [A-Za-z0-9._+-] only
+    (preload/config.c): an argv[0] of escape sequences made a file name holding them."""
+    env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_SYMBOLIZE="0")
+    env.pop("MEMTRACE_OUTPUT", None)
+    p = subprocess.run(["\x1b]0;pwn\x07\x1b[2Jx y"], executable=shutil.which("cat"), env=env,
+                       cwd=w, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    names = os.listdir(w)
+    check(p.returncode == 0 and len(names) == 1, f"one capture: {names} ({p.returncode})")
+    check(all(re.fullmatch(r"[A-Za-z0-9._+-]+", n) for n in names),
+          f"its name is made of [A-Za-z0-9._+-]: {names}")
+
+
 def case_mmap_refused(a, w):
     """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
     so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
