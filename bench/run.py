@@ -3,7 +3,8 @@
 # The benchmark driver behind bench/run.sh: runs every workload natively, under memtrace
 # (MEMTRACE_UNWIND=auto, fp, libunwind; and sampled, mt-sample) and under heaptrack (full and
 # --raw), interleaved and repeated, takes medians, checks each capture's counts against the
-# workload's own, and prints the table (also written to bench/results.txt). It measures; it asserts no speed.
+# workload's own, and prints the table (also written to bench/results.txt). It measures; it
+# asserts no speed.
 import datetime
 import json
 import os
