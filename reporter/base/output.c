@@ -6,6 +6,7 @@
 #include "messages.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,11 +17,33 @@ bool mr_output_in_place(const char* path) {
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
-// A device, FIFO or socket is opened and written as it is (a FIFO's open waits for its
-// reader).
+// What a report may be written into as it is: a FIFO, a socket, a terminal or /dev/null
+// (the shell's /dev/stdout and /dev/fd/N name one of them). Never a disk, /dev/mem or any
+// other device a symlink planted at the output path could lead to.
+static bool stream_like(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return false;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd))
+        return true;
+    struct stat null;
+    return S_ISCHR(st.st_mode) && stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+           st.st_rdev == null.st_rdev;
+}
+
+// A FIFO, socket or terminal is opened and written as it is (a FIFO's open waits for its
+// reader). Opening writes nothing: a device refused then is left as it was.
 static int open_in_place(mr_output* o, const char* path) {
-    if (!(o->path = strdup(path)) || !(o->fp = fopen(path, "w"))) {
-        mr_error(path, "cannot write: %s", o->path ? strerror(errno) : "out of memory");
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd >= 0 && !stream_like(fd)) {
+        close(fd);
+        mr_error(path, "is a device: reports are written to files, pipes and terminals only");
+        return MR_EXIT_IO;
+    }
+    if (fd < 0 || !(o->path = strdup(path)) || !(o->fp = fdopen(fd, "w"))) {
+        mr_error(path, "cannot write: %s", fd < 0 ? strerror(errno) : "out of memory");
+        if (fd >= 0 && !o->fp)
+            close(fd);
         free(o->path);
         memset(o, 0, sizeof *o);
         return MR_EXIT_IO;

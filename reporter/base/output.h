@@ -5,6 +5,8 @@
 // mr_output_abort; an existing `path` is refused unless `force`. No half-written file is ever left.
 // An existing `path` that is not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N)
 // is written in place: renaming over it would replace the device or pipe with a file.
+// Written in place are FIFOs, sockets, terminals and /dev/null only; any other device is
+// refused (exit 3), so a symlink planted at the path never leads a report into a disk.
 #ifndef MR_OUTPUT_H
 #define MR_OUTPUT_H
 
