@@ -121,6 +121,24 @@ def case_terminal_formats(a, w):
                   f"{what} through a pipe: the exact bytes ({raw!r})")
 
 
+def case_output_device(a, w):
+    """memreport -o naming (through a symlink planted there) a device that is not a terminal
+    or /dev/null writes nothing into it, with or without -f (base/output.c: it was opened and
+    written as a FIFO is: as root, a disk or /dev/mem)."""
+    cap = fixture(a, w, "dev.db")
+    link = os.path.join(w, "report.txt")
+    os.symlink("/dev/zero", link)
+    for force in ([], ["-f"]):
+        p = subprocess.run([a.memreport, "summary", cap, "-o", link] + force,
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 3 and "is a device" in p.stderr and os.path.islink(link),
+              f"-o a symlink to /dev/zero {force}: refused, exit 3, the symlink kept "
+              f"({p.returncode}: {p.stderr.strip()})")
+    p = subprocess.run([a.memreport, "summary", cap, "-o", "/dev/null"], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    check(p.returncode == 0, f"-o /dev/null still works ({p.returncode}: {p.stderr.strip()})")
+
+
 def case_sql_unfinished(a, w):
     """memreport sql on a capture whose program was killed (its -wal beside it) reads it and
     leaves the files as they were, with no -shm created beside them (common/sql.c)."""
