@@ -18,8 +18,11 @@
 #              no free without its allocation, estimates within 2%;
 #   reports:   every report and the flame graph page say the capture is sampled, in text and
 #              JSON; exports scale (folded's total is top's);
-#   unsampled: an exact capture says nothing of sampling.
-# Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE | --list
+#   unsampled: an exact capture says nothing of sampling;
+#   signals:   SIGNAL_PROG (tests/e2e/progs/signal_alloc.c: a SIGALRM handler allocating and
+#              freeing while the program's own heap calls run) at N = 64 and 4096: it ends
+#              normally, the capture is complete and has no free without its allocation.
+# Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE [SIGNAL_PROG] | --list
 import json
 import os
 import sqlite3
@@ -30,7 +33,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, finish, runner  # noqa: E402
 
-CASES = ("estimates", "capture", "dense", "reports", "unsampled")
+CASES = ("estimates", "capture", "dense", "reports", "unsampled", "signals")
 SEED = "20261124"
 SITES = ("small_blocks", "leak_medium", "leak_large", "grow_by_realloc", "thread_alloc")
 NOTE = "sampled: Poisson by bytes, mean interval "
@@ -178,6 +181,19 @@ def case_unsampled(memtrace, memreport, prog, work, want):
               f"{cmd} says nothing of sampling")
 
 
+def case_signals(memtrace, memreport, signal_prog, work):
+    for n in ("64", "4096"):
+        capture = os.path.join(work, f"signals{n}.db")
+        out, code, err = trace(memtrace, signal_prog, capture, {"MEMTRACE_SAMPLE_BYTES": n})
+        check(code == 0, f"N={n}: the program ends normally ({code}) {err.strip()}")
+        s = summary(memreport, capture)
+        check(s["status"] == "complete" and s["unmatched_frees"] == 0 and
+              s["allocations"] <= s["calls"]["malloc"],
+              f"N={n}: complete, no free without its allocation: {s['status']} "
+              f"{s['unmatched_frees']} unmatched, {s['allocations']} of {s['calls']['malloc']} "
+              "mallocs sampled")
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
@@ -185,6 +201,10 @@ def main():
     memtrace, memreport, prog, work, case = sys.argv[1:6]
     work = os.path.join(work, case)
     os.makedirs(work, exist_ok=True)
+    if case == "signals":
+        case_signals(memtrace, memreport, sys.argv[6], work)
+        finish()
+        return
     want = run([prog])[:2]
     check(want[1] == 3 and want[0].startswith(b"checksum "), f"untraced run: {want}")
     if case == "estimates":
