@@ -13,6 +13,7 @@
 #include "stats_report.h"
 #include "u64map.h"
 
+#include "memtrace/sampling.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -72,6 +73,11 @@ typedef struct stats {
     uint64_t temporary, frees;
     alloc_key last_alloc;  // the allocation heaptrack compares the next free with
     alloc_key first_alloc; // the process's first allocation (see is_temporary)
+    // A sampled capture's allocations are read weighed: their requested sizes' powers of two
+    // for the histogram come from these (memtrace/sampling.h), for the capture sizes_of.
+    const mt_capture* sizes_of;
+    uint64_t sample_bytes; // 0: not sampled
+    mt_sample_sizes sizes;
 } stats;
 
 static unsigned bucket_of(uint64_t size) {
@@ -118,7 +124,6 @@ static bool is_temporary(stats* s, const mr_block* freed) {
 
 // Observes the model's replay: the measures of events, not of callsites.
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)r;
     stats* s = ud;
     mr_stats_thread* th = thread_of(s, ev->tid);
     if (!th)
@@ -138,7 +143,14 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         s->last_alloc = (alloc_key){.size = ev->size, .callsite = ev->callsite, .set = true};
         if (!s->first_alloc.set)
             s->first_alloc = s->last_alloc;
-        unsigned b = bucket_of(ev->size);
+        if (r->cap != s->sizes_of) {
+            s->sizes_of = r->cap;
+            s->sample_bytes = (uint64_t)mt_capture_meta_int(r->cap, "sample_bytes", 0);
+            mt_sample_sizes_init(&s->sizes, s->sample_bytes);
+        }
+        unsigned b = s->sample_bytes && mt_sample_kind(r->heap, ev->kind)
+                         ? mt_sample_size_bits(&s->sizes, ev->size)
+                         : bucket_of(ev->size);
         s->hist_count[b]++;
         s->hist_bytes[b] += ev->size;
     } else if (mt_kind_is_free(ev->kind)) {

@@ -158,6 +158,14 @@ def case_reports(memtrace, memreport, prog, work, want):
         s = doc.get("sampled")
         check(isinstance(s, list) and len(s) == 1 and s[0]["mean_interval_bytes"] == 4096 and
               s[0]["method"] == "poisson-bytes", f"{args[0]} --json has 'sampled': {s}")
+    # stats' size histogram buckets the requested sizes: each bucket's bytes estimate the
+    # truth's (those holding at least 5% of the bytes allocated, within 10%).
+    est = {b["min"]: b["bytes"] for b in json.loads(mr("stats", sampled, "--json"))["sizes"]}
+    truth = {b["min"]: b["bytes"] for b in json.loads(mr("stats", exact, "--json"))["sizes"]}
+    total = sum(truth.values())
+    big = {k: v for k, v in truth.items() if v >= 0.05 * total}
+    check(len(big) >= 3 and all(abs(est.get(k, 0) - v) <= 0.1 * v for k, v in big.items()),
+          f"stats' size histogram estimates the truth's bytes per size: {est} vs {truth}")
     live = mr("live", sampled, "--once")
     check(NOTE + "4.00 KiB" in live, f"live says it is sampled: {live[:300]!r}")
     mr("flamegraph", sampled, "-o", html, "-f")

@@ -29,9 +29,29 @@ static inline double mt_sample_inverse_probability(uint64_t size, uint64_t n) {
 
 // The bytes a recorded allocation of `size` bytes stands for (size itself when n is 0).
 static inline uint64_t mt_sample_weight_bytes(uint64_t size, uint64_t n) {
-    if (!size || !n)
+    if (!size || !n || size / 64 >= n) // 64 intervals and more: sampled but for exp(-64)
         return size;
     return (uint64_t)llround((double)size * mt_sample_inverse_probability(size, n));
+}
+
+// The weights of the powers of two, to tell the requested size of a weighed allocation by
+// its power of two (the weight grows with the size): `stats`' histogram of sizes.
+typedef struct mt_sample_sizes {
+    uint64_t at[64]; // at[k]: the weight of 2^k bytes
+} mt_sample_sizes;
+
+static inline void mt_sample_sizes_init(mt_sample_sizes* t, uint64_t n) {
+    for (unsigned k = 0; k < 64; k++)
+        t->at[k] = mt_sample_weight_bytes(1ull << k, n);
+}
+
+// 64 minus the leading zeros of the requested size (0 for 0 bytes) of an allocation read
+// with `weighed` bytes.
+static inline unsigned mt_sample_size_bits(const mt_sample_sizes* t, uint64_t weighed) {
+    unsigned k = 0;
+    while (k < 64 && weighed >= t->at[k])
+        k++;
+    return k;
 }
 
 #endif
