@@ -79,10 +79,11 @@ static int stack_values(mr_procs_timeline* t) {
 }
 
 // ---- the exact peak of the sum
-// The sum's highest point is found among the events of the buckets whose bound (each
-// process's most in the bucket, the value carried in counting) is above the best sum found
-// yet: their events are replayed and merged in time order, a few buckets a round, the
-// highest bounds first, until no bucket left can hold more.
+// A bucket's bound is the sum of each process's most in it (the value carried in
+// counting). Where at most one process changes within a bucket, the bound is the bucket's
+// highest sum. The other buckets whose bound is above the best sum found are replayed and
+// their events merged in time order, a few buckets a round, the highest bounds first,
+// until no bucket left can hold more.
 
 typedef struct peak_search {
     mr_procs_timeline* t;
@@ -90,6 +91,9 @@ typedef struct peak_search {
     size_t nb;         // buckets
     uint64_t* carried; // carried[i * nb + b]: process i's live bytes when bucket b starts
     uint64_t* bound;   // per bucket: the sum of each process's most in it
+    uint8_t* changing; // per bucket: the processes changing in it (2: two or more)
+    bool* changes;     // changes[i * nb + b]: process i changes in bucket b
+    int64_t* reached;  // per bucket, with one process changing: when its bound was reached
     struct ranked {
         uint64_t bound;
         size_t bucket;
@@ -121,26 +125,47 @@ static size_t bucket_at(const peak_search* ps, int64_t ts) {
 }
 
 // Each process's value carried into every bucket (0 before its first point and after its
-// end), and each bucket's bound.
-static void bounds(peak_search* ps) {
+// end), each bucket's bound, the processes changing in it and, where one or none does,
+// when its bound was reached: at that process's highest point in it, else when the last
+// value carried in was set. point_at: nb entries of scratch.
+static void bounds(peak_search* ps, int64_t* point_at) {
     const mr_procs_timeline* t = ps->t;
+    for (size_t b = 0; b < ps->nb; b++)
+        ps->reached[b] = INT64_MIN;
     for (size_t i = 0; i < t->n; i++) {
         const mr_proc_series* p = &t->procs[i];
         const mr_points* h = &p->t.heap;
         size_t j = 0;
         uint64_t held = 0;
+        int64_t set_at = INT64_MIN; // the time of the point that set `held`
         for (size_t b = 0; b < ps->nb; b++) {
             int64_t start = (int64_t)b * ps->width, next = start + ps->width;
             uint64_t in = start > p->end ? 0 : held, most = in;
+            int64_t most_at = INT64_MIN;
+            bool changes = p->end + 1 >= start && p->end + 1 < next;
+            if (set_at > ps->reached[b])
+                ps->reached[b] = set_at;
             for (; j < h->n && h->v[j].x < next; j++) {
                 held = h->v[j].y;
-                if (h->v[j].x <= p->end && held > most)
+                set_at = h->v[j].x;
+                changes = true;
+                if (h->v[j].x <= p->end && held > most) {
                     most = held;
+                    most_at = h->v[j].x;
+                }
             }
             ps->carried[i * ps->nb + b] = in;
             ps->bound[b] += most;
+            ps->changes[i * ps->nb + b] = changes;
+            if (changes && ps->changing[b] < 2)
+                ps->changing[b]++;
+            if (changes)
+                point_at[b] = most_at;
         }
     }
+    for (size_t b = 0; b < ps->nb; b++) // one changing: its highest point, if above its start
+        if (ps->changing[b] == 1 && point_at[b] != INT64_MIN)
+            ps->reached[b] = point_at[b];
 }
 
 static int by_bound(const void* a, const void* b) {
@@ -178,6 +203,11 @@ static int search_round(peak_search* ps, const mr_capture_set* s) {
     recorder rec = {.ps = ps};
     int rc = 0;
     for (size_t i = 0; !rc && i < t->n; i++) {
+        bool needed = false; // a process constant in every chosen bucket is its value carried in
+        for (size_t b = 0; !needed && b < ps->nb; b++)
+            needed = ps->chosen[b] && ps->changes[i * ps->nb + b];
+        if (!needed)
+            continue;
         rec.proc = (uint32_t)i;
         rec.shift = t->procs[i].offset;
         mr_replay r;
@@ -232,32 +262,49 @@ static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t wid
     peak_search ps = {.t = t, .width = width, .nb = nb};
     ps.carried = calloc(t->n * nb + 1, sizeof *ps.carried);
     ps.bound = calloc(nb, sizeof *ps.bound);
+    ps.changing = calloc(nb, sizeof *ps.changing);
+    ps.changes = calloc(t->n * nb + 1, sizeof *ps.changes);
+    ps.reached = calloc(nb, sizeof *ps.reached);
+    int64_t* point_at = calloc(nb, sizeof *point_at);
     ps.order = malloc(nb * sizeof *ps.order);
     ps.chosen = calloc(nb, sizeof *ps.chosen);
     int rc = 0;
-    if (!ps.carried || !ps.bound || !ps.order || !ps.chosen) {
+    if (!ps.carried || !ps.bound || !ps.changing || !ps.changes || !ps.reached || !point_at ||
+        !ps.order || !ps.chosen) {
         mr_error(s->procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
     t->total_peak = 0;
     t->total_peak_ts = 0;
+    size_t nchanging = 0; // buckets where two processes or more change: to replay
     if (!rc) {
-        bounds(&ps);
+        bounds(&ps, point_at);
         for (size_t b = 0; b < nb; b++)
-            ps.order[b] = (struct ranked){ps.bound[b], b};
-        qsort(ps.order, nb, sizeof *ps.order, by_bound);
+            if (ps.changing[b] < 2 && ps.bound[b] > t->total_peak) { // exact already
+                t->total_peak = ps.bound[b];
+                t->total_peak_ts = ps.reached[b] == INT64_MIN ? 0 : ps.reached[b];
+            } else if (ps.changing[b] == 2) {
+                ps.order[nchanging++] = (struct ranked){ps.bound[b], b};
+            }
+        if (nchanging > 1)
+            qsort(ps.order, nchanging, sizeof *ps.order, by_bound);
     }
     // Rounds of 8, 32, 128... buckets: few replays when the peak stands out, few rounds
     // when it does not.
-    for (size_t next = 0, round = 8; !rc && next < nb && ps.order[next].bound > t->total_peak;
-         round *= 4) {
+    for (size_t next = 0, round = 8;
+         !rc && next < nchanging && ps.order[next].bound > t->total_peak; round *= 4) {
         memset(ps.chosen, 0, nb * sizeof *ps.chosen);
-        for (size_t k = 0; k < round && next < nb && ps.order[next].bound > t->total_peak; k++)
+        for (size_t k = 0; k < round && next < nchanging && ps.order[next].bound > t->total_peak;
+             k++)
             ps.chosen[ps.order[next++].bucket] = true;
         rc = search_round(&ps, s);
     }
     free(ps.carried);
     free(ps.bound);
+    free(ps.changing);
+    free(ps.changes);
+    free(ps.reached);
+    free(point_at);
     free(ps.order);
     free(ps.chosen);
     return rc;

@@ -32,7 +32,7 @@ typedef struct mr_procs_timeline {
     size_t ntimes;
     // The highest sum of live bytes over every event of every process in time order (events
     // of two processes at the same nanosecond in tree order; a process drops to 0 after its
-    // end), and the time of the event that reached it first.
+    // end), and a time it was reached.
     uint64_t total_peak;
     int64_t total_peak_ts;
 } mr_procs_timeline;
