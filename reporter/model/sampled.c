@@ -3,18 +3,18 @@
 #include "sampled.h"
 
 #include "memtrace/units.h"
+#include "memtrace/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_NOTED 64
-
-static struct {
+typedef struct noted_capture {
     char* path;
     uint64_t sample_bytes; // 0: not sampled
-} noted[MAX_NOTED];
-static size_t nnoted, nsampled;
+} noted_capture;
+static noted_capture* noted;
+static size_t nnoted, capnoted, nsampled;
 
 void mr_sampled_note(mt_capture* cap) {
     const char* path = mt_capture_path(cap);
@@ -23,8 +23,8 @@ void mr_sampled_note(mt_capture* cap) {
             return;
     int64_t n = mt_capture_meta_int(cap, "sample_bytes", 0);
     char* copy = strdup(path);
-    if (nnoted == MAX_NOTED || !copy) {
-        free(copy);
+    if (!copy || MT_VEC_RESERVE(&noted, &capnoted, nnoted + 1)) {
+        free(copy); // out of memory: the capture goes unnoted
         return;
     }
     noted[nnoted].path = copy;
@@ -47,14 +47,35 @@ void mr_sampled_get(size_t i, const char** path, uint64_t* sample_bytes) {
     *sample_bytes = 0;
 }
 
+// Whether every sampled capture has the same mean interval.
+static bool one_interval(void) {
+    const char* path;
+    uint64_t first, n;
+    mr_sampled_get(0, &path, &first);
+    for (size_t i = 1; i < nsampled; i++) {
+        mr_sampled_get(i, &path, &n);
+        if (n != first)
+            return false;
+    }
+    return true;
+}
+
+size_t mr_sampled_lines(void) {
+    return nsampled > 1 && one_interval() ? 1 : nsampled;
+}
+
 void mr_sampled_line(size_t i, char* buf, size_t len) {
     const char* path;
     uint64_t n;
     mr_sampled_get(i, &path, &n);
-    char interval[32];
+    char interval[32], who[4200] = "";
     mt_format_bytes(n, interval, sizeof interval);
+    if (nsampled > 1 && mr_sampled_lines() == 1) // a process tree sampled alike: one line
+        snprintf(who, sizeof who, "%zu of %zu captures: ", nsampled, nnoted);
+    else if (nnoted > 1)
+        snprintf(who, sizeof who, "%s: ", path);
     snprintf(buf, len,
-             "sampled: %s%sPoisson by bytes, mean interval %s (bytes are estimates; counts are "
-             "of sampled allocations)",
-             nnoted > 1 ? path : "", nnoted > 1 ? ": " : "", interval);
+             "sampled: %sPoisson by bytes, mean interval %s (bytes are estimates; counts are of "
+             "sampled allocations)",
+             who, interval);
 }

@@ -14,13 +14,15 @@
 
 // Notes cap if its meta says it is sampled (once per path). Called where captures are opened.
 void mr_sampled_note(mt_capture* cap);
-// How many sampled captures were noted, and how many captures were noted at all.
+// How many sampled captures were noted.
 size_t mr_sampled_count(void);
 // The i-th sampled capture: its path and mean interval in bytes.
 void mr_sampled_get(size_t i, const char** path, uint64_t* sample_bytes);
-// The line that says it, without a newline: "sampled: Poisson by bytes, mean interval
-// 512.00 KiB (bytes are estimates; counts are of sampled allocations)", the capture's name
-// first when several captures were opened.
+// The lines that say it, without a newline: "sampled: Poisson by bytes, mean interval
+// 512.00 KiB (bytes are estimates; counts are of sampled allocations)"; with several
+// captures opened, the capture's name first, or one line "K of M captures" when all the
+// sampled ones have the same interval.
+size_t mr_sampled_lines(void);
 void mr_sampled_line(size_t i, char* buf, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include "extent.h"
 #include "json.h"
+#include "sampled.h"
 
 #include "memtrace/units.h"
 
@@ -316,12 +317,12 @@ static void say_sampled(json_t* o) {
     json_t* sampled = mr_json_sampled();
     if (!sampled)
         return;
-    char sub[1024];
+    char sub[8192], line[4400];
     snprintf(sub, sizeof sub, "%s", json_string_value(json_object_get(o, "subtitle")));
-    for (size_t i = 0; i < json_array_size(sampled); i++) {
+    for (size_t i = 0; i < mr_sampled_lines(); i++) {
         size_t n = strlen(sub);
-        snprintf(sub + n, sizeof sub - n, " | %s",
-                 json_string_value(json_object_get(json_array_get(sampled, i), "note")));
+        mr_sampled_line(i, line, sizeof line);
+        snprintf(sub + n, sizeof sub - n, " | %s", line);
     }
     json_object_set_new(o, "subtitle", json_string(sub));
     json_object_set_new(o, "sampled", sampled);

@@ -77,13 +77,10 @@ json_t* mr_json_sampled(void) {
     for (size_t i = 0; list && i < n; i++) {
         const char* path;
         uint64_t bytes;
-        char line[512];
         mr_sampled_get(i, &path, &bytes);
-        mr_sampled_line(i, line, sizeof line);
-        json_array_append_new(list, json_pack("{s:o, s:s, s:I, s:o}", "capture",
-                                              mr_json_bytes(path), "method",
-                                              MT_SAMPLE_METHOD_POISSON_BYTES, "mean_interval_bytes",
-                                              (json_int_t)bytes, "note", mr_json_bytes(line)));
+        json_array_append_new(list, json_pack("{s:o, s:s, s:I}", "capture", mr_json_bytes(path),
+                                              "method", MT_SAMPLE_METHOD_POISSON_BYTES,
+                                              "mean_interval_bytes", (json_int_t)bytes));
     }
     return list;
 }
@@ -98,8 +95,8 @@ static void say_sampled(FILE* fp, json_t* report, bool json) {
             json_object_set_new(report, "sampled", mr_json_sampled());
         return;
     }
-    for (size_t i = 0; i < mr_sampled_count(); i++) {
-        char line[512];
+    for (size_t i = 0; i < mr_sampled_lines(); i++) {
+        char line[4400];
         mr_sampled_line(i, line, sizeof line);
         fprintf(fp, "%s\n", line);
     }

@@ -29,7 +29,7 @@ json_t* mr_json_loads_bytes(const char* text);
 int mr_json_dump_html(const json_t* json, FILE* out);
 
 // The sampled captures this run opened (model/sampled.h) as a JSON array of {capture,
-// method, mean_interval_bytes, note}; NULL when none was sampled.
+// method, mean_interval_bytes}; NULL when none was sampled.
 json_t* mr_json_sampled(void);
 // Writes a report where `to` says (an existing file only with force, output.h): as JSON
 // indented by 2, else through print_text, which reads the same document. A report of a

@@ -64,8 +64,8 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
         mr_fputs_text(out, l->command);
         eol(out, v);
     }
-    for (size_t i = 0; i < mr_sampled_count(); i++) { // model/sampled.h
-        char line[512];
+    for (size_t i = 0; i < mr_sampled_lines(); i++) { // model/sampled.h
+        char line[4400];
         mr_sampled_line(i, line, sizeof line);
         mr_fputs_text(out, line);
         eol(out, v);
