@@ -11,7 +11,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/sampling/sampling_test.py
               $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
               $<TARGET_FILE:sampling_prog> ${CMAKE_CURRENT_BINARY_DIR}/sampling-e2e ${case}
-              $<TARGET_FILE:e2e_signal_alloc>)
+              $<TARGET_FILE:e2e_signal_alloc> $<TARGET_FILE:mmap_prog>)
     set_tests_properties(e2e.sampling_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()

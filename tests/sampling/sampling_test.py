@@ -21,8 +21,10 @@
 #   unsampled: an exact capture says nothing of sampling;
 #   signals:   SIGNAL_PROG (tests/e2e/progs/signal_alloc.c: a SIGALRM handler allocating and
 #              freeing while the program's own heap calls run) at N = 64 and 4096: it ends
-#              normally, the capture is complete and has no free without its allocation.
-# Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE [SIGNAL_PROG] | --list
+#              normally, the capture is complete and has no free without its allocation;
+#   mmap:      MMAP_PROG (tests/mmap/mmap_prog.c) with MEMTRACE_MMAP=1: the mmap heap is never
+#              sampled: its figures are the exact run's.
+# Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE [SIGNAL_PROG MMAP_PROG] | --list
 import json
 import os
 import sqlite3
@@ -33,7 +35,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, finish, runner  # noqa: E402
 
-CASES = ("estimates", "capture", "dense", "reports", "unsampled", "signals")
+CASES = ("estimates", "capture", "dense", "reports", "unsampled", "signals", "mmap")
 SEED = "20261124"
 SITES = ("small_blocks", "leak_medium", "leak_large", "grow_by_realloc", "thread_alloc")
 NOTE = "sampled: Poisson by bytes, mean interval "
@@ -202,6 +204,22 @@ def case_signals(memtrace, memreport, signal_prog, work):
               "mallocs sampled")
 
 
+def case_mmap(memtrace, memreport, mmap_prog, work):
+    heaps = []
+    for env in ({}, {"MEMTRACE_SAMPLE_BYTES": "4096"}):
+        capture = os.path.join(work, f"mmap{len(heaps)}.db")
+        env = dict(env, MEMTRACE_MMAP="1")
+        for f in (capture, capture + ".file"):
+            if os.path.exists(f):
+                os.unlink(f)
+        out, code, err = run([memtrace, "-o", capture, mmap_prog, capture + ".file"], env)
+        check(code == 7, f"{env}: the program ends as untraced (7: {code}) {err.strip()}")
+        s = json.loads(runner(memreport)("summary", capture, "--heap", "mmap", "--json"))
+        heaps.append({k: s[k] for k in ("allocations", "frees", "peak_bytes", "leaked_bytes")})
+    check(heaps[0] == heaps[1] and heaps[0]["peak_bytes"] == 64 << 20,
+          f"the mmap heap of a sampled run is exact: {heaps[1]} (exact: {heaps[0]})")
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(CASES))
@@ -209,8 +227,9 @@ def main():
     memtrace, memreport, prog, work, case = sys.argv[1:6]
     work = os.path.join(work, case)
     os.makedirs(work, exist_ok=True)
-    if case == "signals":
-        case_signals(memtrace, memreport, sys.argv[6], work)
+    if case in ("signals", "mmap"):
+        extra = sys.argv[6] if case == "signals" else sys.argv[7]
+        globals()["case_" + case](memtrace, memreport, extra, work)
         finish()
         return
     want = run([prog])[:2]
