@@ -37,7 +37,7 @@ static const struct export_format {
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
     {"massif", mr_export_massif, false, true, false,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
-    {"chrome", mr_export_chrome, false, true, false,
+    {"chrome", mr_export_chrome, false, true, true,
      "Chrome trace-event JSON: heap, RSS, VSZ counters, marks (Perfetto, chrome://tracing)"},
 };
 
@@ -61,9 +61,10 @@ static const char export_help_head[] =
     "  --thread TID        only the blocks and allocations of thread TID\n"
     "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
-    "of one run (folded, pprof and speedscope only): each process (command and pid) is the\n"
-    "root frame of its own stacks, at its own peak or end (--leaks); --at, --range and\n"
-    "--thread name one process's times and threads, so they take one capture.\n"
+    "of one run (folded, pprof, speedscope and chrome only): each process (command and pid)\n"
+    "is the root frame of its own stacks, at its own peak or end (--leaks); chrome shows\n"
+    "each process under its pid on one time axis; --at, --range and --thread name one\n"
+    "process's times and threads, so they take one capture.\n"
     "formats:\n";
 
 static char* export_help(void) {
@@ -165,21 +166,29 @@ typedef struct procs_input {
     const char* first; // the first input named: the file's name
 } procs_input;
 
-// The processes of s and their rows in one profile. Returns an exit code.
+// The processes of s, each placed after the earliest start, and their rows in one profile
+// (none for a format that streams: profs NULL). Returns an exit code.
 static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_profile* merged,
                            mr_export_process* procs) {
     size_t nrows = 0;
-    for (size_t i = 0; i < s->n; i++)
-        nrows += profs[i].nrows;
+    int64_t origin = 0; // the earliest start a capture records
+    for (size_t i = 0; i < s->n; i++) {
+        nrows += profs ? profs[i].nrows : 0;
+        if (s->procs[i].start_ns > 0 && (!origin || s->procs[i].start_ns < origin))
+            origin = s->procs[i].start_ns;
+    }
     if (!(merged->rows = calloc(nrows ? nrows : 1, sizeof *merged->rows))) {
         mr_error(s->procs[0].path, "out of memory");
         return MR_EXIT_IO;
     }
     uint64_t first = 0;
     for (size_t i = 0; i < s->n; i++) {
-        const mr_profile* p = &profs[i];
-        procs[i] = (mr_export_process){
-            .cap = s->procs[i].cap, .sym = s->procs[i].sym, .first = (uint32_t)first};
+        const mr_profile* p = profs ? &profs[i] : &(mr_profile){0};
+        int64_t start = s->procs[i].start_ns;
+        procs[i] = (mr_export_process){.cap = s->procs[i].cap,
+                                       .sym = s->procs[i].sym,
+                                       .first = (uint32_t)first,
+                                       .offset = start > 0 ? start - origin : 0};
         if (!(procs[i].root.function = mr_procs_label(&s->procs[i]))) {
             mr_error(s->procs[i].path, "out of memory");
             return MR_EXIT_IO;
@@ -230,8 +239,8 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
 static int export_processes(const export_args* a, char* const* paths, int n) {
     if (!a->format->several)
         return mr_usage_error(export_help(),
-                              "export: several captures take folded, pprof or "
-                              "speedscope, not %s",
+                              "export: several captures take folded, pprof, speedscope "
+                              "or chrome, not %s",
                               a->format->name);
     if (a->when.moment == MR_AT_TIME || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->when.tid)
@@ -241,7 +250,15 @@ static int export_processes(const export_args* a, char* const* paths, int n) {
     q.moment = a->when.moment == MR_AT_END ? MR_AT_END : MR_AT_PEAK;
     q.progress = "export";
     procs_input in = {.args = a, .query = &q, .first = paths[0]};
-    return mr_procs_report(paths, n, export_help(), &q, processes_export, &in);
+    if (!a->format->streams)
+        return mr_procs_report(paths, n, export_help(), &q, processes_export, &in);
+    mr_capture_set s; // a format that reads the events itself: no profiles
+    int rc = mr_procs_open(&s, paths, n, export_help(), false);
+    if (!rc) {
+        rc = processes_export(&in, &s, NULL, &(mr_profile){0});
+        mr_capture_set_free(&s);
+    }
+    return rc;
 }
 
 int mr_cmd_export(int argc, char** argv) {

@@ -16,12 +16,13 @@
 
 // One process of several (memreport export DIR): its callsites are those of the merged
 // profile from `first` on (its callsite c is first + c), its stacks read in its symbols,
-// under a root frame naming it.
+// under a root frame naming it; a format over time (chrome) places it at its offset.
 typedef struct mr_export_process {
     mt_capture* cap;
     const mr_symbols* sym;
     mr_symloc root; // "COMMAND (pid N)"
     uint32_t first;
+    int64_t offset; // ns from the earliest process's start to this one's (meta start_realtime_ns)
 } mr_export_process;
 
 typedef struct mr_export_input {
@@ -70,7 +71,8 @@ int mr_export_massif(FILE* out, const mr_export_input* in, char* err, size_t err
 // chrome: Chrome's trace-event JSON: counter tracks of the heap's live bytes (thinned to a
 // few thousand intervals, each keeping its highest point), RSS, VSZ and the NPU counters;
 // marks as instant events, ranges as complete events; times in microseconds. Replays the
-// events itself: it needs no profile (in->prof is empty).
+// events itself: it needs no profile (in->prof is empty). Several processes: each under its
+// own pid, on one time axis from the earliest start.
 int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // The locations of the stack of `leaf`, outermost first, for the formats that list frames

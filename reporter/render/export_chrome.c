@@ -8,6 +8,7 @@
 // peak is always exact.
 #include "escape.h"
 #include "export.h"
+#include "extent.h"
 #include "json.h"
 #include "replay.h"
 
@@ -23,6 +24,9 @@
 typedef struct chrome {
     FILE* out;
     const mr_export_input* in;
+    mt_capture* cap; // the process being written (several: each in turn)
+    int heap;
+    int64_t shift; // ns from the first process's start to this one's (several), else 0
     int64_t pid;
     bool first; // no event written yet (commas go between events)
     // The heap track: live bytes of the selected thread(s) and the current interval.
@@ -65,7 +69,7 @@ static void put_counter(chrome* c, const char* name, int64_t ts, int64_t value) 
     begin_event(c);
     fprintf(c->out, "{\"name\":\"%s\",\"ph\":\"C\",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":", name,
             c->pid);
-    put_ts(c, ts);
+    put_ts(c, ts + c->shift);
     fprintf(c->out, ",\"args\":{\"bytes\":%" PRId64 "}}", value);
 }
 
@@ -113,14 +117,14 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
 // One replay of its own: the track needs no per-callsite model (the command builds none).
 static int put_heap(chrome* c, char* err, size_t errlen) {
     mt_heap_span span;
-    if (mt_capture_heap_span(c->in->cap, c->in->query->heap, &span) < 0) {
-        snprintf(err, errlen, "%s", mt_capture_error(c->in->cap));
+    if (mt_capture_heap_span(c->cap, c->heap, &span) < 0) {
+        snprintf(err, errlen, "%s", mt_capture_error(c->cap));
         return -EPROTO;
     }
     int64_t length = span.last_ts - span.first_ts;
     c->interval_ns = span.events > 4 * HEAP_INTERVALS ? length / HEAP_INTERVALS : 0;
     mr_replay r;
-    int rc = mr_replay_init(&r, c->in->cap, c->in->query->heap);
+    int rc = mr_replay_init(&r, c->cap, c->heap);
     if (!rc)
         rc = mr_replay_run(&r, UINT64_MAX, on_event, c);
     if (rc)
@@ -172,7 +176,7 @@ static int on_mark(void* ud, const mt_mark_rec* m) {
             : m->has_end ? "X"
                          : "B",
             c->pid, tid);
-    put_ts(c, m->ts_begin);
+    put_ts(c, m->ts_begin + c->shift);
     if (range && m->has_end) {
         fputs(",\"dur\":", c->out);
         put_ts(c, m->ts_end - m->ts_begin);
@@ -195,7 +199,7 @@ static void on_thread(void* ud, int64_t tid, const char* name) {
 }
 
 static int put_names(chrome* c) {
-    char* exe = mt_capture_meta_text(c->in->cap, "exe");
+    char* exe = mt_capture_meta_text(c->cap, "exe");
     const char* base = exe ? strrchr(exe, '/') : NULL;
     begin_event(c);
     fprintf(
@@ -204,25 +208,41 @@ static int put_names(chrome* c) {
     int rc = put_string(c->out, base ? base + 1 : exe ? exe : "memtrace capture");
     fputs("}}", c->out);
     free(exe);
-    return rc ? rc : mt_capture_threads(c->in->cap, on_thread, c);
+    return rc ? rc : mt_capture_threads(c->cap, on_thread, c);
+}
+
+// One process: its names, counter tracks, marks and heap track, under its pid.
+static int put_process(chrome* c, char* err, size_t errlen) {
+    c->pid = mt_capture_meta_int(c->cap, "pid", 0);
+    c->live = 0;
+    c->pending = false;
+    int rc = put_names(c);
+    for (size_t i = 0; i < sizeof tracks / sizeof *tracks && !rc; i++) {
+        counter_ctx k = {c, tracks[i].name};
+        rc = mt_capture_counters(c->cap, tracks[i].track, on_counter, &k);
+    }
+    mt_mark_query mq = {.heap = c->heap, .by_time = true};
+    if (!rc)
+        rc = mt_capture_marks(c->cap, &mq, on_mark, c);
+    if (rc == -EPROTO)
+        snprintf(err, errlen, "%s", mt_capture_error(c->cap));
+    if (!rc)
+        rc = put_heap(c, err, errlen);
+    return rc;
 }
 
 int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t errlen) {
-    chrome c = {.out = out, .in = in, .first = true};
-    c.pid = mt_capture_meta_int(in->cap, "pid", 0);
+    chrome c = {.out = out, .in = in, .first = true, .cap = in->cap, .heap = in->query->heap};
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", out);
-    int rc = put_names(&c);
-    for (size_t i = 0; i < sizeof tracks / sizeof *tracks && !rc; i++) {
-        counter_ctx k = {&c, tracks[i].name};
-        rc = mt_capture_counters(in->cap, tracks[i].track, on_counter, &k);
+    int rc = 0;
+    if (!in->nprocs)
+        rc = put_process(&c, err, errlen);
+    for (size_t i = 0; !rc && i < in->nprocs; i++) { // each process under its pid
+        c.cap = in->procs[i].cap;
+        c.heap = mr_capture_default_heap(c.cap);
+        c.shift = in->procs[i].offset;
+        rc = put_process(&c, err, errlen);
     }
-    mt_mark_query mq = {.heap = in->query->heap, .by_time = true};
-    if (!rc)
-        rc = mt_capture_marks(in->cap, &mq, on_mark, &c);
-    if (rc == -EPROTO)
-        snprintf(err, errlen, "%s", mt_capture_error(in->cap));
-    if (!rc)
-        rc = put_heap(&c, err, errlen);
     fputs("\n]}\n", out);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");

@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import stat
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -608,6 +609,30 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
                     cum[m.group(2)] = int(m.group(1))
             check(out.returncode == 0 and by_process(cum) == want(key),
                   f"export pprof {index}: per process {by_process(cum)} = summary {want(key)}")
+    # chrome: each process under its pid, on one time axis from the earliest start: its heap
+    # track reaches its peak at its peak's time.
+    r = run([memreport, "export", caps, "--format", "chrome"])
+    check(r.returncode == 0, f"export chrome DIR: {r.stderr.strip()!r}")
+    if r.returncode == 0:
+        events = json.loads(r.stdout)["traceEvents"]
+        starts = {}
+        for p in procs:
+            db = sqlite3.connect(f"file:{os.path.join(caps, p['capture'])}?mode=ro", uri=True)
+            (starts[p["capture"]],), = db.execute(
+                "SELECT value FROM meta WHERE key = 'start_realtime_ns'")
+            db.close()
+        origin = min(int(v) for v in starts.values())
+        for p in procs:
+            at = (int(starts[p["capture"]]) - origin + p["peak_time_ns"]) / 1000
+            hits = [e for e in events if e["ph"] == "C" and e["name"] == "heap" and
+                    e["pid"] == p["pid"] and e["args"]["bytes"] == p["peak_bytes"]]
+            check(p["peak_bytes"] == 0 or any(abs(e["ts"] - at) < 0.0015 for e in hits),
+                  f"export chrome: {p['capture']} peaks at {p['peak_bytes']} at {at} us: "
+                  f"{[(e['ts'], e['args']) for e in hits][:3]}")
+            check(max((e["args"]["bytes"] for e in events if e["ph"] == "C" and
+                       e["name"] == "heap" and e["pid"] == p["pid"]), default=0) ==
+                  max(q["peak_bytes"] for q in procs if q["pid"] == p["pid"]),
+                  f"export chrome: pid {p['pid']}'s heap track tops at its peak")
     for args, says in ((["--format", "massif"], "not massif"),
                        (["--format", "csv"], "not csv"),
                        (["--format", "folded", "--at", "1ms"], "not --at"),
