@@ -49,6 +49,8 @@ int mt_sql_open(const char* path, mt_sql** out, char* err, size_t errlen) {
         return -EIO;
     }
     sqlite3_busy_timeout(s->db, 2000);
+    // Never a checkpoint at close: it would write the capture and remove its -wal.
+    sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     if (sqlite3_exec(s->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open: %s", sqlite3_errmsg(s->db));
         mt_sql_close(s);

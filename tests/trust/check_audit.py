@@ -141,30 +141,34 @@ def case_output_device(a, w):
 
 def case_sql_unfinished(a, w):
     """memreport sql on a capture whose program was killed (its -wal beside it) reads it and
-    leaves the files as they were, with no -shm created beside them (common/sql.c)."""
-    cap = os.path.join(w, "killed.db")
-    env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap)
-    prog = subprocess.Popen(["cat"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    children.append(prog)
-    prog.stdin.write(b"line\n")
-    prog.stdin.flush()
-    read_until(prog.stdout.fileno(), b"line\n")
-    # The tracer opens the capture's -wal as it starts; polled (no timing is asserted).
-    for _ in range(600):
-        if os.path.exists(cap + "-wal"):
-            break
-        time.sleep(0.1)
-    prog.kill()
-    prog.wait()
-    check(os.path.exists(cap + "-wal"), "the killed program left its capture unfinished")
-    before = {n: digest(os.path.join(w, n)) for n in sorted(os.listdir(w))}
-    p = subprocess.run([a.memreport, "sql", cap, "--csv", "select value from meta where key = "
-                        "'capture_status'"], capture_output=True, text=True, timeout=TIMEOUT)
-    check(p.returncode == 0 and p.stdout.split() == ["value", "recording"],
-          f"it is read: {p.stdout!r} {p.stderr.strip()}")
-    after = {n: digest(os.path.join(w, n)) for n in sorted(os.listdir(w))}
-    check(after == before, f"the files are as they were, none added: {sorted(after)} (before: "
-          f"{sorted(before)})")
+    leaves the files as they were, with no -shm created beside them and the -wal kept
+    (common/sql.c). Five programs, killed at different points of their commits."""
+    for n in range(5):
+        cap = os.path.join(w, f"killed{n}.db")
+        env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap)
+        prog = subprocess.Popen(["cat"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        children.append(prog)
+        prog.stdin.write(b"line\n")
+        prog.stdin.flush()
+        read_until(prog.stdout.fileno(), b"line\n")
+        # The tracer opens the capture's -wal as it starts; polled (no timing is asserted).
+        for _ in range(600):
+            if os.path.exists(cap + "-wal"):
+                break
+            time.sleep(0.1)
+        prog.kill()
+        prog.wait()
+        check(os.path.exists(cap + "-wal"), f"{n}: the killed program left its capture "
+              f"unfinished")
+        before = {f: digest(os.path.join(w, f)) for f in sorted(os.listdir(w))}
+        p = subprocess.run([a.memreport, "sql", cap, "--csv", "select value from meta where "
+                            "key = 'capture_status'"], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0 and p.stdout.split() == ["value", "recording"],
+              f"{n}: it is read: {p.stdout!r} {p.stderr.strip()}")
+        after = {f: digest(os.path.join(w, f)) for f in sorted(os.listdir(w))}
+        check(after == before, f"{n}: the files are as they were, none added or removed: "
+              f"{sorted(after)} (before: {sorted(before)})")
 
 
 def case_sql_files(a, w):
