@@ -33,7 +33,7 @@ static const struct export_format {
      "gzipped profile.proto, Go heap profile types (go tool pprof)"},
     {"speedscope", mr_export_speedscope, false, false, true,
      "speedscope's JSON: live, allocated and count profiles (speedscope.app)"},
-    {"csv", mr_export_csv, false, true, false,
+    {"csv", mr_export_csv, false, true, true,
      "every heap event and mark, msMemScope's dump layout (spreadsheets, sqlite3)"},
     {"massif", mr_export_massif, false, true, false,
      "valgrind massif's massif.out: snapshots, the tree at the peak (ms_print)"},
@@ -61,10 +61,11 @@ static const char export_help_head[] =
     "  --thread TID        only the blocks and allocations of thread TID\n"
     "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
-    "of one run (folded, pprof, speedscope and chrome only): each process (command and pid)\n"
-    "is the root frame of its own stacks, at its own peak or end (--leaks); chrome shows\n"
-    "each process under its pid on one time axis; --at, --range and --thread name one\n"
-    "process's times and threads, so they take one capture.\n"
+    "of one run (all formats but massif): each process (command and pid) is the root frame\n"
+    "of its own stacks, at its own peak or end (--leaks); chrome shows each process under\n"
+    "its pid, csv each one's rows in turn (tree order), on one time axis from the earliest\n"
+    "start; --at, --range and --thread name one process's times and threads, so they take\n"
+    "one capture.\n"
     "formats:\n";
 
 static char* export_help(void) {
@@ -239,8 +240,8 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
 static int export_processes(const export_args* a, char* const* paths, int n) {
     if (!a->format->several)
         return mr_usage_error(export_help(),
-                              "export: several captures take folded, pprof, speedscope "
-                              "or chrome, not %s",
+                              "export: several captures take folded, pprof, speedscope, "
+                              "chrome or csv, not %s",
                               a->format->name);
     if (a->when.moment == MR_AT_TIME || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->when.tid)
@@ -253,7 +254,7 @@ static int export_processes(const export_args* a, char* const* paths, int n) {
     if (!a->format->streams)
         return mr_procs_report(paths, n, export_help(), &q, processes_export, &in);
     mr_capture_set s; // a format that reads the events itself: no profiles
-    int rc = mr_procs_open(&s, paths, n, export_help(), false);
+    int rc = mr_procs_open(&s, paths, n, export_help(), true);
     if (!rc) {
         rc = processes_export(&in, &s, NULL, &(mr_profile){0});
         mr_capture_set_free(&s);

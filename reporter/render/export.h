@@ -60,6 +60,7 @@ int mr_export_speedscope(FILE* out, const mr_export_input* in, char* err, size_t
 
 // csv: one row per heap event and per mark, range start and range end, in time order, in
 // msMemScope's memscope_dump layout; streams the events (--range and --thread filter them).
+// Several processes: each one's rows in turn (tree order), times on one axis.
 int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen);
 
 // massif: valgrind massif's massif.out (ms_print, massif-visualizer): live bytes in 100

@@ -4,8 +4,10 @@
 // range start and range end, in time order. Unlike the other formats it streams the events
 // (mt_event_iter), not the profile's rows: --range and --thread filter the rows. Memory is
 // bounded by the live blocks (to give a FREE its allocation's id and size) and one cached
-// stack text per callsite.
+// stack text per callsite. Several processes (export.h): each one's rows in turn, in tree
+// order, under its pid, with times on one axis from the earliest start.
 #include "export.h"
+#include "extent.h"
 #include "heapmap.h"
 
 #include "memtrace/schema.h"
@@ -46,6 +48,8 @@ typedef struct csv_writer {
     const char* event_type; // HOST, or the NPU heap's name
     const char* device;     // host, or N/A for an imported log
     int64_t pid;
+    int64_t shift; // ns added to every time: the process's start after the earliest one
+    bool header;   // written (several processes: once)
     uint64_t next_id;
     int fd;    // out's descriptor, written directly (-1: out has none, fwrite)
     char* buf; // rows are formatted here
@@ -252,7 +256,7 @@ static void put_mstx(csv_writer* w, const mstx_row* m) {
     put_char(w, ',');
     put_str(w, m->name);
     put_char(w, ',');
-    put_i64(w, m->ts);
+    put_i64(w, m->ts + w->shift);
     put_char(w, ',');
     put_i64(w, w->pid);
     put_char(w, ',');
@@ -317,7 +321,7 @@ static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint6
         PUT_LITERAL(w, ",FREE,");
     put_str(w, w->event_type);
     PUT_LITERAL(w, ",N/A,");
-    put_i64(w, ev->ts);
+    put_i64(w, ev->ts + w->shift);
     put_char(w, ',');
     put_i64(w, w->pid);
     put_char(w, ',');
@@ -434,7 +438,9 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     if (rc)
         snprintf(err, errlen, "%s", it ? mt_event_iter_error(it) : "cannot read the events");
     else {
-        PUT_LITERAL(w, csv_header);
+        if (!w->header) // several processes: once
+            PUT_LITERAL(w, csv_header);
+        w->header = true;
         rc = write_rows(w, it, &live, err, errlen);
         flush_rows(w);
         if (!rc && w->write_err) {
@@ -447,28 +453,55 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     return rc;
 }
 
+// What one capture's rows cached: its stack texts, marks and heap's name.
+static void clear_capture(csv_writer* w) {
+    for (uint32_t i = 0; w->stacks && i < w->nstacks; i++)
+        free(w->stacks[i].text);
+    free(w->stacks);
+    w->stacks = NULL;
+    for (size_t i = 0; i < w->nmarks; i++)
+        free(w->marks[i].name);
+    w->nmarks = 0;
+    if (w->event_type && strcmp(w->event_type, "HOST"))
+        free((char*)w->event_type);
+    w->event_type = "HOST";
+    w->device = "host";
+}
+
+// The rows of one capture (in: it alone). Returns 0 or a negative errno (err says why).
+static int write_capture(csv_writer* w, const mr_export_input* in, char* err, size_t errlen) {
+    w->in = in;
+    w->pid = mt_capture_meta_int(in->cap, "pid", 0);
+    w->nstacks = mr_symbols_callsite_count(in->sym);
+    w->stacks = calloc(w->nstacks ? w->nstacks : 1, sizeof *w->stacks);
+    int rc = w->stacks ? write_csv(w, err, errlen) : -ENOMEM;
+    clear_capture(w);
+    return rc;
+}
+
 int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen) {
-    csv_writer w = {.out = out,
-                    .in = in,
-                    .event_type = "HOST",
-                    .device = "host",
-                    .pid = mt_capture_meta_int(in->cap, "pid", 0),
-                    .nstacks = mr_symbols_callsite_count(in->sym)};
-    w.stacks = calloc(w.nstacks ? w.nstacks : 1, sizeof *w.stacks);
+    csv_writer w = {.out = out, .event_type = "HOST", .device = "host"};
     w.buf = malloc(OUT_CHUNK);
     // Rows bypass stdio: whatever it holds goes first.
     w.fd = fflush(out) ? -1 : fileno(out);
-    int rc = w.stacks && w.buf ? write_csv(&w, err, errlen) : -ENOMEM;
+    int rc = w.buf ? 0 : -ENOMEM;
+    if (!rc && !in->nprocs)
+        rc = write_capture(&w, in, err, errlen);
+    for (size_t i = 0; !rc && !w.write_err && i < in->nprocs; i++) { // each process in turn
+        mr_query q = *in->query;
+        q.heap = mr_capture_default_heap(in->procs[i].cap);
+        mr_export_input one = *in;
+        one.cap = in->procs[i].cap;
+        one.sym = in->procs[i].sym;
+        one.query = &q;
+        one.procs = NULL; // stacks as one capture's: the process is a column
+        one.nprocs = 0;
+        w.shift = in->procs[i].offset;
+        rc = write_capture(&w, &one, err, errlen);
+    }
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
-    for (uint32_t i = 0; i < w.nstacks; i++)
-        free(w.stacks[i].text);
-    free(w.stacks);
     free(w.buf);
-    for (size_t i = 0; i < w.nmarks; i++)
-        free(w.marks[i].name);
     free(w.marks);
-    if (w.event_type && strcmp(w.event_type, "HOST"))
-        free((char*)w.event_type);
     return rc;
 }

@@ -25,12 +25,14 @@
 # The trust case: DIR a symlink, DIR group-writable (launcher and tracer alike refuse, the
 # program still runs), and a file or symlink already holding a capture's name in DIR (left
 # as it was; the capture takes the next name).
+import csv
+import io
 import json
 import os
 import re
 import shutil
-import stat
 import sqlite3
+import stat
 import struct
 import subprocess
 import sys
@@ -633,8 +635,23 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
                        e["name"] == "heap" and e["pid"] == p["pid"]), default=0) ==
                   max(q["peak_bytes"] for q in procs if q["pid"] == p["pid"]),
                   f"export chrome: pid {p['pid']}'s heap track tops at its peak")
+        # csv: each process's rows in turn under its pid, times on the same axis as chrome's.
+        r = run([memreport, "export", caps, "--format", "csv"])
+        check(r.returncode == 0, f"export csv DIR: {r.stderr.strip()!r}")
+        rows = list(csv.DictReader(io.StringIO(r.stdout))) if r.returncode == 0 else []
+        check([int(x["ID"]) for x in rows] == list(range(1, len(rows) + 1)),
+              "export csv: one header, IDs 1..N over every process")
+        for pid in {p["pid"] for p in procs}:
+            mine = [x for x in rows if int(x["Process Id"]) == pid]
+            same = [p for p in procs if p["pid"] == pid]
+            got = (sum(x["Event"] == "MALLOC" for x in mine), sum(x["Event"] == "FREE" for x in mine))
+            wanted = (sum(p["allocations"] for p in same), sum(p["frees"] for p in same))
+            check(got == wanted, f"export csv: pid {pid}: {got} allocations and frees = {wanted}")
+            lo = min(int(starts[p["capture"]]) for p in same) - origin
+            hi = max(int(starts[p["capture"]]) - origin + p["duration_ns"] for p in same)
+            check(all(lo <= int(x["Timestamp(ns)"]) <= hi for x in mine),
+                  f"export csv: pid {pid}'s times within its span on the common axis")
     for args, says in ((["--format", "massif"], "not massif"),
-                       (["--format", "csv"], "not csv"),
                        (["--format", "folded", "--at", "1ms"], "not --at"),
                        (["--format", "folded", "--thread", "1"], "not --at")):
         r = run([memreport, "export", caps, *args])
