@@ -128,6 +128,18 @@ static int last_value(const char* out, char* value, size_t len) {
     return 0;
 }
 
+// gdb's words about the process hold the process's own names (its functions, files): any
+// control character or byte outside ASCII is written \xNN, so that a process attached to
+// cannot send escape sequences to the user's terminal. Lines and tabs are kept.
+static void fputs_escaped(const char* s, FILE* f) {
+    for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p >= 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
 // Why gdb could not do it, on one line, for the user.
 static void explain_gdb_failure(pid_t pid, const char* out) {
     if (strstr(out, "ptrace: Operation not permitted"))
@@ -138,8 +150,10 @@ static void explain_gdb_failure(pid_t pid, const char* out) {
                 (int)pid);
     else if (strstr(out, "No such process"))
         fprintf(stderr, "memtrace: no process %d\n", (int)pid);
-    else
-        fprintf(stderr, "memtrace: gdb failed on process %d:\n%s", (int)pid, out);
+    else {
+        fprintf(stderr, "memtrace: gdb failed on process %d:\n", (int)pid);
+        fputs_escaped(out, stderr);
+    }
 }
 
 static bool printable_path(const char* s) {
