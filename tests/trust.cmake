@@ -12,6 +12,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(mmap_fail trust/mmap_fail.c)
   target_compile_definitions(mmap_fail PRIVATE _GNU_SOURCE)
   target_link_libraries(mmap_fail PRIVATE memtrace_warnings)
+  add_executable(spin_named trust/spin_named.c)
+  target_compile_options(spin_named PRIVATE -O1 -g0)
   memtrace_driver_cases(TRUST_AUDIT_CASES ${CMAKE_CURRENT_SOURCE_DIR}/trust/check_audit.py)
   foreach(case ${TRUST_AUDIT_CASES})
     if(MEMTRACE_SANITIZE AND case MATCHES "^attach")
@@ -22,7 +24,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
       --memtrace $<TARGET_FILE:memtrace_launcher> --lib $<TARGET_FILE:memtrace>
       --memreport $<TARGET_FILE:memreport> --crash $<TARGET_FILE:crash>
       --fixture $<TARGET_FILE:reports_fixture> --mmap-fork $<TARGET_FILE:mmap_fork>
-      --mmap-fail $<TARGET_FILE:mmap_fail>
+      --mmap-fail $<TARGET_FILE:mmap_fail> --spin-named $<TARGET_FILE:spin_named>
       --workdir ${CMAKE_CURRENT_BINARY_DIR}/trust_audit_${case}.d ${case})
     set_tests_properties(e2e.trust_audit_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()

@@ -5,7 +5,7 @@ traced program by what a capture or a process holds.
 
 Usage: check_audit.py --memtrace MEMTRACE --lib LIBMEMTRACE --memreport MEMREPORT
                       --fixture REPORTS_FIXTURE --mmap-fork MMAP_FORK --mmap-fail MMAP_FAIL
-                      --crash CRASH --workdir DIR CASE
+                      --crash CRASH --spin-named SPIN_NAMED --workdir DIR CASE
        check_audit.py --list     (the cases, one a line: see each case_ function)
 """
 import argparse
@@ -387,6 +387,46 @@ def case_argv0_name(a, w):
           f"its name is made of [A-Za-z0-9._+-]: {names}")
 
 
+def case_attach_gdb_words(a, w):
+    """memtrace --pid showing gdb's output (a failed attach) escapes what the process named:
+    its function "\\e]0;pwned\\a\\e[41mspin" reached the terminal raw (launcher_attach.c).
+    The attach fails because the process (user nobody) cannot read libmemtrace.so, which is
+    copied with the launcher into a directory of root's only."""
+    if os.geteuid() != 0:
+        print("SKIP: needs root, to run a process as another user")
+        sys.exit(77)
+    for tool in ("gdb", "setpriv"):
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed")
+            sys.exit(77)
+    private = os.path.join(w, "private")
+    os.makedirs(private, mode=0o700)
+    os.chmod(private, 0o700)
+    launcher = os.path.join(private, "memtrace")
+    shutil.copy(a.memtrace, launcher)
+    shutil.copy(a.lib, os.path.join(private, os.path.basename(a.lib)))
+    prog = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             a.spin_named], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children.append(prog)
+    try:
+        # setpriv exec's the program: attached once /proc names it.
+        for _ in range(600):
+            with open(f"/proc/{prog.pid}/cmdline", "rb") as f:
+                if f.read().startswith(a.spin_named.encode()):
+                    break
+            time.sleep(0.1)
+        r = subprocess.run([launcher, "--pid", str(prog.pid), "-o", os.path.join(w, "x.db")],
+                           capture_output=True, timeout=TIMEOUT)
+    finally:
+        kill_children()
+    err = r.stderr
+    check(r.returncode == 1 and b"gdb failed" in err, f"the attach fails, gdb's words shown "
+          f"({r.returncode}: {err[:300]!r})")
+    check(RAW_CONTROL.search(err.replace(b"\n", b" ").replace(b"\t", b" ")) is None,
+          f"no raw control character: {err[:300]!r}")
+    check(b"\\x1b]0;pwned\\x07\\x1b[41mspin" in err, "the function's name shown escaped")
+
+
 def case_mmap_refused(a, w):
     """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
     so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
@@ -418,7 +458,7 @@ def main():
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for opt in ("--memtrace", "--lib", "--memreport", "--fixture", "--mmap-fork", "--mmap-fail",
-                "--crash", "--workdir"):
+                "--crash", "--spin-named", "--workdir"):
         ap.add_argument(opt, required=True)
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
