@@ -276,9 +276,10 @@ static int add_prefixed(run_set* rs, const mr_diff_entry* e, size_t n, const cha
     return 0;
 }
 
-// The entries of every process of an open set. Returns an exit code.
-static int set_entries(run_set* rs, const diff_args* a) {
-    size_t n = rs->set.n, nfn = 0, nst = 0, nkeys = 0;
+// The runs of every process of an open set, their numbers not yet computed. Returns an
+// exit code.
+static int set_runs(run_set* rs) {
+    size_t n = rs->set.n;
     rs->runs = calloc(n, sizeof *rs->runs);
     rs->names = calloc(n, sizeof *rs->names);
     rs->pkeys = calloc(n, sizeof *rs->pkeys);
@@ -286,12 +287,18 @@ static int set_entries(run_set* rs, const diff_args* a) {
     if (!rs->runs || !rs->names || !rs->pkeys || !rs->procs)
         return MR_EXIT_IO;
     for (size_t i = 0; i < n; i++) {
-        mr_diff_run* r = &rs->runs[i];
         const mr_process* p = &rs->set.procs[i];
-        *r = (mr_diff_run){.path = p->path, .cap = p->cap, .sy = p->sym};
-        int rc = mr_diff_run_numbers(r, p->path, a->all_frames, a->inclusive);
-        if (rc)
-            return rc;
+        rs->runs[i] = (mr_diff_run){.path = p->path, .cap = p->cap, .sy = p->sym};
+    }
+    return MR_EXIT_OK;
+}
+
+// The entries of every process of a set whose runs have their numbers. Returns an exit
+// code.
+static int set_entries(run_set* rs) {
+    size_t n = rs->set.n, nfn = 0, nst = 0, nkeys = 0;
+    for (size_t i = 0; i < n; i++) {
+        mr_diff_run* r = &rs->runs[i];
         if (!(rs->names[i] = process_name(rs, i)))
             return MR_EXIT_IO;
         rs->pkeys[i] = rs->names[i];
@@ -338,12 +345,34 @@ static void close_set(run_set* rs) {
         mr_capture_set_free(&rs->set);
 }
 
-static int open_set(run_set* rs, const char* path, const diff_args* a) {
+static int open_set(run_set* rs, const char* path) {
     *rs = (run_set){0};
     char* const paths[] = {(char*)path};
     int rc = mr_procs_open(&rs->set, paths, 1, diff_help, true);
-    if (!rc && (rc = set_entries(rs, a)) == MR_EXIT_IO)
+    if (!rc && (rc = set_runs(rs)) == MR_EXIT_IO)
         mr_error(path, "out of memory");
+    return rc;
+}
+
+// The numbers of every process of both sets, two at a time, then each set's entries.
+// Returns an exit code.
+static int set_numbers(run_set* b, run_set* n, const diff_args* a) {
+    size_t total = b->set.n + n->set.n, k = 0;
+    mr_diff_run** all = calloc(total, sizeof *all);
+    if (!all) {
+        mr_error(b->set.procs[0].path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    for (size_t i = 0; i < b->set.n; i++)
+        all[k++] = &b->runs[i];
+    for (size_t i = 0; i < n->set.n; i++)
+        all[k++] = &n->runs[i];
+    int rc = mr_diff_runs_numbers(all, total, a->all_frames, a->inclusive);
+    free(all);
+    if (!rc && (set_entries(b) || set_entries(n))) {
+        mr_error(b->set.procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
     return rc;
 }
 
@@ -352,9 +381,11 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
     if (a->format == FORMAT_HTML)
         return mr_usage_error(diff_help, "diff: --html takes two captures, not directories");
     run_set b, n = {0};
-    int rc = open_set(&b, base_path, a);
+    int rc = open_set(&b, base_path);
     if (!rc)
-        rc = open_set(&n, new_path, a);
+        rc = open_set(&n, new_path);
+    if (!rc)
+        rc = set_numbers(&b, &n, a);
     mr_diff procs = {0}, fns = {0}, stacks = {0};
     if (!rc && (mr_diff_match(b.procs, b.set.n, n.procs, n.set.n, &procs) ||
                 mr_diff_match(b.fns, b.nfns, n.fns, n.nfns, &fns) ||

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,25 +129,46 @@ static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progres
     return MR_EXIT_OK;
 }
 
-int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive) {
-    int rc = numbers(r, all_frames, inclusive, true);
-    if (rc)
-        mr_error(path, "%s", r->err);
-    return rc;
+// Computes the numbers of runs[0..n) on two threads, each taking the next run not yet
+// taken: each run reads its own capture and symbols, and the model keeps no state outside
+// the structures it is given. Only the calling thread shows progress.
+typedef struct pool {
+    mr_diff_run** runs;
+    int* rc;
+    size_t n;
+    atomic_size_t next;
+    bool all_frames, inclusive;
+} pool;
+
+static void work(pool* p, bool progress) {
+    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;)
+        p->rc[i] = numbers(p->runs[i], p->all_frames, p->inclusive, progress);
 }
 
-// The base side's numbers, on a thread of its own: each side reads its own capture and
-// symbols, and the model keeps no state outside the structures it is given.
-typedef struct side_job {
-    mr_diff_run* r;
-    bool all_frames, inclusive;
-    int rc;
-} side_job;
-
-static void* base_side(void* arg) {
-    side_job* j = arg;
-    j->rc = numbers(j->r, j->all_frames, j->inclusive, false);
+static void* second_worker(void* arg) {
+    work(arg, false);
     return NULL;
+}
+
+int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive) {
+    pool p = {.runs = runs, .n = n, .all_frames = all_frames, .inclusive = inclusive};
+    atomic_init(&p.next, 0);
+    if (!(p.rc = calloc(n ? n : 1, sizeof *p.rc))) {
+        mr_error(n ? runs[0]->path : NULL, "out of memory");
+        return MR_EXIT_IO;
+    }
+    pthread_t t;
+    bool threaded = n > 1 && pthread_create(&t, NULL, second_worker, &p) == 0;
+    work(&p, true); // without a second thread, this one does them all
+    if (threaded)
+        pthread_join(t, NULL);
+    // Messages from this thread only: the first failed run's, as one run after the other.
+    int rc = MR_EXIT_OK;
+    for (size_t i = 0; !rc && i < n; i++)
+        if ((rc = p.rc[i]))
+            mr_error(runs[i]->path, "%s", runs[i]->err);
+    free(p.rc);
+    return rc;
 }
 
 int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
@@ -156,22 +178,6 @@ int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_pat
     int rc = mr_open_capture_symbols(base_path, &base->cap, &base->sy);
     if (!rc)
         rc = mr_open_capture_symbols(new_path, &next->cap, &next->sy);
-    if (rc)
-        return rc;
-    side_job job = {.r = base, .all_frames = all_frames, .inclusive = inclusive};
-    pthread_t t;
-    bool threaded = pthread_create(&t, NULL, base_side, &job) == 0;
-    if (!threaded) // no thread to be had: one side after the other
-        base_side(&job);
-    int next_rc = numbers(next, all_frames, inclusive, true);
-    if (threaded)
-        pthread_join(t, NULL);
-    // Messages from this thread only, the base run's first, as one side after the other.
-    if (job.rc) {
-        mr_error(base_path, "%s", base->err);
-        return job.rc;
-    }
-    if (next_rc)
-        mr_error(new_path, "%s", next->err);
-    return next_rc;
+    mr_diff_run* both[] = {base, next};
+    return rc ? rc : mr_diff_runs_numbers(both, 2, all_frames, inclusive);
 }

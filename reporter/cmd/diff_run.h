@@ -31,9 +31,11 @@ typedef struct mr_diff_run {
     char err[256]; // what went wrong computing the numbers
 } mr_diff_run;
 
-// Computes the numbers of an open capture (r->cap, r->sy set) at its peak (all_frames,
-// inclusive: as diff's options). Returns an exit code.
-int mr_diff_run_numbers(mr_diff_run* r, const char* path, bool all_frames, bool inclusive);
+// Computes the numbers of open captures (each run's cap, sy and path set) at their peaks
+// (all_frames, inclusive: as diff's options), two at a time on two threads. An error is
+// reported as if one run were read after the other: the first failed run's. Returns an
+// exit code.
+int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive);
 // Opens both captures, then computes their numbers at the same time (the base run's on a
 // second thread). An error is reported as if one side were read after the other: the base
 // run's first. Returns an exit code.

@@ -443,6 +443,26 @@ def case_diff(memtrace, memreport, diff_prog, work):
              os.path.join(work, "x.html")])
     check(r.returncode == 1 and not os.path.exists(os.path.join(work, "x.html")),
           f"diff DIR DIR --html: a usage error ({r.returncode})")
+    # The processes are read two at a time: a damaged capture (a chunk's bytes overwritten)
+    # still gives one line naming it, the first damaged one in base then new order.
+    damaged = {}
+    for side in ("base", "new"):
+        d2 = os.path.join(work, side + "-damaged")
+        shutil.copytree(dirs[side], d2)
+        name = sorted(os.listdir(d2))[-1]
+        db = sqlite3.connect(os.path.join(d2, name))
+        (cid, size), = db.execute("SELECT id, length(data) FROM event_chunk ORDER BY id LIMIT 1")
+        db.execute("UPDATE event_chunk SET data = ? WHERE id = ?", (b"\x5a" * size, cid))
+        db.commit()
+        db.close()
+        damaged[side] = (d2, os.path.join(d2, name))
+    for base, new, named in ((dirs["base"], damaged["new"][0], damaged["new"][1]),
+                             (damaged["base"][0], damaged["new"][0], damaged["base"][1])):
+        r = run([memreport, "diff", base, new])
+        lines = r.stderr.splitlines()
+        check(r.returncode == 2 and r.stdout == "" and len(lines) == 1 and
+              lines[0].startswith(f"memreport: {named}: "),
+              f"diff DIR DIR, a damaged capture: one line naming {named}: {r.returncode} {lines}")
 
 
 def case_trust(memtrace, lib, leaks, work):
