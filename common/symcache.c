@@ -174,8 +174,13 @@ mt_symcache* mt_symcache_open(void) {
     mt_symcache* c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
+    // The -wal and -shm files stay when the last process closes the cache: a short program
+    // that only reads names would otherwise create and remove both (each file created costs
+    // it a fraction of a millisecond).
+    int persist_wal = 1;
     if (sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
         !is_file(path, &checked) || sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
+        sqlite3_file_control(c->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal) != SQLITE_OK ||
         // A cache: losing the last writes to a power failure is fine. WAL: the passes of
         // other processes read while one writes.
         sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
@@ -277,6 +282,8 @@ void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
 
 static void write_puts(mt_symcache* c) {
     sqlite3_stmt* ins = NULL;
+    // The -wal stays (see mt_symcache_open): at most this much of it once checkpointed.
+    sqlite3_exec(c->db, "PRAGMA journal_size_limit=1048576", NULL, NULL, NULL);
     if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return; // busy past the timeout: these names are simply not kept this time
     if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO sym VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1,

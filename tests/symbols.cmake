@@ -25,6 +25,7 @@ add_custom_command(OUTPUT ${SYMTEST_VARIANTS}
   COMMENT "symtest library variants")
 add_custom_target(symtest_variants ALL DEPENDS ${SYMTEST_VARIANTS})
 
+memtrace_unit_test(symcache)
 memtrace_unit_test(symbolize symbols/symtest_cxx.cpp)
 add_dependencies(test_symbolize symtest_variants)
 target_compile_definitions(test_symbolize PRIVATE SYMTEST_DIR="${SYMTEST_DIR}")
