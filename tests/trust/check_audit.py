@@ -317,17 +317,22 @@ def case_mmap_fork(a, w):
           f"unmapped; no other: {kinds['parent']} {kinds['other'][:3]}")
 
 
+def skip_unless_root_with(*tools):
+    """Exits 77 (skipped) unless root, to run a process as another user, and the tools exist."""
+    if os.geteuid() != 0:
+        print("SKIP: needs root, to run a process as another user")
+        sys.exit(77)
+    for tool in tools:
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed")
+            sys.exit(77)
+
+
 def case_attach_other_user(a, w):
     """Root attaching to another user's process that cannot create the capture: the launcher
     says why, and nothing is written to the process's stderr (core_lifecycle.c wrote
     "memtrace: ...; the program continues untraced" there, a daemon's log)."""
-    if os.geteuid() != 0:
-        print("SKIP: needs root, to run a process as another user")
-        sys.exit(77)
-    for tool in ("gdb", "setpriv"):
-        if shutil.which(tool) is None:
-            print(f"SKIP: {tool} is not installed")
-            sys.exit(77)
+    skip_unless_root_with("gdb", "setpriv")
     os.chmod(w, 0o755)  # not writable by the process's user
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     high_base = min(soft, 1024) - 48
@@ -392,13 +397,7 @@ def case_attach_gdb_words(a, w):
     its function "\\e]0;pwned\\a\\e[41mspin" reached the terminal raw (launcher_attach.c).
     The attach fails because the process (user nobody) cannot read libmemtrace.so, which is
     copied with the launcher into a directory of root's only."""
-    if os.geteuid() != 0:
-        print("SKIP: needs root, to run a process as another user")
-        sys.exit(77)
-    for tool in ("gdb", "setpriv"):
-        if shutil.which(tool) is None:
-            print(f"SKIP: {tool} is not installed")
-            sys.exit(77)
+    skip_unless_root_with("gdb", "setpriv")
     private = os.path.join(w, "private")
     os.makedirs(private, mode=0o700)
     os.chmod(private, 0o700)
