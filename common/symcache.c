@@ -182,8 +182,10 @@ mt_symcache* mt_symcache_open(void) {
         !is_file(path, &checked) || sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK ||
         sqlite3_file_control(c->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal) != SQLITE_OK ||
         // A cache: losing the last writes to a power failure is fine. WAL: the passes of
-        // other processes read while one writes.
-        sqlite3_exec(c->db, "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK ||
+        // other processes read while one writes. The last to close empties the kept -wal
+        // (journal_size_limit=0), so the next to open has no frames to recover from it.
+        sqlite3_exec(c->db, "PRAGMA synchronous=OFF; PRAGMA journal_size_limit=0", NULL, NULL,
+                     NULL) != SQLITE_OK ||
         !prepare_schema(c->db) ||
         sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
         // The last column vets the inlined chain: a JSON array of {function, file, line}.
@@ -282,8 +284,6 @@ void mt_symcache_put(mt_symcache* c, const char* build_id, uint64_t rel_pc,
 
 static void write_puts(mt_symcache* c) {
     sqlite3_stmt* ins = NULL;
-    // The -wal stays (see mt_symcache_open): at most this much of it once checkpointed.
-    sqlite3_exec(c->db, "PRAGMA journal_size_limit=1048576", NULL, NULL, NULL);
     if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return; // busy past the timeout: these names are simply not kept this time
     if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO sym VALUES(?1,?2,?3,?4,?5,?6,?7,?8)", -1,

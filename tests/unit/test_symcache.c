@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[64] = "/tmp/mt_test_symcache.XXXXXX";
@@ -87,6 +88,28 @@ static void test_put_after_reopen(void) {
     mt_symcache_close(c);
 }
 
+// The kept -wal is emptied by the last process to close the cache, even when that one only
+// read while another wrote: the next to open has no frames to recover from it.
+static void test_wal_emptied_by_last_reader(void) {
+    mt_symcache* reader = mt_symcache_open();
+    mt_symcache* writer = mt_symcache_open();
+    CHECK(reader != NULL && writer != NULL);
+    mt_symcache_entry e = {.function = "late", .relevant = true};
+    mt_symcache_put(writer, "abcd", 0xc0, &e);
+    mt_symcache_close(writer); // not the last: its frames stay in the -wal
+    mt_symcache_close(reader);
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s/symbols.db-wal", dir);
+    struct stat st;
+    CHECK(stat(wal, &st) == 0);
+    CHECK_EQ_I64(st.st_size, 0);
+    mt_symcache* c = mt_symcache_open();
+    mt_symcache_entry got;
+    CHECK(c && mt_symcache_get(c, "abcd", 0xc0, &got)); // checkpointed into the file
+    mt_symcache_entry_free(&got);
+    mt_symcache_close(c);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -94,6 +117,7 @@ int main(void) {
     }
     test_reopen_creates_no_file();
     test_put_after_reopen();
+    test_wal_emptied_by_last_reader();
     static const char* const files[] = {"symbols.db", "symbols.db-wal", "symbols.db-shm"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char p[160];
