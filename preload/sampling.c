@@ -47,7 +47,8 @@ static void seed_thread(void) {
     rng = splitmix64(s) | 1; // xorshift's state must not be 0
 }
 
-// An exponential interval of mean N bytes (at least 1).
+// An exponential interval of mean N bytes, rounded up: an allocation of s bytes crosses it
+// (countdown <= s) exactly when the real-valued interval is below s, so with 1-exp(-s/N).
 static int64_t draw(void) {
     rng ^= rng >> 12;
     rng ^= rng << 25;
@@ -55,7 +56,7 @@ static int64_t draw(void) {
     uint64_t x = rng * 0x2545f4914f6cdd1dull;
     double u = (double)((x >> 11) + 1) * 0x1.0p-53; // (0, 1]
     double v = -log(u) * (double)mt_cfg.sample_bytes;
-    return v < 1 ? 1 : v > 4e18 ? (int64_t)4e18 : (int64_t)v;
+    return v > 4e18 ? (int64_t)4e18 : (int64_t)v + 1;
 }
 
 bool mt_sampling_cross(size_t size) {
@@ -103,7 +104,11 @@ static uint64_t hash_of(uintptr_t a) {
     return x ^ (x >> 33);
 }
 
+// `held` counts a stripe from before it is taken until after it is released: a signal
+// handler of this thread that runs in between sees it, and only tries once.
 static void spin_lock(stripe* s) {
+    held++;
+    atomic_signal_fence(memory_order_seq_cst);
     for (int spins = 0;; spins++) {
         if (!atomic_load_explicit(&s->lock, memory_order_relaxed) &&
             !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
@@ -111,7 +116,6 @@ static void spin_lock(stripe* s) {
         if (spins > 100)
             sched_yield(); // the holder was descheduled
     }
-    held++;
 }
 
 static bool lock(stripe* s) {
@@ -127,8 +131,9 @@ static bool lock(stripe* s) {
 }
 
 static void unlock(stripe* s) {
-    held--;
     atomic_store_explicit(&s->lock, 0, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    held--;
 }
 
 static void* map_slots(size_t n) {

@@ -129,11 +129,29 @@ static void test_countdown(void) {
     CHECK(mt_sample_set_size() == 0);
 }
 
+// Sizes of the order of the interval: each draw's first allocation must be sampled with
+// 1-exp(-s/N) as every other (an interval rounded down made it 1-exp(-(s+1)/N): 0.221
+// against 0.118 at N=8, s=1, and an overall fraction above 0.13).
+static void test_countdown_small_interval(void) {
+    enum { N = 8, TRIALS = 200000 };
+    mt_cfg.sample_bytes = N;
+    static const size_t sizes[] = {1, 2, 4};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        double want = 1 - exp(-(double)sizes[k] / N);
+        double got = sampled_fraction(sizes[k], TRIALS);
+        if (fabs(got - want) >= 0.005)
+            fprintf(stderr, "N %d, size %zu: sampled %.4f, want %.4f\n", N, sizes[k], got, want);
+        CHECK(fabs(got - want) < 0.005);
+    }
+    CHECK(mt_sample_set_size() == 0);
+}
+
 int main(void) {
     test_set_basics();
     test_set_growth();
     test_set_churn();
     test_set_threads();
     test_countdown();
+    test_countdown_small_interval();
     CHECK_DONE();
 }
