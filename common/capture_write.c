@@ -3,6 +3,8 @@
 // meta rows through prepared statements. Used by the tracer's writer thread and by
 // memreport import. Allocates through SQLite; never call it from inside a malloc hook.
 #define _GNU_SOURCE
+#include "capture_template.h" // generated: capture_template[], the empty capture
+
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -48,41 +50,28 @@ void mt_capture_remove_sidecars(const char* path) {
     }
 }
 
-static int create_schema(sqlite3* db) {
-    char sql[256];
-    // Chunk blobs (tens of KB) live in overflow page chains; small pages waste only the
-    // tail of each chain (64 KiB pages left ~12% of the file empty). WAL keeps each commit
-    // an append.
-    // synchronous=OFF first: switching to WAL under the default FULL would fsync. The schema
-    // goes in under an in-memory journal, straight into the file, and WAL starts after it:
-    // no -journal file to create and delete (a file created costs more than the schema), and
-    // a file killed before that commit is no capture either way.
-    if (exec(db, "PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=4096;"
-                 " PRAGMA journal_mode=MEMORY;"))
-        return -EIO;
-    snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
-             MEMTRACE_APPLICATION_ID, MEMTRACE_SCHEMA_VERSION);
-    if (exec(db, "BEGIN") || exec(db, sql) || exec(db, MEMTRACE_SCHEMA_SQL))
-        return -EIO;
-    sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO event_kind VALUES(?1,?2,?3,?4)", -1, &st,
-                           NULL) != SQLITE_OK)
-        return -EIO;
-#define MT_KIND_ROW_(id, e, name, a, f)                                                            \
-    sqlite3_bind_int(st, 1, id);                                                                   \
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);                                             \
-    sqlite3_bind_int(st, 3, a);                                                                    \
-    sqlite3_bind_int(st, 4, f);                                                                    \
-    sqlite3_step(st);                                                                              \
-    sqlite3_reset(st);
-    MEMTRACE_EVENT_KIND_MAP(MT_KIND_ROW_)
-#undef MT_KIND_ROW_
-    sqlite3_finalize(st);
-    snprintf(sql, sizeof sql,
-             "INSERT OR REPLACE INTO meta VALUES('schema_version',%d),"
-             "('capture_status','recording')",
-             MEMTRACE_SCHEMA_VERSION);
-    return exec(db, sql) || exec(db, "COMMIT") || exec(db, "PRAGMA journal_mode=WAL") ? -EIO : 0;
+// The capture starts as a copy of the empty one built with the library (capture_schema.h):
+// parsing and running the schema's CREATE statements was most of a short program's capture
+// creation. The copy is in WAL mode with its schema, event kinds and 'recording' status.
+static int write_template(int fd) {
+    const unsigned char* p = capture_template;
+    size_t left = sizeof capture_template;
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        left -= (size_t)n;
+    }
+    return 0;
+}
+
+// Per connection: WAL without a -shm (EXCLUSIVE, before the first read opens the WAL), no
+// fsync.
+static int open_settings(sqlite3* db) {
+    return exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=OFF;");
 }
 
 int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen) {
@@ -95,12 +84,16 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
     // Captures hold command lines, paths and the address-space layout: private (0600), and
     // never written through a symlink. (The tracer has created the file itself, exclusively.)
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create: %s", strerror(errno));
+    int wrc = fd < 0 ? -errno : write_template(fd);
+    if (fd >= 0 && close(fd) != 0 && wrc == 0)
+        wrc = -errno;
+    if (wrc != 0) {
+        snprintf(err, errlen, "cannot create: %s", strerror(-wrc));
+        if (fd >= 0)
+            unlink(path);
         free(w);
         return -EIO;
     }
-    close(fd);
     mt_capture_remove_sidecars(path);
     int rc = -EIO;
     w->codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
@@ -111,7 +104,7 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
     }
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
             SQLITE_OK ||
-        create_schema(w->db) != 0 ||
+        open_settings(w->db) != 0 ||
         sqlite3_prepare_v2(w->db,
                            "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first, ts_last,"
                            " count, codec, data) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
