@@ -35,6 +35,7 @@ typedef struct pending {
 struct mt_symcache {
     sqlite3* db;
     sqlite3_stmt* get;
+    sqlite3_stmt* vet; // prepared on the first inlined chain looked up
     pending* puts;
     size_t nputs, capputs;
 };
@@ -188,19 +189,10 @@ mt_symcache* mt_symcache_open(void) {
                      NULL) != SQLITE_OK ||
         !prepare_schema(c->db) ||
         sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK ||
-        // The last column vets the inlined chain: a JSON array of {function, file, line}.
-        sqlite3_prepare_v2(
-            c->db,
-            "SELECT function, file, line, inlined, relevant, dwarf,"
-            " inlined IS NULL OR (json_valid(inlined)"
-            "  AND json_type(inlined) = 'array' AND NOT EXISTS("
-            "   SELECT 1 FROM json_each(inlined) WHERE type IS NOT 'object'"
-            "    OR json_type(value, '$.function') IS NOT 'text'"
-            "    OR ifnull(json_type(value, '$.file'), '') NOT IN ('text', 'null')"
-            "    OR ifnull(json_type(value, '$.line'), '') NOT IN ('integer', 'null')"
-            "    OR json_extract(value, '$.line') < 0))"
-            " FROM sym WHERE build_id=?1 AND rel_pc=?2",
-            -1, &c->get, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(c->db,
+                           "SELECT function, file, line, inlined, relevant, dwarf"
+                           " FROM sym WHERE build_id=?1 AND rel_pc=?2",
+                           -1, &c->get, NULL) != SQLITE_OK ||
         // One read transaction for every lookup of the pass: a lock and a header read per
         // lookup cost more than the lookup.
         sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -232,12 +224,36 @@ static bool int_ok(sqlite3_stmt* st, int col, int64_t min, int64_t max, bool nul
     return type == SQLITE_INTEGER && v >= min && v <= max;
 }
 
+// An inlined chain as the symbolizer writes it: a JSON array of {function, file, line}.
+// Prepared on first use: most processes look up no inlined frame, and this statement costs
+// more to parse than the lookup.
+static bool inlined_ok(mt_symcache* c, const char* json) {
+    if (!c->vet &&
+        sqlite3_prepare_v2(c->db,
+                           "SELECT json_valid(?1) AND json_type(?1) = 'array' AND NOT EXISTS("
+                           " SELECT 1 FROM json_each(?1) WHERE type IS NOT 'object'"
+                           "  OR json_type(value, '$.function') IS NOT 'text'"
+                           "  OR ifnull(json_type(value, '$.file'), '') NOT IN ('text', 'null')"
+                           "  OR ifnull(json_type(value, '$.line'), '') NOT IN ('integer', 'null')"
+                           "  OR json_extract(value, '$.line') < 0)",
+                           -1, &c->vet, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(c->vet, 1, json, -1, SQLITE_STATIC);
+    bool ok = sqlite3_step(c->vet) == SQLITE_ROW && int_ok(c->vet, 0, 1, 1, false);
+    sqlite3_reset(c->vet);
+    sqlite3_clear_bindings(c->vet);
+    return ok;
+}
+
 // A row is used only when every value is what mt_symcache_put writes.
-static bool row_ok(sqlite3_stmt* st) {
-    return text_ok(st, 0, MAX_FUNCTION_BYTES, false) && sqlite3_column_bytes(st, 0) > 0 &&
-           text_ok(st, 1, MAX_FILE_BYTES, true) && int_ok(st, 2, 0, INT_MAX, true) &&
-           text_ok(st, 3, MAX_INLINED_BYTES, true) && int_ok(st, 4, 0, 1, false) &&
-           int_ok(st, 5, 0, 1, false) && int_ok(st, 6, 1, 1, false);
+static bool row_ok(mt_symcache* c, sqlite3_stmt* st) {
+    if (!(text_ok(st, 0, MAX_FUNCTION_BYTES, false) && sqlite3_column_bytes(st, 0) > 0 &&
+          text_ok(st, 1, MAX_FILE_BYTES, true) && int_ok(st, 2, 0, INT_MAX, true) &&
+          text_ok(st, 3, MAX_INLINED_BYTES, true) && int_ok(st, 4, 0, 1, false) &&
+          int_ok(st, 5, 0, 1, false)))
+        return false;
+    const char* inlined = (const char*)sqlite3_column_text(st, 3);
+    return !inlined || inlined_ok(c, inlined);
 }
 
 bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
@@ -248,7 +264,7 @@ bool mt_symcache_get(mt_symcache* c, const char* build_id, uint64_t rel_pc,
     sqlite3_bind_text(c->get, 1, build_id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(c->get, 2, (int64_t)rel_pc);
     bool hit = false;
-    if (sqlite3_step(c->get) == SQLITE_ROW && row_ok(c->get)) {
+    if (sqlite3_step(c->get) == SQLITE_ROW && row_ok(c, c->get)) {
         out->function = dup_or_null((const char*)sqlite3_column_text(c->get, 0));
         out->file = dup_or_null((const char*)sqlite3_column_text(c->get, 1));
         out->line = sqlite3_column_int(c->get, 2);
@@ -315,6 +331,7 @@ void mt_symcache_close(mt_symcache* c) {
     if (!c)
         return;
     sqlite3_finalize(c->get);
+    sqlite3_finalize(c->vet);
     sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL); // ends the lookups' read transaction
     if (c->nputs)
         write_puts(c);

@@ -6,6 +6,7 @@
 #include "../check.h"
 #include "memtrace/symcache.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,52 @@ static void test_wal_emptied_by_last_reader(void) {
     mt_symcache_close(c);
 }
 
+static sqlite3* last_opened; // the connection most recently opened in this process
+
+static int remember_connection(sqlite3* db, char** err, const void* api) {
+    (void)err, (void)api;
+    last_opened = db;
+    return SQLITE_OK;
+}
+
+// Opening the cache prepares only plain statements: the JSON vetting of an inlined chain
+// (a long statement over json_each) is prepared when a row has one, and still vets it.
+static void test_inlined_vetted_on_demand(void) {
+    sqlite3_auto_extension((void (*)(void))remember_connection);
+    mt_symcache* c = mt_symcache_open();
+    sqlite3_cancel_auto_extension((void (*)(void))remember_connection);
+    CHECK(c != NULL && last_opened != NULL);
+    if (!c || !last_opened)
+        return;
+    for (sqlite3_stmt* st = sqlite3_next_stmt(last_opened, NULL); st;
+         st = sqlite3_next_stmt(last_opened, st))
+        CHECK(strstr(sqlite3_sql(st), "json") == NULL);
+    mt_symcache_entry good = {.function = "outer",
+                              .inlined = "[{\"function\":\"inner\",\"file\":\"i.c\",\"line\":7}]",
+                              .relevant = true,
+                              .from_dwarf = true};
+    mt_symcache_entry bad = {.function = "forged", .inlined = "[1,2]", .relevant = true};
+    mt_symcache_entry neg = {
+        .function = "neg", .inlined = "[{\"function\":\"f\",\"line\":-1}]", .relevant = true};
+    mt_symcache_put(c, "ef01", 1, &good);
+    mt_symcache_put(c, "ef01", 2, &bad);
+    mt_symcache_put(c, "ef01", 3, &neg);
+    mt_symcache_close(c);
+    c = mt_symcache_open();
+    CHECK(c != NULL);
+    if (!c)
+        return;
+    mt_symcache_entry got;
+    CHECK(mt_symcache_get(c, "ef01", 1, &got));
+    CHECK_EQ_STR(got.inlined ? got.inlined : "(none)", good.inlined);
+    mt_symcache_entry_free(&got);
+    CHECK(!mt_symcache_get(c, "ef01", 2, &got)); // not a chain of frames: a miss
+    CHECK(!mt_symcache_get(c, "ef01", 3, &got)); // a negative line: a miss
+    CHECK(mt_symcache_get(c, "ef01", 1, &got));  // the vetting statement, reused
+    mt_symcache_entry_free(&got);
+    mt_symcache_close(c);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -118,6 +165,7 @@ int main(void) {
     test_reopen_creates_no_file();
     test_put_after_reopen();
     test_wal_emptied_by_last_reader();
+    test_inlined_vetted_on_demand();
     static const char* const files[] = {"symbols.db", "symbols.db-wal", "symbols.db-shm"};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char p[160];
