@@ -5,6 +5,7 @@ set(REPORTS_FIXTURE ${CMAKE_CURRENT_SOURCE_DIR}/reports/fixture.c)
 memtrace_unit_test(sites ${REPORTS_FIXTURE})
 memtrace_unit_test(leaks ${REPORTS_FIXTURE})
 memtrace_unit_test(stats ${REPORTS_FIXTURE})
+memtrace_unit_test(stats_sampled ${REPORTS_FIXTURE})
 memtrace_unit_test(flamegraph ${REPORTS_FIXTURE})
 # The aggregation model every view reads (reporter/model/profile.h).
 memtrace_unit_test(profile ${REPORTS_FIXTURE})

@@ -27,11 +27,24 @@ static inline double mt_sample_inverse_probability(uint64_t size, uint64_t n) {
     return size && n ? 1.0 / -expm1(-(double)size / (double)n) : 1.0;
 }
 
-// The bytes a recorded allocation of `size` bytes stands for (size itself when n is 0).
-static inline uint64_t mt_sample_weight_bytes(uint64_t size, uint64_t n) {
+static inline uint64_t mt_sample_weight_rounded(uint64_t size, uint64_t n) {
     if (!size || !n || size / 64 >= n) // 64 intervals and more: sampled but for exp(-64)
         return size;
     return (uint64_t)llround((double)size * mt_sample_inverse_probability(size, n));
+}
+
+// The bytes a recorded allocation of `size` bytes stands for (size itself when n is 0).
+// Below N the weight grows by about half a byte a byte, so rounded, 2^k - 1 and 2^k bytes
+// would often weigh the same (7 and 8 bytes both 4100 at N = 4096): one byte less for 2^k - 1
+// keeps each power of two's weight above every smaller size's (mt_sample_size_bits).
+static inline uint64_t mt_sample_weight_bytes(uint64_t size, uint64_t n) {
+    uint64_t w = mt_sample_weight_rounded(size, n);
+    if (size && size != UINT64_MAX && !(size & (size + 1))) { // 2^k - 1
+        uint64_t next = mt_sample_weight_rounded(size + 1, n);
+        if (w >= next)
+            w = next - 1;
+    }
+    return w;
 }
 
 // The weights of the powers of two, to tell the requested size of a weighed allocation by
