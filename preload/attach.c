@@ -8,8 +8,10 @@
 #include "attach.h"
 
 #include "bootstrap.h"
+#include "config.h"
 #include "core.h"
 #include "inject.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,15 +34,44 @@ static void report_detached(void) {
     close(fd);
 }
 
-MT_EXPORT int memtrace_attach(const char* output, const char* report) {
+// Whether every line of `lines` is "KEY=VALUE" with a setting an attach takes and a value it
+// accepts: the launcher checked them, this is for any other caller.
+static bool settings_acceptable(const char* lines) {
+    char line[512];
+    for (const char* p = lines; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (n >= sizeof line)
+            return false;
+        memcpy(line, p, n);
+        line[n] = 0;
+        p += n + (p[n] == '\n');
+        char* eq = strchr(line, '=');
+        if (!n)
+            continue;
+        if (!eq)
+            return false;
+        *eq = 0;
+        const mt_setting* s = mt_settings_find(line);
+        if (!s || s->attach != MT_ATTACH_PASS || !mt_settings_valid(s, eq + 1))
+            return false;
+    }
+    return true;
+}
+
+MT_EXPORT int memtrace_attach(const char* output, const char* report, const char* settings) {
     if (!output || output[0] != '/' || strlen(output) >= 4096 || !report ||
-        strlen(report) >= sizeof report_path)
+        strlen(report) >= sizeof report_path || !settings || !settings_acceptable(settings))
         return -EINVAL;
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         return -EALREADY;
     int saved = mt_guard;
     mt_guard = 1;
     snprintf(report_path, sizeof report_path, "%s", report);
+    // The launcher's settings, and none of the process's environment (config.c).
+    if (mt_config_use_attach_settings(settings) != 0) {
+        mt_guard = saved;
+        return -EINVAL;
+    }
     // The slots first, the capture second: starting the capture initialises libunwind,
     // which opens a pipe of its own. Through the patched slot it goes to our pipe2 and is
     // moved among the tracer's high descriptors; before the patch it took the process's

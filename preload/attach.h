@@ -10,8 +10,11 @@
 
 // Starts a capture at `output` (absolute; numbered if it exists) and redirects every loaded
 // module's heap calls to the hooks. `report`: the launcher's file to hear where the capture
-// went ("" for none). Returns 0, -EALREADY when already recording, or a negative errno.
-MT_EXPORT int memtrace_attach(const char* output, const char* report);
+// went ("" for none). `settings`: the MEMTRACE_* settings to record with, one "KEY=VALUE" a
+// line (those settings.h passes on attach; the process's environment is never read).
+// Returns 0, -EALREADY when already recording, -EINVAL for a setting it does not take, or a
+// negative errno.
+MT_EXPORT int memtrace_attach(const char* output, const char* report, const char* settings);
 // Puts the modules' heap calls back and finishes the capture. 0, or -ENOENT if not recording.
 MT_EXPORT int memtrace_detach(void);
 

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: MIT
-// MEMTRACE_* settings. Runs at initialisation only, before any hook records; never again.
+// MEMTRACE_* settings. Runs at initialisation only, before any hook records; never again
+// (an attach loads the settings memtrace --pid passed, before its capture starts). Every
+// value is read through setting(): the environment for a program started under LD_PRELOAD,
+// only the launcher's "KEY=VALUE" lines for an attached process, whose own environment
+// must not choose how it is recorded.
 #include "config.h"
 
 #include "output.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -14,15 +19,37 @@
 
 mt_config mt_cfg;
 
-static int env_int(const char* name, int fallback, int lo, int hi) {
-    const char* v = getenv(name);
-    if (!v || !*v)
-        return fallback;
-    char* end;
-    long n = strtol(v, &end, 10);
-    if (*end || n < lo || n > hi)
-        return fallback;
-    return (int)n;
+// memtrace_attach's settings, one "KEY=VALUE" per line, the line ends turned into NULs.
+static char attach_settings[4096];
+static size_t attach_len;
+static bool attached;
+
+int mt_config_use_attach_settings(const char* lines) {
+    size_t n = strlen(lines);
+    if (n >= sizeof attach_settings)
+        return -EINVAL;
+    memcpy(attach_settings, lines, n + 1);
+    for (size_t i = 0; i < n; i++)
+        if (attach_settings[i] == '\n')
+            attach_settings[i] = 0;
+    attach_len = n;
+    attached = true;
+    return 0;
+}
+
+// The value of setting `name`, or NULL when it is not given.
+static const char* setting(const char* name) {
+    if (!attached)
+        return getenv(name);
+    size_t k = strlen(name);
+    for (size_t i = 0; i < attach_len; i += strlen(attach_settings + i) + 1)
+        if (!strncmp(attach_settings + i, name, k) && attach_settings[i + k] == '=')
+            return attach_settings + i + k + 1;
+    return NULL;
+}
+
+static int env_int(const char* name, int fallback) {
+    return mt_settings_int(name, setting(name), fallback);
 }
 
 // MEMTRACE_SIGNAL: USR1 / USR2 (SIG prefix optional), or a number: theirs, a real-time
@@ -30,7 +57,7 @@ static int env_int(const char* name, int fallback, int lo, int hi) {
 // would return to the faulting instruction forever) or one with a meaning of its own (CHLD,
 // PIPE, TERM...) would change what the program does.
 static int env_signal(const char* name) {
-    const char* v = getenv(name);
+    const char* v = setting(name);
     if (!v || !*v)
         return -1;
     if (!strncmp(v, "SIG", 3))
@@ -39,13 +66,15 @@ static int env_signal(const char* name) {
         return SIGUSR1;
     if (!strcmp(v, "USR2"))
         return SIGUSR2;
-    int sig = env_int(name, -1, 0, SIGRTMAX);
+    char* end;
+    long n = strtol(v, &end, 10);
+    int sig = *end || n < 0 || n > SIGRTMAX ? -1 : (int)n;
     bool ok = sig == 0 || sig == SIGUSR1 || sig == SIGUSR2 || sig >= SIGRTMIN;
     return ok ? sig : -1;
 }
 
 void mt_config_load(void) {
-    const char* out = getenv("MEMTRACE_OUTPUT");
+    const char* out = setting("MEMTRACE_OUTPUT");
     if (out && *out)
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", out);
     else {
@@ -58,32 +87,32 @@ void mt_config_load(void) {
     // is created (or before a forked child creates its own).
     if (mt_cfg.pattern[0] != '/' && !getcwd(mt_cfg.start_dir, sizeof mt_cfg.start_dir))
         mt_cfg.start_dir[0] = 0;
-    const char* report = getenv("MEMTRACE_REPORT");
+    const char* report = setting("MEMTRACE_REPORT");
     snprintf(mt_cfg.report, sizeof mt_cfg.report, "%s", report ? report : "");
-    const char* uw = getenv("MEMTRACE_UNWIND");
+    const char* uw = setting("MEMTRACE_UNWIND");
     mt_cfg.unwind = MT_UNWIND_AUTO;
     if (uw && !strcmp(uw, "fp"))
         mt_cfg.unwind = MT_UNWIND_FP;
     else if (uw && !strcmp(uw, "libunwind"))
         mt_cfg.unwind = MT_UNWIND_LIBUNWIND;
-    mt_cfg.depth = env_int("MEMTRACE_DEPTH", 256, 1, 1024);
-    mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10, 1, 60000);
-    mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", 10, 1, 60000);
-    mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1, 0, 1);
-    mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1, 0, 1);
-    mt_cfg.symbolize_ms = env_int("MEMTRACE_SYMBOLIZE_MS", 500, 0, 3600000);
-    const char* start = getenv("MEMTRACE_START");
+    mt_cfg.depth = env_int("MEMTRACE_DEPTH", 256);
+    mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10);
+    mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", 10);
+    mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1);
+    mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1);
+    mt_cfg.symbolize_ms = env_int("MEMTRACE_SYMBOLIZE_MS", 500);
+    const char* start = setting("MEMTRACE_START");
     mt_cfg.start_stopped = start && !strcmp(start, "stopped");
     mt_cfg.toggle_signal = env_signal("MEMTRACE_SIGNAL");
-    mt_cfg.delay_ms = env_int("MEMTRACE_DELAY_MS", 0, 0, 2000000000);
-    mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0, 0, 1 << 30);
-    mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0, 0, 1);
-    mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0, 0, 1 << 30);
+    mt_cfg.delay_ms = env_int("MEMTRACE_DELAY_MS", 0);
+    mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0);
+    mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0);
+    mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0);
     // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise: a
     // commit costs about as much as the sampled program's hooks spend in 10 ms.
-    if (mt_cfg.sample_bytes && !getenv("MEMTRACE_COMMIT_MS"))
+    if (mt_cfg.sample_bytes && !setting("MEMTRACE_COMMIT_MS"))
         mt_cfg.commit_ms = 100;
-    const char* seed = getenv("MEMTRACE_SAMPLE_SEED");
+    const char* seed = setting("MEMTRACE_SAMPLE_SEED");
     char* end;
     if (seed && *seed) {
         mt_cfg.sample_seed = strtoull(seed, &end, 10);

@@ -33,6 +33,9 @@ typedef struct mt_config {
 extern mt_config mt_cfg;
 
 void mt_config_load(void);
+// From now on mt_config_load reads only these settings ("KEY=VALUE" lines, as memtrace --pid
+// passes them), never the environment. 0, or -EINVAL when they are too long.
+int mt_config_use_attach_settings(const char* lines);
 // The capture path for process `pid`, absolute when the start directory is known. A forked child
 // (child != 0) whose pattern has no %p gets "<name>.<pid>.db" beside the parent's file.
 void mt_config_output_path(char* buf, size_t len, pid_t pid, int child);

@@ -241,8 +241,12 @@ int mt_core_attach(const char* output, const char* report) {
     mt_bootstrap_resolve();
     bool again = traced_pid != 0;
     init_modules();
-    if (again)
+    if (again) { // this attach's settings, read anew (memtrace_attach gave them)
         forget_written();
+        mt_config_load();
+        mt_sampling_init();
+        mt_unwind_init(mt_cfg.unwind);
+    }
     snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", output);
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
     mt_cfg.start_dir[0] = 0;

@@ -25,7 +25,9 @@ static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
     "  --pid PID     attach to the running process PID (through gdb) and record from now on,\n"
     "                until it exits, Ctrl-C here or memtrace --detach PID (which leave it\n"
-    "                running, untraced); frees of blocks allocated before are ignored\n"
+    "                running, untraced); frees of blocks allocated before are ignored.\n"
+    "                Settings below: as set here, not the process's; START, SIGNAL,\n"
+    "                DELAY_MS (--delay) and bad values are refused\n"
     "  --detach PID  stop recording in PID and finish its capture\n"
     "  -o FILE       capture path (%p becomes the pid); default memtrace.<program>.<pid>.db\n"
     "  -o DIR/       one capture per process of the tree in DIR (a path ending in '/', or an\n"
@@ -334,7 +336,12 @@ static long parse_delay_ms(const char* s) {
 // memtrace --pid: the capture path made ready as for a program (-o), the report file
 // created, and the run's captures told at the end.
 static int attach_to(pid_t pid, const char* output, int force) {
-    char lib[PATH_MAX], out_path[PATH_MAX] = "";
+    char lib[PATH_MAX], out_path[PATH_MAX] = "", settings[4096];
+    if (mt_launcher_attach_settings(settings, sizeof settings) != 0)
+        return 1; // before -f removes anything
+    const char* env_output = getenv("MEMTRACE_OUTPUT");
+    if (!output && env_output && *env_output)
+        output = env_output;
     if (find_library(lib, sizeof lib) != 0) {
         fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
         return 1;
@@ -346,7 +353,7 @@ static int attach_to(pid_t pid, const char* output, int force) {
         fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
         return 1;
     }
-    int rc = mt_launcher_attach(pid, lib, out_path, report);
+    int rc = mt_launcher_attach(pid, lib, out_path, report, settings);
     tell_captures(report);
     unlink(report);
     rmdir(report_dir);

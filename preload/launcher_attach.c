@@ -2,8 +2,11 @@
 // memtrace --pid PID / --detach PID: gdb attaches to the process, dlopen's libmemtrace.so in it
 // and calls memtrace_attach (or memtrace_detach), then lets it go on. The launcher waits
 // meanwhile, like heaptrack -p: until the process exits, someone detaches, or it is
-// interrupted (then it detaches). Every gdb run has a time limit.
+// interrupted (then it detaches). Every gdb run has a time limit. The process records with
+// the launcher's MEMTRACE_* settings (as heaptrack -p uses its own), passed in the call.
 #include "launcher_attach.h"
+
+#include "settings.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -195,7 +198,52 @@ static bool detached_by_someone(const char* report, pid_t pid) {
     return found;
 }
 
-int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const char* report) {
+// What a setting accepts, for the message that refuses a value.
+static void describe_values(const mt_setting* s, char* out, size_t len) {
+    if (s->kind == MT_SETTING_INT) {
+        snprintf(out, len, "a number from %ld to %ld", s->lo, s->hi);
+    } else if (s->kind == MT_SETTING_WORD) {
+        snprintf(out, len, "one of %s", s->words);
+        for (char* c = out; (c = strchr(c, '|'));)
+            *c = ',';
+    } else {
+        snprintf(out, len, "a number");
+    }
+}
+
+int mt_launcher_attach_settings(char* out, size_t len) {
+    size_t used = 0;
+    out[0] = 0;
+    const mt_setting* s;
+    for (int i = 0; (s = mt_settings_at(i)); i++) {
+        const char* value = getenv(s->name);
+        if (!value || !*value || s->attach == MT_ATTACH_OWN)
+            continue;
+        if (s->attach == MT_ATTACH_REFUSE) {
+            fprintf(stderr, "memtrace: %s does not apply to --pid (%s); unset it\n", s->name,
+                    s->why);
+            return -1;
+        }
+        char what[128];
+        if (!mt_settings_valid(s, value)) {
+            describe_values(s, what, sizeof what);
+            fprintf(stderr, "memtrace: %s=", s->name);
+            fputs_escaped(value, stderr);
+            fprintf(stderr, ": not a value it takes (%s); nothing attached\n", what);
+            return -1;
+        }
+        int n = snprintf(out + used, len - used, "%s=%s\n", s->name, value);
+        if (n < 0 || (size_t)n >= len - used) {
+            fprintf(stderr, "memtrace: %s: value too long\n", s->name);
+            return -1;
+        }
+        used += (size_t)n;
+    }
+    return 0;
+}
+
+int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const char* report,
+                       const char* settings) {
     if (!have_gdb()) {
         fputs("memtrace: --pid needs gdb (Debian: apt-get install gdb)\n", stderr);
         return 1;
@@ -237,12 +285,23 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    char load[PATH_MAX + 128], attach[3 * PATH_MAX];
+    char load[PATH_MAX + 128], attach[3 * PATH_MAX + 8192], lines[4096];
     snprintf(load, sizeof load, "print (void*)((void*(*)(const char*, int))dlopen)(\"%s\", 2)",
              lib);
+    // The settings' line ends as gdb's C string escapes (their values were checked: digits
+    // and words only).
+    size_t o = 0;
+    for (const char* c = settings; *c && o + 3 < sizeof lines; c++) {
+        if (*c == '\n')
+            lines[o++] = '\\', lines[o++] = 'n';
+        else
+            lines[o++] = *c;
+    }
+    lines[o] = 0;
     snprintf(attach, sizeof attach,
-             "print (int)((int(*)(const char*, const char*))memtrace_attach)(\"%s\", \"%s\")", path,
-             report);
+             "print (int)((int(*)(const char*, const char*, const char*))memtrace_attach)(\"%s\", "
+             "\"%s\", \"%s\")",
+             path, report, lines);
     const char* cmds[] = {"sharedlibrary libc\\.so", load, "sharedlibrary libmemtrace", attach,
                           NULL};
     static char out[65536];
@@ -255,6 +314,11 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
     int result = atoi(value);
     if (result == -EALREADY) {
         fprintf(stderr, "memtrace: process %d: already recording\n", (int)pid);
+        return 1;
+    }
+    if (result == -EINVAL) {
+        fprintf(stderr, "memtrace: process %d: its libmemtrace.so does not take these settings\n",
+                (int)pid);
         return 1;
     }
     if (result != 0) { // the process creates the capture, as its own user

@@ -255,9 +255,11 @@ static void fork_done(void) {
 }
 
 void mt_sampling_init(void) {
+    static bool keyed; // an attach after a detach reads the settings again: key the set once
     mt_sampling = mt_cfg.sample_bytes > 0;
-    if (!mt_sampling)
+    if (!mt_sampling || keyed)
         return;
+    keyed = true;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     hash_key = splitmix64((uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32));

@@ -35,7 +35,8 @@ int mt_sample_set_remove(uintptr_t addr);
 // Blocks in the set now (tests and the writer).
 uint64_t mt_sample_set_size(void);
 
-// Reads the settings (after mt_config_load): the hash key, the fork handlers.
+// Reads the settings (after mt_config_load): the hash key, the fork handlers (once). Again
+// at each attach, with the capture stopped.
 void mt_sampling_init(void);
 
 // The cheap path: true (and the countdown lowered) when an allocation of `size` bytes leaves

@@ -14,4 +14,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
               $<TARGET_FILE:attach_lib> ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
     set_tests_properties(e2e.attach_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
+  # memtrace --pid passes the launcher's MEMTRACE_* settings (attach/attach_settings_test.py).
+  add_executable(attach_settings_prog attach/attach_settings_prog.c)
+  target_compile_options(attach_settings_prog PRIVATE -g -O0 -fno-builtin -fno-omit-frame-pointer)
+  memtrace_driver_cases(ATTACH_SETTINGS_CASES
+    ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_settings_test.py)
+  foreach(case ${ATTACH_SETTINGS_CASES})
+    add_test(NAME e2e.attach_settings_${case}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/attach_settings_test.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+              $<TARGET_FILE:attach_settings_prog> ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
+    set_tests_properties(e2e.attach_settings_${case} PROPERTIES LABELS e2e TIMEOUT 300)
+  endforeach()
 endif()

@@ -27,10 +27,10 @@ TIMEOUT = 120
 class Prog:
     """attach_prog with its phases driven through stdin, acknowledged on a pipe."""
 
-    def __init__(self, path, lib):
+    def __init__(self, path, lib, env=None):
         self.ack_r, ack_w = os.pipe()
         self.p = subprocess.Popen([path, str(ack_w), lib], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, pass_fds=(ack_w,))
+                                  stdout=subprocess.PIPE, pass_fds=(ack_w,), env=env)
         children.append(self.p)
         os.close(ack_w)
 
@@ -58,9 +58,9 @@ class Prog:
 class Launcher:
     """memtrace --pid PID -o FILE, its stderr read line by line."""
 
-    def __init__(self, memtrace, pid, out):
+    def __init__(self, memtrace, pid, out, env=None):
         self.p = subprocess.Popen([memtrace, "--pid", str(pid), "-o", out],
-                                  stderr=subprocess.PIPE)
+                                  stderr=subprocess.PIPE, env=env)
         children.append(self.p)
         self.err = b""
 
