@@ -32,7 +32,7 @@ bool mt_sampling_cross(size_t size);
 // tell, see above). Both may be called from signal handlers.
 int mt_sample_set_insert(uintptr_t addr);
 int mt_sample_set_remove(uintptr_t addr);
-// Blocks in the set now (tests and the writer).
+// Blocks in the set now (for tests: the writer does not read it).
 uint64_t mt_sample_set_size(void);
 
 // Reads the settings (after mt_config_load): the hash key, the fork handlers (once). Again
