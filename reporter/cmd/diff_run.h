@@ -36,9 +36,9 @@ typedef struct mr_diff_run {
 // reported as if one run were read after the other: the first failed run's. Returns an
 // exit code.
 int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive);
-// Opens both captures, then computes their numbers at the same time (the base run's on a
-// second thread). An error is reported as if one side were read after the other: the base
-// run's first. Returns an exit code.
+// Opens both captures, then computes their numbers at the same time (mr_diff_runs_numbers:
+// each on one of two threads). An error is reported as if one side were read after the other: the
+// base run's first. Returns an exit code.
 int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
                       const char* new_path, bool all_frames, bool inclusive);
 // Frees what r holds, and closes its capture and symbols when set.
