@@ -312,19 +312,22 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
     return o;
 }
 
-// A sampled capture's page says so where it is seen first: after the subtitle.
+// A sampled capture's page says so where it is seen first: after the subtitle. The note
+// is also kept apart ("sampled_note"), for the page to keep it when a time range replaces
+// the subtitle.
 static void say_sampled(json_t* o) {
     json_t* sampled = mr_json_sampled();
     if (!sampled)
         return;
-    char sub[8192], line[4400];
-    snprintf(sub, sizeof sub, "%s", json_string_value(json_object_get(o, "subtitle")));
+    char note[8192] = "", sub[8192 + 4096], line[4400];
     for (size_t i = 0; i < mr_sampled_lines(); i++) {
-        size_t n = strlen(sub);
+        size_t n = strlen(note);
         mr_sampled_line(i, line, sizeof line);
-        snprintf(sub + n, sizeof sub - n, " | %s", line);
+        snprintf(note + n, sizeof note - n, "%s%s", i ? " | " : "", line);
     }
+    snprintf(sub, sizeof sub, "%s | %s", json_string_value(json_object_get(o, "subtitle")), note);
     json_object_set_new(o, "subtitle", json_string(sub));
+    json_object_set_new(o, "sampled_note", json_string(note));
     json_object_set_new(o, "sampled", sampled);
 }
 

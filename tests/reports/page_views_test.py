@@ -4,10 +4,12 @@
 # in tests/reports/mkphases.c): the inverted (bottom-up) mode shows each allocating function
 # as a root with its exact bytes and its callers above it; the Functions tab lists exact self
 # and total bytes, sorts, and a click on a row shows the function's callers and callees;
-# --inverted and --orientation open the page that way and the toggle flips the y order.
+# --inverted and --orientation open the page that way and the toggle flips the y order; a
+# sampled capture's note stays after the subtitle when a time range replaces it.
 # Usage: page_views_test.py MEMREPORT PHASES_FIXTURE WORKDIR (exit 77 = skipped: no browser)
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -234,6 +236,30 @@ def temporal(memreport, cap, work):
           "--temporal --leaks: usage error (%d %r)" % (bad.returncode, bad.stderr))
 
 
+def sampled_range(memreport, cap, work):
+    """A sampled capture's note stays after the subtitle when a range replaces it (the
+    fixture marked sampled in its meta: the note, not the figures, is what is checked)."""
+    sampled = os.path.join(work, "sampled.db")
+    shutil.copyfile(cap, sampled)
+    db = sqlite3.connect(sampled)
+    db.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                   [("sample_bytes", 4096), ("sample_method", "poisson-bytes")])
+    db.commit()
+    db.close()
+    page = os.path.join(work, "sampled.html")
+    subprocess.run([memreport, "flamegraph", sampled, "--temporal", "-o", page], check=True)
+    note = "sampled: Poisson by bytes, mean interval 4.00 KiB"
+    subtitle = "return document.getElementById('subtitle').textContent"
+    with webdriver.Browser(width=1280, height=900) as b:
+        b.get("file://" + page)
+        check(note in b.js(subtitle), "sampled: the note after the subtitle: %r" % b.js(subtitle))
+        b.js("window.memreport.setRange(9500, 13500)")
+        text = b.js(subtitle)
+        check(text.startswith("Range ") and note in text,
+              "sampled: a range's subtitle keeps the note: %r" % text)
+        no_errors(b, "sampled --temporal, after a range")
+
+
 def main():
     memreport, fixture, work = sys.argv[1:4]
     if why := webdriver.missing():
@@ -295,6 +321,7 @@ def main():
           not os.path.exists(os.path.join(work, "bad.html")),
           "--orientation left: usage error, no page (%d %r)" % (bad.returncode, bad.stderr))
     temporal(memreport, cap, work)
+    sampled_range(memreport, cap, work)
     print("%d failures" % len(failures))
     return 1 if failures else 0
 
