@@ -44,6 +44,7 @@ struct mt_event_iter {
     mt_chunk_coder* coder; // made at the first chunk
     int64_t last_chunk;    // the highest chunk id seen
     uint64_t sample_bytes; // a sampled capture's mean interval: allocations weighed (0: not)
+    bool requested;        // mt_event_iter_requested_sizes: not weighed
     char err[256];
 };
 
@@ -201,6 +202,10 @@ static int read_sampling(mt_event_iter* it) {
     return known ? 0 : -EPROTO;
 }
 
+void mt_event_iter_requested_sizes(mt_event_iter* it) {
+    it->requested = true;
+}
+
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
     return mt_event_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
 }
@@ -260,7 +265,7 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     }
     it->any = true;
     it->last_seq = ev->seq;
-    if (it->sample_bytes && mt_sample_kind(it->heap_id, ev->kind))
+    if (it->sample_bytes && !it->requested && mt_sample_kind(it->heap_id, ev->kind))
         ev->size = mt_sample_weight_bytes(ev->size, it->sample_bytes);
     if (c->pos == c->n) {
         it->heap[0] = it->heap[--it->nheap];

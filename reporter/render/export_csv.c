@@ -5,11 +5,14 @@
 // (mt_event_iter), not the profile's rows: --range and --thread filter the rows. Memory is
 // bounded by the live blocks (to give a FREE its allocation's id and size) and one cached
 // stack text per callsite. Several processes (export.h): each one's rows in turn, in tree
-// order, under its pid, with times on one axis from the earliest start.
+// order, under its pid, with times on one axis from the earliest start. A sampled capture's
+// rows give each event's requested size as `size` (true of that event) and, in Attr, the
+// bytes it stands for as `estimated_size` (what the other reports add up).
 #include "export.h"
 #include "extent.h"
 #include "heapmap.h"
 
+#include "memtrace/sampling.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -48,8 +51,9 @@ typedef struct csv_writer {
     const char* event_type; // HOST, or the NPU heap's name
     const char* device;     // host, or N/A for an imported log
     int64_t pid;
-    int64_t shift; // ns added to every time: the process's start after the earliest one
-    bool header;   // written (several processes: once)
+    int64_t shift;         // ns added to every time: the process's start after the earliest one
+    uint64_t sample_bytes; // a sampled capture's mean interval (0: not sampled)
+    bool header;           // written (several processes: once)
     uint64_t next_id;
     int fd;    // out's descriptor, written directly (-1: out has none, fwrite)
     char* buf; // rows are formatted here
@@ -310,6 +314,15 @@ static int heap_names(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
+// The bytes an event of `size` requested bytes stands for in a sampled capture (a free: those
+// of its allocation); `size` for what is never sampled (memtrace/sampling.h).
+static uint64_t estimated_size(const csv_writer* w, const mt_event* ev, uint64_t size) {
+    int kind = ev->kind;
+    if (mt_kind_is_free(kind))
+        kind = kind == MT_KIND_CUSTOM_FREE ? MT_KIND_CUSTOM_ALLOC : MT_KIND_MALLOC;
+    return mt_sample_kind(ev->heap, kind) ? mt_sample_weight_bytes(size, w->sample_bytes) : size;
+}
+
 static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint64_t size) {
     const quoted_stack* stack = cached_stack(w, ev->callsite);
     if (!stack)
@@ -336,6 +349,10 @@ static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint6
     put_hex(w, ev->addr);
     PUT_LITERAL(w, ",size:");
     put_u64(w, size);
+    if (w->sample_bytes && (alloc_id || mt_kind_is_alloc(ev->kind))) {
+        PUT_LITERAL(w, ",estimated_size:");
+        put_u64(w, estimated_size(w, ev, size));
+    }
     PUT_LITERAL(w, "}\",");
     put_shared(w, stack->text, stack->len);
     put_char(w, '\n');
@@ -438,7 +455,10 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     if (rc)
         snprintf(err, errlen, "%s", it ? mt_event_iter_error(it) : "cannot read the events");
     else {
-        if (!w->header) // several processes: once
+        int64_t n = mt_capture_meta_int(in->cap, "sample_bytes", 0); // the iterator checked it
+        w->sample_bytes = n > 0 ? (uint64_t)n : 0;
+        mt_event_iter_requested_sizes(it); // sizes as asked; estimated_size says the weight
+        if (!w->header)                    // several processes: once
             PUT_LITERAL(w, csv_header);
         w->header = true;
         rc = write_rows(w, it, &live, err, errlen);

@@ -66,7 +66,16 @@ int mr_json_write_compact(const json_t* json, const char* path, bool force) {
     int rc = mr_output_open(&out, path, force);
     if (rc)
         return rc;
-    json_dumpf(json, out.fp, JSON_COMPACT);
+    // A sampled capture's data says so, as every report's --json does (say_sampled): on a
+    // shallow copy, the caller's document stays as it was.
+    json_t* sampled = json_is_object(json) ? mr_json_sampled() : NULL;
+    json_t* with = sampled ? json_copy((json_t*)json) : NULL;
+    if (with)
+        json_object_set_new(with, "sampled", sampled);
+    else
+        json_decref(sampled);
+    json_dumpf(with ? with : json, out.fp, JSON_COMPACT);
+    json_decref(with);
     fputc('\n', out.fp);
     return mr_output_commit(&out);
 }

@@ -42,7 +42,8 @@ int mr_json_write_report(const mr_report_to* to, json_t* report,
 int mr_json_write_new_report(const mr_report_to* to, json_t* report, const char* capture,
                              void (*print_text)(FILE*, json_t*));
 // Writes json on one line to the file `path` (refused if it exists, unless force), as
-// `plot --data` does. Returns an exit code.
+// `plot --data` does; an object gets the field "sampled" when a sampled capture was opened
+// (mr_json_sampled). Returns an exit code.
 int mr_json_write_compact(const json_t* json, const char* path, bool force);
 
 #endif

@@ -25,6 +25,8 @@
 #   mmap:      MMAP_PROG (tests/mmap/mmap_prog.c) with MEMTRACE_MMAP=1: the mmap heap is never
 #              sampled: its figures are the exact run's.
 # Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE [SIGNAL_PROG MMAP_PROG] | --list
+import csv
+import io
 import json
 import os
 import sqlite3
@@ -178,6 +180,35 @@ def case_reports(memtrace, memreport, prog, work, want):
     total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines() if line)
     check(total == summary(memreport, sampled)["peak_bytes"],
           f"export folded scales: its total {total} is the estimated peak")
+    data = os.path.join(work, "plot.json")
+    mr("plot", sampled, "-o", os.path.join(work, "plot.png"), "--data", data, "-f")
+    with open(data) as f:
+        s = json.load(f).get("sampled")
+    check(isinstance(s, list) and len(s) == 1 and s[0]["mean_interval_bytes"] == 4096 and
+          s[0]["method"] == "poisson-bytes", f"plot --data has 'sampled': {s}")
+    check_csv(mr, sampled)
+
+
+def check_csv(mr, sampled):
+    """export --format csv of a sampled capture: each row's size is the size its event asked
+    for (as sql shows it), its Attr's estimated_size the bytes it stands for: the MALLOC rows'
+    add up to summary's estimated bytes allocated, and a FREE row has its allocation's."""
+    asked = {r["seq"]: r["size"] for r in json.loads(mr(
+        "sql", sampled, "--json", "SELECT seq, size FROM events WHERE heap = 1"))}
+    rows = list(csv.DictReader(io.StringIO(mr("export", sampled, "--format", "csv"))))
+    attrs = [(r["Event"], dict(kv.split(":", 1) for kv in r["Attr"].strip("{}").split(",")))
+             for r in rows if r["Event"] in ("MALLOC", "FREE")]
+    allocs = {int(a["allocation_id"]): a for e, a in attrs if e == "MALLOC"}
+    check(allocs and all(int(a["size"]) == asked.get(i) for i, a in allocs.items()),
+          f"csv: every MALLOC row's size is its requested size ({len(allocs)} rows)")
+    estimated = sum(int(a["estimated_size"]) for a in allocs.values())
+    want = json.loads(mr("summary", sampled, "--json"))["bytes_allocated"]
+    check(estimated == want, f"csv: estimated_size adds up to bytes allocated: {estimated} == "
+          f"{want}")
+    frees = [a for e, a in attrs if e == "FREE" and a["allocation_id"] != "0"]
+    check(frees and all(a["estimated_size"] == allocs[int(a["allocation_id"])]["estimated_size"]
+                        and a["size"] == allocs[int(a["allocation_id"])]["size"] for a in frees),
+          f"csv: each FREE row has its allocation's size and estimate ({len(frees)} rows)")
 
 
 def case_unsampled(memtrace, memreport, prog, work, want):
@@ -189,6 +220,12 @@ def case_unsampled(memtrace, memreport, prog, work, want):
         check("sampled:" not in mr(cmd, exact) and "sampled" not in
               json.loads(mr(cmd, exact, "--json")),
               f"{cmd} says nothing of sampling")
+    data = os.path.join(work, "plot.json")
+    mr("plot", exact, "-o", os.path.join(work, "plot.png"), "--data", data, "-f")
+    with open(data) as f:
+        check("sampled" not in json.load(f), "plot --data says nothing of sampling")
+    check("estimated_size" not in mr("export", exact, "--format", "csv"),
+          "export csv: no estimated_size")
 
 
 def case_signals(memtrace, memreport, signal_prog, work):

@@ -192,6 +192,10 @@ int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
 int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
                               mt_event_iter** out);
 int64_t mt_event_iter_last_chunk(const mt_event_iter* it);
+// A sampled capture's allocations are read weighed (the bytes each stands for,
+// memtrace/sampling.h); after this call, with the sizes the program asked for (export's CSV
+// rows, which give both). Before the first mt_event_iter_next.
+void mt_event_iter_requested_sizes(mt_event_iter* it);
 // Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
 // e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
 // mt_event_iter_error).
