@@ -225,7 +225,9 @@ int mt_launcher_attach_settings(char* out, size_t len) {
             return -1;
         }
         char what[128];
-        if (!mt_settings_valid(s, value)) {
+        // No blank, quote or backslash either (strtol would skip a leading blank): the value
+        // goes into gdb's command line as it is.
+        if (!mt_settings_valid(s, value) || strpbrk(value, " \t\n\r\v\f\"\\")) {
             describe_values(s, what, sizeof what);
             fprintf(stderr, "memtrace: %s=", s->name);
             fputs_escaped(value, stderr);

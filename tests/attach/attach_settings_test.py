@@ -5,7 +5,8 @@
 # after the attach, all freed before it exits):
 #   sampled:       MEMTRACE_SAMPLE_BYTES: meta sample_bytes set, a few hundred allocations
 #                  recorded of 20000, every recorded free with its allocation;
-#   mmap:          MEMTRACE_MMAP=1: the 8 MiB mapping in the mmap heap, every malloc recorded;
+#   mmap:          MEMTRACE_MMAP=1: the 8 MiB mapping in the mmap heap, every malloc recorded
+#                  (and MEMTRACE_OUTPUT taken as -o);
 #   not_inherited: the process's own environment (MEMTRACE_SAMPLE_BYTES, _MMAP, _DEPTH set
 #                  when it started) chooses nothing;
 #   refused:       a value a program start would not take, or a setting only a start takes
@@ -48,9 +49,10 @@ def meta(capture):
 
 
 def attach(memtrace, p, capture, env):
+    """memtrace --pid with env; -o capture, unless env names it as MEMTRACE_OUTPUT."""
     if os.path.exists(capture):
         os.unlink(capture)
-    launcher = Launcher(memtrace, p.p.pid, capture, env)
+    launcher = Launcher(memtrace, p.p.pid, None if "MEMTRACE_OUTPUT" in env else capture, env)
     launcher.wait_for("memtrace: attached to process")
     return launcher
 
@@ -81,7 +83,7 @@ def main():
     if case == "sampled":
         launcher = attach(memtrace, p, capture, clean_env(SAMPLE_BYTES=65536, SAMPLE_SEED=1))
     elif case == "mmap":
-        launcher = attach(memtrace, p, capture, clean_env(MMAP=1))
+        launcher = attach(memtrace, p, capture, clean_env(MMAP=1, OUTPUT=capture))
     elif case == "not_inherited":
         launcher = attach(memtrace, p, capture, clean_env())
     elif case == "reattach":
@@ -97,6 +99,7 @@ def main():
                ({"UNWIND": "dwarf"}, "MEMTRACE_UNWIND=dwarf: not a value it takes (one of "
                  "auto,fp,libunwind)"),
                ({"MMAP": "2"}, "MEMTRACE_MMAP=2: not a value"),
+               ({"DEPTH": " 8"}, "MEMTRACE_DEPTH= 8: not a value"),
                ({"START": "stopped"}, "MEMTRACE_START does not apply to --pid"),
                ({"SIGNAL": "USR1"}, "MEMTRACE_SIGNAL does not apply to --pid"),
                ({"DELAY_MS": "100"}, "MEMTRACE_DELAY_MS does not apply to --pid")]

@@ -59,7 +59,8 @@ class Launcher:
     """memtrace --pid PID -o FILE, its stderr read line by line."""
 
     def __init__(self, memtrace, pid, out, env=None):
-        self.p = subprocess.Popen([memtrace, "--pid", str(pid), "-o", out],
+        """out None: no -o (MEMTRACE_OUTPUT in env, or the default name)."""
+        self.p = subprocess.Popen([memtrace, "--pid", str(pid)] + (["-o", out] if out else []),
                                   stderr=subprocess.PIPE, env=env)
         children.append(self.p)
         self.err = b""
