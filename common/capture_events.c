@@ -198,6 +198,12 @@ static int read_sampling(mt_event_iter* it) {
         snprintf(it->err, sizeof it->err, "sampled by an unknown method '%s' (a newer memtrace?)",
                  method ? method : "");
     free(method);
+    if (known && n > MT_SAMPLE_BYTES_MAX) {
+        // The tracer writes at most MT_SAMPLE_BYTES_MAX: a larger value is a damaged file.
+        snprintf(it->err, sizeof it->err, "sampled with a mean interval of %lld bytes (over %d)",
+                 (long long)n, MT_SAMPLE_BYTES_MAX);
+        known = false;
+    }
     it->sample_bytes = (uint64_t)n;
     return known ? 0 : -EPROTO;
 }

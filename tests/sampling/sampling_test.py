@@ -23,7 +23,9 @@
 #              freeing while the program's own heap calls run) at N = 64 and 4096: it ends
 #              normally, the capture is complete and has no free without its allocation;
 #   mmap:      MMAP_PROG (tests/mmap/mmap_prog.c) with MEMTRACE_MMAP=1: the mmap heap is never
-#              sampled: its figures are the exact run's.
+#              sampled: its figures are the exact run's;
+#   bad_meta:  a sampled capture whose meta names an unknown method, or a mean interval over
+#              the tracer's limit, is refused with one line naming the file (never misread).
 # Usage: sampling_test.py MEMTRACE MEMREPORT PROG WORKDIR CASE [SIGNAL_PROG MMAP_PROG] | --list
 import csv
 import io
@@ -37,7 +39,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, finish, runner  # noqa: E402
 
-CASES = ("estimates", "capture", "dense", "reports", "unsampled", "signals", "mmap")
+CASES = ("estimates", "capture", "dense", "reports", "unsampled", "signals", "mmap", "bad_meta")
 SEED = "20261124"
 SITES = ("small_blocks", "leak_medium", "leak_large", "grow_by_realloc", "thread_alloc")
 NOTE = "sampled: Poisson by bytes, mean interval "
@@ -255,6 +257,24 @@ def case_mmap(memtrace, memreport, mmap_prog, work):
         heaps.append({k: s[k] for k in ("allocations", "frees", "peak_bytes", "leaked_bytes")})
     check(heaps[0] == heaps[1] and heaps[0]["peak_bytes"] == 64 << 20,
           f"the mmap heap of a sampled run is exact: {heaps[1]} (exact: {heaps[0]})")
+
+
+def case_bad_meta(memtrace, memreport, prog, work, want):
+    good = os.path.join(work, "sampled.db")
+    check(trace(memtrace, prog, good, {"MEMTRACE_SAMPLE_BYTES": "4096"})[:2] == want,
+          "output and status as untraced")
+    for key, value, says in (("sample_method", "reservoir", "unknown method 'reservoir'"),
+                             ("sample_bytes", 1 << 40, "mean interval of 1099511627776 bytes")):
+        bad = os.path.join(work, f"bad_{key}.db")
+        with open(good, "rb") as src, open(bad, "wb") as dst:
+            dst.write(src.read())
+        db = sqlite3.connect(bad)
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+        db.commit()
+        db.close()
+        _, code, err = run([memreport, "summary", bad])
+        check(code == 2 and err.startswith(f"memreport: {bad}: ") and says in err
+              and err.count("\n") == 1, f"{key} = {value}: refused (exit {code}): {err!r}")
 
 
 def main():
