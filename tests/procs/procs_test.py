@@ -608,11 +608,12 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
                   f"export speedscope {prof['name']}: {by_process(got)} = {want(key)}")
         check(doc["profiles"][0]["name"] == "live bytes at each process's peak",
               f"speedscope: the live profile names no single time: {doc['profiles'][0]['name']}")
-    # pprof, read by go tool pprof where installed: each process a root location whose
-    # cumulative bytes are its numbers.
+    # pprof, read by go tool pprof (golang-go, from scripts/install-deps.sh): each process a
+    # root location whose cumulative bytes are its numbers.
     prof = os.path.join(work, "tree.pb.gz")
     r = run([memreport, "export", caps, "--format", "pprof", "-o", prof])
     check(r.returncode == 0, f"export pprof DIR: {r.stderr.strip()!r}")
+    check(shutil.which("go") is not None, "go tool pprof is installed (scripts/install-deps.sh)")
     if r.returncode == 0 and shutil.which("go"):
         env = dict(os.environ, GOPROXY="off", GOTOOLCHAIN="local", GOFLAGS="",
                    PPROF_BINARY_PATH="/nonexistent")
