@@ -15,7 +15,8 @@
 
 // The only method there is; a capture naming another is refused, never misread.
 #define MT_SAMPLE_METHOD_POISSON_BYTES "poisson-bytes"
-// The largest mean interval the tracer takes (MEMTRACE_SAMPLE_BYTES); readers refuse more.
+// The largest mean interval the tracer takes (MEMTRACE_SAMPLE_BYTES, preload/settings.c);
+// readers refuse more.
 #define MT_SAMPLE_BYTES_MAX (1 << 30)
 
 // Whether events of this kind and heap were sampled: the libc heap's allocations but the
