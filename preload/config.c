@@ -97,7 +97,6 @@ void mt_config_load(void) {
         mt_cfg.unwind = MT_UNWIND_LIBUNWIND;
     mt_cfg.depth = env_int("MEMTRACE_DEPTH", 256);
     mt_cfg.sample_ms = env_int("MEMTRACE_SAMPLE_MS", 10);
-    mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", 10);
     mt_cfg.follow_fork = env_int("MEMTRACE_FOLLOW_FORK", 1);
     mt_cfg.symbolize = env_int("MEMTRACE_SYMBOLIZE", 1);
     mt_cfg.symbolize_ms = env_int("MEMTRACE_SYMBOLIZE_MS", 500);
@@ -108,10 +107,9 @@ void mt_config_load(void) {
     mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0);
     mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0);
     mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0);
-    // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise: a
-    // commit costs about as much as the sampled program's hooks spend in 10 ms.
-    if (mt_cfg.sample_bytes && !setting("MEMTRACE_COMMIT_MS"))
-        mt_cfg.commit_ms = 100;
+    // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise (an
+    // invalid value too): a commit costs about as much as its hooks spend in 10 ms.
+    mt_cfg.commit_ms = env_int("MEMTRACE_COMMIT_MS", mt_cfg.sample_bytes ? 100 : 10);
     const char* seed = setting("MEMTRACE_SAMPLE_SEED");
     char* end;
     if (seed && *seed) {
