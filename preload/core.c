@@ -18,8 +18,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,33 +63,89 @@ void mt_core_restart_now(void) {
 
 // ---- threads
 
+// Counts of retired records (mt_core_retire), writer only.
+static uint64_t retired_calls[MT_CALL_COUNT_], retired_lost;
+
 static void thread_exit(void* arg) {
     mt_thread* t = arg;
     int saved = mt_guard;
     mt_guard = 1;
     prctl(PR_GET_NAME, t->name);
     atomic_store(&t->alive, 0);
-    atomic_store(&t->written, 0); // write the row again, with the final name
     if (atomic_load(&t->nested_n))
         mt_core_drain_nested(t);
     mt_buffer* b = atomic_exchange(&t->cur, NULL);
     if (b)
         mt_core_buffer_hand_over(b);
     mt_unwind_thread_exit();
+    atomic_store_explicit(&t->ending, MT_THREAD_EXITING, memory_order_release);
     mt_guard = saved;
 }
 
-// A thread's first hook: its record, made once (keeps errno: mmap may set it).
+bool mt_core_task_gone(const mt_thread* t) {
+    // Signal 0 only checks: ESRCH once the kernel has released the task. Where tgkill is
+    // refused (a seccomp filter), records are simply never reused.
+    return syscall(SYS_tgkill, (pid_t)getpid(), (pid_t)t->tid, 0) == -1 && errno == ESRCH;
+}
+
+void mt_core_retire(mt_thread* t) {
+    for (int k = 0; k < MT_CALL_COUNT_; k++) {
+        retired_calls[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
+        atomic_store_explicit(&t->calls[k], 0, memory_order_relaxed);
+    }
+    retired_lost += atomic_exchange_explicit(&t->nested_lost, 0, memory_order_relaxed);
+    atomic_store(&t->ending, MT_THREAD_RUNNING);
+    // written stays 1 until a new thread has set the record up.
+    atomic_store_explicit(&t->reusable, 1, memory_order_release);
+}
+
+void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost) {
+    memcpy(total, retired_calls, sizeof retired_calls);
+    *lost = retired_lost;
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            total[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
+        *lost += atomic_load_explicit(&t->nested_lost, memory_order_relaxed);
+    }
+}
+
+// Zero counts for a new capture (core_lifecycle.c); the writer is not running.
+void mt_core_forget_counts(void) {
+    memset(retired_calls, 0, sizeof retired_calls);
+    retired_lost = 0;
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next)
+        for (int k = 0; k < MT_CALL_COUNT_; k++)
+            atomic_store(&t->calls[k], 0);
+}
+
+static mt_thread* claim_retired(void) {
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
+        int free_ = 1;
+        if (atomic_load_explicit(&t->reusable, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&t->reusable, &free_, 0))
+            return t;
+    }
+    return NULL;
+}
+
+// A thread's first hook: its record, a retired one or a new one (keeps errno: mmap may set
+// it).
 static __attribute__((noinline)) mt_thread* thread_create(void) {
     int saved_errno = errno;
-    mt_thread* t = NULL;
-    void* p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        goto out;
-    t = p;
+    mt_thread* t = claim_retired();
+    bool reused = t != NULL;
+    if (!reused) {
+        void* p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            goto out;
+        t = p;
+    }
     t->errno_at = &errno;
     t->tid = (uint32_t)gettid();
+    t->paused = 0;
+    t->name[0] = 0;
     atomic_store(&t->alive, 1);
+    t->stack_lo = t->stack_hi = 0;
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         void* addr;
@@ -98,10 +156,14 @@ static __attribute__((noinline)) mt_thread* thread_create(void) {
         }
         pthread_attr_destroy(&attr);
     }
-    mt_thread* head = atomic_load(&threads_head);
-    do
-        t->next = head;
-    while (!atomic_compare_exchange_weak(&threads_head, &head, t));
+    if (reused) {
+        atomic_store_explicit(&t->written, 0, memory_order_release); // the writer's cue
+    } else {
+        mt_thread* head = atomic_load(&threads_head);
+        do
+            t->next = head;
+        while (!atomic_compare_exchange_weak(&threads_head, &head, t));
+    }
     pthread_setspecific(thread_key, t);
     tls_thread = t;
 out:
@@ -182,7 +244,7 @@ static inline void leave(hook_ctx* c) {
 static uint32_t capture_stack(mt_thread* t) {
     mt_stack st;
     mt_unwind(&st, t->pcs, mt_cfg.depth, t->stack_hi);
-    return mt_trie_intern(&st);
+    return mt_trie_intern(&st, &t->trie_cache);
 }
 
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
@@ -364,7 +426,7 @@ void mt_core_drain_nested(mt_thread* t) {
                                .n = e->npcs,
                                .truncated = e->npcs == MT_NESTED_FRAMES,
                                .hash = mt_stackhash_of(e->pcs, e->npcs)};
-                e->ev.callsite = mt_trie_intern(&st);
+                e->ev.callsite = mt_trie_intern(&st, &t->trie_cache);
             }
             push(t, &e->ev);
         }

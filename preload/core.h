@@ -73,7 +73,11 @@ typedef struct mt_buffer {
 } mt_buffer;
 
 struct mt_thread {
-    mt_thread* next; // registry list (never unlinked; reused threads keep their slot)
+    // Registry list, never unlinked: once a thread's task is gone and the writer has
+    // written its last events and row, the record is retired and a new thread takes it
+    // (mt_core_retire), so records and their stack caches number the threads alive at
+    // once, not all that ran.
+    mt_thread* next;
     uint32_t tid;
     int* errno_at; // this thread's errno (saves a call into libc per hook)
     _Atomic int alive;
@@ -82,6 +86,9 @@ struct mt_thread {
     _Atomic(mt_buffer*) cur;   // the buffer being filled (the writer may steal from it)
     _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
     _Atomic int written;                    // thread row written by the writer
+    _Atomic int ending;                     // enum mt_thread_end
+    _Atomic int reusable;                   // retired by the writer: free for a new thread
+    void* trie_cache; // the thread's stack cache (trie.h), kept for the record's next one
     int paused;
     char name[16];                // thread name at exit (the writer may be too late)
     uintptr_t pcs[1100];          // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
@@ -90,6 +97,15 @@ struct mt_thread {
     _Atomic uint64_t nested_lost; // events beyond the side queue (meta events_lost)
     mt_nested_event nested[MT_NESTED_FIXED];
     _Atomic(mt_nested_event*) nested_spill; // MT_NESTED_SPILL more slots, mapped on demand
+};
+
+// How far a thread is from its end. Its exit (a thread-specific data destructor) is not its
+// last heap call: glibc frees its own thread data later, through our hooks, so the record
+// stays the thread's until the writer finds its task gone (mt_core_task_gone).
+enum mt_thread_end {
+    MT_THREAD_RUNNING = 0,
+    MT_THREAD_EXITING = 1, // past its exit; its name is kept in `name`
+    MT_THREAD_GONE = 2,    // its task is gone (set by the writer): no event can follow
 };
 
 // Global state (mt_state): hooks pass through until it is recording.
@@ -176,6 +192,14 @@ void mt_core_after_failed_exec(void);
 
 // For the writer: the registry of threads.
 mt_thread* mt_core_threads(void);
+// Writer only. Whether an exiting thread's task has ended (then it calls no hook again).
+bool mt_core_task_gone(const mt_thread* t);
+// Writer only, once a gone thread's last events and row are written: its counts join the
+// retired totals and the record becomes free for a new thread.
+void mt_core_retire(mt_thread* t);
+// Writer only: heap calls counted so far by all threads, exited ones included, and events
+// lost past the side queues (core.h, above).
+void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost);
 int64_t mt_core_now(void); // ns since capture start
 
 // Buffers handed over by threads, in hand-over order; the writer drains them.

@@ -12,6 +12,7 @@
 
 // This thread's record, or NULL before its first hook.
 mt_thread* mt_core_this_thread(void);
+void mt_core_forget_counts(void);
 // Creates the key whose destructor hands an exiting thread's buffer to the writer.
 void mt_core_threads_init(void);
 // mt_core_now counts from here (capture start).

@@ -109,11 +109,10 @@ static void fork_child(void) {
 // A new capture in this process starts with no counts and every thread, stack and mapping
 // still to be written to it.
 static void forget_written(void) {
-    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        for (int k = 0; k < MT_CALL_COUNT_; k++)
-            atomic_store(&t->calls[k], 0);
-        atomic_store(&t->written, 0);
-    }
+    mt_core_forget_counts();
+    for (mt_thread* t = mt_core_threads(); t; t = t->next)
+        if (!atomic_load(&t->reusable))
+            atomic_store(&t->written, 0);
     mt_trie_rewrite_all();
     mt_maps_reset_for_child();
 }
@@ -123,8 +122,12 @@ void mt_core_after_fork_child(void) {
     // to the parent's capture: drop them; stacks and maps are written again.
     mt_thread* self = mt_core_this_thread();
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        if (t != self)
+        if (t != self && !atomic_load(&t->reusable)) { // free for the child's new threads
             atomic_store(&t->alive, 0);
+            atomic_store(&t->ending, MT_THREAD_RUNNING);
+            atomic_store(&t->written, 1);
+            atomic_store(&t->reusable, 1);
+        }
         mt_buffer* b = atomic_exchange(&t->cur, NULL);
         if (b && t == self) {
             b->taken = 0;

@@ -190,19 +190,17 @@ typedef struct cache_entry {
     uint32_t leaf, epoch;
 } cache_entry;
 
-static __thread cache_entry* tls_cache __attribute__((tls_model("initial-exec")));
-
-static cache_entry* thread_cache(void) {
-    if (!tls_cache) {
+static cache_entry* thread_cache(void** slot) {
+    if (!*slot) {
         // mmap, not malloc: keeps the cache out of the traced heap and zero-filled.
         void* p = mmap(NULL, CACHE_SLOTS * sizeof(cache_entry), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        tls_cache = p == MAP_FAILED ? NULL : p;
+        *slot = p == MAP_FAILED ? NULL : p;
     }
-    return tls_cache;
+    return *slot;
 }
 
-uint32_t mt_trie_intern(const mt_stack* st) {
+uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     mt_callsite_memo* memo = st->memo;
     if (memo && memo->id && memo->epoch == ep)
@@ -210,7 +208,7 @@ uint32_t mt_trie_intern(const mt_stack* st) {
     uint32_t leaf = 0;
     uint64_t h1 = mix(st->hash.h1 ^ (uint64_t)st->n ^ ((uint64_t)st->truncated << 63));
     uint64_t h2 = mix(st->hash.h2 + (uint64_t)st->n);
-    cache_entry* cache = thread_cache();
+    cache_entry* cache = thread_cache(cache_slot);
     // Two-way set associative: a program's few thousand hot stacks rarely evict each other.
     cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 2)] : NULL;
     if (e && e[0].h1 == h1 && e[0].h2 == h2 && e[0].epoch == ep && e[0].leaf) {

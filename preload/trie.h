@@ -23,9 +23,11 @@ typedef struct mt_frame_row {
 
 void mt_trie_init(void);
 // The callsite id of a stack: from its memo when the walk cache kept one (then it is filled),
-// else from a per-thread cache keyed by its hash, else from the shared tree. A truncated
+// else from the thread's cache keyed by its hash, else from the shared tree. A truncated
 // stack gets a synthetic outermost frame (pc 0, "[truncated]").
-uint32_t mt_trie_intern(const mt_stack* st);
+// `cache` is the calling thread's cache slot (NULL until the first call maps it); it lives
+// with the thread's record so that a record reused by a new thread keeps it warm.
+uint32_t mt_trie_intern(const mt_stack* st, void** cache);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);

@@ -186,14 +186,27 @@ static void drain_full(void) {
     }
 }
 
+// Also ends the threads whose task is gone: their last events are written here, their
+// buffer goes back to the pool, their row and record are the rows pass's (writer_rows.c).
 static void steal_partials(void) {
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
-        if (!b)
+        if (atomic_load_explicit(&t->reusable, memory_order_acquire))
             continue;
-        uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
-        write_events(b, b->taken, n);
-        b->taken = n;
+        bool gone = atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_EXITING &&
+                    mt_core_task_gone(t);
+        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
+        if (b) {
+            uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
+            write_events(b, b->taken, n);
+            b->taken = n;
+        }
+        if (gone) {
+            if (b) {
+                atomic_store(&t->cur, NULL);
+                mt_core_recycle(b);
+            }
+            atomic_store(&t->ending, MT_THREAD_GONE);
+        }
     }
 }
 

@@ -99,12 +99,17 @@ void mt_writer_rows_mappings(mt_capwriter* cw) {
 
 void mt_writer_rows_threads(mt_capwriter* cw) {
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        if (atomic_load(&t->written))
+        if (atomic_load_explicit(&t->reusable, memory_order_acquire))
+            continue;
+        // A gone thread's row is written again, with the name it had at exit.
+        bool gone = atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_GONE;
+        if (atomic_load(&t->written) && !gone)
             continue;
         char path[64], name[64] = "";
         snprintf(path, sizeof path, "/proc/self/task/%u/comm", t->tid);
-        int fd = atomic_load(&t->alive) ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        if (!atomic_load(&t->alive))
+        bool alive = !gone && atomic_load(&t->alive);
+        int fd = alive ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (!alive)
             snprintf(name, sizeof name, "%.15s", t->name);
         if (fd >= 0) {
             ssize_t r = read(fd, name, sizeof name - 1);
@@ -115,16 +120,14 @@ void mt_writer_rows_threads(mt_capwriter* cw) {
         if (mt_capwriter_thread(cw, t->tid, name))
             mt_writer_fail_sqlite("cannot write threads");
         atomic_store(&t->written, 1);
+        if (gone)
+            mt_core_retire(t);
     }
 }
 
 void mt_writer_rows_call_counts(mt_capwriter* cw) {
-    uint64_t total[MT_CALL_COUNT_] = {0}, lost = 0;
-    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        for (int k = 0; k < MT_CALL_COUNT_; k++)
-            total[k] += atomic_load_explicit(&t->calls[k], memory_order_relaxed);
-        lost += atomic_load_explicit(&t->nested_lost, memory_order_relaxed);
-    }
+    uint64_t total[MT_CALL_COUNT_], lost;
+    mt_core_call_totals(total, &lost);
     // Heap calls of signal handlers nested deeper than the side queue holds (core.h).
     if (lost)
         mt_capwriter_meta_int(cw, "events_lost", (int64_t)lost);

@@ -125,6 +125,18 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.many_threads PROPERTIES LABELS e2e TIMEOUT 60)
 endif()
 
+# Threads started one after another: the tracer's memory follows those alive at once.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(thread_churn tracer/thread_churn.c)
+  target_link_libraries(thread_churn PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(thread_churn PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.thread_churn COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_thread_churn.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:thread_churn>
+    ${CMAKE_CURRENT_BINARY_DIR}/thread_churn.d)
+  set_tests_properties(e2e.thread_churn PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
+
 # Fatal signals: the capture is saved, the process dies as it would untraced.
 if(TARGET memtrace)
   add_executable(crash tracer/crash.c)

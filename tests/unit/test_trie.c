@@ -17,10 +17,12 @@
 static mt_callsite_row callsites[MAX_ROWS];
 static mt_frame_row frames[MAX_ROWS];
 
+static __thread void* cache; // the calling thread's stack cache
+
 // pcs outermost first, as the unwinder gives them.
 static uint32_t intern(const uintptr_t* pcs, int n, bool truncated, mt_callsite_memo* memo) {
     mt_stack st = {pcs, n, truncated, mt_stackhash_of(pcs, n), memo};
-    return mt_trie_intern(&st);
+    return mt_trie_intern(&st, &cache);
 }
 
 static size_t drain_callsites(void) {
