@@ -73,7 +73,33 @@ static int env_signal(const char* name) {
     return ok ? sig : -1;
 }
 
+// A value given that the tracer cannot take is said once on stderr, and the default used:
+// the program runs as it would anyway (the launcher refuses such a value before running
+// anything; a program started under LD_PRELOAD alone learns it here).
+static void warn_refused_values(void) {
+    const mt_setting* s;
+    for (int i = 0; (s = mt_settings_at(i)); i++) {
+        const char* v = setting(s->name);
+        if (!v || mt_settings_valid(s, v))
+            continue;
+        char line[256], shown[64];
+        size_t o = 0;
+        for (const unsigned char* c = (const unsigned char*)v; *c && o + 5 < sizeof shown; c++)
+            o += (size_t)snprintf(shown + o, sizeof shown - o,
+                                  *c < 0x20 || *c >= 0x7f ? "\\x%02x" : "%c", *c);
+        shown[o] = 0;
+        int n = snprintf(line, sizeof line,
+                         "memtrace: %s=%s: not a value it takes (see memtrace --help); the default "
+                         "is used\n",
+                         s->name, shown);
+        if (n > 0)
+            (void)!write(STDERR_FILENO, line,
+                         (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+}
+
 void mt_config_load(void) {
+    warn_refused_values();
     const char* out = setting("MEMTRACE_OUTPUT");
     if (out && *out)
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", out);

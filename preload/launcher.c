@@ -3,6 +3,7 @@
 // ../lib/memtrace when installed), passes its exit status through, and says on stderr
 // where the capture went, as heaptrack does.
 #include "launcher_attach.h"
+#include "launcher_settings.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -363,6 +364,8 @@ static int attach_to(pid_t pid, const char* output, int force) {
 // memtrace PROGRAM: runs prog_argv with libmemtrace.so preloaded, waits for it, tells the
 // captures it wrote, and exits as it did.
 static int run_traced(char** prog_argv, const char* output, int force) {
+    if (mt_launcher_check_settings() != 0)
+        return 1; // before -f removes anything
     char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) {
         fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);

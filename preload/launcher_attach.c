@@ -6,7 +6,7 @@
 // the launcher's MEMTRACE_* settings (as heaptrack -p uses its own), passed in the call.
 #include "launcher_attach.h"
 
-#include "settings.h"
+#include "launcher_settings.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -131,18 +131,6 @@ static int last_value(const char* out, char* value, size_t len) {
     return 0;
 }
 
-// gdb's words about the process hold the process's own names (its functions, files): any
-// control character or byte outside ASCII is written \xNN, so that a process attached to
-// cannot send escape sequences to the user's terminal. Lines and tabs are kept.
-static void fputs_escaped(const char* s, FILE* f) {
-    for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
-        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p >= 0x7f)
-            fprintf(f, "\\x%02x", *p);
-        else
-            fputc(*p, f);
-    }
-}
-
 // Why gdb could not do it, on one line, for the user.
 static void explain_gdb_failure(pid_t pid, const char* out) {
     if (strstr(out, "ptrace: Operation not permitted"))
@@ -155,7 +143,7 @@ static void explain_gdb_failure(pid_t pid, const char* out) {
         fprintf(stderr, "memtrace: no process %d\n", (int)pid);
     else {
         fprintf(stderr, "memtrace: gdb failed on process %d:\n", (int)pid);
-        fputs_escaped(out, stderr);
+        mt_launcher_fputs_escaped(out, stderr);
     }
 }
 
@@ -196,52 +184,6 @@ static bool detached_by_someone(const char* report, pid_t pid) {
         found = !strncmp(line, want, strlen(want));
     fclose(f);
     return found;
-}
-
-// What a setting accepts, for the message that refuses a value.
-static void describe_values(const mt_setting* s, char* out, size_t len) {
-    if (s->kind == MT_SETTING_INT) {
-        snprintf(out, len, "a number from %ld to %ld", s->lo, s->hi);
-    } else if (s->kind == MT_SETTING_WORD) {
-        snprintf(out, len, "one of %s", s->words);
-        for (char* c = out; (c = strchr(c, '|'));)
-            *c = ',';
-    } else {
-        snprintf(out, len, "a number");
-    }
-}
-
-int mt_launcher_attach_settings(char* out, size_t len) {
-    size_t used = 0;
-    out[0] = 0;
-    const mt_setting* s;
-    for (int i = 0; (s = mt_settings_at(i)); i++) {
-        const char* value = getenv(s->name);
-        if (!value || !*value || s->attach == MT_ATTACH_OWN)
-            continue;
-        if (s->attach == MT_ATTACH_REFUSE) {
-            fprintf(stderr, "memtrace: %s does not apply to --pid (%s); unset it\n", s->name,
-                    s->why);
-            return -1;
-        }
-        char what[128];
-        // No blank, quote or backslash either (strtol would skip a leading blank): the value
-        // goes into gdb's command line as it is.
-        if (!mt_settings_valid(s, value) || strpbrk(value, " \t\n\r\v\f\"\\")) {
-            describe_values(s, what, sizeof what);
-            fprintf(stderr, "memtrace: %s=", s->name);
-            fputs_escaped(value, stderr);
-            fprintf(stderr, ": not a value it takes (%s); nothing attached\n", what);
-            return -1;
-        }
-        int n = snprintf(out + used, len - used, "%s=%s\n", s->name, value);
-        if (n < 0 || (size_t)n >= len - used) {
-            fprintf(stderr, "memtrace: %s: value too long\n", s->name);
-            return -1;
-        }
-        used += (size_t)n;
-    }
-    return 0;
 }
 
 int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const char* report,

@@ -10,13 +10,9 @@
 // Injects `lib` into process `pid`, records into `output` (absolute, or "" for
 // memtrace.<name>.<pid>.db in the cwd) and stays until the process exits, a detach, or
 // SIGINT/SIGTERM/SIGHUP (which detach). `report`: the run's report file; `settings`: from
-// mt_launcher_attach_settings. Returns the exit code.
+// mt_launcher_attach_settings (launcher_settings.h). Returns the exit code.
 int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const char* report,
                        const char* settings);
-// The MEMTRACE_* settings of the launcher's environment that an attached process records with
-// ("KEY=VALUE" lines into out; MEMTRACE_OUTPUT is -o's, launcher.c). 0, or -1 after saying on
-// stderr which setting is refused: one only a program start takes, or a value out of range.
-int mt_launcher_attach_settings(char* out, size_t len);
 // Stops the recording in `pid` and finishes its capture. Returns the exit code.
 int mt_launcher_detach(pid_t pid);
 

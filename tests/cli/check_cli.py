@@ -14,6 +14,8 @@ Cases:
   usage    every usage error says what is wrong in one line, then a short usage hint; exit 1
   top      stacks takes --top N (default 20, 0 = all), as stats and leaks do
   frames   stats and flamegraph take --all-frames like stacks and leaks
+  settings a MEMTRACE_* value the tracer cannot take: the launcher refuses it before running
+           anything; the library alone says so once and uses the default
   special  -o naming a FIFO (as a device) writes into it (with or without -f) and never
            replaces it with a file; a directory is refused; import refuses a FIFO
 """
@@ -310,6 +312,40 @@ def case_special(a):
     check(r.returncode == 3 and "device or a pipe" in r.stderr and
           stat.S_ISFIFO(os.lstat(fifo).st_mode),
           f"import -o FIFO: refused, exit 3, FIFO kept ({r.returncode}, {r.stderr!r})")
+
+
+def case_settings(a):
+    # A value the tracer cannot take is refused before anything runs, with what it takes.
+    out = os.path.join(a.work, "kept.db")
+    marker = os.path.join(a.work, "ran")
+    refused = [("MEMTRACE_SAMPLE_BYTES", "64k", "a number from 0 to 1073741824"),
+               ("MEMTRACE_DEPTH", "0", "a number from 1 to 1024"),
+               ("MEMTRACE_UNWIND", "fastest", "one of auto,fp,libunwind"),
+               ("MEMTRACE_SAMPLE_SEED", "x", "a number")]
+    for name, value, takes in refused:
+        open(out, "w").write("mine")
+        env = dict(os.environ, **{name: value})
+        r = subprocess.run([a.memtrace, "-f", "-o", out, "--", "touch", marker],
+                           capture_output=True, text=True, env=env)
+        want = f"memtrace: {name}={value}: not a value it takes ({takes}); nothing run\n"
+        check(r.returncode == 1 and r.stderr == want,
+              f"{name}={value}: refused, exit 1 ({r.returncode}, {r.stderr!r})")
+        check(not os.path.exists(marker) and open(out).read() == "mine",
+              f"{name}={value}: nothing ran, -f removed nothing")
+    env = dict(os.environ, MEMTRACE_SAMPLE_BYTES="4096")
+    r = subprocess.run([a.memtrace, "-f", "-o", out, "--", "touch", marker],
+                       capture_output=True, text=True, env=env)
+    check(r.returncode == 0 and os.path.exists(marker), f"a valid value runs ({r.stderr!r})")
+    # Under LD_PRELOAD alone: one line on stderr, the default used, the program unchanged.
+    lib = os.path.join(os.path.dirname(a.memtrace), "libmemtrace.so")
+    cap = os.path.join(a.work, "preloaded.db")
+    env = dict(os.environ, LD_PRELOAD=lib, MEMTRACE_OUTPUT=cap, MEMTRACE_UNWIND="fast\x1b[2J")
+    r = subprocess.run(["echo", "hi"], capture_output=True, text=True, env=env)
+    want = ("memtrace: MEMTRACE_UNWIND=fast\\x1b[2J: not a value it takes (see memtrace "
+            "--help); the default is used\n")
+    check(r.returncode == 0 and r.stdout == "hi\n" and r.stderr == want,
+          f"LD_PRELOAD with a bad value: one escaped warning, output unchanged ({r.stderr!r})")
+    check(meta(cap, "unwinder") == "auto", f"...and the default used ({meta(cap, 'unwinder')})")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
