@@ -8,6 +8,7 @@
 //   column alone with zstd at the default level: the bytes each column takes by itself;
 // - encodes the events again with one field made constant (ts 0, one tid, seq without gaps,
 //   address 0, size 0, callsite 0, kinds reduced to malloc/free): the bytes that field adds.
+// - CODEC_FIELDS_QUANTA=1: the bytes per event with timestamps rounded to coarser clocks.
 // Asserts nothing. Usage: codec_fields CAPTURE [LEVEL...] (levels default: 1 3 -1).
 #define _GNU_SOURCE
 #include "memtrace/codec.h"
@@ -394,6 +395,24 @@ static void merge_chunks(size_t k) {
     nchunks = out;
 }
 
+// Timestamps rounded down to a multiple of q ns (a coarser clock): B/event at level 3.
+static void ts_quanta(void) {
+    static const int64_t quanta[] = {1, 100, 1000, 10000, 100000, 1000000};
+    mt_event* copy = malloc((1 << 22) * sizeof *copy);
+    printf("ts quantum ns   B/event\n");
+    for (size_t k = 0; k < sizeof quanta / sizeof *quanta; k++) {
+        size_t bytes = 0;
+        for (size_t i = 0; i < nchunks; i++) {
+            memcpy(copy, chunks[i].ev, chunks[i].n * sizeof *copy);
+            for (size_t j = 0; j < chunks[i].n; j++)
+                copy[j].ts -= copy[j].ts % quanta[k];
+            bytes += encode(&chunks[i], copy);
+        }
+        printf("%13lld   %7.3f\n", (long long)quanta[k], (double)bytes / (double)nevents);
+    }
+    free(copy);
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: codec_fields CAPTURE [LEVEL...]\n");
@@ -414,6 +433,10 @@ int main(int argc, char** argv) {
     }
     if (getenv("CODEC_FIELDS_TS")) {
         ts_split();
+        return 0;
+    }
+    if (getenv("CODEC_FIELDS_QUANTA")) {
+        ts_quanta();
         return 0;
     }
     if (getenv("CODEC_FIELDS_QUICK")) { // size and columns at the default level only
