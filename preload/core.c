@@ -113,9 +113,11 @@ void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost) {
 void mt_core_forget_counts(void) {
     memset(retired_calls, 0, sizeof retired_calls);
     retired_lost = 0;
-    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next)
+    for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
         for (int k = 0; k < MT_CALL_COUNT_; k++)
             atomic_store(&t->calls[k], 0);
+        atomic_store(&t->nested_lost, 0);
+    }
 }
 
 static mt_thread* claim_retired(void) {
@@ -144,6 +146,9 @@ static __attribute__((noinline)) mt_thread* thread_create(void) {
     t->tid = (uint32_t)gettid();
     t->paused = 0;
     t->name[0] = 0;
+    // A record freed in a fork child may hold what its thread was doing in the parent.
+    atomic_store(&t->in_hook, 0);
+    atomic_store(&t->nested_n, 0);
     atomic_store(&t->alive, 1);
     t->stack_lo = t->stack_hi = 0;
     pthread_attr_t attr;
