@@ -248,6 +248,7 @@ int mt_core_attach(const char* output, const char* report) {
         forget_written();
         mt_config_load();
         mt_sampling_init();
+        mt_sampling_forget(); // the blocks sampled before may have been freed since
         mt_unwind_init(mt_cfg.unwind);
     }
     snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", output);

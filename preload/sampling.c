@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -241,6 +242,27 @@ int mt_sample_set_remove(uintptr_t addr) {
 
 uint64_t mt_sample_set_size(void) {
     return atomic_load_explicit(&set_size, memory_order_relaxed);
+}
+
+// A new capture after a detach: the blocks sampled before may have been freed while no hook
+// looked, and their addresses handed to blocks this capture never sampled. No hook records
+// now, but one that started before the stop may still be finishing (a realloc puts its old
+// block back): each stripe and its filter slots are cleared under its lock. A stripe this
+// thread holds already (the attach interrupted it inside the set) is left as it is.
+void mt_sampling_forget(void) {
+    for (uint32_t i = 0; i < STRIPES; i++) {
+        stripe* s = &stripes[i];
+        if (!lock(s))
+            continue;
+        if (s->slot)
+            memset(s->slot, 0, s->cap * sizeof(uintptr_t));
+        atomic_fetch_sub_explicit(&set_size, s->live, memory_order_relaxed);
+        s->used = s->live = 0;
+        for (uint32_t f = i; f < (1u << MT_SAMPLE_FILTER_BITS); f += STRIPES)
+            atomic_store_explicit(&mt_sample_filter[f], 0, memory_order_relaxed);
+        unlock(s);
+    }
+    atomic_store(&mt_sampling_set_full, 0); // counted per capture (meta sample_set_full)
 }
 
 // fork: no stripe may be held by a thread that will not exist in the child.

@@ -38,6 +38,10 @@ uint64_t mt_sample_set_size(void);
 // Reads the settings (after mt_config_load): the hash key, the fork handlers (once). Again
 // at each attach, with the capture stopped.
 void mt_sampling_init(void);
+// Empties the set (and the count of blocks it could not take) for a new capture in this
+// process after an earlier one ended (an attach after a detach), with no capture running. A
+// forked child keeps its parent's set: the blocks it inherits are those very blocks.
+void mt_sampling_forget(void);
 
 // The cheap path: true (and the countdown lowered) when an allocation of `size` bytes leaves
 // it above zero, so it is not sampled; false when mt_sampling_keep_alloc must decide.

@@ -27,3 +27,32 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
     set_tests_properties(e2e.attach_settings_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
+# The set of sampled blocks across the captures of one process: a second attach after a
+# detach, a forked child (attach/sample_set_test.py, attach/sample_set_prog.c).
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_executable(sample_set_prog attach/sample_set_prog.c)
+  target_compile_options(sample_set_prog PRIVATE -g -O0 -fno-builtin -fno-omit-frame-pointer)
+  memtrace_driver_cases(SAMPLE_SET_CASES ${CMAKE_CURRENT_SOURCE_DIR}/attach/sample_set_test.py)
+  foreach(case ${SAMPLE_SET_CASES})
+    add_test(NAME e2e.attach_sample_set_${case}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/sample_set_test.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+              $<TARGET_FILE:sample_set_prog> ${CMAKE_CURRENT_BINARY_DIR}/attach-e2e ${case})
+    set_tests_properties(e2e.attach_sample_set_${case} PROPERTIES LABELS e2e TIMEOUT 300)
+  endforeach()
+endif()
+
+# mt_sampling_forget, which empties the set at such an attach (as unit.sampling: the base and
+# core objects, no shim).
+add_executable(test_sampling_forget unit/test_sampling_forget.c
+               $<TARGET_OBJECTS:memtrace_preload_base> $<TARGET_OBJECTS:memtrace_preload_objs>)
+target_include_directories(test_sampling_forget PRIVATE ${PROJECT_SOURCE_DIR}/preload
+                           ${PROJECT_SOURCE_DIR}/preload/include)
+target_compile_definitions(test_sampling_forget PRIVATE _GNU_SOURCE)
+target_compile_options(test_sampling_forget PRIVATE -ftls-model=initial-exec
+                       -fno-omit-frame-pointer)
+target_link_libraries(test_sampling_forget PRIVATE memtrace_common_nosan memtrace_warnings
+                      PkgConfig::SQLITE3 PkgConfig::LIBUNWIND PkgConfig::LIBDW Threads::Threads
+                      ${CMAKE_DL_LIBS} m)
+add_test(NAME unit.sampling_forget COMMAND test_sampling_forget)
+set_tests_properties(unit.sampling_forget PROPERTIES LABELS unit TIMEOUT 120)
