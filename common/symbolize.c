@@ -187,6 +187,13 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         }
         mt_symcache_entry_free(&e);
     }
+    // The module's file is needed from here on, through libdw, which the tracer loads only
+    // now (symbolize_dw.h). Where it cannot (not installed), the frame is left to memreport,
+    // as when the budget runs out.
+    if (m && mt_sym_dw_load() != 0) {
+        b->deferred++;
+        return;
+    }
     char* symname = f->rel_pc ? mt_sym_symtab_name(m, f->rel_pc - 1) : NULL;
     bool from_dwarf = false;
     if (symname && is_noise(m->base, symname)) {

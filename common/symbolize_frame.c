@@ -209,14 +209,18 @@ static void read_debuginfo_path(void) {
     debuginfo_path = env && *env ? strdup(env) : NULL; // NULL: libdwfl's default
 }
 
-static Dwfl_Callbacks dwfl_callbacks = {
+// Its functions are filled in once libdw is there (dwfl_callbacks_once): in the tracer they
+// are loaded at run time (symbolize_dw.h), no constant to initialize with.
+static Dwfl_Callbacks dwfl_callbacks = {.debuginfo_path = &debuginfo_path};
+static pthread_once_t dwfl_callbacks_once = PTHREAD_ONCE_INIT;
+
+static void fill_dwfl_callbacks(void) {
     // Separate debug files: build-id path under <dir>/.build-id, .gnu_debuglink next to the
     // file, in .debug/ and under <dir>. libdwfl checks that what it finds matches the main
     // file's build-id.
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
-};
+    dwfl_callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    dwfl_callbacks.section_address = dwfl_offline_section_address;
+}
 
 static bool build_id_matches(Dwfl_Module* mod, const char* want) {
     const unsigned char* bits;
@@ -241,7 +245,10 @@ static void module_open(module* m) {
     // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
     if (m->path[0] != '/')
         return;
+    if (mt_sym_dw_load() != 0)
+        return;
     pthread_once(&debuginfo_path_once, read_debuginfo_path);
+    pthread_once(&dwfl_callbacks_once, fill_dwfl_callbacks);
     m->dwfl = dwfl_begin(&dwfl_callbacks);
     if (!m->dwfl)
         return;

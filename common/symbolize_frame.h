@@ -6,6 +6,8 @@
 #ifndef MEMTRACE_SYMBOLIZE_FRAME_H
 #define MEMTRACE_SYMBOLIZE_FRAME_H
 
+#include "symbolize_dw.h" // libdw's functions: linked, or loaded on first need (the tracer)
+
 #include <elfutils/libdwfl.h>
 #include <stdbool.h>
 #include <stddef.h>
