@@ -9,8 +9,12 @@
 # - missing: where libdw.so.1 cannot be loaded (a file of that name that is no ELF comes
 #   first in LD_LIBRARY_PATH: the loader stops at it), the program runs as without the
 #   tracer, the capture is complete, its frames are left unnamed as when naming is deferred,
-#   and memreport names them: every report reads as for a capture named at exit.
-# The subject is e2e_stacks ("chain"); helpers and expected chains come from check_stacks.py.
+#   and memreport names them: every report reads as for a capture named at exit;
+# - exit_in_dlopen: a thread calls exit() while another loops in dlopen/dlclose, cache cold:
+#   the pass at exit loads libdw beside the program's loads, no deadlock, names right (the
+#   moment the two meet varies from run to run; every run must pass).
+# Subjects: e2e_stacks ("chain") and exit_in_dlopen.c; helpers and expected chains come from
+# check_stacks.py.
 import argparse
 import glob
 import os
@@ -22,17 +26,20 @@ import sys
 import check_stacks as cs
 from check_stacks import EXPECTED, check_chains, fail, meta, stacks, trace
 
-PARTS = ["linkage", "warm", "cold", "missing"]
+# Naming at exit without a time budget that a loaded machine could exhaust (frames it leaves
+# would be deferred to memreport, by design): the parts that check names given at exit.
+NO_BUDGET = {"MEMTRACE_SYMBOLIZE_MS": "3600000"}
+PARTS = ["linkage", "warm", "cold", "missing", "exit_in_dlopen"]
 
 
-def loader_log(args, name, env_extra):
-    """Traces `e2e_stacks chain` with the dynamic loader logging which files it opens;
+def loader_log(args, name, env_extra, argv=("chain",)):
+    """Traces `PROG chain` with the dynamic loader logging which files it opens;
     returns the capture and the log of every process of the run."""
     prefix = os.path.join(args.workdir, name + ".ld")
     for f in glob.glob(prefix + ".*"):
         os.unlink(f)
     env = dict(env_extra, LD_DEBUG="files", LD_DEBUG_OUTPUT=prefix)
-    cap, out = trace(args, name, ["chain"], env)
+    cap, out = trace(args, name, list(argv), env)
     log = "".join(open(f, errors="replace").read() for f in sorted(glob.glob(prefix + ".*")))
     # The log must cover the traced process, or the checks below prove nothing.
     if "libmemtrace.so" not in log:
@@ -82,7 +89,7 @@ def check_warm(args):
     cache = os.path.join(args.workdir, "symbols.db")
     if os.path.exists(cache):
         os.unlink(cache)
-    trace(args, "fill", ["chain"], {"MEMTRACE_SYMBOL_CACHE": cache})  # names go to the cache
+    trace(args, "fill", ["chain"], dict(NO_BUDGET, MEMTRACE_SYMBOL_CACHE=cache))  # to the cache
     cap, _, log = loader_log(args, "warm", {"MEMTRACE_SYMBOL_CACHE": cache})
     if libdw_lines(log):
         fail("libdw was loaded although every frame was in the cache:\n%s"
@@ -101,10 +108,17 @@ def check_cold(args):
     cache = os.path.join(args.workdir, "cold_symbols.db")
     if os.path.exists(cache):
         os.unlink(cache)
-    cap, _, log = loader_log(args, "cold", {"MEMTRACE_SYMBOL_CACHE": cache})
+    cap, _, log = loader_log(args, "cold", dict(NO_BUDGET, MEMTRACE_SYMBOL_CACHE=cache))
     if not any("libdw.so.1" in ln and "dynamically loaded by" in ln and "libmemtrace" in ln
                for ln in libdw_lines(log)):
         fail("cold: libmemtrace.so did not load libdw:\n%s" % "\n".join(libdw_lines(log)))
+    # The tracer's own load is no module map of the program's.
+    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
+    ours = db.execute("SELECT path FROM mapping WHERE path LIKE '%libdw%'"
+                      " OR path LIKE '%libelf%'").fetchall()
+    db.close()
+    if ours:
+        fail("cold: the tracer's libdw was recorded as the program's mapping: %s" % ours)
     total, named = frames(cap)
     if total == 0 or named != total or meta(cap, "symbolized") != "1":
         fail("cold: %d of %d frames named at exit, symbolized=%r"
@@ -121,7 +135,7 @@ def check_missing(args):
     os.makedirs(nodw)
     with open(os.path.join(nodw, "libdw.so.1"), "w") as f:
         f.write("not a library\n")
-    plain = {"MEMTRACE_SYMBOL_CACHE": "0"}
+    plain = dict(NO_BUDGET, MEMTRACE_SYMBOL_CACHE="0")
     named, named_out = trace(args, "named", ["chain"], plain)
     cap, out, log = loader_log(args, "missing", dict(plain, LD_LIBRARY_PATH=nodw))
     if not os.path.exists(cap):
@@ -158,19 +172,41 @@ def check_missing(args):
     check_chains(report, EXPECTED["chain"])
 
 
+def check_exit_in_dlopen(args):
+    args.prog = args.exit_prog
+    for run in range(5):
+        cache = os.path.join(args.workdir, "symbols%d.db" % run)
+        env = dict(NO_BUDGET, MEMTRACE_SYMBOL_CACHE=cache)
+        cap, out, log = loader_log(args, "exit%d" % run, env, ())
+        if out != "exiting\n":
+            fail("exit_in_dlopen: output %r" % out)
+        if not any("libdw.so.1" in ln and "libmemtrace" in ln for ln in libdw_lines(log)):
+            fail("exit_in_dlopen: libdw was not loaded at exit")
+        if not os.path.exists(cap):
+            fail("exit_in_dlopen: no capture")
+            return
+        total, named = frames(cap)
+        if (meta(cap, "capture_status") != "complete" or meta(cap, "symbolized") != "1"
+                or total == 0 or named != total):
+            fail("exit_in_dlopen: status %r, symbolized %r, %d of %d frames named"
+                 % (meta(cap, "capture_status"), meta(cap, "symbolized"), named, total))
+        report, _ = stacks(args, cap)
+        check_chains(report, {1013: ["allocate_known", "main"]})
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(PARTS))
         return 0
     ap = argparse.ArgumentParser()
-    for opt in ("--memtrace", "--memreport", "--lib", "--workdir", "--prog"):
+    for opt in ("--memtrace", "--memreport", "--lib", "--workdir", "--prog", "--exit-prog"):
         ap.add_argument(opt, required=True)
     ap.add_argument("part", choices=PARTS)
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"linkage": check_linkage, "warm": check_warm, "cold": check_cold,
-     "missing": check_missing}[args.part](args)
+     "missing": check_missing, "exit_in_dlopen": check_exit_in_dlopen}[args.part](args)
     return 1 if cs.failures else 0
 
 
