@@ -22,6 +22,8 @@
 bool mt_sampling;
 _Atomic uint64_t mt_sampling_set_full;
 __thread int64_t mt_sample_countdown __attribute__((tls_model("initial-exec")));
+__thread uint32_t mt_sample_drawn_in __attribute__((tls_model("initial-exec")));
+_Atomic uint32_t mt_sample_epoch = 1; // a thread's first allocation: drawn_in 0
 
 // ---- the countdown: xorshift64* per thread, seeded by splitmix64
 
@@ -62,7 +64,9 @@ static int64_t draw(void) {
 
 bool mt_sampling_cross(size_t size) {
     int64_t s = (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
-    if (mt_sample_countdown <= 0 && !rng) { // this thread's first allocation
+    uint32_t epoch = atomic_load_explicit(&mt_sample_epoch, memory_order_relaxed);
+    if (mt_sample_drawn_in != epoch) { // this thread's first allocation in this capture
+        mt_sample_drawn_in = epoch;
         seed_thread();
         mt_sample_countdown = draw();
         if (mt_sample_countdown - s > 0) {
@@ -263,6 +267,8 @@ void mt_sampling_forget(void) {
         unlock(s);
     }
     atomic_store(&mt_sampling_set_full, 0); // counted per capture (meta sample_set_full)
+    atomic_store(&threads_seeded, 0);
+    atomic_fetch_add(&mt_sample_epoch, 1);
 }
 
 // fork: no stripe may be held by a thread that will not exist in the child.

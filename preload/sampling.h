@@ -20,10 +20,14 @@ extern bool mt_sampling;
 // recorded as not sampled, counted here (meta sample_set_full).
 extern _Atomic uint64_t mt_sampling_set_full;
 
-// This thread's bytes left to the next sample (0: not drawn yet). The slow path, when an
-// allocation of `size` bytes reaches it: true when the allocation is sampled (a new
-// interval drawn), false otherwise.
+// This thread's bytes left to the next sample, valid while mt_sample_drawn_in is the
+// current mt_sample_epoch (a new thread's 0 never is). The epoch moves on when a capture
+// after a detach forgets the set: an interval drawn before, of another mean perhaps, is
+// drawn anew. The slow path, when an allocation of `size` bytes reaches it: true when the
+// allocation is sampled (a new interval drawn), false otherwise.
 extern __thread int64_t mt_sample_countdown __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t mt_sample_drawn_in __attribute__((tls_model("initial-exec")));
+extern _Atomic uint32_t mt_sample_epoch;
 bool mt_sampling_cross(size_t size);
 
 // The set of sampled blocks. insert: 0, -ENOMEM (no mapping: the caller records the
@@ -39,13 +43,16 @@ uint64_t mt_sample_set_size(void);
 // at each attach, with the capture stopped.
 void mt_sampling_init(void);
 // Empties the set (and the count of blocks it could not take) for a new capture in this
-// process after an earlier one ended (an attach after a detach), with no capture running. A
+// process after an earlier one ended (an attach after a detach), with no capture running, and
+// has every thread draw its interval anew (MEMTRACE_SAMPLE_SEED: thread k again seed + k). A
 // forked child keeps its parent's set: the blocks it inherits are those very blocks.
 void mt_sampling_forget(void);
 
 // The cheap path: true (and the countdown lowered) when an allocation of `size` bytes leaves
 // it above zero, so it is not sampled; false when mt_sampling_keep_alloc must decide.
 static inline bool mt_sampling_skips(size_t size) {
+    if (mt_sample_drawn_in != atomic_load_explicit(&mt_sample_epoch, memory_order_relaxed))
+        return false;
     int64_t left = mt_sample_countdown - (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
     if (left <= 0)
         return false;
@@ -59,7 +66,9 @@ static inline bool mt_sampling_keep_alloc(void* addr, size_t size) {
     if (__builtin_expect(!mt_sampling, 1))
         return true;
     int64_t left = mt_sample_countdown - (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
-    if (__builtin_expect(left > 0, 1)) {
+    bool current =
+        mt_sample_drawn_in == atomic_load_explicit(&mt_sample_epoch, memory_order_relaxed);
+    if (__builtin_expect(left > 0 && current, 1)) {
         mt_sample_countdown = left;
         return false;
     }

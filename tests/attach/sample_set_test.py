@@ -11,6 +11,11 @@
 #               whatever the draws (no seed is needed): only whether the defect shows
 #               depends on them, and it shows unless every reused address is sampled again,
 #               which at 2^30 has odds of about 512/2^30 per block.
+#   reattach_interval: the other way round, 2^30 then 1: the second capture records all 1000
+#               allocations of phase 3 and their frees. Each attach has every thread draw its
+#               interval anew: one drawn at 2^30 (a mean of 1 GiB) would otherwise be left to
+#               run down first, and at 1 every allocation is sampled whatever the draw (an
+#               interval of mean 1 byte is under 40 bytes, smaller than any block here).
 #   fork_child: a forked child's capture keeps the parent's set: the inherited blocks are
 #               the same blocks at the same addresses, so the child records the frees of the
 #               sampled ones, as an exact run's child records the free of every inherited
@@ -34,7 +39,7 @@ sys.path.insert(0, here)
 from attach_test import TIMEOUT, Launcher, Prog  # noqa: E402
 from checks import bail, check, finish, kill_children, runner  # noqa: E402
 
-CASES = ("reattach", "fork_child")
+CASES = ("reattach", "reattach_interval", "fork_child")
 BLOCKS = 1000
 EVERY = 1  # SAMPLE_BYTES at which every allocation is sampled
 ALMOST_NONE = 1 << 30  # the largest SAMPLE_BYTES the tracer takes
@@ -74,7 +79,9 @@ def detach(memtrace, p, launcher):
     check(launcher.end() == 0, "the launcher sees the detach")
 
 
-def reattach(memtrace, mr, prog, work):
+def reattach(memtrace, mr, prog, work, first_bytes, second_bytes):
+    """Attach #1 at first_bytes for phase 1, detach, phase 2, attach #2 at second_bytes for
+    phase 3; returns the summaries of both captures."""
     if not shutil.which("gdb"):
         print("skip: gdb is not installed (scripts/install-deps.sh --test installs it)")
         sys.exit(77)
@@ -85,12 +92,12 @@ def reattach(memtrace, mr, prog, work):
 
     first, second = os.path.join(work, "first.db"), os.path.join(work, "second.db")
     p = Prog(prog, "-", clean_env())
-    launcher = attach(memtrace, p, first, EVERY)
-    p.phase(1)  # keeps 1000 blocks: all sampled
+    launcher = attach(memtrace, p, first, first_bytes)
+    p.phase(1)  # keeps 1000 blocks
     detach(memtrace, p, launcher)
     p.phase(2)  # frees them, untraced
-    launcher = attach(memtrace, p, second, ALMOST_NONE)
-    p.phase(3)  # 1000 blocks again at those addresses, freed
+    launcher = attach(memtrace, p, second, second_bytes)
+    p.phase(3)  # 1000 blocks again, mostly at those addresses, freed
     out, code = p.finish()
     check(launcher.end() == 0, "the second launcher exits 0 when the process does")
     reused = re.search(rb"reused (\d+) of", out)
@@ -100,13 +107,11 @@ def reattach(memtrace, mr, prog, work):
     check(code == want_code == 7 and out.split(b"reused")[0] == want_out.split(b"reused")[0],
           f"output and exit status as untraced ({out!r} {code}; {want_out!r} {want_code})")
 
-    s1 = json.loads(mr("summary", "--json", first))
-    check(meta(first).get("sample_bytes") == str(EVERY) and s1["allocations"] == BLOCKS and
-          s1["frees"] == 0, f"capture #1 sampled every block kept: {s1['allocations']} "
-          f"allocations, {s1['frees']} frees")
-    s2 = json.loads(mr("summary", "--json", second))
-    check(meta(second).get("sample_bytes") == str(ALMOST_NONE),
-          f"capture #2 sampled at 2^30: {meta(second).get('sample_bytes')}")
+    s1, s2 = (json.loads(mr("summary", "--json", c)) for c in (first, second))
+    check(meta(first).get("sample_bytes") == str(first_bytes) and
+          meta(second).get("sample_bytes") == str(second_bytes),
+          f"sampled at {first_bytes}, then {second_bytes}: {meta(first).get('sample_bytes')}, "
+          f"{meta(second).get('sample_bytes')}")
     check(s2["calls"]["malloc"] == BLOCKS and s2["calls"]["free"] == BLOCKS,
           f"capture #2 counts phase 3's calls: {s2['calls']}")
     check(s2["unmatched_frees"] == 0 and s2["frees"] == s2["allocations"],
@@ -115,6 +120,7 @@ def reattach(memtrace, mr, prog, work):
     stale = set(addresses(mr, second, True)) - set(addresses(mr, second, False))
     check(not stale, f"no free in capture #2 at an address only capture #1 sampled: "
           f"{len(stale)}")
+    return s1, s2
 
 
 def fork_captures(memtrace, prog, work, name, env):
@@ -158,7 +164,15 @@ def main():
     os.makedirs(work)
     mr = runner(memreport)
     if case == "reattach":
-        reattach(memtrace, mr, prog, work)
+        s1, _ = reattach(memtrace, mr, prog, work, EVERY, ALMOST_NONE)
+        check(s1["allocations"] == BLOCKS and s1["frees"] == 0,
+              f"capture #1 sampled every block kept: {s1['allocations']} allocations, "
+              f"{s1['frees']} frees")
+    elif case == "reattach_interval":
+        _, s2 = reattach(memtrace, mr, prog, work, ALMOST_NONE, EVERY)
+        check(s2["allocations"] == BLOCKS and s2["frees"] == BLOCKS,
+              f"capture #2 samples every block at 1: {s2['allocations']} allocations, "
+              f"{s2['frees']} frees")
     elif case == "fork_child":
         fork_child(memtrace, mr, prog, work)
     else:

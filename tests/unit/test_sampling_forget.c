@@ -2,7 +2,8 @@
 // preload/sampling.c's mt_sampling_forget without LD_PRELOAD: what a new capture after a
 // detach starts from. The set is empty (size, every entry, every counter of the filter, one
 // saturated at 255 too, the count of blocks it could not take) and works as before: blocks
-// enter it and leave it again, also past its first tables.
+// enter it and leave it again, also past its first tables; each thread draws its interval
+// anew, and a seeded run draws as it did at the start.
 #include "config.h"
 #include "sampling.h"
 
@@ -65,10 +66,37 @@ static void test_forget(void) {
     CHECK(filter_empty());
 }
 
+// Which of n allocations of `size` bytes at mean interval `bytes` are sampled, as bits.
+static uint64_t draws(int64_t bytes, size_t size, int n) {
+    mt_cfg.sample_bytes = bytes;
+    uint64_t bits = 0;
+    for (int i = 0; i < n; i++)
+        if (mt_sampling_keep_alloc((void*)ADDR(i), size)) {
+            bits |= 1ull << i;
+            CHECK(mt_sample_set_remove(ADDR(i)) == 1);
+        }
+    return bits;
+}
+
+// The next capture's intervals: drawn anew, not what is left of the last capture's.
+static void test_forget_redraws(void) {
+    mt_cfg.sample_seeded = 1; // the same draws in every run
+    mt_cfg.sample_seed = 7;
+    CHECK(draws(1 << 30, 64, 1) == 0); // an interval of about 1 GiB left over
+    mt_sampling_forget();
+    CHECK(draws(1, 64, 64) == UINT64_MAX); // at a mean of 1 byte, under 40: every one
+    // A seeded run repeats its draws in each new capture, as from a program start.
+    mt_sampling_forget();
+    uint64_t first = draws(4096, 1024, 64);
+    mt_sampling_forget();
+    CHECK(first != 0 && first != UINT64_MAX && draws(4096, 1024, 64) == first);
+}
+
 int main(void) {
     mt_cfg.sample_bytes = 4096;
     mt_sampling_init();
     CHECK(mt_sampling);
     test_forget();
+    test_forget_redraws();
     CHECK_DONE();
 }
