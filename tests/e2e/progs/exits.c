@@ -2,7 +2,8 @@
 // e2e: one program, every exit path (argv[1]): return, exit (code 3), abort and segv
 // (after a pause, so the tracer has committed everything), abort_now (no pause), kill
 // (prints "ready" and waits for the driver's SIGKILL), thread_exit (a thread calls
-// exit(5) while three others allocate; truth is a lower bound). Known work comes first.
+// exit(5) once three others have made 1000 malloc/free pairs, while they go on; truth is a
+// lower bound). Known work comes first.
 #include "truth.h"
 
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 
 static void* volatile sink;
+static long churned; // heap call pairs the churn threads made (atomic)
 
 static void pause_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -34,13 +36,17 @@ static void* churn(void* arg) {
         // A local, not `sink`: three threads writing one global is a data race.
         void* volatile p = malloc(64);
         free(p);
+        __atomic_add_fetch(&churned, 1, __ATOMIC_RELAXED);
     }
     return NULL;
 }
 
 static void* exiter(void* arg) {
     (void)arg;
-    pause_ms(100);
+    // Exits while the others churn, once they have churned: a count, not a time (a loaded
+    // machine may not run them at all within a fixed pause). The baseline does not churn.
+    while (!t_baseline() && __atomic_load_n(&churned, __ATOMIC_RELAXED) < 1000)
+        pause_ms(1);
     exit(5);
     return NULL;
 }
