@@ -65,7 +65,7 @@ static int64_t draw(void) {
 bool mt_sampling_cross(size_t size) {
     int64_t s = (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
     uint32_t epoch = atomic_load_explicit(&mt_sample_epoch, memory_order_relaxed);
-    if (mt_sample_drawn_in != epoch) { // this thread's first allocation in this capture
+    if (mt_sample_drawn_in != epoch) { // its first allocation, or first since a forget
         mt_sample_drawn_in = epoch;
         seed_thread();
         mt_sample_countdown = draw();
