@@ -95,17 +95,18 @@ endif()
 # ---- e2e: libmemtrace.so loads libdw only when a frame must be named from its module's file
 # (linkage, a warm cache never loads it, a cold one does, a machine without it defers names).
 if(TARGET memtrace AND TARGET memtrace_launcher)
-  add_executable(exit_in_dlopen symbols/exit_in_dlopen.c)
-  target_compile_options(exit_in_dlopen PRIVATE -O2 -g -fno-omit-frame-pointer)
-  target_link_libraries(exit_in_dlopen PRIVATE memtrace_warnings Threads::Threads
-    ${CMAKE_DL_LIBS})
+  foreach(prog exit_in_dlopen fork_names)
+    add_executable(${prog} symbols/${prog}.c)
+    target_compile_options(${prog} PRIVATE -O2 -g -fno-omit-frame-pointer)
+    target_link_libraries(${prog} PRIVATE memtrace_warnings Threads::Threads ${CMAKE_DL_LIBS})
+  endforeach()
   memtrace_driver_cases(LAZY_LIBDW_PARTS ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_lazy_libdw.py)
   foreach(part ${LAZY_LIBDW_PARTS})
     add_test(NAME e2e.symbols_lazy_libdw_${part}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_lazy_libdw.py
         --memtrace $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
         --lib $<TARGET_FILE:memtrace> --prog $<TARGET_FILE:e2e_stacks_fp>
-        --exit-prog $<TARGET_FILE:exit_in_dlopen>
+        --exit-prog $<TARGET_FILE:exit_in_dlopen> --fork-prog $<TARGET_FILE:fork_names>
         --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e_lazy_libdw_${part} ${part})
     set_tests_properties(e2e.symbols_lazy_libdw_${part} PROPERTIES LABELS e2e TIMEOUT 120)
   endforeach()

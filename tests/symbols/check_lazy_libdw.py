@@ -12,9 +12,11 @@
 #   and memreport names them: every report reads as for a capture named at exit;
 # - exit_in_dlopen: a thread calls exit() while another loops in dlopen/dlclose, cache cold:
 #   the pass at exit loads libdw beside the program's loads, no deadlock, names right (the
-#   moment the two meet varies from run to run; every run must pass).
-# Subjects: e2e_stacks ("chain") and exit_in_dlopen.c; helpers and expected chains come from
-# check_stacks.py.
+#   moment the two meet varies from run to run; every run must pass);
+# - fork: a parent and its forked child (ended by _exit), cache cold: each capture is named
+#   at its process's end, libdw loaded by each process.
+# Subjects: e2e_stacks ("chain"), exit_in_dlopen.c, fork_names.c; helpers and expected chains
+# come from check_stacks.py.
 import argparse
 import glob
 import os
@@ -29,7 +31,7 @@ from check_stacks import EXPECTED, check_chains, fail, meta, stacks, trace
 # Naming at exit without a time budget that a loaded machine could exhaust (frames it leaves
 # would be deferred to memreport, by design): the parts that check names given at exit.
 NO_BUDGET = {"MEMTRACE_SYMBOLIZE_MS": "3600000"}
-PARTS = ["linkage", "warm", "cold", "missing", "exit_in_dlopen"]
+PARTS = ["linkage", "warm", "cold", "missing", "exit_in_dlopen", "fork"]
 
 
 def loader_log(args, name, env_extra, argv=("chain",)):
@@ -194,19 +196,48 @@ def check_exit_in_dlopen(args):
         check_chains(report, {1013: ["allocate_known", "main"]})
 
 
+def check_fork(args):
+    args.prog = args.fork_prog
+    cache = os.path.join(args.workdir, "fork_symbols.db")
+    cap, out, log = loader_log(args, "fork", dict(NO_BUDGET, MEMTRACE_SYMBOL_CACHE=cache), ())
+    if out != "done\n":
+        fail("fork: output %r" % out)
+    # One load by each process: "PID: file=libdw.so.1 [0];  dynamically loaded by ...".
+    loaders = {ln.split(":")[0] for ln in libdw_lines(log)
+               if "file=libdw.so.1" in ln and "dynamically loaded by" in ln}
+    if len(loaders) != 2:
+        fail("fork: libdw loaded by %d processes, expected 2:\n%s"
+             % (len(loaders), "\n".join(libdw_lines(log))))
+    children = sorted(set(glob.glob(cap[:-len(".db")] + ".*.db")) - {cap})
+    if len(children) != 1:
+        fail("fork: child captures %s" % children)
+        return
+    for path, size, chain in ((cap, 1021, ["parent_alloc", "main"]),
+                              (children[0], 1031, ["child_alloc", "main"])):
+        total, named = frames(path)
+        if (meta(path, "capture_status") != "complete" or meta(path, "symbolized") != "1"
+                or total == 0 or named != total):
+            fail("fork: %s: status %r, symbolized %r, %d of %d frames named"
+                 % (path, meta(path, "capture_status"), meta(path, "symbolized"), named, total))
+        report, _ = stacks(args, path)
+        check_chains(report, {size: chain})
+
+
 def main():
     if sys.argv[1:] == ["--list"]:
         print("\n".join(PARTS))
         return 0
     ap = argparse.ArgumentParser()
-    for opt in ("--memtrace", "--memreport", "--lib", "--workdir", "--prog", "--exit-prog"):
+    for opt in ("--memtrace", "--memreport", "--lib", "--workdir", "--prog", "--exit-prog",
+                "--fork-prog"):
         ap.add_argument(opt, required=True)
     ap.add_argument("part", choices=PARTS)
     args = ap.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     {"linkage": check_linkage, "warm": check_warm, "cold": check_cold,
-     "missing": check_missing, "exit_in_dlopen": check_exit_in_dlopen}[args.part](args)
+     "missing": check_missing, "exit_in_dlopen": check_exit_in_dlopen,
+     "fork": check_fork}[args.part](args)
     return 1 if cs.failures else 0
 
 
