@@ -33,6 +33,7 @@ RUNS = {
     "temporaries": [([], {}, 0)],
     "mmap_fork": [([], {}, 0)],
     "sampling_prog": [([], {}, 3)],
+    "exit_in_dlopen": [([], {}, 0)],
 }
 # Exit status of a run in which ThreadSanitizer reported something.
 TSAN_EXIT = 66

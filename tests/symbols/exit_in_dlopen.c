@@ -5,7 +5,6 @@
 // lock. The library loaded is libc itself (always loaded: only its count moves, nothing is
 // unmapped under a running destructor). Prints "exiting" and exits 0; one allocation of
 // EXIT_IN_DLOPEN_SIZE bytes from a known chain (leaked) gives the driver a stack to name.
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>

@@ -2,7 +2,6 @@
 // e2e subject (check_lazy_libdw.py, part fork): a parent and its forked child each allocate
 // from a known chain and end, the child by _exit: each names its own capture's frames at its
 // own end, so each loads libdw itself when the symbol cache is cold. Prints "done" (parent).
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
