@@ -338,8 +338,9 @@ int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_
     return step_reset(st);
 }
 
-int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, char* err, size_t errlen) {
-    return mt_symbolize_capture_at_exit(w->db, budget_ms, NULL, err, errlen);
+int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char* err,
+                           size_t errlen) {
+    return mt_symbolize_capture_at_exit(w->db, budget_ms, read_files, NULL, err, errlen);
 }
 
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {

@@ -83,6 +83,7 @@ static bool is_noise(const char* module_base, const char* fn) {
 
 typedef struct bounds {
     bool on;
+    bool cache_only;     // no module file is read: a cache miss is deferred
     int64_t deadline_ns; // CLOCK_MONOTONIC
     size_t deferred;     // frames left unnamed
     size_t cached;       // frames named from the symbol cache
@@ -190,7 +191,7 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
     // The module's file is needed from here on, through libdw, which the tracer loads only
     // now (symbolize_dw.h). Where it cannot (not installed), the frame is left to memreport,
     // as when the budget runs out.
-    if (m && mt_sym_dw_load() != 0) {
+    if (m && (b->cache_only || mt_sym_dw_load() != 0)) {
         b->deferred++;
         return;
     }
@@ -442,9 +443,11 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen) 
     return symbolize(db, flags, &b, err, errlen);
 }
 
-int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, int* deferred, char* err,
-                                 size_t errlen) {
-    bounds b = {.on = true, .deadline_ns = monotonic_ns() + (int64_t)budget_ms * 1000000};
+int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, bool read_files, int* deferred,
+                                 char* err, size_t errlen) {
+    bounds b = {.on = true,
+                .cache_only = !read_files,
+                .deadline_ns = monotonic_ns() + (int64_t)budget_ms * 1000000};
     int rc = symbolize(db, 0, &b, err, errlen);
     if (deferred)
         *deferred = (int)b.deferred;

@@ -539,10 +539,13 @@ void mt_writer_stop(void) {
     if (window_open) // recording until the end
         window_edge(false, mt_core_now(), NULL);
     // Names are resolved now, while the binaries exist, as far as the budget goes; what is
-    // left or fails, memreport resolves later from the recorded maps and build-ids.
+    // left or fails, memreport resolves later from the recorded maps and build-ids. A
+    // process attached to goes on running after a detach: names come from the symbol cache
+    // alone there, libdw (and the debuginfod client it loads) is never loaded into it.
     if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
         char err[256];
-        (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, err, sizeof err);
+        bool read_files = !atomic_load(&mt_core_attached);
+        (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, read_files, err, sizeof err);
         if (mt_capwriter_begin(cw) != 0)
             mt_writer_fail_sqlite("cannot write capture");
     }

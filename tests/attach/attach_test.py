@@ -126,6 +126,12 @@ def main():
                                text=True, timeout=TIMEOUT)
         check(again.returncode == 1 and "not recording" in again.stderr,
               f"a second --detach says it is not recording ({again.stderr.strip()})")
+        # The process goes on running: naming its frames (no symbol cache in tests) must not
+        # load libdw, libelf or the debuginfod client into it; memreport names them.
+        with open(f"/proc/{p.p.pid}/maps") as f:
+            loaded = sorted({line.split()[-1] for line in f
+                             if any(k in line for k in ("libdw", "libelf", "libdebuginfod"))})
+        check(not loaded, f"the detach loaded no library into the process ({loaded})")
     elif case == "reattach":
         launcher.p.send_signal(signal.SIGINT)
         check(launcher.end() == 0, "the first launcher detaches on SIGINT")
@@ -178,6 +184,10 @@ def main():
     for key, value in truth.items():
         check(s[key] == value, f"{key} {s[key]} == {value}")
     check(s.get("attached") is True, "summary --json says attached")
+    if case == "detach":
+        names = {f["function"] for st in json.loads(runner(memreport)(
+            "stacks", "--json", "--all-frames", capture))["stacks"] for f in st["frames"]}
+        check("main" in names, f"memreport names the frames the detach left ({sorted(names)[:8]})")
     text = runner(memreport)("summary", capture)
     ignored = f"attached:     to a running process; {truth['unmatched_frees']} frees of blocks"
     check(ignored in text, f"summary says the frees of older blocks were ignored: {text!r}")

@@ -240,9 +240,11 @@ int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m);
 // Ends the latest open range of that name on that thread (none open: nothing changes).
 int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts);
 // Resolves the names of the frames written so far within budget_ms, the rest left to
-// memreport (mt_symbolize_capture_at_exit in memtrace/symbolize.h); returns the number of
-// frames named or a negative errno. Commit first: it runs its own transactions.
-int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, char* err, size_t errlen);
+// memreport (mt_symbolize_capture_at_exit in memtrace/symbolize.h, read_files too); returns
+// the number of frames named or a negative errno. Commit first: it runs its own
+// transactions.
+int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char* err,
+                           size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes.
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);

@@ -6,6 +6,7 @@
 #ifndef MEMTRACE_SYMBOLIZE_H
 #define MEMTRACE_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct sqlite3 sqlite3;
@@ -50,7 +51,9 @@ int mt_symbolize_capture(sqlite3* db, unsigned flags, char* err, size_t errlen);
 // what reading that DWARF would cost (its size) before reading it. Frames it leaves stay
 // unnamed (*deferred of them); meta 'symbolized' is then not set but 'symbols_deferred' is,
 // and memreport names them on first open (mt_symbolize_capture) with the same result.
-int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, int* deferred, char* err,
-                                 size_t errlen);
+// read_files false: names from the symbol cache only, every other frame deferred (a process
+// recorded through an attach goes on running: no library is loaded into it for names).
+int mt_symbolize_capture_at_exit(sqlite3* db, int budget_ms, bool read_files, int* deferred,
+                                 char* err, size_t errlen);
 
 #endif
