@@ -20,6 +20,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -96,9 +97,40 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def run(ctx, argv, env_extra, traced, outdir=None, cwd=None, stdin=None, kill_after_ready=None,
+UNIT_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def committed_time(memreport, path):
+    """The time of the capture as of the tracer's last commit (ns), or None if it cannot be
+    read yet: `memreport live --once`, which reads a running capture without disturbing the
+    tracer. (Not sqlite3 here: a connection closed without SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+    which Python cannot set, checkpoints a -wal the tracer has just created, empty, and
+    deletes it: the tracer then writes into a file no one can read.)"""
+    r = subprocess.run([memreport, "live", path, "--once"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    m = re.search(r"^time:\s+([0-9.]+) (ns|us|ms|s)$", r.stdout, re.M)
+    return float(m.group(1)) * UNIT_NS[m.group(2)] if r.returncode == 0 and m else None
+
+
+def wait_for_commit_after_now(memreport, path):
+    """Waits until the tracer has committed everything recorded before this call: two
+    commits (each a later time) after the first one read. The first of them may have begun
+    before the call; the second began after the first ended. A tracer that never commits
+    fails the case after TIMEOUT s with what it had committed, as it should."""
+    seen, commits, deadline = None, 0, time.monotonic() + TIMEOUT
+    while commits < 2 and time.monotonic() < deadline:
+        t = committed_time(memreport, path)
+        if t is not None and seen is not None and t > seen:
+            commits += 1
+        if t is not None and (seen is None or t > seen):
+            seen = t
+        time.sleep(0.05)
+
+
+def run(ctx, argv, env_extra, traced, outdir=None, cwd=None, stdin=None, kill_after_ready=False,
         launcher=False):
-    """Runs argv; returns (returncode, stdout, stderr, pid)."""
+    """Runs argv; returns (returncode, stdout, stderr, pid). kill_after_ready: SIGKILL once
+    the program printed 'ready' and (traced) the tracer committed what came before it."""
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("MEMTRACE_") or k in ("LD_PRELOAD", "E2E_BASELINE", "TRUTH_FILE"):
@@ -111,12 +143,17 @@ def run(ctx, argv, env_extra, traced, outdir=None, cwd=None, stdin=None, kill_af
         argv = [ctx.launcher, "-o", os.path.join(outdir, "cap.launcher.db"), "--"] + argv
     p = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE if stdin else None,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=no_core)
-    if kill_after_ready is not None:
+    if kill_after_ready:
         line = p.stdout.readline()
         if line != b"ready\n":
             p.kill()
             raise Failure(f"{argv}: expected 'ready', got {line!r}")
-        time.sleep(kill_after_ready)
+        # Not a sleep: a loaded machine may starve the writer for seconds (the capture then
+        # held nothing, and the case failed).
+        if launcher:
+            wait_for_commit_after_now(ctx.memreport, os.path.join(outdir, "cap.launcher.db"))
+        elif traced:
+            wait_for_commit_after_now(ctx.memreport, os.path.join(outdir, f"cap.{p.pid}.db"))
         p.send_signal(signal.SIGKILL)
         out, err = p.communicate(timeout=TIMEOUT)
         out = line + out
@@ -219,7 +256,7 @@ def traced_and_native(ctx, name, argv, env=None, expect_rc=0, kill=False, status
         if mode == "baseline":
             e["E2E_BASELINE"] = "1"
         rc, out, err, pid = run(ctx, argv, e, mode != "native", outdir=md,
-                                kill_after_ready=0.5 if kill else None)
+                                kill_after_ready=kill)
         if not os.path.exists(e["TRUTH_FILE"]):
             raise Failure(f"{name} ({mode}): no truth written; exit status {rc}, "
                           f"stderr {err[-500:]!r}")
@@ -389,7 +426,8 @@ def case_exit_exit(ctx):
 
 
 def case_exit_kill(ctx):
-    # Killed 0.5 s after its work: everything was committed; the status says truncated.
+    # Killed after its work, once the tracer committed it: all of it is in the capture;
+    # the status says truncated.
     exit_case(ctx, "kill", -signal.SIGKILL, status="truncated", kill=True)
 
 
