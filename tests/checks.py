@@ -7,7 +7,9 @@
 #     from checks import check, failures  # noqa: E402
 # and exits 1 when `failures` (what each failed check said) is not empty, whatever else
 # it skipped (exit 77 only when every check it ran passed).
+import os
 import select
+import sqlite3
 import subprocess
 import sys
 
@@ -68,3 +70,19 @@ def finish():
     """Ends the driver: exit 1 with the count of failed checks, if any."""
     if failures:
         sys.exit(f"{len(failures)} check(s) failed")
+
+
+def clean_env(**settings):
+    """The test's environment without any MEMTRACE_* setting, plus `settings` (names without
+    the MEMTRACE_ prefix)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
+    env.update({f"MEMTRACE_{k}": str(v) for k, v in settings.items()})
+    return env
+
+
+def capture_meta(capture):
+    """A finished capture's meta rows, as strings (never a running one: tests/README.md)."""
+    db = sqlite3.connect(capture)
+    rows = {k: str(v) for k, v in db.execute("SELECT key, value FROM meta").fetchall()}
+    db.close()
+    return rows

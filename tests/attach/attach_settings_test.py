@@ -18,7 +18,6 @@
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 
@@ -27,25 +26,11 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, ".."))
 sys.path.insert(0, here)
 from attach_test import TIMEOUT, Launcher, Prog  # noqa: E402
-from checks import check, finish, kill_children, runner  # noqa: E402
+from checks import capture_meta, check, clean_env, finish, kill_children, runner  # noqa: E402
 
 CASES = ("sampled", "mmap", "not_inherited", "refused", "reattach")
 BLOCKS = 20000
 MIB = 1024 * 1024
-
-
-def clean_env(**settings):
-    """The test's environment without any MEMTRACE_* setting, plus `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
-    env.update({f"MEMTRACE_{k}": str(v) for k, v in settings.items()})
-    return env
-
-
-def meta(capture):
-    db = sqlite3.connect(capture)
-    rows = {k: str(v) for k, v in db.execute("SELECT key, value FROM meta").fetchall()}
-    db.close()
-    return rows
 
 
 def attach(memtrace, p, capture, env):
@@ -141,7 +126,7 @@ def main():
         return
 
     s = json.loads(mr("summary", "--json", capture))
-    m = meta(capture)
+    m = capture_meta(capture)
     check(s["status"] == "complete" and s.get("attached") is True,
           f"complete, attached: {s['status']}")
     calls = (0, BLOCKS // 2) if case == "reattach" else (BLOCKS, BLOCKS)  # reattach: phase 2
@@ -168,7 +153,7 @@ def main():
             check("mmap" not in s and m.get("depth") == "256",
                   f"no mmap heap, depth 256: {s.get('mmap')}, {m.get('depth')}")
     elif case == "reattach":
-        m1 = meta(first)
+        m1 = capture_meta(first)
         check(m1.get("sample_bytes") == "65536", "the first capture is sampled")
         # Phase 2 only: the 10000 frees of phase 1's blocks, none allocated in this capture.
         check("sample_bytes" not in m and s["allocations"] == 0 and s["frees"] == BLOCKS // 2,

@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 
@@ -37,26 +36,13 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, ".."))
 sys.path.insert(0, here)
 from attach_test import TIMEOUT, Launcher, Prog  # noqa: E402
-from checks import bail, check, finish, kill_children, runner  # noqa: E402
+from checks import (bail, capture_meta, check, clean_env,  # noqa: E402
+                    finish, kill_children, runner)
 
 CASES = ("reattach", "reattach_interval", "fork_child")
 BLOCKS = 1000
 EVERY = 1  # SAMPLE_BYTES at which every allocation is sampled
 ALMOST_NONE = 1 << 30  # the largest SAMPLE_BYTES the tracer takes
-
-
-def clean_env(**settings):
-    """The test's environment without any MEMTRACE_* setting, plus `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
-    env.update({f"MEMTRACE_{k}": str(v) for k, v in settings.items()})
-    return env
-
-
-def meta(capture):
-    db = sqlite3.connect(capture)
-    rows = {k: str(v) for k, v in db.execute("SELECT key, value FROM meta").fetchall()}
-    db.close()
-    return rows
 
 
 def addresses(mr, capture, freed):
@@ -108,10 +94,10 @@ def reattach(memtrace, mr, prog, work, first_bytes, second_bytes):
           f"output and exit status as untraced ({out!r} {code}; {want_out!r} {want_code})")
 
     s1, s2 = (json.loads(mr("summary", "--json", c)) for c in (first, second))
-    check(meta(first).get("sample_bytes") == str(first_bytes) and
-          meta(second).get("sample_bytes") == str(second_bytes),
-          f"sampled at {first_bytes}, then {second_bytes}: {meta(first).get('sample_bytes')}, "
-          f"{meta(second).get('sample_bytes')}")
+    check(capture_meta(first).get("sample_bytes") == str(first_bytes) and
+          capture_meta(second).get("sample_bytes") == str(second_bytes),
+          f"sampled at {first_bytes}, then {second_bytes}: {capture_meta(first).get('sample_bytes')}, "
+          f"{capture_meta(second).get('sample_bytes')}")
     check(s2["calls"]["malloc"] == BLOCKS and s2["calls"]["free"] == BLOCKS,
           f"capture #2 counts phase 3's calls: {s2['calls']}")
     check(s2["unmatched_frees"] == 0 and s2["frees"] == s2["allocations"],
@@ -130,8 +116,8 @@ def fork_captures(memtrace, prog, work, name, env):
                        text=True, timeout=TIMEOUT, env=env)
     check(r.returncode == 0, f"{name}: the program exits 0 under memtrace ({r.stderr.strip()})")
     paths = [os.path.join(caps, f) for f in sorted(os.listdir(caps)) if f.endswith(".db")]
-    parents = [c for c in paths if "parent_capture" not in meta(c)]
-    children = [c for c in paths if "parent_capture" in meta(c)]
+    parents = [c for c in paths if "parent_capture" not in capture_meta(c)]
+    children = [c for c in paths if "parent_capture" in capture_meta(c)]
     if len(parents) != 1 or len(children) != 1:
         bail(f"{name}: a parent and a child capture expected: {paths}")
     return parents[0], children[0]
