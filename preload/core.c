@@ -78,6 +78,10 @@ static void thread_exit(void* arg) {
     if (b)
         mt_core_buffer_hand_over(b);
     mt_unwind_thread_exit();
+    // The writer retires the record once this tid's task is gone: the tid must be this
+    // thread's own, not a vfork child's (a thread whose first heap call was in a vfork
+    // child got its record there, with the child's pid).
+    t->tid = (uint32_t)gettid();
     atomic_store_explicit(&t->ending, MT_THREAD_EXITING, memory_order_release);
     mt_guard = saved;
 }

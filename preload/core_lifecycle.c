@@ -123,6 +123,8 @@ void mt_core_after_fork_child(void) {
     mt_thread* self = mt_core_this_thread();
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
         if (t != self && !atomic_load(&t->reusable)) { // free for the child's new threads
+            atomic_store(&t->in_hook, 0); // its thread, inside a hook at the fork, is not here
+            atomic_store(&t->nested_n, 0);
             atomic_store(&t->alive, 0);
             atomic_store(&t->ending, MT_THREAD_RUNNING);
             atomic_store(&t->written, 1);

@@ -137,6 +137,18 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.thread_churn PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
 
+# A thread's record is its own until its task is gone, also when made in a vfork child.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(vfork_first_call tracer/vfork_first_call.c)
+  target_link_libraries(vfork_first_call PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(vfork_first_call PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.vfork_first_call COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_vfork_first_call.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:vfork_first_call>
+    ${CMAKE_CURRENT_BINARY_DIR}/vfork_first_call.d)
+  set_tests_properties(e2e.vfork_first_call PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
+
 # Fatal signals: the capture is saved, the process dies as it would untraced.
 if(TARGET memtrace)
   add_executable(crash tracer/crash.c)

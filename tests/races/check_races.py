@@ -24,6 +24,7 @@ RUNS = {
     "fork_storm": [([], {}, 0)],
     "small_stack": [([], {}, 0)],
     "thread_churn": [([], {}, 0)],
+    "vfork_first_call": [([], {}, 0)],
     "e2e_threads": [([], {}, 0), ([], {"E2E_BASELINE": "1"}, 0)],
     "e2e_exits": [(["thread_exit"], {}, 5), (["thread_exit"], {"E2E_BASELINE": "1"}, 5)],
     "top_prog": [([], {}, 0)],

@@ -14,7 +14,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import check, clean_env, failures  # noqa: E402
 
 THREADS = 4000
 # Without reuse each exited thread kept its record and stack cache (about 600 KiB of
@@ -27,7 +27,8 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     db = os.path.join(work, "churn.db")
-    r = subprocess.run([launcher, "-o", db, "--", prog], capture_output=True, text=True)
+    r = subprocess.run([launcher, "-o", db, "--", prog], capture_output=True, text=True,
+                       env=clean_env())
     if not check(r.returncode == 0, f"the program ran ({r.returncode}: {r.stderr.strip()})"):
         return
     warm, end = (int(x) for x in r.stdout.split()[1:3])
