@@ -438,6 +438,24 @@ static bool still_current(unsigned gen) {
     return !atomic_load(&stop_requested) && atomic_load(&generation) == gen;
 }
 
+// Whether the program's main thread ended with pthread_exit (the leader is a zombie) and
+// this writer is the only other task: the writer, counted as a thread, keeps it alive.
+static bool program_threads_gone(void) {
+    char stat[512];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    stat[n > 0 ? n : 0] = 0;
+    const char* p = strrchr(stat, ')'); // the name may hold spaces and parentheses
+    if (!p || p[1] != ' ' || p[2] != 'Z')
+        return false;
+    for (int field = 3; field <= 20 && p; field++) // to the blank before num_threads
+        p = strchr(p + 1, ' ');
+    return p && atol(p + 1) <= 2; // the zombie leader and this thread
+}
+
 static void* writer_main(void* arg) {
     unsigned gen = (unsigned)(uintptr_t)arg;
     mt_guard = 1;
@@ -461,6 +479,10 @@ static void* writer_main(void* arg) {
         if (still_current(gen))
             tick(false);
         pthread_mutex_unlock(&sqlite_lock);
+        // What glibc would have done in the program's last thread; the capture is finished
+        // by the tracer's exit handler, on this thread (mt_writer_stop does not join it).
+        if (still_current(gen) && program_threads_gone())
+            exit(0);
     }
     return NULL;
 }

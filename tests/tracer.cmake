@@ -149,6 +149,18 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.vfork_first_call PROPERTIES LABELS e2e TIMEOUT 120)
 endif()
 
+# main ends with pthread_exit: the process ends with its last thread, as untraced.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(main_pthread_exit tracer/main_pthread_exit.c)
+  target_link_libraries(main_pthread_exit PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(main_pthread_exit PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.main_pthread_exit COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_main_pthread_exit.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:main_pthread_exit>
+    ${CMAKE_CURRENT_BINARY_DIR}/main_pthread_exit.d)
+  set_tests_properties(e2e.main_pthread_exit PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
+
 # Fatal signals: the capture is saved, the process dies as it would untraced.
 if(TARGET memtrace)
   add_executable(crash tracer/crash.c)
