@@ -125,40 +125,26 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.many_threads PROPERTIES LABELS e2e TIMEOUT 60)
 endif()
 
-# Threads started one after another: the tracer's memory follows those alive at once.
-if(TARGET memtrace AND TARGET memtrace_launcher)
-  add_executable(thread_churn tracer/thread_churn.c)
-  target_link_libraries(thread_churn PRIVATE memtrace_warnings Threads::Threads)
-  target_compile_definitions(thread_churn PRIVATE _GNU_SOURCE)
-  add_test(NAME e2e.thread_churn COMMAND ${Python3_EXECUTABLE}
-    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_thread_churn.py
-    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:thread_churn>
-    ${CMAKE_CURRENT_BINARY_DIR}/thread_churn.d)
-  set_tests_properties(e2e.thread_churn PROPERTIES LABELS e2e TIMEOUT 120)
-endif()
+# tracer_program_test(NAME): tracer/NAME.c run under the launcher by tracer/check_NAME.py
+# (MEMTRACE MEMREPORT PROGRAM WORKDIR), as test e2e.NAME.
+function(tracer_program_test name)
+  add_executable(${name} tracer/${name}.c)
+  target_link_libraries(${name} PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.${name} COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_${name}.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:${name}>
+    ${CMAKE_CURRENT_BINARY_DIR}/${name}.d)
+  set_tests_properties(e2e.${name} PROPERTIES LABELS e2e TIMEOUT 120)
+endfunction()
 
-# A thread's record is its own until its task is gone, also when made in a vfork child.
 if(TARGET memtrace AND TARGET memtrace_launcher)
-  add_executable(vfork_first_call tracer/vfork_first_call.c)
-  target_link_libraries(vfork_first_call PRIVATE memtrace_warnings Threads::Threads)
-  target_compile_definitions(vfork_first_call PRIVATE _GNU_SOURCE)
-  add_test(NAME e2e.vfork_first_call COMMAND ${Python3_EXECUTABLE}
-    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_vfork_first_call.py
-    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:vfork_first_call>
-    ${CMAKE_CURRENT_BINARY_DIR}/vfork_first_call.d)
-  set_tests_properties(e2e.vfork_first_call PROPERTIES LABELS e2e TIMEOUT 120)
-endif()
-
-# main ends with pthread_exit: the process ends with its last thread, as untraced.
-if(TARGET memtrace AND TARGET memtrace_launcher)
-  add_executable(main_pthread_exit tracer/main_pthread_exit.c)
-  target_link_libraries(main_pthread_exit PRIVATE memtrace_warnings Threads::Threads)
-  target_compile_definitions(main_pthread_exit PRIVATE _GNU_SOURCE)
-  add_test(NAME e2e.main_pthread_exit COMMAND ${Python3_EXECUTABLE}
-    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_main_pthread_exit.py
-    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:main_pthread_exit>
-    ${CMAKE_CURRENT_BINARY_DIR}/main_pthread_exit.d)
-  set_tests_properties(e2e.main_pthread_exit PROPERTIES LABELS e2e TIMEOUT 120)
+  # Threads started one after another: the tracer's memory follows those alive at once.
+  tracer_program_test(thread_churn)
+  # A thread's record is its own until its task is gone, also when made in a vfork child.
+  tracer_program_test(vfork_first_call)
+  # main ends with pthread_exit: the process ends with its last thread, as untraced.
+  tracer_program_test(main_pthread_exit)
 endif()
 
 # Fatal signals: the capture is saved, the process dies as it would untraced.
