@@ -189,23 +189,39 @@ static inline void count_call(mt_thread* t, mt_call call) {
     atomic_store_explicit(&t->calls[call], c + 1, memory_order_relaxed);
 }
 
-static void push(mt_thread* t, const mt_event* ev) {
+// The slot for this thread's next event, or NULL when no buffer can be had. The caller
+// writes the event there and commits it: built in place, the event is not copied from a
+// temporary (whose narrow stores a wide copy cannot forward: a stall on every event).
+static inline mt_event* next_slot(mt_thread* t) {
     mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
     if (MT_UNLIKELY(!b)) {
         if (!(b = mt_core_buffer_get()))
-            return;
+            return NULL;
         b->owner = t;
         atomic_store_explicit(&t->cur, b, memory_order_release);
     }
-    uint32_t i = atomic_load_explicit(&b->committed, memory_order_relaxed);
-    b->ev[i] = *ev;
-    atomic_store_explicit(&b->committed, i + 1, memory_order_release);
-    if (MT_UNLIKELY(i + 1 == MT_BUFFER_EVENTS)) {
+    return &b->ev[atomic_load_explicit(&b->committed, memory_order_relaxed)];
+}
+
+// Publishes the event written at next_slot's slot to the writer.
+static inline void commit(mt_thread* t) {
+    mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&b->committed, memory_order_relaxed) + 1;
+    atomic_store_explicit(&b->committed, n, memory_order_release);
+    if (MT_UNLIKELY(n == MT_BUFFER_EVENTS)) {
         mt_buffer* nb = mt_core_buffer_get();
         if (nb)
             nb->owner = t;
         atomic_store_explicit(&t->cur, nb, memory_order_release);
         mt_core_buffer_hand_over(b);
+    }
+}
+
+static void push(mt_thread* t, const mt_event* ev) {
+    mt_event* slot = next_slot(t);
+    if (slot) {
+        *slot = *ev;
+        commit(t);
     }
 }
 
@@ -258,15 +274,18 @@ static uint32_t capture_stack(mt_thread* t) {
 
 static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
                    uint32_t callsite) {
-    mt_event ev = {.seq = seq,
-                   .ts = mt_clock_raw(), // converted to ns by the writer
-                   .addr = (uint64_t)(uintptr_t)addr,
-                   .size = size,
-                   .callsite = callsite,
-                   .tid = t->tid,
-                   .kind = (uint8_t)kind,
-                   .heap = MT_HEAP_LIBC};
-    push(t, &ev);
+    mt_event* ev = next_slot(t);
+    if (!ev)
+        return;
+    *ev = (mt_event){.seq = seq,
+                     .ts = mt_clock_raw(), // converted to ns by the writer
+                     .addr = (uint64_t)(uintptr_t)addr,
+                     .size = size,
+                     .callsite = callsite,
+                     .tid = t->tid,
+                     .kind = (uint8_t)kind,
+                     .heap = MT_HEAP_LIBC};
+    commit(t);
 }
 
 uint64_t mt_core_reserve_seq(void) {

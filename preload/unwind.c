@@ -236,6 +236,7 @@ static local_rules* thread_rules(void) {
         lr->generation = gen;
         lr->top_n = 0;
         lr->last_kept = NULL; // kept walks of older generations are ignored
+        lr->last_found = NULL;
     }
     return lr;
 }
@@ -346,13 +347,20 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     walk_frame* fresh = lr->fresh;
     int prev_n = lr->top_n;
     settle_last_kept(lr, prev_n);
+    uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
+    recent_walk* again = lr->last_found;
+    lr->last_found = NULL;
+    if (again && recent_valid(lr, again, pc, sp, bp, max)) {
+        lr->last_found = again;
+        stack_of_kept(st, again); // top is untouched
+        return true;
+    }
     lr->top_n = 0; // until this walk completes
     // Frames 0..t of the previous walk are reusable (their stack words are unchanged) up to
     // the first stale one. A new walk can join them only at their stack pointers: below the
     // innermost one it only walks, with no compare to mispredict.
     int t = prev_n ? first_stale(top, prev_n - 1) : -1;
     uintptr_t join_sp = t >= 0 ? top[t].sp : UINTPTR_MAX;
-    uintptr_t pc = fp[1], sp = (uintptr_t)(fp + 2), bp = fp[0];
     int limit = max + 1; // one more than the limit tells a stack that is deeper
     int k = 0, shared = 0;
     uintptr_t end_sp = 0;
@@ -375,6 +383,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
             recent_count(lr, e != NULL);
             if (e) {
                 lr->top_n = prev_n; // top is untouched
+                lr->last_found = e;
                 stack_of_kept(st, e);
                 return true;
             }

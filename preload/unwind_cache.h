@@ -64,6 +64,9 @@ typedef struct local_rules {
     local_rule slot[LOCAL_SLOTS];
     uint32_t recent_clock;  // picks the way a new walk replaces
     recent_walk* last_kept; // the walk kept last: its callsite id is copied from top's
+    // The kept walk the last walk found: a leaf that allocates in a loop makes the same stack
+    // again, so the next walk checks it before anything else (top is another stack then).
+    recent_walk* last_found;
     // Kept walks pay only where stacks recur: a thread whose lookups mostly miss (more
     // distinct stacks than kept walks) stops keeping and looking up for a while.
     uint32_t recent_probes, recent_hits, recent_off;
@@ -138,24 +141,28 @@ static inline recent_walk* recent_set(local_rules* lr, uint64_t key) {
     return lr->recent[key >> 58 & (RECENT_SETS - 1)];
 }
 
+// Whether the kept walk e is the stack of the leaf frame (pc, sp, bp): the same leaf, and
+// every stack word it read unchanged.
+static inline bool recent_valid(const local_rules* lr, const recent_walk* e, uintptr_t pc,
+                                uintptr_t sp, uintptr_t bp, int max) {
+    int n = e->n;
+    if (e->generation != lr->generation || n > max || e->pc[n - 1] != pc || e->sp[n - 1] != sp ||
+        (e->leaf_bp_needed && e->leaf_bp != bp))
+        return false;
+    uintptr_t diff = e->end_sp ? *(const uintptr_t*)(e->end_sp - 8) : 0;
+    for (int j = 0; j < n - 1; j++)
+        diff |= (*(const uintptr_t*)(e->sp[j] - 8) ^ e->pc[j]) |
+                (*(const uintptr_t*)(e->sp[j] - e->word_off[j]) ^ e->word[j]);
+    return !diff;
+}
+
 // A kept walk that starts at the leaf frame `leaf` and whose stack words are unchanged.
 static inline recent_walk* recent_find(local_rules* lr, const walk_frame* leaf, int max) {
     uint64_t key = recent_key(leaf[0].sp, leaf[0].pc, leaf[1].pc, leaf[2].pc, leaf[3].pc);
     recent_walk* set = recent_set(lr, key);
-    for (int w = 0; w < RECENT_WAYS; w++) {
-        recent_walk* e = &set[w];
-        int n = e->n;
-        if (e->key != key || e->generation != lr->generation || n > max ||
-            e->pc[n - 1] != leaf->pc || e->sp[n - 1] != leaf->sp ||
-            (e->leaf_bp_needed && e->leaf_bp != leaf->bp))
-            continue;
-        uintptr_t diff = e->end_sp ? *(const uintptr_t*)(e->end_sp - 8) : 0;
-        for (int j = 0; j < n - 1; j++)
-            diff |= (*(const uintptr_t*)(e->sp[j] - 8) ^ e->pc[j]) |
-                    (*(const uintptr_t*)(e->sp[j] - e->word_off[j]) ^ e->word[j]);
-        if (!diff)
-            return e;
-    }
+    for (int w = 0; w < RECENT_WAYS; w++)
+        if (set[w].key == key && recent_valid(lr, &set[w], leaf->pc, leaf->sp, leaf->bp, max))
+            return &set[w];
     return NULL;
 }
 

@@ -40,7 +40,9 @@ __attribute__((noinline, noclone)) static uint64_t step3(const uc_job* j, uint64
 __attribute__((noinline, noclone)) static uint64_t descend(const uc_job* j, uint64_t path,
                                                            int level, int depth) {
     if (level >= depth) {
-        j->cb(j->ctx);
+        // A leaf that allocates in a loop: the same stack walked again right after itself.
+        for (unsigned r = 0; r < uc_leaf_calls(path); r++)
+            j->cb(j->ctx);
         return 1;
     }
     switch ((path >> (2 * (level % 30))) & 3) {
@@ -67,7 +69,7 @@ static uint64_t rng_next(uint64_t* s) {
 volatile uint64_t uc_sink;
 
 void* uc_run(void* arg) {
-    const uc_job* j = arg;
+    uc_job* j = arg;
     uint64_t s = j->seed | 1, acc = 0;
     for (unsigned i = 0; i < j->iterations; i++) {
         // Paths in groups of 16 share their depth and all but their two outermost levels:
@@ -77,6 +79,7 @@ void* uc_run(void* arg) {
         // 2..61 frames deep: most fit a kept walk, some are too deep for one.
         int depth = 2 + (int)((path >> 40) % 60);
         acc += descend(j, path, 0, depth);
+        j->calls += uc_leaf_calls(path);
     }
     uc_sink = acc;
     return NULL;

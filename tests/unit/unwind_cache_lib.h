@@ -12,7 +12,13 @@ typedef struct uc_job {
     void* ctx;
     unsigned iterations, paths;
     uint64_t seed;
+    unsigned calls; // set by uc_run: how many times cb was called
 } uc_job;
+
+// How many times the bottom of a path calls back (1 to 3).
+static inline unsigned uc_leaf_calls(uint64_t path) {
+    return 1 + (unsigned)(path >> 62) % 3;
+}
 
 // A thread's start routine: `iterations` stacks, each one of `paths` at random.
 __attribute__((visibility("default"))) void* uc_run(void* job);
