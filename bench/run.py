@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = [
     ("st", "bench_st", []),
     ("st_fp", "bench_st_fp", []),
+    ("st_noinfo", "bench_st_noinfo", []),
     ("xt2", "bench_xt", ["2"]),
     ("xt2_fp", "bench_xt_fp", ["2"]),
     ("xt4", "bench_xt", ["4"]),

@@ -36,6 +36,11 @@ enum {
     RULE_BP_CFA = 1,  // CFA = RBP + 16 (a frame-pointer frame)
     RULE_LAST = 2,    // the outermost frame (_start, thread start): the walk ends here
     RULE_COMPLEX = 4, // signal frame, or a rule that differed between walks: use libunwind
+    // Code without unwind info (built with -fno-asynchronous-unwind-tables, JIT code) that
+    // keeps a frame pointer: unwound by it (with RULE_BP_CFA). libunwind follows such a frame
+    // the same way but then steps on from a wrong stack pointer, so the callers above it are
+    // not learnt from libunwind: a walk past it ends where it meets a frame with no rule.
+    RULE_NO_INFO = 8,
 };
 
 typedef struct rule {
@@ -171,13 +176,29 @@ static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
     return n;
 }
 
-// A full libunwind walk that also learns the rule of every frame it steps through.
+// Whether libunwind stepped out of the frame at ip, which has no unwind info, by its frame
+// pointer bp: the caller's RBP read at bp, the return address above it (libunwind read both,
+// checking they are mapped, when it took that way); its stack pointer for the caller is then
+// not the caller's. Asked only of frames that no rule fits otherwise: the lookup is rare.
+static bool frame_pointer_guess(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t ra,
+                                uintptr_t caller_bp) {
+    unw_proc_info_t info;
+    return unw_get_proc_info_by_ip(unw_local_addr_space, ip - 1, &info, NULL) == -UNW_ENOINFO &&
+           bp >= sp && bp - sp < (1u << 30) && !(bp & 7) && *(const uintptr_t*)(bp + 8) == ra &&
+           *(const uintptr_t*)bp == caller_bp;
+}
+
+// A full libunwind walk that also learns the rule of every frame it steps through, as long
+// as libunwind finds the right frames (see RULE_NO_INFO).
 static int walk_libunwind(uintptr_t* out, int max, bool learn) {
     unw_context_t ctx;
     unw_cursor_t cur;
     if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
         return 0;
     int n = 0;
+    // Above a frame without unwind info libunwind's stack pointer is its guess (16 more than
+    // the last one): rules are learnt there only for more such frames (read from RBP).
+    bool above_guess = false;
     while (n < max) {
         unw_word_t ip, sp, bp;
         unw_get_reg(&cur, UNW_REG_IP, &ip);
@@ -194,7 +215,8 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
             continue;
         }
         if (step <= 0) {
-            rule_learn(ip, 0, 0, RULE_LAST);
+            if (!above_guess)
+                rule_learn(ip, 0, 0, RULE_LAST);
             break;
         }
         unw_word_t cfa, ra, caller_bp;
@@ -215,6 +237,16 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
             flags |= RULE_COMPLEX;
         if (bp_off == 16 && bp + 16 == cfa)
             flags |= RULE_BP_CFA;
+        if ((flags & RULE_COMPLEX) && !signal_frame &&
+            frame_pointer_guess(ip, sp, bp, ra, caller_bp)) {
+            rule_learn(ip, 0, 16, RULE_BP_CFA | RULE_NO_INFO);
+            above_guess = true;
+            continue;
+        }
+        if (above_guess) {
+            learn = false; // what libunwind finds from here on rests on its guess
+            continue;
+        }
         rule_learn(ip, (uint32_t)(cfa - sp), bp_off, flags);
     }
     return n;
@@ -334,15 +366,23 @@ static inline void stack_of_complete(mt_stack* st, local_rules* lr, int shared, 
         lr->last_kept = recent_keep(lr, n);
 }
 
+typedef enum walk_result {
+    WALK_DONE,    // *st is filled
+    WALK_NO_RULE, // a frame has no rule yet: a libunwind walk may learn it
+    WALK_FAILED,  // a frame's rule is not usable (or the walk cannot start): libunwind's walk
+} walk_result;
+
 // Applies cached rules from the first frame outside the tracer and stops where the stack
-// joins the previous walk's unchanged part. Fills *st (up to `max` frames) and returns true,
-// or returns false when some frame has no usable rule (the caller then walks with
-// libunwind). `scratch` holds a stack cut by the limit.
-static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
+// joins the previous walk's unchanged part. Fills *st (up to `max` frames), or says why not
+// (the caller then walks with libunwind). A frame without a rule met past a frame without
+// unwind info (RULE_NO_INFO) is given in *no_rule_past_guess. `scratch` holds a stack cut by
+// the limit.
+static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
+                               uintptr_t* no_rule_past_guess) {
     uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
     local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
-        return false;
+        return WALK_FAILED;
     walk_frame* top = lr->top;
     walk_frame* fresh = lr->fresh;
     int prev_n = lr->top_n;
@@ -353,7 +393,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     if (again && recent_valid(lr, again, pc, sp, bp, max)) {
         lr->last_found = again;
         stack_of_kept(st, again); // top is untouched
-        return true;
+        return WALK_DONE;
     }
     lr->top_n = 0; // until this walk completes
     // Frames 0..t of the previous walk are reusable (their stack words are unchanged) up to
@@ -364,7 +404,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
     int limit = max + 1; // one more than the limit tells a stack that is deeper
     int k = 0, shared = 0;
     uintptr_t end_sp = 0;
-    bool done = false;
+    bool done = false, past_guess = false;
     while (k < limit) {
         if (sp >= join_sp) {
             // Frames come in increasing sp order in both walks: a merge finds a shared one.
@@ -385,12 +425,18 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
                 lr->top_n = prev_n; // top is untouched
                 lr->last_found = e;
                 stack_of_kept(st, e);
-                return true;
+                return WALK_DONE;
             }
         }
         const local_rule* r = local_find(lr, pc);
-        if (!r || (r->flags & RULE_COMPLEX))
-            return false;
+        if (!r) {
+            if (past_guess)
+                *no_rule_past_guess = pc;
+            return WALK_NO_RULE;
+        }
+        if (r->flags & RULE_COMPLEX)
+            return WALK_FAILED;
+        past_guess |= r->flags & RULE_NO_INFO;
         walk_frame* f = &fresh[k++];
         *f = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
         if (r->flags & RULE_LAST) {
@@ -399,7 +445,7 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
         }
         uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
         if (cfa <= sp || cfa > stack_hi || (cfa & 7))
-            return false;
+            return WALK_FAILED;
         f->bp_off = r->bp_off;
         f->bp_cfa = r->flags & RULE_BP_CFA;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
@@ -417,7 +463,25 @@ static bool walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* sc
         stack_of_truncated(st, lr, shared, k, max, scratch);
     else
         stack_of_complete(st, lr, shared, k, max, end_sp);
-    return true;
+    return WALK_DONE;
+}
+
+// The cached walk again after a libunwind walk learnt the rules it lacked, so that the first
+// walk of a stack gives what every later one will. Past a frame without unwind info libunwind
+// does not learn the callers: a caller the cached walk meets there without a rule ends the
+// stack (RULE_LAST), as libunwind's walk ends, if it is not lost in a wrong frame before.
+static bool walk_cached_again(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
+                              uintptr_t no_rule_past_guess) {
+    for (int tries = 0; tries < 4; tries++) {
+        if (no_rule_past_guess && !rule_find(no_rule_past_guess))
+            rule_learn(no_rule_past_guess, 0, 0, RULE_LAST);
+        uintptr_t next = 0;
+        walk_result r = walk_cached(st, max, stack_hi, scratch, &next);
+        if (r != WALK_NO_RULE || !next || next == no_rule_past_guess)
+            return r == WALK_DONE;
+        no_rule_past_guess = next;
+    }
+    return false;
 }
 
 #define NESTED_WALK_MAX (MT_NESTED_FRAMES + 16)
@@ -437,7 +501,11 @@ int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
 }
 
 void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
-    if (unwind_mode == MT_UNWIND_AUTO && walk_cached(st, max, stack_hi, scratch))
+    uintptr_t no_rule_past_guess = 0;
+    walk_result cached = unwind_mode == MT_UNWIND_AUTO
+                             ? walk_cached(st, max, stack_hi, scratch, &no_rule_past_guess)
+                             : WALK_FAILED;
+    if (cached == WALK_DONE)
         return;
     int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
     int n;
@@ -450,6 +518,9 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
         else
             n = walk_libunwind(scratch, want, true);
         in_libunwind = 0;
+        if (cached == WALK_NO_RULE &&
+            walk_cached_again(st, max, stack_hi, scratch, no_rule_past_guess))
+            return;
     }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
     // the leaf-most `max`, and turn them outermost first.

@@ -145,6 +145,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(vfork_first_call)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.
   tracer_program_test(main_pthread_exit)
+  # Code without unwind info but with frame pointers: whole stacks, walked from the cache.
+  tracer_program_test(no_unwind_info)
+  target_compile_options(no_unwind_info PRIVATE -O2 -g0 -fno-omit-frame-pointer
+                         -fno-asynchronous-unwind-tables -fno-unwind-tables)
 endif()
 
 # Fatal signals: the capture is saved, the process dies as it would untraced.
