@@ -28,6 +28,7 @@ WORKLOADS = [
     ("st", "bench_st", []),
     ("st_fp", "bench_st_fp", []),
     ("st_noinfo", "bench_st_noinfo", []),
+    ("st_deep", "bench_st", ["300"]),
     ("xt2", "bench_xt", ["2"]),
     ("xt2_fp", "bench_xt_fp", ["2"]),
     ("xt4", "bench_xt", ["4"]),

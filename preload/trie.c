@@ -206,8 +206,9 @@ uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
     if (memo && memo->id && memo->epoch == ep)
         return memo->id;
     uint32_t leaf = 0;
-    uint64_t h1 = mix(st->hash.h1 ^ (uint64_t)st->n ^ ((uint64_t)st->truncated << 63));
-    uint64_t h2 = mix(st->hash.h2 + (uint64_t)st->n);
+    mt_stackhash hash = st->hash_later ? mt_stackhash_of(st->pcs, st->n) : st->hash;
+    uint64_t h1 = mix(hash.h1 ^ (uint64_t)st->n ^ ((uint64_t)st->truncated << 63));
+    uint64_t h2 = mix(hash.h2 + (uint64_t)st->n);
     cache_entry* cache = thread_cache(cache_slot);
     // Two-way set associative: a program's few thousand hot stacks rarely evict each other.
     cache_entry* e = cache ? &cache[h1 & (CACHE_SLOTS - 2)] : NULL;

@@ -327,6 +327,7 @@ static inline void stack_of_kept(mt_stack* st, recent_walk* e) {
     st->pcs = e->pc;
     st->n = e->n;
     st->truncated = false;
+    st->hash_later = false;
     st->hash = e->hash;
     st->memo = &e->memo;
 }
@@ -340,6 +341,7 @@ static inline void stack_of_truncated(mt_stack* st, const local_rules* lr, int s
     st->pcs = scratch;
     st->n = max;
     st->truncated = true;
+    st->hash_later = false;
     st->hash = mt_stackhash_of(scratch, max);
     st->memo = NULL;
 }
@@ -356,9 +358,12 @@ static inline void stack_of_complete(mt_stack* st, local_rules* lr, int shared, 
     st->truncated = n > max;
     st->n = st->truncated ? max : n;
     st->pcs = lr->top_pc + (n - st->n);
-    st->hash = st->truncated ? mt_stackhash_of(st->pcs, st->n) : top[n - 1].hash;
-    // Frames 0..n-1 are the same as when top[n - 1] was stored: so is their callsite.
-    st->memo = st->truncated ? NULL : &top[n - 1].memo;
+    // Frames 0..n-1 are the same as when top[n - 1] was stored: so is their callsite, also
+    // when cut to the limit (its leaf-most `max` frames). The hash of a stack cut so is not
+    // the stored one: taken only when the trie needs it (a deep recursion's every walk).
+    st->hash_later = st->truncated;
+    st->hash = top[n - 1].hash;
+    st->memo = &top[n - 1].memo;
     // A walk with new frames is kept for later (an exact repeat of top is kept already).
     if (lr->recent_off)
         lr->recent_off--;
@@ -401,7 +406,14 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
     // innermost one it only walks, with no compare to mispredict.
     int t = prev_n ? first_stale(top, prev_n - 1) : -1;
     uintptr_t join_sp = t >= 0 ? top[t].sp : UINTPTR_MAX;
-    int limit = max + 1; // one more than the limit tells a stack that is deeper
+    // Past the limit too, so that a stack deeper than it is kept and joined by the next walk
+    // (a deep recursion's allocations would otherwise each walk `max` frames again); but not
+    // for a while after a stack deeper than a walk can keep.
+    int limit = MAX_WALK;
+    if (lr->deep_off) {
+        lr->deep_off--;
+        limit = max + 1; // one more than the limit tells a stack that is deeper
+    }
     int k = 0, shared = 0;
     uintptr_t end_sp = 0;
     bool done = false, past_guess = false;
@@ -429,6 +441,8 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
             }
         }
         const local_rule* r = local_find(lr, pc);
+        if (k > max && (!r || (r->flags & RULE_COMPLEX)))
+            break; // the frames reported are all known: those past them are not needed
         if (!r) {
             if (past_guess)
                 *no_rule_past_guess = pc;
@@ -444,8 +458,11 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
             break;
         }
         uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
-        if (cfa <= sp || cfa > stack_hi || (cfa & 7))
+        if (cfa <= sp || cfa > stack_hi || (cfa & 7)) {
+            if (k > max)
+                break;
             return WALK_FAILED;
+        }
         f->bp_off = r->bp_off;
         f->bp_cfa = r->flags & RULE_BP_CFA;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
@@ -459,6 +476,8 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
         }
     }
     int n = shared + k;
+    if (k == MAX_WALK)
+        lr->deep_off = 1024;
     if (!done || n > MAX_WALK)
         stack_of_truncated(st, lr, shared, k, max, scratch);
     else
@@ -507,7 +526,8 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
                              : WALK_FAILED;
     if (cached == WALK_DONE)
         return;
-    int want = max + 16 < MAX_WALK ? max + 16 : MAX_WALK;
+    // auto learns rules as far as its cached walks go (see walk_cached's limit).
+    int want = unwind_mode == MT_UNWIND_AUTO || max + 16 > MAX_WALK ? MAX_WALK : max + 16;
     int n;
     if (unwind_mode == MT_UNWIND_FP) {
         n = walk_fp(scratch, want, stack_hi);
@@ -537,6 +557,7 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
         pcs[j] = tmp;
     }
     st->pcs = pcs;
+    st->hash_later = false;
     st->hash = mt_stackhash_of(pcs, st->n);
     st->memo = NULL;
 }

@@ -71,6 +71,7 @@ typedef struct local_rules {
     // distinct stacks than kept walks) stops keeping and looking up for a while.
     uint32_t recent_probes, recent_hits, recent_off;
     uintptr_t top_end_sp; // recent_walk.end_sp of the walk in top
+    uint32_t deep_off;    // walks left that stop past the limit (a stack too deep was met)
     recent_walk recent[RECENT_SETS][RECENT_WAYS];
     // The previous complete walk, outermost frame first, so that the frames a new walk
     // shares with it stay where they are: top_pc is what the callsite trie gets. fresh

@@ -39,7 +39,14 @@ static uint64_t st_leaf(void* arg) {
     return acc;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+    // Recursion frames under each leaf: 14..24 by default (20..30 frames in all); deeper
+    // with an argument, e.g. 300 for stacks past the tracer's default depth limit (256).
+    int min_depth = argc > 1 ? atoi(argv[1]) : 14;
+    if (min_depth < 1 || min_depth > 100000) {
+        fprintf(stderr, "usage: bench_st [MIN_DEPTH (1-100000, default 14)]\n");
+        return 1;
+    }
     bench_settings cfg = bench_settings_load();
     static st_state st;
     st.rng = cfg.seed;
@@ -50,7 +57,7 @@ int main(void) {
     while (st.todo) {
         uint64_t id = rng_next(&st.rng) % BENCH_STACKS;
         // 14..24 recursion frames + main, the leaf and libc's 3 start-up frames = 20..30.
-        acc += bench_descend(id, 14, st_leaf, &st);
+        acc += bench_descend(id, min_depth, st_leaf, &st);
     }
     for (unsigned i = 0; i < POOL; i++) {
         if (st.pool[i]) {

@@ -21,7 +21,8 @@ static __thread void* cache; // the calling thread's stack cache
 
 // pcs outermost first, as the unwinder gives them.
 static uint32_t intern(const uintptr_t* pcs, int n, bool truncated, mt_callsite_memo* memo) {
-    mt_stack st = {pcs, n, truncated, mt_stackhash_of(pcs, n), memo};
+    mt_stack st = {
+        .pcs = pcs, .n = n, .truncated = truncated, .hash = mt_stackhash_of(pcs, n), .memo = memo};
     return mt_trie_intern(&st, &cache);
 }
 

@@ -76,7 +76,8 @@ static __attribute__((noinline)) void check_walk(void* ctx) {
     uintptr_t got[DEPTH], want[DEPTH];
     int n = st.n;
     memcpy(got, st.pcs, (size_t)n * sizeof *got);
-    CHECK_EQ_I64(st.hash.h1, mt_stackhash_of(got, n).h1);
+    if (!st.hash_later)
+        CHECK_EQ_I64(st.hash.h1, mt_stackhash_of(got, n).h1);
     int m = reference_walk(want, DEPTH);
     c->walks++;
     c->truncated += st.truncated;
