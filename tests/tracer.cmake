@@ -63,6 +63,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
               $<TARGET_FILE:unwind_paths_${variant}>)
     set_tests_properties(e2e.unwind_auto_equals_libunwind_${variant} PROPERTIES
       LABELS e2e TIMEOUT 300)
+    # Stacks deeper than the limit: auto keeps and joins them past it, and reports the cut.
+    add_test(NAME e2e.unwind_auto_equals_libunwind_${variant}_depth12
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tracer/compare_unwinders.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+              $<TARGET_FILE:unwind_paths_${variant}> 12)
+    set_tests_properties(e2e.unwind_auto_equals_libunwind_${variant}_depth12 PROPERTIES
+      LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
 

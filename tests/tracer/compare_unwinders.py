@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Traces one program under MEMTRACE_UNWIND=auto and =libunwind and checks that both give
-exactly the same allocation stacks (every frame, noise included) with the same counts.
-usage: compare_unwinders.py MEMTRACE MEMREPORT PROGRAM"""
+exactly the same allocation stacks (every frame, noise included) with the same counts; with
+DEPTH, both under MEMTRACE_DEPTH=DEPTH (stacks cut to their leaf-most DEPTH frames).
+usage: compare_unwinders.py MEMTRACE MEMREPORT PROGRAM [DEPTH]"""
 import json
 import os
 import subprocess
@@ -10,9 +11,11 @@ import sys
 import tempfile
 
 
-def stacks(memtrace, memreport, prog, mode, tmp):
+def stacks(memtrace, memreport, prog, mode, tmp, depth):
     cap = os.path.join(tmp, f"{mode}.db")
     env = dict(os.environ, MEMTRACE_UNWIND=mode)
+    if depth:
+        env["MEMTRACE_DEPTH"] = depth
     run = subprocess.run([memtrace, "-o", cap, "--", prog], env=env, capture_output=True)
     if run.returncode != 0:
         sys.exit(f"FAIL: {mode}: exit {run.returncode}: {run.stderr.decode()}")
@@ -28,9 +31,10 @@ def stacks(memtrace, memreport, prog, mode, tmp):
 
 def main():
     memtrace, memreport, prog = sys.argv[1:4]
+    depth = sys.argv[4] if len(sys.argv) > 4 else None
     with tempfile.TemporaryDirectory() as tmp:
-        auto, out_a = stacks(memtrace, memreport, prog, "auto", tmp)
-        ref, out_r = stacks(memtrace, memreport, prog, "libunwind", tmp)
+        auto, out_a = stacks(memtrace, memreport, prog, "auto", tmp, depth)
+        ref, out_r = stacks(memtrace, memreport, prog, "libunwind", tmp, depth)
     failures = 0
     if out_a != out_r:
         print("FAIL: program output differs between the two runs")
@@ -45,7 +49,7 @@ def main():
     deepest = max((len(k) for k in ref), default=0)
     print(f"{len(ref)} distinct stacks (deepest {deepest} frames), "
           f"{sum(c for c, _ in ref.values())} allocations compared")
-    if len(ref) < 50 or deepest < 20:
+    if len(ref) < 50 or deepest < (int(depth) if depth else 20):
         print("FAIL: the program did not produce the variety of stacks this test needs")
         failures += 1
     print(f"{0 if failures else 1} passed, {1 if failures else 0} failed")
