@@ -203,10 +203,15 @@ static inline mt_event* next_slot(mt_thread* t) {
     return &b->ev[atomic_load_explicit(&b->committed, memory_order_relaxed)];
 }
 
-// Publishes the event written at next_slot's slot to the writer.
-static inline void commit(mt_thread* t) {
+// Publishes the event written at `slot` (next_slot's) to the writer; drops it if the buffer
+// was emptied meanwhile (a signal handler forked: the child's capture starts empty, and this
+// event, the parent's, is not the child's).
+static inline void commit(mt_thread* t, const mt_event* slot) {
     mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    uint32_t n = atomic_load_explicit(&b->committed, memory_order_relaxed) + 1;
+    uint32_t i = b ? atomic_load_explicit(&b->committed, memory_order_relaxed) : 0;
+    if (MT_UNLIKELY(!b || &b->ev[i] != slot))
+        return;
+    uint32_t n = i + 1;
     atomic_store_explicit(&b->committed, n, memory_order_release);
     if (MT_UNLIKELY(n == MT_BUFFER_EVENTS)) {
         mt_buffer* nb = mt_core_buffer_get();
@@ -221,7 +226,7 @@ static void push(mt_thread* t, const mt_event* ev) {
     mt_event* slot = next_slot(t);
     if (slot) {
         *slot = *ev;
-        commit(t);
+        commit(t, slot);
     }
 }
 
@@ -285,7 +290,7 @@ static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size
                      .tid = t->tid,
                      .kind = (uint8_t)kind,
                      .heap = MT_HEAP_LIBC};
-    commit(t);
+    commit(t, ev);
 }
 
 uint64_t mt_core_reserve_seq(void) {
@@ -484,7 +489,7 @@ MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
     else if (what == MT_MARK_RESUME)
         c.t->paused = 0;
     else if (name)
-        mt_writer_mark(name, what, mt_core_now(), c.t->tid);
+        mt_writer_mark(name, what, mt_clock_raw(), c.t->tid); // the events' clock
     leave(&c);
 }
 

@@ -36,11 +36,6 @@ enum {
     RULE_BP_CFA = 1,  // CFA = RBP + 16 (a frame-pointer frame)
     RULE_LAST = 2,    // the outermost frame (_start, thread start): the walk ends here
     RULE_COMPLEX = 4, // signal frame, or a rule that differed between walks: use libunwind
-    // Code without unwind info (built with -fno-asynchronous-unwind-tables, JIT code) that
-    // keeps a frame pointer: unwound by it (with RULE_BP_CFA). libunwind follows such a frame
-    // the same way but then steps on from a wrong stack pointer, so the callers above it are
-    // not learnt from libunwind: a walk past it ends where it meets a frame with no rule.
-    RULE_NO_INFO = 8,
 };
 
 typedef struct rule {
@@ -188,12 +183,31 @@ static bool frame_pointer_guess(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintpt
            *(const uintptr_t*)bp == caller_bp;
 }
 
+// A frame of a walk: its return address, stack pointer (its CFA: the caller's SP) and RBP.
+typedef struct frame_state {
+    uintptr_t pc, sp, bp;
+} frame_state;
+
 // A full libunwind walk that also learns the rule of every frame it steps through, as long
-// as libunwind finds the right frames (see RULE_NO_INFO).
-static int walk_libunwind(uintptr_t* out, int max, bool learn) {
+// as libunwind finds the right frames; out (if not NULL) gets the frames. Code without unwind
+// info (built with -fno-asynchronous-unwind-tables, JIT code) that keeps a frame pointer is
+// learnt as a frame-pointer frame (libunwind follows it so); but unw_step then steps on from
+// a wrong stack pointer, so the frames above it are learnt by a walk started where the cached
+// walk finds them (walk_cached_again).
+// From `from`, not from here, when given: a frame the cached walk reached above code without
+// unwind info, where libunwind's own walk does not (its CFA rule, as at every return address
+// of compiled code, depends on RSP or RBP only: the other registers do not matter).
+static int walk_libunwind(uintptr_t* out, int max, bool learn, const frame_state* from) {
     unw_context_t ctx;
     unw_cursor_t cur;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
+    if (unw_getcontext(&ctx) != 0)
+        return 0;
+    if (from) {
+        ctx.uc_mcontext.gregs[REG_RIP] = (greg_t)from->pc;
+        ctx.uc_mcontext.gregs[REG_RSP] = (greg_t)from->sp;
+        ctx.uc_mcontext.gregs[REG_RBP] = (greg_t)from->bp;
+    }
+    if (unw_init_local(&cur, &ctx) != 0)
         return 0;
     int n = 0;
     // Above a frame without unwind info libunwind's stack pointer is its guess (16 more than
@@ -206,7 +220,9 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
         unw_get_reg(&cur, UNW_X86_64_RBP, &bp);
         if (!ip)
             break;
-        out[n++] = ip;
+        if (out)
+            out[n] = ip;
+        n++;
         bool signal_frame = unw_is_signal_frame(&cur) > 0;
         int step = unw_step(&cur);
         if (!learn || is_self(ip)) {
@@ -239,7 +255,7 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
             flags |= RULE_BP_CFA;
         if ((flags & RULE_COMPLEX) && !signal_frame &&
             frame_pointer_guess(ip, sp, bp, ra, caller_bp)) {
-            rule_learn(ip, 0, 16, RULE_BP_CFA | RULE_NO_INFO);
+            rule_learn(ip, 0, 16, RULE_BP_CFA);
             above_guess = true;
             continue;
         }
@@ -379,11 +395,10 @@ typedef enum walk_result {
 
 // Applies cached rules from the first frame outside the tracer and stops where the stack
 // joins the previous walk's unchanged part. Fills *st (up to `max` frames), or says why not
-// (the caller then walks with libunwind). A frame without a rule met past a frame without
-// unwind info (RULE_NO_INFO) is given in *no_rule_past_guess. `scratch` holds a stack cut by
-// the limit.
+// (the caller then walks with libunwind); the frame found without a rule goes to *missing.
+// `scratch` holds a stack cut by the limit.
 static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
-                               uintptr_t* no_rule_past_guess) {
+                               frame_state* missing) {
     uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
     local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
@@ -416,7 +431,7 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
     }
     int k = 0, shared = 0;
     uintptr_t end_sp = 0;
-    bool done = false, past_guess = false;
+    bool done = false;
     while (k < limit) {
         if (sp >= join_sp) {
             // Frames come in increasing sp order in both walks: a merge finds a shared one.
@@ -444,13 +459,11 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
         if (k > max && (!r || (r->flags & RULE_COMPLEX)))
             break; // the frames reported are all known: those past them are not needed
         if (!r) {
-            if (past_guess)
-                *no_rule_past_guess = pc;
+            *missing = (frame_state){pc, sp, bp};
             return WALK_NO_RULE;
         }
         if (r->flags & RULE_COMPLEX)
             return WALK_FAILED;
-        past_guess |= r->flags & RULE_NO_INFO;
         walk_frame* f = &fresh[k++];
         *f = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
         if (r->flags & RULE_LAST) {
@@ -486,19 +499,19 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
 }
 
 // The cached walk again after a libunwind walk learnt the rules it lacked, so that the first
-// walk of a stack gives what every later one will. Past a frame without unwind info libunwind
-// does not learn the callers: a caller the cached walk meets there without a rule ends the
-// stack (RULE_LAST), as libunwind's walk ends, if it is not lost in a wrong frame before.
-static bool walk_cached_again(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
-                              uintptr_t no_rule_past_guess) {
-    for (int tries = 0; tries < 4; tries++) {
-        if (no_rule_past_guess && !rule_find(no_rule_past_guess))
-            rule_learn(no_rule_past_guess, 0, 0, RULE_LAST);
-        uintptr_t next = 0;
-        walk_result r = walk_cached(st, max, stack_hi, scratch, &next);
-        if (r != WALK_NO_RULE || !next || next == no_rule_past_guess)
-            return r == WALK_DONE;
-        no_rule_past_guess = next;
+// walk of a stack gives what every later one will. A frame it still finds without a rule is
+// one libunwind's walk did not reach as the cached walk does (above code without unwind
+// info): a libunwind walk from that frame learns it and those above (a try for each stretch
+// of such code in the stack).
+static bool walk_cached_again(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
+    frame_state learnt = {0, 0, 0};
+    for (int tries = 0; tries < 8; tries++) {
+        frame_state missing = {0, 0, 0};
+        walk_result r = walk_cached(st, max, stack_hi, scratch, &missing);
+        if (r != WALK_NO_RULE || (missing.pc == learnt.pc && missing.sp == learnt.sp))
+            return r == WALK_DONE; // done, or nothing more to learn
+        walk_libunwind(NULL, MAX_WALK, true, &missing);
+        learnt = missing;
     }
     return false;
 }
@@ -520,14 +533,14 @@ int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
 }
 
 void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
-    uintptr_t no_rule_past_guess = 0;
+    frame_state missing;
     walk_result cached = unwind_mode == MT_UNWIND_AUTO
-                             ? walk_cached(st, max, stack_hi, scratch, &no_rule_past_guess)
+                             ? walk_cached(st, max, stack_hi, scratch, &missing)
                              : WALK_FAILED;
     if (cached == WALK_DONE)
         return;
-    // auto learns rules as far as its cached walks go (see walk_cached's limit).
-    int want = unwind_mode == MT_UNWIND_AUTO || max + 16 > MAX_WALK ? MAX_WALK : max + 16;
+    // A walk that learns goes as far as cached walks go (see walk_cached's limit).
+    int want = cached == WALK_NO_RULE || max + 16 > MAX_WALK ? MAX_WALK : max + 16;
     int n;
     if (unwind_mode == MT_UNWIND_FP) {
         n = walk_fp(scratch, want, stack_hi);
@@ -536,10 +549,9 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
         if (unwind_mode == MT_UNWIND_LIBUNWIND)
             n = unw_backtrace((void**)scratch, want);
         else
-            n = walk_libunwind(scratch, want, true);
+            n = walk_libunwind(scratch, want, true, NULL);
         in_libunwind = 0;
-        if (cached == WALK_NO_RULE &&
-            walk_cached_again(st, max, stack_hi, scratch, no_rule_past_guess))
+        if (cached == WALK_NO_RULE && walk_cached_again(st, max, stack_hi, scratch))
             return;
     }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep

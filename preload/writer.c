@@ -213,15 +213,16 @@ static void steal_partials(void) {
 // ---- marks, counters (stacks, maps, threads and call counts: writer_rows.h)
 
 static int write_mark(const pending_mark* m) {
+    int64_t ts = mt_clock_to_ns(m->ts); // as events are: it keeps its place among them
     if (m->what == MT_MARK_RANGE_END)
-        return mt_capwriter_mark_end(cw, m->name, m->tid, m->ts);
+        return mt_capwriter_mark_end(cw, m->name, m->tid, ts);
     bool range = m->what == MT_MARK_RANGE_BEGIN;
     mt_mark_rec r = {.heap = MT_HEAP_LIBC,
                      .kind = range ? "range" : "mark",
                      .name = m->name,
-                     .ts_begin = m->ts,
+                     .ts_begin = ts,
                      .has_end = !range, // a point: begins and ends at once
-                     .ts_end = m->ts,
+                     .ts_end = ts,
                      .has_tid = true,
                      .tid = m->tid};
     return mt_capwriter_mark(cw, &r);

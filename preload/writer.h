@@ -29,7 +29,8 @@ void mt_writer_forget(void);
 // finalize the capture, and waits for it at most timeout_ms.
 void mt_writer_save_before_death(int sig, int timeout_ms);
 
-// A user mark (memtrace.h), queued for the writer. `name` is copied.
+// A user mark (memtrace.h), queued for the writer. `name` is copied; `ts` is mt_clock_raw's,
+// converted by the writer as events are.
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid);
 
 #endif

@@ -152,10 +152,15 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(vfork_first_call)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.
   tracer_program_test(main_pthread_exit)
-  # Code without unwind info but with frame pointers: whole stacks, walked from the cache.
+  # A mark keeps its place among the heap calls around it.
+  tracer_program_test(marks_order)
+  target_include_directories(marks_order PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  # Code without unwind info but with frame pointers, called from code with it: whole
+  # stacks, walked from the cache, as libunwind's unw_backtrace gives them.
   tracer_program_test(no_unwind_info)
-  target_compile_options(no_unwind_info PRIVATE -O2 -g0 -fno-omit-frame-pointer
-                         -fno-asynchronous-unwind-tables -fno-unwind-tables)
+  target_sources(no_unwind_info PRIVATE tracer/no_unwind_info_main.c)
+  set_source_files_properties(tracer/no_unwind_info.c PROPERTIES COMPILE_OPTIONS
+    "-O2;-g0;-fno-omit-frame-pointer;-fno-asynchronous-unwind-tables;-fno-unwind-tables")
 endif()
 
 # Fatal signals: the capture is saved, the process dies as it would untraced.

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Code without unwind info that keeps frame pointers (built with -fno-asynchronous-unwind-tables
-// -fno-omit-frame-pointer, as JIT code and some embedded builds are): libunwind follows such
-// frames by their frame pointer but then loses the callers above main. Allocates from PATHS
-// paths, each a fixed sequence of f0..f3 calls under main, ALLOCS times per path in a loop at
-// the bottom, the paths taken in turn so that a path's stack is walked again after others.
-// Prints each path as "path ID f.. f.." (outermost first); path ID allocates 1000 + ID bytes.
+// -fno-omit-frame-pointer, as JIT code and some embedded builds are), called from code with
+// unwind info (no_unwind_info_main.c). noinfo_paths allocates from PATHS paths, each a fixed
+// sequence of f0..f3 calls, ALLOCS times per path in a loop at the bottom, the paths taken in
+// turn so that a path's stack is walked again after others. It prints each path as
+// "path ID f.. f.." (outermost first); path ID allocates 1000 + ID bytes.
+#include "no_unwind_info.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,7 +67,7 @@ __attribute__((noinline, noclone)) static void descend(int id, int level) {
     sink++; // no tail call either
 }
 
-int main(void) {
+void noinfo_paths(void) {
     for (int id = 0; id < PATHS; id++) {
         printf("path %d", id);
         for (int level = 0; level < path_depth(id); level++)
@@ -78,5 +80,25 @@ int main(void) {
             descend(id, 0);
     for (int i = 0; i < nblocks; i++)
         free(blocks[i]);
-    return 0;
+}
+
+// Called through an indirect call site that also calls code with unwind info. Its locals
+// keep its stack pointer below its frame pointer: libunwind's unw_step then takes a wrong one
+// for its caller (with SP = RBP it happens to be right).
+void* noinfo_callback_block;
+void noinfo_callback(int n) {
+    volatile char local[64];
+    local[0] = (char)n;
+    noinfo_callback_block = malloc(2100 + (size_t)n + (size_t)(local[0] - n));
+    sink++;
+}
+
+// A thread's start routine (start_thread also starts threads with unwind info).
+void* noinfo_thread(void* arg) {
+    volatile char local[64];
+    local[0] = 0;
+    void* p = malloc(3100 + (size_t)local[0]);
+    sink++;
+    free(p);
+    return arg;
 }
