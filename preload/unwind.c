@@ -36,6 +36,12 @@ enum {
     RULE_BP_CFA = 1,  // CFA = RBP + 16 (a frame-pointer frame)
     RULE_LAST = 2,    // the outermost frame (_start, thread start): the walk ends here
     RULE_COMPLEX = 4, // signal frame, or a rule that differed between walks: use libunwind
+    // A frame of code without unwind info (JIT code, -fno-asynchronous-unwind-tables builds),
+    // unwound by its frame pointer as libunwind guesses it (with RULE_BP_CFA). libunwind's
+    // unw_step then goes on from a guessed stack pointer: no rule is learnt above such a frame,
+    // and a stack past it that the rules do not cover is taken from unw_backtrace (which
+    // follows such frames right) without learning.
+    RULE_NO_INFO = 8,
 };
 
 typedef struct rule {
@@ -76,8 +82,9 @@ static const rule* rule_find(uintptr_t pc) {
 // Whether rule r says what a walk just learnt (else the frame's layout varies).
 static bool rule_same(const rule* r, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
     uint8_t old = atomic_load_explicit(&r->flags, memory_order_relaxed);
-    return old == flags && ((flags & (RULE_BP_CFA | RULE_LAST)) || r->cfa_off == cfa_off) &&
-           r->bp_off == bp_off;
+    // A frame-pointer frame is one, found by unwind info or by libunwind's guess.
+    return (old & ~RULE_NO_INFO) == (flags & ~RULE_NO_INFO) &&
+           ((flags & (RULE_BP_CFA | RULE_LAST)) || r->cfa_off == cfa_off) && r->bp_off == bp_off;
 }
 
 static void rule_learn(uintptr_t pc, uint32_t cfa_off, uint16_t bp_off, uint8_t flags) {
@@ -183,31 +190,12 @@ static bool frame_pointer_guess(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintpt
            *(const uintptr_t*)bp == caller_bp;
 }
 
-// A frame of a walk: its return address, stack pointer (its CFA: the caller's SP) and RBP.
-typedef struct frame_state {
-    uintptr_t pc, sp, bp;
-} frame_state;
-
 // A full libunwind walk that also learns the rule of every frame it steps through, as long
-// as libunwind finds the right frames; out (if not NULL) gets the frames. Code without unwind
-// info (built with -fno-asynchronous-unwind-tables, JIT code) that keeps a frame pointer is
-// learnt as a frame-pointer frame (libunwind follows it so); but unw_step then steps on from
-// a wrong stack pointer, so the frames above it are learnt by a walk started where the cached
-// walk finds them (walk_cached_again).
-// From `from`, not from here, when given: a frame the cached walk reached above code without
-// unwind info, where libunwind's own walk does not (its CFA rule, as at every return address
-// of compiled code, depends on RSP or RBP only: the other registers do not matter).
-static int walk_libunwind(uintptr_t* out, int max, bool learn, const frame_state* from) {
+// as libunwind finds the right frames (see RULE_NO_INFO).
+static int walk_libunwind(uintptr_t* out, int max, bool learn) {
     unw_context_t ctx;
     unw_cursor_t cur;
-    if (unw_getcontext(&ctx) != 0)
-        return 0;
-    if (from) {
-        ctx.uc_mcontext.gregs[REG_RIP] = (greg_t)from->pc;
-        ctx.uc_mcontext.gregs[REG_RSP] = (greg_t)from->sp;
-        ctx.uc_mcontext.gregs[REG_RBP] = (greg_t)from->bp;
-    }
-    if (unw_init_local(&cur, &ctx) != 0)
+    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
         return 0;
     int n = 0;
     // Above a frame without unwind info libunwind's stack pointer is its guess (16 more than
@@ -220,9 +208,7 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn, const frame_state
         unw_get_reg(&cur, UNW_X86_64_RBP, &bp);
         if (!ip)
             break;
-        if (out)
-            out[n] = ip;
-        n++;
+        out[n++] = ip;
         bool signal_frame = unw_is_signal_frame(&cur) > 0;
         int step = unw_step(&cur);
         if (!learn || is_self(ip)) {
@@ -253,9 +239,10 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn, const frame_state
             flags |= RULE_COMPLEX;
         if (bp_off == 16 && bp + 16 == cfa)
             flags |= RULE_BP_CFA;
-        if ((flags & RULE_COMPLEX) && !signal_frame &&
+        // Above a guess, libunwind's stack pointer can make a guessed frame look regular.
+        if ((flags & RULE_COMPLEX || above_guess) && !signal_frame &&
             frame_pointer_guess(ip, sp, bp, ra, caller_bp)) {
-            rule_learn(ip, 0, 16, RULE_BP_CFA);
+            rule_learn(ip, 0, 16, RULE_BP_CFA | RULE_NO_INFO);
             above_guess = true;
             continue;
         }
@@ -388,17 +375,16 @@ static inline void stack_of_complete(mt_stack* st, local_rules* lr, int shared, 
 }
 
 typedef enum walk_result {
-    WALK_DONE,    // *st is filled
-    WALK_NO_RULE, // a frame has no rule yet: a libunwind walk may learn it
-    WALK_FAILED,  // a frame's rule is not usable (or the walk cannot start): libunwind's walk
+    WALK_DONE,       // *st is filled
+    WALK_NO_RULE,    // a frame has no rule yet: a libunwind walk may learn it
+    WALK_FAILED,     // a frame's rule is not usable (or the walk cannot start): libunwind's walk
+    WALK_PAST_GUESS, // as WALK_FAILED, above code without unwind info: unw_backtrace's walk
 } walk_result;
 
 // Applies cached rules from the first frame outside the tracer and stops where the stack
 // joins the previous walk's unchanged part. Fills *st (up to `max` frames), or says why not
-// (the caller then walks with libunwind); the frame found without a rule goes to *missing.
-// `scratch` holds a stack cut by the limit.
-static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
-                               frame_state* missing) {
+// (the caller then walks with libunwind). `scratch` holds a stack cut by the limit.
+static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
     uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
     local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
@@ -431,7 +417,7 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
     }
     int k = 0, shared = 0;
     uintptr_t end_sp = 0;
-    bool done = false;
+    bool done = false, past_guess = false;
     while (k < limit) {
         if (sp >= join_sp) {
             // Frames come in increasing sp order in both walks: a merge finds a shared one.
@@ -458,12 +444,13 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
         const local_rule* r = local_find(lr, pc);
         if (k > max && (!r || (r->flags & RULE_COMPLEX)))
             break; // the frames reported are all known: those past them are not needed
-        if (!r) {
-            *missing = (frame_state){pc, sp, bp};
+        if (past_guess && (!r || (r->flags & RULE_COMPLEX)))
+            return WALK_PAST_GUESS;
+        if (!r)
             return WALK_NO_RULE;
-        }
         if (r->flags & RULE_COMPLEX)
             return WALK_FAILED;
+        past_guess |= r->flags & RULE_NO_INFO;
         walk_frame* f = &fresh[k++];
         *f = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
         if (r->flags & RULE_LAST) {
@@ -498,24 +485,6 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
     return WALK_DONE;
 }
 
-// The cached walk again after a libunwind walk learnt the rules it lacked, so that the first
-// walk of a stack gives what every later one will. A frame it still finds without a rule is
-// one libunwind's walk did not reach as the cached walk does (above code without unwind
-// info): a libunwind walk from that frame learns it and those above (a try for each stretch
-// of such code in the stack).
-static bool walk_cached_again(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
-    frame_state learnt = {0, 0, 0};
-    for (int tries = 0; tries < 8; tries++) {
-        frame_state missing = {0, 0, 0};
-        walk_result r = walk_cached(st, max, stack_hi, scratch, &missing);
-        if (r != WALK_NO_RULE || (missing.pc == learnt.pc && missing.sp == learnt.sp))
-            return r == WALK_DONE; // done, or nothing more to learn
-        walk_libunwind(NULL, MAX_WALK, true, &missing);
-        learnt = missing;
-    }
-    return false;
-}
-
 #define NESTED_WALK_MAX (MT_NESTED_FRAMES + 16)
 
 int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
@@ -533,10 +502,8 @@ int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
 }
 
 void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
-    frame_state missing;
-    walk_result cached = unwind_mode == MT_UNWIND_AUTO
-                             ? walk_cached(st, max, stack_hi, scratch, &missing)
-                             : WALK_FAILED;
+    walk_result cached =
+        unwind_mode == MT_UNWIND_AUTO ? walk_cached(st, max, stack_hi, scratch) : WALK_FAILED;
     if (cached == WALK_DONE)
         return;
     // A walk that learns goes as far as cached walks go (see walk_cached's limit).
@@ -544,15 +511,26 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
     int n;
     if (unwind_mode == MT_UNWIND_FP) {
         n = walk_fp(scratch, want, stack_hi);
-    } else {
+    } else if (unwind_mode == MT_UNWIND_LIBUNWIND) {
         in_libunwind = 1;
-        if (unwind_mode == MT_UNWIND_LIBUNWIND)
-            n = unw_backtrace((void**)scratch, want);
-        else
-            n = walk_libunwind(scratch, want, true, NULL);
+        n = unw_backtrace((void**)scratch, want);
         in_libunwind = 0;
-        if (cached == WALK_NO_RULE && walk_cached_again(st, max, stack_hi, scratch))
+    } else {
+        if (cached != WALK_PAST_GUESS) {
+            in_libunwind = 1;
+            n = walk_libunwind(scratch, want, true);
+            in_libunwind = 0;
+        }
+        // Again from the cache, now that the rules are learnt: the first walk of a stack then
+        // gives what later ones will.
+        if (cached == WALK_NO_RULE &&
+            (cached = walk_cached(st, max, stack_hi, scratch)) == WALK_DONE)
             return;
+        if (cached == WALK_PAST_GUESS) {
+            in_libunwind = 1;
+            n = unw_backtrace((void**)scratch, want);
+            in_libunwind = 0;
+        }
     }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
     // the leaf-most `max`, and turn them outermost first.

@@ -593,6 +593,7 @@ void mt_writer_forget(void) {
     // copies of them, to close.
     writer_running = false;
     cw = NULL;
+    marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
     const char* base = strrchr(capture_path, '/');
     snprintf(parent_capture, sizeof parent_capture, "%s", base ? base + 1 : capture_path);
     capture_path[0] = 0;

@@ -152,9 +152,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(vfork_first_call)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.
   tracer_program_test(main_pthread_exit)
-  # A mark keeps its place among the heap calls around it.
+  # A mark keeps its place among the heap calls around it; a mark made before fork stays
+  # the parent's.
   tracer_program_test(marks_order)
   target_include_directories(marks_order PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  tracer_program_test(fork_mark)
+  target_include_directories(fork_mark PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
   # Code without unwind info but with frame pointers, called from code with it: whole
   # stacks, walked from the cache, as libunwind's unw_backtrace gives them.
   tracer_program_test(no_unwind_info)
