@@ -239,6 +239,10 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
             flags |= RULE_COMPLEX;
         if (bp_off == 16 && bp + 16 == cfa)
             flags |= RULE_BP_CFA;
+        // A frame that realigns its stack keeps the caller's RBP where its RBP points, but its
+        // CFA where its prologue left the old stack pointer: no fixed rule fits it.
+        if (bp_off && loc.u.addr == bp && bp + 16 != cfa)
+            flags |= RULE_COMPLEX;
         // Above a guess, libunwind's stack pointer can make a guessed frame look regular.
         if ((flags & RULE_COMPLEX || above_guess) && !signal_frame &&
             frame_pointer_guess(ip, sp, bp, ra, caller_bp)) {

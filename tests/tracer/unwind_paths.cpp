@@ -27,11 +27,24 @@ __attribute__((noinline)) static void with_alloca(int depth, size_t n) {
 
 __attribute__((noinline)) static void level_c(int depth, size_t n);
 
+// A frame that realigns the stack (an over-aligned local) and has a variable-size part: its
+// CFA is where its prologue left the old stack pointer, not a fixed offset from SP or RBP.
+__attribute__((noinline)) static void realigned(int depth, size_t n) {
+    alignas(64) volatile char aligned[128];
+    aligned[0] = (char)depth;
+    char* vla = static_cast<char*>(alloca(16 + (size_t)depth * 40));
+    memset(vla, depth, 16);
+    if (vla[3] == depth && aligned[0] == (char)depth)
+        leaf_malloc(n + 7);
+}
+
 __attribute__((noinline)) static void level_a(int depth, size_t n) {
     if (depth <= 0) {
         leaf_malloc(n);
         return;
     }
+    if (depth % 5 == 0)
+        realigned(depth, n);
     if (depth % 3 == 0)
         level_c(depth - 1, n + 1);
     else
