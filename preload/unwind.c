@@ -181,7 +181,8 @@ static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
 // Whether libunwind stepped out of the frame at ip, which has no unwind info, by its frame
 // pointer bp: the caller's RBP read at bp, the return address above it (libunwind read both,
 // checking they are mapped, when it took that way); its stack pointer for the caller is then
-// not the caller's. Asked only of frames that no rule fits otherwise: the lookup is rare.
+// not the caller's. Asked only of frames that no rule fits otherwise, or above such a frame,
+// in learning walks: the lookup is rare.
 static bool frame_pointer_guess(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintptr_t ra,
                                 uintptr_t caller_bp) {
     unw_proc_info_t info;

@@ -35,7 +35,7 @@ typedef struct mt_stack {
     const uintptr_t* pcs; // return addresses, outermost frame first
     int n;
     bool truncated;         // deeper than the limit: pcs holds the leaf-most n frames
-    bool hash_later;        // hash not computed (the memo usually knows the id): see below
+    bool hash_later;        // hash not computed: mt_trie_intern hashes pcs on a memo miss
     mt_stackhash hash;      // mt_stackhash_of(pcs, n), unless hash_later
     mt_callsite_memo* memo; // where the walk cache keeps this stack's id, or NULL
 } mt_stack;

@@ -9,6 +9,7 @@
 # it skipped (exit 77 only when every check it ran passed).
 import os
 import select
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -78,6 +79,19 @@ def clean_env(**settings):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMTRACE_")}
     env.update({f"MEMTRACE_{k}": str(v) for k, v in settings.items()})
     return env
+
+
+def fresh_dir(path):
+    """An empty directory at `path` (what an earlier run left there removed)."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+
+
+def traced(launcher, out, argv, **settings):
+    """Runs `argv` under the memtrace launcher writing to `out` (a capture, or DIR/ for a
+    process tree), in clean_env(**settings); the finished run, its output as text."""
+    return subprocess.run([launcher, "-o", out, "--", *argv], capture_output=True, text=True,
+                          env=clean_env(**settings))
 
 
 def capture_meta(capture):

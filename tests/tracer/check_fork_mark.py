@@ -8,13 +8,12 @@ Usage: check_fork_mark.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, clean_env, failures  # noqa: E402
+from checks import check, failures, fresh_dir, traced  # noqa: E402
 
 
 def marks(memreport, db):
@@ -25,11 +24,9 @@ def marks(memreport, db):
 
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_dir(work)
     out = os.path.join(work, "caps") + "/"
-    r = subprocess.run([launcher, "-o", out, "--", prog], capture_output=True, text=True,
-                       env=clean_env())
+    r = traced(launcher, out, [prog])
     if not check(r.returncode == 0, f"the program ran ({r.returncode}: {r.stderr.strip()})"):
         return
     caps = sorted(glob.glob(out + "*.db"))

@@ -9,13 +9,12 @@ Usage: check_marks_order.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, clean_env, failures  # noqa: E402
+from checks import check, failures, fresh_dir, traced  # noqa: E402
 
 
 def query(memreport, db, sql):
@@ -26,11 +25,9 @@ def query(memreport, db, sql):
 
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_dir(work)
     db = os.path.join(work, "marks.db")
-    r = subprocess.run([launcher, "-o", db, "--", prog], capture_output=True, text=True,
-                       env=clean_env())
+    r = traced(launcher, db, [prog])
     if not check(r.returncode == 0 and r.stdout.startswith("rounds "),
                  f"the program ran ({r.returncode}: {r.stdout!r} {r.stderr.strip()})"):
         return

@@ -11,13 +11,12 @@ Usage: check_no_unwind_info.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, clean_env, failures  # noqa: E402
+from checks import check, failures, fresh_dir, traced  # noqa: E402
 
 ALLOCS = 40  # per path (no_unwind_info.c)
 
@@ -25,8 +24,7 @@ ALLOCS = 40  # per path (no_unwind_info.c)
 def trace(launcher, memreport, prog, work, mode):
     """({size: [(count, frames innermost first)]}, {path id: [f.., ...]}) of one run."""
     db = os.path.join(work, f"{mode}.db")
-    r = subprocess.run([launcher, "-o", db, "--", prog], capture_output=True, text=True,
-                       env=dict(clean_env(), MEMTRACE_UNWIND=mode))
+    r = traced(launcher, db, [prog], UNWIND=mode)
     if r.returncode != 0:
         sys.exit(f"FAIL: {mode}: the program ran ({r.returncode}: {r.stderr.strip()})")
     paths = {}
@@ -55,8 +53,7 @@ def expected(path):
 
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_dir(work)
     auto, paths = trace(launcher, memreport, prog, work, "auto")
     ref, _ = trace(launcher, memreport, prog, work, "libunwind")
     fp, _ = trace(launcher, memreport, prog, work, "fp")

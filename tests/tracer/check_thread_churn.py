@@ -7,14 +7,13 @@ Usage: check_thread_churn.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, clean_env, failures  # noqa: E402
+from checks import check, failures, fresh_dir, traced  # noqa: E402
 
 THREADS = 4000
 # Without reuse each exited thread kept its record and stack cache (about 600 KiB of
@@ -24,11 +23,9 @@ MAX_GROWTH_KB = 256 * 1024
 
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    fresh_dir(work)
     db = os.path.join(work, "churn.db")
-    r = subprocess.run([launcher, "-o", db, "--", prog], capture_output=True, text=True,
-                       env=clean_env())
+    r = traced(launcher, db, [prog])
     if not check(r.returncode == 0, f"the program ran ({r.returncode}: {r.stderr.strip()})"):
         return
     warm, end = (int(x) for x in r.stdout.split()[1:3])
