@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# The benchmark driver behind bench/run.sh: runs every workload natively, under memtrace
+# The benchmark driver behind bench/run.sh: runs every workload natively, under the floor shim
+# (bench/floor/floor_fp.c: frame-pointer walks only), under memtrace
 # (MEMTRACE_UNWIND=auto, fp, libunwind; and sampled, mt-sample) and under heaptrack (full and
 # --raw), interleaved and repeated, takes medians, checks each capture's counts against the
 # workload's own, and prints the table (also written to bench/results.txt). It measures; it
@@ -139,7 +140,8 @@ class Bench:
         self.symbol_cache = os.environ.get("BENCH_SYMBOL_CACHE", "warm")
         if self.symbol_cache not in ("warm", "cold"):
             sys.exit("bench: BENCH_SYMBOL_CACHE must be warm or cold")
-        self.modes = ["native"] + ["mt-" + m for m in MEMTRACE_MODES] + ["mt-sample"]
+        self.modes = ["native", "floor-fp"] + ["mt-" + m for m in MEMTRACE_MODES] + ["mt-sample"]
+        self.floor_lib = os.path.join(build, "bench", "libbench_floor_fp.so")
         self.sample_bytes = env_int("BENCH_SAMPLE_BYTES", SAMPLE_BYTES_DEFAULT)
         only_modes = os.environ.get("BENCH_MODES", "")  # e.g. native,mt-auto,mt-sample
         if only_modes:
@@ -272,14 +274,16 @@ class Bench:
 
     def run_one(self, name, binary, args, mode):
         exe = os.path.join(self.build, "bench", binary)
-        if mode == "native":
+        if mode in ("native", "floor-fp"):
             out = os.path.join(self.tmp, "out.txt")
-            rc, wall, cpu, rss = run([exe] + args, self.workload_env(self.events), out,
-                                     timeout=self.timeout)
+            env = self.workload_env(self.events)
+            if mode == "floor-fp":
+                env["LD_PRELOAD"] = self.floor_lib
+            rc, wall, cpu, rss = run([exe] + args, env, out, timeout=self.timeout)
             res = {"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}
             res["prog"], res["text"] = parse_workload_line(out)
             if rc != 0:
-                self.problems.append(f"{name} native: exit {rc}")
+                self.problems.append(f"{name} {mode}: exit {rc}")
         elif mode == "mt-sample":
             res = self.run_memtrace(name, exe, args, "auto", self.events, self.sample_bytes)
             res["check"] = self.check_sampled(name, res)
@@ -433,8 +437,10 @@ class Bench:
             nat = self.med(name, "native", "cpu")
             parts = []
             for mode in self.modes[1:]:
-                # A sampled capture holds few events: per event of the workload instead.
-                ev = self.events_of(name, "native" if mode == "mt-sample" else mode)
+                # A sampled capture holds few events (the floor none): per event of the
+                # workload instead.
+                ev = self.events_of(name, mode if mode.startswith("mt-") and mode != "mt-sample"
+                                    else "native")
                 c = self.med(name, mode, "cpu")
                 if c and nat and ev:
                     parts.append(f"{mode} {(c - nat) / ev * 1e9:.0f}")
