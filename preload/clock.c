@@ -3,7 +3,6 @@
 // thread only (and by start-up code before the writer exists); hooks only read the TSC.
 #include "clock.h"
 
-#include <limits.h>
 #include <stdint.h>
 #include <time.h>
 #if defined(__x86_64__)
@@ -12,20 +11,43 @@
 
 bool mt_clock_tsc;
 
+// A calibration point and the line from it to the next (or, for the last point, past it).
 typedef struct calib {
     int64_t tsc, ns;
+    double slope; // ns per tick
 } calib;
 
-#define POINTS 256 // at >= 5 ms apart, over a second of history
+// At most two points (a measured one and its anchor, below) every 5 ms: over 2.5 s of
+// history, more than the writer leaves an event unconverted at the default periods.
+#define POINTS 1024
 static calib points[POINTS];
 static unsigned npoints; // total points ever added; the ring holds the last POINTS
 static int64_t last_added_ns;
+// The largest raw value converted past the last point (on the last point's line). The next
+// point is preceded by an anchor at this value on that line, so that no value converted
+// before changes: a raw value's nanoseconds never depend on when the writer converted it,
+// and a mark converted before a point was added keeps its place among the events next to
+// it, converted after.
+static int64_t past_last = INT64_MIN;
+// The segment last converted through (its first point's logical index): a buffer's events fall
+// in one or two segments, so most conversions need no search.
+static unsigned seg_lo;
 
-// The segment last converted through (points lo and lo + 1, logical indexes) and its slope:
-// a buffer's events fall in one or two segments, so most conversions need no search and no
-// division.
-static unsigned seg_lo = UINT_MAX, seg_npoints;
-static double seg_slope;
+#define AT(i) (&points[(i) % POINTS])
+
+static int64_t convert(const calib* a, int64_t tsc) {
+    return a->ns + (int64_t)((double)(tsc - a->tsc) * a->slope);
+}
+
+// Appends p, after last (if any), whose line then ends at p; p goes on with the same slope.
+static void append(calib p) {
+    if (npoints) {
+        calib* last = AT(npoints - 1);
+        last->slope = (double)(p.ns - last->ns) / (double)(p.tsc - last->tsc);
+        p.slope = last->slope;
+    }
+    *AT(npoints++) = p;
+}
 
 bool mt_clock_uses_tsc(void) {
     return mt_clock_tsc;
@@ -48,7 +70,7 @@ static void add_point(void) {
     // Bracket clock_gettime between two TSC reads and use their midpoint; keep the tightest
     // of a few tries, since a preempted try (a busy VM) would misplace the point by as much
     // as the preemption lasted.
-    calib p = {0, 0};
+    calib p = {0, 0, 0};
     int64_t best = INT64_MAX;
     for (int i = 0; i < 8; i++) {
         int64_t t1 = (int64_t)__builtin_ia32_rdtsc();
@@ -56,19 +78,29 @@ static void add_point(void) {
         int64_t t2 = (int64_t)__builtin_ia32_rdtsc();
         if (t2 - t1 < best) {
             best = t2 - t1;
-            p = (calib){t1 + (t2 - t1) / 2, ns};
+            p = (calib){t1 + (t2 - t1) / 2, ns, 0};
         }
     }
-    if (npoints && p.tsc <= points[(npoints - 1) % POINTS].tsc)
+    const calib* last = npoints ? AT(npoints - 1) : NULL;
+    if (last && p.tsc <= last->tsc)
         return;
-    points[npoints++ % POINTS] = p;
+    if (npoints >= 2 && past_last > last->tsc) {
+        if (past_last >= p.tsc)
+            return; // converted past even this point (two CPUs' TSCs apart): keep the line
+        calib anchor = {past_last, convert(last, past_last), last->slope};
+        if (p.ns <= anchor.ns)
+            p.ns = anchor.ns + 1; // the line ran ahead of the clock: never go back
+        *AT(npoints++) = anchor;  // on last's line: last keeps its slope
+    }
+    append(p);
     last_added_ns = p.ns;
 #endif
 }
 
 void mt_clock_restart(void) {
     npoints = 0;
-    seg_lo = UINT_MAX;
+    seg_lo = 0;
+    past_last = INT64_MIN;
     if (mt_clock_tsc)
         add_point();
 }
@@ -93,30 +125,21 @@ void mt_clock_calibrate(void) {
         add_point();
 }
 
-static int64_t convert(unsigned lo, int64_t tsc) {
-    const calib* a = &points[lo % POINTS];
-    if (lo != seg_lo || seg_npoints != npoints) {
-        const calib* b = &points[(lo + 1) % POINTS];
-        seg_slope = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
-        seg_lo = lo;
-        seg_npoints = npoints;
-    }
-    return a->ns + (int64_t)((double)(tsc - a->tsc) * seg_slope);
-}
-
 int64_t mt_clock_to_ns(int64_t raw) {
     if (!mt_clock_tsc || npoints < 2)
         return raw;
     unsigned n = npoints < POINTS ? npoints : POINTS;
     unsigned first = npoints - n; // logical index of the oldest point held
-#define AT(i) (&points[(i) % POINTS])
-    if (raw >= AT(npoints - 1)->tsc)
-        return convert(npoints - 2, raw);
+    if (raw >= AT(npoints - 1)->tsc) {
+        if (raw > past_last)
+            past_last = raw;
+        return convert(AT(npoints - 1), raw);
+    }
     if (raw <= AT(first)->tsc)
-        return convert(first, raw);
+        return convert(AT(first), raw);
     if (seg_lo >= first && seg_lo + 1 < npoints && AT(seg_lo)->tsc <= raw &&
         raw < AT(seg_lo + 1)->tsc)
-        return convert(seg_lo, raw);
+        return convert(AT(seg_lo), raw);
     unsigned lo = first, hi = npoints - 1; // AT(lo)->tsc < raw < AT(hi)->tsc
     while (hi - lo > 1) {
         unsigned mid = lo + (hi - lo) / 2;
@@ -125,6 +148,6 @@ int64_t mt_clock_to_ns(int64_t raw) {
         else
             hi = mid;
     }
-    return convert(lo, raw);
-#undef AT
+    seg_lo = lo;
+    return convert(AT(lo), raw);
 }

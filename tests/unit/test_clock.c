@@ -67,6 +67,33 @@ static void test_mapping(void) {
     CHECK(never_back);
 }
 
+// The writer converts a buffer or a mark when it gets to it, sometimes past the last
+// calibration point (on the last segment's line), and the events next to it after the next
+// point was added. A value's nanoseconds must not depend on when it was converted, or a
+// mark could move past an event recorded after it.
+static void test_converted_before_a_point(void) {
+    mt_clock_restart();
+    mt_clock_settle(); // the second point: a slope from 200 us, refined by the next points
+    busy_until(mt_core_now() + CALIBRATION_NS / 2);
+    int64_t early = mt_clock_raw();
+    int64_t early_ns = mt_clock_to_ns(early); // past the last point
+    int64_t next = mt_clock_raw();
+    busy_until(mt_core_now() + CALIBRATION_NS);
+    mt_clock_calibrate();
+    busy_until(mt_core_now() + CALIBRATION_NS);
+    mt_clock_calibrate();
+    CHECK_EQ_I64(mt_clock_to_ns(early), early_ns);
+    CHECK(mt_clock_to_ns(next) >= early_ns);
+    // And the mapping stays monotonic across the points added after the early conversion.
+    int64_t prev = mt_clock_to_ns(early), never_back = 1, now = mt_clock_raw();
+    for (int64_t r = early, step = (now - early) / 100000 + 1; r <= now; r += step) {
+        int64_t ns = mt_clock_to_ns(r);
+        never_back &= ns >= prev;
+        prev = ns;
+    }
+    CHECK(never_back);
+}
+
 // Without a usable TSC the raw clock is already the core's nanoseconds.
 static void test_without_tsc(void) {
     bool tsc = mt_clock_tsc;
@@ -83,6 +110,7 @@ int main(void) {
     mt_clock_init();
     printf("source: %s\n", mt_clock_uses_tsc() ? "TSC" : "clock_gettime");
     test_mapping();
+    test_converted_before_a_point();
     test_without_tsc();
     CHECK_DONE();
 }
