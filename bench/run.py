@@ -147,11 +147,13 @@ class Bench:
         if only_modes:
             self.modes = [m for m in self.modes if m in only_modes.split(",")]
         if self.heaptrack:
-            self.modes.append("heaptrack")
+            heaptrack_modes = ["heaptrack"]
             # --raw (record only, no interpreter): older heaptracks lack it, so ask.
             h = subprocess.run([self.heaptrack, "--help"], capture_output=True, text=True)
             if "--raw" in h.stdout + h.stderr:
-                self.modes.append("heaptrack-raw")
+                heaptrack_modes.append("heaptrack-raw")
+            self.modes += [m for m in heaptrack_modes
+                           if not only_modes or m in only_modes.split(",")]
         self.rev = git_rev()  # now: the tree may move on while the bench runs
         self.lib_time = (datetime.datetime.fromtimestamp(os.path.getmtime(self.lib))
                          .strftime("%Y-%m-%d %H:%M") if os.path.exists(self.lib) else "?")
