@@ -5,43 +5,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                                   \
-    do {                                                                                           \
-        v0 += v1;                                                                                  \
-        v1 = ROTL(v1, 13);                                                                         \
-        v1 ^= v0;                                                                                  \
-        v0 = ROTL(v0, 32);                                                                         \
-        v2 += v3;                                                                                  \
-        v3 = ROTL(v3, 16);                                                                         \
-        v3 ^= v2;                                                                                  \
-        v0 += v3;                                                                                  \
-        v3 = ROTL(v3, 21);                                                                         \
-        v3 ^= v0;                                                                                  \
-        v2 += v1;                                                                                  \
-        v1 = ROTL(v1, 17);                                                                         \
-        v1 ^= v2;                                                                                  \
-        v2 = ROTL(v2, 32);                                                                         \
-    } while (0)
-
-// SipHash-1-3 of one 8-byte little-endian message.
-uint64_t mr_siphash_u64(uint64_t k0, uint64_t k1, uint64_t m) {
-    uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
-    uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
-    v3 ^= m;
-    SIPROUND;
-    v0 ^= m;
-    uint64_t b = (uint64_t)8 << 56;
-    v3 ^= b;
-    SIPROUND;
-    v0 ^= b;
-    v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
-    return v0 ^ v1 ^ v2 ^ v3;
-}
-
 uint64_t mr_siphash_bytes(uint64_t k0, uint64_t k1, const void* p, size_t n) {
     const unsigned char* s = p;
     uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
@@ -59,13 +22,13 @@ uint64_t mr_siphash_bytes(uint64_t k0, uint64_t k1, const void* p, size_t n) {
             m |= (uint64_t)(n & 0xff) << 56;
         }
         v3 ^= m;
-        SIPROUND;
+        MR_SIPROUND;
         v0 ^= m;
     }
     v2 ^= 0xff;
-    SIPROUND;
-    SIPROUND;
-    SIPROUND;
+    MR_SIPROUND;
+    MR_SIPROUND;
+    MR_SIPROUND;
     return v0 ^ v1 ^ v2 ^ v3;
 }
 

@@ -24,10 +24,13 @@ static size_t part_index(uint64_t h) {
     return (size_t)(h >> (64 - MR_HEAPMAP_PART_BITS));
 }
 
-static where home_of(const mr_heapmap* m, uint64_t addr) {
-    uint64_t h = hash_of(m, addr);
+static where home_of_hash(const mr_heapmap* m, uint64_t h) {
     mr_heapmap_part* p = (mr_heapmap_part*)&m->parts[part_index(h)];
     return (where){p, (size_t)h & p->mask};
+}
+
+static where home_of(const mr_heapmap* m, uint64_t addr) {
+    return home_of_hash(m, hash_of(m, addr));
 }
 
 int mr_heapmap_init(mr_heapmap* m) {
@@ -94,14 +97,19 @@ static size_t probe(const mr_heapmap_part* p, size_t i, uint64_t addr) {
 }
 
 int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* had) {
+    return mr_heapmap_put_hashed(m, b, hash_of(m, b->addr), replaced, had);
+}
+
+int mr_heapmap_put_hashed(mr_heapmap* m, const mr_block* b, uint64_t h, mr_block* replaced,
+                          bool* had) {
     if (had)
         *had = false;
-    where w = home_of(m, b->addr);
+    where w = home_of_hash(m, h);
     // At most half full: linear probing's miss cost grows fast beyond (8.5 probes at 75%).
     if ((w.part->count + 1) * 2 > w.part->mask + 1) {
         if (grow(m, w.part))
             return -ENOMEM;
-        w = home_of(m, b->addr);
+        w = home_of_hash(m, h);
     }
     mr_block* s = &w.part->slots[probe(w.part, w.slot, b->addr)];
     if (s->addr) {
@@ -117,9 +125,15 @@ int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* h
     return 0;
 }
 
-void mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr) {
-    where w = home_of(m, addr);
+uint64_t mr_heapmap_hash(const mr_heapmap* m, uint64_t addr) {
+    return hash_of(m, addr);
+}
+
+uint64_t mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr) {
+    uint64_t h = hash_of(m, addr);
+    where w = home_of_hash(m, h);
     __builtin_prefetch(&w.part->slots[w.slot]);
+    return h;
 }
 
 const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr) {
@@ -131,9 +145,13 @@ const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr) {
 }
 
 bool mr_heapmap_take(mr_heapmap* m, uint64_t addr, mr_block* out) {
+    return mr_heapmap_take_hashed(m, addr, hash_of(m, addr), out);
+}
+
+bool mr_heapmap_take_hashed(mr_heapmap* m, uint64_t addr, uint64_t h, mr_block* out) {
     if (!addr)
         return false;
-    where w = home_of(m, addr);
+    where w = home_of_hash(m, h);
     mr_heapmap_part* p = w.part;
     size_t i = probe(p, w.slot, addr);
     if (!p->slots[i].addr)

@@ -51,8 +51,16 @@ int mr_heapmap_put(mr_heapmap* m, const mr_block* b, mr_block* replaced, bool* h
 // Removes addr; returns true and fills *out if it was live.
 bool mr_heapmap_take(mr_heapmap* m, uint64_t addr, mr_block* out);
 const mr_block* mr_heapmap_get(const mr_heapmap* m, uint64_t addr);
-// Hints that addr will be looked up soon (prefetches its home slot).
-void mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr);
+// Hints that addr will be looked up soon (prefetches its home slot) and returns its hash,
+// for the _hashed calls below: a replay then hashes each event's address once.
+uint64_t mr_heapmap_prefetch(const mr_heapmap* m, uint64_t addr);
+// addr's hash, as mr_heapmap_prefetch returns it.
+uint64_t mr_heapmap_hash(const mr_heapmap* m, uint64_t addr);
+// mr_heapmap_put and mr_heapmap_take with h = what mr_heapmap_prefetch returned for the
+// block's address (still valid after the table grows: it is the whole hash).
+int mr_heapmap_put_hashed(mr_heapmap* m, const mr_block* b, uint64_t h, mr_block* replaced,
+                          bool* had);
+bool mr_heapmap_take_hashed(mr_heapmap* m, uint64_t addr, uint64_t h, mr_block* out);
 // Iteration: for (size_t i = 0; mr_heapmap_next(m, &i, &b);) ...
 bool mr_heapmap_next(const mr_heapmap* m, size_t* i, const mr_block** b);
 #endif

@@ -19,7 +19,8 @@ void mr_replay_free(mr_replay* r) {
     mr_heapmap_free(&r->live);
 }
 
-static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed) {
+// h: the hash of ev->addr in the live table (mr_heapmap_prefetch).
+static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, bool* has_freed) {
     *has_freed = false;
     if (r->events == 0)
         r->first_ts = ev->ts;
@@ -30,7 +31,7 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
         mr_block b = {.addr = ev->addr, .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
         mr_block old;
         bool had;
-        if (mr_heapmap_put(&r->live, &b, &old, &had))
+        if (mr_heapmap_put_hashed(&r->live, &b, h, &old, &had))
             return -ENOMEM;
         // An address allocated twice without a free in between means a free was missed
         // (e.g. made by untraced code); the old block is gone either way.
@@ -49,7 +50,7 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
         }
     } else if (mt_kind_is_free(ev->kind)) {
         r->frees++;
-        if (mr_heapmap_take(&r->live, ev->addr, freed)) {
+        if (mr_heapmap_take_hashed(&r->live, ev->addr, h, freed)) {
             r->live_bytes -= freed->size;
             *has_freed = true;
         } else {
@@ -60,7 +61,7 @@ static int apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_fr
 }
 
 int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed) {
-    return apply(r, ev, freed, has_freed);
+    return apply(r, ev, mr_heapmap_hash(&r->live, ev->addr), freed, has_freed);
 }
 
 // A callback's failure is its own, not the capture's: say what it was, unless the callback
@@ -83,13 +84,14 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
     // one cache miss per event (large live sets) into overlapping misses.
     enum { LOOKAHEAD = 16 };
     mt_event ring[LOOKAHEAD];
+    uint64_t hash[LOOKAHEAD]; // of each ring[i].addr
     size_t head = 0, queued = 0;
     int more = 1;
     for (;;) {
         while (more == 1 && queued < LOOKAHEAD) {
-            mt_event* slot = &ring[(head + queued) % LOOKAHEAD];
-            if ((more = mt_event_iter_next(it, slot)) == 1) {
-                mr_heapmap_prefetch(&r->live, slot->addr);
+            size_t i = (head + queued) % LOOKAHEAD;
+            if ((more = mt_event_iter_next(it, &ring[i])) == 1) {
+                hash[i] = mr_heapmap_prefetch(&r->live, ring[i].addr);
                 queued++;
             }
         }
@@ -102,6 +104,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
             break;
         }
         mt_event ev = ring[head];
+        uint64_t h = hash[head];
         head = (head + 1) % LOOKAHEAD;
         queued--;
         if (ev.seq > stop_seq) {
@@ -110,7 +113,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         }
         mr_block freed;
         bool has_freed;
-        if ((rc = apply(r, &ev, &freed, &has_freed))) {
+        if ((rc = apply(r, &ev, h, &freed, &has_freed))) {
             snprintf(r->err, sizeof r->err, "out of memory");
             break;
         }

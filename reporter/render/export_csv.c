@@ -368,23 +368,26 @@ typedef struct event_window {
     mt_event_iter* it;
     const mr_heapmap* live;
     mt_event ring[LOOKAHEAD];
+    uint64_t hash[LOOKAHEAD]; // of each ring[i].addr, so each address is hashed once
     size_t head, count;
     int rc; // the iterator's last answer: 1 more events, 0 the end, < 0 an error
 } event_window;
 
-// The next event (1), or the end (0) or the iterator's error (< 0) once all read are taken.
-static int window_next(event_window* win, mt_event* out) {
+// The next event (1) and its address's hash, or the end (0) or the iterator's error (< 0)
+// once all read are taken.
+static int window_next(event_window* win, mt_event* out, uint64_t* hash) {
     while (win->count < LOOKAHEAD && win->rc == 1) {
-        mt_event* e = &win->ring[(win->head + win->count) % LOOKAHEAD];
-        win->rc = mt_event_iter_next(win->it, e);
+        size_t i = (win->head + win->count) % LOOKAHEAD;
+        win->rc = mt_event_iter_next(win->it, &win->ring[i]);
         if (win->rc != 1)
             break;
-        mr_heapmap_prefetch(win->live, e->addr);
+        win->hash[i] = mr_heapmap_prefetch(win->live, win->ring[i].addr);
         win->count++;
     }
     if (!win->count)
         return win->rc;
     *out = win->ring[win->head];
+    *hash = win->hash[win->head];
     win->head = (win->head + 1) % LOOKAHEAD;
     win->count--;
     return 1;
@@ -397,19 +400,20 @@ static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* 
     size_t next_mark = 0;
     event_window win = {.it = it, .live = live, .rc = 1};
     mt_event ev;
+    uint64_t h;
     int rc = 0;
-    while (!w->write_err && (rc = window_next(&win, &ev)) == 1) {
+    while (!w->write_err && (rc = window_next(&win, &ev, &h)) == 1) {
         // allocation_id is the seq of the allocating event; a free of a block allocated
         // before tracing started has id 0 and size 0.
         uint64_t alloc_id = 0, size = ev.size;
         if (mt_kind_is_alloc(ev.kind)) {
             alloc_id = ev.seq;
             mr_block b = {.addr = ev.addr, .size = ev.size, .id = ev.seq};
-            if (ev.addr && mr_heapmap_put(live, &b, NULL, NULL))
+            if (ev.addr && mr_heapmap_put_hashed(live, &b, h, NULL, NULL))
                 return -ENOMEM;
         } else if (mt_kind_is_free(ev.kind)) {
             mr_block b;
-            if (mr_heapmap_take(live, ev.addr, &b)) {
+            if (mr_heapmap_take_hashed(live, ev.addr, h, &b)) {
                 alloc_id = b.id;
                 size = b.size;
             }

@@ -218,8 +218,51 @@ static void test_siphash_vector(void) {
     CHECK_EQ_I64(mr_siphash_u64(k0, k1, msg), 0x369095118d299a8eull);
 }
 
+// The hash mr_heapmap_prefetch returns is the table's (keyed) hash of the address, and the
+// _hashed calls given it find blocks as put/take do, also when the table grew between the
+// prefetch and the call (a replay prefetches 16 events ahead).
+static void test_hashed(void) {
+    mr_heapmap m;
+    CHECK_EQ_I64(mr_heapmap_init(&m), 0);
+    enum { N = 5000 };
+    static uint64_t hash[N];
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t addr = 0x10000 + i * 32;
+        hash[i] = mr_heapmap_prefetch(&m, addr);
+        CHECK_EQ_I64(hash[i], mr_siphash_u64(m.k0, m.k1, addr));
+        CHECK_EQ_I64(mr_heapmap_hash(&m, addr), hash[i]);
+    }
+    size_t cap0 = capacity(&m);
+    for (uint64_t i = 0; i < N; i++) {
+        mr_block b = {.addr = 0x10000 + i * 32, .size = i + 1};
+        CHECK_EQ_I64(mr_heapmap_put_hashed(&m, &b, hash[i], NULL, NULL), 0);
+    }
+    CHECK(capacity(&m) > cap0); // it grew after the hashes were taken
+    uint64_t sum, max;
+    displacement(&m, &sum, &max);
+    CHECK(max != UINT64_MAX); // each block in the part its hash names
+    mr_block b = {.addr = 0x10000, .size = 7}, old;
+    bool had;
+    CHECK_EQ_I64(mr_heapmap_put_hashed(&m, &b, hash[0], &old, &had), 0);
+    CHECK(had);
+    CHECK_EQ_I64(old.size, 1);
+    for (uint64_t i = 0; i < N; i += 2) {
+        mr_block out;
+        CHECK(mr_heapmap_take_hashed(&m, 0x10000 + i * 32, hash[i], &out));
+        CHECK_EQ_I64(out.size, i == 0 ? 7 : i + 1);
+    }
+    for (uint64_t i = 0; i < N; i++) {
+        const mr_block* g = mr_heapmap_get(&m, 0x10000 + i * 32);
+        CHECK(i % 2 ? g && g->size == i + 1 : !g);
+    }
+    CHECK_EQ_I64(m.count, N / 2);
+    CHECK(!mr_heapmap_take_hashed(&m, 0x10000, hash[0], NULL));
+    mr_heapmap_free(&m);
+}
+
 int main(void) {
     test_basic();
+    test_hashed();
     test_model();
     test_keys();
     test_siphash_vector();
