@@ -15,6 +15,10 @@ bool mt_clock_tsc;
 typedef struct calib {
     int64_t tsc, ns;
     double slope; // ns per tick
+    // The rate measured up to this point, over a calibration period (ns per tick): the slope
+    // past the last point and before the oldest one held. Never a segment's slope, which
+    // ends at an anchor (below) a few ticks after or before it, and so may be anything.
+    double rate;
 } calib;
 
 // At most two points (a measured one and its anchor, below) every 5 ms: over 2.5 s of
@@ -23,6 +27,7 @@ typedef struct calib {
 static calib points[POINTS];
 static unsigned npoints; // total points ever added; the ring holds the last POINTS
 static int64_t last_added_ns;
+static calib measured; // the last point measured, as measured (its ns before any adjustment)
 // The largest raw value converted past the last point (on the last point's line). The next
 // point is preceded by an anchor at this value on that line, so that no value converted
 // before changes: a raw value's nanoseconds never depend on when the writer converted it,
@@ -35,17 +40,21 @@ static unsigned seg_lo;
 
 #define AT(i) (&points[(i) % POINTS])
 
-static int64_t convert(const calib* a, int64_t tsc) {
-    return a->ns + (int64_t)((double)(tsc - a->tsc) * a->slope);
+static int64_t on_line(const calib* a, double slope, int64_t tsc) {
+    return a->ns + (int64_t)((double)(tsc - a->tsc) * slope);
 }
 
-// Appends p, after last (if any), whose line then ends at p; p goes on with the same slope.
+static int64_t convert(const calib* a, int64_t tsc) {
+    return on_line(a, a->slope, tsc);
+}
+
+// Appends p, after last (if any), whose line then ends at p; p goes on at its rate.
 static void append(calib p) {
     if (npoints) {
         calib* last = AT(npoints - 1);
         last->slope = (double)(p.ns - last->ns) / (double)(p.tsc - last->tsc);
-        p.slope = last->slope;
     }
+    p.slope = p.rate;
     *AT(npoints++) = p;
 }
 
@@ -70,7 +79,7 @@ static void add_point(void) {
     // Bracket clock_gettime between two TSC reads and use their midpoint; keep the tightest
     // of a few tries, since a preempted try (a busy VM) would misplace the point by as much
     // as the preemption lasted.
-    calib p = {0, 0, 0};
+    calib p = {0, 0, 0, 0};
     int64_t best = INT64_MAX;
     for (int i = 0; i < 8; i++) {
         int64_t t1 = (int64_t)__builtin_ia32_rdtsc();
@@ -78,16 +87,19 @@ static void add_point(void) {
         int64_t t2 = (int64_t)__builtin_ia32_rdtsc();
         if (t2 - t1 < best) {
             best = t2 - t1;
-            p = (calib){t1 + (t2 - t1) / 2, ns, 0};
+            p = (calib){t1 + (t2 - t1) / 2, ns, 0, 0};
         }
     }
     const calib* last = npoints ? AT(npoints - 1) : NULL;
     if (last && p.tsc <= last->tsc)
         return;
+    if (npoints >= 2 && past_last >= p.tsc)
+        return; // converted past even this point (two CPUs' TSCs apart): keep the line
+    if (last)
+        p.rate = (double)(p.ns - measured.ns) / (double)(p.tsc - measured.tsc);
+    measured = p;
     if (npoints >= 2 && past_last > last->tsc) {
-        if (past_last >= p.tsc)
-            return; // converted past even this point (two CPUs' TSCs apart): keep the line
-        calib anchor = {past_last, convert(last, past_last), last->slope};
+        calib anchor = {past_last, convert(last, past_last), last->slope, last->rate};
         if (p.ns <= anchor.ns)
             p.ns = anchor.ns + 1; // the line ran ahead of the clock: never go back
         *AT(npoints++) = anchor;  // on last's line: last keeps its slope
@@ -135,8 +147,8 @@ int64_t mt_clock_to_ns(int64_t raw) {
             past_last = raw;
         return convert(AT(npoints - 1), raw);
     }
-    if (raw <= AT(first)->tsc)
-        return convert(AT(first), raw);
+    if (raw <= AT(first)->tsc) // on the line measured around the oldest point
+        return on_line(AT(first), AT(first + 1)->rate, raw);
     if (seg_lo >= first && seg_lo + 1 < npoints && AT(seg_lo)->tsc <= raw &&
         raw < AT(seg_lo + 1)->tsc)
         return convert(AT(seg_lo), raw);

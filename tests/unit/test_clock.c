@@ -94,6 +94,70 @@ static void test_converted_before_a_point(void) {
     CHECK(never_back);
 }
 
+// A deterministic pseudo-random sequence (xorshift64): the waits differ from run to run only
+// by the machine's timing, never the verdict.
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static unsigned next_random(unsigned below) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % below);
+}
+
+// Writer passes as the writer makes them: calibrate, then convert what was recorded, including
+// events recorded during the pass, after the point just added; passes back to back (buffers
+// filling fast) or apart, over many calibration points. Every value converted keeps its ns
+// to the end, the mapping never goes back (raw value by raw value around each one converted
+// past the last point: the anchors) and stays within the tolerance of the clock. A point's
+// line past it once had the slope of the few ticks from an anchor to it, and the capture's
+// times ran off by seconds within a few points.
+#define PASS_SAMPLES 4096
+static void test_writer_passes(void) {
+    static sample s[PASS_SAMPLES];
+    static int64_t converted_ns[PASS_SAMPLES];
+    for (int round = 0; round < 2; round++) { // the second as in a fork child: restarted
+        mt_clock_restart();
+        mt_clock_settle();
+        int n = 0, pending = 0; // s[pending, n) are recorded, not converted yet
+        int64_t end = mt_core_now() + 20 * CALIBRATION_NS;
+        while (n < PASS_SAMPLES - 8 && mt_core_now() < end) {
+            static const int64_t waits[] = {0, 2000, 50000, 300000, CALIBRATION_NS / 3};
+            busy_until(mt_core_now() + waits[next_random(5)]);
+            for (int k = next_random(3); k > 0; k--, n++) { // recorded between passes
+                s[n].before = mt_core_now();
+                s[n].raw = mt_clock_raw();
+                s[n].after = mt_core_now();
+            }
+            mt_clock_calibrate();
+            for (int k = next_random(3); k > 0; k--, n++) { // recorded during the pass
+                s[n].before = mt_core_now();
+                s[n].raw = mt_clock_raw();
+                s[n].after = mt_core_now();
+            }
+            for (; pending < n; pending++)
+                converted_ns[pending] = mt_clock_to_ns(s[pending].raw);
+        }
+        int kept = 0, within = 0, never_back = 1;
+        for (int i = 0; i < n; i++) {
+            int64_t ns = mt_clock_to_ns(s[i].raw);
+            kept += ns == converted_ns[i];
+            within += ns >= s[i].before - TOLERANCE_NS && ns <= s[i].after + TOLERANCE_NS;
+            int64_t prev = mt_clock_to_ns(s[i].raw - 256);
+            for (int64_t r = s[i].raw - 255; r <= s[i].raw + 256; r++) {
+                int64_t at = mt_clock_to_ns(r);
+                never_back &= at >= prev;
+                prev = at;
+            }
+            if (i > 0 && s[i].raw >= s[i - 1].raw)
+                never_back &= ns >= mt_clock_to_ns(s[i - 1].raw);
+        }
+        CHECK(n > 100);
+        CHECK_EQ_I64(kept, n);
+        CHECK_EQ_I64(within, n);
+        CHECK(never_back);
+    }
+}
+
 // Without a usable TSC the raw clock is already the core's nanoseconds.
 static void test_without_tsc(void) {
     bool tsc = mt_clock_tsc;
@@ -111,6 +175,7 @@ int main(void) {
     printf("source: %s\n", mt_clock_uses_tsc() ? "TSC" : "clock_gettime");
     test_mapping();
     test_converted_before_a_point();
+    test_writer_passes();
     test_without_tsc();
     CHECK_DONE();
 }
