@@ -15,9 +15,10 @@ bool mt_clock_tsc;
 typedef struct calib {
     int64_t tsc, ns;
     double slope; // ns per tick
-    // The rate measured up to this point, over a calibration period (ns per tick): the slope
-    // past the last point and before the oldest one held. Never a segment's slope, which
-    // ends at an anchor (below) a few ticks after or before it, and so may be anything.
+    // The clock's rate from the point measured before this one to this one (an anchor: its
+    // line's), ns per tick: the slope past the last point and before the oldest one held.
+    // Never a segment's slope: a segment from an anchor (below) to the next point may be a
+    // few ticks long, and its slope anything.
     double rate;
 } calib;
 
