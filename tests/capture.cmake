@@ -4,6 +4,7 @@
 memtrace_unit_test(capture)
 memtrace_unit_test(capture_write)
 memtrace_unit_test(capture_template)
+memtrace_unit_test(capture_ahead)
 memtrace_unit_test(heapmap)
 memtrace_unit_test(u64map)
 memtrace_unit_test(strtab)
