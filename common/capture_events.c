@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,8 +214,15 @@ static void start_worker(mt_event_iter* it) {
         pthread_mutex_destroy(&it->lock);
         return;
     }
+    // The worker takes no signals: a program's handlers (memreport live's SIGINT, which must
+    // interrupt the main thread's poll) stay on the threads they were made for.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int failed = pthread_create(&it->worker, NULL, worker_main, it);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     // Nothing is lost if no thread can be made: the main thread goes on decoding.
-    if (pthread_create(&it->worker, NULL, worker_main, it)) {
+    if (failed) {
         pthread_cond_destroy(&it->done_cond);
         pthread_cond_destroy(&it->work_cond);
         pthread_mutex_destroy(&it->lock);

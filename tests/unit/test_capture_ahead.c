@@ -2,14 +2,16 @@
 // The event reader on a capture of many chunks, where it decodes chunks ahead of the merge
 // on a second thread: the same events in the same order as the truth, a corrupt chunk in
 // the middle failing at the same event with the same message (or skipped and reported once
-// in the skip mode), and iterators closed early or read in turns ending cleanly (ASan and
-// TSan builds check that nothing leaks or races).
+// in the skip mode), iterators closed early or read in turns ending cleanly (ASan and TSan
+// builds check that nothing leaks or races), and a decoding thread that takes no signals.
 #include "../check.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +243,59 @@ static void test_two_iterators(void) {
     mt_capture_close(cap);
 }
 
+// The signals a program's handlers wait for (bit sig - 1 of a /proc SigBlk mask).
+#define BIT(sig) (1ull << ((sig)-1))
+static const uint64_t ASYNC_SIGNALS = BIT(SIGHUP) | BIT(SIGINT) | BIT(SIGQUIT) | BIT(SIGPIPE) |
+                                      BIT(SIGALRM) | BIT(SIGTERM) | BIT(SIGUSR1) | BIT(SIGUSR2) |
+                                      BIT(SIGCHLD) | BIT(SIGWINCH);
+
+// The SigBlk mask of each thread of this process but the calling one, from /proc: how many
+// there are, and how many block all of ASYNC_SIGNALS.
+static void other_threads(int* n, int* blocking_all) {
+    *n = *blocking_all = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task");
+    DIR* d = opendir(path);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    struct dirent* e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == (int)gettid())
+            continue;
+        char status[300], line[256];
+        snprintf(status, sizeof status, "/proc/self/task/%s/status", e->d_name);
+        FILE* f = fopen(status, "r");
+        if (!f)
+            continue; // gone meanwhile
+        (*n)++;
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "SigBlk:", 7) &&
+                (strtoull(line + 7, NULL, 16) & ASYNC_SIGNALS) == ASYNC_SIGNALS)
+                (*blocking_all)++;
+        fclose(f);
+    }
+    closedir(d);
+}
+
+// A signal sent to the process reaches a thread of the program's, never the decoding thread
+// (memreport live relies on SIGINT interrupting its main thread's poll).
+static void test_worker_takes_no_signals(void) {
+    int n0, blocking0, n, blocking; // a sanitizer may run threads of its own
+    other_threads(&n0, &blocking0);
+    mt_capture* cap = open_capture(good);
+    mt_event_iter* it = NULL;
+    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &it), 0);
+    mt_event ev;
+    for (size_t i = 0; i < NEVENTS / 2; i++)
+        CHECK_EQ_I64(mt_event_iter_next(it, &ev), 1);
+    other_threads(&n, &blocking);
+    CHECK_EQ_I64(n, n0 + 1); // the decoding thread runs
+    CHECK_EQ_I64(blocking, blocking0 + 1);
+    mt_event_iter_close(it);
+    mt_capture_close(cap);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -253,6 +308,7 @@ int main(void) {
     test_skip();
     test_close_early();
     test_two_iterators();
+    test_worker_takes_no_signals();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_I64(system(cmd), 0);
