@@ -453,8 +453,10 @@ class Bench:
             mt = self.med(name, "mt-auto", "wall")
             ht, raw = self.med(name, "heaptrack", "wall"), self.med(name, "heaptrack-raw", "wall")
             if mt and (ht or raw):
-                a = f"{mt / ht:.2f}x" if ht else "heaptrack failed"
-                b = f"{mt / raw:.2f}x" if raw else "heaptrack --raw failed"
+                a = (f"{mt / ht:.2f}x" if ht else "heaptrack failed" if "heaptrack" in self.modes
+                     else "heaptrack not run")
+                b = (f"{mt / raw:.2f}x" if raw else "heaptrack --raw failed"
+                     if "heaptrack-raw" in self.modes else "heaptrack --raw not run")
                 L.append(f"  {name:7} {a}, {b}")
         L.append("")
         L.append("Correctness: every memtrace capture must hold exactly the workload's mallocs "
