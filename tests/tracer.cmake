@@ -158,6 +158,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   target_include_directories(marks_order PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
   tracer_program_test(fork_mark)
   target_include_directories(fork_mark PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  # Event times agree with the program's own clock, over many calibration points and passes.
+  tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
   # stacks, walked from the cache, as libunwind's unw_backtrace gives them.
   tracer_program_test(no_unwind_info)
