@@ -19,14 +19,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-// The entry points the preload shim interposes (shim.c, shim_exec.c), by symbol name. The
-// mapping calls pass straight through unless the attach's settings say MEMTRACE_MMAP=1.
+// The entry points the preload shim interposes (shim.c, shim_exec.c, shim_ns.c), by symbol name.
+// The mapping calls pass straight through unless the attach's settings say MEMTRACE_MMAP=1.
 static const char* const hooked_names[] = {
     "malloc",        "calloc",   "realloc", "reallocarray", "free",       "posix_memalign",
     "aligned_alloc", "memalign", "valloc",  "pvalloc",      "free_sized", "free_aligned_sized",
     "dlclose",       "_exit",    "_Exit",   "sigprocmask",  "pipe2",      "execve",
     "execv",         "execvp",   "execvpe", "execl",        "execle",     "execlp",
-    "fexecve",       "mmap",     "mmap64",  "munmap",       "mremap",
+    "fexecve",       "mmap",     "mmap64",  "munmap",       "mremap",     "unshare",
+    "setns",
 };
 #define HOOKED_COUNT (sizeof hooked_names / sizeof *hooked_names)
 

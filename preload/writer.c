@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,7 +39,10 @@
 static mt_capwriter* cw;
 static pthread_t writer_thread;
 static bool writer_running;
+static bool writer_joinable; // writer_thread exists and nobody joined or detached it yet
 static _Atomic int stop_requested;
+static _Atomic int pause_requested; // mt_writer_pause: the thread ends, the capture goes on
+static _Atomic pid_t writer_tid;    // its task, which leaves the thread group after the join
 static uint8_t* scratch;
 static mt_event* sortbuf;
 static int64_t last_commit, last_sample;
@@ -439,29 +443,44 @@ static bool still_current(unsigned gen) {
     return !atomic_load(&stop_requested) && atomic_load(&generation) == gen;
 }
 
-// Whether the program's main thread ended with pthread_exit (the leader is a zombie) and
-// this writer is the only other task: the writer, counted as a thread, keeps it alive.
-static bool program_threads_gone(void) {
+// The process's number of threads from /proc/self/stat, and whether its leader is a zombie
+// (the main thread ended with pthread_exit); -1 if unknown.
+static long process_threads(bool* leader_zombie) {
     char stat[512];
     int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return false;
+        return -1;
     ssize_t n = read(fd, stat, sizeof stat - 1);
     close(fd);
     stat[n > 0 ? n : 0] = 0;
     const char* p = strrchr(stat, ')'); // the name may hold spaces and parentheses
-    if (!p || p[1] != ' ' || p[2] != 'Z')
-        return false;
+    if (!p || p[1] != ' ')
+        return -1;
+    *leader_zombie = p[2] == 'Z';
     for (int field = 3; field <= 20 && p; field++) // to the blank before num_threads
         p = strchr(p + 1, ' ');
-    return p && atol(p + 1) <= 2; // the zombie leader and this thread
+    return p ? atol(p + 1) : -1;
+}
+
+// Whether the program's main thread ended with pthread_exit and this writer is the only
+// other task: the writer, counted as a thread, keeps the process alive.
+static bool program_threads_gone(void) {
+    bool zombie = false;
+    long threads = process_threads(&zombie);
+    return zombie && threads >= 0 && threads <= 2; // the zombie leader and this thread
+}
+
+// Whether this writer thread goes on: not once the capture stopped, nor during a pause.
+static bool keeps_writing(unsigned gen) {
+    return still_current(gen) && !atomic_load(&pause_requested);
 }
 
 static void* writer_main(void* arg) {
     unsigned gen = (unsigned)(uintptr_t)arg;
     mt_guard = 1;
+    atomic_store(&writer_tid, gettid());
     pthread_mutex_lock(&sqlite_lock);
-    bool ok = still_current(gen) && open_capture();
+    bool ok = still_current(gen) && (opened || open_capture()); // opened: after a pause
     // Under the lock: a shutdown that finds the capture open converts the last events at
     // once, and must never see the clock with one calibration point (raw TSC counts).
     if (ok)
@@ -470,7 +489,7 @@ static void* writer_main(void* arg) {
     if (!ok)
         return NULL;
     int wait_ms = mt_cfg.sample_ms < mt_cfg.commit_ms ? mt_cfg.sample_ms : mt_cfg.commit_ms;
-    while (still_current(gen)) {
+    while (keeps_writing(gen)) {
         mt_core_wait_work(wait_ms);
         if (atomic_load(&fatal_signal)) {
             save_before_death();
@@ -482,7 +501,7 @@ static void* writer_main(void* arg) {
         pthread_mutex_unlock(&sqlite_lock);
         // What glibc would have done in the program's last thread; the capture is finished
         // by the tracer's exit handler, on this thread (mt_writer_stop does not join it).
-        if (still_current(gen) && program_threads_gone())
+        if (keeps_writing(gen) && program_threads_gone())
             exit(0);
     }
     return NULL;
@@ -498,6 +517,17 @@ void mt_writer_save_before_death(int sig, int timeout_ms) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
+}
+
+// Creates the writer thread with every signal blocked, so they reach the program's threads.
+static int create_writer_thread(unsigned gen) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&writer_thread, NULL, writer_main, (void*)(uintptr_t)gen);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    writer_joinable = rc == 0;
+    return rc;
 }
 
 int mt_writer_start(const char* path) {
@@ -524,11 +554,7 @@ int mt_writer_start(const char* path) {
     atomic_store(&stop_requested, 0);
     opened = false;
     unsigned gen = atomic_fetch_add(&generation, 1) + 1;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&writer_thread, NULL, writer_main, (void*)(uintptr_t)gen);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = create_writer_thread(gen);
     if (rc != 0) {
         mt_core_fail("cannot start the writer thread", strerror(rc));
         return -rc;
@@ -545,7 +571,9 @@ void mt_writer_stop(void) {
     // from now on (still_current), ending at its next look or with the process.
     atomic_store(&stop_requested, 1);
     mt_core_wake_writer();
-    pthread_detach(writer_thread);
+    if (writer_joinable)
+        pthread_detach(writer_thread);
+    writer_joinable = false;
     writer_running = false;
     pthread_mutex_lock(&sqlite_lock);
     if (!opened) // the program ends before its writer thread even ran: create the capture
@@ -583,6 +611,33 @@ void mt_writer_stop(void) {
     pthread_mutex_unlock(&sqlite_lock);
 }
 
+bool mt_writer_pause(void) {
+    bool zombie;
+    // Another thread of the program: the call fails as it would untraced.
+    if (!writer_running || !writer_joinable || process_threads(&zombie) != 2)
+        return false;
+    atomic_store(&pause_requested, 1);
+    mt_core_wake_writer();
+    pthread_join(writer_thread, NULL);
+    writer_joinable = false;
+    // The join returns when the kernel clears the thread's tid word, a moment before its task
+    // leaves the thread group; the kernel counts threads by the group. Bounded (1 s): a tid
+    // reused at once would otherwise keep us here.
+    pid_t tid = atomic_load(&writer_tid);
+    struct timespec pause = {0, 20000};
+    for (int i = 0; i < 50000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; i++)
+        nanosleep(&pause, NULL);
+    return true;
+}
+
+void mt_writer_resume(void) {
+    atomic_store(&pause_requested, 0);
+    int rc = create_writer_thread(atomic_load(&generation));
+    // Without a writer the program runs on untraced; the exit still writes what was recorded.
+    if (rc != 0)
+        mt_core_fail("cannot restart the writer thread", strerror(rc));
+}
+
 void mt_writer_discard_if_empty(void) {
     if (!writer_running && events_written == 0 && capture_path[0])
         unlink(capture_path);
@@ -592,6 +647,8 @@ void mt_writer_forget(void) {
     // The parent's writer thread and SQLite handle are not ours to use; its files, only our
     // copies of them, to close.
     writer_running = false;
+    writer_joinable = false;
+    atomic_store(&pause_requested, 0);
     cw = NULL;
     marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
     const char* base = strrchr(capture_path, '/');

@@ -5,6 +5,7 @@
 #ifndef MT_WRITER_H
 #define MT_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 // Starts the writer thread, which fills the (new, empty) capture file at `path`. Returns 0 or a
@@ -21,6 +22,14 @@ void mt_writer_fork_unlock(void);
 // After mt_writer_stop: removes the capture if it holds no event (an image that exec'd before
 // it allocated: a shell's forked child, say), so the exec'd image can take its name.
 void mt_writer_discard_if_empty(void);
+
+// The kernel lets only a process of one thread enter another user or mount namespace
+// (unshare(CLONE_NEWUSER), setns). When the writer is the caller's only other thread,
+// mt_writer_pause ends it, waits until its task is gone and returns true; the capture and
+// its buffered events wait for mt_writer_resume, which starts a new writer thread on the
+// same capture. The caller blocks its signals in between.
+bool mt_writer_pause(void);
+void mt_writer_resume(void);
 
 // Fork child: forget the parent's writer (its thread does not exist here).
 void mt_writer_forget(void);

@@ -86,7 +86,7 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family and
   # memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 
@@ -158,6 +158,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   target_include_directories(marks_order PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
   tracer_program_test(fork_mark)
   target_include_directories(fork_mark PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  # unshare(CLONE_NEWUSER) and setns need a process of one thread: the writer steps aside.
+  tracer_program_test(namespaces)
+  set_tests_properties(e2e.namespaces PROPERTIES SKIP_RETURN_CODE 77)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
