@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -85,7 +86,17 @@ void mt_writer_fail_sqlite(const char* what) {
     if (failed)
         return;
     failed = true;
-    mt_core_fail(what, cw ? mt_capwriter_error(cw) : "unknown error");
+    char why[512];
+    int n = snprintf(why, sizeof why, "%s", cw ? mt_capwriter_error(cw) : "unknown error");
+    // A write past the process's file size limit fails with EFBIG, which SQLite reports as
+    // a bare "disk I/O error" (its errno is gone by then): name the limit.
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && n > 0 &&
+        (size_t)n < sizeof why)
+        snprintf(why + n, sizeof why - (size_t)n,
+                 " (the file size limit, ulimit -f, is %llu bytes)",
+                 (unsigned long long)fsize.rlim_cur);
+    mt_core_fail(what, why);
 }
 
 // ---- meta

@@ -161,6 +161,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   # unshare(CLONE_NEWUSER) and setns need a process of one thread: the writer steps aside.
   tracer_program_test(namespaces)
   set_tests_properties(e2e.namespaces PROPERTIES SKIP_RETURN_CODE 77)
+  # A capture that reaches the file size limit stops; the program is not killed (SIGXFSZ).
+  tracer_program_test(file_limit)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
