@@ -574,9 +574,7 @@ int mt_writer_start(const char* path) {
     return 0;
 }
 
-void mt_writer_stop(void) {
-    if (!writer_running)
-        return;
+static void stop_on_this_thread(void) {
     // Not joined: waiting for the writer thread to be scheduled (on a loaded machine, for
     // milliseconds) is most of what a short program would pay. It leaves the capture alone
     // from now on (still_current), ending at its next look or with the process.
@@ -620,6 +618,27 @@ void mt_writer_stop(void) {
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);
+}
+
+// The last events, names and status are written on the thread that ends the capture (exit,
+// exec, _exit, a detach). A write past the file size limit (RLIMIT_FSIZE) raises SIGXFSZ at
+// that thread, whose default action would kill the program in its exit: the signal is held
+// meanwhile, and dropped if the capture raised it (the write itself fails, as the writer
+// thread's do: the capture ends truncated).
+void mt_writer_stop(void) {
+    if (!writer_running)
+        return;
+    sigset_t xfsz, old, pending;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+    bool pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    stop_on_this_thread();
+    if (!pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
+        struct timespec now = {0, 0};
+        sigtimedwait(&xfsz, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 bool mt_writer_pause(void) {
