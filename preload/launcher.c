@@ -361,6 +361,34 @@ static int attach_to(pid_t pid, const char* output, int force) {
     return rc;
 }
 
+// The traced program, once forked (pass_on).
+static volatile pid_t traced_pid;
+
+// The launcher stands between the program and the one who started it; signals cross it as
+// if it were not there. One that a process sent the launcher (`kill PID`, a supervisor or a
+// test harness stopping what it started) is meant for the program: passed on, so that it
+// ends (or reloads, or dumps) as it would untraced, and the launcher then tells the captures
+// and exits as it did. One that the program sent its parent (a readiness signal, say) goes
+// on to the launcher's parent. What the kernel sent (^C, ^\ and a hangup from the terminal)
+// is not passed on: it reached the program itself, in the same process group.
+static void pass_on(int sig, siginfo_t* info, void* context) {
+    (void)context;
+    int saved = errno;
+    bool from_a_process = info->si_code <= 0; // SI_USER, SI_QUEUE, SI_TKILL: kill(2) and kin
+    if (traced_pid > 0 && from_a_process)
+        kill(info->si_pid == traced_pid ? getppid() : traced_pid, sig);
+    errno = saved;
+}
+
+static void pass_signals_on(pid_t pid) {
+    static const int passed[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+    traced_pid = pid;
+    struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof passed / sizeof *passed; i++)
+        sigaction(passed[i], &sa, NULL);
+}
+
 // memtrace PROGRAM: runs prog_argv with libmemtrace.so preloaded, waits for it, tells the
 // captures it wrote, and exits as it did.
 static int run_traced(char** prog_argv, const char* output, int force) {
@@ -396,9 +424,7 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         fprintf(stderr, "memtrace: cannot run %s: %s\n", prog_argv[0], strerror(errno));
         _exit(127);
     }
-    // Let the traced program take ^C and friends; we only wait.
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
+    pass_signals_on(pid);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

@@ -10,13 +10,14 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import bail, check, children, failures, wait_readable  # noqa: E402
 
 
 def summary(memreport, path):
@@ -174,6 +175,46 @@ def case_launcher(a, w):
     check(r.returncode == 0 and len(lines) == 1 and lines[0].startswith("memtrace: process ")
           and "No such file or directory" in lines[0],
           f"a capture that cannot be created: one line saying why: {r.stderr!r}")
+
+
+# A program that tells its parent it is ready (SIGUSR2), answers SIGUSR1 and ends on SIGTERM
+# with exit status 7; case_signals runs it under the launcher.
+SIGNALLED = """
+import os, signal, sys, time
+signal.signal(signal.SIGUSR1, lambda s, f: print("usr1", flush=True))
+signal.signal(signal.SIGTERM, lambda s, f: (print("term", flush=True), sys.exit(7)))
+os.kill(os.getppid(), signal.SIGUSR2)
+print("ready", flush=True)
+while True:
+    time.sleep(0.01)
+"""
+
+
+def case_signals(a, w):
+    """Signals cross the launcher as if it were not there: one sent to the launcher reaches
+    the program, which ends as it would untraced (its status, a complete capture); one the
+    program sends its parent reaches the launcher's parent."""
+    told = []
+    signal.signal(signal.SIGUSR2, lambda s, f: told.append(s))
+    cap = os.path.join(w, "signalled.db")
+    p = subprocess.Popen([a.memtrace, "-o", cap, "--", sys.executable, "-c", SIGNALLED],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children.append(p)
+    said = []
+    for sig, answer in ((None, "ready"), (signal.SIGUSR1, "usr1"), (signal.SIGTERM, "term")):
+        if sig:
+            p.send_signal(sig)  # to the launcher
+        wait_readable(p.stdout.fileno(), f"the program's {answer!r}", timeout=60)
+        said.append(p.stdout.readline().strip())
+    check(said == ["ready", "usr1", "term"], f"the program got the launcher's signals ({said})")
+    try:
+        status = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        bail("the launcher did not end after the program's SIGTERM")
+    check(status == 7, f"the launcher exits as the program did: 7 ({status}: {p.stderr.read()})")
+    check(told == [signal.SIGUSR2], f"the program's signal to its parent reached ours ({told})")
+    s = summary(a.memreport, cap)
+    check(s is not None and s["status"] == "complete", "and its capture is complete")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
