@@ -48,6 +48,8 @@ endif()
 # report (reporter/escape.h).
 memtrace_unit_test(escape ${REPORTS_FIXTURE})
 memtrace_unit_test(reports_empty ${REPORTS_FIXTURE})
+# Messages from two threads at once (diff reads its captures on two) stay whole lines.
+memtrace_unit_test(messages)
 # JSON is built in reporter/render/ only: the other layers' guard makes <jansson.h> fail.
 add_test(NAME unit.layer_guard
          COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER}

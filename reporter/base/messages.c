@@ -19,6 +19,9 @@ void mr_error(const char* what, const char* fmt, ...) {
     char* message = NULL;
     int n = vasprintf(&message, fmt, ap);
     va_end(ap);
+    // One line, whole, also when two threads warn at once (diff reads its two captures on
+    // two threads, and each reader reports the corrupt chunks it skips).
+    flockfile(stderr);
     fputs("memreport: ", stderr);
     if (what) {
         mr_fputs_text(stderr, what);
@@ -26,6 +29,7 @@ void mr_error(const char* what, const char* fmt, ...) {
     }
     mr_fputs_text(stderr, n < 0 ? "(out of memory)" : message);
     fputc('\n', stderr);
+    funlockfile(stderr);
     if (n >= 0)
         free(message);
 }
