@@ -482,7 +482,17 @@ static void test_no_thread_after_close(void) {
 // ---- allocations that fail, threads that cannot be made (not under sanitizers, which
 // own malloc and pthread_create)
 
+// GCC says so with a macro, clang through __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+
+#ifdef UNDER_SANITIZER
 static void test_failures(void) {
     printf("failed allocations and threads: not under sanitizers\n");
 }
