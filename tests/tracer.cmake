@@ -160,9 +160,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   target_include_directories(fork_mark PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
   # unshare(CLONE_NEWUSER) and setns need a process of one thread: the writer steps aside.
   tracer_program_test(namespaces)
-  set_tests_properties(e2e.namespaces PROPERTIES SKIP_RETURN_CODE 77)
   # A capture that reaches the file size limit stops; the program is not killed (SIGXFSZ).
   tracer_program_test(file_limit)
+  # The writer never takes the descriptor number the program's next open() would get.
+  tracer_program_test(lowest_fd)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole

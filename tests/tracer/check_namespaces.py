@@ -17,7 +17,7 @@ sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import check, clean_env, finish, fresh_dir, traced  # noqa: E402
 
-SKIP = 77  # ctest's SKIP_RETURN_CODE for this test
+SKIP = 77  # ctest's SKIP_RETURN_CODE (tests/README.md)
 
 
 def main():
@@ -25,7 +25,7 @@ def main():
     fresh_dir(work)
     native = subprocess.run([prog], capture_output=True, text=True, env=clean_env())
     if "unshare user: 0 ok" not in native.stdout or "setns mnt: 0 ok" not in native.stdout:
-        print(f"this machine refuses the namespaces untraced: {native.stdout}")
+        print(f"SKIP: this machine refuses the namespaces untraced: {native.stdout!r}")
         sys.exit(SKIP)
     for args in ([], ["threaded"]):
         name = "_".join(["run"] + args)
