@@ -12,6 +12,7 @@
 #include "maps.h"
 #include "mmap_track.h"
 #include "output.h"
+#include "procfile.h"
 #include "recording.h"
 #include "sampling.h"
 #include "trie.h"
@@ -276,17 +277,14 @@ void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
     pthread_mutex_unlock(&mark_lock);
 }
 
-// Opened for each sample, not kept: a descriptor kept open could be closed and its number
-// reused by the program (fdguard.h).
+// Read by the writer thread every few ms: kept open (procfile.h).
+static mt_procfile statm_file = MT_PROCFILE("/proc/self/statm");
+static mt_procfile stat_file = MT_PROCFILE("/proc/self/stat");
+
 static void sample_memory(int64_t now) {
     char buf[128];
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
+    if (mt_procfile_read(&statm_file, buf, sizeof buf) <= 0)
         return;
-    buf[n] = 0;
     unsigned long long vsz_pages = 0, rss_pages = 0;
     if (sscanf(buf, "%llu %llu", &vsz_pages, &rss_pages) != 2)
         return;
@@ -458,12 +456,8 @@ static bool still_current(unsigned gen) {
 // (the main thread ended with pthread_exit); -1 if unknown.
 static long process_threads(bool* leader_zombie) {
     char stat[512];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (mt_procfile_read(&stat_file, stat, sizeof stat) <= 0)
         return -1;
-    ssize_t n = read(fd, stat, sizeof stat - 1);
-    close(fd);
-    stat[n > 0 ? n : 0] = 0;
     const char* p = strrchr(stat, ')'); // the name may hold spaces and parentheses
     if (!p || p[1] != ' ')
         return -1;
@@ -555,6 +549,8 @@ int mt_writer_start(const char* path) {
     if (!getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
     mt_writer_cmdline_json(start_cmdline, sizeof start_cmdline);
+    mt_procfile_open(&statm_file); // on this thread, not the writer's (procfile.h)
+    mt_procfile_open(&stat_file);
     start_ppid = getppid();
     failed = false;
     events_written = events_committed = 0;
@@ -685,4 +681,6 @@ void mt_writer_forget(void) {
     snprintf(parent_capture, sizeof parent_capture, "%s", base ? base + 1 : capture_path);
     capture_path[0] = 0;
     mt_fdguard_forget_all();
+    mt_procfile_close(&statm_file);
+    mt_procfile_close(&stat_file);
 }

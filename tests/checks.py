@@ -8,11 +8,13 @@
 # and exits 1 when `failures` (what each failed check said) is not empty, whatever else
 # it skipped (exit 77 only when every check it ran passed).
 import os
+import re
 import select
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 failures = []
 
@@ -100,3 +102,34 @@ def capture_meta(capture):
     rows = {k: str(v) for k, v in db.execute("SELECT key, value FROM meta").fetchall()}
     db.close()
     return rows
+
+
+UNIT_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+COMMIT_WAIT = 30  # s; the tracer commits every 10 ms: only a bound for one that never does
+
+
+def committed_time(memreport, path):
+    """The time of the capture as of the tracer's last commit (ns), or None if it cannot be
+    read yet: `memreport live --once`, which reads a running capture without disturbing the
+    tracer. (Not sqlite3 here: a connection closed without SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+    which Python cannot set, checkpoints a -wal the tracer has just created, empty, and
+    deletes it: the tracer then writes into a file no one can read.)"""
+    r = subprocess.run([memreport, "live", path, "--once"], capture_output=True, text=True,
+                       timeout=120)
+    m = re.search(r"^time:\s+([0-9.]+) (ns|us|ms|s)$", r.stdout, re.M)
+    return float(m.group(1)) * UNIT_NS[m.group(2)] if r.returncode == 0 and m else None
+
+
+def wait_for_commit_after_now(memreport, path):
+    """Waits until the tracer has committed everything recorded before this call: two
+    commits (each a later time) after the first one read. The first of them may have begun
+    before the call; the second began after the first ended. With a tracer that never
+    commits it returns after COMMIT_WAIT s, and the caller's checks fail on what it had."""
+    seen, commits, deadline = None, 0, time.monotonic() + COMMIT_WAIT
+    while commits < 2 and time.monotonic() < deadline:
+        t = committed_time(memreport, path)
+        if t is not None and seen is not None and t > seen:
+            commits += 1
+        if t is not None and (seen is None or t > seen):
+            seen = t
+        time.sleep(0.05)

@@ -30,6 +30,10 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import wait_for_commit_after_now  # noqa: E402
+
 CALLS = ["malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
          "aligned_alloc", "memalign", "valloc", "pvalloc"]
 ADDITIVE = ["allocations", "frees", "bytes_allocated", "leaked_bytes", "leaked_allocations"]
@@ -95,38 +99,6 @@ class Ctx:
 
 def no_core():
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-UNIT_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
-COMMIT_WAIT = 30  # s; the tracer commits every 10 ms: only a bound for one that never does
-
-
-def committed_time(memreport, path):
-    """The time of the capture as of the tracer's last commit (ns), or None if it cannot be
-    read yet: `memreport live --once`, which reads a running capture without disturbing the
-    tracer. (Not sqlite3 here: a connection closed without SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-    which Python cannot set, checkpoints a -wal the tracer has just created, empty, and
-    deletes it: the tracer then writes into a file no one can read.)"""
-    r = subprocess.run([memreport, "live", path, "--once"], capture_output=True, text=True,
-                       timeout=TIMEOUT)
-    m = re.search(r"^time:\s+([0-9.]+) (ns|us|ms|s)$", r.stdout, re.M)
-    return float(m.group(1)) * UNIT_NS[m.group(2)] if r.returncode == 0 and m else None
-
-
-def wait_for_commit_after_now(memreport, path):
-    """Waits until the tracer has committed everything recorded before this call: two
-    commits (each a later time) after the first one read. The first of them may have begun
-    before the call; the second began after the first ended. A tracer that never commits
-    fails the case after COMMIT_WAIT s with what it had committed, as it should (two such
-    waits, the baseline's and the traced run's, stay within the test's 120 s)."""
-    seen, commits, deadline = None, 0, time.monotonic() + COMMIT_WAIT
-    while commits < 2 and time.monotonic() < deadline:
-        t = committed_time(memreport, path)
-        if t is not None and seen is not None and t > seen:
-            commits += 1
-        if t is not None and (seen is None or t > seen):
-            seen = t
-        time.sleep(0.05)
 
 
 def run(ctx, argv, env_extra, traced, outdir=None, cwd=None, stdin=None, kill_after_ready=False,
