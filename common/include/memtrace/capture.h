@@ -175,7 +175,8 @@ int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen);
 int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen);
 
 // Streams the events of one heap in seq order. Memory is bounded by the number of chunks
-// whose seq ranges overlap (about one per live thread).
+// whose seq ranges overlap (about one per live thread), plus the 8 chunks that a second
+// thread decodes ahead of the merge in a read of more than 16 chunks.
 typedef struct mt_event_iter mt_event_iter;
 // Process-wide policy, set before reading: with a report function, a chunk whose checksum
 // or decoding fails is left out instead of ending the iteration, and reported once per
