@@ -4,6 +4,8 @@
 // the middle failing at the same event with the same message (or skipped and reported once
 // in the skip mode), iterators closed early or read in turns ending cleanly (ASan and TSan
 // builds check that nothing leaks or races), and a decoding thread that takes no signals.
+#include "task_list.h"
+
 #include "../check.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -249,37 +251,13 @@ static const uint64_t ASYNC_SIGNALS = BIT(SIGHUP) | BIT(SIGINT) | BIT(SIGQUIT) |
                                       BIT(SIGALRM) | BIT(SIGTERM) | BIT(SIGUSR1) | BIT(SIGUSR2) |
                                       BIT(SIGCHLD) | BIT(SIGWINCH);
 
-// The threads of this process (by tid) when a test starts.
-typedef struct tids {
-    int n;
-    int tid[64];
-} tids;
-
-static tids threads_now(void) {
-    tids t = {0};
-    DIR* d = opendir("/proc/self/task");
-    CHECK(d != NULL);
-    struct dirent* e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && t.n < 64)
-            t.tid[t.n++] = atoi(e->d_name);
-    if (d)
-        closedir(d);
-    return t;
-}
-
 // The SigBlk mask of each thread of this process not in `before`, from /proc: how many
-// there are, and how many block all of ASYNC_SIGNALS. Threads are told apart by tid, not
-// counted: one joined just before `before` was taken may still have been listed in it (the
-// kernel wakes the joiner before it removes the task), and be gone by now.
+// there are, and how many block all of ASYNC_SIGNALS (task_list.h: by tid).
 static void new_threads(const tids* before, int* n, int* blocking_all) {
     *n = *blocking_all = 0;
     tids now = threads_now();
     for (int i = 0; i < now.n; i++) {
-        bool known = false;
-        for (int k = 0; k < before->n && !known; k++)
-            known = before->tid[k] == now.tid[i];
-        if (known)
+        if (tids_has(before, now.tid[i]))
             continue;
         char status[64], line[256];
         snprintf(status, sizeof status, "/proc/self/task/%d/status", now.tid[i]);

@@ -6,6 +6,8 @@
 // thread gone after every kind of close, and, without sanitizers, a failed allocation of a
 // chunk's events and a thread that cannot be made. Each case expects what the reader did
 // before it had a thread: the same message after the same events.
+#include "task_list.h"
+
 #include "../check.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -393,37 +395,12 @@ static void test_batches_while_written(void) {
 
 // ---- the decoding thread ends with its iterator
 
-// The threads of this process, by tid.
-typedef struct tids {
-    int n;
-    int tid[64];
-} tids;
-
-static tids threads_now(void) {
-    tids t = {0};
-    DIR* d = opendir("/proc/self/task");
-    CHECK(d != NULL);
-    struct dirent* e;
-    while (d && (e = readdir(d)))
-        if (e->d_name[0] != '.' && t.n < 64)
-            t.tid[t.n++] = atoi(e->d_name);
-    if (d)
-        closedir(d);
-    return t;
-}
-
-// How many threads run now that were not in `before`. Threads are told apart by tid, not
-// counted: a thread joined just before `before` was taken may still be listed in it (the
-// kernel wakes the joiner before it removes the task), and may be gone now.
+// How many threads run now that were not in `before` (task_list.h: by tid).
 static int new_threads(const tids* before) {
     tids now = threads_now();
     int n = 0;
-    for (int i = 0; i < now.n; i++) {
-        bool known = false;
-        for (int k = 0; k < before->n && !known; k++)
-            known = before->tid[k] == now.tid[i];
-        n += !known;
-    }
+    for (int i = 0; i < now.n; i++)
+        n += !tids_has(before, now.tid[i]);
     return n;
 }
 
