@@ -45,6 +45,7 @@ static bool writer_joinable; // writer_thread exists and nobody joined or detach
 static _Atomic int stop_requested;
 static _Atomic int pause_requested; // mt_writer_pause: the thread ends, the capture goes on
 static _Atomic pid_t writer_tid;    // its task, which leaves the thread group after the join
+static pid_t writer_pid;            // the process the writer thread belongs to
 static uint8_t* scratch;
 static mt_event* sortbuf;
 static int64_t last_commit, last_sample;
@@ -566,6 +567,7 @@ int mt_writer_start(const char* path) {
         mt_core_fail("cannot start the writer thread", strerror(rc));
         return -rc;
     }
+    writer_pid = getpid();
     writer_running = true;
     return 0;
 }
@@ -639,8 +641,11 @@ void mt_writer_stop(void) {
 
 bool mt_writer_pause(void) {
     bool zombie;
-    // Another thread of the program: the call fails as it would untraced.
-    if (!writer_running || !writer_joinable || process_threads(&zombie) != 2)
+    // A child that fork's handlers never saw (clone(), vfork) has no writer: its copy of this
+    // state, and of stat_file, are the parent's. Another thread of the program: the call
+    // fails as it would untraced.
+    if (!writer_running || !writer_joinable || getpid() != writer_pid ||
+        process_threads(&zombie) != 2)
         return false;
     atomic_store(&pause_requested, 1);
     mt_core_wake_writer();

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """A traced program enters namespaces as it does untraced (namespaces.c): setns into a mount
 namespace and unshare(CLONE_NEWUSER) give the same results (the tracer's writer thread made
-them fail with EINVAL), refused the same way with a second thread of the program's own, and
-the capture holds every event before and after (its leaks exact); util-linux's `unshare -Ur
-id` prints the same.
+them fail with EINVAL), refused the same way with a second thread of the program's own;
+made by a clone() or vfork child (whose inherited state names the parent's writer), they
+succeed and leave the parent's writer alone; and the capture holds every event before and
+after (its leaks exact); util-linux's `unshare -Ur id` prints the same.
 
 Usage: check_namespaces.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -27,7 +28,7 @@ def main():
     if "unshare user: 0 ok" not in native.stdout or "setns mnt: 0 ok" not in native.stdout:
         print(f"SKIP: this machine refuses the namespaces untraced: {native.stdout!r}")
         sys.exit(SKIP)
-    for args in ([], ["threaded"]):
+    for args in ([], ["threaded"], ["children"]):
         name = "_".join(["run"] + args)
         native = subprocess.run([prog, *args], capture_output=True, text=True, env=clean_env())
         cap = os.path.join(work, name + ".db")

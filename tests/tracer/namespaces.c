@@ -2,16 +2,21 @@
 // Enters namespaces as sandboxes and container tools do, between allocations of known size:
 // setns into its own mount namespace (by type and with type 0), then unshare(CLONE_NEWUSER).
 // With "threaded", a second thread of its own is alive at the unshare, which the kernel
-// refuses (EINVAL) traced or not. Prints each call's result; leaks 10 blocks of 100, 200 and
-// 300 bytes around the calls.
-// Usage: namespaces [threaded]
+// refuses (EINVAL) traced or not. With "children", the calls are made by children that
+// fork's handlers never saw (a clone() child, a vfork child), which are processes of one
+// thread each, and the program says whether its own threads are the same after. Prints each
+// call's result; leaks 10 blocks of 100, 200 and 300 bytes around the calls.
+// Usage: namespaces [threaded|children]
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void* volatile sink;
@@ -36,7 +41,58 @@ static void* waiting(void* arg) {
     return arg;
 }
 
+static int child_unshare(void* arg) {
+    (void)arg;
+    return unshare(CLONE_NEWUSER) == 0 ? 0 : 1;
+}
+
+// The child's exit status, or -1 if it did not end within 10 s (it is killed then).
+static int child_status(pid_t pid) {
+    int status;
+    for (int i = 0; i < 1000; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+static long own_threads(void) {
+    char line[256];
+    long n = -1;
+    FILE* f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Threads:", 8))
+            n = atol(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void children(void) {
+    static char stack[1 << 16];
+    long before = own_threads();
+    pid_t pid = clone(child_unshare, stack + sizeof stack, SIGCHLD, NULL);
+    printf("clone child unshare user: %d\n", pid > 0 ? child_status(pid) : -2);
+    pid = vfork();
+    if (pid == 0)
+        _exit(child_unshare(NULL));
+    printf("vfork child unshare user: %d\n", pid > 0 ? child_status(pid) : -2);
+    printf("own threads unchanged: %s\n", own_threads() == before ? "yes" : "no");
+    fflush(stdout);
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && !strcmp(argv[1], "children")) {
+        leak_blocks(100);
+        children();
+        leak_blocks(200);
+        leak_blocks(300);
+        return 0;
+    }
     int threaded = argc > 1 && !strcmp(argv[1], "threaded");
     leak_blocks(100);
     int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
