@@ -413,6 +413,11 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     setenv("MEMTRACE_REPORT", report, 1);
     if (prepend_preload(lib) != 0)
         return 1;
+    // Started with SIGCHLD ignored (a parent's, kept across exec), the kernel would reap the
+    // program at once and its status be lost: the launcher waits with the default action,
+    // and the program starts with what it would have had untraced.
+    struct sigaction chld_dfl = {.sa_handler = SIG_DFL}, chld_given;
+    sigaction(SIGCHLD, &chld_dfl, &chld_given);
     // The launcher itself must not be traced by a preload it inherited.
     pid_t pid = fork();
     if (pid < 0) {
@@ -420,6 +425,7 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         return 1;
     }
     if (pid == 0) {
+        sigaction(SIGCHLD, &chld_given, NULL);
         execvp(prog_argv[0], prog_argv);
         fprintf(stderr, "memtrace: cannot run %s: %s\n", prog_argv[0], strerror(errno));
         _exit(127);

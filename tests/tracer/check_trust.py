@@ -217,6 +217,30 @@ def case_signals(a, w):
     check(s is not None and s["status"] == "complete", "and its capture is complete")
 
 
+# Exits 5 after saying whether it was started with SIGCHLD ignored.
+SIGCHLD_SAYS = """
+import signal, sys
+print(signal.getsignal(signal.SIGCHLD) == signal.SIG_IGN)
+sys.exit(5)
+"""
+
+
+def case_sigchld_ignored(a, w):
+    """A launcher started with SIGCHLD ignored (inherited across exec, as a parent that
+    ignores it leaves it) still exits as the program did, and the program still starts with
+    it ignored, as untraced (the kernel reaped the program at once: the launcher's waitpid
+    failed and it exited 0)."""
+    cap = os.path.join(w, "ignored.db")
+    r = subprocess.run([a.memtrace, "-o", cap, "--", sys.executable, "-c", SIGCHLD_SAYS],
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN))
+    check(r.returncode == 5, f"the launcher exits 5, as the program ({r.returncode}: "
+          f"{r.stderr.strip()})")
+    check(r.stdout == "True\n", f"the program started with SIGCHLD ignored: {r.stdout!r}")
+    s = summary(a.memreport, cap)
+    check(s is not None and s["status"] == "complete", "and its capture is complete")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
