@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include "config.h"
+#include "xfsz.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -130,7 +131,10 @@ static bool report_line(char sign, const char* text) {
         return false;
     char line[4200];
     int n = snprintf(line, sizeof line, "%c%d %s\n", sign, (int)getpid(), text);
+    mt_xfsz hold; // made on the program's thread (the capture's start, a failure)
+    mt_xfsz_hold(&hold);
     bool ok = n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) == n;
+    mt_xfsz_release(&hold);
     close(fd);
     return ok;
 }
@@ -141,4 +145,24 @@ void mt_output_report_capture(const char* path) {
 
 bool mt_output_report_failure(const char* message) {
     return report_line('-', message);
+}
+
+static struct {
+    bool open;
+    dev_t dev;
+    ino_t ino;
+} start_stderr;
+
+void mt_output_note_stderr(void) {
+    struct stat st;
+    start_stderr.open = fstat(STDERR_FILENO, &st) == 0;
+    start_stderr.dev = st.st_dev;
+    start_stderr.ino = st.st_ino;
+}
+
+void mt_output_say(const char* line, size_t n) {
+    struct stat st;
+    if (start_stderr.open && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == start_stderr.dev &&
+        st.st_ino == start_stderr.ino)
+        (void)!write(STDERR_FILENO, line, n);
 }

@@ -17,6 +17,7 @@
 #include "sampling.h"
 #include "trie.h"
 #include "writer_rows.h"
+#include "xfsz.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -356,8 +357,7 @@ static void check_size(int64_t now) {
         char line[4400];
         int n = snprintf(line, sizeof line, "memtrace: %s: %s\n", capture_path, msg);
         if (n > 0)
-            (void)!write(STDERR_FILENO, line,
-                         (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            mt_output_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     }
 }
 
@@ -626,17 +626,10 @@ static void stop_on_this_thread(void) {
 void mt_writer_stop(void) {
     if (!writer_running)
         return;
-    sigset_t xfsz, old, pending;
-    sigemptyset(&xfsz);
-    sigaddset(&xfsz, SIGXFSZ);
-    pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-    bool pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ);
+    mt_xfsz hold;
+    mt_xfsz_hold(&hold);
     stop_on_this_thread();
-    if (!pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ)) {
-        struct timespec now = {0, 0};
-        sigtimedwait(&xfsz, NULL, &now);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    mt_xfsz_release(&hold);
 }
 
 bool mt_writer_pause(void) {

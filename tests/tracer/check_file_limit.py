@@ -4,7 +4,9 @@
 runs on as untraced (file_limit.c): the same output and exit code (not killed by SIGXFSZ,
 the signal a write past the limit raises, also when the write is the program thread's at
 exit), the reason said with its cause (the limit, not SQLite's bare "disk I/O error"), and
-memreport reads what was committed as truncated.
+memreport reads what was committed as truncated. Under a limit of 0 (`ulimit -f 0`: no file
+may grow) no capture can be made, and the program, which writes no file, still runs as
+untraced (the line its thread appends to the launcher's list of captures raised SIGXFSZ).
 
 Usage: check_file_limit.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -50,6 +52,17 @@ def main():
         s = subprocess.run([memreport, "summary", cap], capture_output=True, text=True)
         check(s.returncode == 0 and "(truncated)" in s.stdout,
               f"{name}: memreport reads it as truncated ({s.returncode}: {s.stdout}{s.stderr})")
+
+    def no_file_may_grow():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    argv = [prog, "5000"]
+    native = subprocess.run(argv, capture_output=True, text=True, preexec_fn=no_file_may_grow)
+    r = subprocess.run([launcher, "-o", os.path.join(work, "zero.db"), "--", *argv],
+                       capture_output=True, text=True, env=clean_env(),
+                       preexec_fn=no_file_may_grow)
+    check((r.returncode, r.stdout) == (native.returncode, native.stdout) and native.returncode == 3,
+          f"limit 0: traced: exit {r.returncode} {r.stdout!r}, as untraced: "
+          f"{native.returncode} {native.stdout!r} ({r.stderr.strip()})")
     finish()
 
 
