@@ -45,7 +45,7 @@ void mt_core_fail(const char* what, const char* why) {
     line[n - 1] = 0;
     if (!mt_output_report_failure(line + strlen("memtrace: ")) && !atomic_load(&mt_core_attached)) {
         line[n - 1] = '\n';
-        (void)!write(STDERR_FILENO, line, n);
+        mt_output_say(line, n);
     }
 }
 
@@ -229,6 +229,7 @@ void mt_core_init(void) {
         return;
     mt_bootstrap_resolve();
     mt_guard = 1;
+    mt_output_note_stderr(); // not for an attach: its stderr is never written
     init_modules();
     mt_recording_init(); // not for an attach: the program's signals stay as they are
     start_capture(0);

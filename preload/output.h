@@ -30,4 +30,11 @@ bool mt_output_is_dir(void);
 void mt_output_report_capture(const char* path);
 bool mt_output_report_failure(const char* message);
 
+// What the tracer says on stderr goes to the stderr the process started with, or nowhere:
+// mt_output_note_stderr (when tracing starts) remembers which file descriptor 2 is, and
+// mt_output_say writes the line only while descriptor 2 is still that file. A program
+// started with stderr closed (`prog 2>&-`) gets descriptor 2 for the first file it opens.
+void mt_output_note_stderr(void);
+void mt_output_say(const char* line, size_t n);
+
 #endif

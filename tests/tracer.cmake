@@ -164,6 +164,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(file_limit)
   # The writer never takes the descriptor number the program's next open() would get.
   tracer_program_test(lowest_fd)
+  # A program started with stderr closed: nothing of the tracer's lands in its file there.
+  tracer_program_test(stderr_closed)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
