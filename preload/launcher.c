@@ -380,8 +380,15 @@ static void pass_on(int sig, siginfo_t* info, void* context) {
     errno = saved;
 }
 
+static const int passed[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+
+static void passed_signals(sigset_t* set) {
+    sigemptyset(set);
+    for (size_t i = 0; i < sizeof passed / sizeof *passed; i++)
+        sigaddset(set, passed[i]);
+}
+
 static void pass_signals_on(pid_t pid) {
-    static const int passed[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
     traced_pid = pid;
     struct sigaction sa = {.sa_sigaction = pass_on, .sa_flags = SA_SIGINFO | SA_RESTART};
     sigemptyset(&sa.sa_mask);
@@ -418,6 +425,11 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     // and the program starts with what it would have had untraced.
     struct sigaction chld_dfl = {.sa_handler = SIG_DFL}, chld_given;
     sigaction(SIGCHLD, &chld_dfl, &chld_given);
+    // Held from the fork until pass_on is in place: one sent to the launcher in between
+    // would kill it and leave the program running, orphaned.
+    sigset_t held, old_mask;
+    passed_signals(&held);
+    sigprocmask(SIG_BLOCK, &held, &old_mask);
     // The launcher itself must not be traced by a preload it inherited.
     pid_t pid = fork();
     if (pid < 0) {
@@ -426,11 +438,13 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     }
     if (pid == 0) {
         sigaction(SIGCHLD, &chld_given, NULL);
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         execvp(prog_argv[0], prog_argv);
         fprintf(stderr, "memtrace: cannot run %s: %s\n", prog_argv[0], strerror(errno));
         _exit(127);
     }
     pass_signals_on(pid);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

@@ -241,6 +241,36 @@ def case_sigchld_ignored(a, w):
     check(s is not None and s["status"] == "complete", "and its capture is complete")
 
 
+
+# Says 'term' and exits 7 at SIGTERM; 'never signalled' and exit 3 after 5 s without one.
+AT_FORK_PROG = """trap 'echo term; exit 7' TERM
+i=0; while [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+echo never signalled; exit 3
+"""
+
+
+def case_signal_at_fork(a, w):
+    """A signal sent to the launcher just after it forked the program, before it had set up
+    the passing on (gdb stops it there), reaches the program, and the launcher ends as the
+    program did (before: the launcher died of it and the program ran on, orphaned)."""
+    script = os.path.join(w, "prog.sh")
+    with open(script, "w") as f:
+        f.write(AT_FORK_PROG)
+    gdb = ["gdb", "-q", "-nx", "-batch", "-ex", "set startup-with-shell off",
+           "-ex", "set follow-fork-mode parent", "-ex", "set detach-on-fork on",
+           "-ex", "handle SIGTERM nostop noprint pass", "-ex", "catch fork", "-ex", "run",
+           "-ex", "python import os; os.kill(gdb.selected_inferior().pid, 15)",
+           "-ex", "continue", "--args",
+           a.memtrace, "-o", os.path.join(w, "at_fork.db"), "--", "sh", script]
+    # Its output is the program's too: an orphan keeps the pipe open until it ends.
+    r = subprocess.run(gdb, capture_output=True, text=True, timeout=120)
+    check("never signalled" not in r.stdout,
+          f"the program got the SIGTERM sent at the fork ({r.stdout.strip()})")
+    # Whether the program dies of it before exec or handles it ('term', exit 7).
+    handled = "term" in r.stdout.splitlines()
+    ended = ("exited with code 07" if handled else "terminated with signal SIGTERM") in r.stdout
+    check(ended, f"the launcher ended as the program did ({r.stdout.strip()})")
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
