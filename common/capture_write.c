@@ -399,13 +399,32 @@ static void finalize_statements(mt_capwriter* w) {
         sqlite3_finalize(lazy[i]);
 }
 
+// Whether the -wal beside the capture can be removed: its directory is writable by us (a
+// process that dropped its privileges or chrooted since it created the capture may not).
+static bool wal_removable(sqlite3* db) {
+    const char* path = sqlite3_db_filename(db, "main");
+    const char* slash = path ? strrchr(path, '/') : NULL;
+    if (!path || !slash)
+        return path && faccessat(AT_FDCWD, ".", W_OK | X_OK, AT_EACCESS) == 0;
+    char* dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    bool ok = dir && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0;
+    free(dir);
+    return ok;
+}
+
 int mt_capwriter_finish(mt_capwriter* w, const char* status) {
     int rc = mt_capwriter_meta_text(w, "capture_status", status);
     finalize_statements(w);
-    // Out of WAL: checkpoints the WAL and removes -wal/-shm, leaving one file in rollback
-    // mode. MEMORY rather than DELETE: the header's one-page change needs no -journal file.
-    if (exec(w->db, "PRAGMA journal_mode=MEMORY"))
+    if (!wal_removable(w->db)) {
+        // Everything into the capture file and the -wal emptied, left beside it, in place.
+        if (exec(w->db, "PRAGMA wal_checkpoint(TRUNCATE)") ||
+            sqlite3_db_config(w->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL) != SQLITE_OK)
+            rc = -EIO;
+    } else if (exec(w->db, "PRAGMA journal_mode=MEMORY")) {
+        // Out of WAL: checkpoints the WAL and removes -wal/-shm, leaving one file in rollback
+        // mode. MEMORY rather than DELETE: the header's one-page change needs no -journal file.
         rc = -EIO;
+    }
     if (sqlite3_close(w->db) != SQLITE_OK)
         rc = -EIO;
     mt_chunk_coder_free(w->coder);

@@ -65,6 +65,10 @@ static int start_capture(int child) {
     if ((rc = mt_writer_start(path)) == 0) {
         atomic_store(&mt_state, MT_STATE_RECORDING);
         mt_output_report_capture(path);
+        // Root may setuid or chroot at once: the capture's files are opened before that,
+        // here. Others leave it to the writer thread, so the program does not wait for it.
+        if (geteuid() == 0)
+            mt_writer_open_now();
     }
     return rc;
 }

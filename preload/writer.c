@@ -448,6 +448,13 @@ static bool open_capture(void) {
     return ok;
 }
 
+void mt_writer_open_now(void) {
+    pthread_mutex_lock(&sqlite_lock);
+    if (!opened)
+        open_capture();
+    pthread_mutex_unlock(&sqlite_lock);
+}
+
 // Whether the writer thread of capture `gen` still has work: not once the capture stopped.
 static bool still_current(unsigned gen) {
     return !atomic_load(&stop_requested) && atomic_load(&generation) == gen;

@@ -11,6 +11,10 @@
 // Starts the writer thread, which fills the (new, empty) capture file at `path`. Returns 0 or a
 // negative errno (the reason was already reported).
 int mt_writer_start(const char* path);
+// Opens the capture's files now, on the calling thread, if the writer thread has not yet: a
+// root process may drop its privileges or chroot before that thread first runs, and then no
+// longer be allowed to open them (what fails is reported).
+void mt_writer_open_now(void);
 // Final flush, symbols, status 'complete', one self-contained file; joins the thread.
 void mt_writer_stop(void);
 // fork: SQLite's own mutexes must not be held by the writer thread when another thread

@@ -166,6 +166,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(lowest_fd)
   # A program started with stderr closed: nothing of the tracer's lands in its file there.
   tracer_program_test(stderr_closed)
+  # A root program that drops its privileges (setuid, chroot) as it starts keeps its capture.
+  tracer_program_test(drop_privileges)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
