@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 static int call_alone(long nr, long a, long b) {
+    int saved = errno; // what a call that succeeds leaves (the pause sets it: tgkill's ESRCH)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); // no handler runs while the writer is away
     bool paused = mt_writer_pause();
     long rc = syscall(nr, a, b);
-    int saved = errno;
+    if (rc == -1)
+        saved = errno;
     if (paused)
         mt_writer_resume();
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -28,8 +28,10 @@ static void leak_blocks(size_t size) {
         free(malloc(size + (size_t)i));
 }
 
+// errno as the call left it: a call that succeeds leaves it alone (set to 1234 before).
 static void report(const char* call, int rc) {
-    printf("%s: %d %s\n", call, rc, rc == 0 ? "ok" : strerror(errno));
+    printf("%s: %d %s\n", call, rc,
+           rc == 0 ? (errno == 1234 ? "ok" : "ok, errno changed") : strerror(errno));
     fflush(stdout);
 }
 
@@ -96,13 +98,16 @@ int main(int argc, char** argv) {
     int threaded = argc > 1 && !strcmp(argv[1], "threaded");
     leak_blocks(100);
     int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    errno = 1234;
     report("setns mnt", setns(mnt, CLONE_NEWNS));
+    errno = 1234;
     report("setns 0", setns(mnt, 0));
     close(mnt);
     leak_blocks(200);
     pthread_t other;
     if (threaded && (pipe(wake) != 0 || pthread_create(&other, NULL, waiting, NULL) != 0))
         return 2;
+    errno = 1234;
     report("unshare user", unshare(CLONE_NEWUSER));
     if (threaded) {
         (void)!write(wake[1], "x", 1);
