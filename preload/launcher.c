@@ -445,6 +445,12 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     }
     pass_signals_on(pid);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    // Waited for without reaping first: once reaped, its pid may be another process's, which
+    // pass_on must not signal.
+    siginfo_t ended;
+    while (waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    traced_pid = 0;
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;

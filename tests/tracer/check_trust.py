@@ -271,6 +271,28 @@ def case_signal_at_fork(a, w):
     ended = ("exited with code 07" if handled else "terminated with signal SIGTERM") in r.stdout
     check(ended, f"the launcher ended as the program did ({r.stdout.strip()})")
 
+
+def case_signal_after_exit(a, w):
+    """A signal sent to the launcher after it reaped the program (gdb stops it as its wait
+    returns) is passed to no one: the program's pid is free and may already be another
+    process's (before: the launcher sent it to that pid). The launcher exits as the program
+    did."""
+    script = os.path.join(w, "exit5.sh")  # gdb would split an argument at its blanks
+    with open(script, "w") as f:
+        f.write("exit 5\n")
+    gdb = ["gdb", "-q", "-nx", "-batch", "-ex", "set startup-with-shell off",
+           "-ex", "set detach-on-fork on", "-ex", "handle SIGTERM nostop noprint pass",
+           "-ex", "catch syscall wait4", "-ex", "run", "-ex", "continue",
+           "-ex", "python import os; os.kill(gdb.selected_inferior().pid, 15)",
+           "-ex", "catch syscall kill", *["-ex", "continue"] * 4,  # kill: called, returned
+           "--args", a.memtrace, "-o", os.path.join(w, "after_exit.db"), "--",
+           "sh", script]
+    r = subprocess.run(gdb, capture_output=True, text=True, timeout=120)
+    check("syscall kill" not in r.stdout,
+          f"no signal sent once the program was reaped ({r.stdout.strip()})")
+    check("exited with code 05" in r.stdout,
+          f"the launcher exits 5, as the program ({r.stdout.strip()})")
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
