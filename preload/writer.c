@@ -449,10 +449,13 @@ static bool open_capture(void) {
 }
 
 void mt_writer_open_now(void) {
+    mt_xfsz hold; // on the program's thread: the empty capture may cross ulimit -f
+    mt_xfsz_hold(&hold);
     pthread_mutex_lock(&sqlite_lock);
     if (!opened)
         open_capture();
     pthread_mutex_unlock(&sqlite_lock);
+    mt_xfsz_release(&hold);
 }
 
 // Whether the writer thread of capture `gen` still has work: not once the capture stopped.
