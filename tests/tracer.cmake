@@ -83,10 +83,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
   set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
 
-  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family and
-  # memtrace_* only.
+  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family,
+  # unshare/setns, the set*id family and memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid|setgroups|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 
@@ -168,6 +168,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(stderr_closed)
   # A root program that drops its privileges (setuid, chroot) as it starts keeps its capture.
   tracer_program_test(drop_privileges)
+  # One that keeps a capability across its setuid (setpriv) is not aborted by glibc.
+  tracer_program_test(keep_caps)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
