@@ -39,7 +39,10 @@ void mt_writer_cmdline_json(char* out, size_t cap) {
         close(fd);
     }
     out[n++] = '[';
-    for (size_t i = 0; i < len;) {
+    // An argument is begun only with room for its separator, quotes, some of it (as much as
+    // fits: json_escape_append) and the closing "]": the rest are left out (thousands of
+    // short arguments fill it; each added ',""' past the end).
+    for (size_t i = 0; i < len && n + 16 < cap;) {
         size_t k = strnlen(buf + i, len - i);
         if (n > 1)
             out[n++] = ',';

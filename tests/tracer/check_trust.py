@@ -293,6 +293,32 @@ def case_signal_after_exit(a, w):
     check("exited with code 05" in r.stdout,
           f"the launcher exits 5, as the program ({r.stdout.strip()})")
 
+def case_long_argv(a, w):
+    """A program run with thousands of short arguments (xargs, find -exec +) runs as untraced
+    and its capture is named and written: the capture's cmdline (JSON, at most 16 KiB) was
+    built past the end of its buffer, one ',""' for each argument beyond, over the capture's
+    path (the launcher named garbage, the capture was left empty)."""
+    argv = [sys.executable, "-c", "import sys; print(len(sys.argv))"] + ["a"] * 8000
+    cap = os.path.join(w, "long.db")
+    r = traced(a.memtrace, ["-o", cap, "--"] + argv)
+    check(r.returncode == 0 and r.stdout == "8001\n", f"exit 0, the 8001 arguments seen: "
+          f"{r.returncode}, {r.stdout!r}")
+    told = r.stderr.strip().rpartition("memtrace: capture written to ")[2]
+    check(r.stderr.count("\n") == 1 and os.path.exists(told) and os.path.samefile(told, cap),
+          f"the launcher names the capture: {r.stderr[:200]!r}")
+    s = summary(a.memreport, cap)
+    check(s is not None and s["status"] == "complete", "the capture is complete")
+    r = subprocess.run([a.memreport, "sql", cap, "--csv", "select value from meta where key = "
+                        "'cmdline'"], capture_output=True, text=True)
+    try:
+        cmdline = json.loads(r.stdout.split("\n", 1)[1].strip().strip('"').replace('""', '"'))
+    except (ValueError, IndexError):
+        cmdline = None
+    check(isinstance(cmdline, list) and 3 < len(cmdline) <= len(argv) and
+          cmdline[:-1] == argv[:len(cmdline) - 1] and argv[len(cmdline) - 1].startswith(
+              cmdline[-1]), f"its cmdline is the arguments' start: {str(cmdline)[:120]}")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
