@@ -5,7 +5,8 @@ namespace and unshare(CLONE_NEWUSER) give the same results (the tracer's writer 
 them fail with EINVAL), refused the same way with a second thread of the program's own;
 made by a clone() or vfork child (whose inherited state names the parent's writer), they
 succeed and leave the parent's writer alone; and the capture holds every event before and
-after (its leaks exact); util-linux's `unshare -Ur id` prints the same.
+after (its leaks exact), and none of the tracer's heap calls counted as the program's;
+util-linux's `unshare -Ur id` prints the same.
 
 Usage: check_namespaces.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -47,6 +48,18 @@ def main():
                   summary["leaked_allocations"] - summary["runtime_held_allocations"])
         check(leaked == (6000, 30), f"{name}: the program leaked 6000 bytes in 30 blocks "
               f"({leaked}, besides the C runtime's)")
+    # The tracer's own work in the call (a new writer thread) is not counted as the program's
+    # heap calls: 0 and 50 calls to setns count the same.
+    calls = []
+    for n in (0, 50):
+        cap = os.path.join(work, f"setns_{n}.db")
+        r = traced(launcher, cap, [prog, "setns", str(n)])
+        s = subprocess.run([memreport, "summary", cap, "--json"], capture_output=True,
+                           text=True)
+        check(r.returncode == 0 and s.returncode == 0, f"setns x{n}: runs and is read "
+              f"({r.stderr}{s.stderr})")
+        calls.append(json.loads(s.stdout)["calls"] if s.returncode == 0 else None)
+    check(calls[0] == calls[1], f"the heap calls of 0 and 50 setns the same ({calls})")
     native = subprocess.run(["unshare", "-Ur", "id"], capture_output=True, text=True)
     r = traced(launcher, os.path.join(work, "unshare.db"), ["unshare", "-Ur", "id"])
     check((r.returncode, r.stdout) == (native.returncode, native.stdout),
