@@ -65,17 +65,28 @@ bool mt_symcache_path(char* buf, size_t len) {
     return n > 0 && (size_t)n < len;
 }
 
-// mkdir -p of the directories above path (0700: it is the user's private cache).
+// mkdir -p of the directories above path (0700: it is the user's private cache), each made
+// only in a directory of ours or root's: root with another user's HOME (su without '-',
+// sudo -E) made that user's ~/.cache its own, mode 0700, taking it from all their programs.
 static void make_parents(const char* path) {
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
         return;
+    uid_t parent_owner = 0; // of "/"
     for (char* p = dir + 1; *p; p++) {
         if (*p != '/')
             continue;
         *p = 0;
-        if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-            return;
+        struct stat st;
+        if (stat(dir, &st) == 0) {
+            parent_owner = st.st_uid;
+        } else {
+            if (parent_owner != geteuid() && parent_owner != 0)
+                return;
+            if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+                return;
+            parent_owner = geteuid();
+        }
         *p = '/';
     }
 }

@@ -319,6 +319,43 @@ def case_long_argv(a, w):
               cmdline[-1]), f"its cmdline is the arguments' start: {str(cmdline)[:120]}")
 
 
+def case_foreign_home(a, w):
+    """Root with another user's HOME (su without '-', sudo -E) never creates the symbol
+    cache's directories in that user's home: a root-owned ~/.cache (mode 0700) took the user's
+    own cache directory from every program of theirs. The tracer at exit and memreport naming
+    frames both look for the cache there. With its own HOME, root's cache is made as before."""
+    if os.geteuid() != 0:
+        print("SKIP: needs root, to own a home directory as another user")
+        sys.exit(77)
+    homes = {}
+    for who, uid in (("theirs", 65534), ("ours", 0)):
+        homes[who] = os.path.join(w, who)
+        os.makedirs(homes[who])
+        os.chown(homes[who], uid, uid)
+        os.chmod(homes[who], 0o755)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("XDG_CACHE_HOME", "MEMTRACE_SYMBOL_CACHE")}
+        env["HOME"] = homes[who]
+        cap = os.path.join(w, f"{who}.db")
+        r = subprocess.run([a.memtrace, "-o", cap, a.prog, "chdir", "/"], capture_output=True,
+                           text=True, env=env)
+        check(r.returncode == 0, f"{who}: traced run exits 0 ({r.stderr.strip()})")
+        if who == "theirs":
+            made = os.listdir(homes[who])
+            check(made == [], f"the tracer made nothing in the other user's home: {made}")
+        deferred = os.path.join(w, f"{who}-deferred.db")
+        r = subprocess.run([a.memtrace, "-o", deferred, a.prog, "chdir", "/"],
+                           capture_output=True, text=True, env=dict(env, MEMTRACE_SYMBOLIZE="0"))
+        r = subprocess.run([a.memreport, "stacks", deferred], capture_output=True, text=True,
+                           env=env)
+        check(r.returncode == 0, f"{who}: memreport names the frames ({r.stderr.strip()})")
+        if who == "theirs":
+            made = os.listdir(homes[who])
+            check(made == [], f"memreport made nothing in the other user's home: {made}")
+    check(os.path.exists(os.path.join(homes["ours"], ".cache", "memtrace", "symbols.db")),
+          "root's own home gets its cache")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
