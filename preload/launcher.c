@@ -364,19 +364,21 @@ static int attach_to(pid_t pid, const char* output, int force) {
 // The traced program, once forked (pass_on).
 static volatile pid_t traced_pid;
 
-// The launcher stands between the program and the one who started it; signals cross it as
-// if it were not there. One that a process sent the launcher (`kill PID`, a supervisor or a
-// test harness stopping what it started) is meant for the program: passed on, so that it
-// ends (or reloads, or dumps) as it would untraced, and the launcher then tells the captures
-// and exits as it did. One that the program sent its parent (a readiness signal, say) goes
-// on to the launcher's parent. What the kernel sent (^C, ^\ and a hangup from the terminal)
-// is not passed on: it reached the program itself, in the same process group.
+// The launcher stands between the program and the one who started it. A signal that a
+// process sent the launcher (`kill PID`, a supervisor or a test harness stopping what it
+// started) is meant for the program: passed on, so that it ends (or reloads, or dumps) as
+// it would untraced, and the launcher then tells the captures and exits as it did. Not
+// passed on: what the kernel sent (^C, ^\ and a hangup from the terminal reached the
+// program itself, in the same process group), and what the program sent, to its parent or
+// to its whole process group (kill(0, sig)): taken, so it neither kills the launcher nor
+// goes anywhere else. A signal sent to the whole process group from outside reaches the
+// program twice, directly and passed on (two pending at once are one).
 static void pass_on(int sig, siginfo_t* info, void* context) {
     (void)context;
     int saved = errno;
     bool from_a_process = info->si_code <= 0; // SI_USER, SI_QUEUE, SI_TKILL: kill(2) and kin
-    if (traced_pid > 0 && from_a_process)
-        kill(info->si_pid == traced_pid ? getppid() : traced_pid, sig);
+    if (traced_pid > 0 && from_a_process && info->si_pid != traced_pid)
+        kill(traced_pid, sig);
     errno = saved;
 }
 

@@ -177,13 +177,16 @@ def case_launcher(a, w):
           f"a capture that cannot be created: one line saying why: {r.stderr!r}")
 
 
-# A program that tells its parent it is ready (SIGUSR2), answers SIGUSR1 and ends on SIGTERM
-# with exit status 7; case_signals runs it under the launcher.
+# A program that signals its parent and its whole process group (SIGUSR2, which it takes
+# itself), answers SIGUSR1 and ends on SIGTERM with exit status 7; case_signals runs it under
+# the launcher, in a process group of their own.
 SIGNALLED = """
 import os, signal, sys, time
 signal.signal(signal.SIGUSR1, lambda s, f: print("usr1", flush=True))
+signal.signal(signal.SIGUSR2, lambda s, f: None)
 signal.signal(signal.SIGTERM, lambda s, f: (print("term", flush=True), sys.exit(7)))
 os.kill(os.getppid(), signal.SIGUSR2)
+os.kill(0, signal.SIGUSR2)
 print("ready", flush=True)
 while True:
     time.sleep(0.01)
@@ -191,14 +194,15 @@ while True:
 
 
 def case_signals(a, w):
-    """Signals cross the launcher as if it were not there: one sent to the launcher reaches
-    the program, which ends as it would untraced (its status, a complete capture); one the
-    program sends its parent reaches the launcher's parent."""
+    """A signal sent to the launcher reaches the program, which ends as it would untraced
+    (its status, a complete capture); one the program sends its parent or its process group
+    neither kills the launcher nor goes on to the launcher's parent (this driver)."""
     told = []
     signal.signal(signal.SIGUSR2, lambda s, f: told.append(s))
     cap = os.path.join(w, "signalled.db")
     p = subprocess.Popen([a.memtrace, "-o", cap, "--", sys.executable, "-c", SIGNALLED],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     children.append(p)
     said = []
     for sig, answer in ((None, "ready"), (signal.SIGUSR1, "usr1"), (signal.SIGTERM, "term")):
@@ -212,7 +216,7 @@ def case_signals(a, w):
     except subprocess.TimeoutExpired:
         bail("the launcher did not end after the program's SIGTERM")
     check(status == 7, f"the launcher exits as the program did: 7 ({status}: {p.stderr.read()})")
-    check(told == [signal.SIGUSR2], f"the program's signal to its parent reached ours ({told})")
+    check(told == [], f"the program's signals to its parent and group stop at the launcher ({told})")
     s = summary(a.memreport, cap)
     check(s is not None and s["status"] == "complete", "and its capture is complete")
 
