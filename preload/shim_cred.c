@@ -31,27 +31,6 @@ static void* next(void** slot, const char* name) {
     return fn;
 }
 
-typedef struct {
-    sigset_t old;
-    bool paused;
-} alone;
-
-static void step_aside(alone* a) {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &a->old); // no handler runs while the writer is away
-    a->paused = mt_writer_pause();
-}
-
-static int come_back(alone* a, int rc) {
-    int saved = errno;
-    if (a->paused)
-        mt_writer_resume();
-    pthread_sigmask(SIG_SETMASK, &a->old, NULL);
-    errno = saved;
-    return rc;
-}
-
 // One hook: NAME(PARAMS) calls libc's NAME(ARGS) with the writer thread away.
 #define ALONE(name, params, types, args)                                                           \
     MT_EXPORT int name params {                                                                    \
@@ -63,9 +42,11 @@ static int come_back(alone* a, int rc) {
             return -1;                                                                             \
         }                                                                                          \
         memcpy(&real, &found, sizeof real);                                                        \
-        alone a;                                                                                   \
-        step_aside(&a);                                                                            \
-        return come_back(&a, real args);                                                           \
+        mt_writer_away away;                                                                       \
+        mt_writer_step_aside(&away);                                                               \
+        int rc = real args;                                                                        \
+        mt_writer_come_back(&away);                                                                \
+        return rc;                                                                                 \
     }
 
 ALONE(setuid, (uid_t uid), (uid_t), (uid))

@@ -14,22 +14,10 @@
 #include <unistd.h>
 
 static int call_alone(long nr, long a, long b) {
-    int saved = errno; // what a call that succeeds leaves (the pause sets it: tgkill's ESRCH)
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old); // no handler runs while the writer is away
-    // The join and the new thread's creation are the tracer's heap calls, not the program's.
-    int guard = mt_guard;
-    mt_guard = 1;
-    bool paused = mt_writer_pause();
+    mt_writer_away away;
+    mt_writer_step_aside(&away);
     long rc = syscall(nr, a, b);
-    if (rc == -1)
-        saved = errno;
-    if (paused)
-        mt_writer_resume();
-    mt_guard = guard;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = saved;
+    mt_writer_come_back(&away);
     return (int)rc;
 }
 

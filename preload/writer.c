@@ -642,7 +642,7 @@ void mt_writer_stop(void) {
     mt_xfsz_release(&hold);
 }
 
-bool mt_writer_pause(void) {
+static bool writer_pause(void) {
     bool zombie;
     // A child that fork's handlers never saw (clone(), vfork) has no writer: its copy of this
     // state, and of stat_file, are the parent's. Another thread of the program: the call
@@ -664,12 +664,35 @@ bool mt_writer_pause(void) {
     return true;
 }
 
-void mt_writer_resume(void) {
+static void writer_resume(void) {
     atomic_store(&pause_requested, 0);
     int rc = create_writer_thread(atomic_load(&generation));
     // Without a writer the program runs on untraced; the exit still writes what was recorded.
     if (rc != 0)
         mt_core_fail("cannot restart the writer thread", strerror(rc));
+}
+
+void mt_writer_step_aside(mt_writer_away* away) {
+    int saved_errno = errno; // the pause leaves tgkill's ESRCH
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &away->mask); // no handler runs while the writer is away
+    int guard = mt_guard;
+    mt_guard = 1; // the join's heap calls are the tracer's
+    away->paused = writer_pause();
+    mt_guard = guard;
+    errno = saved_errno;
+}
+
+void mt_writer_come_back(mt_writer_away* away) {
+    int saved_errno = errno; // the call's
+    int guard = mt_guard;
+    mt_guard = 1; // pthread_create's heap calls are the tracer's
+    if (away->paused)
+        writer_resume();
+    mt_guard = guard;
+    pthread_sigmask(SIG_SETMASK, &away->mask, NULL);
+    errno = saved_errno;
 }
 
 void mt_writer_discard_if_empty(void) {

@@ -5,6 +5,7 @@
 #ifndef MT_WRITER_H
 #define MT_WRITER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,13 +28,21 @@ void mt_writer_fork_unlock(void);
 // it allocated: a shell's forked child, say), so the exec'd image can take its name.
 void mt_writer_discard_if_empty(void);
 
-// The kernel lets only a process of one thread enter another user or mount namespace
-// (unshare(CLONE_NEWUSER), setns). When the writer is the caller's only other thread,
-// mt_writer_pause ends it, waits until its task is gone and returns true; the capture and
-// its buffered events wait for mt_writer_resume, which starts a new writer thread on the
-// same capture. The caller blocks its signals in between.
-bool mt_writer_pause(void);
-void mt_writer_resume(void);
+// Calls that the kernel or libc make on every thread, or allow only to a process of one
+// thread: entering another user or mount namespace (unshare(CLONE_NEWUSER), setns: EINVAL
+// with a second thread), the set*id family (glibc sets the ids on every thread and aborts
+// when one fails where the caller succeeded). The writer thread must not be that other
+// thread: mt_writer_step_aside blocks the caller's signals and, where the writer is the
+// caller's only other thread, ends it and waits until its task is gone; the capture and its
+// buffered events wait for mt_writer_come_back, which starts a new writer thread on the same
+// capture (with the caller's credentials) and restores the signal mask. Neither changes
+// errno, nor records the tracer's own heap calls as the program's.
+typedef struct mt_writer_away {
+    sigset_t mask; // the caller's
+    bool paused;
+} mt_writer_away;
+void mt_writer_step_aside(mt_writer_away* away);
+void mt_writer_come_back(mt_writer_away* away);
 
 // Fork child: forget the parent's writer (its thread does not exist here).
 void mt_writer_forget(void);

@@ -30,7 +30,7 @@ def main():
     # The images exec'd as nobody (setpriv's true) write their captures here too.
     os.chmod(work, 0o1777)
     native = subprocess.run([prog], capture_output=True, text=True, timeout=120)
-    check(native.returncode == 0 and native.stdout == "uid 65534 gid 65534\n",
+    check(native.returncode == 0 and native.stdout == "uid 65534 gid 65534 errno kept\n",
           f"untraced: exit 0, nobody ({native.returncode}: {native.stdout!r} {native.stderr!r})")
     runs = [("keep_caps", [prog])]
     setpriv = shutil.which("setpriv")
