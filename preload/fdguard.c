@@ -43,25 +43,60 @@ static guarded table[MAX_GUARDED];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int high_base = -1;
 
+// Room the tracer takes above the soft limit: the capture, its -wal and -journal, the /proc
+// files, libunwind's pipe, the symbol cache.
+#define ABOVE_LIMIT 64
+
+// Whether the soft limit may be raised for a moment to put a descriptor at `base` or above.
+static bool may_raise(const struct rlimit* rl, rlim_t base) {
+    return rl->rlim_cur != RLIM_INFINITY &&
+           (rl->rlim_max == RLIM_INFINITY || rl->rlim_max >= base + ABOVE_LIMIT);
+}
+
 int mt_fd_high_base(void) {
     int base = atomic_load(&high_base);
     if (base >= 0)
         return base;
-    // Below the soft limit (a program that uses every descriptor still gets all but ours),
-    // and at most ~1000: the kernel sizes a process's descriptor table to its highest fd.
+    // At the soft limit, where the hard limit leaves room above it: numbers the kernel never
+    // gives the program, which keeps every descriptor it may have (the limit bounds only new
+    // numbers). Else below it (a program that uses every descriptor gets all but ours). At
+    // most ~1000 either way: the kernel sizes a process's descriptor table to its highest fd.
     struct rlimit rl;
-    rlim_t top = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-    if (top > 1024)
-        top = 1024;
-    base = top > 64 ? (int)top - 48 : 3;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        rl.rlim_cur = rl.rlim_max = 1024;
+    if (rl.rlim_cur <= 1024 && may_raise(&rl, rl.rlim_cur))
+        base = (int)rl.rlim_cur;
+    else {
+        rlim_t top = rl.rlim_cur > 1024 ? 1024 : rl.rlim_cur;
+        base = top > 64 ? (int)top - 48 : 3;
+    }
     atomic_store(&high_base, base);
     return base;
+}
+
+// F_DUPFD_CLOEXEC from `base`. Above the soft limit the kernel refuses it (EINVAL): the
+// limit is raised for the call and put back, unless the program set one of its own meanwhile.
+static int dup_from(int fd, int base) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur > (rlim_t)base ||
+        !may_raise(&rl, (rlim_t)base))
+        return fcntl(fd, F_DUPFD_CLOEXEC, base);
+    struct rlimit raised = {(rlim_t)base + ABOVE_LIMIT, rl.rlim_max}, now;
+    if (setrlimit(RLIMIT_NOFILE, &raised) != 0)
+        return fcntl(fd, F_DUPFD_CLOEXEC, base);
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, base);
+    int saved = errno;
+    if (getrlimit(RLIMIT_NOFILE, &now) == 0 && now.rlim_cur == raised.rlim_cur &&
+        now.rlim_max == raised.rlim_max)
+        setrlimit(RLIMIT_NOFILE, &rl);
+    errno = saved;
+    return high;
 }
 
 int mt_fd_move_high(int fd) {
     if (fd < 0 || fd >= mt_fd_high_base())
         return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, mt_fd_high_base());
+    int high = dup_from(fd, mt_fd_high_base());
     if (high < 0)
         return fd; // table full up there: keep the low one rather than fail
     close(fd);
@@ -113,7 +148,7 @@ static int unique_handle(int fd) {
     fd = mt_fd_move_high(fd);
     while (fd >= 0 && find(fd) && n < MAX_GUARDED) {
         held[n++] = fd; // kept open meanwhile, so the next duplicate gets another number
-        fd = fcntl(fd, F_DUPFD_CLOEXEC, mt_fd_high_base());
+        fd = dup_from(fd, mt_fd_high_base());
     }
     while (n > 0)
         close(held[--n]);

@@ -170,6 +170,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(drop_privileges)
   # One that keeps a capability across its setuid (setpriv) is not aborted by glibc.
   tracer_program_test(keep_caps)
+  # A program that opens files up to RLIMIT_NOFILE gets as many traced.
+  tracer_program_test(fd_limit)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
