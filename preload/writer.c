@@ -463,12 +463,9 @@ static bool still_current(unsigned gen) {
     return !atomic_load(&stop_requested) && atomic_load(&generation) == gen;
 }
 
-// The process's number of threads from /proc/self/stat, and whether its leader is a zombie
-// (the main thread ended with pthread_exit); -1 if unknown.
-static long process_threads(bool* leader_zombie) {
-    char stat[512];
-    if (mt_procfile_read(&stat_file, stat, sizeof stat) <= 0)
-        return -1;
+// The process's number of threads from the text of /proc/self/stat, and whether its leader
+// is a zombie (the main thread ended with pthread_exit); -1 if unknown.
+static long process_threads(const char* stat, bool* leader_zombie) {
     const char* p = strrchr(stat, ')'); // the name may hold spaces and parentheses
     if (!p || p[1] != ' ')
         return -1;
@@ -482,7 +479,9 @@ static long process_threads(bool* leader_zombie) {
 // other task: the writer, counted as a thread, keeps the process alive.
 static bool program_threads_gone(void) {
     bool zombie = false;
-    long threads = process_threads(&zombie);
+    char stat[512];
+    long threads =
+        mt_procfile_read(&stat_file, stat, sizeof stat) > 0 ? process_threads(stat, &zombie) : -1;
     return zombie && threads >= 0 && threads <= 2; // the zombie leader and this thread
 }
 
@@ -642,13 +641,24 @@ void mt_writer_stop(void) {
     mt_xfsz_release(&hold);
 }
 
+// The number of threads now, read on the calling thread: not through stat_file, which the
+// writer thread may be reading (or reopening) at the same time.
+static long threads_now(bool* leader_zombie) {
+    char stat[512];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    stat[n > 0 ? n : 0] = 0;
+    return n > 0 ? process_threads(stat, leader_zombie) : -1;
+}
+
 static bool writer_pause(void) {
     bool zombie;
     // A child that fork's handlers never saw (clone(), vfork) has no writer: its copy of this
     // state, and of stat_file, are the parent's. Another thread of the program: the call
     // fails as it would untraced.
-    if (!writer_running || !writer_joinable || getpid() != writer_pid ||
-        process_threads(&zombie) != 2)
+    if (!writer_running || !writer_joinable || getpid() != writer_pid || threads_now(&zombie) != 2)
         return false;
     atomic_store(&pause_requested, 1);
     mt_core_wake_writer();
