@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -432,6 +433,7 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     sigset_t held, old_mask;
     passed_signals(&held);
     sigprocmask(SIG_BLOCK, &held, &old_mask);
+    pid_t launcher = getpid();
     // The launcher itself must not be traced by a preload it inherited.
     pid_t pid = fork();
     if (pid < 0) {
@@ -439,6 +441,11 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         return 1;
     }
     if (pid == 0) {
+        // SIGKILL, which the launcher cannot pass on, reaches the program too: killing the
+        // launcher's pid left it running, orphaned. (Kept across exec; a set-user-ID
+        // program drops it.)
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher)
+            raise(SIGKILL); // the launcher was killed before the call
         sigaction(SIGCHLD, &chld_given, NULL);
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
         execvp(prog_argv[0], prog_argv);

@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -358,6 +359,33 @@ def case_foreign_home(a, w):
             check(made == [], f"memreport made nothing in the other user's home: {made}")
     check(os.path.exists(os.path.join(homes["ours"], ".cache", "memtrace", "symbols.db")),
           "root's own home gets its cache")
+
+
+def case_launcher_killed(a, w):
+    """SIGKILL of the launcher's pid (a supervisor or test harness ending what it started),
+    which it cannot pass on, ends the program too, as SIGKILL of the program's own pid does
+    untraced: it ran on, orphaned, before."""
+    p = subprocess.Popen([a.memtrace, "-o", os.path.join(w, "killed.db"), "--", sys.executable,
+                          "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children.append(p)
+    wait_readable(p.stdout.fileno(), "the program's pid", timeout=60)
+    pid = int(p.stdout.readline())
+    p.kill()
+    p.wait()
+    gone = False
+    for _ in range(600):  # a bound for a program that never ends, not a timing
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                gone = f.read().rpartition(")")[2].split()[0] == "Z"
+        except FileNotFoundError:
+            gone = True
+        if gone:
+            break
+        time.sleep(0.1)
+    if not gone:
+        os.kill(pid, signal.SIGKILL)
+    check(gone, "the program ended with the launcher")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
