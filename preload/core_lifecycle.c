@@ -234,6 +234,7 @@ void mt_core_init(void) {
     mt_bootstrap_resolve();
     mt_guard = 1;
     mt_output_note_stderr(); // not for an attach: its stderr is never written
+    mt_output_note_root();
     init_modules();
     mt_recording_init(); // not for an attach: the program's signals stay as they are
     start_capture(0);

@@ -160,6 +160,19 @@ void mt_output_note_stderr(void) {
     start_stderr.ino = st.st_ino;
 }
 
+static struct stat start_root;
+
+void mt_output_note_root(void) {
+    if (stat("/", &start_root) != 0)
+        memset(&start_root, 0, sizeof start_root);
+}
+
+bool mt_output_root_changed(void) {
+    struct stat st;
+    return start_root.st_ino && (stat("/", &st) != 0 || st.st_dev != start_root.st_dev ||
+                                 st.st_ino != start_root.st_ino);
+}
+
 void mt_output_say(const char* line, size_t n) {
     struct stat st;
     if (start_stderr.open && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == start_stderr.dev &&

@@ -37,4 +37,9 @@ bool mt_output_report_failure(const char* message);
 void mt_output_note_stderr(void);
 void mt_output_say(const char* line, size_t n);
 
+// Whether the process's root directory is another than when tracing started (chroot): paths
+// then name files of the new root, where the tracer makes nothing (the symbol cache).
+void mt_output_note_root(void);
+bool mt_output_root_changed(void);
+
 #endif

@@ -609,7 +609,9 @@ static void stop_on_this_thread(void) {
     // left or fails, memreport resolves later from the recorded maps and build-ids. A
     // process attached to goes on running after a detach: names come from the symbol cache
     // alone there, libdw (and the debuginfod client it loads) is never loaded into it.
-    if (!failed && mt_cfg.symbolize && mt_capwriter_commit(cw) == 0) {
+    // Not in a process that chrooted: the binaries' paths and the symbol cache's would name
+    // files of its new root (the cache was made there); memreport names the frames.
+    if (!failed && mt_cfg.symbolize && !mt_output_root_changed() && mt_capwriter_commit(cw) == 0) {
         char err[256];
         bool read_files = !atomic_load(&mt_core_attached);
         (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, read_files, err, sizeof err);

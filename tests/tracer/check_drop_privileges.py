@@ -6,7 +6,8 @@ from the tracer: the capture's files are opened before the program runs (the wri
 opened them when it first ran, often after the setuid: 'cannot create capture' on the
 program's stderr, an empty file left), and the capture is finished in place where its
 directory can no longer be written ('cannot finalize capture: SQLite error'). Its -wal
-may stay beside it there (only root may remove it), empty. Root only (exit 77 otherwise).
+may stay beside it there (only root may remove it), empty. Nothing is made in the directory
+a program chrooted into (names are left to memreport then). Root only (exit 77 otherwise).
 
 Usage: check_drop_privileges.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -36,12 +37,17 @@ def main():
         for run in range(RUNS):
             label = f"{how} {run}"
             cap = os.path.join(work, f"{how}{run}.db")
-            env = clean_env(OUTPUT=cap, SYMBOLIZE=0)
+            # Names at exit (the default) in the chroot case: nothing may be made in the
+            # jail (the symbol cache, ~/.cache/memtrace, was made there).
+            env = clean_env(OUTPUT=cap, **({} if how == "chroot" else {"SYMBOLIZE": 0}))
             env["LD_PRELOAD"] = lib
             r = subprocess.run([prog, how, jail], env=env, capture_output=True, text=True,
                                timeout=120)
             check(r.returncode == 0 and r.stderr == "",
                   f"{label}: exit 0, nothing said ({r.returncode}: {r.stderr.strip()!r})")
+            if how == "chroot":
+                made = os.listdir(jail)
+                check(made == [], f"{label}: nothing made in the new root: {made}")
             wal = cap + "-wal"
             check(not os.path.exists(wal) or os.path.getsize(wal) == 0,
                   f"{label}: no -wal beside it, or an empty one")
