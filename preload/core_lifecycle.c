@@ -54,6 +54,10 @@ void mt_core_fail(const char* what, const char* why) {
 // Returns 0 or why the capture could not start (a negative errno).
 static int start_capture(int child) {
     char path[4096];
+    if (mt_output_root_changed()) { // a fork after chroot: paths name files of the new root
+        mt_core_fail("no capture", "the process changed its root directory (chroot)");
+        return -EXDEV;
+    }
     int rc = mt_output_create(child, path, sizeof path);
     if (rc != 0) {
         mt_core_fail(path, strerror(-rc));

@@ -60,6 +60,26 @@ def main():
             check(got == ("complete", 1002, 1000, 3000),
                   f"{label}: the capture: complete, 1002 allocations, 1000 frees, 3000 bytes "
                   f"leaked: {got} {s.stderr.strip()}")
+    # A child forked after the chroot: its capture's path names a file of the new root (the
+    # same directories made there), where it was created.
+    mirror = jail + work
+    os.makedirs(mirror)
+    for run in range(2):
+        label = f"chroot, fork {run}"
+        cap = os.path.join(work, f"fork{run}.db")
+        env = clean_env(OUTPUT=cap, SYMBOLIZE=0)
+        env["LD_PRELOAD"] = lib
+        r = subprocess.run([prog, "chroot", jail, "fork"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        check(r.returncode == 0 and "changed its root directory" in r.stderr,
+              f"{label}: exit 0, the child untraced, said why ({r.returncode}: "
+              f"{r.stderr.strip()!r})")
+        made = os.listdir(mirror)
+        check(made == [], f"{label}: nothing made in the new root: {made}")
+        s = subprocess.run([memreport, "summary", "--json", cap], capture_output=True,
+                           text=True, timeout=120)
+        got = json.loads(s.stdout)["status"] if s.returncode == 0 else s.stderr.strip()
+        check(got == "complete", f"{label}: the parent's capture is complete ({got})")
     finish()
 
 
