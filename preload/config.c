@@ -93,8 +93,7 @@ static void warn_refused_values(void) {
                          "is used\n",
                          s->name, shown);
         if (n > 0)
-            (void)!write(STDERR_FILENO, line,
-                         (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            mt_output_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     }
 }
 

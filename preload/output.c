@@ -7,10 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_NUMBERED 9999
@@ -175,7 +178,20 @@ bool mt_output_root_changed(void) {
 
 void mt_output_say(const char* line, size_t n) {
     struct stat st;
-    if (start_stderr.open && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == start_stderr.dev &&
-        st.st_ino == start_stderr.ino)
-        (void)!write(STDERR_FILENO, line, n);
+    if (!start_stderr.open || fstat(STDERR_FILENO, &st) != 0 || st.st_dev != start_stderr.dev ||
+        st.st_ino != start_stderr.ino)
+        return;
+    // A pipe nobody reads raises SIGPIPE at the writing thread, the program's own here (at
+    // its start, its exit): held, and dropped if this write raised it.
+    sigset_t pipe_sig, old, pending;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
+    bool pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    (void)!write(STDERR_FILENO, line, n);
+    if (!pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec now = {0, 0};
+        sigtimedwait(&pipe_sig, NULL, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -4,7 +4,8 @@
 descriptor 2 (stderr_closed.c) never finds the tracer's words in that file: what the tracer
 says on stderr when it stops recording (MEMTRACE_MAX_MB reached, the file size limit) goes
 to the stderr the program was started with, or nowhere. With stderr open it is still said
-there. Under LD_PRELOAD alone: under the launcher these go to its list of captures.
+there. Under LD_PRELOAD alone: under the launcher these go to its list of captures. Said on
+a stderr that is a pipe nobody reads, it never kills the program with SIGPIPE.
 
 Usage: check_stderr_closed.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -60,6 +61,26 @@ def main():
             stopped = ("events_stopped_reason" in meta if name == "max_mb"
                        else meta.get("capture_status") == "recording")
             check(stopped, f"{label}: the capture stopped recording events, as meant")
+    # stderr a pipe nobody reads: what the tracer says there at start (a capture it cannot
+    # create, a setting it refuses) raised SIGPIPE, which killed the program before main.
+    for label, settings in (("no capture", {"OUTPUT": "/nonexistent/x.db"}),
+                            ("refused setting", {"OUTPUT": os.path.join(work, "pipe.db"),
+                                                 "DEPTH": 0})):
+        data = os.path.join(work, "pipe.txt")
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        env = clean_env(SYMBOLIZE=0, **settings)
+        env["LD_PRELOAD"] = lib
+        r = subprocess.run([prog, data, "10"], env=env, stderr=write_end, timeout=120)
+        os.close(write_end)
+        got = None  # the program died before it made the file
+        if os.path.exists(data):
+            with open(data) as f:
+                got = f.read()
+            os.unlink(data)
+        check(r.returncode == 0 and got == "data on descriptor 3\nend\n",
+              f"stderr a pipe without reader, {label}: exit 0 and its file written "
+              f"({r.returncode}, {got!r})")
     finish()
 
 
