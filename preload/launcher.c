@@ -356,6 +356,7 @@ static int attach_to(pid_t pid, const char* output, int force) {
         return 1;
     }
     int rc = mt_launcher_attach(pid, lib, out_path, report, settings);
+    signal(SIGPIPE, SIG_IGN); // as run_traced: the status is worth more than the message
     tell_captures(report);
     unlink(report);
     rmdir(report_dir);
@@ -453,6 +454,9 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         _exit(127);
     }
     pass_signals_on(pid);
+    // Its stderr a pipe nobody reads, naming the captures must not kill the launcher (the
+    // program's status would be lost); the program has its own disposition.
+    signal(SIGPIPE, SIG_IGN);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     // Waited for without reaping first: once reaped, its pid may be another process's, which
     // pass_on must not signal.

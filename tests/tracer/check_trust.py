@@ -388,6 +388,23 @@ def case_launcher_killed(a, w):
     check(gone, "the program ended with the launcher")
 
 
+def case_launcher_stderr_pipe(a, w):
+    """A launcher whose stderr is a pipe nobody reads exits as the program did: naming the
+    captures at the end raised SIGPIPE, which killed it (-13 instead of the program's 5)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    cap = os.path.join(w, "pipe.db")
+    try:
+        r = subprocess.run([a.memtrace, "-o", cap, "--", sys.executable, "-c",
+                            "import sys; sys.exit(5)"], stdout=write_end, stderr=write_end,
+                           timeout=120)
+    finally:
+        os.close(write_end)
+    check(r.returncode == 5, f"the launcher exits 5, as the program ({r.returncode})")
+    s = summary(a.memreport, cap)
+    check(s is not None and s["status"] == "complete", "and its capture is complete")
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
