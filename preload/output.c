@@ -182,16 +182,27 @@ void mt_output_say(const char* line, size_t n) {
         st.st_ino != start_stderr.ino)
         return;
     // A pipe nobody reads raises SIGPIPE at the writing thread, the program's own here (at
-    // its start, its exit): held, and dropped if this write raised it.
-    sigset_t pipe_sig, old, pending;
-    sigemptyset(&pipe_sig);
-    sigaddset(&pipe_sig, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_sig, &old);
-    bool pending_before = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    // its start, its exit), and a file at the size limit (ulimit -f) SIGXFSZ; both kill by
+    // default: held, and dropped if this write raised them.
+    static const int raised_by_write[] = {SIGPIPE, SIGXFSZ};
+    sigset_t held, old, pending;
+    sigemptyset(&held);
+    for (size_t i = 0; i < sizeof raised_by_write / sizeof *raised_by_write; i++)
+        sigaddset(&held, raised_by_write[i]);
+    pthread_sigmask(SIG_BLOCK, &held, &old);
+    sigset_t before;
+    if (sigpending(&before) != 0)
+        sigemptyset(&before);
     (void)!write(STDERR_FILENO, line, n);
-    if (!pending_before && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-        struct timespec now = {0, 0};
-        sigtimedwait(&pipe_sig, NULL, &now);
+    for (size_t i = 0; i < sizeof raised_by_write / sizeof *raised_by_write; i++) {
+        int sig = raised_by_write[i];
+        if (!sigismember(&before, sig) && sigpending(&pending) == 0 && sigismember(&pending, sig)) {
+            sigset_t one;
+            sigemptyset(&one);
+            sigaddset(&one, sig);
+            struct timespec now = {0, 0};
+            sigtimedwait(&one, NULL, &now);
+        }
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -5,7 +5,8 @@ descriptor 2 (stderr_closed.c) never finds the tracer's words in that file: what
 says on stderr when it stops recording (MEMTRACE_MAX_MB reached, the file size limit) goes
 to the stderr the program was started with, or nowhere. With stderr open it is still said
 there. Under LD_PRELOAD alone: under the launcher these go to its list of captures. Said on
-a stderr that is a pipe nobody reads, it never kills the program with SIGPIPE.
+a stderr that is a pipe nobody reads, or a file at the size limit, it never kills the program
+(SIGPIPE, SIGXFSZ).
 
 Usage: check_stderr_closed.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -81,6 +82,20 @@ def main():
         check(r.returncode == 0 and got == "data on descriptor 3\nend\n",
               f"stderr a pipe without reader, {label}: exit 0 and its file written "
               f"({r.returncode}, {got!r})")
+    # stderr a file at the file size limit: the refused setting's warning raised SIGXFSZ.
+    log = os.path.join(work, "full.log")
+    with open(log, "w") as f:
+        f.write("x" * 8192)
+
+    def at_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+    env = clean_env(SYMBOLIZE=0, OUTPUT=os.path.join(work, "full.db"), DEPTH=0)
+    env["LD_PRELOAD"] = lib
+    data = os.path.join(work, "full.txt")
+    with open(log, "a") as f:
+        r = subprocess.run([prog, data, "10"], env=env, stderr=f, preexec_fn=at_limit,
+                           timeout=120)
+    check(r.returncode == 0, f"stderr a file at the size limit: exit 0 ({r.returncode})")
     finish()
 
 
