@@ -357,6 +357,7 @@ static int attach_to(pid_t pid, const char* output, int force) {
     }
     int rc = mt_launcher_attach(pid, lib, out_path, report, settings);
     signal(SIGPIPE, SIG_IGN); // as run_traced: the status is worth more than the message
+    signal(SIGXFSZ, SIG_IGN);
     tell_captures(report);
     unlink(report);
     rmdir(report_dir);
@@ -454,9 +455,11 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         _exit(127);
     }
     pass_signals_on(pid);
-    // Its stderr a pipe nobody reads, naming the captures must not kill the launcher (the
-    // program's status would be lost); the program has its own disposition.
+    // Its stderr a pipe nobody reads or a file at the size limit (ulimit -f), naming the
+    // captures must not kill the launcher (the program's status would be lost); the program
+    // has its own dispositions.
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     // Waited for without reaping first: once reaped, its pid may be another process's, which
     // pass_on must not signal.

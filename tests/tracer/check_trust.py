@@ -9,6 +9,7 @@ Usage: check_trust.py --launcher MEMTRACE --lib LIBMEMTRACE --memreport MEMREPOR
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -389,8 +390,9 @@ def case_launcher_killed(a, w):
 
 
 def case_launcher_stderr_pipe(a, w):
-    """A launcher whose stderr is a pipe nobody reads exits as the program did: naming the
-    captures at the end raised SIGPIPE, which killed it (-13 instead of the program's 5)."""
+    """A launcher whose stderr is a pipe nobody reads (or a file at the size limit) exits as
+    the program did: naming the captures at the end raised SIGPIPE (SIGXFSZ), which killed it
+    (-13 instead of the program's 5)."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     cap = os.path.join(w, "pipe.db")
@@ -403,6 +405,16 @@ def case_launcher_stderr_pipe(a, w):
     check(r.returncode == 5, f"the launcher exits 5, as the program ({r.returncode})")
     s = summary(a.memreport, cap)
     check(s is not None and s["status"] == "complete", "and its capture is complete")
+    # Its stderr a file at the file size limit: SIGXFSZ (-25), likewise.
+    log = os.path.join(w, "full.log")
+    with open(log, "w") as f:
+        f.write("x" * 8192)
+    with open(log, "a") as f:
+        r = subprocess.run([a.memtrace, "-o", os.path.join(w, "full.db"), "--", sys.executable,
+                            "-c", "import sys; sys.exit(5)"], stderr=f, timeout=120,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                                 (8192, resource.RLIM_INFINITY)))
+    check(r.returncode == 5, f"stderr a file at the size limit: exits 5 ({r.returncode})")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
