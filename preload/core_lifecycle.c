@@ -109,8 +109,11 @@ static void fork_child(void) {
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     atomic_store(&mt_state, MT_STATE_STOPPED);
     mt_writer_forget();
-    if (was_recording && mt_cfg.follow_fork)
+    if (was_recording && mt_cfg.follow_fork) {
+        int saved = errno; // fork returns 0 with errno as it was
         mt_core_after_fork_child();
+        errno = saved;
+    }
     mt_guard--;
 }
 
@@ -235,6 +238,7 @@ void mt_core_init(void) {
     static _Atomic int initialised;
     if (atomic_exchange(&initialised, 1))
         return;
+    int saved = errno; // 0 as main starts (ISO C); the start-up's failed calls leave theirs
     mt_bootstrap_resolve();
     mt_guard = 1;
     mt_output_note_stderr(); // not for an attach: its stderr is never written
@@ -245,6 +249,7 @@ void mt_core_init(void) {
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         install_fatal_handlers();
     mt_guard = 0;
+    errno = saved;
 }
 
 _Atomic int mt_core_attached;

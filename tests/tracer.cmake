@@ -172,6 +172,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(keep_caps)
   # A program that opens files up to RLIMIT_NOFILE gets as many traced.
   tracer_program_test(fd_limit)
+  # errno is 0 as main starts, and as a forked child returns from fork.
+  tracer_program_test(errno_start)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
