@@ -448,13 +448,19 @@ static bool open_capture(void) {
     return ok;
 }
 
-void mt_writer_open_now(void) {
-    mt_xfsz hold; // on the program's thread: the empty capture may cross ulimit -f
-    mt_xfsz_hold(&hold);
+static void open_now(void) {
     pthread_mutex_lock(&sqlite_lock);
     if (!opened)
         open_capture();
     pthread_mutex_unlock(&sqlite_lock);
+}
+
+static void on_tracer_stack(void (*fn)(void));
+
+void mt_writer_open_now(void) {
+    mt_xfsz hold; // perhaps on the program's thread: the empty capture may cross ulimit -f
+    mt_xfsz_hold(&hold);
+    on_tracer_stack(open_now);
     mt_xfsz_release(&hold);
 }
 
@@ -534,15 +540,53 @@ void mt_writer_save_before_death(int sig, int timeout_ms) {
     }
 }
 
-// Creates the writer thread with every signal blocked, so they reach the program's threads.
-static int create_writer_thread(unsigned gen) {
+// The tracer's threads have a stack of a size of their own: a new thread's default is the
+// stack limit (ulimit -s), where SQLite overflowed a small one (32 KiB: SIGSEGV), and 8 MiB
+// of the program's address space (ulimit -v) at the default limit.
+#define TRACER_STACK (1 << 20)
+
+// Starts a thread of the tracer's with every signal blocked, so they reach the program's.
+static int start_thread(pthread_t* t, void* (*fn)(void*), void* arg) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&writer_thread, NULL, writer_main, (void*)(uintptr_t)gen);
+    pthread_attr_t attr;
+    bool sized = pthread_attr_init(&attr) == 0;
+    if (sized)
+        pthread_attr_setstacksize(&attr, TRACER_STACK);
+    int rc = pthread_create(t, sized ? &attr : NULL, fn, arg);
+    if (sized)
+        pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+static int create_writer_thread(unsigned gen) {
+    int rc = start_thread(&writer_thread, writer_main, (void*)(uintptr_t)gen);
     writer_joinable = rc == 0;
     return rc;
+}
+
+typedef struct tracer_call {
+    void (*fn)(void);
+} tracer_call;
+
+static void* tracer_call_main(void* arg) {
+    mt_guard = 1;
+    ((tracer_call*)arg)->fn();
+    return NULL;
+}
+
+// Runs fn on a thread of the tracer's and waits for it: the capture's start and end (SQLite,
+// libdw) on a program's thread had only the stack the program has (ulimit -s 32 KiB:
+// SIGSEGV). Where no thread can be made (RLIMIT_NPROC, a seccomp filter), here.
+static void on_tracer_stack(void (*fn)(void)) {
+    tracer_call call = {fn};
+    pthread_t t;
+    if (start_thread(&t, tracer_call_main, &call) == 0)
+        pthread_join(t, NULL);
+    else
+        fn();
 }
 
 int mt_writer_start(const char* path) {
@@ -639,7 +683,7 @@ void mt_writer_stop(void) {
         return;
     mt_xfsz hold;
     mt_xfsz_hold(&hold);
-    stop_on_this_thread();
+    on_tracer_stack(stop_on_this_thread);
     mt_xfsz_release(&hold);
 }
 

@@ -29,7 +29,9 @@ static void json_escape_append(char* out, size_t cap, size_t* n, const char* s, 
 
 // /proc/self/cmdline as a JSON array of strings.
 void mt_writer_cmdline_json(char* out, size_t cap) {
-    char buf[16384];
+    // Not on the stack: this runs in the constructor, on the program's main thread, whose
+    // stack may be small (ulimit -s 32 KiB overflowed). Captures start one at a time.
+    static char buf[16384];
     size_t n = 0, len = 0;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {

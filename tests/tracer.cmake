@@ -174,6 +174,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(fd_limit)
   # errno is 0 as main starts, and as a forked child returns from fork.
   tracer_program_test(errno_start)
+  # A small stack limit (ulimit -s 32 KiB): the tracer's start and end do not overflow the
+  # program's main thread (file_limit.c is the program).
+  add_test(NAME e2e.stack_limit COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_stack_limit.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:file_limit>
+    ${CMAKE_CURRENT_BINARY_DIR}/stack_limit.d)
+  set_tests_properties(e2e.stack_limit PROPERTIES LABELS e2e TIMEOUT 300)
   # Event times agree with the program's own clock, over many calibration points and passes.
   tracer_program_test(clock_truth)
   # Code without unwind info but with frame pointers, called from code with it: whole
