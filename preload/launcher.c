@@ -406,18 +406,20 @@ static void pass_signals_on(pid_t pid) {
 static int run_traced(char** prog_argv, const char* output, int force) {
     if (mt_launcher_check_settings() != 0)
         return 1; // before -f removes anything
-    char lib[PATH_MAX];
+    // Static, as the launcher runs once: a program may be run with a small stack limit
+    // (ulimit -s 32 KiB), which the launcher has too.
+    static char lib[PATH_MAX];
     if (find_library(lib, sizeof lib) != 0) {
         fputs("memtrace: cannot find libmemtrace.so beside this program\n", stderr);
         return 1;
     }
-    char out_path[PATH_MAX];
+    static char out_path[PATH_MAX];
     if (output) {
         if (prepare_output(output, force, out_path, sizeof out_path) != 0)
             return 1;
         setenv("MEMTRACE_OUTPUT", out_path, 1);
     }
-    char report_dir[PATH_MAX], report[PATH_MAX + 16];
+    static char report_dir[PATH_MAX], report[PATH_MAX + 16];
     if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
         fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
         return 1;

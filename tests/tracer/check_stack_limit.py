@@ -4,7 +4,8 @@
 traced as untraced and leaves a complete capture (file_limit.c: allocations, a line, exit
 3). The tracer's start (a 16 KiB buffer for the command line, in the constructor) and its
 end (SQLite, libdw at exit) ran on the program's main thread and overflowed it: SIGSEGV in
-8 of 30 and 9 of 20 runs. 20 runs, under LD_PRELOAD.
+8 of 30 and 9 of 20 runs. 20 runs, under LD_PRELOAD; 10 under the launcher, whose buffers
+on the stack overflowed it in every run.
 
 Usage: check_stack_limit.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -47,6 +48,16 @@ def main():
             bad.append((run, r.returncode, status))
     check(not bad, f"{RUNS} traced runs exit 3 with the same output and a complete capture; "
           f"not: {bad}")
+    # The launcher, which has the limit too (its buffers on the stack: SIGSEGV in every run).
+    bad = []
+    for run in range(RUNS // 2):
+        cap = os.path.join(work, f"launcher{run}.db")
+        r = subprocess.run([launcher, "-o", cap, "--"] + argv, capture_output=True, text=True,
+                           preexec_fn=small_stack, env=clean_env(), timeout=120)
+        if r.returncode != 3 or r.stdout != native.stdout or not os.path.exists(cap):
+            bad.append((run, r.returncode))
+    check(not bad, f"{RUNS // 2} runs under the launcher exit 3 with the same output and a "
+          f"capture; not: {bad}")
     finish()
 
 
