@@ -577,13 +577,16 @@ static void* tracer_call_main(void* arg) {
     return NULL;
 }
 
-// Runs fn on a thread of the tracer's and waits for it: the capture's start and end (SQLite,
-// libdw) on a program's thread had only the stack the program has (ulimit -s 32 KiB:
-// SIGSEGV). Where no thread can be made (RLIMIT_NPROC, a seccomp filter), here.
+// Runs fn on a thread of the tracer's and waits for it where the stack limit is small: the
+// capture's start and end (SQLite, libdw) on the program's main thread had only the stack
+// the program has (ulimit -s 32 KiB: SIGSEGV). Else here, as where no thread can be made
+// (RLIMIT_NPROC): a program's seccomp filter may even kill the process for a clone.
 static void on_tracer_stack(void (*fn)(void)) {
+    struct rlimit stack;
     tracer_call call = {fn};
     pthread_t t;
-    if (start_thread(&t, tracer_call_main, &call) == 0)
+    if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur < TRACER_STACK &&
+        start_thread(&t, tracer_call_main, &call) == 0)
         pthread_join(t, NULL);
     else
         fn();
