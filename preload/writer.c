@@ -44,7 +44,7 @@ static pthread_t writer_thread;
 static bool writer_running;
 static bool writer_joinable; // writer_thread exists and nobody joined or detached it yet
 static _Atomic int stop_requested;
-static _Atomic int pause_requested; // mt_writer_pause: the thread ends, the capture goes on
+static _Atomic int pause_requested; // mt_writer_step_aside: the thread ends, the capture goes on
 static _Atomic pid_t writer_tid;    // its task, which leaves the thread group after the join
 static pid_t writer_pid;            // the process the writer thread belongs to
 static uint8_t* scratch;
