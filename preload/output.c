@@ -3,17 +3,14 @@
 #include "output.h"
 
 #include "config.h"
-#include "xfsz.h"
+#include "write_signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_NUMBERED 9999
@@ -134,10 +131,10 @@ static bool report_line(char sign, const char* text) {
         return false;
     char line[4200];
     int n = snprintf(line, sizeof line, "%c%d %s\n", sign, (int)getpid(), text);
-    mt_xfsz hold; // made on the program's thread (the capture's start, a failure)
-    mt_xfsz_hold(&hold);
+    mt_write_signals hold; // made on the program's thread (the capture's start, a failure)
+    mt_write_signals_hold(&hold);
     bool ok = n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) == n;
-    mt_xfsz_release(&hold);
+    mt_write_signals_release(&hold);
     close(fd);
     return ok;
 }
@@ -181,28 +178,10 @@ void mt_output_say(const char* line, size_t n) {
     if (!start_stderr.open || fstat(STDERR_FILENO, &st) != 0 || st.st_dev != start_stderr.dev ||
         st.st_ino != start_stderr.ino)
         return;
-    // A pipe nobody reads raises SIGPIPE at the writing thread, the program's own here (at
-    // its start, its exit), and a file at the size limit (ulimit -f) SIGXFSZ; both kill by
-    // default: held, and dropped if this write raised them.
-    static const int raised_by_write[] = {SIGPIPE, SIGXFSZ};
-    sigset_t held, old, pending;
-    sigemptyset(&held);
-    for (size_t i = 0; i < sizeof raised_by_write / sizeof *raised_by_write; i++)
-        sigaddset(&held, raised_by_write[i]);
-    pthread_sigmask(SIG_BLOCK, &held, &old);
-    sigset_t before;
-    if (sigpending(&before) != 0)
-        sigemptyset(&before);
+    // At the program's start or exit, on its own thread: a pipe nobody reads (SIGPIPE) or a
+    // file at the size limit (SIGXFSZ) must not kill it (write_signals.h).
+    mt_write_signals hold;
+    mt_write_signals_hold(&hold);
     (void)!write(STDERR_FILENO, line, n);
-    for (size_t i = 0; i < sizeof raised_by_write / sizeof *raised_by_write; i++) {
-        int sig = raised_by_write[i];
-        if (!sigismember(&before, sig) && sigpending(&pending) == 0 && sigismember(&pending, sig)) {
-            sigset_t one;
-            sigemptyset(&one);
-            sigaddset(&one, sig);
-            struct timespec now = {0, 0};
-            sigtimedwait(&one, NULL, &now);
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    mt_write_signals_release(&hold);
 }

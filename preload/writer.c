@@ -16,8 +16,8 @@
 #include "recording.h"
 #include "sampling.h"
 #include "trie.h"
+#include "write_signals.h"
 #include "writer_rows.h"
-#include "xfsz.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -458,10 +458,10 @@ static void open_now(void) {
 static void on_tracer_stack(void (*fn)(void));
 
 void mt_writer_open_now(void) {
-    mt_xfsz hold; // perhaps on the program's thread: the empty capture may cross ulimit -f
-    mt_xfsz_hold(&hold);
+    mt_write_signals hold; // perhaps on the program's thread: the empty capture may cross ulimit -f
+    mt_write_signals_hold(&hold);
     on_tracer_stack(open_now);
-    mt_xfsz_release(&hold);
+    mt_write_signals_release(&hold);
 }
 
 // Whether the writer thread of capture `gen` still has work: not once the capture stopped.
@@ -684,10 +684,10 @@ static void stop_on_this_thread(void) {
 void mt_writer_stop(void) {
     if (!writer_running)
         return;
-    mt_xfsz hold;
-    mt_xfsz_hold(&hold);
+    mt_write_signals hold;
+    mt_write_signals_hold(&hold);
     on_tracer_stack(stop_on_this_thread);
-    mt_xfsz_release(&hold);
+    mt_write_signals_release(&hold);
 }
 
 // The number of threads now, read on the calling thread: not through stat_file, which the
