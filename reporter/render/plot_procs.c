@@ -13,6 +13,7 @@
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,16 +36,29 @@ static json_int_t json_bytes(uint64_t v) {
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v;
 }
 
-// The stack's top over time, as a series.
+// The stack's top over time, as a series. The processes' series are sampled, so the exact
+// peak of their sum (found from their events) may fall between the sample times: it is one
+// of the series' points, at its time, so that the series holds the peak it reports.
 static int total_points(const mr_procs_timeline* t, mr_points* out) {
     *out = (mr_points){0};
+    bool peak_placed = false;
     for (size_t k = 0; k < t->ntimes; k++) {
         uint64_t sum = 0;
         for (size_t i = 0; i < t->n; i++)
             sum += t->values[k * t->n + i];
+        if (!peak_placed && t->total_peak_ts <= t->times[k]) {
+            peak_placed = true;
+            if (t->total_peak_ts < t->times[k] &&
+                mr_points_push(out, t->total_peak_ts, t->total_peak))
+                return -1;
+            if (t->total_peak_ts == t->times[k] && t->total_peak > sum)
+                sum = t->total_peak;
+        }
         if (mr_points_push(out, t->times[k], sum))
             return -1;
     }
+    if (!peak_placed && mr_points_push(out, t->total_peak_ts, t->total_peak))
+        return -1;
     return 0;
 }
 
