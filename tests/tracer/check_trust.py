@@ -108,6 +108,53 @@ def case_symlink(a, w):
     check(len(written) == 2, f"two captures beside the symlinks: {sorted(written)}")
 
 
+def case_other_names(a, w):
+    """The library records under any file name: a copy, a symlink, /etc/ld.so.preload."""
+    def counts(cap):
+        s = summary(a.memreport, cap)
+        return s and (s["status"], s["allocations"], s["frees"], s["leaked_bytes"])
+
+    own = os.path.join(w, "own.db")
+    preloaded(a.lib, [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": own})
+    want = counts(own)
+    check(want and want[0] == "complete" and want[3] == 4242,
+          f"under its own name: complete, the program's 4242 leaked bytes ({want})")
+    copy = os.path.join(w, "mt.so")
+    shutil.copy(a.lib, copy)
+    link = os.path.join(w, "libmt.so.0")
+    os.symlink(copy, link)
+    for label, lib in (("a copy named mt.so", copy), ("a symlink libmt.so.0", link)):
+        cap = os.path.join(w, os.path.basename(lib) + ".db")
+        r = preloaded(lib, [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": cap})
+        check(r.returncode == 0 and r.stderr == "",
+              f"{label}: program unchanged ({r.returncode}: {r.stderr.strip()})")
+        check(os.path.exists(cap) and counts(cap) == want,
+              f"{label}: the same capture as under its own name "
+              f"({counts(cap) if os.path.exists(cap) else 'no capture'}, want {want})")
+    # /etc/ld.so.preload, in a mount namespace of its own with /etc under an overlay, so the
+    # machine's own /etc is never touched.
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("skipped /etc/ld.so.preload: needs root and unshare")
+        return
+    for d in ("upper", "work"):
+        os.makedirs(os.path.join(w, d))
+    cap = os.path.join(w, "etc-preload.db")
+    script = (f"mount -t overlay overlay -o lowerdir=/etc,upperdir={w}/upper,"
+              f"workdir={w}/work /etc || exit 77; echo {copy} > /etc/ld.so.preload; "
+              f"MEMTRACE_OUTPUT={cap} exec {a.prog} chdir /")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, env=env)
+    if r.returncode == 77 or (r.returncode != 0 and "unshare" in r.stderr):
+        print(f"skipped /etc/ld.so.preload: no private mount namespace ({r.stderr.strip()})")
+        return
+    check(r.returncode == 0 and r.stderr == "",
+          f"/etc/ld.so.preload: program unchanged ({r.returncode}: {r.stderr.strip()})")
+    check(os.path.exists(cap) and counts(cap) == want,
+          f"/etc/ld.so.preload: the same capture as under LD_PRELOAD "
+          f"({counts(cap) if os.path.exists(cap) else 'no capture'}, want {want})")
+
+
 def case_relative(a, w):
     """A relative output path is where the program started, whatever it chdirs to (item 5)."""
     sub = os.path.join(w, "elsewhere")
