@@ -48,7 +48,29 @@ static int open_in_place(mr_output* o, const char* path) {
         memset(o, 0, sizeof *o);
         return MR_EXIT_IO;
     }
+    // -o /dev/tty (or /dev/stdout on a terminal) is as much a terminal as -o -.
+    if (isatty(fd)) {
+        FILE* escaped = mr_terminal_stream(o->fp);
+        if (!escaped) {
+            mr_error(path, "cannot write: out of memory");
+            fclose(o->fp);
+            free(o->path);
+            memset(o, 0, sizeof *o);
+            return MR_EXIT_IO;
+        }
+        o->raw = o->fp;
+        o->fp = escaped;
+        o->to_terminal = true;
+    }
     return MR_EXIT_OK;
+}
+
+// Closes what was written in place: the escaping stream, then the file under it.
+static bool close_in_place(mr_output* o) {
+    bool bad = ferror(o->fp) | (fclose(o->fp) != 0);
+    if (o->raw)
+        bad |= ferror(o->raw) | (fclose(o->raw) != 0);
+    return bad;
 }
 
 int mr_output_open(mr_output* o, const char* path, bool force) {
@@ -109,7 +131,7 @@ int mr_output_commit(mr_output* o) {
     }
     int rc = MR_EXIT_OK;
     if (!o->tmp) {
-        if (ferror(o->fp) | (fclose(o->fp) != 0)) {
+        if (close_in_place(o)) {
             mr_error(o->path, "write failed: %s", strerror(errno));
             rc = MR_EXIT_IO;
         }
@@ -133,6 +155,8 @@ int mr_output_commit(mr_output* o) {
 void mr_output_abort(mr_output* o) {
     if ((o->path || o->to_terminal) && o->fp)
         fclose(o->fp);
+    if (o->raw)
+        fclose(o->raw);
     if (o->tmp)
         unlink(o->tmp);
     free(o->path);

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// An output file. "-" means stdout; on a terminal, whatever the format, control
-// characters written through it are escaped (mr_terminal_stream, escape.h). Otherwise the data goes
-// to a temporary file in the same directory, renamed over `path` by mr_output_commit, removed by
-// mr_output_abort; an existing `path` is refused unless `force`. No half-written file is ever left.
-// An existing `path` that is not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N)
-// is written in place: renaming over it would replace the device or pipe with a file.
-// Written in place are FIFOs, sockets, terminals and /dev/null only; any other device is
-// refused (exit 3), so a symlink planted at the path never leads a report into a disk.
+// An output file. "-" means stdout; on a terminal (stdout, or a path naming one such as
+// /dev/tty), whatever the format, control characters written through it are escaped
+// (mr_terminal_stream, escape.h). Otherwise the data goes to a temporary file in the same
+// directory, renamed over `path` by mr_output_commit, removed by mr_output_abort; an existing
+// `path` is refused unless `force`. No half-written file is ever left. An existing `path` that is
+// not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N) is written in place: renaming over it
+// would replace the device or pipe with a file. Written in place are FIFOs, sockets, terminals and
+// /dev/null only; any other device is refused (exit 3), so a symlink planted at the path never
+// leads a report into a disk.
 #ifndef MR_OUTPUT_H
 #define MR_OUTPUT_H
 
@@ -17,7 +18,8 @@ typedef struct mr_output {
     FILE* fp;
     char* path;       // NULL for stdout
     char* tmp;        // NULL for stdout and a file written in place
-    bool to_terminal; // stdout is a terminal: fp escapes control characters (escape.h)
+    FILE* raw;        // a terminal written in place: the file under the escaping fp
+    bool to_terminal; // a terminal: fp escapes control characters (escape.h)
 } mr_output;
 
 // Returns 0 or an exit code (after printing the reason). Commit says "memreport: wrote

@@ -9,6 +9,7 @@ Usage: check_audit.py --memtrace MEMTRACE --lib LIBMEMTRACE --memreport MEMREPOR
        check_audit.py --list     (the cases, one a line: see each case_ function)
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -67,14 +68,23 @@ def case_messages(a, w):
               f"{what}: the mark's name shown escaped: {err!r}")
 
 
+def controlling_terminal():
+    """In the child: a session of its own whose controlling terminal (/dev/tty) is its
+    stdout, the pseudo-terminal."""
+    os.setsid()
+    fcntl.ioctl(1, termios.TIOCSCTTY, 0)
+
+
 def on_terminal(argv):
-    """argv's stdout when it is a terminal (a pseudo-terminal read here to the end), with
-    the terminal's own CRLF line ends back to what the program wrote; and its exit code."""
+    """argv's stdout when it is a terminal (a pseudo-terminal read here to the end, also the
+    program's /dev/tty), with the terminal's own CRLF line ends back to what the program
+    wrote; and its exit code."""
     master, slave = pty.openpty()
     attrs = termios.tcgetattr(slave)
     attrs[1] &= ~termios.OPOST  # no output processing: the bytes as the program wrote them
     termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    p = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE,
+                         preexec_fn=controlling_terminal)
     children.append(p)
     os.close(slave)
     out = b""
@@ -119,6 +129,36 @@ def case_terminal_formats(a, w):
             p = subprocess.run([a.memreport] + args, capture_output=True, timeout=TIMEOUT)
             check(p.returncode == 0 and raw in p.stdout,
                   f"{what} through a pipe: the exact bytes ({raw!r})")
+
+
+def case_terminal_output_path(a, w):
+    """-o naming a terminal (/dev/tty, or /dev/stdout on one) escapes control characters as
+    -o - does on a terminal (base/output.c); -o naming a pipe still gets the exact bytes."""
+    cap = os.path.join(w, "hostile.db")
+    subprocess.run([a.fixture, "--hostile", cap], check=True, timeout=TIMEOUT)
+    db = sqlite3.connect(cap)
+    db.execute("INSERT INTO mark(heap, kind, name, ts_begin, ts_end) VALUES (1, 'mark', ?, 0, "
+               "NULL)", ("phase" + HOSTILE,))
+    db.commit()
+    db.close()
+    for args, raw in ((["export", cap, "--format", "folded"], b"esc\x1b]0"),
+                      (["export", cap, "--format", "csv"], ("phase" + HOSTILE).encode()),
+                      (["sql", cap, "--csv", "select name from mark"],
+                       ("phase" + HOSTILE).encode())):
+        for dest in ("/dev/tty", "/dev/stdout", "/proc/self/fd/1"):
+            what = " ".join(args[:1] + args[2:] + ["-o", dest])
+            out, code = on_terminal([a.memreport] + args + ["-o", dest])
+            check(code == 0 and len(out) > 0, f"{what}: exit {code}, {len(out)} bytes")
+            raw_control = RAW_CONTROL.search(out.replace(b"\r\n", b"\n"))  # CSV's CRLF
+            check(raw_control is None, f"{what} on a terminal: no raw control character "
+                  f"({raw_control})")
+            check(("phase" + HOSTILE_SHOWN).encode() in out or b"esc\\x1b]0" in out,
+                  f"{what} on a terminal: the hostile name shown escaped")
+        p = subprocess.run([a.memreport] + args + ["-o", "/dev/stdout"], capture_output=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 0 and raw in p.stdout,
+              f"{' '.join(args[:1] + args[2:])} -o /dev/stdout through a pipe: the exact "
+              f"bytes ({raw!r})")
 
 
 def case_output_device(a, w):
