@@ -7,6 +7,7 @@
 #     from checks import check, failures  # noqa: E402
 # and exits 1 when `failures` (what each failed check said) is not empty, whatever else
 # it skipped (exit 77 only when every check it ran passed).
+import atexit
 import os
 import re
 import select
@@ -14,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 
 failures = []
@@ -87,6 +89,20 @@ def fresh_dir(path):
     """An empty directory at `path` (what an earlier run left there removed)."""
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path)
+
+
+def public_copies(*paths, mode=0o755):
+    """What another user (nobody) runs or reads, copied into a fresh directory of the system's
+    temporary one that every user reaches (a checkout in a private directory is out of their
+    reach); removed when the driver ends. Returns [the directory, the copies in order]."""
+    d = tempfile.mkdtemp(prefix="memtrace-public-", dir="/tmp")
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    os.chmod(d, mode)
+    copies = []
+    for path in paths:
+        copies.append(os.path.join(d, os.path.basename(path)))
+        shutil.copy(path, copies[-1])
+    return [d] + copies
 
 
 def traced(launcher, out, argv, **settings):

@@ -11,6 +11,10 @@ import sqlite3
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import public_copies  # noqa: E402
+
 # Expected chains (relevant frames only, leaf first; inlined functions are frames too).
 EXPECTED = {
     "chain": {1001: ["chain_c", "chain_b", "chain_a", "main"],
@@ -209,6 +213,13 @@ def check_deferred(args, readonly):
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     os.chmod(tmp, 0o755)
+    user = None
+    if readonly and os.geteuid() == 0:
+        # Root writes any file: the read-only capture is read as nobody, who must reach the
+        # program, the captures and memreport.
+        user = 65534
+        tmp, args.memreport = public_copies(args.memreport)
+        args.workdir = tmp
     prog = os.path.join(tmp, "subject")
     shutil.copy(args.prog, prog)
     args.prog = prog
@@ -228,11 +239,8 @@ def check_deferred(args, readonly):
     db.close()
     if left and unnamed != int(left):
         fail("deferred: %d frames without a name, meta says %s" % (unnamed, left))
-    user = None
     if readonly:
         os.chmod(deferred, 0o444)
-        if os.geteuid() == 0:
-            user = 65534  # root writes any file: read it as nobody
         with open(deferred, "rb") as f:
             before = f.read()
     for i, report in enumerate(REPORTS):

@@ -13,14 +13,13 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import check, clean_env, finish, fresh_dir, public_copies  # noqa: E402
 
 
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
     lib = os.path.join(os.path.dirname(launcher), "libmemtrace.so")
     fresh_dir(work)
-    os.chmod(work, 0o1777)  # nobody writes its captures here too
     native = subprocess.run([prog], capture_output=True, text=True, timeout=120)
     check(native.returncode == 0 and native.stdout == "child 0\nmain 0\n",
           f"untraced: {native.stdout!r}")
@@ -28,9 +27,10 @@ def main():
                                         LD_PRELOAD=lib)),
             ("launcher", [launcher, "-o", os.path.join(work, "l.%p.db"), prog], clean_env())]
     if os.geteuid() == 0:
+        public, public_lib, public_prog = public_copies(lib, prog, mode=0o1777)
         runs.append(("nobody", ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                "env", "LD_PRELOAD=" + lib, prog],
-                     clean_env(OUTPUT=os.path.join(work, "nobody.%p.db"))))
+                                "env", "LD_PRELOAD=" + public_lib, public_prog],
+                     clean_env(OUTPUT=os.path.join(public, "nobody.%p.db"))))
     for label, argv, env in runs:
         env = dict(env, MEMTRACE_SYMBOLIZE="0")
         r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)

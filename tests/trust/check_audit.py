@@ -26,7 +26,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, children, failures, kill_children, wait_readable  # noqa: E402
+from checks import (bail, check, children, failures, kill_children, public_copies,  # noqa: E402
+                    wait_readable)
 
 # An OSC 52 clipboard write, a colour change and a C1 CSI: what a crafted name could send
 # to the user's terminal.
@@ -373,7 +374,9 @@ def case_attach_other_user(a, w):
     says why, and nothing is written to the process's stderr (core_lifecycle.c wrote
     "memtrace: ...; the program continues untraced" there, a daemon's log)."""
     skip_unless_root_with("gdb", "setpriv")
-    os.chmod(w, 0o755)  # not writable by the process's user
+    # The process dlopens the library: a copy it reaches, beside the launcher, in a
+    # directory it cannot write.
+    w, launcher, _ = public_copies(a.memtrace, a.lib)
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     high_base = min(soft, 1024) - 48
     prog = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
@@ -385,7 +388,7 @@ def case_attach_other_user(a, w):
     read_until(prog.stdout.fileno(), b"before\n")  # setpriv has exec'd cat
     fds0, sig0 = process_state(prog.pid, high_base)
     cap = os.path.join(w, "other.db")
-    r = subprocess.run([a.memtrace, "--pid", str(prog.pid), "-o", cap], capture_output=True,
+    r = subprocess.run([launcher, "--pid", str(prog.pid), "-o", cap], capture_output=True,
                        text=True, timeout=TIMEOUT)
     check(r.returncode == 1 and r.stderr.count("\n") == 1 and cap in r.stderr and
           "Permission denied" in r.stderr, f"the launcher says why: {r.stderr.strip()!r}")
