@@ -305,6 +305,18 @@ static bool header_in_wal_mode(const char* path) {
     return wal;
 }
 
+// True when another open file holds a lock on the capture: the tracer (an open-file-
+// description lock, held as long as it records) or another memreport reading it.
+static bool locked_elsewhere(const char* path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    bool locked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+    close(fd);
+    return locked;
+}
+
 int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen) {
     *out = NULL;
     bool wal = has_wal(path);
@@ -323,6 +335,14 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
         return -ENOMEM;
     }
     if (wal || header_in_wal_mode(path)) {
+        // Asked of the kernel first: SQLite would wait for the lock its busy timeout long.
+        if (locked_elsewhere(path)) {
+            snprintf(err, errlen,
+                     "the capture is locked by another process (is the traced program still "
+                     "running? memreport live follows a running capture)");
+            mt_capture_close(cap);
+            return -EIO;
+        }
         rc = open_unfinished(cap, err, errlen);
         if (rc) {
             mt_capture_close(cap);

@@ -8,7 +8,9 @@
 // closes every descriptor (close_range, closefrom, a loop up to the limit) and opens its own
 // files can never have them written by SQLite: the check fails, the file is reopened by its
 // path (no symlink followed, same inode required) and the operation goes to the new
-// descriptor.
+// descriptor. Its locks are open-file-description locks, which only the closing of its own
+// descriptor ends (a process-associated fcntl lock dies with any close of the file by the
+// process: grep, tar or md5sum of the capture), taken again on the reopened file.
 #include "fdguard.h"
 
 #include <errno.h>
@@ -18,6 +20,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,13 @@
 #include <unistd.h>
 
 #define MAX_GUARDED 16 // capture, its -wal and -journal, the symbol cache and its sidecars
+#define MAX_LOCKS 8    // SQLite's pending, reserved and shared ranges (and their pieces)
+
+// A byte range SQLite holds locked on the file (l_type F_RDLCK or F_WRLCK), [start, end).
+typedef struct held_lock {
+    off_t start, end;
+    short type;
+} held_lock;
 
 // SQLite's descriptor number (what our open returned) -> the file behind it now.
 typedef struct guarded {
@@ -36,6 +46,8 @@ typedef struct guarded {
     dev_t dev;
     ino_t ino;
     int flags; // open flags for a reopen (without O_CREAT/O_EXCL/O_TRUNC)
+    held_lock locks[MAX_LOCKS];
+    int nlocks;
     char path[4096];
 } guarded;
 
@@ -117,24 +129,49 @@ static bool same_file(int fd, const guarded* g) {
     return fstat(fd, &st) == 0 && st.st_dev == g->dev && st.st_ino == g->ino;
 }
 
+// Its locks ended with the descriptor the program closed: SQLite still believes it holds them.
+static void retake_locks(guarded* g) {
+    for (int i = 0; i < g->nlocks; i++) {
+        struct flock fl = {.l_type = g->locks[i].type,
+                           .l_whence = SEEK_SET,
+                           .l_start = g->locks[i].start,
+                           .l_len = g->locks[i].end - g->locks[i].start};
+        fcntl(g->fd, F_OFD_SETLK, &fl);
+    }
+}
+
+// Reopens `g` by its path if the program closed it: 0 if it was open, 1 if reopened, -1 if it
+// is gone for good.
+static int reopen_if_closed(guarded* g) {
+    if (same_file(g->fd, g))
+        return 0;
+    int again = open(g->path, g->flags | O_NOFOLLOW | O_CLOEXEC);
+    if (again >= 0 && same_file(again, g)) {
+        g->fd = mt_fd_move_high(again);
+        retake_locks(g);
+        return 1;
+    }
+    if (again >= 0)
+        close(again);
+    g->fd = -1;
+    return -1;
+}
+
 // The descriptor to use for SQLite's `handle`: itself if not ours, the checked (or reopened)
-// file if ours, -1 with errno EBADF if ours and gone for good.
+// file if ours, -1 with errno EBADF if ours and gone for good. A program that closed one of
+// ours has likely closed them all: all are reopened, so the capture's lock is back at the
+// next commit (which writes only the -wal) rather than at the next checkpoint.
 static int resolve(int handle) {
     pthread_mutex_lock(&table_lock);
     guarded* g = find(handle);
     int fd = handle;
-    if (g && !same_file(g->fd, g)) {
-        int again = open(g->path, g->flags | O_NOFOLLOW | O_CLOEXEC);
-        if (again >= 0 && same_file(again, g)) {
-            g->fd = mt_fd_move_high(again);
-        } else {
-            if (again >= 0)
-                close(again);
-            g->fd = -1;
-        }
-    }
-    if (g)
+    if (g) {
+        if (reopen_if_closed(g) > 0)
+            for (int i = 0; i < MAX_GUARDED; i++)
+                if (table[i].handle >= 0 && table[i].fd >= 0 && &table[i] != g)
+                    reopen_if_closed(&table[i]);
         fd = g->fd;
+    }
     pthread_mutex_unlock(&table_lock);
     if (fd < 0)
         errno = EBADF;
@@ -180,6 +217,7 @@ static int guarded_open(const char* path, int flags, int mode) {
         g->dev = st.st_dev;
         g->ino = st.st_ino;
         g->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
+        g->nlocks = 0;
         strcpy(g->path, path);
     }
     pthread_mutex_unlock(&table_lock);
@@ -236,12 +274,61 @@ static int guarded_ftruncate(int handle, off_t len) {
     return ftruncate(fd, len);
 }
 
+// Records what a successful F_SETLK did to `g`'s held ranges: [start, end) is released, then
+// held with `type` unless that is F_UNLCK (the kernel's own merge and split, on at most a few
+// ranges). A range that finds no room is not taken again at a reopen, nothing worse.
+static void note_lock(guarded* g, off_t start, off_t end, short type) {
+    held_lock kept[MAX_LOCKS];
+    int n = 0;
+    for (int i = 0; i < g->nlocks; i++) {
+        held_lock h = g->locks[i];
+        if (h.end <= start || h.start >= end) {
+            if (n < MAX_LOCKS)
+                kept[n++] = h;
+            continue;
+        }
+        if (h.start < start && n < MAX_LOCKS)
+            kept[n++] = (held_lock){h.start, start, h.type};
+        if (h.end > end && n < MAX_LOCKS)
+            kept[n++] = (held_lock){end, h.end, h.type};
+    }
+    if (type != F_UNLCK && n < MAX_LOCKS)
+        kept[n++] = (held_lock){start, end, type};
+    memcpy(g->locks, kept, (size_t)n * sizeof *kept);
+    g->nlocks = n;
+}
+
+static int guarded_lock(int handle, int cmd, struct flock* fl) {
+    RESOLVE_OR_FAIL(fd, handle);
+    struct flock ofd = *fl;
+    ofd.l_pid = 0; // required by the OFD commands
+    int ofd_cmd = cmd == F_SETLK ? F_OFD_SETLK : cmd == F_SETLKW ? F_OFD_SETLKW : F_OFD_GETLK;
+    int rc = fcntl(fd, ofd_cmd, &ofd);
+    if (rc != 0)
+        return rc;
+    if (cmd == F_GETLK) {
+        *fl = ofd;
+        return 0;
+    }
+    if (fl->l_whence == SEEK_SET && fl->l_len >= 0) {
+        off_t end = fl->l_len ? fl->l_start + fl->l_len : (off_t)INT64_MAX;
+        pthread_mutex_lock(&table_lock);
+        guarded* g = find(handle);
+        if (g)
+            note_lock(g, fl->l_start, end, fl->l_type);
+        pthread_mutex_unlock(&table_lock);
+    }
+    return 0;
+}
+
 static int guarded_fcntl(int handle, int cmd, ...) {
     // Every fcntl command SQLite uses takes an int or a pointer: read it as glibc does.
     va_list ap;
     va_start(ap, cmd);
     void* arg = va_arg(ap, void*);
     va_end(ap);
+    if (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK)
+        return guarded_lock(handle, cmd, arg);
     RESOLVE_OR_FAIL(fd, handle);
     return fcntl(fd, cmd, arg);
 }

@@ -72,6 +72,41 @@ def case_fds(a, w):
               f"{unwind}: allocations and frees after close: {got}, without closing: {want}")
 
 
+def case_capture_read(a, w):
+    """A program that reads its own capture (grep -r, tar, md5sum in its directory: an open
+    and a close) or closes every fd keeps the capture locked: memreport on it while it runs
+    says it is running and does not write to it. A process-associated lock died with that
+    close, and memreport appended its symbol transaction to the -wal being written."""
+    for label, extra in (("reads", {}), ("closes-all", {"TRUST_CLOSE_ALL": "1"})):
+        cap = os.path.join(w, f"{label}.db")
+        env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap, TRUST_CAPTURE=cap,
+                   **extra)
+        p = subprocess.Popen([a.prog, "readcap"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=env)
+        children.append(p)
+        wait_readable(p.stdout.fileno(), f"{label}: the program's 'read'")
+        check(p.stdout.readline() == b"read\n", f"{label}: the program read its capture")
+        # Its files closed, the tracer has them back (reopened, locked again) at the next
+        # commit: one that writes the -wal after the close.
+        wal = cap + "-wal"
+        before = os.stat(wal).st_mtime_ns
+        deadline = time.monotonic() + 120
+        while os.stat(wal).st_mtime_ns == before and time.monotonic() < deadline:
+            p.stdin.write(b"x")
+            p.stdin.flush()
+            time.sleep(0.01)
+        check(os.stat(wal).st_mtime_ns != before, f"{label}: the tracer committed since")
+        r = subprocess.run([a.memreport, "summary", cap], capture_output=True, text=True)
+        check(r.returncode == 3 and "still running" in r.stderr,
+              f"{label}: memreport says the capture is in use (exit 3: {r.returncode}, "
+              f"{r.stderr.strip()!r})")
+        check("symbolized" not in r.stderr, f"{label}: memreport wrote no symbols into it")
+        p.stdin.close()
+        check(p.wait(timeout=120) == 0, f"{label}: the program exits 0")
+        s = summary(a.memreport, cap)
+        check(s is not None and s["status"] == "complete", f"{label}: its capture is complete")
+
+
 def case_symlink(a, w):
     """A planted symlink at the output path is never followed; captures are 0600 (items 2-3)."""
     victim = os.path.join(w, "victim.txt")

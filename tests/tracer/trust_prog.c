@@ -7,6 +7,9 @@
 //                    30 lines to each with an allocation per line (new stacks: unwinding)
 //   reexec N         allocate, then exec itself with N-1 (N images in all)
 //   chdir DIR        chdir to DIR, allocate, exit
+//   readcap          wait for the capture, read it whole through its own descriptor and close
+//                    it (as grep -r or tar would; TRUST_CLOSE_ALL: then close every fd >= 3),
+//                    say "read", then allocate a block per byte read from stdin until EOF
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +86,36 @@ static int closefds(const char* dir) {
     return 0;
 }
 
+static int readcap(void) {
+    const char* cap = getenv("TRUST_CAPTURE");
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", cap ? cap : "");
+    struct stat st;
+    for (int i = 0; cap && i < 1000 && stat(wal, &st) != 0; i++)
+        sleep_ms(10);
+    sink = malloc(100);
+    free(sink);
+    sleep_ms(50);
+    int fd = cap ? open(cap, O_RDONLY) : -1;
+    if (fd < 0) {
+        perror("readcap");
+        return 1;
+    }
+    char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    close(fd);
+    if (getenv("TRUST_CLOSE_ALL"))
+        for (fd = 3; fd < 4096; fd++)
+            close(fd);
+    printf("read\n");
+    fflush(stdout);
+    // Heap calls go on (the writer keeps committing) until the test closes our stdin.
+    while (read(0, buf, 1) > 0)
+        alloc_at_depth(3, 32);
+    return 0;
+}
+
 static int reexec(char** argv, int n) {
     // 1000 + n bytes in n+1 blocks of image n, one of them leaked: exact per image.
     for (int i = 0; i < n; i++) {
@@ -102,6 +135,8 @@ static int reexec(char** argv, int n) {
 int main(int argc, char** argv) {
     if (argc == 3 && !strcmp(argv[1], "closefds"))
         return closefds(argv[2]);
+    if (argc == 2 && !strcmp(argv[1], "readcap"))
+        return readcap();
     if (argc == 3 && !strcmp(argv[1], "reexec"))
         return reexec(argv, atoi(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "chdir")) {
@@ -112,6 +147,6 @@ int main(int argc, char** argv) {
         sink = malloc(4242);
         return 0;
     }
-    fprintf(stderr, "usage: trust_prog closefds DIR | reexec N | chdir DIR\n");
+    fprintf(stderr, "usage: trust_prog closefds DIR | readcap | reexec N | chdir DIR\n");
     return 2;
 }
