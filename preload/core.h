@@ -125,9 +125,17 @@ static inline bool mt_interrupting_hook(void) {
     return MT_UNLIKELY(mt_guard == MT_GUARD_HOOK);
 }
 
+// A heap call before the library's constructor ran (another library's constructor, the
+// loader): starts the capture at that first call when the library is preloaded, and says
+// whether it records now (autostart.c; absent where a test links the core alone).
+__attribute__((weak)) bool mt_core_start_early(void);
+
 static inline bool mt_recording(void) {
-    return MT_LIKELY(atomic_load_explicit(&mt_state, memory_order_relaxed) == MT_STATE_RECORDING) &&
-           !mt_guard;
+    int state = atomic_load_explicit(&mt_state, memory_order_relaxed);
+    if (MT_LIKELY(state == MT_STATE_RECORDING))
+        return !mt_guard;
+    return MT_UNLIKELY(state == MT_STATE_INIT) && !mt_guard && mt_core_start_early &&
+           mt_core_start_early();
 }
 
 // Record functions, called by the hooks only when mt_recording() was true. They set the

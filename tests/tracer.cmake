@@ -174,6 +174,20 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(fd_limit)
   # errno is 0 as main starts, and as a forked child returns from fork.
   tracer_program_test(errno_start)
+  # Heap calls in libraries' constructors that run before libmemtrace.so's and in
+  # destructors that run after it are recorded: a library's known calls, and a C++
+  # program's counts beside glibc's memusage.
+  add_library(early_lib SHARED tracer/early_lib.c)
+  add_executable(early_prog tracer/early_prog.c)
+  target_link_libraries(early_prog PRIVATE early_lib)
+  enable_language(CXX)
+  add_executable(early_cxx tracer/early_cxx.cpp)
+  add_test(NAME e2e.early_and_late_calls COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_early.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:early_prog>
+    $<TARGET_FILE:early_cxx> ${CMAKE_CURRENT_BINARY_DIR}/early.d)
+  set_tests_properties(e2e.early_and_late_calls PROPERTIES LABELS e2e TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
   # A small stack limit (ulimit -s 32 KiB): the tracer's start and end do not overflow the
   # program's main thread (file_limit.c is the program).
   add_test(NAME e2e.stack_limit COMMAND ${Python3_EXECUTABLE}
