@@ -137,6 +137,27 @@ static void job_clear(chunk_job* j) {
     memset(j, 0, sizeof *j);
 }
 
+static bool ts_in_bounds(int64_t ts) {
+    return ts > -MT_EVENT_TS_LIMIT && ts < MT_EVENT_TS_LIMIT;
+}
+
+// The limits of memtrace/event.h: no tracer writes beyond them, and every report's sums and
+// differences of times rely on them. why: a literal.
+static bool events_in_bounds(const mt_chunk_header* h, const cursor* c, const char** why) {
+    *why = "a time beyond 2^62 ns";
+    if (!ts_in_bounds(h->ts_first) || !ts_in_bounds(h->ts_last))
+        return false;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!ts_in_bounds(c->ev[i].ts))
+            return false;
+        if (c->ev[i].size > MT_EVENT_SIZE_MAX) {
+            *why = "a size over 2^63-1 bytes";
+            return false;
+        }
+    }
+    return true;
+}
+
 // Checks and decodes job j (no SQLite, no shared state but the coder: the worker's once it
 // runs). The checks and their order are those a chunk always had, so are the messages.
 static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j) {
@@ -177,6 +198,11 @@ static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j)
         cursor_free(c);
         j->rc = rc == -ENOMEM ? -ENOMEM : -EPROTO;
         j->why = rc == -EBADMSG ? "checksum mismatch" : "its events do not decode";
+        return;
+    }
+    if (!events_in_bounds(&j->h, c, &j->why)) {
+        cursor_free(c);
+        j->rc = -EPROTO;
         return;
     }
     j->c = c;

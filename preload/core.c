@@ -117,6 +117,7 @@ void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost) {
 void mt_core_forget_counts(void) {
     memset(retired_calls, 0, sizeof retired_calls);
     retired_lost = 0;
+    atomic_store(&mt_core_reports_ignored, 0);
     for (mt_thread* t = atomic_load(&threads_head); t; t = t->next) {
         for (int k = 0; k < MT_CALL_COUNT_; k++)
             atomic_store(&t->calls[k], 0);
@@ -493,9 +494,15 @@ MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
     leave(&c);
 }
 
+_Atomic uint64_t mt_core_reports_ignored;
+
 MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size) {
     if (!mt_recording() || !addr)
         return;
+    if (is_alloc && (uint64_t)size > MT_REPORT_SIZE_MAX) {
+        atomic_fetch_add_explicit(&mt_core_reports_ignored, 1, memory_order_relaxed);
+        return;
+    }
     hook_ctx c;
     if (!enter(&c))
         return;

@@ -183,6 +183,11 @@ enum mt_mark_what {
 // The annotation API's implementation (memtrace.h calls these through weak symbols).
 MT_EXPORT void memtrace_impl_mark(const char* name, int what);
 MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size);
+// A reported size above this is not recorded but counted (meta reports_ignored): it is more
+// than any Linux address space (2^56 bytes: x86-64 with 5-level paging), a program's bug,
+// and readers bound what a heap allocates in all (docs/capture-format.md, "Limits").
+#define MT_REPORT_SIZE_MAX (UINT64_C(1) << 56)
+extern _Atomic uint64_t mt_core_reports_ignored;
 
 // Lifecycle.
 // Settings (MEMTRACE_*), capture, writer thread. Called once, by libmemtrace.so's

@@ -377,6 +377,9 @@ static void commit_all(int64_t now) {
         mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
         mt_capwriter_meta_int(cw, "mmap_file_bytes", (int64_t)atomic_load(&mt_mmap_file_bytes));
     }
+    if (atomic_load(&mt_core_reports_ignored))
+        mt_capwriter_meta_int(cw, "reports_ignored",
+                              (int64_t)atomic_load(&mt_core_reports_ignored));
     if (atomic_load(&mt_sampling_set_full))
         mt_capwriter_meta_int(cw, "sample_set_full", (int64_t)atomic_load(&mt_sampling_set_full));
     mt_capwriter_meta_int(cw, "duration_ns", now);

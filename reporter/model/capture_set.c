@@ -2,6 +2,7 @@
 // The captures of a process tree (capture_set.h).
 #include "capture_set.h"
 
+#include "replay.h"
 #include "sampled.h"
 #include "symbols.h"
 
@@ -287,6 +288,8 @@ int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* b
     }
     if (e)
         mr_capture_set_free(s);
+    else
+        mr_replay_share_limit(s->n); // the processes' sums add up: each gets its share
     return e;
 }
 
@@ -311,4 +314,5 @@ void mr_capture_set_free(mr_capture_set* s) {
     }
     free(s->procs);
     *s = (mr_capture_set){0};
+    mr_replay_share_limit(1);
 }

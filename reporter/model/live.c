@@ -74,8 +74,11 @@ static void plot_sample(mr_live* l, int64_t ts) {
 static int apply(mr_live* l, const mt_event* ev) {
     mr_block freed;
     bool has_freed;
-    if (mr_replay_apply(&l->heap, ev, &freed, &has_freed))
-        return -ENOMEM;
+    int rc = mr_replay_apply(&l->heap, ev, &freed, &has_freed);
+    if (rc) {
+        mr_replay_describe(&l->heap, rc, ev);
+        return rc == -EOVERFLOW ? -EPROTO : rc;
+    }
     if (has_freed) {
         site_add(&l->site_bytes, freed.callsite, freed.size, false);
         site_add(&l->site_blocks, freed.callsite, 1, false);
@@ -197,7 +200,7 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
         uint64_t old_max = l->nheld ? l->held[l->nheld - 1].seq : 0;
         rc = apply_batch(l, buf, n, old_max, all || (complete && !batch_full));
         if (rc)
-            snprintf(err, errlen, "out of memory");
+            snprintf(err, errlen, "%s", l->heap.err[0] ? l->heap.err : "out of memory");
         l->events_read += n;
         l->last_chunk = last;
         if (!batch_full) {

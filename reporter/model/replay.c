@@ -8,6 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 
+// What one heap may allocate in all (mr_replay_share_limit).
+static uint64_t alloc_limit = MT_EVENT_SIZE_MAX;
+static size_t alloc_sharers = 1;
+
+void mr_replay_share_limit(size_t n) {
+    alloc_sharers = n ? n : 1;
+    alloc_limit = MT_EVENT_SIZE_MAX / alloc_sharers;
+}
+
 int mr_replay_init(mr_replay* r, mt_capture* cap, int heap) {
     memset(r, 0, sizeof *r);
     r->cap = cap;
@@ -28,6 +37,10 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
     r->last_seq = ev->seq;
     r->last_ts = ev->ts;
     if (mt_kind_is_alloc(ev->kind)) {
+        // Every byte sum of a report is at most what the heap allocated in all, so bounding
+        // that one bounds them all (sizes are at most 2^63-1: memtrace/event.h).
+        if (ev->size > alloc_limit - r->bytes_allocated)
+            return -EOVERFLOW;
         mr_block b = {.addr = ev->addr, .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
         mr_block old;
         bool had;
@@ -62,6 +75,20 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
 
 int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed) {
     return apply(r, ev, mr_heapmap_hash(&r->live, ev->addr), freed, has_freed);
+}
+
+void mr_replay_describe(mr_replay* r, int rc, const mt_event* ev) {
+    if (rc == -EOVERFLOW && alloc_sharers > 1)
+        snprintf(r->err, sizeof r->err,
+                 "corrupt capture: the allocations sum to over (2^63-1)/%zu bytes (its share"
+                 " of the %zu processes read together) at event seq %llu",
+                 alloc_sharers, alloc_sharers, (unsigned long long)ev->seq);
+    else if (rc == -EOVERFLOW)
+        snprintf(r->err, sizeof r->err,
+                 "corrupt capture: the allocations sum to over 2^63-1 bytes at event seq %llu",
+                 (unsigned long long)ev->seq);
+    else
+        snprintf(r->err, sizeof r->err, "out of memory");
 }
 
 // A callback's failure is its own, not the capture's: say what it was, unless the callback
@@ -114,7 +141,8 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         mr_block freed;
         bool has_freed;
         if ((rc = apply(r, &ev, h, &freed, &has_freed))) {
-            snprintf(r->err, sizeof r->err, "out of memory");
+            mr_replay_describe(r, rc, &ev);
+            rc = rc == -EOVERFLOW ? -EPROTO : rc;
             break;
         }
         if (fn && (rc = fn(r, &ev, has_freed ? &freed : NULL, ud))) {

@@ -42,8 +42,16 @@ int mr_replay_init(mr_replay* r, mt_capture* cap, int heap);
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud);
 // Applies one event read by the caller (events in seq order, as mr_replay_run reads them),
 // for a reader that follows a capture still being written. freed and has_freed as
-// mr_replay_fn's `freed`. Returns 0 or -ENOMEM.
+// mr_replay_fn's `freed`. Returns 0, -ENOMEM, or -EOVERFLOW when the heap's allocations would
+// sum to over its limit (mr_replay_share_limit: a corrupt capture).
 int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed);
+// Every byte sum of a report is at most what a heap allocated in all, so a heap that
+// allocates over 2^63-1 bytes is refused (-EOVERFLOW) and no sum wraps. A report over n
+// processes sums theirs: from this call on, each heap may allocate (2^63-1)/n bytes (1: a
+// capture read alone). capture_set.c says how many it opened.
+void mr_replay_share_limit(size_t n);
+// Words an error of mr_replay_apply on ev into r->err.
+void mr_replay_describe(mr_replay* r, int rc, const mt_event* ev);
 void mr_replay_free(mr_replay* r);
 
 #endif

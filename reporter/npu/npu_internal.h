@@ -73,6 +73,7 @@ typedef struct store {
     mr_points max, frag, used, free;
     mr_npu_event* ev;
     size_t nev, capev;
+    uint64_t alloc_bytes; // the sizes of every allocation line so far (at most 2^63-1)
 } store;
 
 // (function, size) -> most recent live buffer id: the synthetic-address pairing.

@@ -6,6 +6,7 @@
 #include "output.h"
 #include "siphash.h"
 
+#include "memtrace/event.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
@@ -236,6 +237,15 @@ int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, b
     if (v == NUM_OVERFLOW)
         return bad_number(p);
     if (l == L_ALLOC) {
+        // Readers refuse a heap whose allocations sum to over 2^63-1 bytes (every report's
+        // sums stay below: docs/capture-format.md); say it here, at the line.
+        if (v > MT_EVENT_SIZE_MAX - st->alloc_bytes) {
+            snprintf(p->err, p->errlen,
+                     "line %llu: the buffers allocated so far sum to over 2^63-1 bytes",
+                     (unsigned long long)p->lineno);
+            return -EPROTO;
+        }
+        st->alloc_bytes += v;
         if (MT_VEC_RESERVE(&f->pending, &f->cappending, f->npending + 1))
             return -ENOMEM;
         f->pending[f->npending++] = v;

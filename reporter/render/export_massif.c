@@ -179,8 +179,10 @@ static int put_node(massif* m, uint32_t n, int depth, uint64_t total) {
     g_nodes = m->nodes;
     if (nc > 1) // a leaf has no children: kids is NULL, which qsort must never see
         qsort(kids, nc, sizeof *kids, by_bytes);
-    while (big < nc && m->nodes[kids[big]].bytes * 1000 >= total * THRESHOLD_PERMILLE &&
-           m->nodes[kids[big]].bytes)
+    // bytes * 1000 >= total * permille, without the products (bytes reach 2^63-1).
+    uint64_t need =
+        total / 1000 * THRESHOLD_PERMILLE + (total % 1000 * THRESHOLD_PERMILLE + 999) / 1000;
+    while (big < nc && m->nodes[kids[big]].bytes >= need && m->nodes[kids[big]].bytes)
         big++;
     for (size_t i = big; i < nc; i++)
         small_bytes += m->nodes[kids[i]].bytes;
@@ -219,7 +221,9 @@ static void put_time(massif* m, int64_t ts) {
     if (m->in->steps)
         fprintf(m->out, "time=%" PRId64 "\n", ts);
     else
-        fprintf(m->out, "time=%" PRId64 ".%06" PRId64 "\n", ts / 1000000, ts % 1000000);
+        fprintf(m->out, "time=%s%" PRIu64 ".%06" PRIu64 "\n", ts < 0 ? "-" : "",
+                (ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts) / 1000000,
+                (ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts) % 1000000);
 }
 
 static int put_snapshot(massif* m, int index, int64_t ts, uint64_t bytes, const char* tree) {

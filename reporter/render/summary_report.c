@@ -83,6 +83,10 @@ static json_t* build_summary(const mr_summary* s) {
     int64_t cut_mb = mt_capture_meta_int(cap, "events_stopped_at_mb", 0);
     if (cut_mb)
         json_object_set_new(o, "events_stopped_at_mb", json_integer(cut_mb));
+    // memtrace_report_alloc calls whose size was beyond any address space: not recorded.
+    int64_t ignored = mt_capture_meta_int(cap, "reports_ignored", 0);
+    if (ignored > 0)
+        json_object_set_new(o, "reports_ignored", json_integer(ignored));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)r->bytes_allocated));
     json_object_set_new(o, "peak_bytes", json_integer((json_int_t)r->peak_bytes));
     // An imported NPU heap counts time in allocation steps, not nanoseconds.
@@ -190,6 +194,11 @@ static void print_text(FILE* out, json_t* s) {
                 "cut:          events stopped when the capture reached %llu MiB "
                 "(MEMTRACE_MAX_MB); later calls were only counted\n",
                 INT("events_stopped_at_mb"));
+    if (json_object_get(s, "reports_ignored"))
+        fprintf(out,
+                "ignored:      %llu memtrace_report_alloc call%s of over 2^56 bytes (more than "
+                "any address space), not recorded\n",
+                INT("reports_ignored"), INT("reports_ignored") == 1 ? "" : "s");
     fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
     // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
     unsigned long long held = INT("runtime_held_bytes"),

@@ -112,18 +112,19 @@ check "--at 2ms on an import: message" grep -qx "memreport: --at 2ms: sample.db 
 check "--at step 5: exit 1, no page" test $rc -eq 1 -a ! -e at5.html
 check "--at step 5: message" grep -qx "memreport: --at step 5: past the end of sample.db (5 steps: step 0 to step 4)" err.txt
 # Hostile input (run under ASan+UBSan by `make test-sanitize`, halting on any finding).
-# Values up to INT64_MAX import and plot exactly; one more is refused.
+# Values up to INT64_MAX import and plot exactly; one more is refused. The buffers' sizes
+# sum to at most INT64_MAX too (docs/capture-format.md, "Limits": tests/limits.cmake).
 G='[DEBUG] [vpux-compiler] Start Pass StaticAllocation on Operation x'
-big=9223372036854775807
+big=9223372036854775807 half=4611686018427387903
 { echo "$G"
   for f in part1 main; do
-    echo "[T] [m]   $f: Buffer size to allocate      $big B"
+    echo "[T] [m]   $f: Buffer size to allocate      $half B"
     echo "[T] [m]   $f: DDR free memory before alloc 0 B"
     echo "[T] [m]   $f: Max allocated size $big B"
     echo "[T] [m]   $f: Increased allocation size to $big B due to fragmentation!"
     echo "[T] [m]   $f: DDR used memory    $big 100.00%"
     echo "[T] [m]   $f: DDR free memory    $big 0.00%"
-    echo "[T] [m]   $f: Free buffer of size $big B"
+    echo "[T] [m]   $f: Free buffer of size $half B"
   done; } > huge.log
 check "huge values: import" "$M" import huge.log -o huge.db
 check "huge values: plot log" "$M" plot huge.log -o huge.png --data huge.json
@@ -134,7 +135,7 @@ sys.exit(d["series"]["max_allocated"] != [[0, 2**63 - 1], [1, 2**63 - 1]] or d["
 check "huge values: plot capture" "$M" plot huge.db -o huge-db.png --data huge-db.json
 check "huge values: same data" cmp -s huge.json huge-db.json
 check "huge values: summary" "$M" summary huge.db --json -o huge-summary.json
-sed "s/$big/9223372036854775808/" huge.log > over.log
+sed "s/$big/9223372036854775808/; s/$half/9223372036854775808/" huge.log > over.log
 "$M" import over.log -o over.db 2> err.txt; rc=$?
 check "over INT64_MAX: exit 2, one line" test $rc -eq 2 -a "$(wc -l < err.txt)" -eq 1
 check "over INT64_MAX: message" grep -q "^memreport: over.log: line 2: number larger than" err.txt

@@ -15,6 +15,9 @@ int main(void) {
     void* p = malloc(100);
     sink = p;
     memtrace_report_alloc(pool + 64, 512); // a block of the program's own pool
+    // Sizes no address space holds (a bug of the program's): counted, not recorded.
+    memtrace_report_alloc(pool + 1024, (size_t)1 << 63);
+    memtrace_report_alloc(pool + 2048, ((size_t)1 << 56) + 1);
     memtrace_pause();
     void* hidden = malloc(7); // not recorded
     sink = hidden;

@@ -197,8 +197,8 @@ static void test_plot(const char* db) {
 }
 
 // A crafted capture: no RSS/VSZ counters (empty series: no memcpy from NULL), and a site
-// whose bytes held pass INT64_MAX (unsigned sums, no signed overflow; the JSON saturates at
-// INT64_MAX instead of wrapping negative), marks at the int64 extremes.
+// that holds INT64_MAX bytes, the most a heap may allocate in all (docs/capture-format.md,
+// "Limits"; a 0-byte block beside it), marks at the int64 extremes.
 static void test_crafted(const char* db) {
     char err[256];
     mt_capwriter* w;
@@ -215,7 +215,7 @@ static void test_crafted(const char* db) {
                  " (1, 'mark', 'late', 9223372036854775807, NULL);",
                  NULL, NULL, NULL);
     mt_event e[3] = {{1, 1000, 0x1000, (uint64_t)INT64_MAX, 1, 7, MT_KIND_MALLOC, 1},
-                     {2, 2000, 0x2000, 1, 1, 7, MT_KIND_MALLOC, 1},
+                     {2, 2000, 0x2000, 0, 1, 7, MT_KIND_MALLOC, 1},
                      {3, 3000, 0x2000, 0, 0, 7, MT_KIND_FREE, 1}};
     uint8_t* scratch = malloc(mt_codec_bound(3));
     CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, e, 3, scratch), 0);

@@ -6,6 +6,12 @@
 
 #include <stdint.h>
 
+// What a reader accepts (docs/capture-format.md, "Limits"); a chunk holding an event beyond
+// them is corrupt. A size fits in int64_t, and so does the difference of any two times: no
+// subtraction or sum of two of them overflows.
+#define MT_EVENT_SIZE_MAX ((uint64_t)INT64_MAX)
+#define MT_EVENT_TS_LIMIT (INT64_C(1) << 62) // -limit < ts < limit: 146 years of ns
+
 typedef struct mt_event {
     uint64_t seq;      // global order, authoritative (gaps are allowed)
     int64_t ts;        // ns since capture start (or the step, for an NPU heap)
