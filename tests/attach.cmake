@@ -56,3 +56,17 @@ target_link_libraries(test_sampling_forget PRIVATE memtrace_common_nosan memtrac
                       ${CMAKE_DL_LIBS} m)
 add_test(NAME unit.sampling_forget COMMAND test_sampling_forget)
 set_tests_properties(unit.sampling_forget PROPERTIES LABELS unit TIMEOUT 120)
+
+# An attach and a detach leave a sleep in the program's main thread as long as it was asked
+# (attach/sleep_test.py, attach/sleep_prog.c).
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_executable(sleep_prog attach/sleep_prog.c)
+  target_compile_definitions(sleep_prog PRIVATE _GNU_SOURCE)
+  target_compile_options(sleep_prog PRIVATE -O1 -g)
+  target_link_libraries(sleep_prog PRIVATE memtrace_warnings Threads::Threads)
+  add_test(NAME e2e.attach_sleep
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/sleep_test.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:sleep_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/attach_sleep.d)
+  set_tests_properties(e2e.attach_sleep PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

@@ -35,6 +35,7 @@ RUNS = {
     "mmap_fork": [([], {}, 0)],
     "sampling_prog": [([], {}, 3)],
     "exit_in_dlopen": [([], {}, 0)],
+    "sleep_prog": [(["1"], {}, 0)],
 }
 # Exit status of a run in which ThreadSanitizer reported something.
 TSAN_EXIT = 66
