@@ -24,6 +24,9 @@ struct mt_capture {
     // files looked like before the first read (mt_capture_live_changed compares).
     bool live;
     char live_stamp[96];
+    // Why the last typed read failed when SQLite did not (a value beyond the limits of
+    // memtrace/event.h); mt_capture_error gives it, then SQLite's message once cleared.
+    char problem[96];
 };
 
 sqlite3* mt_capture_sqlite(mt_capture* cap);

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 const char* mt_capture_error(mt_capture* cap) {
-    return sqlite3_errmsg(mt_capture_sqlite(cap));
+    return cap->problem[0] ? cap->problem : sqlite3_errmsg(mt_capture_sqlite(cap));
 }
 
 static const char* column_text(sqlite3_stmt* st, int col) {
@@ -52,6 +52,7 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
         return -EPROTO;
     sqlite3_bind_int(st, 1, heap);
     int rc = -EPROTO;
+    cap->problem[0] = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         rc = sqlite3_column_int64(st, 0) > 0;
         out->events = (uint64_t)sqlite3_column_int64(st, 1);
@@ -59,6 +60,13 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
         out->last_ts = sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
+    // The chunks' events are held to the same bounds when they are read.
+    if (rc == 1 && (out->first_ts <= -MT_EVENT_TS_LIMIT || out->last_ts >= MT_EVENT_TS_LIMIT)) {
+        snprintf(cap->problem, sizeof cap->problem,
+                 "corrupt capture: an event chunk's time is beyond 2^62 ns");
+        *out = (mt_heap_span){0, 0, 0};
+        rc = -EPROTO;
+    }
     return rc;
 }
 

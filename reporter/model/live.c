@@ -56,12 +56,17 @@ static void site_add(mr_u64map* m, uint32_t callsite, uint64_t v, bool add) {
 }
 
 static void plot_sample(mr_live* l, int64_t ts) {
-    int64_t b = ts / l->bucket_ns;
+    // A time before the capture's start (a crafted file: the tracer writes none) is drawn
+    // in the first bucket: bucket indexes are never negative.
+    int64_t b = ts > 0 ? ts / l->bucket_ns : 0;
     if (b > l->bucket_last) {
-        // Buckets with no event hold the level the heap stayed at.
-        for (int64_t i = l->bucket_last + 1; i <= b; i++)
-            if (l->bucket_last >= 0 && b - i < MR_LIVE_BUCKETS)
-                l->bucket[i % MR_LIVE_BUCKETS] = l->heap.live_bytes;
+        // Buckets with no event hold the level the heap stayed at; only the last
+        // MR_LIVE_BUCKETS are kept, so a jump of years fills no more than those.
+        int64_t from = l->bucket_last + 1;
+        if (b - from >= MR_LIVE_BUCKETS)
+            from = b - MR_LIVE_BUCKETS + 1;
+        for (int64_t i = from; l->bucket_last >= 0 && i <= b; i++)
+            l->bucket[i % MR_LIVE_BUCKETS] = l->heap.live_bytes;
         if (l->bucket_last < 0)
             l->bucket[b % MR_LIVE_BUCKETS] = 0;
         l->bucket_last = b;

@@ -73,10 +73,11 @@ static int build_and_sample(massif* m, char* err, size_t errlen) {
     }
     int64_t length = span.last_ts - span.first_ts;
     m->nsamples = length > 0 ? SNAPSHOTS : 1;
+    // In integers: a length near 2^63 (times are within +-2^62) rounds up in a double.
+    int64_t steps = m->nsamples > 1 ? (int64_t)m->nsamples - 1 : 1;
     for (size_t i = 0; i < m->nsamples; i++)
         m->samples[i].ts =
-            span.first_ts +
-            (int64_t)((double)length * (double)i / (double)(m->nsamples > 1 ? m->nsamples - 1 : 1));
+            span.first_ts + length / steps * (int64_t)i + length % steps * (int64_t)i / steps;
     mr_query q = *m->in->query;
     q.observe = on_event;
     q.observe_ud = m;

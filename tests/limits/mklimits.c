@@ -41,9 +41,31 @@ static void sizes(fx* f, const char* which) {
     }
 }
 
+// Times (ns since the capture's start; the tracer's are never negative).
+static void times(fx* f, const char* which) {
+    const int64_t edge = (INT64_C(1) << 62) - 1;
+    int64_t at[3] = {-1500000000, -1000000000, 500000000}; // ts-negative: before the start
+    if (!strcmp(which, "ts-extreme")) {                    // the farthest a reader accepts
+        at[0] = -edge;
+        at[1] = 0;
+        at[2] = edge;
+    } else if (!strcmp(which, "ts-over")) { // the tracer never writes these
+        at[0] = 1000;
+        at[1] = INT64_MIN;
+        at[2] = INT64_MAX;
+    }
+    fx_alloc(f, 100, 0x1000, 100, 2);
+    f->ev[f->n - 1].ts = at[0];
+    fx_alloc(f, 100, 0x2000, 200, 3);
+    f->ev[f->n - 1].ts = at[1];
+    fx_free(f, 100, 0x1000);
+    f->ev[f->n - 1].ts = at[2];
+}
+
 int main(int argc, char** argv) {
-    static const char* const cases[] = {"size-over", "size-max", "size-half", "size-sum-max",
-                                         "size-sum-over"};
+    static const char* const cases[] = {"size-over",    "size-max",      "size-half",
+                                        "size-sum-max", "size-sum-over", "ts-negative",
+                                        "ts-extreme",   "ts-over"};
     const char* which = argc == 3 ? argv[1] : "";
     bool known = false;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -58,7 +80,10 @@ int main(int argc, char** argv) {
     fx f;
     fx_open(&f, argv[2]);
     stack(&f);
-    sizes(&f, which);
+    if (!strncmp(which, "ts-", 3))
+        times(&f, which);
+    else
+        sizes(&f, which);
     fx_finish(&f, "complete");
     return 0;
 }
