@@ -232,11 +232,16 @@ static const char* relative_to_cwd(const char* path) {
 
 // Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
 // ("-pid why"): a capture whose process then failed is named as incomplete, with the reason.
+// `ns_pid`: the process attached to, whose files are in a mount namespace of its own (0: ours).
 // Returns how many captures exist.
-static int tell_captures(const char* report) {
-    FILE* f = fopen(report, "r");
-    if (!f)
+static int tell_captures(const mt_attach_report* r, pid_t ns_pid) {
+    int fd = openat(r->root, mt_launcher_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
+    FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 0;
+    }
     enum { MAX_LINES = 4096 };
     static char lines[MAX_LINES][PATH_MAX + 64];
     int n = 0, written = 0;
@@ -252,18 +257,32 @@ static int tell_captures(const char* report) {
         for (int k = 0; k < n; k++) {
             if (strncmp(lines[k] + 1, lines[i] + 1, pidlen + 1) != 0)
                 continue;
+            const char* said = strchr(lines[k], ' ') + 1;
             if (lines[k][0] == '-')
-                why = strchr(lines[k], ' ') + 1;
-            else if (access(strchr(lines[k], ' ') + 1, F_OK) == 0)
+                why = said;
+            else if (faccessat(r->root, mt_launcher_in_root(r, said), F_OK, 0) == 0)
                 has_capture = true;
         }
-        if (lines[i][0] == '+' && access(text, F_OK) == 0) {
+        if (lines[i][0] == '+' && faccessat(r->root, mt_launcher_in_root(r, text), F_OK, 0) == 0) {
             written++;
+            char where[PATH_MAX + 160] = "";
+            if (ns_pid)
+                snprintf(where, sizeof where,
+                         ", in process %d's mount namespace (from here /proc/%d/root%s, while "
+                         "it runs)",
+                         (int)ns_pid, (int)ns_pid, text);
+            const char* shown = ns_pid ? text : relative_to_cwd(text);
             if (why)
-                fprintf(stderr, "memtrace: incomplete capture written to %s (%s)\n",
-                        relative_to_cwd(text), why);
+                fprintf(stderr, "memtrace: incomplete capture written to %s%s (%s)\n", shown, where,
+                        why);
             else
-                fprintf(stderr, "memtrace: capture written to %s\n", relative_to_cwd(text));
+                fprintf(stderr, "memtrace: capture written to %s%s\n", shown, where);
+        } else if (lines[i][0] == '+' && ns_pid) {
+            // Its namespace ended with it: the mounts the capture was on are gone from its root.
+            fprintf(stderr,
+                    "memtrace: capture written to %s in process %d's mount namespace, which "
+                    "ended with it: not reachable from here%s\n",
+                    text, (int)ns_pid, why ? " (incomplete)" : "");
         } else if (lines[i][0] == '-' && !has_capture) {
             fprintf(stderr, "memtrace: process %.*s: %s\n", (int)pidlen, lines[i] + 1, text);
         }
@@ -350,17 +369,18 @@ static int attach_to(pid_t pid, const char* output, int force) {
     }
     if (output && prepare_output(output, force, out_path, sizeof out_path) != 0)
         return 1;
-    char report_dir[PATH_MAX], report[PATH_MAX + 16];
-    if (make_report(report_dir, sizeof report_dir, report, sizeof report) != 0) {
+    static mt_attach_report report;
+    if (mt_launcher_attach_report(pid, &report) != 0) {
         fprintf(stderr, "memtrace: cannot create a temporary directory: %s\n", strerror(errno));
         return 1;
     }
-    int rc = mt_launcher_attach(pid, lib, out_path, report, settings);
+    bool attached = false;
+    int rc = mt_launcher_attach(pid, lib, out_path, &report, settings, &attached);
     signal(SIGPIPE, SIG_IGN); // as run_traced: the status is worth more than the message
     signal(SIGXFSZ, SIG_IGN);
-    tell_captures(report);
-    unlink(report);
-    rmdir(report_dir);
+    if (attached) // else the launcher has said why, as the process's report line would
+        tell_captures(&report, report.root == AT_FDCWD ? 0 : pid);
+    mt_launcher_attach_report_remove(&report);
     return rc;
 }
 
@@ -472,7 +492,9 @@ static int run_traced(char** prog_argv, const char* output, int force) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (tell_captures(report) == 0 && !heard_of_any(report))
+    static mt_attach_report here = {.root = AT_FDCWD};
+    snprintf(here.file, sizeof here.file, "%s", report);
+    if (tell_captures(&here, 0) == 0 && !heard_of_any(report))
         explain_no_capture(prog_argv[0]);
     unlink(report);
     rmdir(report_dir);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,26 +158,141 @@ static void on_interrupt(int sig) {
     interrupted = 1;
 }
 
-static bool process_gone(pid_t pid) {
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return true;
+// The process's state letter from /proc/PID/stat (R, S, Z, ...); 0 if there is none.
+static char process_state(pid_t pid) {
     char path[64], stat[256];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return true;
+        return 0;
     ssize_t n = read(fd, stat, sizeof stat - 1);
     close(fd);
     stat[n > 0 ? n : 0] = 0;
     const char* end = strrchr(stat, ')'); // the name may hold spaces and parentheses
-    return end && (end[2] == 'Z' || end[2] == 'X');
+    return end && end[1] == ' ' ? end[2] : 0;
+}
+
+static bool process_gone(pid_t pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return true;
+    char state = process_state(pid);
+    return !state || state == 'Z' || state == 'X';
+}
+
+// A zombie has no memory to attach to, and gdb's "ptrace: Operation not permitted" about it
+// told root it needed root.
+static bool refuse_zombie(pid_t pid) {
+    char state = process_state(pid);
+    if (state != 'Z' && state != 'X')
+        return false;
+    fprintf(stderr,
+            "memtrace: process %d is a zombie: it has exited and waits for its parent to reap "
+            "it; there is nothing left to attach to\n",
+            (int)pid);
+    return true;
+}
+
+// ---- the report file
+
+// The process's filesystem user and group ("Uid:" and "Gid:" lines, the fourth number).
+static int process_fs_ids(pid_t pid, uid_t* uid, gid_t* gid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE* f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int found = 0;
+    unsigned long r, e, s, fs;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Uid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+            *uid = (uid_t)fs, found |= 1;
+        else if (sscanf(line, "Gid: %lu %lu %lu %lu", &r, &e, &s, &fs) == 4)
+            *gid = (gid_t)fs, found |= 2;
+    }
+    fclose(f);
+    return found == 3 ? 0 : -1;
+}
+
+static bool other_mount_namespace(pid_t pid) {
+    char path[64];
+    struct stat ours, theirs;
+    snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+    return stat("/proc/self/ns/mnt", &ours) == 0 && stat(path, &theirs) == 0 &&
+           (ours.st_ino != theirs.st_ino || ours.st_dev != theirs.st_dev);
+}
+
+const char* mt_launcher_in_root(const mt_attach_report* r, const char* path) {
+    if (r->root == AT_FDCWD)
+        return path;
+    while (*path == '/')
+        path++;
+    return *path ? path : ".";
+}
+
+int mt_launcher_attach_report(pid_t pid, mt_attach_report* r) {
+    r->root = AT_FDCWD;
+    char made[PATH_MAX + 64];
+    size_t prefix = 0;
+    const char* tmp = getenv("TMPDIR");
+    if (other_mount_namespace(pid)) {
+        char root[64];
+        snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+        r->root = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (r->root < 0)
+            r->root = AT_FDCWD; // not ours to reach: it reports nothing, the launcher says so
+        else
+            prefix = strlen(root), tmp = NULL; // our TMPDIR may not be there
+        snprintf(made, sizeof made, "%s/tmp/memtrace.XXXXXX", r->root == AT_FDCWD ? "" : root);
+    }
+    if (r->root == AT_FDCWD)
+        snprintf(made, sizeof made, "%s/memtrace.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(made))
+        goto fail;
+    snprintf(r->dir, sizeof r->dir, "%s", made + prefix);
+    snprintf(r->file, sizeof r->file, "%s/captures", r->dir);
+    int fd = openat(r->root, mt_launcher_in_root(r, r->file),
+                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        unlinkat(r->root, mt_launcher_in_root(r, r->dir), AT_REMOVEDIR);
+        goto fail;
+    }
+    // Root attaching to another user's process: the file is that user's to append to, in a
+    // directory only we may change (so it cannot be swapped for a link to one of ours).
+    uid_t uid;
+    gid_t gid;
+    if (geteuid() == 0 && process_fs_ids(pid, &uid, &gid) == 0 && uid != 0) {
+        if (fchown(fd, uid, gid) == 0)
+            fchmodat(r->root, mt_launcher_in_root(r, r->dir), 0711, 0);
+    }
+    close(fd);
+    return 0;
+fail:
+    if (r->root != AT_FDCWD) {
+        int e = errno;
+        close(r->root);
+        r->root = AT_FDCWD;
+        errno = e;
+    }
+    return -1;
+}
+
+void mt_launcher_attach_report_remove(mt_attach_report* r) {
+    unlinkat(r->root, mt_launcher_in_root(r, r->file), 0);
+    unlinkat(r->root, mt_launcher_in_root(r, r->dir), AT_REMOVEDIR);
+    if (r->root != AT_FDCWD)
+        close(r->root);
+    r->root = AT_FDCWD;
 }
 
 // Whether the report file says the process detached ("=PID detached").
-static bool detached_by_someone(const char* report, pid_t pid) {
-    FILE* f = fopen(report, "r");
-    if (!f)
+static bool detached_by_someone(const mt_attach_report* report, pid_t pid) {
+    int fd = openat(report->root, mt_launcher_in_root(report, report->file), O_RDONLY | O_CLOEXEC);
+    FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return false;
+    }
     char line[PATH_MAX + 64], want[64];
     snprintf(want, sizeof want, "=%d detached", (int)pid);
     bool found = false;
@@ -186,12 +302,14 @@ static bool detached_by_someone(const char* report, pid_t pid) {
     return found;
 }
 
-int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const char* report,
-                       const char* settings) {
+int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
+                       const mt_attach_report* report, const char* settings, bool* attached) {
     if (!have_gdb()) {
         fputs("memtrace: --pid needs gdb (Debian: apt-get install gdb)\n", stderr);
         return 1;
     }
+    if (refuse_zombie(pid))
+        return 1;
     char path[PATH_MAX];
     if (output[0]) {
         snprintf(path, sizeof path, "%s", output);
@@ -214,7 +332,7 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
                      (int)pid) >= (int)sizeof path)
             return 1;
     }
-    if (!printable_path(path) || !printable_path(lib) || !printable_path(report)) {
+    if (!printable_path(path) || !printable_path(lib) || !printable_path(report->file)) {
         fprintf(stderr,
                 "memtrace: %s: a path with quotes, backslashes or newlines cannot be "
                 "passed to gdb\n",
@@ -245,7 +363,7 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
     snprintf(attach, sizeof attach,
              "print (int)((int(*)(const char*, const char*, const char*))memtrace_attach)(\"%s\", "
              "\"%s\", \"%s\")",
-             path, report, lines);
+             path, report->file, lines);
     const char* cmds[] = {"sharedlibrary libc\\.so", load, "sharedlibrary libmemtrace", attach,
                           NULL};
     static char out[65536];
@@ -270,10 +388,16 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output, const cha
                 strerror(-result));
         return 1;
     }
+    *attached = true;
     fprintf(stderr,
             "memtrace: attached to process %d; recording until it exits, Ctrl-C here or "
             "memtrace --detach %d\n",
             (int)pid, (int)pid);
+    if (other_mount_namespace(pid))
+        fprintf(stderr,
+                "memtrace: process %d has a mount namespace of its own: its capture %s is in "
+                "that namespace's filesystem (from here /proc/%d/root%s, while it runs)\n",
+                (int)pid, path, (int)pid, path);
     struct timespec tick = {0, 50 * 1000 * 1000};
     while (!interrupted && !process_gone(pid) && !detached_by_someone(report, pid))
         nanosleep(&tick, NULL);
@@ -287,6 +411,8 @@ int mt_launcher_detach(pid_t pid) {
         fputs("memtrace: --detach needs gdb (Debian: apt-get install gdb)\n", stderr);
         return 1;
     }
+    if (refuse_zombie(pid))
+        return 1;
     const char* cmds[] = {"sharedlibrary libmemtrace",
                           "print (int)((int(*)(void))memtrace_detach)()", NULL};
     static char out[65536];

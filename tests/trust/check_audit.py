@@ -18,6 +18,7 @@ import re
 import resource
 import shutil
 import signal
+import stat
 import sqlite3
 import subprocess
 import sys
@@ -400,6 +401,107 @@ def case_attach_other_user(a, w):
     check(out == b"after\n" and prog.returncode == 0, f"the program goes on: {out!r}, exit "
           f"{prog.returncode}")
     check(err == b"", f"nothing written to the program's stderr: {err!r}")
+
+
+def attach_and_end(launcher, prog, cap, detach=False):
+    """memtrace --pid on prog (a cat) into cap; once attached, --detach (detach) or the
+    program's end. The launcher's stderr, the program's output and exit status."""
+    lp = subprocess.Popen([launcher, "--pid", str(prog.pid), "-o", cap], stderr=subprocess.PIPE)
+    children.append(lp)
+    said = read_until(lp.stderr.fileno(), b"attached to process")
+    if b"attached to process" not in said:
+        bail(f"the launcher did not attach: {said.decode()}")
+    if detach:
+        d = subprocess.run([launcher, "--detach", str(prog.pid)], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check(d.returncode == 0, f"--detach exits 0 ({d.returncode}: {d.stderr.strip()})")
+        try:
+            code = lp.wait(timeout=TIMEOUT)  # before the program ends: it heard the detach
+        except subprocess.TimeoutExpired:
+            code = "still waiting"
+        check(code == 0, f"the waiting launcher sees the detach and exits 0 ({code})")
+    out, _ = prog.communicate(b"after\n", timeout=TIMEOUT)
+    _, rest = lp.communicate(timeout=TIMEOUT)
+    return (said + rest).decode(), out, prog.returncode
+
+
+def case_attach_other_user_named(a, w):
+    """Root attaching to another user's process names the capture at the end, as for a run
+    of its own: the process could not write the launcher's report file (root's, 0600), so
+    the capture (0600, the process's user's) was written and never named, and a --detach
+    from elsewhere was not heard."""
+    skip_unless_root_with("gdb", "setpriv")
+    w, launcher, _ = public_copies(a.memtrace, a.lib)
+    theirs = os.path.join(w, "theirs")
+    os.makedirs(theirs)
+    os.chown(theirs, 65534, 65534)
+    prog = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                             "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    children.append(prog)
+    prog.stdin.write(b"before\n")
+    prog.stdin.flush()
+    read_until(prog.stdout.fileno(), b"before\n")  # setpriv has exec'd cat
+    cap = os.path.join(theirs, "cap.db")
+    err, out, code = attach_and_end(launcher, prog, cap, detach=True)
+    check(f"memtrace: capture written to {cap}\n" in err, f"the launcher names it: {err!r}")
+    st = os.stat(cap)
+    check(st.st_uid == 65534 and stat.S_IMODE(st.st_mode) == 0o600,
+          f"the capture is the process's user's, 0600 ({st.st_uid}, {oct(st.st_mode)})")
+    check(out == b"after\n" and code == 0, f"the program goes on: {out!r}, exit {code}")
+
+
+def case_attach_mount_namespace(a, w):
+    """A process with a mount namespace of its own writes its capture into that namespace's
+    filesystem (here a tmpfs of its own, gone with it): the launcher says so, where, and how
+    to reach it from here while it runs, at the attach, and at the end that it went with the
+    namespace. Nothing was said."""
+    skip_unless_root_with("gdb", "unshare")
+    theirs = os.path.join(w, "theirs")
+    os.makedirs(theirs)
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"SKIP: unshare -m is refused here: {probe.stderr.strip()}")
+        sys.exit(77)
+    prog = subprocess.Popen(["unshare", "-m", "sh", "-c",
+                             f"mount -t tmpfs none {theirs} && echo mounted && exec cat"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    children.append(prog)
+    read_until(prog.stdout.fileno(), b"mounted\n")
+    prog.stdin.write(b"before\n")
+    prog.stdin.flush()
+    read_until(prog.stdout.fileno(), b"before\n")  # the shell has exec'd cat
+    cap = os.path.join(theirs, "cap.db")
+    err, out, code = attach_and_end(a.memtrace, prog, cap)
+    pid = prog.pid
+    check(f"process {pid} has a mount namespace of its own: its capture {cap} is in that "
+          f"namespace's filesystem (from here /proc/{pid}/root{cap}, while it runs)" in err,
+          f"said at the attach: {err!r}")
+    check(f"memtrace: capture written to {cap} in process {pid}'s mount namespace, which ended "
+          f"with it: not reachable from here" in err, f"and at the end: {err!r}")
+    check(not os.path.exists(cap), "not in this namespace's filesystem")
+    check(out == b"after\n" and code == 0, f"the program goes on: {out!r}, exit {code}")
+
+
+def case_attach_zombie(a, w):
+    """--pid and --detach of a zombie say it is one: gdb's "ptrace: Operation not permitted"
+    made the launcher tell root that it needed root."""
+    if shutil.which("gdb") is None:
+        print("SKIP: gdb (the Debian package gdb) is not installed")
+        sys.exit(77)
+    z = subprocess.Popen(["true"])
+    children.append(z)
+    for _ in range(1200):  # exited, not reaped: a zombie until z.wait()
+        with open(f"/proc/{z.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    for how in ("--pid", "--detach"):
+        r = subprocess.run([a.memtrace, how, str(z.pid)], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(r.returncode == 1 and f"process {z.pid} is a zombie" in r.stderr and
+              "not permitted" not in r.stderr, f"{how}: says it is a zombie ({r.returncode}: "
+              f"{r.stderr.strip()!r})")
+    z.wait()
 
 
 def case_signal_fault(a, w):
