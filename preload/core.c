@@ -196,6 +196,10 @@ static inline void count_call(mt_thread* t, mt_call call) {
 static inline mt_event* next_slot(mt_thread* t) {
     mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
     if (MT_UNLIKELY(!b)) {
+        if (MT_UNLIKELY(mt_core_copied_unseen())) {
+            mt_core_stop_copied();
+            return NULL;
+        }
         if (!(b = mt_core_buffer_get()))
             return NULL;
         b->owner = t;
@@ -215,6 +219,13 @@ static inline void commit(mt_thread* t, const mt_event* slot) {
     uint32_t n = i + 1;
     atomic_store_explicit(&b->committed, n, memory_order_release);
     if (MT_UNLIKELY(n == MT_BUFFER_EVENTS)) {
+        // A copy of this process that no writer drains would wait for a buffer forever.
+        if (MT_UNLIKELY(mt_core_copied_unseen())) {
+            b->taken = 0;
+            atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+            mt_core_stop_copied();
+            return;
+        }
         mt_buffer* nb = mt_core_buffer_get();
         if (nb)
             nb->owner = t;

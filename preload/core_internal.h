@@ -20,6 +20,15 @@ void mt_core_restart_now(void);
 // Pushes the side queue's events of t (core.h) into t's buffer.
 void mt_core_drain_nested(mt_thread* t);
 
+// ---- core_lifecycle.c
+
+// Whether this process is a child made without fork() (clone() without CLONE_VM, clone3, a
+// raw fork system call): a copy of the traced process whose buffers no writer drains, as no
+// fork handler ran in it. A vfork child shares the traced process's memory: false there.
+bool mt_core_copied_unseen(void);
+// Stops recording in such a child (it is not traced) and says why, once.
+void mt_core_stop_copied(void);
+
 // ---- core_buffers.c
 
 // A buffer to fill: from the pool, or newly mapped; waits while too many full buffers wait

@@ -21,10 +21,48 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static pid_t traced_pid;
+// A page the kernel empties in a child whose memory is a copy of ours (MADV_WIPEONFORK):
+// fork()'s child handler sets it again; a child made by clone() without CLONE_VM, clone3 or
+// a raw fork system call runs no handler and finds it empty. A vfork child shares our memory
+// and finds it set. NULL where the kernel lacks the advice (before Linux 4.14): the pid then.
+static _Atomic int* own_memory;
+
+static void mark_own_memory(void) {
+    if (!own_memory) {
+        // Raw system calls: the tracer's page is no mapping of the program's (MEMTRACE_MMAP).
+        long p = syscall(SYS_mmap, NULL, (size_t)4096, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == -1 || (p > -4096 && p < 0))
+            return;
+        if (syscall(SYS_madvise, (void*)p, (size_t)4096, MADV_WIPEONFORK) != 0) {
+            syscall(SYS_munmap, (void*)p, (size_t)4096);
+            return;
+        }
+        own_memory = (_Atomic int*)p;
+    }
+    atomic_store(own_memory, 1);
+}
+
+bool mt_core_copied_unseen(void) {
+    _Atomic int* p = own_memory;
+    return p ? !atomic_load_explicit(p, memory_order_relaxed)
+             : traced_pid && getpid() != traced_pid;
+}
+
+void mt_core_stop_copied(void) {
+    int saved_errno = errno, saved_guard = mt_guard;
+    mt_guard = 1; // the message's calls are the tracer's
+    mt_core_fail("no capture",
+                 "a child made without fork() (clone, clone3, a fork system call) is not traced");
+    mt_guard = saved_guard;
+    errno = saved_errno;
+}
 
 // ---- failure: one line, then pass-through
 
@@ -106,6 +144,7 @@ static void fork_child(void) {
     mt_core_buffers_fork_child();
     mt_mmap_fork_child();
     traced_pid = getpid();
+    mark_own_memory(); // emptied in this child too
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     atomic_store(&mt_state, MT_STATE_STOPPED);
     mt_writer_forget();
@@ -223,6 +262,7 @@ static void init_modules(void) {
     if (atomic_exchange(&initialised, 1))
         return;
     traced_pid = getpid();
+    mark_own_memory();
     mt_config_load();
     mt_sampling_init();
     mt_clock_init();

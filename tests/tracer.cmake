@@ -150,6 +150,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(thread_churn)
   # A thread's record is its own until its task is gone, also when made in a vfork child.
   tracer_program_test(vfork_first_call)
+  # A child made by clone() without CLONE_VM, clone3 or a raw fork ends; it is not traced.
+  tracer_program_test(unforked_child)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.
   tracer_program_test(main_pthread_exit)
   # A mark keeps its place among the heap calls around it; a mark made before fork stays
