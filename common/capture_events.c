@@ -21,9 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Upper bound of events in one chunk; a larger count means a corrupt row.
-#define MAX_CHUNK_EVENTS (1u << 22)
-
 // Process-wide: skip corrupt chunks (and report each through this) instead of failing.
 static mt_corrupt_chunk_fn skip_corrupt_report;
 
@@ -180,7 +177,13 @@ static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j)
     // callsite); codec 3 is compressed, and its decoder bounds what it inflates.
     int64_t count = j->h.count;
     j->why = "impossible event count";
-    if (count <= 0 || count > MAX_CHUNK_EVENTS ||
+    if (count > MT_CHUNK_EVENTS_MAX) {
+        snprintf(j->why_buf, sizeof j->why_buf, "impossible event count %lld, over %d",
+                 (long long)count, MT_CHUNK_EVENTS_MAX);
+        j->why = j->why_buf;
+        return;
+    }
+    if (count <= 0 ||
         (j->codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && (size_t)count > (size_t)payload / 3 + 1))
         return;
     j->rc = -ENOMEM;

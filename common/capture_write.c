@@ -346,6 +346,8 @@ int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
     if (n == 0)
         return 0;
+    if (n > MT_CHUNK_EVENTS_MAX) // readers would refuse it
+        return -EINVAL;
     mt_chunk_header h = {.heap = heap,
                          .seq_first = (int64_t)ev[0].seq,
                          .seq_last = (int64_t)ev[n - 1].seq,

@@ -17,9 +17,6 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <string.h>
 
-// Upper bound of events in one chunk; a larger count means a corrupt row (as the reader).
-#define MAX_CHUNK_EVENTS (1u << 22)
-
 // ---- chunk merge: the events of the selected chunks in (seq, heap) order
 
 static bool event_before(const mt_event* a, const mt_event* b) {
@@ -154,7 +151,7 @@ int mt_sql_merge_start(chunk_merge* m, const event_bounds* b) {
 static int check_header(chunk_merge* m, const chunk_info* c) {
     if (c->codec != m->want_codec)
         return mt_sql_merge_fail(m, SQLITE_CORRUPT, "unexpected codec", c->id);
-    if (c->h.count <= 0 || c->h.count > MAX_CHUNK_EVENTS || c->h.heap < 0 || c->h.heap > 255)
+    if (c->h.count <= 0 || c->h.count > MT_CHUNK_EVENTS_MAX || c->h.heap < 0 || c->h.heap > 255)
         return mt_sql_merge_fail(m, SQLITE_CORRUPT, "impossible event count or heap", c->id);
     return SQLITE_OK;
 }

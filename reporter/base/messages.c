@@ -7,11 +7,31 @@
 
 #include "escape.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+int mr_exit_code(int err) {
+    switch (err) {
+    case 0:
+        return MR_EXIT_OK;
+    case -ENOMEM:
+    case -EIO:
+    case -ENOSPC:
+    case -EDQUOT:
+    case -EFBIG:
+    case -ENOENT:
+    case -EACCES:
+    case -EPERM:
+    case -EROFS:
+        return MR_EXIT_IO;
+    default:
+        return MR_EXIT_BAD_INPUT;
+    }
+}
 
 void mr_error(const char* what, const char* fmt, ...) {
     va_list ap;

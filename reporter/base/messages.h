@@ -7,6 +7,11 @@
 
 enum { MR_EXIT_OK = 0, MR_EXIT_USAGE = 1, MR_EXIT_BAD_INPUT = 2, MR_EXIT_IO = 3 };
 
+// The exit code of a failure given as a negative errno: the machine's (out of memory, a file
+// that cannot be opened, read or written) MR_EXIT_IO, anything else the input's (a corrupt or
+// unsupported capture) MR_EXIT_BAD_INPUT; 0 for 0.
+int mr_exit_code(int err);
+
 // Prints "memreport: WHAT: message" on stderr (WHAT may be NULL).
 void mr_error(const char* what, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // The one line every subcommand prints for a file it wrote: "memreport: wrote FILE".

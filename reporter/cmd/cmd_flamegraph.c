@@ -236,7 +236,7 @@ static int live_graph(fg_run* run) {
     mr_profile_free(&p);
     if (e)
         mr_error(run->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
 }
 
 // --temporal: the live values per callsite at each time bucket's highest moment, and the
@@ -278,7 +278,7 @@ static int temporal_graph(fg_run* run) {
     free(p.rows);
     if (e)
         mr_error(run->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
 }
 
 // Writes the page to `output` whole, or leaves nothing. Returns an exit code.

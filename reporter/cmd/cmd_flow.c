@@ -208,7 +208,7 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
     int e = mr_profile_build_moments(cap, qs, a->nt, ps, err, sizeof err);
     if (e) {
         mr_error(path, "%s", err);
-        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+        return mr_exit_code(e);
     }
     int rc = MR_EXIT_OK;
     for (size_t t = 0; t < a->nt; t++) {

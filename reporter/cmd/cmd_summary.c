@@ -70,10 +70,11 @@ static int replay_mmap_heap(mt_capture* cap, int shown, mr_replay* m) {
         mr_error(mt_capture_path(cap), "out of memory");
         return -MR_EXIT_IO;
     }
-    if (mr_replay_run(m, UINT64_MAX, NULL, NULL)) {
+    int e = mr_replay_run(m, UINT64_MAX, NULL, NULL);
+    if (e) {
         mr_error(mt_capture_path(cap), "%s", m->err[0] ? m->err : "corrupt capture");
         mr_replay_free(m);
-        return -MR_EXIT_BAD_INPUT;
+        return -mr_exit_code(e);
     }
     return 1;
 }
@@ -114,7 +115,7 @@ int mr_cmd_summary(int argc, char** argv) {
     rc = mr_replay_run(&r, UINT64_MAX, count_thread, &s);
     if (rc) {
         mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = MR_EXIT_BAD_INPUT;
+        rc = mr_exit_code(rc); // out of memory: 3, as every command says it
     } else {
         mr_summary sum = {.cap = cap, .replay = &r, .threads = s.tids.count};
         if (r.heap != MT_HEAP_NPU)

@@ -120,7 +120,7 @@ static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progres
     q.progress = progress ? "diff" : NULL;
     int e = mr_profile_build(r->cap, &q, &r->prof, r->err, sizeof r->err);
     if (e)
-        return e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+        return mr_exit_code(e);
     if (mr_functions_build(&r->prof, r->sy, all_frames, &r->fns) ||
         function_entries(r, inclusive) || stack_entries(r, all_frames)) {
         snprintf(r->err, sizeof r->err, "out of memory");

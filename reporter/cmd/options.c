@@ -221,7 +221,7 @@ int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_prof
     int e = mr_profile_build(cap, q, p, err, sizeof err);
     if (e)
         mr_error(path, "%s", err);
-    return !e ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return !e ? MR_EXIT_OK : mr_exit_code(e);
 }
 
 // Whether value is meant as a time: it starts with a digit, or with "step" and a number.
@@ -362,7 +362,7 @@ static int marks_load(mt_capture* cap, int heap, const char* path, mark_list* l)
     marks_free(l);
     *l = (mark_list){0};
     mr_error(path, "%s", rc == -ENOMEM ? "out of memory" : "cannot read its marks");
-    return rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return mr_exit_code(rc);
 }
 
 // What a name stands for: a mark's time in any role; a range's begin as FROM, its end as

@@ -31,8 +31,7 @@ static int open_set(mr_capture_set* s, char* const* paths, int n, const char* he
     if (e == -EINVAL) // the command line names a capture twice
         return mr_usage_error(help, "%s: %s", bad, err);
     mr_error(bad, "%s", err);
-    return (e == -ENOENT || e == -EACCES || e == -EIO || e == -ENOMEM) ? MR_EXIT_IO
-                                                                       : MR_EXIT_BAD_INPUT;
+    return mr_exit_code(e);
 }
 
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols) {
@@ -94,9 +93,10 @@ static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
         return MR_EXIT_IO;
     }
     int rc = MR_EXIT_OK;
-    if (mr_replay_run(&r, UINT64_MAX, NULL, NULL)) {
+    int e = mr_replay_run(&r, UINT64_MAX, NULL, NULL);
+    if (e) {
         mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = MR_EXIT_BAD_INPUT;
+        rc = mr_exit_code(e);
     } else {
         int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
         *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
@@ -155,7 +155,7 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, mr_flame_t
     t->sym = NULL;
     if (e)
         mr_error(p->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
 }
 
 // memreport-flamegraph-NAME.html, NAME the first input's file name without .db.

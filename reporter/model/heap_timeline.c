@@ -351,7 +351,7 @@ static int heap_pass(native* nv) {
     if (err)
         mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
     mr_replay_free(&r);
-    return !err ? 0 : err == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    return !err ? 0 : mr_exit_code(err);
 }
 
 // Pass 2: the chosen sites' bytes and shares over time. Returns an exit code.

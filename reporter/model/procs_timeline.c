@@ -223,7 +223,7 @@ static int search_round(peak_search* ps, const mr_capture_set* s) {
         }
         if (e) {
             mr_error(s->procs[i].path, "%s", e == -ENOMEM ? "out of memory" : r.err);
-            rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+            rc = mr_exit_code(e);
         }
         mr_replay_free(&r);
     }

@@ -4,10 +4,13 @@
 // Test-only; exits 99 on any setup failure (fixture.c).
 #include "fixture.h"
 
+#include "memtrace/codec.h"
 #include "memtrace/schema.h"
 
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void stack(fx* f) {
@@ -62,10 +65,62 @@ static void times(fx* f, const char* which) {
     f->ev[f->n - 1].ts = at[2];
 }
 
+// Chunks of a few hundred bytes, each decoding into N allocations and frees of one block,
+// all the same seq range (the merge holds every chunk starting at or below its minimum):
+// chunk-bomb, 20 chunks of 4 M events (a 98 KB file that took 7 GB to read), written by
+// hand since the writer refuses chunks of more than MT_CHUNK_EVENTS_MAX events;
+// chunk-overlap, 200 chunks of MT_CHUNK_EVENTS_MAX (600 MB decoded).
+static void chunk_bomb(fx* f, uint32_t N, int CHUNKS) {
+    mt_event* ev = malloc(N * sizeof *ev);
+    uint8_t* blob = malloc(mt_codec_bound(N));
+    mt_chunk_coder* coder = mt_chunk_coder_new();
+    if (!ev || !blob || !coder) {
+        fputs("limits_fixture: out of memory\n", stderr);
+        exit(99);
+    }
+    for (uint32_t i = 0; i < N; i++)
+        ev[i] = (mt_event){.seq = i + 1u,
+                           .ts = (int64_t)i,
+                           .addr = 0x1000,
+                           .size = i % 2 ? 0 : 64,
+                           .callsite = i % 2 ? 0 : 2,
+                           .tid = 100,
+                           .kind = (uint8_t)(i % 2 ? MT_KIND_FREE : MT_KIND_MALLOC),
+                           .heap = MT_HEAP_LIBC};
+    mt_chunk_header h = {MT_HEAP_LIBC, 1, N, 0, N - 1, N};
+    size_t len =
+        mt_chunk_encode(coder, mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION), &h, ev, N, blob);
+    sqlite3* db = mt_capwriter_db(f->w);
+    sqlite3_stmt* st;
+    if (!len || sqlite3_prepare_v2(db,
+                                   "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first,"
+                                   " ts_last, count, codec, data) VALUES (1, 1, ?1, 0, ?2, ?1,"
+                                   " ?3, ?4)",
+                                   -1, &st, NULL) != SQLITE_OK) {
+        fputs("limits_fixture: cannot write the chunks\n", stderr);
+        exit(99);
+    }
+    for (int k = 0; k < CHUNKS; k++) {
+        sqlite3_bind_int64(st, 1, N);
+        sqlite3_bind_int64(st, 2, N - 1);
+        sqlite3_bind_int(st, 3, mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION));
+        sqlite3_bind_blob(st, 4, blob, (int)len, SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            fprintf(stderr, "limits_fixture: %s\n", sqlite3_errmsg(db));
+            exit(99);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    mt_chunk_coder_free(coder);
+    free(blob);
+    free(ev);
+}
+
 int main(int argc, char** argv) {
-    static const char* const cases[] = {"size-over",    "size-max",      "size-half",
-                                        "size-sum-max", "size-sum-over", "ts-negative",
-                                        "ts-extreme",   "ts-over"};
+    static const char* const cases[] = {
+        "size-over",   "size-max",   "size-half", "size-sum-max", "size-sum-over",
+        "ts-negative", "ts-extreme", "ts-over",   "chunk-bomb",   "chunk-overlap"};
     const char* which = argc == 3 ? argv[1] : "";
     bool known = false;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -80,7 +135,11 @@ int main(int argc, char** argv) {
     fx f;
     fx_open(&f, argv[2]);
     stack(&f);
-    if (!strncmp(which, "ts-", 3))
+    if (!strcmp(which, "chunk-bomb"))
+        chunk_bomb(&f, UINT32_C(1) << 22, 20);
+    else if (!strcmp(which, "chunk-overlap"))
+        chunk_bomb(&f, MT_CHUNK_EVENTS_MAX, 200);
+    else if (!strncmp(which, "ts-", 3))
         times(&f, which);
     else
         sizes(&f, which);

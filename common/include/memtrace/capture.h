@@ -247,7 +247,8 @@ int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_
 int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char* err,
                            size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
-// scratch must hold mt_codec_bound(n) bytes.
+// scratch must hold mt_codec_bound(n) bytes. n is at most MT_CHUNK_EVENTS_MAX (memtrace/codec.h;
+// more: -EINVAL).
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
 // Writes the next chunks in an older codec (1 or 2) and marks the capture as the schema that
 // holds it: for tests that old captures stay readable. Returns 0, -EINVAL or -EIO.

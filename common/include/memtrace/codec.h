@@ -16,6 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The most events a chunk may hold: the tracer writes at most 8192 (a thread's buffer), the
+// NPU importer 4096. Readers refuse a row claiming more before decoding it: a chunk of 1 KB
+// can inflate into millions of events, so its count is what bounds the memory a read takes.
+#define MT_CHUNK_EVENTS_MAX 65536
+
 // Worst-case size of a chunk of n events in any codec, checksum included; size the output
 // buffer of mt_chunk_encode (and of mt_codec_encode) with it.
 size_t mt_codec_bound(size_t n);
