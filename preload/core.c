@@ -5,6 +5,7 @@
 // store into the thread's own buffer. No lock there; the queue lock (core_buffers.c) is
 // taken once per full buffer (8192 events). Runs inside malloc: no stdio, no allocation from
 // the traced heap. Starting and stopping captures is core_lifecycle.c's.
+#include "bootstrap.h"
 #include "clock.h"
 #include "config.h"
 #include "core_internal.h"
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -264,9 +266,15 @@ static inline bool enter(hook_ctx* c) {
     mt_guard = MT_GUARD_HOOK;
     c->t = tls_thread;
     if (MT_UNLIKELY(!c->t)) {
+        // The program's signals wait: a handler's heap call would find no record to queue
+        // on yet and pass unseen. Let in after, it goes to the side queue as in any hook.
+        sigset_t all, old;
+        sigfillset(&all);
+        mt_real.sigprocmask(SIG_BLOCK, &all, &old);
         mt_guard = 1; // thread_create's own allocations pass through
         c->t = thread_create();
         mt_guard = c->t ? MT_GUARD_HOOK : 0;
+        mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
         if (!c->t)
             return false;
     }

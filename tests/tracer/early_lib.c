@@ -4,7 +4,8 @@
 #include <stdlib.h>
 
 static void* kept;
-__attribute__((visibility("default"))) void* volatile early_sink; // the compiler may not drop a malloc whose block goes nowhere
+__attribute__((visibility("default"))) void* volatile early_sink; // the compiler may not drop a
+                                                                  // malloc whose block goes nowhere
 
 __attribute__((constructor)) static void early_init(void) {
     kept = malloc(12345); // never freed
