@@ -92,10 +92,22 @@ static json_t* flow_json(const mr_flow_view* v) {
 
 #define U64(obj) ((uint64_t)json_integer_value(obj))
 
-// A string from the document (valid UTF-8) for an HTML-like label.
-static void put_html(FILE* out, const char* s) {
-    char* t = mr_escape(s, strlen(s), MR_ESCAPE_TERMINAL);
-    for (const char* p = t ? t : "?"; *p; p++) {
+// Graphviz refuses a label or a quoted string of over 16384 bytes (its lexer's buffer): a
+// name longer than LABEL_NAME_MAX is shown as its head and tail around an ellipsis, and kept
+// whole in its node's tooltip, written as quoted strings of at most DOT_PART_MAX bytes
+// joined by DOT's '+'.
+#define LABEL_NAME_MAX 1000
+#define DOT_PART_MAX 8000
+
+// The start of the UTF-8 character holding s[i].
+static size_t char_start(const char* s, size_t i) {
+    while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80)
+        i--;
+    return i;
+}
+
+static void put_html_bytes(FILE* out, const char* s, size_t n) {
+    for (const char* p = s; p < s + n; p++) {
         switch (*p) {
         case '&':
             fputs("&amp;", out);
@@ -119,6 +131,54 @@ static void put_html(FILE* out, const char* s) {
             fputc(*p, out);
         }
     }
+}
+
+// A string from the document (valid UTF-8) for an HTML-like label. Returns true when it was
+// too long and only its head and tail were written.
+static bool put_html(FILE* out, const char* s) {
+    char* t = mr_escape(s, strlen(s), MR_ESCAPE_TERMINAL);
+    const char* v = t ? t : "?";
+    size_t n = strlen(v);
+    bool elided = n > LABEL_NAME_MAX;
+    if (elided) {
+        size_t head = char_start(v, LABEL_NAME_MAX / 2);
+        size_t tail = char_start(v, n - LABEL_NAME_MAX / 2);
+        put_html_bytes(out, v, head);
+        fputs("\xe2\x80\xa6", out); // U+2026, an ellipsis
+        put_html_bytes(out, v + tail, n - tail);
+    } else {
+        put_html_bytes(out, v, n);
+    }
+    free(t);
+    return elided;
+}
+
+// A DOT quoted string written in parts: "..." + "..." (see DOT_PART_MAX).
+typedef struct dot_string {
+    FILE* out;
+    size_t part; // bytes in the current part
+} dot_string;
+
+// Appends UTF-8 text, cut between characters only.
+static void dot_string_put(dot_string* d, const char* s) {
+    for (; *s; s++) {
+        if (d->part >= DOT_PART_MAX && ((unsigned char)*s & 0xc0) != 0x80) {
+            fputs("\" + \"", d->out);
+            d->part = 0;
+        }
+        if (*s == '"' || *s == '\\') {
+            fputc('\\', d->out);
+            d->part++;
+        }
+        fputc(*s, d->out);
+        d->part++;
+    }
+}
+
+// A name from the document for dot_string_put, escaped as every report escapes it.
+static void dot_string_name(dot_string* d, const char* s) {
+    char* t = mr_escape(s, strlen(s), MR_ESCAPE_TERMINAL);
+    dot_string_put(d, t ? t : "?");
     free(t);
 }
 
@@ -169,20 +229,46 @@ static void print_legend(FILE* out, json_t* doc) {
             json_real_value(json_object_get(doc, "min_share_percent")));
 }
 
+// The node's lines whole, one a line, for a node whose label shows a name elided.
+static void put_tooltip(FILE* out, json_t* lines) {
+    json_t* l;
+    size_t k;
+    dot_string d = {out, 0};
+    fputs(", tooltip=\"", out);
+    json_array_foreach(lines, k, l) {
+        if (k)
+            dot_string_put(&d, "\n"); // a real newline: dot keeps it in the tooltip
+        dot_string_name(&d, json_string_value(json_object_get(l, "function")));
+        json_t* file = json_object_get(l, "file");
+        if (json_is_string(file)) {
+            char line[32] = "";
+            if (json_is_integer(json_object_get(l, "line")))
+                snprintf(line, sizeof line, ":%lld",
+                         (long long)json_integer_value(json_object_get(l, "line")));
+            dot_string_put(&d, " (");
+            dot_string_name(&d, json_string_value(file));
+            dot_string_put(&d, line);
+            dot_string_put(&d, ")");
+        }
+    }
+    fputc('"', out);
+}
+
 static void print_node(FILE* out, json_t* n) {
     json_t *lines = json_object_get(n, "lines"), *l;
     json_t *local = json_object_get(n, "local"), *cum = json_object_get(n, "cumulative");
     json_t* pct = json_object_get(n, "percent");
     size_t k;
+    bool elided = false;
     fprintf(out, "  n%lld [label=<<table border=\"1\" cellborder=\"0\" cellspacing=\"0\">",
             (long long)json_integer_value(json_object_get(n, "id")));
     json_array_foreach(lines, k, l) {
         fputs("<tr><td align=\"left\">", out);
-        put_html(out, json_string_value(json_object_get(l, "function")));
+        elided |= put_html(out, json_string_value(json_object_get(l, "function")));
         json_t* file = json_object_get(l, "file");
         if (json_is_string(file)) {
             fputs(" (", out);
-            put_html(out, json_string_value(file));
+            elided |= put_html(out, json_string_value(file));
             if (json_is_integer(json_object_get(l, "line")))
                 fprintf(out, ":%lld", (long long)json_integer_value(json_object_get(l, "line")));
             fputc(')', out);
@@ -197,7 +283,10 @@ static void print_node(FILE* out, json_t* n) {
                 mt_format_bytes(U64(json_array_get(local, t)), a, sizeof a),
                 mt_format_bytes(U64(json_array_get(cum, t)), b, sizeof b), p);
     }
-    fputs("</table>>];\n", out);
+    fputs("</table>>", out);
+    if (elided)
+        put_tooltip(out, lines);
+    fputs("];\n", out);
 }
 
 static void print_edge(FILE* out, json_t* e, json_t* moments) {

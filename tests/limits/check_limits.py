@@ -14,8 +14,10 @@ import os
 import re
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -201,6 +203,38 @@ def case_chunk_overlap(a, w):
         print("SKIP: address space limits do not work under ASan")
         return 77
     run_reports(a, w, craft(a, w, "chunk-overlap"), "out of memory", memory_mib=512)
+
+
+def case_long_name_flow(a, w):
+    """A function name of 20 KiB: flow -o x.svg failed with Graphviz's "longer than 16384";
+    the label shows its head and tail around an ellipsis, the tooltip the whole name, and
+    flow --json keeps it whole. Skipped without Graphviz's dot."""
+    if not shutil.which("dot"):
+        print("SKIP: Graphviz's dot is not installed")
+        return 77
+    cap = craft(a, w, "long-name")
+    db = sqlite3.connect(cap)
+    name = db.execute("SELECT function FROM frame WHERE id = 2").fetchone()[0]
+    db.close()
+    check(len(name.encode()) == 20 * 1024 and '"\\' in name, "the crafted name: 20 KiB")
+    p = subprocess.run([a.memreport, "flow", "--json", cap], capture_output=True, timeout=TIMEOUT)
+    doc = json.loads(p.stdout) if p.returncode == 0 else {}
+    names = [line.get("function") for n in doc.get("nodes", []) for line in n.get("lines", [])]
+    check(name in names, f"flow --json: the name whole ({p.returncode}, {len(names)} lines)")
+    svg = os.path.join(w, "flow.svg")
+    p = subprocess.run([a.memreport, "flow", cap, "-o", svg], capture_output=True,
+                       timeout=TIMEOUT)
+    err = p.stderr.decode(errors="replace")  # Graphviz's message may cut a character
+    if not check(p.returncode == 0, f"flow -o flow.svg: exit 0 ({p.returncode}: {err[:300]!r})"):
+        return
+    root = ElementTree.parse(svg).getroot()
+    texts = ["".join(e.itertext()) for e in root.iter() if e.tag.endswith("text")]
+    shown = [t for t in texts if t.startswith("long_")]
+    check(len(shown) == 1 and "\u2026" in shown[0] and shown[0].endswith("_end (pool.c:20)") and
+          len(shown[0].encode()) < 1100,
+          f"the label: head, ellipsis, tail ({[t[:40] + '...' + t[-40:] for t in shown]})")
+    titles = [v for e in root.iter() for k, v in e.attrib.items() if k.endswith("title")]
+    check(any(name in t for t in titles), "the tooltip holds the whole name")
 
 
 def process_dir(a, w, which):

@@ -117,10 +117,43 @@ static void chunk_bomb(fx* f, uint32_t N, int CHUNKS) {
     free(ev);
 }
 
+// A function name of 20 KiB (Graphviz refuses labels and strings of over 16 KiB): "long_",
+// then "\xc3\xa9" (e acute) repeated, a quote and a backslash in the middle, "_end".
+static void long_name(fx* f) {
+    enum { LEN = 20 * 1024 };
+    static char name[LEN + 1];
+    size_t n = 0;
+    n += (size_t)snprintf(name, sizeof name, "long_");
+    while (n < LEN - 4) {
+        if (n >= LEN / 2 && !strchr(name, '"')) {
+            name[n++] = '"';
+            name[n++] = '\\';
+        } else if (n + 2 <= LEN - 4) {
+            name[n++] = '\xc3';
+            name[n++] = '\xa9';
+        } else {
+            name[n++] = 'x';
+        }
+    }
+    memcpy(name + n, "_end", 5);
+    sqlite3* db = mt_capwriter_db(f->w);
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db, "UPDATE frame SET function=?1 WHERE id=2", -1, &st, NULL) !=
+            SQLITE_OK ||
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_DONE) {
+        fprintf(stderr, "limits_fixture: %s\n", sqlite3_errmsg(db));
+        exit(99);
+    }
+    sqlite3_finalize(st);
+    fx_alloc(f, 100, 0x1000, 4096, 2);
+    fx_alloc(f, 100, 0x2000, 1024, 3);
+}
+
 int main(int argc, char** argv) {
     static const char* const cases[] = {
-        "size-over",   "size-max",   "size-half", "size-sum-max", "size-sum-over",
-        "ts-negative", "ts-extreme", "ts-over",   "chunk-bomb",   "chunk-overlap"};
+        "size-over",  "size-max", "size-half",  "size-sum-max",  "size-sum-over", "ts-negative",
+        "ts-extreme", "ts-over",  "chunk-bomb", "chunk-overlap", "long-name"};
     const char* which = argc == 3 ? argv[1] : "";
     bool known = false;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
@@ -139,6 +172,8 @@ int main(int argc, char** argv) {
         chunk_bomb(&f, UINT32_C(1) << 22, 20);
     else if (!strcmp(which, "chunk-overlap"))
         chunk_bomb(&f, MT_CHUNK_EVENTS_MAX, 200);
+    else if (!strcmp(which, "long-name"))
+        long_name(&f);
     else if (!strncmp(which, "ts-", 3))
         times(&f, which);
     else
