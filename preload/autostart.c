@@ -14,13 +14,22 @@ static const char in_this_library;
 // Preloaded (LD_PRELOAD under any file name, or /etc/ld.so.preload), this library's malloc
 // is the one the program's calls resolve to. dlopen'ed into a running process by memtrace
 // --pid, it is not: there the library waits for gdb to call memtrace_attach (attach.c).
+// A program linked without PIE that takes malloc's address has a PLT slot of its own as
+// malloc's address (Debian's python3.11): pvalloc, which no program takes the address of,
+// is asked too.
 static bool preloaded(void) {
     Dl_info self, found;
-    void* malloc_found = dlsym(RTLD_DEFAULT, "malloc");
-    if (malloc_found && dladdr(&in_this_library, &self) && dladdr(malloc_found, &found))
-        return self.dli_fbase == found.dli_fbase;
-    const char* preload = getenv("LD_PRELOAD");
-    return preload && strstr(preload, "libmemtrace");
+    if (!dladdr(&in_this_library, &self)) {
+        const char* preload = getenv("LD_PRELOAD");
+        return preload && strstr(preload, "libmemtrace");
+    }
+    static const char* const names[] = {"malloc", "pvalloc"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void* f = dlsym(RTLD_DEFAULT, names[i]);
+        if (f && dladdr(f, &found) && found.dli_fbase == self.dli_fbase)
+            return true;
+    }
+    return false;
 }
 
 // Whether the start was decided, by the first heap call or by the constructor, whichever

@@ -226,13 +226,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   target_link_libraries(trust_prog PRIVATE memtrace_warnings)
   add_executable(static_prog tracer/static_prog.c)
   target_link_options(static_prog PRIVATE -static)
+  add_executable(nopie_prog tracer/nopie_prog.c)
+  target_compile_options(nopie_prog PRIVATE -fno-pie)
+  target_link_options(nopie_prog PRIVATE -no-pie)
   memtrace_driver_cases(TRUST_CASES ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_trust.py)
   foreach(case ${TRUST_CASES})
     add_test(NAME e2e.trust_${case} COMMAND ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_trust.py
       --launcher $<TARGET_FILE:memtrace_launcher> --lib $<TARGET_FILE:memtrace>
       --memreport $<TARGET_FILE:memreport> --prog $<TARGET_FILE:trust_prog>
-      --static-prog $<TARGET_FILE:static_prog>
+      --static-prog $<TARGET_FILE:static_prog> --nopie-prog $<TARGET_FILE:nopie_prog>
       --workdir ${CMAKE_CURRENT_BINARY_DIR}/trust_${case}.d ${case})
     set_tests_properties(e2e.trust_${case} PROPERTIES LABELS e2e TIMEOUT 180)
   endforeach()
