@@ -230,11 +230,35 @@ static const char* relative_to_cwd(const char* path) {
     return path;
 }
 
+// Why the capture of process `pid` was not finished (its tracer had no last word): the
+// program's own status where the launcher knows it (`main_pid`, `main_status`).
+static void why_unfinished(char* out, size_t len, long pid, pid_t main_pid, int main_status) {
+    if (pid == main_pid && WIFSIGNALED(main_status))
+        snprintf(out, len, "process %ld was killed by signal %d (%s)", pid, WTERMSIG(main_status),
+                 strsignal(WTERMSIG(main_status)));
+    else if (pid == main_pid)
+        snprintf(out, len,
+                 "process %ld ended without running its exit handlers (a raw exit_group system "
+                 "call, as Go programs make)",
+                 pid);
+    else
+        snprintf(out, len, "process %ld ended without finishing it (killed, or a raw exit_group)",
+                 pid);
+}
+
+// Whether process `pid` still runs (one of the tree the program left behind).
+static bool still_runs(long pid) {
+    return pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
 // Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
-// ("-pid why"): a capture whose process then failed is named as incomplete, with the reason.
+// ("-pid why"): a capture whose process then failed is named as incomplete, with the reason;
+// one its process never finished (no ".pid path" line: killed, or ended by a raw exit_group
+// that runs no exit handler) as truncated, or as still being written by a process that runs.
 // `ns_pid`: the process attached to, whose files are in a mount namespace of its own (0: ours).
+// `main_pid` and `main_status`: the program the launcher ran and its wait status (0: none).
 // Returns how many captures exist.
-static int tell_captures(const mt_attach_report* r, pid_t ns_pid) {
+static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
     int fd = openat(r->root, mt_launcher_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
@@ -246,19 +270,21 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid) {
     static char lines[MAX_LINES][PATH_MAX + 64];
     int n = 0, written = 0;
     while (n < MAX_LINES && fgets(lines[n], sizeof lines[n], f))
-        if (strchr(lines[n], ' ') && (lines[n][0] == '+' || lines[n][0] == '-'))
+        if (strchr(lines[n], ' ') && strchr("+-.", lines[n][0]))
             lines[n][strcspn(lines[n], "\n")] = 0, n++;
     fclose(f);
     for (int i = 0; i < n; i++) {
         char* text = strchr(lines[i], ' ') + 1;
         size_t pidlen = (size_t)(text - lines[i] - 2);
         const char* why = NULL; // this process's failure, if any
-        bool has_capture = false;
+        bool has_capture = false, finished = false;
         for (int k = 0; k < n; k++) {
             if (strncmp(lines[k] + 1, lines[i] + 1, pidlen + 1) != 0)
                 continue;
             const char* said = strchr(lines[k], ' ') + 1;
-            if (lines[k][0] == '-')
+            if (lines[k][0] == '.')
+                finished |= !strcmp(said, text);
+            else if (lines[k][0] == '-')
                 why = said;
             else if (faccessat(r->root, mt_launcher_in_root(r, said), F_OK, 0) == 0)
                 has_capture = true;
@@ -272,11 +298,24 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid) {
                          "it runs)",
                          (int)ns_pid, (int)ns_pid, text);
             const char* shown = ns_pid ? text : relative_to_cwd(text);
-            if (why)
+            long pid = strtol(lines[i] + 1, NULL, 10);
+            char unfinished[256];
+            if (why) {
                 fprintf(stderr, "memtrace: incomplete capture written to %s%s (%s)\n", shown, where,
                         why);
-            else
+            } else if (finished) {
                 fprintf(stderr, "memtrace: capture written to %s%s\n", shown, where);
+            } else if (still_runs(pid)) {
+                fprintf(stderr,
+                        "memtrace: capture still being written to %s%s: process %ld runs on\n",
+                        shown, where, pid);
+            } else {
+                why_unfinished(unfinished, sizeof unfinished, pid, main_pid, main_status);
+                fprintf(stderr,
+                        "memtrace: truncated capture written to %s%s: %s; the events after its "
+                        "last commit (MEMTRACE_COMMIT_MS, 10 ms by default) are missing\n",
+                        shown, where, unfinished);
+            }
         } else if (lines[i][0] == '+' && ns_pid) {
             // Its namespace ended with it: the mounts the capture was on are gone from its root.
             fprintf(stderr,
@@ -379,7 +418,7 @@ static int attach_to(pid_t pid, const char* output, int force) {
     signal(SIGPIPE, SIG_IGN); // as run_traced: the status is worth more than the message
     signal(SIGXFSZ, SIG_IGN);
     if (attached) // else the launcher has said why, as the process's report line would
-        tell_captures(&report, report.root == AT_FDCWD ? 0 : pid);
+        tell_captures(&report, report.root == AT_FDCWD ? 0 : pid, 0, 0);
     mt_launcher_attach_report_remove(&report);
     return rc;
 }
@@ -494,7 +533,7 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         ;
     static mt_attach_report here = {.root = AT_FDCWD};
     snprintf(here.file, sizeof here.file, "%s", report);
-    if (tell_captures(&here, 0) == 0 && !heard_of_any(report))
+    if (tell_captures(&here, 0, pid, status) == 0 && !heard_of_any(report))
         explain_no_capture(prog_argv[0]);
     unlink(report);
     rmdir(report_dir);

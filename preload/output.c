@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include "config.h"
+#include "fdguard.h"
 #include "write_signals.h"
 
 #include <errno.h>
@@ -123,10 +124,34 @@ int mt_output_create(int child, char* path, size_t len) {
 
 // One line per call, appended with a single write(): lines of concurrent processes of the
 // traced tree never interleave. The file must exist (the launcher made it): never created.
+// Kept open from the first line on, far above the program's descriptors (fdguard.h): a
+// process that dropped its privileges or chrooted since can still say its capture finished.
+static int report_fd = -1;
+static dev_t report_dev;
+static ino_t report_ino;
+
+static int report_open(void) {
+    struct stat st;
+    if (report_fd >= 0 && fstat(report_fd, &st) == 0 && st.st_dev == report_dev &&
+        st.st_ino == report_ino)
+        return report_fd;
+    // Closed by the program (or never open): its number may be the program's now.
+    int fd = mt_fd_move_high(open(mt_cfg.report, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd >= 0) {
+        report_dev = st.st_dev;
+        report_ino = st.st_ino;
+    }
+    return report_fd = fd;
+}
+
 static bool report_line(char sign, const char* text) {
     if (!mt_cfg.report[0])
         return false;
-    int fd = open(mt_cfg.report, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    int fd = report_open();
     if (fd < 0)
         return false;
     char line[4200];
@@ -135,7 +160,6 @@ static bool report_line(char sign, const char* text) {
     mt_write_signals_hold(&hold);
     bool ok = n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) == n;
     mt_write_signals_release(&hold);
-    close(fd);
     return ok;
 }
 
@@ -145,6 +169,10 @@ void mt_output_report_capture(const char* path) {
 
 bool mt_output_report_failure(const char* message) {
     return report_line('-', message);
+}
+
+void mt_output_report_finished(const char* path) {
+    (void)report_line('.', path);
 }
 
 static struct {

@@ -29,6 +29,9 @@ bool mt_output_is_dir(void);
 // capture it started, or why it stopped recording (false: no launcher heard it).
 void mt_output_report_capture(const char* path);
 bool mt_output_report_failure(const char* message);
+// A capture finished (status complete): a started one without this line was cut short (the
+// process killed, or ended by a raw exit_group that runs no exit handler).
+void mt_output_report_finished(const char* path);
 
 // What the tracer says on stderr goes to the stderr the process started with, or nowhere:
 // mt_output_note_stderr (when tracing starts) remembers which file descriptor 2 is, and

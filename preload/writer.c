@@ -412,7 +412,8 @@ static void save_before_death(void) {
     if (!failed) {
         mt_capwriter_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
         mt_capwriter_commit(cw);
-        mt_capwriter_finish(cw, "complete");
+        if (mt_capwriter_finish(cw, "complete") == 0)
+            mt_output_report_finished(capture_path);
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);
@@ -674,6 +675,8 @@ static void stop_on_this_thread(void) {
         mt_capwriter_commit(cw);
         if (mt_capwriter_finish(cw, "complete") != 0)
             mt_core_fail("cannot finalize capture", "SQLite error");
+        else
+            mt_output_report_finished(capture_path);
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);

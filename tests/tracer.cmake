@@ -152,6 +152,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(vfork_first_call)
   # A child made by clone() without CLONE_VM, clone3 or a raw fork ends; it is not traced.
   tracer_program_test(unforked_child)
+  # A Go program (cgo) ends with a raw exit_group: the launcher says what its capture is.
+  add_test(NAME e2e.go_exit COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_go_exit.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/go_exit ${CMAKE_CURRENT_BINARY_DIR}/go_exit.d)
+  set_tests_properties(e2e.go_exit PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.
   tracer_program_test(main_pthread_exit)
   # A mark keeps its place among the heap calls around it; a mark made before fork stays
