@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The SQL views of a capture's events (memtrace/sql.h): the virtual tables `events` (the
 // event chunks decoded on the fly and merged in seq order; constraints on seq, ts and heap
-// choose which chunks are decoded at all) and `allocations` (each allocation paired with
-// its free by replaying a heap in seq order, as the reports' replay pairs them), and the
-// view `stacks`. Built twice: into memtrace_common and, with MT_SQL_EXTENSION, as the
-// loadable SQLite extension memtrace_sqlite.so. Reads the capture; never writes it.
+// choose which chunks are decoded at all), `allocations` (each allocation paired with its
+// free by replaying a heap in seq order, as the reports' replay pairs them) and `stacks`
+// (each callsite's frames, walked only for the callsites a query names). Built twice: into
+// memtrace_common and, with MT_SQL_EXTENSION, as the loadable SQLite extension
+// memtrace_sqlite.so. Reads the capture; never writes it.
 #define _GNU_SOURCE
 #ifdef MT_SQL_EXTENSION
 #include <sqlite3ext.h>
@@ -523,26 +524,232 @@ static sqlite3_module alloc_module = {
     .xRowid = alloc_rowid,
 };
 
-// ---- registration
+// ---- stacks
 
 // One row per frame of each callsite, depth 0 the leaf (the allocating function), as
-// heaptrack and memray list a stack. The depth guard stops a damaged, cyclic tree.
-#define STACKS_VIEW_SQL                                                                            \
-    "CREATE TEMP VIEW IF NOT EXISTS stacks(callsite, depth, function, file, line, module) AS"      \
-    " WITH RECURSIVE walk(callsite, node, depth) AS ("                                             \
-    "  SELECT id, id, 0 FROM main.callsite"                                                        \
-    "  UNION ALL SELECT w.callsite, c.parent_id, w.depth + 1 FROM walk w"                          \
-    "  JOIN main.callsite c ON c.id = w.node WHERE c.parent_id != 0 AND w.depth < 100000)"         \
-    " SELECT w.callsite, w.depth, f.function, f.file, f.line, m.path FROM walk w"                  \
-    " JOIN main.callsite c ON c.id = w.node LEFT JOIN main.frame f ON f.id = c.frame_id"           \
-    " LEFT JOIN main.mapping m ON m.id = f.mapping_id ORDER BY w.callsite, w.depth"
+// heaptrack and memray list a stack: each callsite's chain of parents walked as the rows
+// are read, so a condition on callsite (=, IN, a range, a join on it) walks only the
+// chains it names, and one on depth stops each walk there.
+enum { ST_CALLSITE, ST_DEPTH, ST_FUNCTION, ST_FILE, ST_LINE, ST_MODULE };
+
+// A walk goes no deeper: a damaged, cyclic tree ends here.
+#define STACK_DEPTH_MAX 100000
+
+typedef struct stacks_cursor {
+    sqlite3_vtab_cursor base;
+    sqlite3_stmt* ids;   // the callsites to walk, in id order
+    sqlite3_stmt* node;  // a callsite's parent and frame
+    sqlite3_stmt* frame; // a frame's columns and its module
+    int64_t depth_lo, depth_hi;
+    int64_t callsite, parent, depth;
+    bool walking, has_frame, eof;
+    sqlite3_int64 rowid;
+} stacks_cursor;
+
+static int stacks_connect(sqlite3* db, void* aux, int argc, const char* const* argv,
+                          sqlite3_vtab** out, char** err) {
+    (void)aux, (void)argc, (void)argv, (void)err;
+    return vtab_connect(db,
+                        "CREATE TABLE x(callsite INTEGER, depth INTEGER, function TEXT,"
+                        " file TEXT, line INTEGER, module TEXT)",
+                        out);
+}
+
+// idxStr as best_index's: 'c' callsite, 'd' depth. SQLite still checks every row.
+static int stacks_best_index(sqlite3_vtab* vt, sqlite3_index_info* info) {
+    (void)vt;
+    char* plan = sqlite3_malloc(2 * info->nConstraint + 1);
+    if (!plan)
+        return SQLITE_NOMEM;
+    int argc = 0;
+    double cost = 1e6, rows = 1e6;
+    for (int i = 0; i < info->nConstraint; i++) {
+        const struct sqlite3_index_constraint* c = &info->aConstraint[i];
+        char col = c->iColumn == ST_CALLSITE ? 'c' : c->iColumn == ST_DEPTH ? 'd' : 0;
+        char op = c->op == SQLITE_INDEX_CONSTRAINT_EQ   ? '='
+                  : c->op == SQLITE_INDEX_CONSTRAINT_LT ? '<'
+                  : c->op == SQLITE_INDEX_CONSTRAINT_LE ? '{'
+                  : c->op == SQLITE_INDEX_CONSTRAINT_GT ? '>'
+                  : c->op == SQLITE_INDEX_CONSTRAINT_GE ? '}'
+                                                        : 0;
+        if (!c->usable || !col || !op)
+            continue;
+        plan[2 * argc] = col;
+        plan[2 * argc + 1] = op;
+        info->aConstraintUsage[i].argvIndex = ++argc;
+        // One callsite's chain is a few dozen frames.
+        double by = col == 'c' ? (op == '=' ? 1e5 : 10) : 2;
+        cost /= by;
+        rows /= by;
+    }
+    plan[2 * argc] = 0;
+    info->idxStr = plan;
+    info->needToFreeIdxStr = 1;
+    info->estimatedCost = cost < 1 ? 1 : cost;
+    info->estimatedRows = rows < 1 ? 1 : (sqlite3_int64)rows;
+    // Rows come by callsite, then depth.
+    if (info->nOrderBy >= 1 && info->nOrderBy <= 2 && info->aOrderBy[0].iColumn == ST_CALLSITE &&
+        !info->aOrderBy[0].desc &&
+        (info->nOrderBy == 1 || (info->aOrderBy[1].iColumn == ST_DEPTH && !info->aOrderBy[1].desc)))
+        info->orderByConsumed = 1;
+    return SQLITE_OK;
+}
+
+static int stacks_close(sqlite3_vtab_cursor* cur) {
+    stacks_cursor* c = (stacks_cursor*)cur;
+    sqlite3_finalize(c->ids);
+    sqlite3_finalize(c->node);
+    sqlite3_finalize(c->frame);
+    sqlite3_free(c);
+    return SQLITE_OK;
+}
+
+static int stacks_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
+    stacks_cursor* c = sqlite3_malloc(sizeof *c);
+    if (!c)
+        return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    sqlite3* db = ((capture_vtab*)vt)->db;
+    int rc = sqlite3_prepare_v2(
+        db, "SELECT id FROM main.callsite WHERE id BETWEEN ?1 AND ?2 ORDER BY id", -1, &c->ids,
+        NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "SELECT parent_id, frame_id FROM main.callsite WHERE id = ?1",
+                                -1, &c->node, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db,
+                                "SELECT f.function, f.file, f.line, m.path FROM main.frame f"
+                                " LEFT JOIN main.mapping m ON m.id = f.mapping_id WHERE f.id = ?1",
+                                -1, &c->frame, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(vt->zErrMsg);
+        vt->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+        stacks_close(&c->base);
+        return rc;
+    }
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static int stacks_error(sqlite3_vtab_cursor* cur, int rc) {
+    sqlite3_free(cur->pVtab->zErrMsg);
+    cur->pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(cursor_db(cur)));
+    return rc;
+}
+
+// Makes callsite id the current frame: its parent and its frame's columns (none when the
+// frame is missing, as a LEFT JOIN gives). *found is false when there is no such callsite.
+static int load_node(stacks_cursor* c, int64_t id, bool* found) {
+    sqlite3_reset(c->node);
+    sqlite3_bind_int64(c->node, 1, id);
+    int rc = sqlite3_step(c->node);
+    *found = rc == SQLITE_ROW;
+    if (rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? SQLITE_OK : rc;
+    c->parent = sqlite3_column_int64(c->node, 0);
+    sqlite3_reset(c->frame);
+    sqlite3_bind_value(c->frame, 1, sqlite3_column_value(c->node, 1));
+    rc = sqlite3_step(c->frame);
+    c->has_frame = rc == SQLITE_ROW;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int stacks_next(sqlite3_vtab_cursor* cur) {
+    stacks_cursor* c = (stacks_cursor*)cur;
+    c->rowid++;
+    for (;;) {
+        bool found = false;
+        int rc;
+        if (c->walking && c->parent != 0 && c->depth < c->depth_hi && c->depth < STACK_DEPTH_MAX) {
+            if ((rc = load_node(c, c->parent, &found)) != SQLITE_OK)
+                return stacks_error(cur, rc);
+            c->depth++;
+        }
+        if (!found) { // this walk is over (a parent 0, missing, or too deep): the next one
+            c->walking = false;
+            rc = sqlite3_step(c->ids);
+            if (rc == SQLITE_DONE) {
+                c->eof = true;
+                return SQLITE_OK;
+            }
+            if (rc != SQLITE_ROW)
+                return stacks_error(cur, rc);
+            c->callsite = sqlite3_column_int64(c->ids, 0);
+            if ((rc = load_node(c, c->callsite, &found)) != SQLITE_OK)
+                return stacks_error(cur, rc);
+            if (!found)
+                continue;
+            c->walking = true;
+            c->depth = 0;
+        }
+        if (c->depth >= c->depth_lo)
+            return SQLITE_OK;
+    }
+}
+
+static int stacks_filter(sqlite3_vtab_cursor* cur, int idx, const char* plan, int argc,
+                         sqlite3_value** argv) {
+    stacks_cursor* c = (stacks_cursor*)cur;
+    (void)idx;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    c->depth_lo = INT64_MIN;
+    c->depth_hi = INT64_MAX;
+    for (int i = 0; i < argc && plan && plan[2 * i]; i++) {
+        if (plan[2 * i] == 'c')
+            narrow(&lo, &hi, plan[2 * i + 1], argv[i]);
+        else
+            narrow(&c->depth_lo, &c->depth_hi, plan[2 * i + 1], argv[i]);
+    }
+    sqlite3_reset(c->ids);
+    sqlite3_bind_int64(c->ids, 1, lo);
+    sqlite3_bind_int64(c->ids, 2, hi);
+    c->walking = c->eof = false;
+    c->rowid = 0;
+    return stacks_next(cur);
+}
+
+static int stacks_eof(sqlite3_vtab_cursor* cur) {
+    return ((stacks_cursor*)cur)->eof;
+}
+
+static int stacks_column(sqlite3_vtab_cursor* cur, sqlite3_context* ctx, int col) {
+    const stacks_cursor* c = (const stacks_cursor*)cur;
+    if (col == ST_CALLSITE)
+        sqlite3_result_int64(ctx, c->callsite);
+    else if (col == ST_DEPTH)
+        sqlite3_result_int64(ctx, c->depth);
+    else if (c->has_frame) // function, file, line, module: the frame statement's columns
+        sqlite3_result_value(ctx, sqlite3_column_value(c->frame, col - ST_FUNCTION));
+    return SQLITE_OK;
+}
+
+static int stacks_rowid(sqlite3_vtab_cursor* cur, sqlite3_int64* rowid) {
+    *rowid = ((stacks_cursor*)cur)->rowid;
+    return SQLITE_OK;
+}
+
+static sqlite3_module stacks_module = {
+    .xConnect = stacks_connect,
+    .xBestIndex = stacks_best_index,
+    .xDisconnect = vtab_disconnect,
+    .xOpen = stacks_open,
+    .xClose = stacks_close,
+    .xFilter = stacks_filter,
+    .xNext = stacks_next,
+    .xEof = stacks_eof,
+    .xColumn = stacks_column,
+    .xRowid = stacks_rowid,
+};
+
+// ---- registration
 
 int mt_sql_register(sqlite3* db, char** errmsg) {
     int rc = sqlite3_create_module(db, "events", &events_module, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_module(db, "allocations", &alloc_module, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(db, STACKS_VIEW_SQL, NULL, NULL, errmsg);
+        rc = sqlite3_create_module(db, "stacks", &stacks_module, NULL);
+    (void)errmsg;
     return rc;
 }
 

@@ -13,12 +13,15 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static const char sql_help[] =
-    "usage: memreport sql CAPTURE [QUERY] [--csv | --json] [-o FILE] [-f]\n"
+    "usage: memreport sql CAPTURE [QUERY] [--csv | --json] [-o FILE] [-f] [--timeout SECONDS]\n"
+    "                     [--max-memory MIB]\n"
     "Runs SQL over a capture, opened read-only. Besides the capture's tables:\n"
     "  events(seq, ts, kind, heap, tid, addr, size, callsite)  every event, in seq order;\n"
     "      conditions on seq, ts and heap decode only the chunks that can match, and\n"
@@ -26,7 +29,7 @@ static const char sql_help[] =
     "  allocations(seq, ts, size, tid, callsite, freed_ts, freed_tid, addr, heap)  each\n"
     "      allocation with its free (freed_ts NULL: live at the end, a leak)\n"
     "  stacks(callsite, depth, function, file, line, module)  the frames of each callsite,\n"
-    "      depth 0 the allocating function\n"
+    "      depth 0 the allocating function; conditions on callsite walk only those\n"
     "Without QUERY, reads statements from stdin: on a terminal, a prompt that runs each\n"
     "statement once it ends with ';' (.tables, .schema, .quit); otherwise a script that\n"
     "stops at the first error.\n"
@@ -34,8 +37,14 @@ static const char sql_help[] =
     "  --json         a JSON array of objects per statement\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n"
-    "A statement SQLite refuses (syntax, unknown table, any write) exits with 2, as do\n"
-    "ATTACH, DETACH and VACUUM INTO (which would write a file).\n"
+    "  --timeout SECONDS  stop a statement that runs longer (default 60; 0: never)\n"
+    "  --max-memory MIB   stop a statement when SQLite holds more memory (default: half\n"
+    "                 of the machine's; 0: no limit)\n"
+    "A statement SQLite refuses (syntax, unknown table, any write) exits with 2. Statements\n"
+    "may only read, as with sqlite3 --safe and stricter: anything else (ATTACH, VACUUM INTO,\n"
+    "CREATE, a pragma that sets something) and any function but SQLite's core, date, math\n"
+    "and JSON ones (no load_extension, no fts3_tokenizer) is refused, exit 2. A statement\n"
+    "stopped by --timeout exits with 2, by --max-memory with 3.\n"
     "One capture only: a directory of a process tree's captures (memtrace -o DIR/) is\n"
     "refused; query each DIR/*.db on its own.\n";
 
@@ -240,6 +249,8 @@ typedef struct session {
     mt_sql* sql;
     const char* path;
     printer pr;
+    unsigned timeout_s;
+    int64_t max_memory_mib;
 } session;
 
 // Runs sql; on failure says why. Returns an exit code.
@@ -256,21 +267,28 @@ static int run(session* s, const char* sql) {
         mr_error(s->path, "cannot write the output");
         return MR_EXIT_IO;
     }
+    if (rc == -ETIME) {
+        mr_error(s->path, "query stopped after %u s (--timeout)", s->timeout_s);
+        return MR_EXIT_BAD_INPUT;
+    }
+    if (rc == -ENOMEM && s->max_memory_mib > 0) {
+        mr_error(s->path, "query stopped: out of memory (SQLite may hold %lld MiB: --max-memory)",
+                 (long long)s->max_memory_mib);
+        return MR_EXIT_IO;
+    }
     mr_error(s->path, "%s", err[0] ? err : strerror(-rc));
     return rc == -EIO || rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
 static const char tables_sql[] =
     "SELECT name FROM (SELECT name FROM sqlite_schema WHERE type IN ('table', 'view')"
-    " AND name NOT LIKE 'sqlite_%' UNION SELECT name FROM sqlite_temp_schema"
-    " WHERE type = 'view' UNION SELECT column1 FROM (VALUES ('events'), ('allocations')))"
-    " ORDER BY 1";
+    " AND name NOT LIKE 'sqlite_%' UNION SELECT column1 FROM (VALUES ('events'),"
+    " ('allocations'), ('stacks'))) ORDER BY 1";
 static const char schema_sql[] =
     "SELECT sql || ';' FROM sqlite_schema WHERE sql IS NOT NULL"
-    " UNION ALL SELECT sql || ';' FROM sqlite_temp_schema WHERE sql IS NOT NULL"
     " UNION ALL SELECT '-- virtual table ' || t || '(' || (SELECT group_concat(name, ', ')"
     " FROM pragma_table_info(t)) || ')' FROM (SELECT column1 AS t FROM (VALUES ('events'),"
-    " ('allocations')))";
+    " ('allocations'), ('stacks')))";
 
 // A prompt's dot command. Returns 1 to quit, else the exit code of what it ran.
 static int dot_command(session* s, const char* line) {
@@ -354,17 +372,51 @@ static int read_statements(session* s, bool interactive) {
     return rc;
 }
 
+// A statement's run time limit unless --timeout says otherwise: long enough for any query
+// over a large capture, short enough that a runaway one (an endless recursive CTE) ends.
+#define SQL_TIMEOUT_DEFAULT 60
+
+// Half the machine's memory: a query that would eat it all stops with a message instead.
+static long long default_max_memory_mib(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0)
+        return 0;
+    return (long long)((unsigned long long)pages * (unsigned long long)size / 2 >> 20);
+}
+
+static bool whole_number(const char* s, long long max, long long* out) {
+    char* end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > max || s[0] == '-' || s[0] == '+' || s[0] == ' ')
+        return false;
+    *out = v;
+    return true;
+}
+
 int mr_cmd_sql(int argc, char** argv) {
-    static const struct option opts[] = {
-        {"csv", no_argument, NULL, 'c'},          {"json", no_argument, NULL, 'j'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"csv", no_argument, NULL, 'c'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"timeout", required_argument, NULL, 'T'},
+                                         {"max-memory", required_argument, NULL, 'M'},
+                                         {NULL, 0, NULL, 0}};
     mr_opts o = MR_OPTS_INIT;
     bool csv = false;
+    long long timeout_s = SQL_TIMEOUT_DEFAULT, max_mib = default_max_memory_mib();
     int c;
     while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
         if (c == 'c') {
             csv = true;
+            continue;
+        }
+        if (c == 'T' || c == 'M') {
+            long long* v = c == 'T' ? &timeout_s : &max_mib;
+            if (!whole_number(optarg, c == 'T' ? UINT_MAX : INT64_MAX >> 20, v))
+                return mr_usage_error(sql_help, "sql: --%s takes a whole number, got '%s'",
+                                      c == 'T' ? "timeout" : "max-memory", optarg);
             continue;
         }
         int orc = mr_opts_handle(&o, c, sql_help);
@@ -395,6 +447,9 @@ int mr_cmd_sql(int argc, char** argv) {
         mt_sql_close(s.sql);
         return rc;
     }
+    s.timeout_s = (unsigned)timeout_s;
+    s.max_memory_mib = max_mib;
+    mt_sql_set_limits(s.sql, s.timeout_s, (int64_t)max_mib << 20);
     s.pr = (printer){.out = out.fp,
                      .format = csv      ? FORMAT_CSV
                                : o.json ? FORMAT_JSON

@@ -116,6 +116,65 @@ def check_pushdown(memreport, cap, name):
     return rows
 
 
+# What stacks lists, as a recursive query over the capture's tables (the view it was): each
+# callsite's chain of parents, depth 0 the callsite itself.
+STACKS_TRUTH = """WITH RECURSIVE walk(callsite, node, depth) AS (
+  SELECT id, id, 0 FROM callsite
+  UNION ALL SELECT w.callsite, c.parent_id, w.depth + 1 FROM walk w
+  JOIN callsite c ON c.id = w.node WHERE c.parent_id != 0 AND w.depth < 100000)
+ SELECT w.callsite, w.depth, f.function, f.file, f.line, m.path FROM walk w
+ JOIN callsite c ON c.id = w.node LEFT JOIN frame f ON f.id = c.frame_id
+ LEFT JOIN mapping m ON m.id = f.mapping_id ORDER BY w.callsite, w.depth"""
+
+
+def check_stacks(memreport, cap, name):
+    """stacks walks only the callsites a condition names (sql_vtab.c): every condition
+    gives the rows of the full walk that match it."""
+    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
+    truth = [["" if v is None else str(v) for v in r] for r in db.execute(STACKS_TRUTH)]
+    ids = [r[0] for r in db.execute("select id from callsite order by id")]
+    db.close()
+    got = sql_csv(memreport, cap, "select * from stacks")
+    check(got[0] == ["callsite", "depth", "function", "file", "line", "module"] and
+          got[1:] == truth, "%s: stacks: %d rows, those of the full walk (%d)" %
+          (name, len(got) - 1, len(truth)))
+    if not ids:
+        return
+    mid, last = ids[len(ids) // 2], ids[-1]
+    cases = [
+        ("callsite = %d" % mid, lambda c, d: c == mid),
+        ("callsite = %d.0" % last, lambda c, d: c == last),
+        ("callsite = %d.5" % mid, lambda c, d: False),
+        ("callsite = '%d'" % mid, lambda c, d: c == mid),
+        ("callsite in (%d, %d, -1)" % (last, mid), lambda c, d: c in (mid, last)),
+        ("callsite between %d and %d" % (mid, mid + 3), lambda c, d: mid <= c <= mid + 3),
+        ("callsite > %d and depth < 2" % mid, lambda c, d: c > mid and d < 2),
+        ("depth = 0", lambda c, d: d == 0),
+        ("depth >= 3 and depth <= 4", lambda c, d: 3 <= d <= 4),
+        ("depth > 2.5", lambda c, d: d > 2.5),
+        ("callsite = 0", lambda c, d: False),
+    ]
+    for cond, keep in cases:
+        got = sql_csv(memreport, cap, "select * from stacks where " + cond)[1:]
+        want = [r for r in truth if keep(int(r[0]), int(r[1]))]
+        check(got == want, "%s: stacks where %s: %d rows, the full walk's (%d)" %
+              (name, cond, len(got), len(want)))
+    # A join walks the stack of each allocation's callsite (not on the synthetic capture's
+    # 600000 rows: its stacks are checked above).
+    if len(truth) > 100000:
+        return
+    q = ("select a.seq, s.depth, s.function from allocations a join stacks s"
+         " on s.callsite = a.callsite order by a.seq, s.depth")
+    got = sql_csv(memreport, cap, q)[1:]
+    allocs = sql_csv(memreport, cap, "select seq, callsite from allocations order by seq")[1:]
+    by_site = {}
+    for r in truth:
+        by_site.setdefault(r[0], []).append([r[1], r[2]])
+    want = [[seq] + frame for seq, site in allocs for frame in by_site.get(site, [])]
+    check(got == want, "%s: allocations joined with stacks: %d rows (%d)" %
+          (name, len(got), len(want)))
+
+
 def check_headers_count(memreport, cap, bad):
     """count(*) wants no column: it counts from the chunks' headers and never decodes a chunk
     (the 10M-event capture's count took 1.6 s cold when it did). A chunk whose data is
@@ -158,6 +217,7 @@ def main():
 
     for name, cap in caps:
         check_counts(memreport, cap, name)
+        check_stacks(memreport, cap, name)
     check_pushdown(memreport, fx, "fixture")
     check_pushdown(memreport, big, "4 threads")
     chunks = run(["sqlite3", big, "select count(*) from event_chunk"], ok=False).stdout.strip()

@@ -237,6 +237,102 @@ def case_sql_files(a, w):
           f"reading still works: {p.stdout!r} {p.stderr.strip()}")
 
 
+def case_sql_safe(a, w):
+    """memreport sql only reads (common/sql.c): what `sqlite3 --safe` refuses (its shell's
+    functions, load_extension, fts3_tokenizer with one argument, which gives an address in
+    libsqlite3, and two, which registered a tokenizer at any address that the next fts3 table
+    called: SIGSEGV), virtual tables of any module, temporary tables, settings; SQLite's
+    own functions, table-valued ones and schema pragmas still work."""
+    cap = fixture(a, w, "safe.db")
+    before = digest(cap)
+    refused = [
+        "select fts3_tokenizer('simple')",
+        "select hex(fts3_tokenizer('simple'))",
+        "select fts3_tokenizer('evil', x'4141414141414141')",
+        "select fts3_tokenizer('evil', x'4141414141414141'); "
+        "create virtual table temp.t using fts3(x, tokenize=evil)",
+        "select load_extension('/nonexistent/lib.so')",
+        "select load_extension('/nonexistent/lib.so', 'entry')",
+        "select readfile('/etc/passwd')", "select writefile('%s', 'x')" % os.path.join(w, "wf"),
+        "select edit('x')", "select edit('x', 'vi')", "select zipfile('a', 'b')",
+        "select * from zipfile('%s')" % cap, "select sqlite_compileoption_get(0)",
+        "create virtual table temp.t using fts3(x)", "create virtual table temp.t using fts4(x)",
+        "create virtual table temp.t using fts5(x)",
+        "create virtual table temp.r using rtree(id, x0, x1)",
+        "create virtual table temp.e using events",
+        "create temp table t(x)", "create temp view v as select 1",
+        "create temp trigger tr after insert on meta begin select 1; end",
+        "pragma writable_schema = 1", "pragma user_version = 7", "pragma temp_store_directory = '/'",
+        "select * from pragma_writable_schema", "pragma journal_mode = delete",
+        "begin", "savepoint s", "analyze", "reindex", "vacuum",
+        "attach '%s' as x" % os.path.join(w, "made.db"), "detach main",
+        "update sqlite_master set sql = ''", "delete from meta", "insert into meta values (1, 2)",
+    ]
+    for q in refused:
+        p = subprocess.run([a.memreport, "sql", cap, q], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        check(p.returncode == 2 and "SQL error" in p.stderr and p.stderr.count("\n") == 1 and
+              p.stdout == "", f"refused: {q} ({p.returncode}: {p.stderr.strip()})")
+    check(not os.path.exists(os.path.join(w, "made.db")) and
+          not os.path.exists(os.path.join(w, "wf")), "no file made")
+    check(digest(cap) == before, "the capture is unchanged")
+    allowed = [
+        ("select abs(-2), printf('%d', 3), upper('a'), 'abc' like 'a%', iif(1, 4, 5),"
+         " coalesce(null, 6), round(sqrt(49)), json_extract('{\"a\": 8}', '$.a'),"
+         " '{\"b\": 9}' ->> 'b', date('2024-01-02') = '2024-01-02'",
+         ["2", "3", "A", "1", "4", "6", "7.0", "8", "9", "1"]),
+        ("select count(*) from json_each('[1, 2, 3]')", ["3"]),
+        ("with recursive r(x) as (select 1 union all select x + 1 from r where x < 10)"
+         " select sum(x) from r", ["55"]),
+        ("select count(*) from pragma_table_info('meta')", ["2"]),
+        ("select group_concat(x, '-') from (select row_number() over () as x from meta"
+         " limit 2)", ["1-2"]),
+        ("pragma user_version", None),
+    ]
+    for q, want in allowed:
+        p = subprocess.run([a.memreport, "sql", cap, "--csv", q], capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        rows = p.stdout.splitlines()
+        got = rows[1].split(",") if len(rows) > 1 else None
+        check(p.returncode == 0 and (want is None or got == want),
+              f"allowed: {q}: {got} ({p.returncode}: {p.stderr.strip()})")
+
+
+def case_sql_limits(a, w):
+    """memreport sql bounds each statement: an endless recursive query stops at --timeout
+    (exit 2), one that would take all memory at --max-memory (exit 3), each with a message
+    naming the option; a query within both runs."""
+    cap = fixture(a, w, "limits.db")
+    endless = "with recursive r(x) as (select 1 union all select x + 1 from r) select count(*) from r"
+    p = subprocess.run([a.memreport, "sql", cap, "--timeout", "1", endless],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 2 and p.stderr == f"memreport: {cap}: query stopped after 1 s "
+          "(--timeout)\n" and p.stdout == "",
+          f"an endless query stops (--timeout 1): {p.returncode}: {p.stderr.strip()}")
+    # Within a script on stdin too: the statement after it does not run.
+    p = subprocess.run([a.memreport, "sql", cap, "--timeout", "1", "--csv"],
+                       input=endless + ";\nselect 42;\n", capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    check(p.returncode == 2 and "query stopped after 1 s (--timeout)" in p.stderr and
+          "42" not in p.stdout, f"in a script: {p.returncode}: {p.stderr.strip()}")
+    hungry = ("select length(group_concat(hex(zeroblob(500000)))) as n from (with recursive"
+              " r(x) as (select 1 union all select x + 1 from r where x < 100) select x from r)")
+    p = subprocess.run([a.memreport, "sql", cap, "--max-memory", "32", hungry],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 3 and p.stderr.startswith(f"memreport: {cap}: query stopped: out of "
+                                                    "memory") and "--max-memory" in p.stderr,
+          f"a query past --max-memory 32 stops: {p.returncode}: {p.stderr.strip()}")
+    p = subprocess.run([a.memreport, "sql", cap, "--csv", "--max-memory", "512", hungry],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(p.returncode == 0 and p.stdout.split() == ["n", "100000099"],
+          f"the same query under --max-memory 512 runs: {p.returncode}: {p.stderr.strip()}")
+    for opt, bad in (("--timeout", "x"), ("--timeout", "-1"), ("--max-memory", "1.5")):
+        p = subprocess.run([a.memreport, "sql", cap, opt, bad, "select 1"],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        check(p.returncode == 1 and opt in p.stderr, f"{opt} {bad}: usage error "
+              f"({p.returncode}: {p.stderr.splitlines()[:1]})")
+
+
 # glibc's own signals (SIGCANCEL 32, SIGSETXID 33): it handles them once a thread exists,
 # and refuses them to the program's sigaction, so the program cannot tell.
 GLIBC_SIGNALS = (1 << 31) | (1 << 32)
