@@ -243,8 +243,8 @@ int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p,
 
 int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f) {
     sqlite3_stmt* st = prepared(w, &w->frame,
-                                "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc, function)"
-                                " VALUES(?1,?2,?3,?4,?5)");
+                                "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc, function,"
+                                " file, line) VALUES(?1,?2,?3,?4,?5,?6,?7)");
     if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, f->id);
@@ -255,6 +255,10 @@ int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f) {
         sqlite3_bind_int64(st, 4, (int64_t)f->rel_pc);
     if (f->function)
         sqlite3_bind_text(st, 5, f->function, -1, SQLITE_TRANSIENT);
+    if (f->file)
+        sqlite3_bind_text(st, 6, f->file, -1, SQLITE_TRANSIENT);
+    if (f->line > 0)
+        sqlite3_bind_int(st, 7, f->line);
     return step_reset(st);
 }
 

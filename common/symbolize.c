@@ -293,7 +293,7 @@ static int read_frames(sqlite3* db, unsigned flags, frame_set* fs, char* err, si
     const char* q = (flags & MT_SYMBOLIZE_ALL)
                         ? "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
-                          " ORDER BY f.mapping_id, f.pc"
+                          " WHERE m.path IS NOT '[python]' ORDER BY f.mapping_id, f.pc"
                         : "SELECT f.id, f.mapping_id, f.pc, f.rel_pc, m.path, m.load_bias,"
                           " m.build_id FROM frame f LEFT JOIN mapping m ON m.id = f.mapping_id"
                           " WHERE f.function IS NULL ORDER BY f.mapping_id, f.pc";

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core_internal.h"
+#include "python_frames.h"
 #include "recording.h"
 #include "sampling.h"
 #include "trie.h"
@@ -80,6 +81,7 @@ static void thread_exit(void* arg) {
     if (b)
         mt_core_buffer_hand_over(b);
     mt_unwind_thread_exit();
+    mt_pyframes_thread_exit();
     // The writer retires the record once this tid's task is gone: the tid must be this
     // thread's own, not a vfork child's (a thread whose first heap call was in a vfork
     // child got its record there, with the child's pid).
@@ -293,7 +295,9 @@ static inline void leave(hook_ctx* c) {
 
 static uint32_t capture_stack(mt_thread* t) {
     mt_stack st;
-    mt_unwind(&st, t->pcs, mt_cfg.depth, t->stack_hi);
+    mt_unwind(&st, t->pcs, t->sps, mt_cfg.depth, t->stack_hi);
+    if (MT_UNLIKELY(mt_pyframes_on))
+        mt_pyframes_add(&st, mt_cfg.depth, t->stack_hi);
     return mt_trie_intern(&st, &t->trie_cache);
 }
 

@@ -10,6 +10,7 @@
 #include "maps.h"
 #include "mmap_track.h"
 #include "output.h"
+#include "python_frames.h"
 #include "recording.h"
 #include "sampling.h"
 #include "trie.h"
@@ -271,6 +272,7 @@ static void init_modules(void) {
     mt_core_restart_now();
     mt_maps_init();
     mt_unwind_init(mt_cfg.unwind);
+    mt_pyframes_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 

@@ -112,10 +112,34 @@ static bool same(const mt_mapping* m, const found* f) {
     return m->start == f->start && m->bias == f->bias && strcmp(m->path, f->path) == 0;
 }
 
+// A new row (under maps_lock), its path copied; NULL when out of memory.
+static mt_mapping* add_mapping(const char* path, int64_t now) {
+    if (nmaps == capmaps) {
+        size_t nc = capmaps ? capmaps * 2 : 64;
+        mt_mapping* nm = mt_real.realloc(maps, nc * sizeof *nm);
+        if (!nm)
+            return NULL;
+        maps = nm;
+        capmaps = nc;
+    }
+    size_t plen = strlen(path) + 1;
+    char* copy = mt_real.malloc(plen);
+    if (!copy)
+        return NULL;
+    memcpy(copy, path, plen);
+    mt_mapping* m = &maps[nmaps];
+    memset(m, 0, sizeof *m);
+    m->id = (uint32_t)++nmaps;
+    m->path = copy;
+    m->ts_loaded = now;
+    m->ts_unloaded = -1;
+    return m;
+}
+
 static void merge(const found_list* l, int64_t now) {
     // Unload what is gone.
     for (size_t i = 0; i < nmaps; i++) {
-        if (maps[i].ts_unloaded >= 0)
+        if (maps[i].ts_unloaded >= 0 || maps[i].pseudo)
             continue;
         bool present = false;
         for (size_t k = 0; k < l->n && !present; k++)
@@ -130,31 +154,31 @@ static void merge(const found_list* l, int64_t now) {
             known = maps[i].ts_unloaded < 0 && same(&maps[i], &l->v[k]);
         if (known)
             continue;
-        if (nmaps == capmaps) {
-            size_t nc = capmaps ? capmaps * 2 : 64;
-            mt_mapping* nm = mt_real.realloc(maps, nc * sizeof *nm);
-            if (!nm)
-                return;
-            maps = nm;
-            capmaps = nc;
-        }
         const found* f = &l->v[k];
-        size_t plen = strlen(f->path) + 1;
-        char* path = mt_real.malloc(plen);
-        if (!path)
+        mt_mapping* m = add_mapping(f->path, now);
+        if (!m)
             return;
-        memcpy(path, f->path, plen);
-        mt_mapping* m = &maps[nmaps];
-        memset(m, 0, sizeof *m);
-        m->id = (uint32_t)++nmaps;
         m->start = f->start;
         m->end = f->end;
         m->bias = f->bias;
-        m->path = path;
         memcpy(m->build_id, f->build_id, sizeof m->build_id);
-        m->ts_loaded = now;
-        m->ts_unloaded = -1;
     }
+}
+
+uint32_t mt_maps_add_pseudo(const char* path, uintptr_t start, uintptr_t end) {
+    int saved_guard = mt_guard;
+    mt_guard = 1;
+    pthread_mutex_lock(&maps_lock);
+    mt_mapping* m = add_mapping(path, mt_core_now());
+    if (m) {
+        m->start = start;
+        m->end = end;
+        m->bias = start;
+        m->pseudo = true;
+    }
+    pthread_mutex_unlock(&maps_lock);
+    mt_guard = saved_guard;
+    return m ? m->id : 0;
 }
 
 void mt_maps_refresh(bool unloaded) {

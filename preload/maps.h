@@ -15,12 +15,16 @@ typedef struct mt_mapping {
     char build_id[41];
     int64_t ts_loaded, ts_unloaded;
     bool written, unload_written;
+    bool pseudo; // not an ELF object (mt_maps_add_pseudo): never unloaded
 } mt_mapping;
 
 void mt_maps_init(void);
 // Re-reads the loaded objects. After a dlclose (`unloaded`), stacks are re-interned so a
 // library loaded later at the same addresses gets frames of its own.
 void mt_maps_refresh(bool unloaded);
+// A mapping that is no loaded object: frames whose pcs lie in [start, end) are its (Python
+// frames: python_frames.h), rel_pc = pc - start. Returns its id, 0 when out of memory.
+uint32_t mt_maps_add_pseudo(const char* path, uintptr_t start, uintptr_t end);
 // The mapping id containing pc (0: none); *bias gets its load bias. Caller holds no maps
 // lock; safe from the callsite-miss path.
 uint32_t mt_maps_lookup(uintptr_t pc, uintptr_t* bias);

@@ -159,7 +159,9 @@ bool mt_unwind_masking_for_us(uintptr_t caller) {
     return in_libunwind && caller >= libunwind_lo && caller < libunwind_hi;
 }
 
-static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
+// out_sp (may be NULL): each frame's stack pointer, just above the saved RBP and return
+// address of the frame it called.
+static int walk_fp(uintptr_t* out, uintptr_t* out_sp, int max, uintptr_t stack_hi) {
     uintptr_t* fp = __builtin_frame_address(0);
     int n = 0;
     while (n < max) {
@@ -168,6 +170,8 @@ static int walk_fp(uintptr_t* out, int max, uintptr_t stack_hi) {
         uintptr_t pc = fp[1];
         if (!pc)
             break;
+        if (out_sp)
+            out_sp[n] = (uintptr_t)(fp + 2);
         out[n++] = pc;
         uintptr_t* next = (uintptr_t*)fp[0];
         // Frames grow towards higher addresses; anything else is the end of the chain.
@@ -193,7 +197,10 @@ static bool frame_pointer_guess(uintptr_t ip, uintptr_t sp, uintptr_t bp, uintpt
 
 // A full libunwind walk that also learns the rule of every frame it steps through, as long
 // as libunwind finds the right frames (see RULE_NO_INFO).
-static int walk_libunwind(uintptr_t* out, int max, bool learn) {
+// out_sp (may be NULL) gets each frame's stack pointer; *signal_frame whether one was a
+// signal handler's.
+static int walk_libunwind(uintptr_t* out, uintptr_t* out_sp, int max, bool learn,
+                          bool* signal_frame_seen) {
     unw_context_t ctx;
     unw_cursor_t cur;
     if (unw_getcontext(&ctx) != 0 || unw_init_local(&cur, &ctx) != 0)
@@ -209,8 +216,11 @@ static int walk_libunwind(uintptr_t* out, int max, bool learn) {
         unw_get_reg(&cur, UNW_X86_64_RBP, &bp);
         if (!ip)
             break;
+        if (out_sp)
+            out_sp[n] = sp;
         out[n++] = ip;
         bool signal_frame = unw_is_signal_frame(&cur) > 0;
+        *signal_frame_seen |= signal_frame;
         int step = unw_step(&cur);
         if (!learn || is_self(ip)) {
             if (step <= 0)
@@ -333,6 +343,7 @@ static inline void settle_last_kept(local_rules* lr, int prev_n) {
 // The stack is the kept walk e, checked unchanged.
 static inline void stack_of_kept(mt_stack* st, recent_walk* e) {
     st->pcs = e->pc;
+    st->sps = e->sp;
     st->n = e->n;
     st->truncated = false;
     st->hash_later = false;
@@ -343,10 +354,11 @@ static inline void stack_of_kept(mt_stack* st, recent_walk* e) {
 // A walk cut by the limit (k new frames above `shared` reused ones): its leaf-most `max`
 // frames, in scratch.
 static inline void stack_of_truncated(mt_stack* st, const local_rules* lr, int shared, int k,
-                                      int max, uintptr_t* scratch) {
+                                      int max, uintptr_t* scratch, uintptr_t* sp_scratch) {
     // Deeper than the limit: the outer frames are unknown, nothing to keep.
-    leafmost(lr, shared, k, max, scratch);
+    leafmost(lr, shared, k, max, scratch, sp_scratch);
     st->pcs = scratch;
+    st->sps = sp_scratch;
     st->n = max;
     st->truncated = true;
     st->hash_later = false;
@@ -366,6 +378,7 @@ static inline void stack_of_complete(mt_stack* st, local_rules* lr, int shared, 
     st->truncated = n > max;
     st->n = st->truncated ? max : n;
     st->pcs = lr->top_pc + (n - st->n);
+    st->sps = lr->top_sp + (n - st->n);
     // Frames 0..n-1 are the same as when top[n - 1] was stored: so is their callsite, also
     // when cut to the limit (its leaf-most `max` frames). The hash of a stack cut so is not
     // the stored one: taken only when the trie needs it (a deep recursion's every walk).
@@ -389,7 +402,8 @@ typedef enum walk_result {
 // Applies cached rules from the first frame outside the tracer and stops where the stack
 // joins the previous walk's unchanged part. Fills *st (up to `max` frames), or says why not
 // (the caller then walks with libunwind). `scratch` holds a stack cut by the limit.
-static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch) {
+static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
+                               uintptr_t* sp_scratch) {
     uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
     local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
@@ -484,7 +498,7 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
     if (k == MAX_WALK)
         lr->deep_off = 1024;
     if (!done || n > MAX_WALK)
-        stack_of_truncated(st, lr, shared, k, max, scratch);
+        stack_of_truncated(st, lr, shared, k, max, scratch, sp_scratch);
     else
         stack_of_complete(st, lr, shared, k, max, end_sp);
     return WALK_DONE;
@@ -494,7 +508,7 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
 
 int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
     uintptr_t pcs[NESTED_WALK_MAX];
-    int n = walk_fp(pcs, max + 8 < NESTED_WALK_MAX ? max + 8 : NESTED_WALK_MAX, stack_hi);
+    int n = walk_fp(pcs, NULL, max + 8 < NESTED_WALK_MAX ? max + 8 : NESTED_WALK_MAX, stack_hi);
     int skip = 0;
     while (skip < n && is_self(pcs[skip]))
         skip++;
@@ -506,35 +520,41 @@ int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
     return n;
 }
 
-void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
-    walk_result cached =
-        unwind_mode == MT_UNWIND_AUTO ? walk_cached(st, max, stack_hi, scratch) : WALK_FAILED;
+void mt_unwind(mt_stack* st, uintptr_t* scratch, uintptr_t* sp_scratch, int max,
+               uintptr_t stack_hi) {
+    st->signal_frame = false;
+    walk_result cached = unwind_mode == MT_UNWIND_AUTO
+                             ? walk_cached(st, max, stack_hi, scratch, sp_scratch)
+                             : WALK_FAILED;
     if (cached == WALK_DONE)
         return;
     // A walk that learns goes as far as cached walks go (see walk_cached's limit).
     int want = cached == WALK_NO_RULE || max + 16 > MAX_WALK ? MAX_WALK : max + 16;
     int n;
+    uintptr_t* sps = sp_scratch;
     if (unwind_mode == MT_UNWIND_FP) {
-        n = walk_fp(scratch, want, stack_hi);
+        n = walk_fp(scratch, sp_scratch, want, stack_hi);
     } else if (unwind_mode == MT_UNWIND_LIBUNWIND) {
         in_libunwind = 1;
         n = unw_backtrace((void**)scratch, want);
         in_libunwind = 0;
+        sps = NULL;
     } else {
         if (cached != WALK_PAST_GUESS) {
             in_libunwind = 1;
-            n = walk_libunwind(scratch, want, true);
+            n = walk_libunwind(scratch, sp_scratch, want, true, &st->signal_frame);
             in_libunwind = 0;
         }
         // Again from the cache, now that the rules are learnt: the first walk of a stack then
         // gives what later ones will.
         if (cached == WALK_NO_RULE &&
-            (cached = walk_cached(st, max, stack_hi, scratch)) == WALK_DONE)
+            (cached = walk_cached(st, max, stack_hi, scratch, sp_scratch)) == WALK_DONE)
             return;
         if (cached == WALK_PAST_GUESS) {
             in_libunwind = 1;
             n = unw_backtrace((void**)scratch, want);
             in_libunwind = 0;
+            sps = NULL;
         }
     }
     // Drop the tracer's own frames on the leaf side (unwinder, core, the hook itself), keep
@@ -551,7 +571,16 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi) {
         pcs[i] = pcs[j];
         pcs[j] = tmp;
     }
+    if (sps) {
+        sps += skip;
+        for (int i = 0, j = st->n - 1; i < j; i++, j--) {
+            uintptr_t tmp = sps[i];
+            sps[i] = sps[j];
+            sps[j] = tmp;
+        }
+    }
     st->pcs = pcs;
+    st->sps = sps;
     st->hash_later = false;
     st->hash = mt_stackhash_of(pcs, st->n);
     st->memo = NULL;

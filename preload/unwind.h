@@ -33,17 +33,23 @@ typedef struct mt_callsite_memo {
 // The stack of the hook's caller, the tracer's own frames removed.
 typedef struct mt_stack {
     const uintptr_t* pcs; // return addresses, outermost frame first
+    // Each frame's stack pointer (where a frame's locals end), parallel to pcs; NULL when
+    // the walk did not learn them (libunwind's unw_backtrace). Python frames are placed by it.
+    const uintptr_t* sps;
     int n;
+    bool signal_frame;      // the walk stepped through a signal handler's frame
     bool truncated;         // deeper than the limit: pcs holds the leaf-most n frames
     bool hash_later;        // hash not computed: mt_trie_intern hashes pcs on a memo miss
     mt_stackhash hash;      // mt_stackhash_of(pcs, n), unless hash_later
     mt_callsite_memo* memo; // where the walk cache keeps this stack's id, or NULL
 } mt_stack;
 
-// Walks the caller's stack, at most `max` frames. `scratch` must hold MT_UNWIND_MAX_FRAMES
-// entries (hooks keep their stack use small: a program's threads may have small stacks);
-// st->pcs points into it or into the thread's walk cache, valid until its next walk.
-void mt_unwind(mt_stack* st, uintptr_t* scratch, int max, uintptr_t stack_hi);
+// Walks the caller's stack, at most `max` frames. `scratch` and `sp_scratch` must hold
+// MT_UNWIND_MAX_FRAMES entries (hooks keep their stack use small: a program's threads may
+// have small stacks); st->pcs and st->sps point into them or into the thread's walk cache,
+// valid until its next walk.
+void mt_unwind(mt_stack* st, uintptr_t* scratch, uintptr_t* sp_scratch, int max,
+               uintptr_t stack_hi);
 
 // Frame pointers only, with no per-thread state (safe in a signal handler that interrupted
 // a walk): the caller's return addresses, outermost first, the tracer's own frames dropped.

@@ -74,11 +74,11 @@ typedef struct local_rules {
     uint32_t deep_off;    // walks left that stop past the limit (a stack too deep was met)
     recent_walk recent[RECENT_SETS][RECENT_WAYS];
     // The previous complete walk, outermost frame first, so that the frames a new walk
-    // shares with it stay where they are: top_pc is what the callsite trie gets. fresh
-    // holds a walk's new frames, leaf first.
+    // shares with it stay where they are: top_pc is what the callsite trie gets (top_sp what
+    // Python frames are placed by). fresh holds a walk's new frames, leaf first.
     int top_n; // 0: nothing reusable (cut by the depth limit, or invalidated)
     walk_frame top[MAX_WALK];
-    uintptr_t top_pc[MAX_WALK];
+    uintptr_t top_pc[MAX_WALK], top_sp[MAX_WALK];
     walk_frame fresh[MAX_WALK];
 } local_rules;
 
@@ -116,18 +116,24 @@ static inline void store_walk(local_rules* lr, int shared, int k) {
         needed = f->bp_cfa || (!f->bp_off && needed);
         f->bp_needed = needed;
         lr->top_pc[i] = f->pc;
+        lr->top_sp[i] = f->sp;
     }
     lr->top_n = n;
 }
 
 // The leaf-most `max` frames of a walk too deep for the limit, outermost first: the walk's
 // k new frames (fresh, leaf first) and below them the `shared` frames reused from top.
-static inline void leafmost(const local_rules* lr, int shared, int k, int max, uintptr_t* out) {
+static inline void leafmost(const local_rules* lr, int shared, int k, int max, uintptr_t* out,
+                            uintptr_t* out_sp) {
     int from_top = max > k ? max - k : 0;
-    for (int i = 0; i < from_top; i++)
+    for (int i = 0; i < from_top; i++) {
         out[i] = lr->top_pc[shared - from_top + i];
-    for (int i = from_top; i < max; i++)
+        out_sp[i] = lr->top_sp[shared - from_top + i];
+    }
+    for (int i = from_top; i < max; i++) {
         out[i] = lr->fresh[max - 1 - i].pc;
+        out_sp[i] = lr->fresh[max - 1 - i].sp;
+    }
 }
 
 // Several kept walks may share a key: each is checked.

@@ -4,6 +4,7 @@
 
 #include "core.h"
 #include "maps.h"
+#include "python_frames.h"
 #include "trie.h"
 
 #include <fcntl.h>
@@ -60,7 +61,20 @@ void mt_writer_cmdline_json(char* out, size_t cap) {
 void mt_writer_rows_stacks(mt_capwriter* cw) {
     static mt_frame_row frames[ROW_BATCH];
     static mt_callsite_row sites[ROW_BATCH];
+    static mt_capwriter* python_said; // the capture meta `python` was written to
+    static uint64_t failed_said;
     size_t n;
+    const char* python = mt_pyframes_status();
+    if (python && python_said != cw) {
+        python_said = cw;
+        if (mt_capwriter_meta_text(cw, "python", python))
+            mt_writer_fail_sqlite("cannot write meta");
+    }
+    uint64_t failed = mt_pyframes_failed();
+    if (failed != failed_said) {
+        failed_said = failed;
+        mt_capwriter_meta_int(cw, "python_walks_failed", (int64_t)failed);
+    }
     while ((n = mt_trie_drain_frames(frames, ROW_BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
             mt_frame_rec f = {.id = frames[i].id,
@@ -68,6 +82,8 @@ void mt_writer_rows_stacks(mt_capwriter* cw) {
                               .pc = frames[i].pc,
                               .has_rel_pc = true,
                               .rel_pc = frames[i].rel_pc};
+            // A Python frame comes named: the symbolizer leaves it as it is.
+            mt_pyframes_name(frames[i].pc, &f.function, &f.file, &f.line);
             if (mt_capwriter_frame(cw, &f))
                 mt_writer_fail_sqlite("cannot write frames");
         }

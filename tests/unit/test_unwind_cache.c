@@ -25,10 +25,11 @@
 
 typedef struct walk_check {
     unsigned walks, mismatches, truncated;
+    unsigned with_sps, bad_sps; // walks that gave stack pointers; of those, out of order
 } walk_check;
 
 static uintptr_t self_lo, self_hi;
-static __thread uintptr_t scratch[MT_UNWIND_MAX_FRAMES];
+static __thread uintptr_t scratch[MT_UNWIND_MAX_FRAMES], sp_scratch[MT_UNWIND_MAX_FRAMES];
 static __thread uintptr_t thread_stack_hi; // of the thread walking (read by the handler)
 static volatile sig_atomic_t handler_walks;
 
@@ -72,9 +73,14 @@ static __attribute__((noinline)) void check_walk(void* ctx) {
         }
     }
     mt_stack st;
-    mt_unwind(&st, scratch, DEPTH, thread_stack_hi);
+    mt_unwind(&st, scratch, sp_scratch, DEPTH, thread_stack_hi);
     uintptr_t got[DEPTH], want[DEPTH];
     int n = st.n;
+    // Stack pointers, where known, grow from the leaf to the outermost frame.
+    for (int i = 0; st.sps && i + 1 < n; i++)
+        if (st.sps[i] <= st.sps[i + 1] || st.sps[i] > thread_stack_hi)
+            c->bad_sps++;
+    c->with_sps += st.sps != NULL;
     memcpy(got, st.pcs, (size_t)n * sizeof *got);
     if (!st.hash_later)
         CHECK_EQ_I64(st.hash.h1, mt_stackhash_of(got, n).h1);
@@ -134,6 +140,8 @@ int main(void) {
     CHECK(c.walks > 40000);
     CHECK_EQ_I64(c.mismatches, 0);
     CHECK(c.truncated > 0 && c.truncated < c.walks);
+    CHECK_EQ_I64(c.with_sps, c.walks);
+    CHECK_EQ_I64(c.bad_sps, 0);
     printf("random stacks: %u walks, %u cut by the depth limit, %u mismatches, %d walks in the "
            "signal handler\n",
            c.walks, c.truncated, c.mismatches, (int)handler_walks);

@@ -25,6 +25,8 @@ typedef struct mt_frame_rec {
     bool has_rel_pc;
     uint64_t rel_pc;
     const char* function; // NULL until symbolized
+    const char* file;     // with function: known names (Python frames, imported stacks)
+    int line;             // 0: none
 } mt_frame_rec;
 
 typedef struct mt_callsite_rec {

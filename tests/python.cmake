@@ -1,0 +1,12 @@
+# Python programs traced: Python frames in every stack (tests/python/check_python_frames.py,
+# one test per case; a case whose Python is not installed is skipped with exit 77).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  memtrace_driver_cases(PYTHON_CASES ${CMAKE_CURRENT_SOURCE_DIR}/python/check_python_frames.py)
+  foreach(case ${PYTHON_CASES})
+    add_test(NAME e2e.python_${case} COMMAND ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/python/check_python_frames.py
+      --launcher $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+      --workdir ${CMAKE_CURRENT_BINARY_DIR}/python_${case}.d ${case})
+    set_tests_properties(e2e.python_${case} PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: MIT
+"""Allocations whose Python stacks are known: each scenario allocates a bytearray of a size
+no other allocation has, from a Python function, and writes down the Python stack that
+CPython itself gives at that moment (frame by frame through f_back: qualname, file, and
+f_lineno, which is PyCode_Addr2Line of the frame's instruction). check_python_frames.py
+compares it with the capture's stack of that size.
+
+Usage: scenarios.py OUT.json [SCENARIO...]   (all scenarios when none is named)
+"""
+import asyncio
+import functools
+import json
+import re
+import sys
+import threading
+
+expected = {}
+lock = threading.Lock()
+next_size = [1_000_003]
+
+
+def stack_of(frame):
+    out = []
+    while frame is not None:
+        out.append([frame.f_code.co_qualname, frame.f_code.co_filename, frame.f_lineno])
+        frame = frame.f_back
+    return out
+
+
+def alloc(label):
+    """A bytearray of a new size, its expected stack written down (this frame included)."""
+    with lock:
+        size = next_size[0]
+        next_size[0] += 8
+    frame = sys._getframe()
+    stack = stack_of(frame)
+    # This frame runs the bytearray call two lines down, not this one.
+    stack[0][2] = frame.f_lineno + 2
+    expected[label] = {"bytes": size + 1, "stack": stack}
+    return bytearray(size)
+
+
+# ---- the scenarios
+
+
+def make_big():
+    return bytearray(50_000_000)  # line: make_big
+
+
+class K:
+    def method(self):
+        return alloc("method")
+
+
+def outer():
+    b = make_big()  # line: outer
+    k = K().method()
+    return b, k
+
+
+def s_basic():
+    global kept
+    kept = outer()
+
+
+def s_nested_calls():
+    def level3():
+        return alloc("nested")
+
+    def level2():
+        return level3()
+
+    def level1():
+        return [level2() for _ in range(1)]
+
+    return level1()
+
+
+def s_multiline_call():
+    return functools.reduce(
+        lambda acc, x: acc + [alloc(f"reduce {x}")],
+        range(2),
+        [],
+    )
+
+
+def s_generators():
+    def inner_gen():
+        yield alloc("generator")
+        yield alloc("generator again")
+
+    def outer_gen():
+        yield from inner_gen()
+
+    kept = list(outer_gen())
+    kept.extend(alloc(f"genexpr {i}") for i in range(2))
+    return kept
+
+
+def s_coroutines():
+    async def leaf():
+        await asyncio.sleep(0)
+        return alloc("coroutine")
+
+    async def agen():
+        yield alloc("async generator")
+
+    async def main():
+        a = await leaf()
+        b = [x async for x in agen()]
+        return a, b
+
+    return asyncio.run(main())
+
+
+def s_exceptions():
+    kept = []
+    try:
+        try:
+            raise ValueError("x")
+        except ValueError:
+            kept.append(alloc("except"))
+            raise
+        finally:
+            kept.append(alloc("finally"))
+    except ValueError:
+        pass
+    return kept
+
+
+class WithDel:
+    def __del__(self):
+        kept_del.append(alloc("__del__"))
+
+
+kept_del = []
+
+
+def s_del():
+    o = WithDel()
+    del o
+
+
+def s_callbacks():
+    kept = []
+    sorted([3, 1, 2], key=lambda v: kept.append(alloc(f"sort key {v}")) or v)
+    re.sub("a", lambda m: kept.append(alloc("re.sub")) or "b", "xa")
+    json.loads('{"k": 1}', object_hook=lambda d: kept.append(alloc("object_hook")) or d)
+    return kept
+
+
+def s_threads():
+    kept = []
+
+    def work(i):
+        kept.append(alloc(f"thread {i}"))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return kept
+
+
+def s_gil_released():
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    with lock:
+        size = next_size[0]
+        next_size[0] += 8
+    frame = sys._getframe()
+    stack = stack_of(frame)
+    stack[0][2] = frame.f_lineno + 2
+    expected["ctypes malloc, GIL released"] = {"bytes": size, "stack": stack}
+    p = libc.malloc(size)
+    libc.free(p)
+
+
+SCENARIOS = {name[2:]: fn for name, fn in list(globals().items()) if name.startswith("s_")}
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    for name in sys.argv[2:] or SCENARIOS:
+        SCENARIOS[name]()
+    with open(out, "w") as f:
+        json.dump(expected, f, indent=1)
+    print("scenarios done")
