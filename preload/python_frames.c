@@ -72,8 +72,8 @@ typedef struct py_name {
 } py_name;
 
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
-static py_name* names;          // by id - 1
-static uint32_t* name_slots;    // open addressing: id, 0 empty
+static py_name* names;       // by id - 1
+static uint32_t* name_slots; // open addressing: id, 0 empty
 static char* arena;
 static size_t arena_used;
 static _Atomic uint32_t names_count; // published after the entry is written
@@ -116,8 +116,8 @@ static uint32_t arena_put(const char* s, size_t n) {
 // The id of (function, file, line), 0 when the tables are full.
 static uint32_t name_intern(const char* fn, size_t fn_len, const char* file, size_t file_len,
                             int line) {
-    uint64_t h = hash_bytes(hash_bytes(hash_key[0] ^ (uint64_t)(uint32_t)line, fn, fn_len), file,
-                            file_len);
+    uint64_t h =
+        hash_bytes(hash_bytes(hash_key[0] ^ (uint64_t)(uint32_t)line, fn, fn_len), file, file_len);
     uint32_t id = 0;
     // A signal handler of the program that allocates must not find the lock taken by the
     // thread it interrupted (it would wait forever): blocked while it is held.
@@ -270,9 +270,9 @@ typedef struct code_entry {
 
 typedef struct py_thread {
     code_entry codes[CODE_SLOTS];
-    uintptr_t pc[MAX_PY];                  // Python frames, innermost first
-    int run_end[MAX_PY];                   // run r: frames run_end[r - 1] .. run_end[r] - 1
-    uintptr_t run_anchor[MAX_PY];          // where run r's evaluation loop keeps its state
+    uintptr_t pc[MAX_PY];                    // Python frames, innermost first
+    int run_end[MAX_PY];                     // run r: frames run_end[r - 1] .. run_end[r] - 1
+    uintptr_t run_anchor[MAX_PY];            // where run r's evaluation loop keeps its state
     uintptr_t out[MT_UNWIND_MAX_FRAMES * 2]; // the merged stack
     char fn[NAME_BYTES], file[NAME_BYTES * 4];
 } py_thread;
@@ -281,8 +281,8 @@ static __thread py_thread* tls_py __attribute__((tls_model("initial-exec")));
 
 static py_thread* this_py_thread(void) {
     if (MT_UNLIKELY(!tls_py)) {
-        void* p = mmap(NULL, sizeof(py_thread), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mmap(NULL, sizeof(py_thread), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
         tls_py = p == MAP_FAILED ? NULL : p;
     }
     return tls_py;
@@ -324,14 +324,36 @@ static uintptr_t frame_pc(py_thread* pt, uintptr_t code, uintptr_t instr) {
 
 // ---- the walk
 
+// Walks of threads whose GIL is released, counted in stripes so that threads walking at once
+// do not share a cache line; the free and munmap hooks read them only while the runtime is
+// finalizing.
+#define STRIPES 64
+static struct { _Alignas(64) _Atomic int n; } detached_walks[STRIPES];
+static __thread int walking_detached __attribute__((tls_model("initial-exec")));
+
+static inline uintptr_t finalizing_now(void) {
+    return __atomic_load_n((const uintptr_t*)(runtime + L.runtime_finalizing), __ATOMIC_SEQ_CST);
+}
+
+void mt_pyframes_wait_walks(bool fence) {
+    if (MT_LIKELY(!finalizing_now()) || walking_detached)
+        return; // (a signal handler of a walking thread must not wait for its own walk)
+    if (fence)
+        atomic_thread_fence(memory_order_seq_cst);
+    for (int i = 0; i < STRIPES; i++)
+        while (atomic_load_explicit(&detached_walks[i].n, memory_order_acquire))
+            __builtin_ia32_pause();
+}
+
 // This thread's own thread state: the attached one when it is this thread's (3.11 keeps
 // the GIL holder's there), else the one the GIL state API keeps for it (a C call that
-// released the GIL). 0 before the runtime has an interpreter, and while another thread
-// finalizes the runtime (it frees other threads' states).
-static uintptr_t this_state(void) {
+// released the GIL: *detached). 0 before the runtime has an interpreter, and while another
+// thread finalizes the runtime (it frees other threads' states).
+static uintptr_t this_state(bool* detached) {
     unsigned long me = (unsigned long)pthread_self();
     uintptr_t ts = (uintptr_t)attached_state();
-    if (!ts || rd(ts, L.tstate_thread_id) != me) {
+    *detached = !ts || rd(ts, L.tstate_thread_id) != me;
+    if (*detached) {
         if (!rd(runtime, L.runtime_interpreters_head))
             return 0;
         ts = (uintptr_t)gilstate_state();
@@ -398,14 +420,27 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
 }
 
 void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi) {
-    uintptr_t ts = this_state();
     // A walk through a signal handler may find the interpreter mid-update: nothing then.
-    if (!ts || !st->sps || st->signal_frame || !st->n)
+    if (!st->sps || st->signal_frame || !st->n)
         return;
-    py_thread* pt = this_py_thread();
+    bool detached;
+    uintptr_t ts = this_state(&detached);
+    py_thread* pt = ts ? this_py_thread() : NULL;
     if (!pt)
         return;
-    int nruns = collect(pt, ts, max < MAX_PY ? max : MAX_PY);
+    int nruns;
+    if (detached) {
+        // Counted before the flag is read again: a shutdown that began meanwhile either
+        // sees this walk (and waits for it) or is seen here.
+        _Atomic int* n = &detached_walks[(uintptr_t)pt / sizeof *pt % STRIPES].n;
+        atomic_fetch_add_explicit(n, 1, memory_order_seq_cst);
+        walking_detached = 1;
+        nruns = finalizing_now() ? 0 : collect(pt, ts, max < MAX_PY ? max : MAX_PY);
+        walking_detached = 0;
+        atomic_fetch_sub_explicit(n, 1, memory_order_release);
+    } else {
+        nruns = collect(pt, ts, max < MAX_PY ? max : MAX_PY);
+    }
     if (nruns <= 0) {
         if (nruns < 0)
             atomic_fetch_add_explicit(&walks_failed, 1, memory_order_relaxed);
@@ -606,8 +641,8 @@ void mt_pyframes_init(void) {
     symbol_fn(&gilstate_state, sizeof gilstate_state, "PyGILState_GetThisThreadState");
     if (!runtime || !code_type || !unicode_type || !bytes_type || !attached_state ||
         !gilstate_state) {
-        snprintf(why, sizeof why, "CPython %lu.%lu: some of its symbols are not exported",
-                 v >> 24, v >> 16 & 0xff);
+        snprintf(why, sizeof why, "CPython %lu.%lu: some of its symbols are not exported", v >> 24,
+                 v >> 16 & 0xff);
     } else if (choose_layout(v, why, sizeof why) == 0) {
         uint64_t k[2] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full};
         (void)!getrandom(k, sizeof k, GRND_NONBLOCK);

@@ -6,6 +6,7 @@
 #ifndef MT_PYTHON_FRAMES_H
 #define MT_PYTHON_FRAMES_H
 
+#include "core.h"
 #include "unwind.h"
 
 #include <stdbool.h>
@@ -28,6 +29,16 @@ void mt_pyframes_init(void);
 // call. No allocation from the traced heap; a lock only when a code object is first named.
 void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi);
 void mt_pyframes_thread_exit(void);
+
+// Interpreter shutdown: the finalizing thread frees the thread states and frame memory of
+// the threads still running with the GIL released, whose walks read them. The free and
+// munmap hooks call this first: while the runtime is finalizing, it waits for those walks
+// (new ones see the flag and read nothing). munmap is a system call: it also fences.
+void mt_pyframes_wait_walks(bool fence);
+static inline void mt_pyframes_before_release(bool fence) {
+    if (MT_UNLIKELY(mt_pyframes_on))
+        mt_pyframes_wait_walks(fence);
+}
 
 // Writer side: the names of a Python frame's pc; false for any other pc.
 bool mt_pyframes_name(uintptr_t pc, const char** function, const char** file, int* line);

@@ -10,6 +10,7 @@
 #include "fdguard.h"
 #include "maps.h"
 #include "mmap_track.h"
+#include "python_frames.h"
 #include "sampling.h"
 #include "unwind.h"
 
@@ -86,6 +87,7 @@ MT_EXPORT void free(void* p) {
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return;
     RECORD_FREE(MT_KIND_FREE, MT_CALL_FREE, p, 0);
+    mt_pyframes_before_release(false);
     mt_real.free(p);
 }
 
@@ -221,6 +223,7 @@ MT_EXPORT int munmap(void* addr, size_t len) {
     ensure_real();
     if (MT_UNLIKELY(!mt_real.munmap)) // called while the real functions are being resolved
         return (int)syscall(SYS_munmap, addr, len);
+    mt_pyframes_before_release(true);
     if (MT_LIKELY(!tracing_mappings()))
         return mt_real.munmap(addr, len);
     return mt_munmap_traced(addr, len);

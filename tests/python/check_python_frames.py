@@ -60,6 +60,14 @@ def trace(a, w, argv, name):
     return r, cap
 
 
+def captures_by_pid(d):
+    """The captures of a directory (memtrace -o DIR/), by the pid each says."""
+    out = {}
+    for cap in glob.glob(os.path.join(d, "*.db")):
+        out[int(meta(cap, "pid"))] = cap
+    return out
+
+
 def meta(cap, key):
     with sqlite3.connect(cap) as db:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -94,38 +102,57 @@ def python_stacks_by_size(a, cap, sizes):
     return out
 
 
-def check_scenarios(a, w, python):
-    out = os.path.join(w, "expected.json")
-    r, cap = trace(a, w, [python, SCENARIOS, out], "scenarios")
-    check(r.returncode == 0 and r.stdout == "scenarios done\n",
-          f"the program's output and exit unchanged ({r.returncode}: {r.stdout!r})")
-    if not check(os.path.exists(cap), "a capture"):
-        return
+def check_stacks(a, cap, expected, marks=None):
+    """Each expected allocation (a size no other has) carries exactly its Python stack."""
     status = meta(cap, "python") or ""
     check(status.startswith("CPython 3.") and status.endswith(": Python frames"),
           f"the capture names the Python and its frames ({status!r})")
     check(meta(cap, "python_walks_failed") is None,
           f"no walk failed ({meta(cap, 'python_walks_failed')})")
-    with open(out) as f:
-        expected = json.load(f)
-    marks = {}
-    with open(SCENARIOS) as f:
-        for n, text in enumerate(f, 1):
-            if "# line: " in text:
-                marks[text.split("# line: ")[1].strip()] = n
     sizes = [50_000_001] + [e["bytes"] for e in expected.values()]
     got = python_stacks_by_size(a, cap, sizes)
-    # The peak: make_big's 50 MB, under outer, with the lines marked in the script.
-    big = got.get(50_000_001, [])
-    top = big[0][:2] if len(big) == 1 else big
-    want = [["make_big", SCENARIOS, marks["make_big"]], ["outer", SCENARIOS, marks["outer"]]]
-    check(top == want, f"the 50 MB bytearray: make_big / outer at their lines ({top})")
+    if marks:
+        # The peak: make_big's 50 MB, under outer, with the lines marked in the script.
+        big = got.get(50_000_001, [])
+        top = big[0][:2] if len(big) == 1 else big
+        want = [["make_big", SCENARIOS, marks["make_big"]], ["outer", SCENARIOS, marks["outer"]]]
+        check(top == want, f"the 50 MB bytearray: make_big / outer at their lines ({top})")
     for label, e in sorted(expected.items()):
         found = got.get(e["bytes"], [])
         one = found[0] if len(found) == 1 else found
         check(one == e["stack"], f"{label}: its Python stack, {len(e['stack'])} frames, lines "
               f"as CPython gives them" + ("" if one == e["stack"] else
                                           f"\n    got  {one}\n    want {e['stack']}"))
+
+
+def check_scenarios(a, w, python):
+    out = os.path.join(w, "expected.json")
+    d = os.path.join(w, "caps")
+    r = subprocess.run([a.launcher, "-o", d + "/", "--", python, SCENARIOS, out],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and r.stdout == "scenarios done\n",
+          f"the program's output and exit unchanged ({r.returncode}: {r.stdout!r})")
+    caps = captures_by_pid(d)
+    with open(out) as f:
+        main_run = json.load(f)
+    if not check(main_run["pid"] in caps, "a capture of the program"):
+        return
+    marks = {}
+    with open(SCENARIOS) as f:
+        for n, text in enumerate(f, 1):
+            if "# line: " in text:
+                marks[text.split("# line: ")[1].strip()] = n
+    check_stacks(a, caps.pop(main_run["pid"]), main_run["expected"], marks)
+    with open(out + ".child.json") as f:
+        child = json.load(f)
+    if check(child["pid"] in caps, "a capture of the forked child"):
+        check_stacks(a, caps.pop(child["pid"]), child["expected"])
+    # multiprocessing's workers (fork and spawn): each a complete capture with Python frames.
+    check(len(caps) >= 3, f"multiprocessing's workers have captures ({len(caps)})")
+    for pid, cap in sorted(caps.items()):
+        check(meta(cap, "capture_status") == "complete" and
+              (meta(cap, "python") or "").endswith(": Python frames") and
+              python_mappings(cap) == 1, f"worker {pid}: complete, with Python frames")
 
 
 def make_case(python_id):
@@ -158,6 +185,21 @@ def case_not_python(a, w):
           "nothing about Python in the capture")
 
 
+def make_shutdown_case(python_id):
+    def case(a, w):
+        python = need(python_id)
+        script = os.path.join(HERE, "shutdown.py")
+        for run in range(10):
+            r, cap = trace(a, w, [python, script], f"shutdown{run}")
+            if not check(r.returncode == 0 and r.stdout == "done\n",
+                         f"run {run}: exits as untraced ({r.returncode}: {r.stderr[-300:]!r})"):
+                break
+    case.__doc__ = f"Python {python_id}: shutdown while daemon threads allocate, 10 runs."
+    return case
+
+
+for p in ("debian_3_11", "3_12", "3_13"):
+    CASES[f"shutdown_{p}"] = make_shutdown_case(p)
 CASES["native_only_3_10"] = case_native_only_3_10
 CASES["not_python"] = case_not_python
 

@@ -181,12 +181,60 @@ def s_gil_released():
     libc.free(p)
 
 
+def s_many_threads():
+    """500 short-lived threads, each allocating: no expected stack, nothing may break."""
+    kept = []
+
+    def work(i):
+        kept.append(bytearray(2000 + i))
+
+    for batch in range(10):
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(kept) == 500
+
+
+def s_fork():
+    """A forked child's capture has its own Python stacks (written to OUT.child.json)."""
+    import os
+
+    pid = os.fork()
+    if pid == 0:
+        expected.clear()
+        kept = alloc("fork child")
+        with open(sys.argv[1] + ".child.json", "w") as f:
+            json.dump({"pid": os.getpid(), "expected": expected}, f)
+        os._exit(0 if kept else 1)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+
+
+def child_work(n):
+    return len(bytearray(n))
+
+
+def s_multiprocessing():
+    """Children made by multiprocessing (fork and spawn) are traced with Python frames."""
+    import multiprocessing
+
+    for method in ("fork", "spawn"):
+        pool = multiprocessing.get_context(method).Pool(2)
+        assert pool.map(child_work, [300000, 300008]) == [300000, 300008]
+        pool.close()  # the workers end as they would untraced: no terminate
+        pool.join()
+
+
 SCENARIOS = {name[2:]: fn for name, fn in list(globals().items()) if name.startswith("s_")}
 
 if __name__ == "__main__":
     out = sys.argv[1]
     for name in sys.argv[2:] or SCENARIOS:
         SCENARIOS[name]()
+    import os
+
     with open(out, "w") as f:
-        json.dump(expected, f, indent=1)
+        json.dump({"pid": os.getpid(), "expected": expected}, f, indent=1)
     print("scenarios done")
