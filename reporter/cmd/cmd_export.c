@@ -293,7 +293,7 @@ int mr_cmd_export(int argc, char** argv) {
                           .all_frames = a.all_frames};
     memset(&prof, 0, sizeof prof);
     if (!(rc = mr_query_for(&a.when, path, cap, &q, &in.steps)) &&
-        !(rc = a.format->streams ? 0 : mr_profile_for(path, cap, &q, &prof)))
+        !(rc = a.format->streams ? 0 : mr_program_profile_for(path, cap, sym, &q, &prof)))
         rc = write_export(&a, &in);
     mr_profile_free(&prof);
     mr_symbols_free(sym);

@@ -10,6 +10,7 @@
 #include "output.h"
 #include "procs.h"
 #include "profile.h"
+#include "runtime_held.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
@@ -226,6 +227,8 @@ static int live_graph(fg_run* run) {
     mr_profile p;
     char err[256];
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
+    if (e == 0)
+        e = mr_profile_runtime_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL);
     if (e == 0) {
         run->moment_ts = p.moment_ts;
         e = mr_flame_tree_build(&run->tree, run->sym, &p, run->args.split);

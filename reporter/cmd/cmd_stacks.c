@@ -184,7 +184,7 @@ static int report(const stacks_args* a, const char* path, mt_capture* cap, const
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
     q.progress = "stacks";
     mr_profile p;
-    int e = mr_profile_for(path, cap, &q, &p);
+    int e = mr_program_profile_for(path, cap, sy, &q, &p);
     if (e)
         return e;
     int rc = write_stacks(a, path, sy, &p);

@@ -5,7 +5,6 @@
 #include "options.h"
 #include "procs.h"
 #include "replay.h"
-#include "runtime_held.h"
 #include "summary_report.h"
 #include "u64map.h"
 
@@ -43,21 +42,11 @@ static int count_thread(mr_replay* r, const mt_event* ev, const mr_block* freed,
     return mr_u64map_put(&s->tids, ev->tid, 0); // 0 or -ENOMEM
 }
 
-// Adds which part of the leaked blocks the C runtime holds for itself (runtime_held.h);
-// the stacks are read only when blocks are left. Returns 0 or an exit code.
+// Adds which part of the leaked blocks the C runtime holds for itself. Returns 0 or an
+// exit code.
 static int add_runtime_held(mr_summary* sum, mt_capture* cap, const mr_heapmap* live) {
-    uint64_t bytes = 0, blocks = 0;
-    mr_symbols* sym = NULL;
-    int rc = live->count ? mr_symbols_load(cap, &sym) : MR_EXIT_OK;
-    if (!rc && sym && mr_runtime_held_sum(sym, live, &bytes, &blocks)) {
-        mr_error(mt_capture_path(cap), "out of memory");
-        rc = MR_EXIT_IO;
-    }
-    mr_symbols_free(sym);
     sum->runtime_held = true;
-    sum->held_bytes = bytes;
-    sum->held_blocks = blocks;
-    return rc;
+    return mr_runtime_held_at_end(cap, live, &sum->held_bytes, &sum->held_blocks);
 }
 
 // The mmap heap (MEMTRACE_MMAP=1) run to its end into *m, when the capture has one and the

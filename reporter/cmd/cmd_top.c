@@ -364,7 +364,7 @@ int mr_cmd_top(int argc, char** argv) {
                        .callees = a.callees != NULL};
     if (!(rc = mr_query_for(&a.when, path, cap, &q, &t.steps))) {
         q.progress = "top";
-        if (!(rc = mr_profile_for(path, cap, &q, &p)))
+        if (!(rc = mr_program_profile_for(path, cap, sy, &q, &p)))
             rc = write_top(&t, &a, sy);
     }
     mr_profile_free(&p);

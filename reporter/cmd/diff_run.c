@@ -5,6 +5,7 @@
 
 #include "extent.h"
 #include "options.h"
+#include "runtime_held.h"
 #include "sites.h"
 
 #include "memtrace/schema.h"
@@ -119,6 +120,8 @@ static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progres
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
     q.progress = progress ? "diff" : NULL;
     int e = mr_profile_build(r->cap, &q, &r->prof, r->err, sizeof r->err);
+    if (!e && (e = mr_profile_runtime_apart(&r->prof, r->sy, false, NULL, NULL)))
+        snprintf(r->err, sizeof r->err, "out of memory");
     if (e)
         return mr_exit_code(e);
     if (mr_functions_build(&r->prof, r->sy, all_frames, &r->fns) ||

@@ -5,6 +5,7 @@
 
 #include "messages.h"
 #include "output.h"
+#include "runtime_held.h"
 #include "sampled.h"
 #include "symbols.h"
 
@@ -222,6 +223,30 @@ int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_prof
     if (e)
         mr_error(path, "%s", err);
     return !e ? MR_EXIT_OK : mr_exit_code(e);
+}
+
+int mr_program_profile_for(const char* path, mt_capture* cap, const mr_symbols* sym,
+                           const mr_query* q, mr_profile* p) {
+    int rc = mr_profile_for(path, cap, q, p);
+    if (!rc && mr_profile_runtime_apart(p, sym, q->moment == MR_AT_END, NULL, NULL)) {
+        mr_profile_free(p);
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    return rc;
+}
+
+int mr_runtime_held_at_end(mt_capture* cap, const mr_heapmap* live, uint64_t* bytes,
+                           uint64_t* blocks) {
+    *bytes = *blocks = 0;
+    mr_symbols* sym = NULL;
+    int rc = live->count ? mr_symbols_load(cap, &sym) : MR_EXIT_OK;
+    if (!rc && sym && mr_runtime_held_sum(sym, live, bytes, blocks)) {
+        mr_error(mt_capture_path(cap), "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    mr_symbols_free(sym);
+    return rc;
 }
 
 // Whether value is meant as a time: it starts with a digit, or with "step" and a number.

@@ -9,6 +9,7 @@
 #include "messages.h"
 #include "profile.h"
 #include "report.h"
+#include "symbols.h"
 
 #include "memtrace/capture.h"
 
@@ -118,5 +119,16 @@ int mr_query_for(const mr_when* w, const char* path, mt_capture* cap, mr_query* 
 // mr_profile_build for a command: on failure says why ("memreport: FILE: ...") and returns
 // the exit code (3 out of memory, 2 a bad capture); 0 with *p built.
 int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p);
+
+// mr_profile_for, with the blocks the C runtime holds at the end apart from the leaks
+// (mr_profile_runtime_apart): what every view but `leaks` (which shows them as a group of
+// their own) counts as leaked.
+int mr_program_profile_for(const char* path, mt_capture* cap, const mr_symbols* sym,
+                           const mr_query* q, mr_profile* p);
+
+// Of the blocks `live` at the end of cap's replay, those the C runtime holds (runtime_held.h),
+// their stacks read only when blocks are left. Returns 0, or an exit code after the reason.
+int mr_runtime_held_at_end(mt_capture* cap, const mr_heapmap* live, uint64_t* bytes,
+                           uint64_t* blocks);
 
 #endif

@@ -13,6 +13,7 @@
 #include "procs_views.h"
 #include "profile.h"
 #include "replay.h"
+#include "runtime_held.h"
 #include "symbols.h"
 
 #include <errno.h>
@@ -54,7 +55,8 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v
         const mr_process* p = &s->procs[built];
         mr_query pq = *q;
         pq.heap = mr_capture_default_heap(p->cap);
-        if ((rc = mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
+        if ((rc = p->sym ? mr_program_profile_for(p->path, p->cap, p->sym, &pq, &(*v)[built])
+                         : mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
             break;
         mr_procs_profile_add(sum, &(*v)[built]);
     }
@@ -98,6 +100,8 @@ static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
         mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
         rc = mr_exit_code(e);
     } else {
+        uint64_t held_bytes = 0, held_blocks = 0; // the program's leaks only, as summary's
+        rc = mr_runtime_held_at_end(p->cap, &r.live, &held_bytes, &held_blocks);
         int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
         *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
                                  .events = r.events,
@@ -106,8 +110,8 @@ static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
                                  .bytes_allocated = r.bytes_allocated,
                                  .peak_bytes = r.peak_bytes,
                                  .peak_ts = r.peak_ts,
-                                 .leaked_bytes = r.live_bytes,
-                                 .leaked_allocations = r.live.count,
+                                 .leaked_bytes = r.live_bytes - held_bytes,
+                                 .leaked_allocations = r.live.count - held_blocks,
                                  .duration_ns = duration >= 0 ? duration : r.last_ts};
     }
     mr_replay_free(&r);
@@ -146,6 +150,8 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, mr_flame_t
     mr_profile prof;
     char err[256];
     int e = mr_profile_build(p->cap, &q, &prof, err, sizeof err);
+    if (!e)
+        e = mr_profile_runtime_apart(&prof, sym, q.moment == MR_AT_END, NULL, NULL);
     if (!e) {
         e = mr_flame_tree_build(t, sym, &prof, false);
         snprintf(err, sizeof err, "out of memory");

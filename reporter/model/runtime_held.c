@@ -95,3 +95,37 @@ int mr_runtime_held_sum(const mr_symbols* s, const mr_heapmap* live, uint64_t* b
     free(held);
     return 0;
 }
+
+int mr_profile_runtime_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
+                             uint64_t* blocks) {
+    uint64_t held_bytes = 0, held_blocks = 0;
+    uint32_t ncallsites = mr_symbols_callsite_count(s);
+    unsigned char* held = calloc((size_t)ncallsites + 1, 1); // as in mr_runtime_held_sum
+    if (!held)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->nrows; i++) {
+        mr_profile_row* r = &p->rows[i];
+        if (!r->end_blocks || r->callsite >= ncallsites)
+            continue;
+        if (!held[r->callsite])
+            held[r->callsite] = mr_runtime_held(s, r->callsite) ? 2 : 1;
+        if (held[r->callsite] != 2)
+            continue;
+        held_bytes += r->end_bytes;
+        held_blocks += r->end_blocks;
+        if (at_end) {
+            p->live_bytes -= r->live_bytes;
+            p->live_blocks -= r->live_blocks;
+            r->live_bytes = r->live_blocks = 0;
+        }
+        r->end_bytes = r->end_blocks = 0;
+    }
+    free(held);
+    p->end_bytes -= held_bytes;
+    p->end_blocks -= held_blocks;
+    if (bytes)
+        *bytes = held_bytes;
+    if (blocks)
+        *blocks = held_blocks;
+    return 0;
+}

@@ -92,8 +92,12 @@ static json_t* build_summary(const mr_summary* s) {
     // An imported NPU heap counts time in allocation steps, not nanoseconds.
     json_object_set_new(o, npu ? "peak_step" : "peak_time_ns", json_integer(r->peak_ts));
     json_object_set_new(o, "time_unit", json_string(npu ? "step" : "ns"));
-    json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)r->live_bytes));
-    json_object_set_new(o, "leaked_allocations", json_integer((json_int_t)r->live.count));
+    // The program's leaks: what the C runtime holds for itself is counted apart.
+    uint64_t held_bytes = s->runtime_held ? s->held_bytes : 0,
+             held_blocks = s->runtime_held ? s->held_blocks : 0;
+    json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)(r->live_bytes - held_bytes)));
+    json_object_set_new(o, "leaked_allocations",
+                        json_integer((json_int_t)(r->live.count - held_blocks)));
     if (!npu) // the tracer counts calls per entry point; a log has none
         json_object_set_new(o, "calls", calls_object(cap));
     // Set when the program died of a fatal signal and the tracer saved the capture first.
@@ -203,9 +207,9 @@ static void print_text(FILE* out, json_t* s) {
     // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
     unsigned long long held = INT("runtime_held_bytes"),
                        held_blocks = INT("runtime_held_allocations");
-    unsigned long long own_blocks = INT("leaked_allocations") - held_blocks;
+    unsigned long long own_blocks = INT("leaked_allocations");
     fprintf(out, "leaked:       %s in %llu block%s",
-            mt_format_bytes(INT("leaked_bytes") - held, a, sizeof a), own_blocks,
+            mt_format_bytes(INT("leaked_bytes"), a, sizeof a), own_blocks,
             own_blocks == 1 ? "" : "s");
     if (held_blocks)
         fprintf(out, " (+%s in %llu block%s held by the C runtime)",

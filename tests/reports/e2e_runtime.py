@@ -7,6 +7,7 @@
 # Usage: e2e_runtime.py MEMTRACE_LAUNCHER MEMREPORT PROG WORKDIR
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,14 +52,39 @@ def main():
           "no program leak among the runtime's")
 
     summary, _ = report("summary", cap, "--json")
-    check(summary["leaked_allocations"] == leaks["blocks"] + held["blocks"] and
-          summary["leaked_bytes"] == leaks["bytes"] + held["bytes"],
-          "program + runtime-held = every live block (%d + %d of %d)" %
-          (leaks["blocks"], held["blocks"], summary["leaked_allocations"]))
-    check(summary["runtime_held_bytes"] == held["bytes"], "summary's runtime-held bytes")
+    check((summary["leaked_bytes"], summary["leaked_allocations"]) == (5000, 4),
+          "summary's leaked_bytes are the program's leaks: %d in %d" %
+          (summary["leaked_bytes"], summary["leaked_allocations"]))
+    check((summary["runtime_held_bytes"], summary["runtime_held_allocations"]) ==
+          (held["bytes"], held["blocks"]), "summary's runtime-held bytes are leaks' group")
     text, _ = report("summary", cap)
-    check("in 4 blocks (+" in text and "held by the C runtime)" in text,
+    check("leaked:       4.88 KiB in 4 blocks (+" in text and "held by the C runtime)" in text,
           "summary's leaked line: %r" % [l for l in text.splitlines() if "leaked" in l])
+
+    # One question, one answer: every view's leaked bytes are the same 5000 (issue 26).
+    page = os.path.join(work, "leaks.html")
+    report("flamegraph", "--leaks", "-o", page, cap)
+    html = open(page, encoding="utf-8").read()
+    data = json.loads(re.search(r'id="fg-data">(.*?)</script>', html, re.S).group(1))
+    check(data["total_bytes"] == 5000, "flamegraph --leaks: %d bytes" % data["total_bytes"])
+    stacks, _ = report("stacks", "--json", cap)
+    got = sum(st["leaked_bytes"] for st in stacks["stacks"])
+    check(got == 5000, "stacks: leaked bytes of every stack sum to %d" % got)
+    top, _ = report("top", "--json", "--metric", "leaked", cap)
+    check(top["total"] == 5000, "top --metric leaked: total %r" % top["total"])
+    diff, _ = report("diff", "--json", cap, cap)
+    got = diff["totals"]["leaked_bytes"]["new"]
+    check(got == 5000, "diff: leaked_bytes %d" % got)
+    procs_dir = os.path.join(work, "procs")
+    os.makedirs(procs_dir)
+    shutil.copy(cap, procs_dir)
+    procs, _ = report("summary", "--json", procs_dir)
+    check(procs["total"]["leaked_bytes"] == 5000,
+          "summary of a directory: %d" % procs["total"]["leaked_bytes"])
+    # The README's CI gate counts the program's leaks, not stdout's buffer.
+    gate = [subprocess.run([memreport, "diff", cap, cap, "--fail-if", "leaked_bytes>%d" % n],
+                           capture_output=True).returncode for n in (5000, 4999)]
+    check(gate == [0, 4], "diff --fail-if leaked_bytes>5000 passes, >4999 fails: %r" % gate)
 
     supp = os.path.join(work, "lsan.supp")
     with open(supp, "w") as f:
