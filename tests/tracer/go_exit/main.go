@@ -7,7 +7,7 @@ package main
 
 /*
 #include <stdlib.h>
-static void* kept[2];
+static void* volatile kept[2];
 static void work(void) {
     for (int i = 0; i < 1000; i++) {
         void* volatile p = malloc(1000 + i % 7);
