@@ -5,31 +5,43 @@
 // itself (mt_core_init), after setting MEMTRACE_OUTPUT.
 #include "core.h"
 
-#include <dlfcn.h>
-#include <stdlib.h>
+#include <link.h>
 #include <string.h>
 
 static const char in_this_library;
 
-// Preloaded (LD_PRELOAD under any file name, or /etc/ld.so.preload), this library's malloc
-// is the one the program's calls resolve to. dlopen'ed into a running process by memtrace
-// --pid, it is not: there the library waits for gdb to call memtrace_attach (attach.c).
-// A program linked without PIE that takes malloc's address has a PLT slot of its own as
-// malloc's address (Debian's python3.11): pvalloc, which no program takes the address of,
-// is asked too.
-static bool preloaded(void) {
-    Dl_info self, found;
-    if (!dladdr(&in_this_library, &self)) {
-        const char* preload = getenv("LD_PRELOAD");
-        return preload && strstr(preload, "libmemtrace");
-    }
-    static const char* const names[] = {"malloc", "pvalloc"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        void* f = dlsym(RTLD_DEFAULT, names[i]);
-        if (f && dladdr(f, &found) && found.dli_fbase == self.dli_fbase)
+// Whether addr lies in one of the module's loaded segments.
+static bool holds(const struct dl_phdr_info* m, uintptr_t addr) {
+    for (int i = 0; i < m->dlpi_phnum; i++) {
+        const ElfW(Phdr)* ph = &m->dlpi_phdr[i];
+        uintptr_t lo = m->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && addr >= lo && addr - lo < ph->p_memsz)
             return true;
     }
     return false;
+}
+
+static bool ends_with(const char* s, const char* tail) {
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+// 1: this library comes before libc in the load order; -1: after it.
+static int before_libc(struct dl_phdr_info* m, size_t size, void* unused) {
+    (void)size;
+    (void)unused;
+    if (holds(m, (uintptr_t)&in_this_library))
+        return 1;
+    return m->dlpi_name && ends_with(m->dlpi_name, "/libc.so.6") ? -1 : 0;
+}
+
+// Preloaded (LD_PRELOAD under any file name, or /etc/ld.so.preload), this library is
+// loaded before libc, so the program's heap calls resolve to its hooks; dlopen'ed into a
+// running process by memtrace --pid, it comes after: there the library waits for gdb to call
+// memtrace_attach (attach.c). Read from the loader's list: no lookup that allocates (a
+// dlsym's dlerror state, freed later by the program, would be a block it never saw made).
+static bool preloaded(void) {
+    return dl_iterate_phdr(before_libc, NULL) == 1;
 }
 
 // Whether the start was decided, by the first heap call or by the constructor, whichever
@@ -39,9 +51,7 @@ static _Atomic int decided, started_here;
 static void start_once(void) {
     if (atomic_exchange(&decided, 1))
         return;
-    mt_guard++; // dlsym's own heap calls pass through
     bool yes = preloaded();
-    mt_guard--;
     if (yes) {
         atomic_store(&started_here, 1);
         mt_core_init();
