@@ -153,6 +153,65 @@ static int add_callsite(void* ud, const mt_callsite_rec* c) {
     return 0;
 }
 
+// ---- Python programs
+
+// The interpreter's own call machinery (evaluation loop, call and vectorcall trampolines,
+// the start-up that runs the main module): between and above a Python program's frames it
+// says nothing a Python frame does not, so in a capture with Python frames it is noise,
+// hidden by default like start-up code and shown with --all-frames.
+static bool python_machinery(const char* fn) {
+    static const char* const prefixes[] = {"_PyEval_",
+                                           "PyEval_",
+                                           "_PyFunction_Vectorcall",
+                                           "_PyObject_Vectorcall",
+                                           "PyObject_Vectorcall",
+                                           "_PyObject_Call",
+                                           "PyObject_Call",
+                                           "_PyObject_MakeTpCall",
+                                           "_PyVectorcall_",
+                                           "PyVectorcall_",
+                                           "method_vectorcall",
+                                           "cfunction_call",
+                                           "cfunction_vectorcall",
+                                           "vectorcall_",
+                                           "slot_tp_call",
+                                           "_PyCFunction",
+                                           "Py_RunMain",
+                                           "Py_BytesMain",
+                                           "Py_Main",
+                                           "pymain_",
+                                           "_PyRun_",
+                                           "PyRun_",
+                                           "run_mod",
+                                           "run_eval_code_obj",
+                                           "pyrun_",
+                                           "gen_send_ex",
+                                           "_PyGen_Send",
+                                           NULL};
+    for (const char* const* p = prefixes; *p; p++)
+        if (!strncmp(fn, *p, strlen(*p)))
+            return true;
+    return false;
+}
+
+// A module that is a CPython interpreter: python3.11, libpython3.12.so.1.0, ...
+static bool python_module(const char* module) {
+    return module && (!strncmp(module, "python", 6) || !strncmp(module, "libpython", 9));
+}
+
+static void hide_python_machinery(mr_symbols* s) {
+    bool python = false;
+    for (uint32_t i = 0; i < s->nframes && !python; i++)
+        python =
+            s->frames[i].present && s->frames[i].module && !strcmp(s->frames[i].module, "[python]");
+    for (uint32_t i = 0; python && i < s->nframes; i++) {
+        sym_frame* f = &s->frames[i];
+        if (f->present && python_module(f->module) &&
+            python_machinery(f->locs[f->nlocs - 1].function))
+            f->relevant = false;
+    }
+}
+
 static int load(mt_capture* cap, mr_symbols* s) {
     int64_t fmax, cmax;
     if (mt_capture_stack_ids(cap, &fmax, &cmax) || fmax < 0 || cmax < 0 || fmax >= UINT32_MAX ||
@@ -165,6 +224,8 @@ static int load(mt_capture* cap, mr_symbols* s) {
     if (!s->frames || !s->callsites)
         return -ENOMEM;
     int rc = mt_capture_frames(cap, add_frame, s);
+    if (rc == 0)
+        hide_python_machinery(s);
     return rc ? rc : mt_capture_callsites(cap, add_callsite, s);
 }
 

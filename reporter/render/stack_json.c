@@ -3,6 +3,7 @@
 #include "stack_json.h"
 
 #include <stdio.h>
+#include <string.h>
 
 json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames) {
     uint32_t frames[MR_SITES_MAX_DEPTH];
@@ -36,7 +37,8 @@ char* mr_sites_format_json_frame(json_t* f, char* buf, size_t len) {
     if (file && n >= 0 && (size_t)n < len)
         n += line > 0 ? snprintf(buf + n, len - (size_t)n, " (%s:%lld)", file, (long long)line)
                       : snprintf(buf + n, len - (size_t)n, " (%s)", file);
-    if (module && n >= 0 && (size_t)n < len)
+    // A Python frame reads `function (file.py:line)`: its file says where it is.
+    if (module && strcmp(module, "[python]") && n >= 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, " [%s]", module);
     return buf;
 }

@@ -200,6 +200,55 @@ def make_shutdown_case(python_id):
 
 for p in ("debian_3_11", "3_12", "3_13"):
     CASES[f"shutdown_{p}"] = make_shutdown_case(p)
+def case_reports(a, w):
+    """Reports of a Python program: text stacks read function (file.py:line), the
+    interpreter's call machinery hidden (kept with --all-frames), Python frames green in
+    the flame graph page."""
+    python = need("3_12")
+    script = os.path.join(w, "big.py")
+    with open(script, "w") as f:
+        f.write("def make_big():\n    return bytearray(50_000_000)\n\n\n"
+                "def outer():\n    return make_big()\n\n\nx = outer()\n")
+    r, cap = trace(a, w, [python, script], "big")
+    check(r.returncode == 0, "traced")
+    text = subprocess.run([a.memreport, "stacks", "--top", "1", cap], capture_output=True,
+                          text=True).stdout
+    lines = [ln.strip() for ln in text.splitlines()]
+    i = lines.index(f"make_big ({script}:2)") if f"make_big ({script}:2)" in lines else -1
+    check(i > 0 and lines[i + 1:i + 3] == [f"outer ({script}:6)", f"<module> ({script}:9)"],
+          f"stacks: make_big / outer / <module> as function (file.py:line)\n{text}")
+    check("_PyEval_EvalFrameDefault" not in text, "the evaluation loop hidden by default")
+    everything = subprocess.run([a.memreport, "stacks", "--top", "1", "--all-frames", cap],
+                                capture_output=True, text=True).stdout
+    check("_PyEval_EvalFrameDefault" in everything, "... and shown with --all-frames")
+    sys.path.insert(0, os.path.join(HERE, "..", "reports"))
+    import webdriver
+    if why := webdriver.missing():
+        print("skipped the flame graph page:", why)
+        return
+    page = os.path.join(w, "flame.html")
+    subprocess.run([a.memreport, "flamegraph", cap, "-o", page], check=True)
+    with webdriver.Browser(width=1280, height=800) as b:
+        b.get("file://" + page)
+        check(b.js("return window.__errors") == [], "no script errors")
+        colours = b.js("""var out = {};
+            document.querySelectorAll('#chart .fr').forEach(function (d) {
+              out[d.dataset.name] = getComputedStyle(d).backgroundColor; });
+            return out;""")
+
+        def green(rgb):
+            r_, g_, b_ = (int(v) for v in rgb[rgb.index("(") + 1:-1].split(",")[:3])
+            return g_ > r_ and g_ > b_
+
+        for name in ("make_big", "outer", "<module>"):
+            check(name in colours and green(colours[name]),
+                  f"flame graph: {name} drawn in green ({colours.get(name)})")
+        native = [n for n in colours if n.startswith("PyByteArray")]
+        check(native and not green(colours[native[0]]),
+              f"flame graph: native frames keep warm colours ({native})")
+
+
+CASES["reports"] = case_reports
 CASES["native_only_3_10"] = case_native_only_3_10
 CASES["not_python"] = case_not_python
 
