@@ -612,9 +612,7 @@ static void fork_release(void) {
     pthread_mutex_unlock(&names_lock);
 }
 
-void mt_pyframes_init(void) {
-    if (mt_pyframes_on || status[0])
-        return;
+static void find_python(void) {
     const unsigned long* hexversion = dlsym(RTLD_DEFAULT, "Py_Version");
     runtime = (uintptr_t)dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!hexversion) {
@@ -663,6 +661,17 @@ void mt_pyframes_init(void) {
     }
     snprintf(status, sizeof status, "%s: native stacks only", why);
     say(why);
+}
+
+void mt_pyframes_init(void) {
+    if (mt_pyframes_on || status[0])
+        return;
+    find_python();
+    // A symbol not found (any program but CPython) leaves dlerror's state allocated under
+    // the guard; the program's next dl* call would free it: a free the capture never saw
+    // allocated. Read twice, dlerror frees it here.
+    dlerror();
+    dlerror();
 }
 
 const char* mt_pyframes_status(void) {
