@@ -16,6 +16,7 @@
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
+#include "writer_heap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -125,9 +126,11 @@ static void fork_prepare(void) {
     mt_trie_lock();
     mt_maps_lock();
     mt_unwind_fork_lock();
+    mt_writer_heap_fork_lock(); // last: a leaf, taken with any of the others held
 }
 
 static void fork_parent(void) {
+    mt_writer_heap_fork_unlock();
     mt_unwind_fork_unlock();
     mt_maps_unlock();
     mt_trie_unlock();
@@ -137,6 +140,7 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
+    mt_writer_heap_fork_unlock();
     mt_unwind_fork_unlock();
     mt_maps_unlock();
     mt_trie_unlock();

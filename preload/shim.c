@@ -13,6 +13,7 @@
 #include "python_frames.h"
 #include "sampling.h"
 #include "unwind.h"
+#include "writer_heap.h"
 
 #include "memtrace/schema.h"
 
@@ -53,7 +54,20 @@ static inline void ensure_real(void) {
             mt_core_on_nested(kind, call, p, size, 0, false);                                      \
     } while (0)
 
+// The writer thread's heap calls go to a heap of its own (writer_heap.h), not to a glibc
+// arena of 64 MiB. Its blocks are freed or resized elsewhere only by the tracer, i.e. with
+// the guard set: only then is a block looked up.
+static inline bool in_writer_thread(void) {
+    return MT_UNLIKELY(mt_writer_heap_thread);
+}
+
+static inline bool writer_heap_block(const void* p) {
+    return MT_UNLIKELY(mt_guard) && p && mt_writer_heap_owns(p);
+}
+
 MT_EXPORT void* malloc(size_t size) {
+    if (in_writer_thread())
+        return mt_writer_heap_malloc(size);
     ensure_real();
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return mt_bootstrap_alloc(size);
@@ -63,6 +77,8 @@ MT_EXPORT void* malloc(size_t size) {
 }
 
 MT_EXPORT void* calloc(size_t n, size_t size) {
+    if (in_writer_thread())
+        return mt_writer_heap_calloc(n, size);
     ensure_real();
     if (MT_UNLIKELY(!mt_bootstrap_ready())) {
         size_t total;
@@ -86,6 +102,10 @@ MT_EXPORT void free(void* p) {
     // Still resolving (dlsym's error path frees what the loader allocated): leak it.
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return;
+    if (writer_heap_block(p)) {
+        mt_writer_heap_free(p);
+        return;
+    }
     RECORD_FREE(MT_KIND_FREE, MT_CALL_FREE, p, 0);
     mt_pyframes_before_release(false);
     mt_real.free(p);
@@ -104,6 +124,8 @@ static void* realloc_from_arena(void* old, size_t size) {
 MT_EXPORT void* realloc(void* old, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(old)))
         return realloc_from_arena(old, size);
+    if (writer_heap_block(old) || (!old && in_writer_thread()))
+        return mt_writer_heap_realloc(old, size);
     ensure_real();
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, size);
@@ -129,6 +151,8 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
     }
     if (MT_UNLIKELY(mt_bootstrap_owns(old)))
         return realloc_from_arena(old, total);
+    if (writer_heap_block(old) || (!old && in_writer_thread()))
+        return mt_writer_heap_realloc(old, total);
     ensure_real();
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, total);
@@ -141,6 +165,15 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
 }
 
 MT_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
+    if (in_writer_thread()) {
+        if (align % sizeof(void*) || (align & (align - 1)))
+            return EINVAL;
+        void* p = mt_writer_heap_memalign(align, size);
+        if (!p)
+            return ENOMEM;
+        *out = p;
+        return 0;
+    }
     ensure_real();
     int rc = mt_real.posix_memalign(out, align, size);
     RECORD_ALLOC(MT_KIND_POSIX_MEMALIGN, MT_CALL_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
@@ -148,6 +181,8 @@ MT_EXPORT int posix_memalign(void** out, size_t align, size_t size) {
 }
 
 MT_EXPORT void* aligned_alloc(size_t align, size_t size) {
+    if (in_writer_thread())
+        return mt_writer_heap_memalign(align, size);
     ensure_real();
     void* p = mt_real.aligned_alloc(align, size);
     RECORD_ALLOC(MT_KIND_ALIGNED_ALLOC, MT_CALL_ALIGNED_ALLOC, p, size);
@@ -155,6 +190,8 @@ MT_EXPORT void* aligned_alloc(size_t align, size_t size) {
 }
 
 MT_EXPORT void* memalign(size_t align, size_t size) {
+    if (in_writer_thread())
+        return mt_writer_heap_memalign(align, size);
     ensure_real();
     void* p = mt_real.memalign(align, size);
     RECORD_ALLOC(MT_KIND_MEMALIGN, MT_CALL_MEMALIGN, p, size);
@@ -162,6 +199,8 @@ MT_EXPORT void* memalign(size_t align, size_t size) {
 }
 
 MT_EXPORT void* valloc(size_t size) {
+    if (in_writer_thread())
+        return mt_writer_heap_memalign((size_t)sysconf(_SC_PAGESIZE), size);
     ensure_real();
     void* p = mt_real.valloc(size);
     RECORD_ALLOC(MT_KIND_VALLOC, MT_CALL_VALLOC, p, size);
@@ -169,6 +208,10 @@ MT_EXPORT void* valloc(size_t size) {
 }
 
 MT_EXPORT void* pvalloc(size_t size) {
+    if (in_writer_thread()) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        return mt_writer_heap_memalign(page, (size + page - 1) & ~(page - 1));
+    }
     ensure_real();
     void* p = mt_real.pvalloc(size);
     RECORD_ALLOC(MT_KIND_PVALLOC, MT_CALL_PVALLOC, p, size);
@@ -178,6 +221,8 @@ MT_EXPORT void* pvalloc(size_t size) {
 MT_EXPORT size_t malloc_usable_size(void* p) {
     if (MT_UNLIKELY(mt_bootstrap_owns(p)))
         return mt_bootstrap_size(p);
+    if (writer_heap_block(p))
+        return mt_writer_heap_size(p);
     ensure_real();
     return mt_real.malloc_usable_size(p);
 }
@@ -187,6 +232,10 @@ MT_EXPORT size_t malloc_usable_size(void* p) {
 MT_EXPORT void free_sized(void* p, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(p)))
         return;
+    if (writer_heap_block(p)) {
+        mt_writer_heap_free(p);
+        return;
+    }
     ensure_real();
     RECORD_FREE(MT_KIND_FREE_SIZED, MT_CALL_FREE_SIZED, p, size);
     mt_real.free_sized(p, size);
@@ -195,6 +244,10 @@ MT_EXPORT void free_sized(void* p, size_t size) {
 MT_EXPORT void free_aligned_sized(void* p, size_t align, size_t size) {
     if (MT_UNLIKELY(mt_bootstrap_owns(p)))
         return;
+    if (writer_heap_block(p)) {
+        mt_writer_heap_free(p);
+        return;
+    }
     ensure_real();
     RECORD_FREE(MT_KIND_FREE_ALIGNED_SIZED, MT_CALL_FREE_ALIGNED_SIZED, p, size);
     mt_real.free_aligned_sized(p, align, size);

@@ -17,6 +17,7 @@
 #include "sampling.h"
 #include "trie.h"
 #include "write_signals.h"
+#include "writer_heap.h"
 #include "writer_rows.h"
 
 #include "memtrace/capture.h"
@@ -27,6 +28,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,14 +257,14 @@ static void write_marks(void) {
         pending_mark* next = m->next;
         if (write_mark(m))
             mt_writer_fail_sqlite("cannot write marks");
-        mt_real.free(m);
+        mt_writer_heap_free(m);
         m = next;
     }
 }
 
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
     size_t len = strlen(name);
-    pending_mark* m = mt_real.malloc(sizeof *m + len + 1);
+    pending_mark* m = mt_writer_heap_malloc(sizeof *m + len + 1); // freed by the writer thread
     if (!m)
         return;
     m->next = NULL;
@@ -503,6 +505,7 @@ static bool keeps_writing(unsigned gen) {
 static void* writer_main(void* arg) {
     unsigned gen = (unsigned)(uintptr_t)arg;
     mt_guard = 1;
+    mt_writer_heap_thread = true;
     atomic_store(&writer_tid, gettid());
     pthread_mutex_lock(&sqlite_lock);
     bool ok = still_current(gen) && (opened || open_capture()); // opened: after a pause
@@ -526,8 +529,10 @@ static void* writer_main(void* arg) {
         pthread_mutex_unlock(&sqlite_lock);
         // What glibc would have done in the program's last thread; the capture is finished
         // by the tracer's exit handler, on this thread (mt_writer_stop does not join it).
-        if (keeps_writing(gen) && program_threads_gone())
+        if (keeps_writing(gen) && program_threads_gone()) {
+            mt_writer_heap_thread = false; // the program's exit handlers run here
             exit(0);
+        }
     }
     return NULL;
 }
@@ -596,7 +601,49 @@ static void on_tracer_stack(void (*fn)(void)) {
         fn();
 }
 
+// SQLite's memory, on whichever thread it runs, comes from the writer thread's heap
+// (writer_heap.h): set once, before SQLite's first use.
+static void* sqlite_heap_malloc(int n) {
+    return mt_writer_heap_malloc((size_t)n);
+}
+
+static void sqlite_heap_free(void* p) {
+    mt_writer_heap_free(p);
+}
+
+static void* sqlite_heap_realloc(void* p, int n) {
+    return mt_writer_heap_realloc(p, (size_t)n);
+}
+
+static int sqlite_heap_size(void* p) {
+    return p ? (int)mt_writer_heap_size(p) : 0;
+}
+
+static int sqlite_heap_roundup(int n) {
+    return (int)mt_writer_heap_roundup((size_t)n);
+}
+
+static int sqlite_heap_init(void* ud) {
+    (void)ud;
+    return SQLITE_OK;
+}
+
+static void sqlite_heap_shutdown(void* ud) {
+    (void)ud;
+}
+
+static void sqlite_use_writer_heap(void) {
+    static bool done;
+    static const sqlite3_mem_methods methods = {
+        sqlite_heap_malloc,  sqlite_heap_free, sqlite_heap_realloc,  sqlite_heap_size,
+        sqlite_heap_roundup, sqlite_heap_init, sqlite_heap_shutdown, NULL};
+    if (!done)
+        sqlite3_config(SQLITE_CONFIG_MALLOC, &methods);
+    done = true;
+}
+
 int mt_writer_start(const char* path) {
+    sqlite_use_writer_heap();
     page_size = sysconf(_SC_PAGESIZE);
     if (!scratch)
         scratch = mt_real.malloc(mt_codec_bound(MT_BUFFER_EVENTS));

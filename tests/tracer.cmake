@@ -170,6 +170,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(namespaces)
   # A capture that reaches the file size limit stops; the program is not killed (SIGXFSZ).
   tracer_program_test(file_limit)
+  # Under ulimit -v at the program's untraced need plus 48 MiB: the tracer's writer thread
+  # takes no glibc arena (64 MiB), so the program's own mallocs still succeed.
+  tracer_program_test(address_space)
   # The writer never takes the descriptor number the program's next open() would get.
   tracer_program_test(lowest_fd)
   # A program started with stderr closed: nothing of the tracer's lands in its file there.
