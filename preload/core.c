@@ -159,17 +159,7 @@ static __attribute__((noinline)) mt_thread* thread_create(void) {
     atomic_store(&t->in_hook, 0);
     atomic_store(&t->nested_n, 0);
     atomic_store(&t->alive, 1);
-    t->stack_lo = t->stack_hi = 0;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void* addr;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            t->stack_lo = (uintptr_t)addr;
-            t->stack_hi = (uintptr_t)addr + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
+    t->stack_hi = mt_unwind_stack_top();
     if (reused) {
         atomic_store_explicit(&t->written, 0, memory_order_release); // the writer's cue
     } else {

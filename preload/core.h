@@ -94,7 +94,7 @@ struct mt_thread {
     uintptr_t pcs[1100];          // stack walk scratch (MT_UNWIND_MAX_FRAMES), off the
                                   // program's stack: its threads may have small stacks
     uintptr_t sps[1100];          // the walk's stack pointers (unwind.h)
-    uintptr_t stack_lo, stack_hi; // for frame-pointer validation
+    uintptr_t stack_hi;           // the top of its stack: walks read below it
     _Atomic uint64_t nested_lost; // events beyond the side queue (meta events_lost)
     mt_nested_event nested[MT_NESTED_FIXED];
     _Atomic(mt_nested_event*) nested_spill; // MT_NESTED_SPILL more slots, mapped on demand

@@ -16,15 +16,23 @@
 #include "maps.h"
 #include "unwind_cache.h"
 
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libunwind.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int unwind_mode;
 static __thread int in_libunwind __attribute__((tls_model("initial-exec")));
 static uintptr_t self_lo, self_hi, libunwind_lo, libunwind_hi;
+// The loader's __libc_stack_end: the stack pointer the process started with (looked up, not
+// linked: a reference would make libmemtrace.so need ld-linux-x86-64.so.2 by name).
+static uintptr_t libc_stack_end;
 
 static inline bool is_self(uintptr_t pc) {
     return pc >= self_lo && pc < self_hi;
@@ -148,6 +156,68 @@ void mt_unwind_init(int mode) {
     if (!mt_maps_range_of((uintptr_t)&unw_backtrace, &libunwind_lo, &libunwind_hi))
         libunwind_lo = libunwind_hi = 0;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    void* const* stack_end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
+    libc_stack_end = stack_end ? (uintptr_t)*stack_end : 0;
+}
+
+// The mapping that holds addr, from /proc/self/maps read by raw system calls (no stdio, no
+// allocation, not a cancellation point): false if none, or the file cannot be read.
+static bool mapping_of(uintptr_t addr, uintptr_t* lo_out, uintptr_t* hi_out) {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[512];
+    uintptr_t lo = 0, hi = 0;
+    int field = 0; // 0: the start, 1: the end, 2: the rest of the line
+    bool found = false;
+    while (!found) {
+        long n = syscall(SYS_read, fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (long i = 0; i < n && !found; i++) {
+            char ch = buf[i];
+            if (ch == '\n') {
+                found = addr >= lo && addr < hi;
+                if (!found)
+                    lo = hi = 0, field = 0;
+            } else if (field < 2) {
+                int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                                 : -1;
+                if (d < 0)
+                    field++; // the '-' after the start, the ' ' after the end
+                else if (field == 0)
+                    lo = lo << 4 | (uintptr_t)d;
+                else
+                    hi = hi << 4 | (uintptr_t)d;
+            }
+        }
+    }
+    syscall(SYS_close, fd);
+    *lo_out = lo;
+    *hi_out = hi;
+    return found;
+}
+
+uintptr_t mt_unwind_stack_top(void) {
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t self = (uintptr_t)pthread_self();
+    // glibc puts a new thread's descriptor (and its static TLS) at the top of the stack it
+    // made or was given, where pthread_getattr_np's answer ends: every frame lies below.
+    if (self > sp && gettid() != getpid())
+        return self;
+    // The initial thread's descriptor is not on its stack. pthread_getattr_np reads
+    // /proc/self/maps for it too, and takes the page after __libc_stack_end's as its top.
+    // A thread that forked became the child's initial thread, on its own stack still.
+    uintptr_t lo, hi;
+    if (!mapping_of(sp, &lo, &hi))
+        return 0;
+    uintptr_t start = libc_stack_end, page = (uintptr_t)getpagesize();
+    if (start && start >= lo && start < hi)
+        return (start & ~(page - 1)) + page;
+    return self > sp && self < hi ? self : hi;
 }
 
 bool mt_unwind_is_libunwind(uintptr_t caller) {

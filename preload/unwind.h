@@ -22,6 +22,11 @@ void mt_unwind_thread_exit(void);
 // fork: the rule table's lock must not be held by another thread when the child starts.
 void mt_unwind_fork_lock(void);
 void mt_unwind_fork_unlock(void);
+// The top of the calling thread's stack (the walks' `stack_hi`: a frame lies below it), 0 if
+// not known. Takes no lock: a thread's first hook may run inside pthread_getattr_np, which
+// holds the thread's own lock while it calls fopen and realloc (Rust's runtime calls it at
+// the start of main and of every thread), so pthread_getattr_np cannot be called here.
+uintptr_t mt_unwind_stack_top(void);
 // The most frames a walk looks at (MEMTRACE_DEPTH is at most 1024, plus the tracer's own).
 #define MT_UNWIND_MAX_FRAMES 1100
 

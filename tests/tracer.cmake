@@ -199,6 +199,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:early_cxx> ${CMAKE_CURRENT_BINARY_DIR}/early.d)
   set_tests_properties(e2e.early_and_late_calls PROPERTIES LABELS e2e TIMEOUT 120
                        SKIP_RETURN_CODE 77)
+  # A thread's first heap call inside pthread_getattr_np (as in every Rust program) does not
+  # hang the program: the tracer finds the thread's stack without taking the thread's lock.
+  tracer_program_test(getattr_first_call)
+  target_compile_options(getattr_first_call PRIVATE -fno-omit-frame-pointer) # for MEMTRACE_UNWIND=fp
   # A small stack limit (ulimit -s 32 KiB): the tracer's start and end do not overflow the
   # program's main thread (file_limit.c is the program).
   add_test(NAME e2e.stack_limit COMMAND ${Python3_EXECUTABLE}

@@ -25,6 +25,7 @@ RUNS = {
     "small_stack": [([], {}, 0)],
     "thread_churn": [([], {}, 0)],
     "vfork_first_call": [([], {}, 0)],
+    "getattr_first_call": [([], {}, 0)],
     "e2e_threads": [([], {}, 0), ([], {"E2E_BASELINE": "1"}, 0)],
     "e2e_exits": [(["thread_exit"], {}, 5), (["thread_exit"], {"E2E_BASELINE": "1"}, 5)],
     "top_prog": [([], {}, 0)],

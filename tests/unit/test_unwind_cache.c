@@ -3,7 +3,9 @@
 // previous walk, the recent walks kept per thread) against libunwind's own walk: on every one
 // of many random stacks (repeated, interleaved, some too deep to keep) the cached walk must
 // give exactly libunwind's frames, also while a signal handler takes frame-pointer walks in
-// the middle of them.
+// the middle of them. The walks' bound (mt_unwind_stack_top, found without
+// pthread_getattr_np) against pthread_getattr_np's on the initial thread, new threads and a
+// forked thread.
 #define UNW_LOCAL_ONLY
 #include "bootstrap.h"
 #include "config.h"
@@ -20,6 +22,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define DEPTH 64 // MEMTRACE_DEPTH's default
 
@@ -62,16 +66,8 @@ static int reference_walk(uintptr_t* out, int max) {
 
 static __attribute__((noinline)) void check_walk(void* ctx) {
     walk_check* c = ctx;
-    if (!thread_stack_hi) {
-        pthread_attr_t attr;
-        void* addr;
-        size_t size;
-        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-            if (pthread_attr_getstack(&attr, &addr, &size) == 0)
-                thread_stack_hi = (uintptr_t)addr + size;
-            pthread_attr_destroy(&attr);
-        }
-    }
+    if (!thread_stack_hi)
+        thread_stack_hi = mt_unwind_stack_top(); // as a thread's first hook takes it
     mt_stack st;
     mt_unwind(&st, scratch, sp_scratch, DEPTH, thread_stack_hi);
     uintptr_t got[DEPTH], want[DEPTH];
@@ -102,6 +98,56 @@ static void on_alarm(int sig) {
         handler_walks++;
 }
 
+// pthread_getattr_np's top of the calling thread's stack.
+static uintptr_t getattr_top(void) {
+    pthread_attr_t attr;
+    void* addr;
+    size_t size;
+    uintptr_t top = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+            top = (uintptr_t)addr + size;
+        pthread_attr_destroy(&attr);
+    }
+    return top;
+}
+
+// The walks' bound without pthread_getattr_np (mt_unwind_stack_top) against its answer: the
+// same on the initial thread; on a new one (its stack made by glibc or given to it) the
+// thread's descriptor, which glibc puts at the top of the stack, under it: every frame of
+// the thread lies below the descriptor.
+static void* stack_tops(void* arg) {
+    uintptr_t* tops = arg;
+    tops[0] = mt_unwind_stack_top();
+    tops[1] = getattr_top();
+    tops[2] = (uintptr_t)__builtin_frame_address(0);
+    return NULL;
+}
+
+// A thread that forks is the child's initial thread, on its stack still: the same holds.
+static void* forked_stack_top(void* arg) {
+    (void)arg;
+    pid_t child = fork();
+    if (child == 0) {
+        uintptr_t top = getattr_top(), got = mt_unwind_stack_top();
+        _exit(got < top && top - got < 16384 && got > (uintptr_t)__builtin_frame_address(0));
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return (void*)(uintptr_t)(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+}
+
+static void check_stack_top(const pthread_attr_t* attr, const char* what) {
+    uintptr_t tops[3] = {0, 0, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, attr, stack_tops, tops) == 0);
+    pthread_join(t, NULL);
+    printf("%s: stack top %#lx, descriptor %#lx\n", what, (unsigned long)tops[1],
+           (unsigned long)tops[0]);
+    CHECK(tops[0] < tops[1] && tops[1] - tops[0] < 16384);
+    CHECK(tops[0] > tops[2]); // a frame of the thread's lies below it
+}
+
 // Runs `iterations` random stacks of `paths` on a thread that starts in the library (so its
 // stacks hold no frame of this executable but the check's own), each checked against
 // libunwind, with SIGALRM interrupting it every 100 us.
@@ -130,6 +176,23 @@ int main(void) {
     mt_maps_init();
     mt_unwind_init(MT_UNWIND_AUTO);
     mt_maps_self_range(&self_lo, &self_hi);
+    uintptr_t main_top = getattr_top();
+    printf("initial thread: stack top %#lx\n", (unsigned long)main_top);
+    CHECK(main_top != 0);
+    CHECK_EQ_I64(mt_unwind_stack_top(), main_top);
+    check_stack_top(NULL, "new thread");
+    static char given[1 << 20] __attribute__((aligned(4096)));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, given, sizeof given);
+    check_stack_top(&attr, "new thread on a stack of its own");
+    pthread_attr_destroy(&attr);
+    pthread_t t;
+    void* forked_ok = NULL;
+    CHECK(pthread_create(&t, NULL, forked_stack_top, NULL) == 0);
+    pthread_join(t, &forked_ok);
+    CHECK(forked_ok != NULL);
+
     struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = SA_RESTART};
     sigaction(SIGALRM, &sa, NULL);
 
