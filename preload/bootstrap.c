@@ -75,6 +75,8 @@ void mt_bootstrap_resolve(void) {
     RESOLVE(dlclose, "dlclose", 1);
     RESOLVE(exit_, "_exit", 1);
     RESOLVE(sigprocmask, "sigprocmask", 1);
+    RESOLVE(sigaction, "sigaction", 1);
+    RESOLVE(signal, "signal", 1);
     RESOLVE(pipe2, "pipe2", 1);
     RESOLVE(execve, "execve", 1);
     RESOLVE(execvpe, "execvpe", 1);

@@ -26,6 +26,8 @@ typedef struct mt_real_fns {
     int (*dlclose)(void*);
     void (*exit_)(int) __attribute__((noreturn));
     int (*sigprocmask)(int, const sigset_t*, sigset_t*);
+    int (*sigaction)(int, const struct sigaction*, struct sigaction*);
+    void (*(*signal)(int, void (*)(int)))(int);
     int (*pipe2)(int[2], int);
     int (*execve)(const char*, char* const[], char* const[]);
     int (*execvpe)(const char*, char* const[], char* const[]);

@@ -203,6 +203,9 @@ void mt_core_after_fork_child(void);
 // exec: finish the capture before the image is replaced; start a new one if it was not.
 void mt_core_before_exec(void);
 void mt_core_after_failed_exec(void);
+// Whether `handler` is the tracer's own for fatal signals (installed where the program left
+// the default action, so the program must see the default action there).
+bool mt_core_is_fatal_handler(void (*handler)(int));
 
 // For the writer: the registry of threads.
 mt_thread* mt_core_threads(void);

@@ -243,8 +243,13 @@ static void on_fatal_signal(int sig) {
     raise(sig);
 }
 
+bool mt_core_is_fatal_handler(void (*handler)(int)) {
+    return handler == on_fatal_signal;
+}
+
 // Only where the program left the default action: a program's own handler is never
-// replaced, and one installed later simply replaces ours.
+// replaced, and one installed later simply replaces ours. The program sees the default
+// action there still (the sigaction and signal hooks).
 static void install_fatal_handlers(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -83,10 +83,11 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
   set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
 
-  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask, pipe2, the exec family,
+  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask,
+  # sigaction, signal, pipe2, the exec family,
   # unshare/setns, the set*id family and memtrace_* only.
   add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid|setgroups|memtrace_[a-z_]+' | (! grep .)")
+    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|sigaction|signal|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid|setgroups|memtrace_[a-z_]+' | (! grep .)")
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 
@@ -199,6 +200,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:early_cxx> ${CMAKE_CURRENT_BINARY_DIR}/early.d)
   set_tests_properties(e2e.early_and_late_calls PROPERTIES LABELS e2e TIMEOUT 120
                        SKIP_RETURN_CODE 77)
+  # The tracer's fatal-signal handlers do not show, and fit a program's small alternate stack.
+  tracer_program_test(fatal_handlers)
   # A thread's first heap call inside pthread_getattr_np (as in every Rust program) does not
   # hang the program: the tracer finds the thread's stack without taking the thread's lock.
   tracer_program_test(getattr_first_call)
