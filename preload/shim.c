@@ -8,6 +8,7 @@
 #include "config.h"
 #include "core.h"
 #include "fdguard.h"
+#include "inject.h"
 #include "maps.h"
 #include "mmap_track.h"
 #include "python_frames.h"
@@ -314,6 +315,21 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
     if (MT_UNLIKELY(tracer_must_not_load(file)))
         return NULL;
     void* h = mt_real.dlopen(file, mode);
+    if (h && (mode & RTLD_DEEPBIND)) {
+        // Its heap calls would bind to libc's functions and go unseen (a library making 3000
+        // mallocs was recorded with none of them): its slots are pointed at our hooks. The
+        // guard keeps the loader's allocations meanwhile out of the capture. A lookup that
+        // failed (a name the module's scope lacks) left an error, which the program's next
+        // dl call would free (an unmatched free) and its dlerror() report: the first
+        // dlerror() takes it, the second frees it, as the program's successful dlopen left.
+        int saved_guard = mt_guard, saved_errno = errno;
+        mt_guard = 1;
+        mt_inject_patch_deepbind(h);
+        dlerror();
+        dlerror();
+        mt_guard = saved_guard;
+        errno = saved_errno;
+    }
     if (h && atomic_load(&mt_state) == MT_STATE_RECORDING)
         mt_maps_refresh(false);
     return h;

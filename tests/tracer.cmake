@@ -202,6 +202,25 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
                        SKIP_RETURN_CODE 77)
   # The tracer's fatal-signal handlers do not show, and fit a program's small alternate stack.
   tracer_program_test(fatal_handlers)
+  # Libraries dlopen'ed with RTLD_DEEPBIND: their heap calls reach the hooks; one with an
+  # allocator of its own keeps it.
+  add_library(deepbind_dep SHARED tracer/deepbind_dep.c)
+  add_library(deepbind_lib SHARED tracer/deepbind_lib.c)
+  target_link_libraries(deepbind_lib PRIVATE deepbind_dep)
+  add_library(deepbind_own SHARED tracer/deepbind_own.c)
+  foreach(lib deepbind_dep deepbind_lib deepbind_own)
+    target_compile_options(${lib} PRIVATE -O1)
+    target_link_libraries(${lib} PRIVATE memtrace_warnings)
+    set_target_properties(${lib} PROPERTIES C_VISIBILITY_PRESET default)
+  endforeach()
+  add_executable(deepbind tracer/deepbind.c)
+  target_compile_definitions(deepbind PRIVATE _GNU_SOURCE)
+  target_link_libraries(deepbind PRIVATE memtrace_warnings ${CMAKE_DL_LIBS})
+  add_test(NAME e2e.deepbind COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_deepbind.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:deepbind>
+    $<TARGET_FILE:deepbind_lib> $<TARGET_FILE:deepbind_own> ${CMAKE_CURRENT_BINARY_DIR}/deepbind.d)
+  set_tests_properties(e2e.deepbind PROPERTIES LABELS e2e TIMEOUT 120)
   # A thread's first heap call inside pthread_getattr_np (as in every Rust program) does not
   # hang the program: the tracer finds the thread's stack without taking the thread's lock.
   tracer_program_test(getattr_first_call)
