@@ -75,8 +75,14 @@ typedef struct pending_mark {
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_mark *marks_head, *marks_tail;
 
+// Threads waiting in mt_writer_fork_lock. The writer lets them in between two pieces of its
+// work (let_forks_in): a fork waits for one chunk or one commit, never for a whole drain.
+static _Atomic int forks_waiting;
+
 void mt_writer_fork_lock(void) {
+    atomic_fetch_add(&forks_waiting, 1);
     pthread_mutex_lock(&sqlite_lock);
+    atomic_fetch_sub(&forks_waiting, 1);
     pthread_mutex_lock(&mark_lock);
 }
 
@@ -191,10 +197,27 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     events_written += n;
 }
 
+// Called by the writer thread with sqlite_lock held, between two SQLite calls: a thread that
+// forks waits for the lock (mt_writer_fork_lock), and SQLite's own mutexes are all free here.
+// An unlock alone would not do: this thread would take the lock again before the waiter woke.
+static void let_forks_in(void) {
+    if (!atomic_load(&forks_waiting))
+        return;
+    pthread_mutex_unlock(&sqlite_lock);
+    struct timespec pause = {0, 20000};
+    while (atomic_load(&forks_waiting))
+        nanosleep(&pause, NULL);
+    pthread_mutex_lock(&sqlite_lock);
+}
+
 static void commit_all(int64_t now);
 static uint64_t events_committed; // events_written at the last commit
 
-static void drain_full(void) {
+// Drains full buffers until the queue is empty or the time `until` (mt_core_now's) has come.
+// Threads allocating without pause refill the queue as fast as it empties: a drain that
+// waited for it to be empty never got to its commit (nothing committed in 8 s of two such
+// threads, and a fork waited behind it for sqlite_lock).
+static void drain_full(int64_t until) {
     mt_buffer* b;
     while ((b = mt_core_take_full())) {
         write_events(b, b->taken, atomic_load_explicit(&b->committed, memory_order_acquire));
@@ -203,6 +226,9 @@ static void drain_full(void) {
         // backlog commits every 64K events, so the capture passes the limit by that at most.
         if (mt_cfg.max_mb && events_written - events_committed >= 65536)
             commit_all(mt_core_now());
+        if (mt_core_now() >= until)
+            return;
+        let_forks_in();
     }
 }
 
@@ -219,6 +245,7 @@ static void steal_partials(void) {
             uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
             write_events(b, b->taken, n);
             b->taken = n;
+            let_forks_in();
         }
         if (gone) {
             if (b) {
@@ -396,10 +423,16 @@ static void tick(bool final) {
         return;
     mt_clock_calibrate();
     int64_t now = mt_core_now();
+    int64_t period = (int64_t)mt_cfg.commit_ms * 1000000;
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
         sample_memory(now);
-    drain_full();
-    if (final || now - last_commit >= (int64_t)mt_cfg.commit_ms * 1000000)
+    // A commit every period, with at least a quarter of it for the drain: commits that
+    // outlast the period (a checkpoint, the thread descheduled) must not leave one buffer
+    // drained per commit.
+    int64_t until = last_commit + period;
+    drain_full(final ? INT64_MAX : until > now + period / 4 ? until : now + period / 4);
+    now = mt_core_now();
+    if (final || now - last_commit >= period)
         commit_all(now);
 }
 
@@ -818,6 +851,7 @@ void mt_writer_forget(void) {
     writer_running = false;
     writer_joinable = false;
     atomic_store(&pause_requested, 0);
+    atomic_store(&forks_waiting, 0); // other threads that were forking are not here
     cw = NULL;
     marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
     const char* base = strrchr(capture_path, '/');

@@ -109,6 +109,21 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.fork_storm PROPERTIES LABELS e2e TIMEOUT 180)
 endif()
 
+# Threads allocating without pause on one CPU: the writer still commits every period, and
+# forks never wait for its queue to empty.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(busy_threads tracer/busy_threads.c)
+  target_link_libraries(busy_threads PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(busy_threads PRIVATE _GNU_SOURCE)
+  foreach(mode kill fork)
+    add_test(NAME e2e.busy_${mode} COMMAND ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_busy_threads.py ${mode}
+      $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:busy_threads>
+      ${CMAKE_CURRENT_BINARY_DIR}/busy_${mode}.d)
+    set_tests_properties(e2e.busy_${mode} PROPERTIES LABELS e2e TIMEOUT 180)
+  endforeach()
+endif()
+
 # Hooks must fit in a thread's small stack, in every unwinding mode.
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(small_stack tracer/small_stack.c)

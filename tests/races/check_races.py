@@ -22,6 +22,7 @@ TIMEOUT = 240
 RUNS = {
     "many_threads": [([], {}, 0)],
     "fork_storm": [([], {}, 0)],
+    "busy_threads": [(["2", "20"], {}, 0)],
     "small_stack": [([], {}, 0)],
     "thread_churn": [([], {}, 0)],
     "vfork_first_call": [([], {}, 0)],
