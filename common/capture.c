@@ -9,6 +9,7 @@
 #include "capture_db.h"
 
 #include "memtrace/codec.h"
+#include "memtrace/input.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -73,20 +74,27 @@ static bool has_wal(const char* path) {
 // Checks the SQLite header before SQLite sees the file: an empty or foreign file would
 // otherwise be opened as a fresh, empty database.
 static int check_header(const char* path, bool wal, char* err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open: %s", strerror(e));
-        return -e;
+    int fd = mt_input_open(path, err, errlen);
+    if (fd == -EISDIR)
+        snprintf(err, errlen, "is a directory, not a capture");
+    if (fd < 0)
+        return fd;
+    // SQLite reads a -wal or -journal beside the file too: a FIFO there would block it.
+    static const char* const sibling[] = {"-wal", "-journal"};
+    for (size_t i = 0; i < sizeof sibling / sizeof *sibling; i++) {
+        char name[4096];
+        if ((size_t)snprintf(name, sizeof name, "%s%s", path, sibling[i]) < sizeof name &&
+            mt_input_special(name)) {
+            close(fd);
+            snprintf(err, errlen, "its %s file is not a regular file", sibling[i]);
+            return -ENODEV;
+        }
     }
     struct stat st;
     unsigned char hdr[100];
     ssize_t got = 0;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-        close(fd);
-        snprintf(err, errlen, "is a directory, not a capture");
-        return -EISDIR;
-    }
+    if (fstat(fd, &st) != 0)
+        st.st_size = 0;
     got = read(fd, hdr, sizeof hdr);
     close(fd);
     if (got < (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0) {
@@ -298,7 +306,8 @@ static void distrust_schema(sqlite3* db) {
 
 static bool header_in_wal_mode(const char* path) {
     unsigned char hdr[20];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char err[128];
+    int fd = mt_input_open(path, err, sizeof err);
     bool wal = fd >= 0 && read(fd, hdr, sizeof hdr) == (ssize_t)sizeof hdr && hdr[18] == 2;
     if (fd >= 0)
         close(fd);
@@ -382,7 +391,8 @@ static void live_stamp(const char* path, char* out, size_t outlen) {
     char wal[4096];
     stat(path, &st);
     if ((size_t)snprintf(wal, sizeof wal, "%s-wal", path) < sizeof wal) {
-        int fd = open(wal, O_RDONLY | O_CLOEXEC);
+        char err[128];
+        int fd = mt_input_open(wal, err, sizeof err);
         if (fd >= 0) {
             if (read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
                 memset(hdr, 0, sizeof hdr);

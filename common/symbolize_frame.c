@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "symbolize_frame.h"
 
+#include "memtrace/input.h"
 #include "memtrace/vec.h"
 
 #include <dlfcn.h>
@@ -249,14 +250,24 @@ static void module_open(module* m) {
         return;
     pthread_once(&debuginfo_path_once, read_debuginfo_path);
     pthread_once(&dwfl_callbacks_once, fill_dwfl_callbacks);
-    m->dwfl = dwfl_begin(&dwfl_callbacks);
-    if (!m->dwfl)
+    // The path comes from the capture: opened here, a FIFO or device there is never read.
+    char err[128];
+    int fd = mt_input_open(m->path, err, sizeof err);
+    if (fd < 0)
         return;
+    m->dwfl = dwfl_begin(&dwfl_callbacks);
+    if (!m->dwfl) {
+        close(fd);
+        return;
+    }
     dwfl_report_begin(m->dwfl);
     // Bias 0: the module's addresses are the ELF's own virtual addresses, i.e. rel_pc, for
     // PIE/shared objects and fixed-address executables alike. One Dwfl per module also
     // keeps libraries that were loaded at the same address at different times apart.
-    m->mod = dwfl_report_elf(m->dwfl, m->base, m->path, -1, 0, false);
+    // On success libdwfl owns fd.
+    m->mod = dwfl_report_elf(m->dwfl, m->base, m->path, fd, 0, false);
+    if (!m->mod)
+        close(fd);
     dwfl_report_end(m->dwfl, NULL, NULL);
     if (m->mod && m->build_id && m->build_id[0] && !build_id_matches(m->mod, m->build_id))
         m->mod = NULL; // replaced binary: its names would be wrong, keep module+offset

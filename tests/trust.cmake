@@ -1,7 +1,8 @@
 # The trust audit (tests/trust/check_audit.py, one test per case, each a case_ function):
 # names from a crafted capture never reach a terminal raw (messages, any format on stdout or
-# through -o /dev/tty),
-# memreport sql writes no file, --pid/--detach leave the process's descriptors, signals and
+# through -o /dev/tty), memreport sql only reads (no file written, no function outside
+# SQLite's core, --timeout and --max-memory), a FIFO where memreport reads a file never
+# blocks it, --pid/--detach leave the process's descriptors, signals and
 # stderr as they were (not in sanitizer builds, as attach.cmake), MEMTRACE_MMAP=1 exact and
 # harmless with forks (trust/mmap_fork.c) and refused calls (trust/mmap_fail.c),
 # MEMTRACE_SIGNAL never taking a fault signal (tracer/crash.c).

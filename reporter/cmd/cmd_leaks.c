@@ -12,6 +12,7 @@
 #include "runtime_held.h"
 #include "sites.h"
 
+#include "memtrace/input.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -20,6 +21,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char leaks_help[] =
     "usage: memreport leaks CAPTURE [--json] [--top N] [--suppressions FILE] [-o FILE] [-f]\n"
@@ -121,10 +123,17 @@ static int add_suppression(suppressions* p, const char* path, unsigned line, con
 // Reads a suppressions file: one pattern a line (see leaks_help), blank lines and '#'
 // comments ignored, surrounding white space trimmed. Returns 0 or an exit code.
 static int load_suppressions(const char* path, suppressions* p) {
-    FILE* fp = fopen(path, "r");
+    char err[256];
+    int fd = mt_input_open(path, err, sizeof err);
+    FILE* fp = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!fp) {
-        mr_error(path, "cannot open suppressions: %s", strerror(errno));
-        return MR_EXIT_IO;
+        if (fd >= 0)
+            close(fd);
+        mr_error(path, "cannot open suppressions: %s",
+                 fd >= 0         ? "out of memory"
+                 : fd == -ENODEV ? "not a regular file"
+                                 : strerror(-fd));
+        return fd == -ENODEV || fd == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
     }
     char* line = NULL;
     size_t cap = 0;

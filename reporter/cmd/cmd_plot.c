@@ -9,6 +9,7 @@
 #include "plot_procs.h"
 #include "procs.h"
 
+#include "memtrace/input.h"
 #include "memtrace/schema.h"
 
 #include <errno.h>
@@ -40,10 +41,12 @@ static const char plot_help[] =
     "                     (MEMTRACE_MMAP=1)\n"
     "  -f, --force        overwrite existing outputs\n";
 
-static bool is_sqlite(const char* path, int* err) {
+// Whether path is an SQLite file (a capture), else an NPU log; *err a negative errno with
+// the message in msg when it cannot be read.
+static bool is_sqlite(const char* path, int* err, char* msg, size_t msglen) {
     char hdr[16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    *err = fd < 0 ? errno : 0;
+    int fd = mt_input_open(path, msg, msglen);
+    *err = fd < 0 ? fd : 0;
     if (fd < 0)
         return false;
     ssize_t n = read(fd, hdr, sizeof hdr);
@@ -96,13 +99,14 @@ static int plot_one(mr_plot_args* a) {
     if (!a->output)
         a->output = def;
     int err;
-    bool capture = is_sqlite(a->input, &err);
+    char msg[256];
+    bool capture = is_sqlite(a->input, &err, msg, sizeof msg);
     if (!a->output) {
         mr_error(a->input, "out of memory");
         rc = MR_EXIT_IO;
     } else if (err) {
-        mr_error(a->input, "cannot open: %s", strerror(err));
-        rc = MR_EXIT_IO;
+        mr_error(a->input, "%s", msg);
+        rc = mr_exit_code(err);
     } else if (strcmp(a->output, a->input) == 0 || (a->data && strcmp(a->data, a->input) == 0)) {
         mr_error(a->output, "refusing to overwrite the input");
         rc = MR_EXIT_USAGE;

@@ -144,6 +144,6 @@ int mr_npu_write_capture(const char* path, const mr_npu_log* log, const char* so
 }
 
 int mr_npu_exit_code(int rc) {
-    // A directory given as the log is bad input, not an I/O failure.
-    return rc == -EPROTO || rc == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
+    // A directory (or a FIFO, a device) given as the log is bad input, not an I/O failure.
+    return rc == -EPROTO || rc == -EISDIR || rc == -ENODEV ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
 }

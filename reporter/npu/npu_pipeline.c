@@ -6,6 +6,7 @@
 #include "output.h"
 #include "siphash.h"
 
+#include "memtrace/input.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
@@ -337,12 +338,9 @@ int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char
 
 int mr_npu_parse_file(const char* path, bool events, mr_npu_log* out, char* err, size_t errlen) {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open: %s", strerror(e));
-        return -e;
-    }
+    int fd = mt_input_open(path, err, errlen);
+    if (fd < 0)
+        return fd;
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     int rc = mr_npu_parse_fd(fd, path, events, out, err, errlen);
     close(fd);

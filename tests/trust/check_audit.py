@@ -27,7 +27,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import (bail, check, children, failures, kill_children, public_copies,  # noqa: E402
+from checks import (bail, check, children, clean_env, failures, kill_children, public_copies,  # noqa: E402
                     wait_readable)
 
 # An OSC 52 clipboard write, a colour change and a C1 CSI: what a crafted name could send
@@ -179,6 +179,63 @@ def case_output_device(a, w):
     p = subprocess.run([a.memreport, "summary", cap, "-o", "/dev/null"], capture_output=True,
                        text=True, timeout=TIMEOUT)
     check(p.returncode == 0, f"-o /dev/null still works ({p.returncode}: {p.stderr.strip()})")
+
+
+def refuses_fifo(a, args, what, env=None):
+    """memreport args ends at once (a hang fails the test: the driver's timeout), refusing
+    the FIFO with `memreport: FILE: not a regular file` (common/input.c)."""
+    try:
+        p = subprocess.run([a.memreport] + args, capture_output=True, text=True, env=env,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: memreport {' '.join(args)} still waiting after 60 s")
+        return None
+    check(p.returncode == 2 and "not a regular file" in p.stderr and
+          p.stderr.count("\n") == 1, f"{what}: refused, exit 2, one line "
+          f"({p.returncode}: {p.stderr.strip()})")
+    return p
+
+
+def case_fifo_inputs(a, w):
+    """A FIFO where memreport reads a file never blocks it: as the capture, as a *.db of a
+    capture directory, beside a capture as its -wal, as an NPU log, a suppressions file, or
+    as a binary a capture's mappings name (symbolizing opens them). Each open used to wait
+    for a writer forever."""
+    fifo = os.path.join(w, "fifo.db")
+    os.mkfifo(fifo)
+    for args in (["summary", fifo], ["sql", fifo, "select 1"], ["stacks", fifo],
+                 ["plot", fifo, "-o", os.path.join(w, "p.png")],
+                 ["import", fifo, "-o", os.path.join(w, "i.db")]):
+        refuses_fifo(a, args, f"the capture is a FIFO ({args[0]})")
+    d = os.path.join(w, "tree")
+    os.makedirs(d)
+    fixture(a, d, "a.db")
+    os.mkfifo(os.path.join(d, "b.db"))
+    p = refuses_fifo(a, ["summary", d], "a FIFO named *.db in a capture directory")
+    check(p is None or os.path.join(d, "b.db") in p.stderr, "the FIFO is named")
+    cap = fixture(a, w, "wal.db")
+    os.mkfifo(cap + "-wal")
+    refuses_fifo(a, ["summary", cap], "a FIFO as the capture's -wal")
+    cap = fixture(a, w, "supp.db")
+    refuses_fifo(a, ["leaks", cap, "--suppressions", fifo], "a FIFO as suppressions")
+    # A capture whose frames are named by memreport, its mappings all naming the FIFO.
+    cap = os.path.join(w, "mapped.db")
+    env = clean_env(SYMBOLIZE="0", SYMBOL_CACHE="0")
+    subprocess.run([a.memtrace, "-o", cap, "--", "ls", w], env=env, check=True,
+                   capture_output=True, timeout=TIMEOUT)
+    db = sqlite3.connect(cap)
+    db.execute("UPDATE mapping SET path = ?", (fifo,))
+    unnamed = db.execute("SELECT count(*) FROM frame WHERE function IS NULL").fetchone()[0]
+    db.commit()
+    db.close()
+    check(unnamed > 0, f"the capture's frames are left for memreport to name ({unnamed})")
+    try:
+        p = subprocess.run([a.memreport, "stacks", cap], capture_output=True, text=True,
+                           env=env, timeout=60)
+        check(p.returncode == 0, f"mappings naming a FIFO: the report, frames unnamed "
+              f"({p.returncode}: {p.stderr.strip()})")
+    except subprocess.TimeoutExpired:
+        check(False, "mappings naming a FIFO: memreport still waiting after 60 s")
 
 
 def case_sql_unfinished(a, w):
