@@ -47,7 +47,9 @@ static const char usage[] = USAGE_LINE
     "process whose name is taken (an exec'd program, a forked child) writes NAME.<pid>.db\n"
     "or NAME.2.db, ...; every capture this run wrote is listed at the end.\n"
     "\n"
-    "Settings (environment variables, default in brackets):\n"
+    "Settings (environment variables, default in brackets):\n";
+// Two strings: ISO C promises string literals of 4095 bytes only.
+static const char usage_settings[] =
     "  MEMTRACE_OUTPUT          capture path, as -o [memtrace.<program>.<pid>.db]\n"
     "  MEMTRACE_UNWIND          auto, fp (frame pointers only) or libunwind [auto]\n"
     "  MEMTRACE_DEPTH           stack depth limit; deeper stacks lose their outer frames [256]\n"
@@ -64,6 +66,7 @@ static const char usage[] = USAGE_LINE
     "                           also read by memreport [:.debug:/usr/lib/debug]\n"
     "  MEMTRACE_MMAP            1: record the program's anonymous mmap/munmap/mremap as\n"
     "                           heap 'mmap' (memreport --heap mmap) [0]\n"
+    "  MEMTRACE_PYTHON          0: no Python frames in a CPython program's stacks [1]\n"
     "  MEMTRACE_START           stopped: record nothing until the toggle signal [started]\n"
     "  MEMTRACE_SIGNAL          the signal that toggles recording (USR1, USR2 or a real-time\n"
     "                           signal's number; 0: none; any other is ignored), installed\n"
@@ -583,6 +586,7 @@ int main(int argc, char** argv) {
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
+            fputs(usage_settings, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {
             printf("memtrace %s\n", MEMTRACE_VERSION_STRING);

@@ -10,6 +10,7 @@
 // allocates, locks or runs Python code; memory comes from mmap.
 #include "python_frames.h"
 
+#include "config.h"
 #include "core.h"
 #include "maps.h"
 #include "output.h"
@@ -630,6 +631,12 @@ static void find_python(void) {
     }
     unsigned long v = *hexversion;
     char why[128];
+    if (!mt_cfg.python) {
+        snprintf(status, sizeof status,
+                 "CPython %lu.%lu.%lu: native stacks only (MEMTRACE_PYTHON=0)", v >> 24,
+                 v >> 16 & 0xff, v >> 8 & 0xff);
+        return;
+    }
     code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
     unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
     bytes_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyBytes_Type");

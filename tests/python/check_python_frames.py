@@ -248,7 +248,21 @@ def case_reports(a, w):
               f"flame graph: native frames keep warm colours ({native})")
 
 
+def case_setting_off(a, w):
+    """MEMTRACE_PYTHON=0: a Python that has frames keeps native stacks, the capture says so."""
+    python = need("3_12")
+    cap = os.path.join(w, "off.db")
+    r = subprocess.run([a.launcher, "-o", cap, "--", python, "-c", "x = bytearray(10**6)"],
+                       capture_output=True, text=True, env=dict(os.environ, MEMTRACE_PYTHON="0"))
+    check(r.returncode == 0, "traced")
+    status = meta(cap, "python") or ""
+    check(status.startswith("CPython 3.12.") and status.endswith("(MEMTRACE_PYTHON=0)"),
+          f"the capture says frames were turned off ({status!r})")
+    check(python_mappings(cap) == 0, "no [python] frames")
+
+
 CASES["reports"] = case_reports
+CASES["setting_off"] = case_setting_off
 CASES["native_only_3_10"] = case_native_only_3_10
 CASES["not_python"] = case_not_python
 
