@@ -43,9 +43,7 @@ static size_t chunks;
 
 // Our mappings, for mt_writer_heap_owns without the lock: a slot is published hi first,
 // then lo; lo 0 is an empty slot (a mapping unmapped).
-static struct {
-    _Atomic uintptr_t lo, hi;
-} ranges[MAX_RANGES];
+static struct { _Atomic uintptr_t lo, hi; } ranges[MAX_RANGES];
 static _Atomic size_t nranges;
 
 static size_t class_of(size_t block) {
@@ -153,7 +151,7 @@ void* mt_writer_heap_malloc(size_t size) {
         pthread_mutex_unlock(&lock);
         if (h) {
             h->cls = CLASS_MAPPED;
-                    h->size = len;
+            h->size = len;
         }
         p = h ? (char*)h + HEADER : NULL;
     }
