@@ -14,8 +14,11 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 # graphviz: memreport flow -o FILE.svg runs its dot; e2e.flow reads the DOT and SVG back.
 # gdb: memtrace --pid injects the tracer through it (e2e.attach_*).
 # libc-devtools: glibc's memusage, whose counts e2e.early_and_late_calls compares with.
+# libjemalloc-dev, libgoogle-perftools-dev: e2e.allocator_* link test programs against
+# jemalloc and tcmalloc.
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
-           groff-base golang-go valgrind graphviz gdb libc-devtools)
+           groff-base golang-go valgrind graphviz gdb libc-devtools libjemalloc-dev
+           libgoogle-perftools-dev)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # node and npm run the speedscope export's tests (tests/exports/speedscope): Debian's, unless

@@ -29,12 +29,30 @@ target_link_libraries(e2e_cxx PRIVATE memtrace_warnings)
 add_executable(e2e_dump_events e2e/dump_events.c)
 target_link_libraries(e2e_dump_events PRIVATE memtrace_common memtrace_warnings)
 
+# Two of them linked against other allocators (-ljemalloc, -ltcmalloc): the hooks wrap
+# theirs, and the counts stay exact (e2e.allocator_*, skipped where a library is missing).
+set(MEMTRACE_E2E_ALLOCATOR_PROGS)
+foreach(alloc jemalloc tcmalloc)
+  string(TOUPPER ${alloc} ALLOC)
+  find_library(MEMTRACE_LIB${ALLOC} ${alloc})
+  if(MEMTRACE_LIB${ALLOC})
+    foreach(prog leaks threads)
+      add_executable(e2e_${prog}_${alloc} e2e/progs/${prog}.c)
+      target_compile_definitions(e2e_${prog}_${alloc} PRIVATE _GNU_SOURCE)
+      target_compile_options(e2e_${prog}_${alloc} PRIVATE -O0 -fno-builtin)
+      target_link_libraries(e2e_${prog}_${alloc} PRIVATE memtrace_warnings Threads::Threads
+                            ${MEMTRACE_LIB${ALLOC}})
+      list(APPEND MEMTRACE_E2E_ALLOCATOR_PROGS ${prog}_${alloc})
+    endforeach()
+  endif()
+endforeach()
+
 # One ctest test per case of run_e2e.py (its --list), so a failure names what broke. Never
 # under ASan: it replaces malloc itself.
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   set(E2E_TARGETS --lib $<TARGET_FILE:memtrace> --launcher $<TARGET_FILE:memtrace_launcher>
       --memreport $<TARGET_FILE:memreport>)
-  foreach(prog ${MEMTRACE_E2E_PROGS} cxx dump_events)
+  foreach(prog ${MEMTRACE_E2E_PROGS} cxx dump_events ${MEMTRACE_E2E_ALLOCATOR_PROGS})
     list(APPEND E2E_TARGETS --prog ${prog}=$<TARGET_FILE:e2e_${prog}>)
   endforeach()
   memtrace_driver_cases(MEMTRACE_E2E_CASES ${CMAKE_CURRENT_SOURCE_DIR}/e2e/run_e2e.py)

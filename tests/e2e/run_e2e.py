@@ -231,8 +231,9 @@ def traced_and_native(ctx, name, argv, env=None, expect_rc=0, kill=False, status
         md = os.path.join(d, mode)
         os.makedirs(md)
         e = dict(env, TRUTH_FILE=os.path.join(md, "truth.json"))
-        if mode == "baseline":
-            e["E2E_BASELINE"] = "1"
+        # Set in every run, so each has as many variables: tcmalloc's start calls setenv,
+        # whose new environment array is sized by their count (8 bytes more in baseline).
+        e["E2E_BASELINE"] = "1" if mode == "baseline" else "0"
         rc, out, err, pid = run(ctx, argv, e, mode != "native", outdir=md,
                                 kill_after_ready=kill)
         if not os.path.exists(e["TRUTH_FILE"]):
@@ -292,6 +293,29 @@ def case_entry_points(ctx):
 
 def case_threads(ctx):
     exact_case(ctx, "threads", [ctx.prog("threads")])
+
+
+def allocator_case(ctx, alloc):
+    """leaks.c and threads.c linked against another allocator (-l<alloc>): exact as with
+    glibc's, and the blocks are that allocator's (its library is among the modules)."""
+    names = [f"{prog}_{alloc}" for prog in ("leaks", "threads")]
+    if not all(n in ctx.progs for n in names):
+        raise Skip(f"lib{alloc} is not installed (scripts/install-deps.sh --test)")
+    for name in names:
+        res = exact_case(ctx, name, [ctx.prog(name)])
+        db = sqlite3.connect(f"file:{res['traced']['capture']}?mode=ro", uri=True)
+        paths = [p for (p,) in db.execute("SELECT path FROM mapping")]
+        db.close()
+        ctx.check(any(f"/lib{alloc}." in p for p in paths),
+                  f"{name}: lib{alloc} is among the modules ({paths})")
+
+
+def case_allocator_jemalloc(ctx):
+    allocator_case(ctx, "jemalloc")
+
+
+def case_allocator_tcmalloc(ctx):
+    allocator_case(ctx, "tcmalloc")
 
 
 def case_cxx(ctx):
