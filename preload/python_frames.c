@@ -14,6 +14,7 @@
 #include "core.h"
 #include "maps.h"
 #include "output.h"
+#include "trie.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -269,9 +270,24 @@ typedef struct code_entry {
     uintptr_t pc;
 } code_entry;
 
+// A merged stack this thread made before, by its key, with its callsite id.
+#define MEMO_SLOTS 1024
+typedef struct stack_memo {
+    uint64_t h1, h2;
+    int n;
+    mt_callsite_memo memo;
+} stack_memo;
+
 typedef struct py_thread {
     code_entry codes[CODE_SLOTS];
-    uintptr_t pc[MAX_PY];                    // Python frames, innermost first
+    stack_memo memos[MEMO_SLOTS];
+    int run_pos[MAX_PY];  // the native frame run r goes after, -1: not placeable
+    uintptr_t pc[MAX_PY]; // Python frames, innermost first
+    // The previous walk's frames, innermost first: a frame found again at the same place,
+    // running the same code at the same instruction, takes its pc without a lookup.
+    struct {
+        uintptr_t frame, code, instr, qualname, linetable, pc;
+    } last[MAX_PY];
     int run_end[MAX_PY];                     // run r: frames run_end[r - 1] .. run_end[r] - 1
     uintptr_t run_anchor[MAX_PY];            // where run r's evaluation loop keeps its state
     uintptr_t out[MT_UNWIND_MAX_FRAMES * 2]; // the merged stack
@@ -401,7 +417,22 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
         // in tracebacks.
         if (nf < max && (owner == L.owner_generator ||
                          instr >= code + L.code_adaptive + (uintptr_t)first * 2)) {
-            uintptr_t pc = frame_pc(pt, code, instr);
+            // Most of a stack is the same from one allocation to the next. The names are
+            // checked: a freed code object's address may hold another one by now.
+            uintptr_t pc;
+            if (pt->last[nf].frame == frame && pt->last[nf].code == code &&
+                pt->last[nf].instr == instr && pt->last[nf].qualname == rd(code, L.code_qualname) &&
+                pt->last[nf].linetable == rd(code, L.code_linetable)) {
+                pc = pt->last[nf].pc;
+            } else {
+                pc = frame_pc(pt, code, instr);
+                pt->last[nf].frame = pc ? frame : 0;
+                pt->last[nf].code = code;
+                pt->last[nf].instr = instr;
+                pt->last[nf].qualname = rd(code, L.code_qualname);
+                pt->last[nf].linetable = rd(code, L.code_linetable);
+                pt->last[nf].pc = pc;
+            }
             if (pc) // else left out: a name that is no str, or full tables
                 pt->pc[nf++] = pc;
         }
@@ -451,26 +482,57 @@ void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi) {
     // anchors rising. A run goes after the native frame i with sps[i] <= anchor < sps[i-1].
     const uintptr_t* pcs = st->pcs;
     const uintptr_t* sps = st->sps;
-    int n = st->n, m = 0, r = nruns - 1;
+    int n = st->n, total = n;
+    // The merged stack's key: the native stack's hash (known already) followed by each
+    // run's place and frames; the merged pcs say both, so equal stacks hash equal.
+    mt_stackhash h = st->hash_later ? mt_stackhash_of(pcs, n) : st->hash;
+    for (int r = nruns - 1; r >= 0; r--) {
+        uintptr_t anchor = pt->run_anchor[r];
+        int lo = 0, hi = n;
+        while (lo < hi) { // the first i with sps[i] <= anchor
+            int mid = (lo + hi) / 2;
+            if (sps[mid] <= anchor)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        // Not on this thread's stack (a run of another C stack), or below the leaf: not
+        // placeable.
+        pt->run_pos[r] = (stack_hi && anchor >= stack_hi) || lo == n ? -1 : lo;
+        if (pt->run_pos[r] < 0)
+            continue;
+        mt_stackhash_add(&h, (uintptr_t)lo);
+        for (int k = pt->run_end[r] - 1, end = r ? pt->run_end[r - 1] : 0; k >= end; k--)
+            mt_stackhash_add(&h, pt->pc[k]);
+        total += pt->run_end[r] - (r ? pt->run_end[r - 1] : 0);
+    }
+    if (total == n)
+        return;
+    // A stack seen before on this thread: its callsite id, without merging or a lookup.
+    stack_memo* sm = &pt->memos[(h.h1 ^ (uint64_t)total) & (MEMO_SLOTS - 1)];
+    if (sm->h1 == h.h1 && sm->h2 == h.h2 && sm->n == total && mt_trie_memo_valid(&sm->memo)) {
+        st->memo = &sm->memo;
+        return;
+    }
     uintptr_t* out = pt->out;
-    while (r >= 0 && stack_hi && pt->run_anchor[r] >= stack_hi)
-        r--; // not on this thread's stack (a run of another C stack): not placeable
+    int m = 0, r = nruns - 1;
     for (int i = 0; i < n; i++) {
         out[m++] = pcs[i];
-        for (; r >= 0 && pt->run_anchor[r] >= sps[i]; r--)
-            for (int k = pt->run_end[r] - 1, lo = r ? pt->run_end[r - 1] : 0; k >= lo; k--)
+        for (; r >= 0 && (pt->run_pos[r] < 0 || pt->run_pos[r] == i); r--)
+            for (int k = pt->run_end[r] - 1, lo = r ? pt->run_end[r - 1] : 0;
+                 pt->run_pos[r] >= 0 && k >= lo; k--)
                 out[m++] = pt->pc[k];
     }
-    if (m == n)
-        return;
     int from = m > max ? m - max : 0;
     st->pcs = out + from;
     st->sps = NULL;
     st->n = m - from;
     st->truncated |= from > 0;
     st->hash_later = false;
-    st->hash = mt_stackhash_of(st->pcs, st->n);
-    st->memo = NULL; // the walk cache's callsite is the native stack's alone
+    st->hash = from ? mt_stackhash_of(st->pcs, st->n) : h;
+    // The walk cache's callsite is the native stack's alone: this stack's goes here.
+    *sm = (stack_memo){.h1 = h.h1, .h2 = h.h2, .n = total};
+    st->memo = &sm->memo;
 }
 
 // ---- start: which Python, and its layout

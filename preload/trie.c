@@ -234,6 +234,10 @@ uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
     return leaf;
 }
 
+bool mt_trie_memo_valid(const mt_callsite_memo* memo) {
+    return memo->id && memo->epoch == atomic_load_explicit(&epoch, memory_order_acquire);
+}
+
 void mt_trie_init(void) {
     uint64_t k[3];
     if (getrandom(k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {

@@ -28,6 +28,9 @@ void mt_trie_init(void);
 // `cache` is the calling thread's cache slot (NULL until the first call maps it); it lives
 // with the thread's record so that a record reused by a new thread keeps it warm.
 uint32_t mt_trie_intern(const mt_stack* st, void** cache);
+// Whether a memo's id is still the callsite of its stack (mt_trie_reset makes every memo
+// stale).
+bool mt_trie_memo_valid(const mt_callsite_memo* memo);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);
