@@ -262,7 +262,7 @@ static bool still_runs(long pid) {
 // `main_pid` and `main_status`: the program the launcher ran and its wait status (0: none).
 // Returns how many captures exist.
 static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
-    int fd = openat(r->root, mt_launcher_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
+    int fd = mt_launcher_open_report(r);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
         if (fd >= 0)

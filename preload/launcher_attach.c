@@ -265,6 +265,11 @@ int mt_launcher_attach_report(pid_t pid, mt_attach_report* r) {
             fchmodat(r->root, mt_launcher_in_root(r, r->dir), 0711, 0);
     }
     close(fd);
+    if (r->root != AT_FDCWD) {
+        r->dir_fd =
+            openat(r->root, mt_launcher_in_root(r, r->dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r->dir_held = r->dir_fd >= 0;
+    }
     return 0;
 fail:
     if (r->root != AT_FDCWD) {
@@ -276,7 +281,16 @@ fail:
     return -1;
 }
 
+int mt_launcher_open_report(const mt_attach_report* r) {
+    if (r->dir_held)
+        return openat(r->dir_fd, "captures", O_RDONLY | O_CLOEXEC);
+    return openat(r->root, mt_launcher_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
+}
+
 void mt_launcher_attach_report_remove(mt_attach_report* r) {
+    if (r->dir_held)
+        close(r->dir_fd);
+    r->dir_held = false;
     unlinkat(r->root, mt_launcher_in_root(r, r->file), 0);
     unlinkat(r->root, mt_launcher_in_root(r, r->dir), AT_REMOVEDIR);
     if (r->root != AT_FDCWD)
@@ -286,7 +300,7 @@ void mt_launcher_attach_report_remove(mt_attach_report* r) {
 
 // Whether the report file says the process detached ("=PID detached").
 static bool detached_by_someone(const mt_attach_report* report, pid_t pid) {
-    int fd = openat(report->root, mt_launcher_in_root(report, report->file), O_RDONLY | O_CLOEXEC);
+    int fd = mt_launcher_open_report(report);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
         if (fd >= 0)
@@ -393,7 +407,8 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
             "memtrace: attached to process %d; recording until it exits, Ctrl-C here or "
             "memtrace --detach %d\n",
             (int)pid, (int)pid);
-    if (other_mount_namespace(pid))
+    // Known from the report's root, opened before the attach: the process may be gone now.
+    if (report->root != AT_FDCWD || other_mount_namespace(pid))
         fprintf(stderr,
                 "memtrace: process %d has a mount namespace of its own: its capture %s is in "
                 "that namespace's filesystem (from here /proc/%d/root%s, while it runs)\n",

@@ -17,10 +17,16 @@ typedef struct mt_attach_report {
     int root;                 // AT_FDCWD, or the process's root directory (another namespace)
     char dir[PATH_MAX];       // the report's directory, as the process sees it
     char file[PATH_MAX + 16]; // the report file, as the process sees it
+    // In another namespace, the report's directory held open: its mounts leave with the
+    // namespace when the process ends, and the launcher reads the report after that.
+    bool dir_held;
+    int dir_fd;
 } mt_attach_report;
 
 // Creates the report for process `pid`. Returns 0 or -1 (errno set).
 int mt_launcher_attach_report(pid_t pid, mt_attach_report* r);
+// Opens the report file to read (O_RDONLY). Returns the fd or -1.
+int mt_launcher_open_report(const mt_attach_report* r);
 // Removes it and closes the root.
 void mt_launcher_attach_report_remove(mt_attach_report* r);
 // `path`, as the process sees it, to open from here relative to r->root.
