@@ -44,10 +44,8 @@ endif()
 
 # mt_sampling_forget, which empties the set at such an attach (as unit.sampling: the base and
 # core objects, no shim).
-add_executable(test_sampling_forget unit/test_sampling_forget.c
-               $<TARGET_OBJECTS:memtrace_preload_base> $<TARGET_OBJECTS:memtrace_preload_objs>)
-target_include_directories(test_sampling_forget PRIVATE ${PROJECT_SOURCE_DIR}/preload
-                           ${PROJECT_SOURCE_DIR}/preload/include)
+add_executable(test_sampling_forget unit/test_sampling_forget.c ${MEMTRACE_PRELOAD_OBJECTS})
+target_include_directories(test_sampling_forget PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
 target_compile_definitions(test_sampling_forget PRIVATE _GNU_SOURCE)
 target_compile_options(test_sampling_forget PRIVATE -ftls-model=initial-exec
                        -fno-omit-frame-pointer)

@@ -18,10 +18,8 @@ endif()
 
 # The set of sampled blocks and the countdown, without LD_PRELOAD (as unit.core: the base and
 # core objects, no shim).
-add_executable(test_sampling unit/test_sampling.c $<TARGET_OBJECTS:memtrace_preload_base>
-               $<TARGET_OBJECTS:memtrace_preload_objs>)
-target_include_directories(test_sampling PRIVATE ${PROJECT_SOURCE_DIR}/preload
-                           ${PROJECT_SOURCE_DIR}/preload/include)
+add_executable(test_sampling unit/test_sampling.c ${MEMTRACE_PRELOAD_OBJECTS})
+target_include_directories(test_sampling PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
 target_compile_definitions(test_sampling PRIVATE _GNU_SOURCE)
 target_compile_options(test_sampling PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
 target_link_libraries(test_sampling PRIVATE memtrace_common_nosan memtrace_warnings

@@ -8,8 +8,7 @@
 foreach(module trie clock)
   add_executable(test_${module} unit/test_${module}.c unit/preload_core_stub.c
                  $<TARGET_OBJECTS:memtrace_preload_base>)
-  target_include_directories(test_${module} PRIVATE ${PROJECT_SOURCE_DIR}/preload
-                             ${PROJECT_SOURCE_DIR}/preload/include)
+  target_include_directories(test_${module} PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
   target_compile_definitions(test_${module} PRIVATE _GNU_SOURCE)
   target_compile_options(test_${module} PRIVATE -ftls-model=initial-exec)
   target_link_libraries(test_${module} PRIVATE memtrace_common_nosan memtrace_warnings
@@ -21,10 +20,8 @@ endforeach()
 # The core's event path: the base and core objects without the shim or the constructor that
 # starts tracing at load (autostart.c); the test starts the core itself. Unsanitized, like
 # the tracer (it links the tracer's own common library).
-add_executable(test_core unit/test_core.c $<TARGET_OBJECTS:memtrace_preload_base>
-               $<TARGET_OBJECTS:memtrace_preload_objs>)
-target_include_directories(test_core PRIVATE ${PROJECT_SOURCE_DIR}/preload
-                           ${PROJECT_SOURCE_DIR}/preload/include)
+add_executable(test_core unit/test_core.c ${MEMTRACE_PRELOAD_OBJECTS})
+target_include_directories(test_core PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
 target_compile_definitions(test_core PRIVATE _GNU_SOURCE)
 target_compile_options(test_core PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
 target_link_libraries(test_core PRIVATE memtrace_common_nosan memtrace_warnings PkgConfig::SQLITE3
@@ -36,10 +33,8 @@ set_tests_properties(unit.core PROPERTIES LABELS unit TIMEOUT 120)
 # own (no frame pointers).
 add_library(unwind_cache_lib SHARED unit/unwind_cache_lib.c)
 target_compile_options(unwind_cache_lib PRIVATE -O2 -fomit-frame-pointer)
-add_executable(test_unwind_cache unit/test_unwind_cache.c $<TARGET_OBJECTS:memtrace_preload_base>
-               $<TARGET_OBJECTS:memtrace_preload_objs>)
-target_include_directories(test_unwind_cache PRIVATE ${PROJECT_SOURCE_DIR}/preload
-                           ${PROJECT_SOURCE_DIR}/preload/include)
+add_executable(test_unwind_cache unit/test_unwind_cache.c ${MEMTRACE_PRELOAD_OBJECTS})
+target_include_directories(test_unwind_cache PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
 target_compile_definitions(test_unwind_cache PRIVATE _GNU_SOURCE)
 target_compile_options(test_unwind_cache PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
 target_link_libraries(test_unwind_cache PRIVATE unwind_cache_lib memtrace_common_nosan
