@@ -79,6 +79,7 @@ static const char usage_settings[] =
     "                           on average (Poisson, as tcmalloc; at most 1073741824);\n"
     "                           reports scale them up; 0: record every one [0]\n"
     "  MEMTRACE_SAMPLE_SEED     a number: the same allocations are sampled every run [random]\n"
+    "  MEMTRACE_LEAKS           0: no leak scan at the end (blocks left unclassified) [1]\n"
     "\n"
     "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";

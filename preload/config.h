@@ -29,6 +29,7 @@ typedef struct mt_config {
     int sample_bytes;  // MEMTRACE_SAMPLE_BYTES: mean bytes between samples (0: every event)
     int sample_seeded; // MEMTRACE_SAMPLE_SEED given: threads' draws repeat from run to run
     unsigned long long sample_seed;
+    int leaks; // MEMTRACE_LEAKS=0: no live set in the writer, no leak scan at the end
 } mt_config;
 
 extern mt_config mt_cfg;

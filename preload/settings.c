@@ -21,6 +21,7 @@ static const mt_setting settings[] = {
     {"MEMTRACE_PYTHON", MT_SETTING_INT, 0, 1, NULL, MT_ATTACH_PASS, NULL},
     {"MEMTRACE_SAMPLE_BYTES", MT_SETTING_INT, 0, 1 << 30, NULL, MT_ATTACH_PASS, NULL},
     {"MEMTRACE_SAMPLE_SEED", MT_SETTING_U64, 0, 0, NULL, MT_ATTACH_PASS, NULL},
+    {"MEMTRACE_LEAKS", MT_SETTING_INT, 0, 1, NULL, MT_ATTACH_PASS, NULL},
     {"MEMTRACE_START", MT_SETTING_TEXT, 0, 0, NULL, MT_ATTACH_REFUSE, RUNS_AT_START},
     {"MEMTRACE_SIGNAL", MT_SETTING_TEXT, 0, 0, NULL, MT_ATTACH_REFUSE,
      "an attach leaves the process's signal handlers as they are; stop with --detach"},

@@ -285,3 +285,14 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     set_tests_properties(e2e.trust_${case} PROPERTIES LABELS e2e TIMEOUT 180)
   endforeach()
 endif()
+
+# The writer's live set against a replay in seq order (the base and core objects, no shim).
+add_executable(test_live_set unit/test_live_set.c ${MEMTRACE_PRELOAD_OBJECTS})
+target_include_directories(test_live_set PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
+target_compile_definitions(test_live_set PRIVATE _GNU_SOURCE)
+target_compile_options(test_live_set PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)
+target_link_libraries(test_live_set PRIVATE memtrace_common_nosan memtrace_warnings
+                      PkgConfig::SQLITE3 PkgConfig::LIBUNWIND PkgConfig::LIBDW Threads::Threads
+                      ${CMAKE_DL_LIBS} m)
+add_test(NAME unit.live_set COMMAND test_live_set)
+set_tests_properties(unit.live_set PROPERTIES LABELS unit TIMEOUT 120)

@@ -307,6 +307,10 @@ static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size
     commit(t, ev);
 }
 
+uint64_t mt_core_seq_now(void) {
+    return atomic_load_explicit(&seq_counter, memory_order_relaxed);
+}
+
 uint64_t mt_core_reserve_seq(void) {
     return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed) + 1;
 }

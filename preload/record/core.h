@@ -146,6 +146,8 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size);
 // realloc family: seq for the free is taken before the real call (mt_core_reserve_seq),
 // both events are pushed after it returns.
 uint64_t mt_core_reserve_seq(void);
+// The last seq taken (the writer's live set: live_set.h).
+uint64_t mt_core_seq_now(void);
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size);
 void mt_core_count_call(mt_call call);

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "core.h"
 #include "fdguard.h"
+#include "live_set.h"
 #include "maps.h"
 #include "mmap_track.h"
 #include "output.h"
@@ -53,6 +54,11 @@ static uint8_t* scratch;
 static mt_event* sortbuf;
 static int64_t last_commit, last_sample;
 static uint64_t events_written;
+// Every block live in the capture, for the leak scan at the end (MEMTRACE_LEAKS; not when
+// sampled: the scan needs every block). NULL when not kept.
+static mt_live_set* live;
+static int64_t settle_at; // when settle_seq becomes safe for mt_live_set_settle
+static uint64_t settle_seq;
 static long page_size;
 static bool failed;
 // Taken when the capture starts, not when the writer gets to them: the program may chdir,
@@ -170,6 +176,8 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     size_t mapped = 0; // events of the mmap heap (MEMTRACE_MMAP=1)
     for (size_t i = 0; i < n; i++) {
         ev[i].ts = mt_clock_to_ns(ev[i].ts);
+        if (live)
+            mt_live_set_apply(live, &ev[i]);
         if (i > 0 && ev[i - 1].seq >= ev[i].seq)
             sorted = false;
         mapped += ev[i].heap != MT_HEAP_LIBC;
@@ -418,11 +426,22 @@ static void commit_all(int64_t now) {
     events_committed = events_written;
 }
 
+// A hook writes its event into its buffer right after taking its seq: a seq taken a second
+// ago and two passes back belongs to an event the writer has seen (live_set.h).
+static void settle_live(int64_t now) {
+    if (!live || now < settle_at)
+        return;
+    mt_live_set_settle(live, settle_seq);
+    settle_seq = mt_core_seq_now();
+    settle_at = now + 1000000000;
+}
+
 static void tick(bool final) {
     if (failed)
         return;
     mt_clock_calibrate();
     int64_t now = mt_core_now();
+    settle_live(now);
     int64_t period = (int64_t)mt_cfg.commit_ms * 1000000;
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
         sample_memory(now);
@@ -699,6 +718,10 @@ int mt_writer_start(const char* path) {
     window_open = false;
     first_poll = true;
     last_commit = last_sample = 0;
+    mt_live_set_free(live);
+    live = mt_cfg.leaks && !mt_sampling ? mt_live_set_new() : NULL;
+    settle_at = 0;
+    settle_seq = 0;
     atomic_store(&stop_requested, 0);
     opened = false;
     unsigned gen = atomic_fetch_add(&generation, 1) + 1;
