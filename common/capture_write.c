@@ -27,7 +27,8 @@ struct mt_capwriter {
     sqlite3_stmt* chunk;
     sqlite3_stmt* counter;
     sqlite3_stmt* meta;
-    sqlite3_stmt *counters, *frame, *callsite, *mapping, *thread, *call_count, *mark, *mark_end;
+    sqlite3_stmt *counters, *frame, *callsite, *mapping, *thread, *call_count, *mark, *mark_end,
+        *leak;
     mt_chunk_coder* coder;
     int codec; // of the chunks written: the schema's (mt_capwriter_set_codec)
 };
@@ -311,6 +312,21 @@ int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count) {
     return step_reset(st);
 }
 
+int mt_capwriter_leak(mt_capwriter* w, uint64_t seq, int kind, uint64_t holder_seq) {
+    if (!w->leak && exec(w->db, MEMTRACE_LEAK_TABLE_SQL))
+        return -EIO;
+    sqlite3_stmt* st = prepared(w, &w->leak, "INSERT OR REPLACE INTO leak VALUES(?1,?2,?3)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, (int64_t)seq);
+    sqlite3_bind_int(st, 2, kind);
+    if (holder_seq)
+        sqlite3_bind_int64(st, 3, (int64_t)holder_seq);
+    else
+        sqlite3_bind_null(st, 3);
+    return step_reset(st);
+}
+
 int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m) {
     sqlite3_stmt* st = prepared(w, &w->mark,
                                 "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid, attrs)"
@@ -399,8 +415,8 @@ static void finalize_statements(mt_capwriter* w) {
     sqlite3_finalize(w->chunk);
     sqlite3_finalize(w->counter);
     sqlite3_finalize(w->meta);
-    sqlite3_stmt* lazy[] = {w->counters, w->frame,      w->callsite, w->mapping,
-                            w->thread,   w->call_count, w->mark,     w->mark_end};
+    sqlite3_stmt* lazy[] = {w->counters,   w->frame, w->callsite, w->mapping, w->thread,
+                            w->call_count, w->mark,  w->mark_end, w->leak};
     for (size_t i = 0; i < sizeof lazy / sizeof *lazy; i++)
         sqlite3_finalize(lazy[i]);
 }

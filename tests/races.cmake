@@ -41,6 +41,7 @@ if(MEMTRACE_HAVE_TSAN AND NOT MEMTRACE_FUZZ)
   race_prog(sampling_prog sampling/sampling_prog.c)
   race_prog(exit_in_dlopen symbols/exit_in_dlopen.c)
   race_prog(sleep_prog attach/sleep_prog.c)
+  race_prog(leak_kinds leaks/kinds.c)
 endif()
 # Without ThreadSanitizer the driver gets no program and says SKIP (exit 77).
 add_test(NAME unit.test_program_races

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "core.h"
 #include "fdguard.h"
+#include "leak_scan.h"
 #include "live_set.h"
 #include "maps.h"
 #include "mmap_track.h"
@@ -735,6 +736,8 @@ int mt_writer_start(const char* path) {
     return 0;
 }
 
+static void scan_leaks(void);
+
 static void stop_on_this_thread(void) {
     // Not joined: waiting for the writer thread to be scheduled (on a loaded machine, for
     // milliseconds) is most of what a short program would pay. It leaves the capture alone
@@ -759,6 +762,8 @@ static void stop_on_this_thread(void) {
     tick(true);
     if (window_open) // recording until the end
         window_edge(false, mt_core_now(), NULL);
+    if (!failed)
+        scan_leaks();
     // Names are resolved now, while the binaries exist, as far as the budget goes; what is
     // left or fails, memreport resolves later from the recorded maps and build-ids. A
     // process attached to goes on running after a detach: names come from the symbol cache
@@ -783,6 +788,64 @@ static void stop_on_this_thread(void) {
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);
+}
+
+// ---- the leak scan (leak_scan.h), once every event is written
+
+// Why the live set does not hold every block of the program's heap, or NULL when it does.
+static const char* live_set_gap(void) {
+    if (!mt_cfg.leaks)
+        return "MEMTRACE_LEAKS=0";
+    if (mt_sampling)
+        return "a sampled capture holds only some blocks (MEMTRACE_SAMPLE_BYTES)";
+    if (atomic_load(&mt_core_attached))
+        return "attached to a running process: its blocks from before the attach are unknown";
+    if (parent_capture[0])
+        return "a forked child: its blocks from before the fork are in its parent's capture";
+    if (mt_recording_controlled())
+        return "recording was started or stopped (MEMTRACE_START, MEMTRACE_SIGNAL): blocks "
+               "allocated while stopped are unknown";
+    if (atomic_load(&mt_events_off))
+        return "events were stopped (MEMTRACE_MAX_MB)";
+    if (!live || !mt_live_set_complete(live))
+        return "no memory for the table of live blocks";
+    return NULL;
+}
+
+#define LEAK_SCAN_TIMEOUT_MS 120000
+
+static void scan_leaks(void) {
+    const char* gap = live_set_gap();
+    char why[256];
+    mt_live_block* b = NULL;
+    size_t n = 0;
+    mt_leak_scan r;
+    int rc = -EINVAL;
+    if (!gap && mt_live_set_sorted(live, MT_HEAP_LIBC, &b, &n) != 0)
+        gap = "no memory for the table of live blocks";
+    if (!gap) {
+        rc = mt_leak_scan_run(b, n, writer_thread, LEAK_SCAN_TIMEOUT_MS, &r, why, sizeof why);
+        gap = rc ? why : NULL;
+    }
+    if (gap) {
+        mt_capwriter_meta_text(cw, "leak_scan", "not run");
+        mt_capwriter_meta_text(cw, "leak_scan_why", gap);
+    } else {
+        for (size_t i = 0; i < n && !failed; i++) {
+            uint32_t h = r.holder[i];
+            if (mt_capwriter_leak(cw, b[i].seq, r.kind[i], h < n ? b[h].seq : 0))
+                mt_writer_fail_sqlite("cannot write leak verdicts");
+        }
+        mt_capwriter_meta_text(cw, "leak_scan", "complete");
+        mt_capwriter_meta_int(cw, "leak_scan_blocks", (int64_t)n);
+        mt_capwriter_meta_int(cw, "leak_scan_roots_bytes", (int64_t)r.roots_bytes);
+        mt_capwriter_meta_int(cw, "leak_scan_bytes", (int64_t)r.scanned_bytes);
+        mt_capwriter_meta_int(cw, "leak_scan_ns", r.ns);
+        mt_leak_scan_release(&r);
+    }
+    mt_writer_heap_free(b);
+    mt_live_set_free(live);
+    live = NULL;
 }
 
 // The last events, names and status are written on the thread that ends the capture (exit,

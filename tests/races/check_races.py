@@ -38,6 +38,7 @@ RUNS = {
     "sampling_prog": [([], {}, 3)],
     "exit_in_dlopen": [([], {}, 0)],
     "sleep_prog": [(["1"], {}, 0)],
+    "leak_kinds": [([], {}, 0)],
 }
 # Exit status of a run in which ThreadSanitizer reported something.
 TSAN_EXIT = 66

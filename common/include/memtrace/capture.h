@@ -240,6 +240,9 @@ int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m);
 int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name);
 int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count);
 int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m);
+// One block's leak verdict (leak table): the allocation's seq, its mt_leak_kind and, for an
+// indirectly lost block, the seq of a lost block that holds a pointer to it (else 0).
+int mt_capwriter_leak(mt_capwriter* w, uint64_t seq, int kind, uint64_t holder_seq);
 // Ends the latest open range of that name on that thread (none open: nothing changes).
 int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts);
 // Resolves the names of the frames written so far within budget_ms, the rest left to

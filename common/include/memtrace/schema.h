@@ -86,6 +86,34 @@ static inline bool mt_kind_is_free(int kind) {
     }
 }
 
+// Leak kinds (leak.kind), as valgrind's memcheck defines them (docs/leaks.md): XX(id, ENUM,
+// "name"). Stored in captures: never renumber.
+#define MEMTRACE_LEAK_KIND_MAP(XX)                                                                 \
+    XX(1, DEFINITE, "definitely_lost")                                                             \
+    XX(2, INDIRECT, "indirectly_lost")                                                             \
+    XX(3, POSSIBLE, "possibly_lost")                                                               \
+    XX(4, REACHABLE, "still_reachable")
+
+typedef enum mt_leak_kind {
+    MT_LEAK_UNCLASSIFIED = 0, // no scan, or a block the scan did not see
+#define MT_LEAK_ENUM_(id, e, name) MT_LEAK_##e = id,
+    MEMTRACE_LEAK_KIND_MAP(MT_LEAK_ENUM_)
+#undef MT_LEAK_ENUM_
+        MT_LEAK_COUNT_
+} mt_leak_kind;
+
+static inline const char* mt_leak_kind_name(int kind) {
+    switch (kind) {
+#define MT_LEAK_NAME_(id, e, name)                                                                 \
+    case id:                                                                                       \
+        return name;
+        MEMTRACE_LEAK_KIND_MAP(MT_LEAK_NAME_)
+#undef MT_LEAK_NAME_
+    default:
+        return "unclassified";
+    }
+}
+
 // Heap ids: heap 1 is the traced process's libc heap; an imported NPU log adds heap 2;
 // MEMTRACE_MMAP=1 adds heap 3, the program's anonymous mmap/munmap/mremap mappings.
 #define MT_HEAP_LIBC 1
@@ -137,5 +165,16 @@ static inline bool mt_kind_is_free(int kind) {
     " ts_last INTEGER NOT NULL, count INTEGER NOT NULL, codec INTEGER NOT NULL,"                   \
     " data BLOB NOT NULL);"                                                                        \
     "CREATE INDEX IF NOT EXISTS event_chunk_seq ON event_chunk(heap, seq_first);"
+
+// The leak scan's verdicts and the names of their kinds (docs/capture-format.md): created
+// by the scan that writes them, so the empty capture stays as small as it was and a capture
+// without a scan has no such table (its blocks read "unclassified").
+#define MT_LEAK_KIND_ROW_(id, e, name) ",(" #id ",'" name "')"
+#define MEMTRACE_LEAK_KIND_ROWS MEMTRACE_LEAK_KIND_MAP(MT_LEAK_KIND_ROW_)
+#define MEMTRACE_LEAK_TABLE_SQL                                                                    \
+    "CREATE TABLE IF NOT EXISTS leak_kind(id INTEGER PRIMARY KEY, name TEXT NOT NULL);"            \
+    "INSERT OR REPLACE INTO leak_kind VALUES(0,'unclassified')" MEMTRACE_LEAK_KIND_ROWS ";"        \
+    "CREATE TABLE IF NOT EXISTS leak(seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL,"              \
+    " holder_seq INTEGER);"
 
 #endif

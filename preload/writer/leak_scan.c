@@ -1,0 +1,570 @@
+// SPDX-License-Identifier: MIT
+// The leak scan (see leak_scan.h). This process gathers the roots (the writable segments of
+// every module but the tracer's, each thread's stack and static TLS) and the mappings, then
+// makes a copy of itself with a raw clone: no atfork handler runs, its exit sends no signal,
+// and a program's wait(-1) never sees it. The copy blocks every signal and scans as memcheck
+// does (docs/leaks.md): from the roots through words that point at a block's start
+// (reachable) or only inside it (possibly lost); then each block no root reaches, in
+// address order, claims the unclaimed blocks it reaches as indirectly lost; those left are
+// definitely lost. It calls nothing that locks or allocates: only memory prepared here and
+// raw system calls, then exit_group.
+#define UNW_LOCAL_ONLY
+#include "leak_scan.h"
+
+#include "bootstrap.h"
+#include "writer_heap.h"
+
+#include "memtrace/schema.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <link.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { UNREACHED = 0, POSSIBLE = 1, REACHABLE = 2, INDIRECT = 3, LEADER = 4 };
+
+typedef struct range {
+    uintptr_t lo, hi;
+} range;
+
+typedef struct mapping {
+    uintptr_t lo, hi;
+    bool readable, writable, anon, stack; // stack: the [stack] mapping
+} mapping;
+
+typedef struct ranges {
+    range* r;
+    size_t n, cap;
+} ranges;
+
+typedef struct scan_state {
+    const mt_live_block* b;
+    size_t n;
+    uintptr_t lo, hi; // the blocks' span
+    uint8_t* st;
+    uint32_t* holder;
+    uint32_t* stack; // mark stack: each block is pushed at most twice
+    size_t top;
+    bool glibc; // the real allocator is glibc's: chunk headers are not pointers (below)
+    uint64_t scanned;
+    uint64_t* scanned_out;
+} scan_state;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int push_range(ranges* rs, uintptr_t lo, uintptr_t hi) {
+    lo = (lo + 7) & ~(uintptr_t)7;
+    if (hi <= lo)
+        return 0;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 64;
+        range* r = mt_writer_heap_realloc(rs->r, cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        rs->r = r;
+        rs->cap = cap;
+    }
+    rs->r[rs->n++] = (range){lo, hi};
+    return 0;
+}
+
+static int own_data; // an address inside the tracer's own writable segment
+// The scanning thread's callee-saved registers, as its program frame had them: a root.
+static uintptr_t frame_regs[8];
+
+// ---- the process's mappings, from /proc/self/maps (read with plain system calls)
+
+static char* read_maps(size_t* len) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char* buf = mt_writer_heap_malloc(cap);
+    for (ssize_t k; buf; n += (size_t)k) {
+        if (cap - n < 4096) {
+            char* bigger = mt_writer_heap_realloc(buf, cap * 2);
+            if (!bigger) {
+                mt_writer_heap_free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        k = read(fd, buf + n, cap - n - 1);
+        if (k <= 0) {
+            if (k < 0) {
+                mt_writer_heap_free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+    }
+    close(fd);
+    if (buf)
+        buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+static mapping* parse_maps(char* text, size_t* count) {
+    size_t lines = 0;
+    for (char* p = text; *p; p++)
+        lines += *p == '\n';
+    mapping* m = mt_writer_heap_malloc((lines + 1) * sizeof *m);
+    if (!m)
+        return NULL;
+    size_t k = 0;
+    for (char* line = text; *line;) {
+        char* end = strchr(line, '\n');
+        if (end)
+            *end = 0;
+        unsigned long lo, hi, inode;
+        char perms[5];
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %lu %n", &lo, &hi, perms, &inode, &path_at) >= 4) {
+            const char* path = path_at ? line + path_at : "";
+            m[k++] = (mapping){.lo = lo,
+                               .hi = hi,
+                               .readable = perms[0] == 'r',
+                               .writable = perms[1] == 'w',
+                               .anon = inode == 0 && (!*path || *path == '['),
+                               .stack = !strcmp(path, "[stack]")};
+        }
+        if (!end)
+            break;
+        line = end + 1;
+    }
+    *count = k;
+    return m;
+}
+
+// Adds [lo, hi) where it is readable.
+static int push_readable(ranges* rs, const mapping* m, size_t n, uintptr_t lo, uintptr_t hi) {
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].readable || m[i].hi <= lo || m[i].lo >= hi)
+            continue;
+        int rc = push_range(rs, lo > m[i].lo ? lo : m[i].lo, hi < m[i].hi ? hi : m[i].hi);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+// ---- roots: modules' writable segments and static TLS offsets
+
+typedef struct module_walk {
+    ranges* roots;
+    const mapping* maps;
+    size_t nmaps;
+    uintptr_t own;     // an address inside the tracer's own data
+    uintptr_t tls_low; // the lowest static TLS block of this thread
+    int rc;
+} module_walk;
+
+static int each_module(struct dl_phdr_info* info, size_t size, void* ud) {
+    (void)size;
+    module_walk* w = ud;
+    bool own = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && w->own >= lo && w->own < lo + ph->p_memsz)
+            own = true;
+    }
+    if (info->dlpi_tls_data && (uintptr_t)info->dlpi_tls_data < w->tls_low)
+        w->tls_low = (uintptr_t)info->dlpi_tls_data;
+    if (own) // the tracer's tables hold the program's addresses: never roots
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum && !w->rc; i++) {
+        const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        w->rc = push_readable(w->roots, w->maps, w->nmaps, lo, lo + ph->p_memsz);
+    }
+    return w->rc;
+}
+
+// glibc's thread descriptor: its size and where it keeps the thread's tid (0 once the
+// thread ended: a cached stack), from the symbols glibc exports for libthread_db.
+static size_t pthread_size = 2304;
+static size_t pthread_tid_offset;
+
+static void find_pthread_layout(void) {
+    const uint32_t* size = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+    const uint32_t* tid = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid"); // {bits, count, offset}
+    if (size && *size >= 1024 && *size <= 65536)
+        pthread_size = *size;
+    if (tid && tid[0] == 32 && tid[2] + 4 <= pthread_size)
+        pthread_tid_offset = tid[2];
+}
+
+// The thread descriptor at the top of a thread stack mapping (glibc puts it there): a word
+// that points at itself, whose third word (header.self) does too. 0 if none.
+static uintptr_t descriptor_in(const mapping* m) {
+    uintptr_t lo = m->hi - pthread_size - (1 << 16);
+    if (lo < m->lo)
+        lo = m->lo;
+    for (uintptr_t a = (m->hi - pthread_size) & ~(uintptr_t)63; a >= lo; a -= 64) {
+        const uintptr_t* w = (const uintptr_t*)a;
+        if (w[0] == a && w[2] == a)
+            return a;
+    }
+    return 0;
+}
+
+// The stack pointer of a thread blocked in a system call, from /proc/self/task/TID/syscall
+// ("nr args... sp pc"); 0 when it runs or cannot be read.
+static uintptr_t blocked_sp(int tid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0)
+        return 0;
+    buf[k] = 0;
+    unsigned long w[9];
+    long nr;
+    if (sscanf(buf, "%ld %lx %lx %lx %lx %lx %lx %lx %lx", &nr, &w[0], &w[1], &w[2], &w[3], &w[4],
+               &w[5], &w[6], &w[7]) != 9)
+        return 0;
+    return w[6];
+}
+
+static int thread_roots(ranges* roots, const mapping* maps, size_t nmaps, uintptr_t self_sp,
+                        uintptr_t self_tp, uintptr_t tls_low, uintptr_t skip_tp) {
+    int rc = 0;
+    for (size_t i = 0; i < nmaps && !rc; i++) {
+        const mapping* m = &maps[i];
+        if (!m->readable || !m->writable || !m->anon)
+            continue;
+        bool guarded = i > 0 && maps[i - 1].hi == m->lo && !maps[i - 1].readable;
+        uintptr_t tp = m->stack || !guarded ? 0 : descriptor_in(m);
+        if (!m->stack && !tp)
+            continue;
+        if (tp == skip_tp && tp)
+            continue;
+        if (self_sp >= m->lo && self_sp < m->hi) {
+            rc = push_range(roots, self_sp, m->hi);
+            continue;
+        }
+        if (tp && pthread_tid_offset) {
+            int tid = *(const int*)(tp + pthread_tid_offset);
+            if (tid <= 0) // a stack glibc keeps for its next thread: no thread's
+                continue;
+            uintptr_t sp = blocked_sp(tid);
+            // Below a stack pointer the frames are dead: from it (and its red zone) up.
+            if (sp >= m->lo + 128 && sp < m->hi) {
+                rc = push_range(roots, sp - 128, m->hi);
+                continue;
+            }
+        }
+        rc = push_range(roots, m->lo, m->hi); // its registers unknown: the whole stack
+    }
+    // This thread's static TLS and descriptor (another thread's lie in its stack mapping).
+    if (!rc && tls_low < self_tp && self_tp - tls_low < ((uintptr_t)1 << 24))
+        rc = push_readable(roots, maps, nmaps, tls_low, self_tp + pthread_size);
+    return rc;
+}
+
+// Where this thread's stack holds the program's data: the frame of the program's code that
+// called into libc (exit, or a detach's call) and those above it. The frames below are
+// libc's and the tracer's, and their unwritten slots hold what earlier calls left (the hooks'
+// own locals: the address of each block allocated), which memcheck, knowing them undefined,
+// never counts. The callee-saved registers as that frame had them go into regs.
+static uintptr_t program_frame(uintptr_t* regs, int* nregs) {
+    static const int saved[] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12,
+                                UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15};
+    unw_context_t ctx;
+    unw_cursor_t cur;
+    *nregs = 0;
+    if (unw_getcontext(&ctx) || unw_init_local(&cur, &ctx))
+        return 0;
+    Dl_info self;
+    if (!dladdr((void*)&own_data, &self))
+        return 0;
+    for (int depth = 0; depth < 256 && unw_step(&cur) > 0; depth++) {
+        unw_word_t ip, sp;
+        Dl_info info;
+        if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
+            return 0;
+        if (!dladdr((void*)(ip - 1), &info) || !info.dli_fname)
+            continue;
+        const char* base = strrchr(info.dli_fname, '/');
+        base = base ? base + 1 : info.dli_fname;
+        if (info.dli_fbase == self.dli_fbase || !strncmp(base, "libc.so", 7) ||
+            !strncmp(base, "ld-linux", 8))
+            continue;
+        for (size_t i = 0; i < sizeof saved / sizeof *saved; i++) {
+            unw_word_t v;
+            if (!unw_get_reg(&cur, saved[i], &v))
+                regs[(*nregs)++] = v;
+        }
+        return sp;
+    }
+    return 0;
+}
+
+// ---- the scan, in the copy
+
+// The block a word points into, or -1.
+static long block_of(const scan_state* s, uintptr_t p) {
+    if (p < s->lo || p >= s->hi)
+        return -1;
+    size_t lo = 0, hi = s->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (s->b[mid].addr <= p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const mt_live_block* b = &s->b[lo];
+    if (p < b->addr || (p != b->addr && p - b->addr >= b->size))
+        return -1;
+    // glibc keeps pointers to chunk headers (the top chunk, its bins): the header of the
+    // chunk after a block lies in the block's last bytes when the block fills its chunk.
+    // Such a word is the allocator's, not the program's pointer into the block.
+    if (s->glibc && p != b->addr && (p & 15) == 0 &&
+        p == b->addr - 16 + (*(const uintptr_t*)(b->addr - 8) & ~(uintptr_t)7))
+        return -1;
+    return (long)lo;
+}
+
+static void mark(scan_state* s, uintptr_t p, bool from_reachable) {
+    long i = block_of(s, p);
+    if (i < 0)
+        return;
+    uint8_t want = from_reachable && p == s->b[i].addr ? REACHABLE : POSSIBLE;
+    if (want > s->st[i]) {
+        s->st[i] = want;
+        s->stack[s->top++] = (uint32_t)i;
+    }
+}
+
+static void scan_words(scan_state* s, uintptr_t lo, uintptr_t hi, bool from_reachable) {
+    lo = (lo + 7) & ~(uintptr_t)7;
+    for (uintptr_t a = lo; a + 8 <= hi; a += 8)
+        mark(s, *(const uintptr_t*)a, from_reachable);
+    s->scanned += hi > lo ? hi - lo : 0;
+}
+
+static void drain(scan_state* s) {
+    while (s->top) {
+        uint32_t i = s->stack[--s->top];
+        const mt_live_block* b = &s->b[i];
+        scan_words(s, b->addr, b->addr + b->size, s->st[i] == REACHABLE);
+    }
+}
+
+// The unreached blocks that leader reaches become indirectly lost, held by the block whose
+// word points at them; a leader met again was unreached, and is claimed too.
+static void claim(scan_state* s, uint32_t leader) {
+    s->st[leader] = LEADER;
+    s->stack[s->top++] = leader;
+    while (s->top) {
+        uint32_t k = s->stack[--s->top];
+        const mt_live_block* b = &s->b[k];
+        uintptr_t lo = (b->addr + 7) & ~(uintptr_t)7;
+        for (uintptr_t a = lo; a + 8 <= b->addr + b->size; a += 8) {
+            long j = block_of(s, *(const uintptr_t*)a);
+            if (j < 0 || (uint32_t)j == leader || (s->st[j] != UNREACHED && s->st[j] != LEADER))
+                continue;
+            bool fresh = s->st[j] == UNREACHED;
+            s->st[j] = INDIRECT;
+            s->holder[j] = k;
+            if (fresh)
+                s->stack[s->top++] = (uint32_t)j;
+        }
+        s->scanned += b->size;
+    }
+}
+
+static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots) {
+    sigset_t all;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(long));
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    for (size_t i = 0; i < roots->n; i++) {
+        scan_words(s, roots->r[i].lo, roots->r[i].hi, true);
+        drain(s);
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (s->st[i] == UNREACHED)
+            claim(s, (uint32_t)i);
+    static const uint8_t kind_of[] = {[UNREACHED] = MT_LEAK_DEFINITE,
+                                      [POSSIBLE] = MT_LEAK_POSSIBLE,
+                                      [REACHABLE] = MT_LEAK_REACHABLE,
+                                      [INDIRECT] = MT_LEAK_INDIRECT,
+                                      [LEADER] = MT_LEAK_DEFINITE};
+    for (size_t i = 0; i < s->n; i++)
+        s->st[i] = kind_of[s->st[i]];
+    *s->scanned_out = s->scanned;
+    syscall(SYS_exit_group, 0);
+    for (;;)
+        ;
+}
+
+// ---- the parent's side
+
+static bool allocator_is_glibc(void) {
+    Dl_info info;
+    void* fn;
+    memcpy(&fn, &mt_real.malloc, sizeof fn); // ISO C has no cast from a function pointer
+    return dladdr(fn, &info) && info.dli_fname && strstr(info.dli_fname, "libc.so");
+}
+
+static bool seccomp_filtered(void) {
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[k > 0 ? k : 0] = 0;
+    const char* p = strstr(buf, "\nSeccomp:");
+    return p && strtol(p + 9, NULL, 10) == 2;
+}
+
+static int wait_copy(pid_t pid, int timeout_ms, char* why, size_t cap) {
+    int status = 0;
+    int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        pid_t r = (pid_t)syscall(SYS_wait4, pid, &status, __WALL | WNOHANG, NULL);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(why, cap, "the scanning copy could not be waited for: %s", strerror(errno));
+            return -ECHILD;
+        }
+        if (now_ns() > deadline) {
+            syscall(SYS_kill, pid, SIGKILL);
+            syscall(SYS_wait4, pid, &status, __WALL, NULL);
+            snprintf(why, cap, "timeout: the scan took more than %d ms", timeout_ms);
+            return -ETIMEDOUT;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(why, cap, "the scanning copy died of signal %d", WTERMSIG(status));
+        return -EIO;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+        snprintf(why, cap, "the scanning copy failed");
+        return -EIO;
+    }
+    return 0;
+}
+
+__attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size_t n,
+                                               pthread_t skip, int timeout_ms, mt_leak_scan* out,
+                                               char* why, size_t cap) {
+    int64_t t0 = now_ns();
+    memset(out, 0, sizeof *out);
+    if (seccomp_filtered()) {
+        snprintf(why, cap, "a seccomp filter is in force: no copy of the process is made");
+        return -EPERM;
+    }
+    find_pthread_layout();
+    size_t text_len, nmaps = 0;
+    char* text = read_maps(&text_len);
+    mapping* maps = text ? parse_maps(text, &nmaps) : NULL;
+    mt_writer_heap_free(text);
+    ranges roots = {0};
+    int rc = maps ? 0 : -ENOMEM;
+    module_walk w = {&roots, maps, nmaps, (uintptr_t)&own_data, UINTPTR_MAX, 0};
+    if (!rc) {
+        dl_iterate_phdr(each_module, &w);
+        rc = w.rc;
+    }
+    int nregs = 0;
+    volatile uintptr_t here = (uintptr_t)&here;
+    uintptr_t sp = rc ? 0 : program_frame(frame_regs, &nregs);
+    if (!rc && nregs)
+        rc = push_range(&roots, (uintptr_t)frame_regs, (uintptr_t)(frame_regs + nregs));
+    if (!rc)
+        rc = thread_roots(&roots, maps, nmaps, sp ? sp : here, (uintptr_t)pthread_self(), w.tls_low,
+                          (uintptr_t)skip);
+    scan_state s = {.b = blocks, .n = n, .glibc = allocator_is_glibc()};
+    size_t len = (64 + n * 5 + 4095) & ~(size_t)4095;
+    void* shared = MAP_FAILED;
+    if (!rc) {
+        shared = mt_real.mmap(NULL, len ? len : 4096, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        s.stack = mt_real.mmap(NULL, (2 * n + 1) * sizeof *s.stack, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (shared == MAP_FAILED || s.stack == MAP_FAILED)
+            rc = -ENOMEM;
+    }
+    if (rc) {
+        snprintf(why, cap, "no memory for the scan");
+        goto out;
+    }
+    s.scanned_out = shared; // the copy's count of bytes scanned comes back here
+    s.holder = (uint32_t*)((char*)shared + 64);
+    s.st = (uint8_t*)shared + 64 + n * 4;
+    memset(s.holder, 0xff, n * 4);
+    if (n) {
+        s.lo = blocks[0].addr;
+        for (size_t i = 0; i < n; i++)
+            if (blocks[i].addr + (blocks[i].size ? blocks[i].size : 1) > s.hi)
+                s.hi = blocks[i].addr + (blocks[i].size ? blocks[i].size : 1);
+    }
+    for (size_t i = 0; i < roots.n; i++)
+        out->roots_bytes += roots.r[i].hi - roots.r[i].lo;
+    // Exit signal 0: no SIGCHLD for the program, and only a wait with __WALL sees it.
+    long pid = syscall(SYS_clone, 0L, NULL, NULL, NULL, NULL);
+    if (pid == 0)
+        scan_in_copy(&s, &roots);
+    if (pid < 0) {
+        rc = -errno;
+        snprintf(why, cap, "no copy of the process could be made: %s", strerror(errno));
+        goto out;
+    }
+    rc = wait_copy((pid_t)pid, timeout_ms, why, cap);
+out:
+    if (s.stack && s.stack != MAP_FAILED)
+        mt_real.munmap(s.stack, (2 * n + 1) * sizeof *s.stack);
+    mt_writer_heap_free(roots.r);
+    mt_writer_heap_free(maps);
+    if (rc) {
+        if (shared != MAP_FAILED)
+            mt_real.munmap(shared, len ? len : 4096);
+        return rc;
+    }
+    out->map = shared;
+    out->map_len = len ? len : 4096;
+    out->kind = s.st;
+    out->holder = s.holder;
+    out->n = n;
+    out->scanned_bytes = *s.scanned_out;
+    out->ns = now_ns() - t0;
+    return 0;
+}
+
+void mt_leak_scan_release(mt_leak_scan* s) {
+    if (s->map)
+        mt_real.munmap(s->map, s->map_len);
+    memset(s, 0, sizeof *s);
+}

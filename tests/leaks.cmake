@@ -1,0 +1,13 @@
+# Leak kinds (docs/leaks.md): the scan at the capture's end against valgrind's memcheck on a
+# program with one block of each kind (tests/leaks/check_kinds.py; skipped where valgrind
+# is missing).
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  add_executable(leaks_kinds leaks/kinds.c)
+  target_compile_options(leaks_kinds PRIVATE -O1 -g)
+  target_link_libraries(leaks_kinds PRIVATE Threads::Threads)
+  add_test(NAME e2e.leak_kinds COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/leaks/check_kinds.py --lib $<TARGET_FILE:memtrace>
+    --memreport $<TARGET_FILE:memreport> --prog $<TARGET_FILE:leaks_kinds>
+    --workdir ${CMAKE_CURRENT_BINARY_DIR}/leak_kinds.d)
+  set_tests_properties(e2e.leak_kinds PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The leak scan against valgrind's memcheck on tests/leaks/kinds.c (one block of each kind,
+# each from a function of its own): per kind and allocating function, the bytes and blocks
+# of the capture's verdicts (the leak table) equal `valgrind --leak-check=full
+# --show-leak-kinds=all`'s loss records. Blocks the C runtime allocates (the DTV a
+# pthread_create makes) are compared by kind and count: their size depends on the modules
+# loaded, and libmemtrace.so adds modules with TLS. Also: the program's exit status and
+# output are those of the untraced run; MEMTRACE_LEAKS=0 and a sampled capture say in meta
+# why no scan ran. Exits 77 where valgrind is missing.
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import capture_meta, check, clean_env, finish, fresh_dir  # noqa: E402
+
+PROG_FUNCS = {"lose_one", "lose_list", "fill_cache", "keep_interior", "keep_in_tls",
+              "hide_by_xor", "hold_in_stack", "main"}
+ALLOCATORS = {"malloc", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc"}
+KINDS = {"definitely lost": "definitely_lost", "indirectly lost": "indirectly_lost",
+         "possibly lost": "possibly_lost", "still reachable": "still_reachable"}
+RECORD = re.compile(r"==\d+== ([\d,]+) (?:\(([\d,]+) direct, [\d,]+ indirect\) )?bytes in "
+                    r"([\d,]+) blocks are (definitely lost|indirectly lost|possibly lost|"
+                    r"still reachable) in loss record")
+FRAME = re.compile(r"==\d+==    (?:at|by) 0x[0-9A-F]+: (\S+)")
+
+
+def number(s):
+    return int(s.replace(",", ""))
+
+
+def add(table, key, size, blocks):
+    b, n = table.get(key, (0, 0))
+    table[key] = (b + size, n + blocks)
+
+
+def memcheck(prog):
+    """memcheck's loss records as {(kind, allocating function): (bytes, blocks)}."""
+    p = subprocess.run(["valgrind", "--leak-check=full", "--show-leak-kinds=all",
+                        "--num-callers=40", prog], capture_output=True, text=True,
+                       env=clean_env())
+    table, key = {}, None
+    for line in p.stderr.splitlines():
+        m = RECORD.search(line)
+        if m:
+            size = number(m.group(2) or m.group(1))
+            key = [KINDS[m.group(4)], size, number(m.group(3))]
+            continue
+        f = FRAME.search(line)
+        if key and f and f.group(1) not in ALLOCATORS:
+            add(table, (key[0], f.group(1)), key[1], key[2])
+            key = None
+    return table
+
+
+def capture(memreport, db):
+    """The capture's verdicts as {(kind, allocating function): (bytes, blocks)}."""
+    q = ("SELECT k.name, a.size, (SELECT function FROM stacks s WHERE s.callsite = a.callsite"
+         " AND s.depth = 0) FROM leak l JOIN allocations a ON a.seq = l.seq"
+         " JOIN leak_kind k ON k.id = l.kind")
+    out = subprocess.run([memreport, "sql", db, q, "--csv"], capture_output=True, text=True,
+                         check=True).stdout.splitlines()[1:]
+    table = {}
+    for line in out:
+        kind, size, func = line.split(",")
+        add(table, (kind, func), int(size), 1)
+    return table
+
+
+def split(table):
+    """The program's own blocks, and the runtime's block counts per kind."""
+    own = {k: v for k, v in table.items() if k[1] in PROG_FUNCS}
+    runtime = {}
+    for (kind, func), (_, n) in table.items():
+        if func not in PROG_FUNCS:
+            runtime[kind] = runtime.get(kind, 0) + n
+    return own, runtime
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--memreport", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    if not shutil.which("valgrind"):
+        print("skip: valgrind is not installed (scripts/install-deps.sh --test)")
+        sys.exit(77)
+    fresh_dir(a.workdir)
+    db = os.path.join(a.workdir, "kinds.db")
+    plain = subprocess.run([a.prog], capture_output=True, env=clean_env())
+    traced = subprocess.run([a.prog], capture_output=True,
+                            env=clean_env(OUTPUT=db) | {"LD_PRELOAD": a.lib})
+    check(traced.returncode == plain.returncode == 0, "exit status as untraced (0)")
+    check(traced.stdout == plain.stdout and traced.stderr == plain.stderr,
+          "output as untraced")
+    meta = capture_meta(db)
+    check(meta.get("leak_scan") == "complete", f"scan complete ({meta.get('leak_scan_why')})")
+    ours, theirs = split(capture(a.memreport, db)), split(memcheck(a.prog))
+    for key in sorted(set(ours[0]) | set(theirs[0])):
+        check(ours[0].get(key) == theirs[0].get(key),
+              f"{key[0]} from {key[1]}: (bytes, blocks) {ours[0].get(key)} as memcheck's "
+              f"{theirs[0].get(key)}")
+    check(ours[1] == theirs[1], f"runtime blocks per kind {ours[1]} as memcheck's {theirs[1]}")
+
+    for name, settings, why in [("off", {"LEAKS": 0}, "MEMTRACE_LEAKS=0"),
+                                ("sampled", {"SAMPLE_BYTES": 64}, "sampled")]:
+        off = os.path.join(a.workdir, f"{name}.db")
+        subprocess.run([a.prog], capture_output=True,
+                       env=clean_env(OUTPUT=off, **settings) | {"LD_PRELOAD": a.lib})
+        m = capture_meta(off)
+        check(m.get("leak_scan") == "not run" and why in m.get("leak_scan_why", ""),
+              f"{name}: no scan, and why: {m.get('leak_scan_why')}")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
