@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // memreport: the offline reporter. Dispatches to one subcommand per module.
+#include "aggregates.h"
 #include "commands.h"
 #include "options.h"
 #include "output.h"
@@ -38,6 +39,9 @@ static void usage(FILE* out) {
     fputs("\n'memreport COMMAND --help' describes one command.\n"
           "--skip-corrupt (anywhere before --): leave out event chunks that fail their\n"
           "checksum, with a warning for each, instead of stopping at the first.\n"
+          "--replay (anywhere before --): read every event, as if the capture stored no\n"
+          "aggregates (which the first report of a writable capture stores, so that\n"
+          "summary, leaks, stats, top and the peak flame graph read no event after it).\n"
           "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n",
           out);
 }
@@ -46,9 +50,9 @@ static void warn_skipped(const char* path, const char* what) {
     mr_error(path, "warning: %s", what);
 }
 
-// Removes the global option --skip-corrupt from argv (it applies to every subcommand,
-// whose own option parsers do not know it). Returns the new argc.
-static int take_skip_corrupt(int argc, char** argv) {
+// Removes the global options --skip-corrupt and --replay from argv (they apply to every
+// subcommand, whose own option parsers do not know them). Returns the new argc.
+static int take_global_options(int argc, char** argv) {
     int out = 1;
     bool options = true;
     for (int i = 1; i < argc; i++) {
@@ -56,6 +60,11 @@ static int take_skip_corrupt(int argc, char** argv) {
             options = false;
         if (options && !strcmp(argv[i], "--skip-corrupt")) {
             mt_capture_skip_corrupt_chunks(warn_skipped);
+            mr_aggregates_enable(false); // figures without the skipped chunks are not the capture's
+            continue;
+        }
+        if (options && !strcmp(argv[i], "--replay")) {
+            mr_aggregates_enable(false);
             continue;
         }
         argv[out++] = argv[i];
@@ -65,7 +74,7 @@ static int take_skip_corrupt(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-    argc = take_skip_corrupt(argc, argv);
+    argc = take_global_options(argc, argv);
     if (argc < 2) {
         mr_error(NULL, "no command given");
         usage(stderr);

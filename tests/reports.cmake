@@ -9,6 +9,8 @@ memtrace_unit_test(stats_sampled ${REPORTS_FIXTURE})
 memtrace_unit_test(flamegraph ${REPORTS_FIXTURE})
 # The aggregation model every view reads (reporter/model/profile.h).
 memtrace_unit_test(profile ${REPORTS_FIXTURE})
+# The aggregates stored in a capture against the replay they stand for.
+memtrace_unit_test(aggregates ${REPORTS_FIXTURE})
 # Its function view: self and total per function (reporter/model/functions.h).
 memtrace_unit_test(functions ${REPORTS_FIXTURE})
 # Live bytes per callsite at each time bucket's highest moment (reporter/model/moments.h).

@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: MIT
 // memreport stats: top allocation sites by bytes live at the peak, by bytes allocated and
 // by allocation count; a power-of-two histogram of sizes; temporary allocations by site;
-// totals per thread. Bytes and counts per callsite come from the aggregation model
-// (profile.h); the event-level measures (temporaries, sizes) and the totals per thread
-// from observing its replay: a per-(callsite, thread) profile would cost stats 60% more
-// time for eight numbers per thread.
+// totals per thread. All of it from the heap's aggregates (aggregates.h): the model's
+// rows at the peak and the measures observed during its replay, stored in the capture.
+#include "aggregates.h"
 #include "commands.h"
 #include "options.h"
 #include "procs.h"
+#include "procs_views.h"
 #include "profile.h"
+#include "runtime_held.h"
 #include "sites.h"
 #include "stats_report.h"
-#include "u64map.h"
 
-#include "memtrace/sampling.h"
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
@@ -49,131 +48,56 @@ typedef struct site {
     uint64_t count, bytes, temporary, at_peak;
 } site;
 
-// An allocation as heaptrack's analyzer identifies it: size and (unsymbolized) stack.
-typedef struct alloc_key {
-    uint64_t size;
-    uint32_t callsite;
-    bool set;
-} alloc_key;
-
 typedef struct stats {
     const mr_symbols* sites;
     mr_site_labels* labels;
     bool by_stack;   // --stacks: a row per symbolized stack, not per label
     bool all_frames; // --all-frames: stacks with their noise frames
     uint32_t ncallsites;
-    uint32_t* canon;     // callsite -> representative of its symbolized stack (sites.h)
-    site* site;          // indexed by callsite id, ncallsites entries
-    mr_u64map tid_index; // tid -> index into threads
+    uint32_t* canon; // callsite -> representative of its symbolized stack (sites.h)
+    site* site;      // indexed by callsite id, ncallsites entries
     mr_stats_thread* threads;
     size_t nthreads, capthreads;
-    uint32_t cached_tid;
-    size_t cached_index;
     uint64_t hist_count[MR_STATS_NBUCKETS], hist_bytes[MR_STATS_NBUCKETS];
     uint64_t temporary, frees;
-    alloc_key last_alloc;  // the allocation heaptrack compares the next free with
-    alloc_key first_alloc; // the process's first allocation (see is_temporary)
-    // A sampled capture's allocations are read weighed: their requested sizes' powers of two
-    // for the histogram come from these (memtrace/sampling.h), for the capture sizes_of.
-    const mt_capture* sizes_of;
-    uint64_t sample_bytes; // 0: not sampled
-    mt_sample_sizes sizes;
 } stats;
-
-static unsigned bucket_of(uint64_t size) {
-    return size ? 64u - (unsigned)__builtin_clzll(size) : 0u;
-}
-
-static mr_stats_thread* thread_of(stats* s, uint32_t tid) {
-    if (s->nthreads && s->cached_tid == tid)
-        return &s->threads[s->cached_index];
-    const uint64_t* index = mr_u64map_get(&s->tid_index, tid);
-    size_t i;
-    if (index) {
-        i = (size_t)*index;
-    } else {
-        if (MT_VEC_RESERVE(&s->threads, &s->capthreads, s->nthreads + 1))
-            return NULL;
-        i = s->nthreads;
-        if (mr_u64map_put(&s->tid_index, tid, i))
-            return NULL;
-        s->threads[s->nthreads++] = (mr_stats_thread){.tid = tid};
-    }
-    s->cached_tid = tid;
-    s->cached_index = i;
-    return &s->threads[i];
-}
 
 // The site row of a callsite (ids the capture does not have count as "no stack").
 static site* site_of(stats* s, uint32_t callsite) {
     return &s->site[callsite < s->ncallsites ? s->canon[callsite] : 0];
 }
 
-// heaptrack 1.4's rule (src/analyze/accumulatedtracedata.cpp), reproduced exactly: a free
-// is temporary when the last event before it, over all threads, is an allocation of the same
-// size from the same stack (not necessarily the same block). After a free, heaptrack's
-// "last allocation" is index 0, which is also the index of the first (size, stack) seen:
-// a free right after a free counts when its block matches the process's first allocation.
-// Frees of blocks allocated before tracing are skipped by heaptrack and here alike.
-static bool is_temporary(stats* s, const mr_block* freed) {
-    bool temporary = s->last_alloc.set && s->last_alloc.size == freed->size &&
-                     s->last_alloc.callsite == freed->callsite;
-    s->last_alloc = s->first_alloc;
-    return temporary;
-}
-
-// Observes the model's replay: the measures of events, not of callsites.
-static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    stats* s = ud;
-    mr_stats_thread* th = thread_of(s, ev->tid);
-    if (!th)
+// Adds a heap's aggregates (its rows at the peak, temporaries, threads, sizes) to the sites
+// and totals; the threads keep the aggregates' order, by tid. Returns 0 or -ENOMEM.
+static int add_aggregates(stats* s, const mr_aggregates* a) {
+    if (MT_VEC_RESERVE(&s->threads, &s->capthreads, s->nthreads + a->nthreads))
         return -ENOMEM;
-    if (freed) { // freed, or replaced by an allocation at its address
-        mr_stats_thread* owner = freed->tid == ev->tid ? th : thread_of(s, freed->tid);
-        if (!owner)
-            return -ENOMEM;
-        owner->live_bytes -= freed->size;
-        owner->live_blocks--;
-    }
-    if (mt_kind_is_alloc(ev->kind)) {
-        th->allocations++;
-        th->bytes += ev->size;
-        th->live_bytes += ev->size;
-        th->live_blocks++;
-        s->last_alloc = (alloc_key){.size = ev->size, .callsite = ev->callsite, .set = true};
-        if (!s->first_alloc.set)
-            s->first_alloc = s->last_alloc;
-        if (r->cap != s->sizes_of) {
-            s->sizes_of = r->cap;
-            s->sample_bytes = (uint64_t)mt_capture_meta_int(r->cap, "sample_bytes", 0);
-            mt_sample_sizes_init(&s->sizes, s->sample_bytes);
-        }
-        unsigned b = s->sample_bytes && mt_sample_kind(r->heap, ev->kind)
-                         ? mt_sample_size_bits(&s->sizes, ev->size)
-                         : bucket_of(ev->size);
-        s->hist_count[b]++;
-        s->hist_bytes[b] += ev->size;
-    } else if (mt_kind_is_free(ev->kind)) {
-        th->frees++;
-        s->frees++;
-        if (freed && is_temporary(s, freed)) {
-            site_of(s, freed->callsite)->temporary++;
-            th->temporary++;
-            s->temporary++;
-        }
-    }
-    return 0;
-}
-
-// Adds the model's rows to the sites.
-static void add_profile(stats* s, const mr_profile* p) {
+    const mr_profile* p = &a->peak;
     for (size_t i = 0; i < p->nrows; i++) {
         const mr_profile_row* r = &p->rows[i];
         site* st = site_of(s, r->callsite);
         st->count += r->alloc_count;
         st->bytes += r->alloc_bytes;
         st->at_peak += r->live_bytes;
+        st->temporary += a->temporary[i];
     }
+    for (size_t i = 0; i < a->nthreads; i++) {
+        const mr_agg_thread* t = &a->threads[i];
+        s->threads[s->nthreads++] = (mr_stats_thread){.tid = t->tid,
+                                                      .allocations = t->allocations,
+                                                      .bytes = t->bytes,
+                                                      .frees = t->frees,
+                                                      .temporary = t->temporary,
+                                                      .live_bytes = t->live_bytes,
+                                                      .live_blocks = t->live_blocks};
+    }
+    for (unsigned b = 0; b < MR_STATS_NBUCKETS; b++) {
+        s->hist_count[b] += a->hist_count[b];
+        s->hist_bytes[b] += a->hist_bytes[b];
+    }
+    s->frees += a->frees;
+    s->temporary += a->temporaries;
+    return 0;
 }
 
 // ---- report
@@ -206,11 +130,6 @@ static size_t merge_by_label(mr_stats_row* rows, size_t n) {
         m->at_peak += rows[i].at_peak;
     }
     return out;
-}
-
-static int by_tid(const void* a, const void* b) {
-    const mr_stats_thread *x = a, *y = b;
-    return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
 // One row per callsite that allocated, or per site label unless --stacks.
@@ -282,45 +201,40 @@ static int stats_init(stats* s, const stats_args* a, mr_symbols* sites) {
     s->labels = mr_site_labels_new(sites);
     s->site = calloc((size_t)s->ncallsites + 1, sizeof *s->site);
     s->canon = mr_sites_canonical(sites);
-    if (!s->site || !s->canon || !s->labels || mr_u64map_init(&s->tid_index))
+    if (!s->site || !s->canon || !s->labels)
         return -ENOMEM;
     return 0;
 }
 
 static void stats_free(stats* s) {
-    mr_u64map_free(&s->tid_index); // zeroed by stats_init, so safe before its init
     free(s->threads);
     free(s->site);
     free(s->canon);
     mr_site_labels_free(s->labels);
 }
 
-// Builds the model's rows at the peak, observing its replay into `s`, and
-// writes the report. Returns an exit code.
+// Reads the heap's aggregates (one replay unless stored) into `s` and writes the report.
+// Returns an exit code.
 static int report(const char* path, mt_capture* cap, stats* s, const stats_args* a) {
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
-    q.observe = on_event;
-    q.observe_ud = s;
-    q.progress = "stats";
-    mr_profile p;
-    int e = mr_profile_for(path, cap, &q, &p);
-    if (e)
-        return e;
-    add_profile(s, &p);
+    mr_aggregates agg;
+    char err[256];
+    int heap = mr_capture_default_heap(cap);
+    int e = mr_aggregates_get(cap, heap, "stats", &agg, err, sizeof err);
+    if (e) {
+        mr_error(path, "%s", err);
+        return mr_exit_code(e);
+    }
     int rc;
     size_t n;
-    mr_stats_row* rows = site_rows(s, &n);
+    mr_stats_row* rows = add_aggregates(s, &agg) ? NULL : site_rows(s, &n);
     if (!rows) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
-        // No threads (an imported NPU capture): threads is NULL, which qsort must not get.
-        if (s->nthreads > 1)
-            qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
         mr_stats_report r = {.cap = cap,
                              .sym = s->sites,
-                             .profile = &p,
-                             .steps = q.heap == MT_HEAP_NPU,
+                             .profile = &agg.peak,
+                             .steps = heap == MT_HEAP_NPU,
                              .frees = s->frees,
                              .temporary = s->temporary,
                              .hist_count = s->hist_count,
@@ -335,66 +249,63 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
         rc = mr_stats_report_write(&to, &r);
         free(rows);
     }
-    mr_profile_free(&p);
+    mr_aggregates_free(&agg);
     return rc;
 }
 
 // ---- several captures (procs.h): each process counted on its own, its rows and threads
 // under it, the sizes and totals summed.
 
-typedef struct procs_stats {
-    const mr_capture_set* set;
-    stats* per;  // per process, s->procs' order
-    size_t last; // the process of the latest event
-} procs_stats;
-
-// Observes each process's replay into its own counters.
-static int on_process_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    procs_stats* ps = ud;
-    if (ps->set->procs[ps->last].cap != r->cap)
-        for (size_t i = 0; i < ps->set->n; i++)
-            if (ps->set->procs[i].cap == r->cap)
-                ps->last = i;
-    return on_event(r, ev, freed, &ps->per[ps->last]);
-}
-
-// Every process's rows and threads, each with its process, in *rows and *threads; the
-// sizes and totals summed into *all. Returns 0 or -ENOMEM.
-static int gather(const procs_stats* ps, const mr_profile* profs, stats* all, mr_stats_row** rows,
-                  size_t* nrows) {
-    for (size_t i = 0; i < ps->set->n; i++) {
-        stats* s = &ps->per[i];
-        add_profile(s, &profs[i]);
+// Every process's rows, each with its process, in *rows; its threads (with it), sizes and
+// totals added to *all. Returns 0 or -ENOMEM.
+static int gather(const mr_capture_set* set, stats* per, const mr_aggregates* aggs, stats* all,
+                  mr_stats_row** rows, size_t* nrows) {
+    for (size_t i = 0; i < set->n; i++) {
+        if (add_aggregates(&per[i], &aggs[i]))
+            return -ENOMEM;
         size_t n;
-        mr_stats_row* part = site_rows(s, &n);
+        mr_stats_row* part = site_rows(&per[i], &n);
         mr_stats_row* grown = part ? realloc(*rows, (*nrows + n + 1) * sizeof **rows) : NULL;
-        if (!grown ||
-            MT_VEC_RESERVE(&all->threads, &all->capthreads, all->nthreads + s->nthreads)) {
+        if (!grown) {
             free(part);
-            if (grown)
-                *rows = grown;
             return -ENOMEM;
         }
         *rows = grown;
         for (size_t k = 0; k < n; k++) {
-            part[k].process = &ps->set->procs[i];
+            part[k].process = &set->procs[i];
             (*rows)[(*nrows)++] = part[k];
         }
         free(part);
-        if (s->nthreads > 1)
-            qsort(s->threads, s->nthreads, sizeof *s->threads, by_tid);
-        for (size_t k = 0; k < s->nthreads; k++) {
-            s->threads[k].process = &ps->set->procs[i];
-            all->threads[all->nthreads++] = s->threads[k];
-        }
-        for (unsigned b = 0; b < MR_STATS_NBUCKETS; b++) {
-            all->hist_count[b] += s->hist_count[b];
-            all->hist_bytes[b] += s->hist_bytes[b];
-        }
-        all->frees += s->frees;
-        all->temporary += s->temporary;
+        mr_aggregates totals = aggs[i]; // without its rows, which are the process's sites'
+        totals.peak.nrows = 0;
+        size_t first = all->nthreads;
+        if (add_aggregates(all, &totals))
+            return -ENOMEM;
+        for (size_t k = first; k < all->nthreads; k++)
+            all->threads[k].process = &set->procs[i];
     }
     return 0;
+}
+
+// Each process's aggregates (its program's leaks at the end, as every view counts them),
+// and their sum in *sum. Returns an exit code.
+static int process_aggregates(const mr_capture_set* set, mr_aggregates* aggs, mr_profile* sum) {
+    for (size_t i = 0; i < set->n; i++) {
+        const mr_process* p = &set->procs[i];
+        char err[256];
+        int e = mr_aggregates_get(p->cap, mr_capture_default_heap(p->cap), "stats", &aggs[i], err,
+                                  sizeof err);
+        if (e) {
+            mr_error(p->path, "%s", err);
+            return mr_exit_code(e);
+        }
+        if (p->sym && mr_profile_runtime_apart(&aggs[i].peak, p->sym, false, NULL, NULL)) {
+            mr_error(p->path, "out of memory");
+            return MR_EXIT_IO;
+        }
+        mr_procs_profile_add(sum, &aggs[i].peak);
+    }
+    return MR_EXIT_OK;
 }
 
 static int processes_report(const stats_args* a, char* const* paths, int n) {
@@ -402,25 +313,22 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
     int rc = mr_procs_open(&set, paths, n, stats_help, true);
     if (rc)
         return rc;
-    procs_stats ps = {.set = &set, .per = calloc(set.n, sizeof *ps.per)};
-    int e = ps.per ? 0 : -ENOMEM;
+    stats* per = calloc(set.n, sizeof *per);
+    mr_aggregates* aggs = calloc(set.n, sizeof *aggs);
+    int e = per && aggs ? 0 : -ENOMEM;
     for (size_t i = 0; !e && i < set.n; i++)
-        e = stats_init(&ps.per[i], a, set.procs[i].sym);
-    mr_profile *profs = NULL, sum;
+        e = stats_init(&per[i], a, set.procs[i].sym);
+    mr_profile sum = {0};
     if (e) {
         mr_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     } else {
-        mr_query q = MR_QUERY_INIT(0);
-        q.observe = on_process_event;
-        q.observe_ud = &ps;
-        q.progress = "stats";
-        rc = mr_procs_profiles(&set, &q, &profs, &sum);
+        rc = process_aggregates(&set, aggs, &sum);
     }
     stats all = {0};
     mr_stats_row* rows = NULL;
     size_t nrows = 0;
-    if (!rc && gather(&ps, profs, &all, &rows, &nrows)) {
+    if (!rc && gather(&set, per, aggs, &all, &rows, &nrows)) {
         mr_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     }
@@ -444,10 +352,12 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
     }
     free(rows);
     free(all.threads);
-    mr_procs_profiles_free(profs, profs ? set.n : 0);
-    for (size_t i = 0; ps.per && i < set.n; i++)
-        stats_free(&ps.per[i]);
-    free(ps.per);
+    for (size_t i = 0; per && aggs && i < set.n; i++) {
+        stats_free(&per[i]);
+        mr_aggregates_free(&aggs[i]);
+    }
+    free(per);
+    free(aggs);
     mr_capture_set_free(&set);
     return rc;
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // memreport summary: the totals of a capture (status, counts, peak, leaks, calls per
 // entry point), as text for people or JSON for scripts.
+#include "aggregates.h"
 #include "commands.h"
 #include "options.h"
 #include "procs.h"
-#include "replay.h"
+#include "runtime_held.h"
 #include "summary_report.h"
-#include "u64map.h"
 
 #include "memtrace/schema.h"
 
@@ -29,43 +29,43 @@ static const char summary_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
-typedef struct summary_state {
-    mr_u64map tids; // distinct thread ids (the values are unused)
-} summary_state;
-
-static int count_thread(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)r;
-    (void)freed;
-    summary_state* s = ud;
-    if (mr_u64map_get(&s->tids, ev->tid))
-        return 0;
-    return mr_u64map_put(&s->tids, ev->tid, 0); // 0 or -ENOMEM
-}
-
-// Adds which part of the leaked blocks the C runtime holds for itself. Returns 0 or an
-// exit code.
-static int add_runtime_held(mr_summary* sum, mt_capture* cap, const mr_heapmap* live) {
+// Which part of the blocks live at the end the C runtime holds for itself, from the rows
+// of the heap's aggregates. Returns 0 or an exit code.
+static int add_runtime_held(mr_summary* sum, mt_capture* cap, const mr_aggregates* a) {
     sum->runtime_held = true;
-    return mr_runtime_held_at_end(cap, live, &sum->held_bytes, &sum->held_blocks);
+    if (!a->peak.heap.live_blocks) // no symbols to load for nothing
+        return MR_EXIT_OK;
+    mr_symbols* sym = NULL;
+    int rc = mr_symbols_load(cap, &sym);
+    mr_profile end;
+    if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
+                mr_profile_runtime_apart(&end, sym, true, &sum->held_bytes, &sum->held_blocks))) {
+        mr_error(mt_capture_path(cap), "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    if (!rc)
+        mr_profile_free(&end);
+    mr_symbols_free(sym);
+    return rc;
 }
 
-// The mmap heap (MEMTRACE_MMAP=1) run to its end into *m, when the capture has one and the
-// report is of another heap. Returns 1 if so, 0 if not, or an exit code after the reason.
-static int replay_mmap_heap(mt_capture* cap, int shown, mr_replay* m) {
+// A heap's aggregates into *a. Returns 0 or an exit code after the reason.
+static int aggregates_of(mt_capture* cap, int heap, mr_aggregates* a) {
+    char err[256];
+    int e = mr_aggregates_get(cap, heap, "summary", a, err, sizeof err);
+    if (e)
+        mr_error(mt_capture_path(cap), "%s", err);
+    return e ? mr_exit_code(e) : MR_EXIT_OK;
+}
+
+// The mmap heap's aggregates (MEMTRACE_MMAP=1) into *m, when the capture has that heap and
+// the report is of another. Returns 1 if so, 0 if not, or minus an exit code.
+static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m) {
     int id = mr_capture_heap_named(cap, "mmap");
     if (!id || id == shown)
         return 0;
-    if (mr_replay_init(m, cap, id)) {
-        mr_error(mt_capture_path(cap), "out of memory");
-        return -MR_EXIT_IO;
-    }
-    int e = mr_replay_run(m, UINT64_MAX, NULL, NULL);
-    if (e) {
-        mr_error(mt_capture_path(cap), "%s", m->err[0] ? m->err : "corrupt capture");
-        mr_replay_free(m);
-        return -mr_exit_code(e);
-    }
-    return 1;
+    int rc = aggregates_of(cap, id, m);
+    return rc ? -rc : 1;
 }
 
 int mr_cmd_summary(int argc, char** argv) {
@@ -94,34 +94,24 @@ int mr_cmd_summary(int argc, char** argv) {
     int rc = mr_open_capture(path, &cap);
     if (rc)
         return rc;
-    mr_replay r;
-    summary_state s;
-    if (mr_replay_init(&r, cap, mr_capture_default_heap(cap)) || mr_u64map_init(&s.tids)) {
-        mr_error(path, "out of memory");
-        mt_capture_close(cap);
-        return MR_EXIT_IO;
-    }
-    rc = mr_replay_run(&r, UINT64_MAX, count_thread, &s);
-    if (rc) {
-        mr_error(path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = mr_exit_code(rc); // out of memory: 3, as every command says it
-    } else {
-        mr_summary sum = {.cap = cap, .replay = &r, .threads = s.tids.count};
-        if (r.heap != MT_HEAP_NPU)
-            rc = add_runtime_held(&sum, cap, &r.live);
-        mr_replay m;
-        int has_mmap = rc ? 0 : replay_mmap_heap(cap, r.heap, &m);
+    int heap = mr_capture_default_heap(cap);
+    mr_aggregates a;
+    if (!(rc = aggregates_of(cap, heap, &a))) {
+        mr_summary sum = {.cap = cap, .totals = &a.peak.heap, .threads = a.nthreads};
+        if (heap != MT_HEAP_NPU)
+            rc = add_runtime_held(&sum, cap, &a);
+        mr_aggregates m;
+        int has_mmap = rc ? 0 : mmap_heap(cap, heap, &m);
         if (has_mmap < 0)
             rc = -has_mmap;
-        sum.mmap = has_mmap > 0 ? &m : NULL;
+        sum.mmap = has_mmap > 0 ? &m.peak.heap : NULL;
         mr_report_to to = mr_opts_report_to(&opt);
         if (!rc)
             rc = mr_summary_report_write(&to, &sum);
         if (has_mmap > 0)
-            mr_replay_free(&m);
+            mr_aggregates_free(&m);
+        mr_aggregates_free(&a);
     }
-    mr_u64map_free(&s.tids);
-    mr_replay_free(&r);
     mt_capture_close(cap);
     return rc;
 }

@@ -3,6 +3,7 @@
 // allocations over a range, per callsite, from one replay.
 #include "profile.h"
 
+#include "aggregates.h"
 #include "messages.h"
 #include "u64map.h"
 
@@ -270,6 +271,10 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
         snprintf(err, errlen, "%zu moments that cannot share a replay", n);
         return -EINVAL;
     }
+    // What the heap's aggregates answer costs no event (stored: a read; else stored now).
+    int stored = mr_aggregates_answer(cap, qs, n, out, err, errlen);
+    if (stored <= 0)
+        return stored;
     const mr_query* q = &qs[0];
     builder b = {.q = q, .qs = qs, .nmoments = n, .out = out};
     for (size_t k = 0; k < n; k++)
@@ -305,6 +310,7 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
         p->events = r.events;
         p->first_ts = r.first_ts;
         p->last_ts = r.last_ts;
+        mr_replay_totals(&r, &p->heap);
     }
     mr_replay_free(&r);
     builder_free(&b);
@@ -316,6 +322,33 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
 
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen) {
     return mr_profile_build_moments(cap, q, 1, p, err, errlen);
+}
+
+bool mr_profile_is_default(const mr_query* q) {
+    return (q->moment == MR_AT_PEAK || q->moment == MR_AT_END) && q->from == INT64_MIN &&
+           q->to == INT64_MAX && q->tid == 0 && !q->by_thread && !q->observe;
+}
+
+int mr_profile_moment_of(const mr_profile* peak, mr_moment moment, mr_profile* out) {
+    *out = *peak;
+    out->rows = NULL;
+    if (peak->nrows && !(out->rows = malloc(peak->nrows * sizeof *out->rows)))
+        return -ENOMEM;
+    if (peak->nrows)
+        memcpy(out->rows, peak->rows, peak->nrows * sizeof *out->rows);
+    if (moment != MR_AT_END)
+        return 0;
+    // As finish() gives it at the end: the same rows (each allocated in the whole run),
+    // live as at the end.
+    for (size_t i = 0; i < out->nrows; i++) {
+        out->rows[i].live_bytes = out->rows[i].end_bytes;
+        out->rows[i].live_blocks = out->rows[i].end_blocks;
+    }
+    out->live_bytes = out->end_bytes;
+    out->live_blocks = out->end_blocks;
+    out->moment_seq = peak->heap.last_seq;
+    out->moment_ts = peak->heap.last_ts;
+    return 0;
 }
 
 void mr_profile_free(mr_profile* p) {

@@ -70,6 +70,7 @@ typedef struct mr_profile {
     int64_t peak_ts;
     uint64_t events;
     int64_t first_ts, last_ts;
+    mr_heap_totals heap; // all of the above and more, of the whole heap at its end
 } mr_profile;
 
 // Replays the heap once: a row's live metrics are saved lazily when it first changes after
@@ -85,6 +86,12 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
 int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
                              char* err, size_t errlen);
 void mr_profile_free(mr_profile* p);
+// A query the heap's aggregates answer (aggregates.h): the whole run, every thread, rows
+// per callsite, no observer, at the peak or the end.
+bool mr_profile_is_default(const mr_query* q);
+// The profile at the peak or end (moment) from p, a profile built at the peak of a default
+// query: the same as mr_profile_build gives. Returns 0 or -ENOMEM.
+int mr_profile_moment_of(const mr_profile* peak, mr_moment moment, mr_profile* out);
 
 // The metrics a view can weigh stacks and functions by.
 typedef enum mr_metric {

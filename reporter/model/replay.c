@@ -24,6 +24,27 @@ int mr_replay_init(mr_replay* r, mt_capture* cap, int heap) {
     return mr_heapmap_init(&r->live);
 }
 
+uint64_t mr_replay_alloc_limit(void) {
+    return alloc_limit;
+}
+
+void mr_replay_totals(const mr_replay* r, mr_heap_totals* t) {
+    *t = (mr_heap_totals){.heap = r->heap,
+                          .events = r->events,
+                          .allocations = r->allocations,
+                          .frees = r->frees,
+                          .unmatched_frees = r->unmatched_frees,
+                          .bytes_allocated = r->bytes_allocated,
+                          .live_bytes = r->live_bytes,
+                          .live_blocks = r->live.count,
+                          .peak_bytes = r->peak_bytes,
+                          .peak_seq = r->peak_seq,
+                          .peak_ts = r->peak_ts,
+                          .last_seq = r->last_seq,
+                          .first_ts = r->first_ts,
+                          .last_ts = r->last_ts};
+}
+
 void mr_replay_free(mr_replay* r) {
     mr_heapmap_free(&r->live);
 }

@@ -29,6 +29,17 @@ typedef struct mr_replay {
     char err[256];
 } mr_replay;
 
+// A heap's counters after a replay to its end: mr_replay's, without its table of blocks.
+typedef struct mr_heap_totals {
+    int heap;
+    uint64_t events, allocations, frees, unmatched_frees, bytes_allocated;
+    uint64_t live_bytes, live_blocks; // at the end
+    uint64_t peak_bytes, peak_seq;
+    int64_t peak_ts;
+    uint64_t last_seq;
+    int64_t first_ts, last_ts;
+} mr_heap_totals;
+
 // Called after each event is applied. For a free, `freed` is the block it released (NULL
 // when the address was not live); for an allocation, the block it replaced at the same
 // address (a free the tracer missed), usually NULL. Return non-zero to stop.
@@ -50,6 +61,9 @@ int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has
 // processes sums theirs: from this call on, each heap may allocate (2^63-1)/n bytes (1: a
 // capture read alone). capture_set.c says how many it opened.
 void mr_replay_share_limit(size_t n);
+// The most a heap may allocate in all now (mr_replay_share_limit).
+uint64_t mr_replay_alloc_limit(void);
+void mr_replay_totals(const mr_replay* r, mr_heap_totals* t);
 // Words an error of mr_replay_apply on ev into r->err.
 void mr_replay_describe(mr_replay* r, int rc, const mt_event* ev);
 void mr_replay_free(mr_replay* r);

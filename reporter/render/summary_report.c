@@ -29,7 +29,7 @@ static json_t* calls_object(mt_capture* cap) {
 }
 
 // An imported NPU log has no process: its source log, format and number of steps instead.
-static void npu_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
+static void npu_origin(json_t* o, mt_capture* cap, const mr_heap_totals* r) {
     char* source = mt_capture_meta_text(cap, "source");
     json_object_set_new(o, "source", source ? mr_json_bytes(source) : json_null());
     free(source);
@@ -41,7 +41,7 @@ static void npu_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
     json_object_set_new(o, "steps", json_integer(mr_capture_extent(cap, r->heap).end));
 }
 
-static void process_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
+static void process_origin(json_t* o, mt_capture* cap, const mr_heap_totals* r) {
     json_object_set_new(o, "pid", json_integer(mt_capture_meta_int(cap, "pid", 0)));
     char* cmd = mt_capture_meta_text(cap, "cmdline");
     json_t* cmdline = mr_json_loads_bytes(cmd);
@@ -55,7 +55,7 @@ static void process_origin(json_t* o, mt_capture* cap, const mr_replay* r) {
 
 static json_t* build_summary(const mr_summary* s) {
     mt_capture* cap = s->cap;
-    const mr_replay* r = s->replay;
+    const mr_heap_totals* r = s->totals;
     bool npu = r->heap == MT_HEAP_NPU;
     json_t* o = json_object();
     json_object_set_new(o, "capture", mr_json_bytes(mt_capture_path(cap)));
@@ -97,7 +97,7 @@ static json_t* build_summary(const mr_summary* s) {
              held_blocks = s->runtime_held ? s->held_blocks : 0;
     json_object_set_new(o, "leaked_bytes", json_integer((json_int_t)(r->live_bytes - held_bytes)));
     json_object_set_new(o, "leaked_allocations",
-                        json_integer((json_int_t)(r->live.count - held_blocks)));
+                        json_integer((json_int_t)(r->live_blocks - held_blocks)));
     if (!npu) // the tracer counts calls per entry point; a log has none
         json_object_set_new(o, "calls", calls_object(cap));
     // Set when the program died of a fatal signal and the tracer saved the capture first.
@@ -120,7 +120,7 @@ static json_t* build_summary(const mr_summary* s) {
                       (json_int_t)s->mmap->allocations, "peak_bytes",
                       (json_int_t)s->mmap->peak_bytes, "peak_time_ns", (json_int_t)s->mmap->peak_ts,
                       "live_bytes", (json_int_t)s->mmap->live_bytes, "live_mappings",
-                      (json_int_t)s->mmap->live.count, "file_mappings",
+                      (json_int_t)s->mmap->live_blocks, "file_mappings",
                       (json_int_t)mt_capture_meta_int(cap, "mmap_file_count", 0), "file_bytes",
                       (json_int_t)mt_capture_meta_int(cap, "mmap_file_bytes", 0)));
     return o;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The report of `memreport summary`: the totals of a capture's replay (status, counts,
+// The report of `memreport summary`: the totals of a capture's heap (status, counts,
 // peak, leaks, calls per entry point) with what the capture says of its process or NPU
 // log, as text for people or JSON for scripts. Reads the capture's meta and call counts;
 // never replays anything itself.
@@ -17,15 +17,15 @@
 
 typedef struct mr_summary {
     mt_capture* cap;
-    const mr_replay* replay; // run to the end
-    size_t threads;          // distinct thread ids of the events
+    const mr_heap_totals* totals; // of the heap reported, at its end
+    size_t threads;               // distinct thread ids of the events
     // Of the blocks live at the end, those the C runtime holds for itself (runtime_held.h);
     // a native capture only.
     bool runtime_held;
     uint64_t held_bytes, held_blocks;
-    // The mmap heap (MEMTRACE_MMAP=1) run to its end, when the capture has one and the
-    // report is of another heap; else NULL. With it the capture's file mappings (meta).
-    const mr_replay* mmap;
+    // The mmap heap's totals (MEMTRACE_MMAP=1), when the capture has one and the report is
+    // of another heap; else NULL. With them the capture's file mappings (meta).
+    const mr_heap_totals* mmap;
 } mr_summary;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

@@ -22,12 +22,17 @@ holds a path, except what the normalisations below take out:
     it by its sha256 (the same page for every capture).
 PNG plots are not compared: the same drawing code writes the SVG, and a PNG's bytes also
 depend on the freetype and zlib builds.
+
+The first report on a capture stores its aggregates in it (reporter/model/aggregates.h) and
+the later ones read them; then every case runs again with --replay, reading every event,
+and must give the same bytes.
 """
 import difflib
 import hashlib
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -192,6 +197,22 @@ def run_case(memreport, work, argv, output_kind=None):
     return p.returncode, result
 
 
+def stored_aggregates(work):
+    """The names of the captures that hold no stored aggregates after the reports."""
+    missing = []
+    for cap in NATIVE_CAPTURES + NPU_CAPTURES:
+        db = sqlite3.connect(os.path.join(work, cap + ".db"))
+        try:
+            n = db.execute("SELECT count(*) FROM aggregate").fetchone()[0]
+        except sqlite3.Error:
+            n = 0
+        db.close()
+        if not n:
+            print(f"FAIL {cap}.db: no aggregates stored by its reports")
+            missing.append(cap + ".db (aggregates)")
+    return missing
+
+
 def show_diff(name, expected, actual):
     diff = difflib.unified_diff(expected.decode("utf-8", "backslashreplace").splitlines(True),
                                 actual.decode("utf-8", "backslashreplace").splitlines(True),
@@ -222,8 +243,10 @@ def main():
     cases = [(n, a, None) for n, a in text_cases()] + file_cases()
     failures = []
     written = set()
+    first = {}
     for name, argv, kind in cases:
         rc, result = run_case(memreport, work, argv, kind)
+        first[name] = (rc, result)
         if rc != 0:
             failures.append(name)
             print(f"FAIL {name}: memreport {' '.join(argv)} exited {rc}")
@@ -248,6 +271,16 @@ def main():
             print(f"FAIL {fname}: memreport {' '.join(argv)}"
                   + (" (no expected file)" if expected is None else ""))
             show_diff(fname, expected or b"", actual)
+    # The first report on each capture stored its aggregates, which the later ones read:
+    # every case again reading every event must give the same bytes.
+    failures += stored_aggregates(work)
+    for name, argv, kind in cases:
+        again = run_case(memreport, work, ["--replay"] + argv, kind)
+        if again != first[name]:
+            failures.append(name + " (--replay)")
+            print(f"FAIL {name}: memreport --replay {' '.join(argv)} differs from the report"
+                  " read from the stored aggregates")
+            show_diff(name, first[name][1].get("", b""), again[1].get("", b""))
     # An expected file that no case writes: a case (or its stderr) went away.
     for fname in sorted(os.listdir(EXPECTED)) if os.path.isdir(EXPECTED) else []:
         if fname in written:

@@ -168,6 +168,23 @@ int mt_capture_mappings(mt_capture* cap, mt_mapping_fn fn, void* ud);
 typedef int (*mt_callsite_fn)(void* ud, const mt_callsite_rec* c);
 int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud);
 
+// ---- aggregates (memtrace/schema.h MEMTRACE_AGGREGATE_SQL; the bytes are the reporter's)
+
+// A digest of what a heap's events are: its chunks' headers (ids, seq and time bounds,
+// counts, codecs, sizes) and the meta that weighs them (sampling). Reads no chunk's bytes.
+// Returns 0 or -EPROTO.
+int mt_capture_aggregate_fingerprint(mt_capture* cap, int heap, uint64_t* out);
+// The stored aggregates of a heap, as written: returns 1 with *data malloc'd (the caller
+// frees), 0 when there are none (no table, no row), or -ENOMEM.
+int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64_t* fingerprint,
+                              uint8_t** data, size_t* len);
+// Whether this handle may write the file (not opened read-only, not a live capture).
+bool mt_capture_writable(mt_capture* cap);
+// Stores (replaces) a heap's aggregates in one savepoint. Returns 0, -EROFS (a read-only
+// handle) or -EIO (a full disk, a lock: nothing is changed).
+int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               const void* data, size_t len);
+
 // Names the frames not named yet and stores the names in the capture, for reports opening
 // a capture whose program was killed before it could (memtrace/symbolize.h). Returns the
 // number of frames named or a negative errno with a message in err.

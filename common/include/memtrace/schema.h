@@ -177,4 +177,13 @@ static inline const char* mt_leak_kind_name(int kind) {
     "CREATE TABLE IF NOT EXISTS leak(seq INTEGER PRIMARY KEY, kind INTEGER NOT NULL,"              \
     " holder_seq INTEGER);"
 
+// What a replay of a heap's events gives every default report (docs/capture-format.md,
+// "Aggregates"), stored by memreport on first open: not in MEMTRACE_SCHEMA_SQL, so a
+// capture without the table reads as before and a reader that does not know it ignores it.
+// `fingerprint` names the events (chunk headers, sampling) it was computed from; `data`'s
+// layout is the reporter's, numbered by `format`.
+#define MEMTRACE_AGGREGATE_SQL                                                                     \
+    "CREATE TABLE IF NOT EXISTS aggregate(heap INTEGER PRIMARY KEY, format INTEGER NOT NULL,"      \
+    " fingerprint INTEGER NOT NULL, data BLOB NOT NULL);"
+
 #endif

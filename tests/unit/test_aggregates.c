@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: MIT
+// A heap's aggregates (reporter/model/aggregates.h) against the replay they stand for, on
+// random event streams: the stored ones read back equal to the replay's, every default
+// profile the same either way, every report that reads them byte-identical to the same
+// report reading every event, and stored aggregates that are damaged, forged or of other
+// events never used.
+#include "aggregates.h"
+#include "commands.h"
+
+#include "../check.h"
+#include "../reports/fixture.h"
+#include "memtrace/schema.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { NCALLSITES = 12, NSLOTS = 24 };
+
+static uint64_t rng_state;
+
+static uint64_t rnd(uint64_t n) {
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (rng_state >> 33) % n;
+}
+
+// A random capture: a small callsite tree (leaf 12 under the C runtime's loader, so the
+// runtime-held rule has a row to take), 1-4 threads, frees of live and unknown blocks,
+// allocations over a live address (a missed free), realloc pairs, sizes 0 and repeated so
+// that temporaries happen, sometimes a stray callsite id, sometimes sampled.
+static void random_capture(const char* path, unsigned seed) {
+    rng_state = seed * 0x9e3779b97f4a7c15ULL + 1;
+    fx f;
+    fx_open(&f, path);
+    fx_sql(&f, "INSERT INTO meta VALUES('exe','/usr/bin/prog'),('pid','7'),('symbolized','1');"
+               "INSERT INTO thread(tid, name) VALUES(1,'main'),(2,'w2'),(3,'w3'),(4,'w4');"
+               "INSERT INTO mapping VALUES(1,'/usr/bin/prog',4096,65536,0,'ab',0,NULL),"
+               "(2,'/lib64/ld-linux-x86-64.so.2',1048576,2097152,1048576,'cd',0,NULL);");
+    char sql[4096];
+    int n =
+        snprintf(sql, sizeof sql, "INSERT INTO frame VALUES(1,1,4097,4097,'main','m.c',1,NULL,1)");
+    for (int i = 2; i <= NCALLSITES; i++)
+        n += snprintf(sql + n, sizeof sql - (size_t)n, ",(%d,%d,%d,%d,'%s%d','f.c',%d,NULL,1)", i,
+                      i == NCALLSITES ? 2 : 1, 4096 + i, 4096 + i,
+                      i == NCALLSITES ? "_dl_alloc" : "fn", i, i);
+    n += snprintf(sql + n, sizeof sql - (size_t)n, ";INSERT INTO callsite VALUES(1,0,1,1)");
+    for (int i = 2; i <= NCALLSITES; i++) {
+        int parent = 1 + (int)rnd((uint64_t)i - 1);
+        n += snprintf(sql + n, sizeof sql - (size_t)n, ",(%d,%d,%d,%d)", i, parent, i, 2);
+    }
+    snprintf(sql + n, sizeof sql - (size_t)n, ";");
+    fx_sql(&f, sql);
+    // Depths as the tree says (the reader checks them only for cycles; reports show them).
+    fx_sql(&f, "WITH RECURSIVE d(id, depth) AS (SELECT 1, 1 UNION ALL SELECT c.id, d.depth + 1"
+               " FROM callsite c JOIN d ON c.parent_id = d.id)"
+               " UPDATE callsite SET depth = (SELECT depth FROM d WHERE d.id = callsite.id);");
+    if (seed % 5 == 4)
+        fx_sql(&f, "INSERT INTO meta VALUES('sample_bytes','4096'),"
+                   "('sample_method','poisson-bytes');");
+    uint32_t nthreads = 1 + (uint32_t)rnd(4);
+    uint64_t live[NSLOTS] = {0}; // the size+1 of each slot's block, 0: free
+    size_t nevents = 40 + rnd(400);
+    for (size_t e = 0; e < nevents; e++) {
+        uint32_t tid = 1 + (uint32_t)rnd(nthreads);
+        size_t slot = rnd(NSLOTS);
+        uint64_t addr = 0x10000 + slot * 0x100;
+        uint32_t cs = 2 + (uint32_t)rnd(NCALLSITES - 1);
+        if (rnd(40) == 0)
+            cs = 999; // no such callsite
+        uint64_t size = rnd(8) == 0 ? 0 : rnd(3) == 0 ? 64 : 1 + rnd(5000);
+        unsigned what = (unsigned)rnd(10);
+        if (what < 4 || (!live[slot] && what < 8)) { // alloc (over a live one: a missed free)
+            fx_alloc(&f, tid, addr, size, cs);
+            live[slot] = size + 1;
+            if (rnd(4) == 0) { // freed at once: a temporary
+                fx_free(&f, tid, addr);
+                live[slot] = 0;
+            }
+        } else if (what < 8) {
+            fx_free(&f, tid, addr);
+            live[slot] = 0;
+        } else if (what == 8 && live[slot]) { // realloc to the next slot's address
+            size_t to = (slot + 1) % NSLOTS;
+            fx_event(&f, MT_KIND_REALLOC_FREE, tid, addr, 0, cs);
+            fx_event(&f, MT_KIND_REALLOC, tid, 0x10000 + to * 0x100, size, cs);
+            live[slot] = 0;
+            live[to] = size + 1;
+        } else {
+            fx_free(&f, tid, 0x900000 + e); // a block allocated before tracing
+        }
+    }
+    fx_finish(&f, seed % 7 == 6 ? "recording" : "complete");
+}
+
+static void same_profile(const mr_profile* a, const mr_profile* b) {
+    CHECK_EQ_I64(a->nrows, b->nrows);
+    CHECK(a->nrows != b->nrows || !a->nrows ||
+          !memcmp(a->rows, b->rows, a->nrows * sizeof *a->rows));
+    CHECK_EQ_I64(a->moment_seq, b->moment_seq);
+    CHECK_EQ_I64(a->moment_ts, b->moment_ts);
+    CHECK_EQ_I64(a->live_bytes, b->live_bytes);
+    CHECK_EQ_I64(a->live_blocks, b->live_blocks);
+    CHECK_EQ_I64(a->end_bytes, b->end_bytes);
+    CHECK_EQ_I64(a->end_blocks, b->end_blocks);
+    CHECK_EQ_I64(a->alloc_bytes, b->alloc_bytes);
+    CHECK_EQ_I64(a->alloc_count, b->alloc_count);
+    CHECK_EQ_I64(a->peak_bytes, b->peak_bytes);
+    CHECK_EQ_I64(a->peak_seq, b->peak_seq);
+    CHECK_EQ_I64(a->peak_ts, b->peak_ts);
+    CHECK_EQ_I64(a->events, b->events);
+    CHECK_EQ_I64(a->first_ts, b->first_ts);
+    CHECK_EQ_I64(a->last_ts, b->last_ts);
+    CHECK(!memcmp(&a->heap, &b->heap, sizeof a->heap));
+}
+
+static void same_aggregates(const mr_aggregates* a, const mr_aggregates* b) {
+    same_profile(&a->peak, &b->peak);
+    CHECK(a->peak.nrows != b->peak.nrows || !a->peak.nrows ||
+          !memcmp(a->temporary, b->temporary, a->peak.nrows * sizeof *a->temporary));
+    CHECK_EQ_I64(a->nthreads, b->nthreads);
+    CHECK(a->nthreads != b->nthreads || !a->nthreads ||
+          !memcmp(a->threads, b->threads, a->nthreads * sizeof *a->threads));
+    CHECK(!memcmp(a->hist_count, b->hist_count, sizeof a->hist_count));
+    CHECK(!memcmp(a->hist_bytes, b->hist_bytes, sizeof a->hist_bytes));
+    CHECK_EQ_I64(a->frees, b->frees);
+    CHECK_EQ_I64(a->temporaries, b->temporaries);
+}
+
+static mt_capture* open_capture(const char* path) {
+    mt_capture* cap = NULL;
+    char err[256];
+    if (mt_capture_open(path, &cap, err, sizeof err))
+        fprintf(stderr, "%s: %s\n", path, err);
+    CHECK(cap != NULL);
+    return cap;
+}
+
+static void get(mt_capture* cap, mr_aggregates* a) {
+    char err[256] = "";
+    int rc = mr_aggregates_get(cap, MT_HEAP_LIBC, NULL, a, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "mr_aggregates_get: %s\n", err);
+    CHECK_EQ_I64(rc, 0);
+}
+
+static void profile(mt_capture* cap, mr_moment moment, mr_profile* p) {
+    mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+    q.moment = moment;
+    char err[256] = "";
+    CHECK_EQ_I64(mr_profile_build(cap, &q, p, err, sizeof err), 0);
+}
+
+// ---- reports: each run writes OUT; the texts of one pass are kept to compare
+
+typedef struct report {
+    int (*cmd)(int, char**);
+    const char* args[6];
+} report;
+
+static const report reports[] = {
+    {mr_cmd_summary, {"summary", "--json"}},
+    {mr_cmd_summary, {"summary"}},
+    {mr_cmd_leaks, {"leaks", "--json"}},
+    {mr_cmd_stats, {"stats", "--json"}},
+    {mr_cmd_stats, {"stats", "--stacks"}},
+    {mr_cmd_top, {"top", "--json"}},
+    {mr_cmd_top, {"top", "--metric", "leaked"}},
+    {mr_cmd_flamegraph, {"flamegraph"}},
+    {mr_cmd_flamegraph, {"flamegraph", "--leaks"}},
+};
+#define NREPORTS (sizeof reports / sizeof *reports)
+
+static void run_reports(const char* cap, char** texts) {
+    char out[512];
+    snprintf(out, sizeof out, "%s/out", fx_tmpdir());
+    for (size_t i = 0; i < NREPORTS; i++) {
+        const char* const* a = reports[i].args;
+        int rc = fx_run(reports[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], NULL);
+        CHECK_EQ_I64(rc, 0);
+        texts[i] = fx_read(out);
+        CHECK(texts[i] != NULL);
+    }
+}
+
+static void same_reports(char** a, char** b, unsigned seed, const char* what) {
+    for (size_t i = 0; i < NREPORTS; i++)
+        if (!a[i] || !b[i] || strcmp(a[i], b[i])) {
+            CHECK(false);
+            fprintf(stderr, "seed %u: %s %s differs %s\n", seed, reports[i].args[0],
+                    reports[i].args[1] ? reports[i].args[1] : "", what);
+        }
+}
+
+static void free_texts(char** t) {
+    for (size_t i = 0; i < NREPORTS; i++)
+        free(t[i]);
+}
+
+// Replaces the stored bytes of the heap (fingerprint too when forging it).
+static void store(mt_capture* cap, const uint8_t* data, size_t len, bool other_events) {
+    uint64_t fp;
+    CHECK_EQ_I64(mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp), 0);
+    CHECK_EQ_I64(mt_capture_aggregate_store(cap, MT_HEAP_LIBC, MR_AGGREGATES_FORMAT,
+                                            other_events ? fp + 1 : fp, data, len),
+                 0);
+}
+
+// stderr to a file while fn runs; returns what it wrote.
+static char* stderr_of(void (*fn)(mt_capture*, mr_aggregates*), mt_capture* cap, mr_aggregates* a) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/stderr", fx_tmpdir());
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    fn(cap, a);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    return fx_read(path);
+}
+
+// Stored aggregates that are damaged, that do not add up, or that are of other events:
+// each time the replay's figures, and a message unless they were of other events.
+static void test_forged(const char* path, const mr_aggregates* truth) {
+    mt_capture* cap = open_capture(path);
+    if (!cap)
+        return;
+    size_t len;
+    uint8_t* good = mr_aggregates_encode(truth, &len);
+    CHECK(good != NULL);
+    for (int kind = 0; good && kind < 4; kind++) {
+        uint8_t* data = malloc(len);
+        memcpy(data, good, len);
+        size_t n = len;
+        if (kind == 0) { // a flipped bit
+            data[rnd(len)] ^= (uint8_t)(1u << rnd(8));
+        } else if (kind == 1) { // forged, with a valid checksum: one more byte at a site
+            mr_aggregates f;
+            char why[128];
+            CHECK_EQ_I64(mr_aggregates_decode(good, len, MT_HEAP_LIBC, &f, why, sizeof why), 0);
+            if (f.peak.nrows)
+                f.peak.rows[rnd(f.peak.nrows)].end_bytes++;
+            else
+                f.peak.heap.events++;
+            free(data);
+            data = mr_aggregates_encode(&f, &n);
+            mr_aggregates_free(&f);
+        } else if (kind == 2) { // cut short
+            n = len / 2;
+        }
+        store(cap, data, n, kind == 3);
+        free(data);
+        mr_aggregates a;
+        char* said = stderr_of(get, cap, &a);
+        same_aggregates(&a, truth);
+        // Of other events: replaced without a word, as the events were read anyway.
+        bool told = said && strstr(said, "stored aggregates") && strstr(said, "reading the events");
+        CHECK(kind == 3 ? said && !*said : told);
+        if (kind != 3 && !told)
+            fprintf(stderr, "forgery %d: said '%s'\n", kind, said ? said : "");
+        free(said);
+        mr_aggregates_free(&a);
+        mr_aggregates b; // stored anew by that replay: read back as they are
+        char* again = stderr_of(get, cap, &b);
+        same_aggregates(&b, truth);
+        CHECK(again && !*again);
+        free(again);
+        mr_aggregates_free(&b);
+    }
+    free(good);
+    mt_capture_close(cap);
+}
+
+static void test_seed(unsigned seed) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/r%u.db", fx_tmpdir(), seed);
+    random_capture(path, seed);
+    char *replayed[NREPORTS] = {0}, *first[NREPORTS] = {0}, *stored[NREPORTS] = {0};
+
+    // The truth: a replay, with no aggregates read or stored.
+    mr_aggregates_enable(false);
+    mr_aggregates truth;
+    mr_profile peak, end;
+    mt_capture* cap = open_capture(path);
+    if (!cap)
+        return;
+    get(cap, &truth);
+    profile(cap, MR_AT_PEAK, &peak);
+    profile(cap, MR_AT_END, &end);
+    mt_capture_close(cap);
+    run_reports(path, replayed);
+    mr_aggregates_enable(true);
+
+    // The first reports store them (and report from the replay), the next read them.
+    run_reports(path, first);
+    run_reports(path, stored);
+    same_reports(replayed, first, seed, "when it stores the aggregates");
+    same_reports(replayed, stored, seed, "read from the stored aggregates");
+    cap = open_capture(path);
+    if (cap) {
+        int64_t format;
+        uint64_t fp;
+        uint8_t* data;
+        size_t len;
+        CHECK_EQ_I64(mt_capture_aggregate_read(cap, MT_HEAP_LIBC, &format, &fp, &data, &len), 1);
+        free(data);
+        mr_aggregates a;
+        mr_profile p;
+        char* said = stderr_of(get, cap, &a);
+        CHECK(said && !*said); // stored ones, used as they are
+        free(said);
+        same_aggregates(&a, &truth);
+        mr_aggregates_free(&a);
+        profile(cap, MR_AT_PEAK, &p);
+        same_profile(&p, &peak);
+        mr_profile_free(&p);
+        profile(cap, MR_AT_END, &p);
+        same_profile(&p, &end);
+        mr_profile_free(&p);
+        mt_capture_close(cap);
+    }
+    if (seed % 4 == 0)
+        test_forged(path, &truth);
+    mr_aggregates_free(&truth);
+    mr_profile_free(&peak);
+    mr_profile_free(&end);
+    free_texts(replayed);
+    free_texts(first);
+    free_texts(stored);
+}
+
+int main(void) {
+    for (unsigned seed = 0; seed < 12; seed++)
+        test_seed(seed);
+    CHECK_DONE();
+}
