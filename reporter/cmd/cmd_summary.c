@@ -5,7 +5,6 @@
 #include "commands.h"
 #include "options.h"
 #include "procs.h"
-#include "runtime_held.h"
 #include "summary_report.h"
 
 #include "memtrace/schema.h"
@@ -29,42 +28,13 @@ static const char summary_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
-// Which part of the blocks live at the end the C runtime holds for itself, from the rows
-// of the heap's aggregates. Returns 0 or an exit code.
-static int add_runtime_held(mr_summary* sum, mt_capture* cap, const mr_aggregates* a) {
-    sum->runtime_held = true;
-    if (!a->peak.heap.live_blocks) // no symbols to load for nothing
-        return MR_EXIT_OK;
-    mr_symbols* sym = NULL;
-    int rc = mr_symbols_load(cap, &sym);
-    mr_profile end;
-    if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
-                mr_profile_runtime_apart(&end, sym, true, &sum->held_bytes, &sum->held_blocks))) {
-        mr_error(mt_capture_path(cap), "out of memory");
-        rc = MR_EXIT_IO;
-    }
-    if (!rc)
-        mr_profile_free(&end);
-    mr_symbols_free(sym);
-    return rc;
-}
-
-// A heap's aggregates into *a. Returns 0 or an exit code after the reason.
-static int aggregates_of(mt_capture* cap, int heap, mr_aggregates* a) {
-    char err[256];
-    int e = mr_aggregates_get(cap, heap, "summary", a, err, sizeof err);
-    if (e)
-        mr_error(mt_capture_path(cap), "%s", err);
-    return e ? mr_exit_code(e) : MR_EXIT_OK;
-}
-
 // The mmap heap's aggregates (MEMTRACE_MMAP=1) into *m, when the capture has that heap and
 // the report is of another. Returns 1 if so, 0 if not, or minus an exit code.
 static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m) {
     int id = mr_capture_heap_named(cap, "mmap");
     if (!id || id == shown)
         return 0;
-    int rc = aggregates_of(cap, id, m);
+    int rc = mr_aggregates_for(cap, id, "summary", m);
     return rc ? -rc : 1;
 }
 
@@ -96,10 +66,11 @@ int mr_cmd_summary(int argc, char** argv) {
         return rc;
     int heap = mr_capture_default_heap(cap);
     mr_aggregates a;
-    if (!(rc = aggregates_of(cap, heap, &a))) {
+    if (!(rc = mr_aggregates_for(cap, heap, "summary", &a))) {
         mr_summary sum = {.cap = cap, .totals = &a.peak.heap, .threads = a.nthreads};
-        if (heap != MT_HEAP_NPU)
-            rc = add_runtime_held(&sum, cap, &a);
+        sum.runtime_held = heap != MT_HEAP_NPU;
+        if (sum.runtime_held)
+            rc = mr_runtime_held_at_end(cap, &a, &sum.held_bytes, &sum.held_blocks);
         mr_aggregates m;
         int has_mmap = rc ? 0 : mmap_heap(cap, heap, &m);
         if (has_mmap < 0)

@@ -236,17 +236,31 @@ int mr_program_profile_for(const char* path, mt_capture* cap, const mr_symbols* 
     return rc;
 }
 
-int mr_runtime_held_at_end(mt_capture* cap, const mr_heapmap* live, uint64_t* bytes,
+int mr_runtime_held_at_end(mt_capture* cap, const mr_aggregates* a, uint64_t* bytes,
                            uint64_t* blocks) {
     *bytes = *blocks = 0;
+    if (!a->peak.heap.live_blocks) // no stacks to read for nothing
+        return MR_EXIT_OK;
     mr_symbols* sym = NULL;
-    int rc = live->count ? mr_symbols_load(cap, &sym) : MR_EXIT_OK;
-    if (!rc && sym && mr_runtime_held_sum(sym, live, bytes, blocks)) {
+    int rc = mr_symbols_load(cap, &sym);
+    mr_profile end;
+    if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
+                mr_profile_runtime_apart(&end, sym, true, bytes, blocks))) {
         mr_error(mt_capture_path(cap), "out of memory");
         rc = MR_EXIT_IO;
     }
+    if (!rc)
+        mr_profile_free(&end);
     mr_symbols_free(sym);
     return rc;
+}
+
+int mr_aggregates_for(mt_capture* cap, int heap, const char* progress, mr_aggregates* a) {
+    char err[256];
+    int e = mr_aggregates_get(cap, heap, progress, a, err, sizeof err);
+    if (e)
+        mr_error(mt_capture_path(cap), "%s", err);
+    return e ? mr_exit_code(e) : MR_EXIT_OK;
 }
 
 // Whether value is meant as a time: it starts with a digit, or with "step" and a number.

@@ -5,6 +5,7 @@
 #ifndef MR_OPTIONS_H
 #define MR_OPTIONS_H
 
+#include "aggregates.h"
 #include "extent.h"
 #include "messages.h"
 #include "profile.h"
@@ -126,9 +127,13 @@ int mr_profile_for(const char* path, mt_capture* cap, const mr_query* q, mr_prof
 int mr_program_profile_for(const char* path, mt_capture* cap, const mr_symbols* sym,
                            const mr_query* q, mr_profile* p);
 
-// Of the blocks `live` at the end of cap's replay, those the C runtime holds (runtime_held.h),
-// their stacks read only when blocks are left. Returns 0, or an exit code after the reason.
-int mr_runtime_held_at_end(mt_capture* cap, const mr_heapmap* live, uint64_t* bytes,
+// Of the blocks live at the end of a heap (its aggregates, aggregates.h), those the C runtime
+// holds (runtime_held.h), their stacks read only when blocks are left. Returns 0, or an exit
+// code after the reason.
+int mr_runtime_held_at_end(mt_capture* cap, const mr_aggregates* a, uint64_t* bytes,
                            uint64_t* blocks);
+// A heap's aggregates (read, or from a replay: aggregates.h), with a progress indicator
+// labelled `progress` on a terminal. Returns 0, or an exit code after the reason.
+int mr_aggregates_for(mt_capture* cap, int heap, const char* progress, mr_aggregates* a);
 
 #endif

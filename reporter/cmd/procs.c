@@ -87,34 +87,27 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
     return rc;
 }
 
-// The replay's numbers of one process. Returns an exit code.
+// The numbers of one process, from its aggregates. Returns an exit code.
 static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
-    mr_replay r;
-    if (mr_replay_init(&r, p->cap, mr_capture_default_heap(p->cap))) {
-        mr_error(p->path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    int rc = MR_EXIT_OK;
-    int e = mr_replay_run(&r, UINT64_MAX, NULL, NULL);
-    if (e) {
-        mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
-        rc = mr_exit_code(e);
-    } else {
-        uint64_t held_bytes = 0, held_blocks = 0; // the program's leaks only, as summary's
-        rc = mr_runtime_held_at_end(p->cap, &r.live, &held_bytes, &held_blocks);
-        int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
-        *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
-                                 .events = r.events,
-                                 .allocations = r.allocations,
-                                 .frees = r.frees,
-                                 .bytes_allocated = r.bytes_allocated,
-                                 .peak_bytes = r.peak_bytes,
-                                 .peak_ts = r.peak_ts,
-                                 .leaked_bytes = r.live_bytes - held_bytes,
-                                 .leaked_allocations = r.live.count - held_blocks,
-                                 .duration_ns = duration >= 0 ? duration : r.last_ts};
-    }
-    mr_replay_free(&r);
+    mr_aggregates a;
+    int rc = mr_aggregates_for(p->cap, mr_capture_default_heap(p->cap), "summary", &a);
+    if (rc)
+        return rc;
+    const mr_heap_totals* t = &a.peak.heap;
+    uint64_t held_bytes = 0, held_blocks = 0; // the program's leaks only, as summary's
+    rc = mr_runtime_held_at_end(p->cap, &a, &held_bytes, &held_blocks);
+    int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
+    *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
+                             .events = t->events,
+                             .allocations = t->allocations,
+                             .frees = t->frees,
+                             .bytes_allocated = t->bytes_allocated,
+                             .peak_bytes = t->peak_bytes,
+                             .peak_ts = t->peak_ts,
+                             .leaked_bytes = t->live_bytes - held_bytes,
+                             .leaked_allocations = t->live_blocks - held_blocks,
+                             .duration_ns = duration >= 0 ? duration : t->last_ts};
+    mr_aggregates_free(&a);
     return rc;
 }
 

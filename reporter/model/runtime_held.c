@@ -73,34 +73,12 @@ bool mr_runtime_held(const mr_symbols* s, uint32_t leaf) {
     return false;
 }
 
-int mr_runtime_held_sum(const mr_symbols* s, const mr_heapmap* live, uint64_t* bytes,
-                        uint64_t* blocks) {
-    *bytes = *blocks = 0;
-    uint32_t ncallsites = mr_symbols_callsite_count(s);
-    // Per callsite: 0 not classified yet, 1 the program's, 2 the runtime's.
-    unsigned char* held = calloc((size_t)ncallsites + 1, 1);
-    if (!held)
-        return -ENOMEM;
-    const mr_block* b;
-    for (size_t i = 0; mr_heapmap_next(live, &i, &b);) {
-        if (b->callsite >= ncallsites)
-            continue;
-        if (!held[b->callsite])
-            held[b->callsite] = mr_runtime_held(s, b->callsite) ? 2 : 1;
-        if (held[b->callsite] == 2) {
-            *bytes += b->size;
-            (*blocks)++;
-        }
-    }
-    free(held);
-    return 0;
-}
-
 int mr_profile_runtime_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
                              uint64_t* blocks) {
     uint64_t held_bytes = 0, held_blocks = 0;
     uint32_t ncallsites = mr_symbols_callsite_count(s);
-    unsigned char* held = calloc((size_t)ncallsites + 1, 1); // as in mr_runtime_held_sum
+    // Per callsite: 0 not classified yet, 1 the program's, 2 the runtime's.
+    unsigned char* held = calloc((size_t)ncallsites + 1, 1);
     if (!held)
         return -ENOMEM;
     for (size_t i = 0; i < p->nrows; i++) {

@@ -25,10 +25,6 @@
 // Whether the blocks of a leaf callsite are held by the C runtime.
 bool mr_runtime_held(const mr_symbols* s, uint32_t leaf);
 
-// Sums the blocks of `live` held by the C runtime. Returns 0, or -ENOMEM.
-int mr_runtime_held_sum(const mr_symbols* s, const mr_heapmap* live, uint64_t* bytes,
-                        uint64_t* blocks);
-
 // The leaks of every view are the program's: the blocks the C runtime holds at the end
 // leave the rows' end metrics (and, at_end, the live metrics of a profile built at
 // MR_AT_END), and the profile's sums. Their total goes to *bytes and *blocks (may be NULL).
