@@ -11,9 +11,11 @@
 #include "export.h"
 #include "extent.h"
 #include "heapmap.h"
+#include "messages.h"
 
 #include "memtrace/sampling.h"
 #include "memtrace/schema.h"
+#include "memtrace/units.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
@@ -66,6 +68,8 @@ typedef struct csv_writer {
     uint32_t nstacks;
     mstx_row* marks;
     size_t nmarks, marks_cap;
+    uint64_t written; // bytes handed to the output so far
+    bool warned;      // the size of the whole was told
 } csv_writer;
 
 static void close_segment(csv_writer* w) {
@@ -97,6 +101,8 @@ static void write_iovs(csv_writer* w, struct iovec* v, size_t n) {
 // Writes out everything formatted or queued so far.
 static void flush_rows(csv_writer* w) {
     close_segment(w);
+    for (size_t i = 0; i < w->niov; i++)
+        w->written += w->iov[i].iov_len;
     if (!w->write_err)
         write_iovs(w, w->iov, w->niov);
     w->niov = w->buf_len = w->seg = 0;
@@ -393,6 +399,31 @@ static int window_next(event_window* win, mt_event* out, uint64_t* hash) {
     return 1;
 }
 
+// A csv is about 300 bytes an event (29 GB for bench/scale's 100 M events): once this much is
+// written, the whole is estimated from the events read so far and told if over WARN_OVER,
+// before a GB is written.
+#define WARN_AT ((uint64_t)128 << 20)
+#define WARN_OVER ((uint64_t)1 << 30)
+
+// Progress on a terminal, and the size the output will reach when it is large (once).
+static void tell_progress(csv_writer* w, uint64_t seen, uint64_t total) {
+    if (total)
+        mr_progress("export", (double)seen / (double)total);
+    if (w->warned || w->written < WARN_AT || !seen || seen >= total)
+        return;
+    w->warned = true;
+    double whole = (double)w->written * (double)total / (double)seen;
+    if (whole < (double)WARN_OVER)
+        return;
+    char bytes[32];
+    mt_format_bytes((uint64_t)whole, bytes, sizeof bytes);
+    mr_progress("export", -1); // the line it is on
+    mr_error(mt_capture_path(w->in->cap),
+             "export --format csv: about %s for the %llu events; --range FROM..TO or --thread "
+             "TID writes a part",
+             bytes, (unsigned long long)total);
+}
+
 // Replays every event (the live blocks must see all of them) and writes the wanted ones, the
 // MSTX rows merged in before the first event later than them.
 static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* err,
@@ -402,7 +433,13 @@ static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* 
     mt_event ev;
     uint64_t h;
     int rc = 0;
+    mt_heap_span span;
+    uint64_t seen = 0, total = mt_capture_heap_span(w->in->cap, w->in->query->heap, &span) > 0
+                                   ? span.events
+                                   : 0;
     while (!w->write_err && (rc = window_next(&win, &ev, &h)) == 1) {
+        if ((++seen & 0xffff) == 0)
+            tell_progress(w, seen, total);
         // allocation_id is the seq of the allocating event; a free of a block allocated
         // before tracing started has id 0 and size 0.
         uint64_t alloc_id = 0, size = ev.size;
@@ -466,6 +503,7 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
             PUT_LITERAL(w, csv_header);
         w->header = true;
         rc = write_rows(w, it, &live, err, errlen);
+        mr_progress("export", -1);
         flush_rows(w);
         if (!rc && w->write_err) {
             snprintf(err, errlen, "cannot write the CSV: %s", strerror(w->write_err));
