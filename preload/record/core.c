@@ -71,6 +71,10 @@ static uint64_t retired_calls[MT_CALL_COUNT_], retired_lost;
 
 static void thread_exit(void* arg) {
     mt_thread* t = arg;
+    // The program's signals wait while the guard lets heap calls pass unseen.
+    sigset_t all, old;
+    sigfillset(&all);
+    mt_real.sigprocmask(SIG_BLOCK, &all, &old);
     int saved = mt_guard;
     mt_guard = 1;
     prctl(PR_GET_NAME, t->name);
@@ -88,6 +92,7 @@ static void thread_exit(void* arg) {
     t->tid = (uint32_t)gettid();
     atomic_store_explicit(&t->ending, MT_THREAD_EXITING, memory_order_release);
     mt_guard = saved;
+    mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 bool mt_core_task_gone(const mt_thread* t) {
@@ -253,9 +258,9 @@ typedef struct hook_ctx {
 } hook_ctx;
 
 static inline bool enter(hook_ctx* c) {
-    // MT_GUARD_HOOK from the first instruction: a signal handler's heap call is recorded
-    // through the side queue wherever it interrupts the hook.
-    mt_guard = MT_GUARD_HOOK;
+    // The guard says "inside a hook" only once the thread has a record: a signal handler's
+    // heap call then goes to the record's side queue wherever it interrupts the hook. Before,
+    // a handler runs a whole hook of its own, as if it had come before this one.
     c->t = tls_thread;
     if (MT_UNLIKELY(!c->t)) {
         // The program's signals wait: a handler's heap call would find no record to queue
@@ -263,12 +268,18 @@ static inline bool enter(hook_ctx* c) {
         sigset_t all, old;
         sigfillset(&all);
         mt_real.sigprocmask(SIG_BLOCK, &all, &old);
-        mt_guard = 1; // thread_create's own allocations pass through
-        c->t = thread_create();
+        c->t = tls_thread; // a handler let in before the block may have made it
+        if (!c->t) {
+            mt_guard = 1; // thread_create's own allocations pass through
+            c->t = thread_create();
+        }
         mt_guard = c->t ? MT_GUARD_HOOK : 0;
         mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
         if (!c->t)
             return false;
+    } else {
+        atomic_signal_fence(memory_order_seq_cst); // the record is read before the guard rises
+        mt_guard = MT_GUARD_HOOK;
     }
     c->saved_errno = *c->t->errno_at;
     atomic_store_explicit(&c->t->in_hook, 1, memory_order_relaxed);
@@ -333,19 +344,30 @@ static inline bool counted(mt_thread* t, mt_call call) {
     return true;
 }
 
-bool mt_core_unsampled_alloc(mt_call call, void* addr, size_t size) {
-    mt_guard = MT_GUARD_HOOK;
+// The guard rises only on a thread with a record, as in enter().
+static inline mt_thread* guard_if_known(void) {
     mt_thread* t = tls_thread;
-    if (MT_LIKELY(t) && (!addr || mt_sampling_skips(size)))
+    atomic_signal_fence(memory_order_seq_cst);
+    if (MT_LIKELY(t))
+        mt_guard = MT_GUARD_HOOK;
+    return t;
+}
+
+bool mt_core_unsampled_alloc(mt_call call, void* addr, size_t size) {
+    mt_thread* t = guard_if_known();
+    if (!t)
+        return false;
+    if (!addr || mt_sampling_skips(size))
         return counted(t, call);
     mt_guard = 0;
     return false;
 }
 
 bool mt_core_unsampled_free(mt_call call, void* addr) {
-    mt_guard = MT_GUARD_HOOK;
-    mt_thread* t = tls_thread;
-    if (MT_LIKELY(t) && (!addr || mt_sampling_not_in_set(addr)))
+    mt_thread* t = guard_if_known();
+    if (!t)
+        return false;
+    if (!addr || mt_sampling_not_in_set(addr))
         return counted(t, call);
     mt_guard = 0;
     return false;
