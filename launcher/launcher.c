@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define USAGE_LINE                                                                                 \
@@ -255,14 +256,12 @@ static bool still_runs(long pid) {
     return pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
-// Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
-// ("-pid why"): a capture whose process then failed is named as incomplete, with the reason;
-// one its process never finished (no ".pid path" line: killed, or ended by a raw exit_group
-// that runs no exit handler) as truncated, or as still being written by a process that runs.
-// `ns_pid`: the process attached to, whose files are in a mount namespace of its own (0: ours).
-// `main_pid` and `main_status`: the program the launcher ran and its wait status (0: none).
-// Returns how many captures exist.
-static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
+enum { MAX_LINES = 4096 };
+static char lines[MAX_LINES][PATH_MAX + 64];
+
+// The report's lines ("+pid path", "-pid why", ".pid path", "~pid watcher") into lines[];
+// how many.
+static int read_report(const mt_attach_report* r) {
     int fd = mt_launcher_open_report(r);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
@@ -270,13 +269,67 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
             close(fd);
         return 0;
     }
-    enum { MAX_LINES = 4096 };
-    static char lines[MAX_LINES][PATH_MAX + 64];
-    int n = 0, written = 0;
+    int n = 0;
     while (n < MAX_LINES && fgets(lines[n], sizeof lines[n], f))
-        if (strchr(lines[n], ' ') && strchr("+-.", lines[n][0]))
+        if (strchr(lines[n], ' ') && strchr("+-.~", lines[n][0]))
             lines[n][strcspn(lines[n], "\n")] = 0, n++;
     fclose(f);
+    return n;
+}
+
+// Whether process `pid` has a ".pid path" line among the n lines.
+static bool finished_pid(const char* pid, size_t pidlen, int n) {
+    for (int k = 0; k < n; k++)
+        if (lines[k][0] == '.' && !strncmp(lines[k] + 1, pid, pidlen) &&
+            lines[k][pidlen + 1] == ' ')
+            return true;
+    return false;
+}
+
+// Whether task `pid` runs: not gone, not a zombie (init may be slow to reap, or never).
+static bool task_runs(long pid) {
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE* f = fopen(path, "re");
+    size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+    if (f)
+        fclose(f);
+    stat[n] = 0;
+    const char* end = strrchr(stat, ')');
+    return end && end[1] == ' ' && end[2] != 'Z' && end[2] != 'X';
+}
+
+// A process that ended without the tracer's exit handler (a raw exit_group, a signal) has
+// its capture finished by its exit watcher (preload/writer/exit_watch.h), named by a
+// "~pid watcher" line: waits for those still at work, at most a little longer than a
+// watcher may take.
+static void wait_for_exit_watchers(const mt_attach_report* r) {
+    for (int waited_ms = 0; waited_ms < 12000; waited_ms += 10) {
+        int n = read_report(r);
+        bool busy = false;
+        for (int i = 0; i < n && !busy; i++) {
+            const char* text = strchr(lines[i], ' ') + 1;
+            size_t pidlen = (size_t)(text - lines[i] - 2);
+            busy = lines[i][0] == '~' && !finished_pid(lines[i] + 1, pidlen, n) &&
+                   !still_runs(strtol(lines[i] + 1, NULL, 10)) && task_runs(strtol(text, NULL, 10));
+        }
+        if (!busy)
+            return;
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+}
+
+// Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
+// ("-pid why"): a capture whose process then failed is named as incomplete, with the reason;
+// one never finished (no ".pid path" line: the process and its exit watcher were killed, or
+// the watcher gave up) as truncated, or as still being written by a process that runs.
+// `ns_pid`: the process attached to, whose files are in a mount namespace of its own (0: ours).
+// `main_pid` and `main_status`: the program the launcher ran and its wait status (0: none).
+// Returns how many captures exist.
+static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
+    wait_for_exit_watchers(r);
+    int n = read_report(r), written = 0;
     for (int i = 0; i < n; i++) {
         char* text = strchr(lines[i], ' ') + 1;
         size_t pidlen = (size_t)(text - lines[i] - 2);
@@ -290,7 +343,8 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
                 finished |= !strcmp(said, text);
             else if (lines[k][0] == '-')
                 why = said;
-            else if (faccessat(r->root, mt_launcher_in_root(r, said), F_OK, 0) == 0)
+            else if (lines[k][0] == '+' &&
+                     faccessat(r->root, mt_launcher_in_root(r, said), F_OK, 0) == 0)
                 has_capture = true;
         }
         if (lines[i][0] == '+' && faccessat(r->root, mt_launcher_in_root(r, text), F_OK, 0) == 0) {

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core_internal.h"
+#include "exit_watch.h"
 #include "maps.h"
 #include "mmap_track.h"
 #include "output.h"
@@ -148,6 +149,8 @@ static void fork_child(void) {
     mt_writer_fork_unlock();
     mt_core_buffers_fork_child();
     mt_mmap_fork_child();
+    mt_exit_watch_forget();
+    mt_exit_watch_note_main(); // this thread is all the child has
     traced_pid = getpid();
     mark_own_memory(); // emptied in this child too
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
@@ -235,6 +238,7 @@ static void on_fatal_signal(int sig) {
         int saved = errno;
         mt_guard = 1;
         atomic_store(&mt_state, MT_STATE_STOPPED);
+        mt_exit_watch_stop();
         mt_writer_save_before_death(sig, 1000);
         errno = saved;
     }
@@ -272,6 +276,8 @@ static void init_modules(void) {
     if (atomic_exchange(&initialised, 1))
         return;
     traced_pid = getpid();
+    if (gettid() == traced_pid) // not an attach's thread
+        mt_exit_watch_note_main();
     mark_own_memory();
     mt_config_load();
     mt_sampling_init();
@@ -337,6 +343,7 @@ void mt_core_shutdown(void) {
         return;
     int saved = mt_guard;
     mt_guard = 1;
+    mt_exit_watch_stop(); // the capture is finished here
     mt_thread* self = mt_core_this_thread();
     // Let hooks already past their state check finish pushing (bounded wait).
     for (int spin = 0; spin < 1000; spin++) {

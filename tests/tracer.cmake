@@ -119,6 +119,18 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   endforeach()
 endif()
 
+# A program killed while it waits: its exit watcher finishes the capture, exact.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(killed tracer/killed.c)
+  target_link_libraries(killed PRIVATE memtrace_warnings)
+  target_compile_options(killed PRIVATE -O0 -fno-omit-frame-pointer)
+  add_test(NAME e2e.killed COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed>
+    ${CMAKE_CURRENT_BINARY_DIR}/killed.d)
+  set_tests_properties(e2e.killed PROPERTIES LABELS e2e TIMEOUT 180)
+endif()
+
 # Hooks must fit in a thread's small stack, in every unwinding mode.
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(small_stack tracer/small_stack.c)

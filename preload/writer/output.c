@@ -148,14 +148,14 @@ static int report_open(void) {
     return report_fd = fd;
 }
 
-static bool report_line(char sign, const char* text) {
+static bool report_line(char sign, pid_t pid, const char* text) {
     if (!mt_cfg.report[0])
         return false;
     int fd = report_open();
     if (fd < 0)
         return false;
     char line[4200];
-    int n = snprintf(line, sizeof line, "%c%d %s\n", sign, (int)getpid(), text);
+    int n = snprintf(line, sizeof line, "%c%d %s\n", sign, (int)pid, text);
     mt_write_signals hold; // made on the program's thread (the capture's start, a failure)
     mt_write_signals_hold(&hold);
     bool ok = n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) == n;
@@ -164,15 +164,21 @@ static bool report_line(char sign, const char* text) {
 }
 
 void mt_output_report_capture(const char* path) {
-    (void)report_line('+', path);
+    (void)report_line('+', getpid(), path);
 }
 
 bool mt_output_report_failure(const char* message) {
-    return report_line('-', message);
+    return report_line('-', getpid(), message);
 }
 
-void mt_output_report_finished(const char* path) {
-    (void)report_line('.', path);
+void mt_output_report_watcher(pid_t watcher) {
+    char text[16];
+    snprintf(text, sizeof text, "%d", (int)watcher);
+    (void)report_line('~', getpid(), text);
+}
+
+void mt_output_report_finished(pid_t pid, const char* path) {
+    (void)report_line('.', pid, path);
 }
 
 static struct {

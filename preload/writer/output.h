@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 // Creates this process's capture file, empty, mode 0600: the configured path; if that exists
 // (an earlier run, the image before an exec, a symlink planted there), NAME.<pid>.db when
@@ -29,9 +30,12 @@ bool mt_output_is_dir(void);
 // capture it started, or why it stopped recording (false: no launcher heard it).
 void mt_output_report_capture(const char* path);
 bool mt_output_report_failure(const char* message);
-// A capture finished (status complete): a started one without this line was cut short (the
-// process killed, or ended by a raw exit_group that runs no exit handler).
-void mt_output_report_finished(const char* path);
+// Process pid's capture finished (status complete): a started one without this line was cut
+// short (the process killed and its exit watcher with it, or the watcher gave up).
+void mt_output_report_finished(pid_t pid, const char* path);
+// The exit watcher of this process's capture (exit_watch.h): the launcher waits for it
+// where the process ended without finishing its capture.
+void mt_output_report_watcher(pid_t watcher);
 
 // What the tracer says on stderr goes to the stderr the process started with, or nowhere:
 // mt_output_note_stderr (when tracing starts) remembers which file descriptor 2 is, and

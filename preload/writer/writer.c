@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "config.h"
 #include "core.h"
+#include "exit_watch.h"
 #include "fdguard.h"
 #include "leak_scan.h"
 #include "live_set.h"
@@ -468,7 +469,7 @@ static void save_before_death(void) {
         mt_capwriter_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
         mt_capwriter_commit(cw);
         if (mt_capwriter_finish(cw, "complete") == 0)
-            mt_output_report_finished(capture_path);
+            mt_output_report_finished(getpid(), capture_path);
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);
@@ -588,6 +589,38 @@ static void* writer_main(void* arg) {
         }
     }
     return NULL;
+}
+
+void mt_writer_finish_orphaned(pid_t pid) {
+    mt_guard = 1;
+    mt_writer_heap_thread = true;
+    // A lock taken now is held by a thread that died with it: give up rather than wait.
+    if (!writer_running || pthread_mutex_trylock(&sqlite_lock) != 0)
+        return;
+    int recording = MT_STATE_RECORDING;
+    if (!failed && mt_writer_heap_free_to_use() &&
+        atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
+        if (!opened) // the program ended before its writer thread ran
+            open_capture();
+        mt_clock_settle();
+        if (!failed) {
+            tick(true);
+            if (window_open)
+                window_edge(false, mt_core_now(), NULL);
+        }
+        if (!failed) {
+            mt_capwriter_meta_int(cw, "ended_unseen", 1);
+            mt_capwriter_meta_text(cw, "leak_scan", "not run");
+            mt_capwriter_meta_text(cw, "leak_scan_why",
+                                   "the process ended without its exit handler (a raw "
+                                   "exit_group or a signal): no copy of it to scan");
+            mt_capwriter_commit(cw);
+            if (mt_capwriter_finish(cw, "complete") == 0)
+                mt_output_report_finished(pid, capture_path);
+        }
+        cw = NULL;
+    }
+    pthread_mutex_unlock(&sqlite_lock);
 }
 
 void mt_writer_save_before_death(int sig, int timeout_ms) {
@@ -733,6 +766,7 @@ int mt_writer_start(const char* path) {
     }
     writer_pid = getpid();
     writer_running = true;
+    mt_exit_watch_start();
     return 0;
 }
 
@@ -784,7 +818,7 @@ static void stop_on_this_thread(void) {
         if (mt_capwriter_finish(cw, "complete") != 0)
             mt_core_fail("cannot finalize capture", "SQLite error");
         else
-            mt_output_report_finished(capture_path);
+            mt_output_report_finished(getpid(), capture_path);
     }
     cw = NULL;
     pthread_mutex_unlock(&sqlite_lock);

@@ -51,6 +51,11 @@ void mt_writer_forget(void);
 // finalize the capture, and waits for it at most timeout_ms.
 void mt_writer_save_before_death(int sig, int timeout_ms);
 
+// On the exit watcher (exit_watch.h), once every thread of process `pid` ended without the
+// tracer's exit handler: writes what its buffers hold and finishes the capture, unless a
+// lock it needs was held by a thread that died (then the capture stays truncated).
+void mt_writer_finish_orphaned(pid_t pid);
+
 // A user mark (memtrace.h), queued for the writer. `name` is copied; `ts` is mt_clock_raw's,
 // converted by the writer as events are.
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid);

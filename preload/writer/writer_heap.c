@@ -131,6 +131,13 @@ static void* take_small(size_t cls) {
     return (char*)p + HEADER;
 }
 
+bool mt_writer_heap_free_to_use(void) {
+    if (pthread_mutex_trylock(&lock) != 0)
+        return false;
+    pthread_mutex_unlock(&lock);
+    return true;
+}
+
 void* mt_writer_heap_malloc(size_t size) {
     if (size > SIZE_MAX / 2) {
         errno = ENOMEM;

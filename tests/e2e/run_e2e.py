@@ -428,9 +428,9 @@ def case_exit_exit(ctx):
 
 
 def case_exit_kill(ctx):
-    # Killed after its work, once the tracer committed it: all of it is in the capture;
-    # the status says truncated.
-    exit_case(ctx, "kill", -signal.SIGKILL, status="truncated", kill=True)
+    # Killed after its work: no exit handler runs, and the exit watcher finishes the
+    # capture (complete, all of it in it).
+    exit_case(ctx, "kill", -signal.SIGKILL, status="complete", kill=True)
 
 
 def case_exit_signals(ctx):

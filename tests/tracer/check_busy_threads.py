@@ -4,7 +4,9 @@
 program is given, so the writer never empties its queue:
 - kill: 4 threads, SIGKILLed 1.5 s after all are busy; memreport reads the capture, which
   holds events and the block made as they all were. (The writer committed only once its
-  queue was empty: nothing in 8 s, the capture read 0 events.)
+  queue was empty: nothing in 8 s, the capture read 0 events.) Its exit watcher
+  (preload/exit_watch.h) finishes it (complete, ended_unseen, named written) unless the
+  writer died holding its lock, as it mostly does here (then truncated, and named so).
 - fork: 2 threads; the program forks 20 times and ends within DEADLINE s (untraced: well
   under 1 s), and every capture, the parent's and each child's, is complete and readable.
   (Each fork waited for the writer's lock until its queue was empty: 2 forks in 120 s.)
@@ -53,11 +55,19 @@ def case_kill(launcher, memreport, prog, work):
         bail(f"the program did not start ({ready})")
     time.sleep(LOAD_S)
     os.kill(int(ready[1]), signal.SIGKILL)
-    p.communicate(timeout=DEADLINE)
+    _, err = p.communicate(timeout=DEADLINE)
     s = summary(memreport, cap)
     if not check(s is not None, "memreport reads the capture of the killed program"):
         return
     check(s["events"] > 0, f"the capture holds events ({s['events']})")
+    told = [ln for ln in err.splitlines() if cap in ln or os.path.relpath(cap) in ln]
+    unseen = subprocess.run([memreport, "sql", cap, "--csv",
+                             "SELECT value FROM meta WHERE key = 'ended_unseen'"],
+                            capture_output=True, text=True).stdout.split()[1:]
+    named = "capture written to" if s["status"] == "complete" else "truncated capture written to"
+    check(len(told) == 1 and told[0].startswith(f"memtrace: {named} ")
+          and unseen == (["1"] if s["status"] == "complete" else []),
+          f"a {s['status']} capture (ended_unseen {unseen}) is named so ({err!r})")
     r = subprocess.run([memreport, "sql", cap, "--csv",
                         f"SELECT count(*) FROM events WHERE size = {MARK_SIZE}"],
                        capture_output=True, text=True)
