@@ -241,11 +241,13 @@ def case_fifo_inputs(a, w):
 def case_sql_unfinished(a, w):
     """memreport sql on a capture whose program was killed (its -wal beside it) reads it and
     leaves the files as they were, with no -shm created beside them and the -wal kept
-    (common/sql.c). Five programs, killed at different points of their commits."""
+    (common/sql.c). Five programs, killed at different points of their commits, each with
+    its process group: its exit watcher too, which would otherwise finish the capture."""
     for n in range(5):
         cap = os.path.join(w, f"killed{n}.db")
         env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap)
-        prog = subprocess.Popen(["cat"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        prog = subprocess.Popen(["cat"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                start_new_session=True)
         children.append(prog)
         prog.stdin.write(b"line\n")
         prog.stdin.flush()
@@ -255,7 +257,7 @@ def case_sql_unfinished(a, w):
             if os.path.exists(cap + "-wal"):
                 break
             time.sleep(0.1)
-        prog.kill()
+        os.killpg(prog.pid, signal.SIGKILL)
         prog.wait()
         check(os.path.exists(cap + "-wal"), f"{n}: the killed program left its capture "
               f"unfinished")
