@@ -243,14 +243,13 @@ int mr_runtime_held_at_end(mt_capture* cap, const mr_aggregates* a, uint64_t* by
         return MR_EXIT_OK;
     mr_symbols* sym = NULL;
     int rc = mr_symbols_load(cap, &sym);
-    mr_profile end;
+    mr_profile end = {0};
     if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
                 mr_profile_runtime_apart(&end, sym, true, bytes, blocks))) {
         mr_error(mt_capture_path(cap), "out of memory");
         rc = MR_EXIT_IO;
     }
-    if (!rc)
-        mr_profile_free(&end);
+    mr_profile_free(&end);
     mr_symbols_free(sym);
     return rc;
 }

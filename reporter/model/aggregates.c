@@ -326,7 +326,7 @@ static int fail(char* why, size_t whylen, const char* fmt, ...) {
 // Whether the decoded aggregates add up: what a replay gives always does.
 static int check(const mr_aggregates* a, char* why, size_t whylen) {
     const mr_heap_totals* t = &a->peak.heap;
-    const uint64_t lim = mr_replay_alloc_limit();
+    const uint64_t lim = MT_EVENT_SIZE_MAX; // what a replay ever sums (replay.h)
     if (t->bytes_allocated > lim)
         return fail(why, whylen, "over the bytes a heap may allocate");
     if (t->peak_bytes > t->bytes_allocated || t->live_bytes > t->peak_bytes ||
@@ -505,6 +505,11 @@ static int load(mt_capture* cap, int heap, uint64_t fingerprint, mr_aggregates* 
         snprintf(why, sizeof why, "not the chunks' event count");
         mr_aggregates_free(out);
         rc = -EPROTO;
+    } else if (!rc && out->peak.heap.bytes_allocated > mr_replay_alloc_limit()) {
+        // Read with other processes, whose sums share the limit: the replay refuses it in
+        // its own words (mr_replay_share_limit).
+        mr_aggregates_free(out);
+        rc = 1;
     }
     if (rc == -EPROTO) {
         mr_error(mt_capture_path(cap), "the stored aggregates are damaged (%s); reading the events",
