@@ -5,6 +5,7 @@
 #include "capture_db.h"
 
 #include "memtrace/capture.h"
+#include "memtrace/schema.h"
 #include "memtrace/symbolize.h"
 
 #include <errno.h>
@@ -252,4 +253,27 @@ int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen) {
     if (cap->live)
         return 0;
     return mt_symbolize_capture(mt_capture_sqlite(cap), MT_SYMBOLIZE_IN_MEMORY, err, errlen);
+}
+
+int mt_capture_leaks(mt_capture* cap, mt_leak_fn fn, void* ud) {
+    sqlite3_stmt* st;
+    if (prepare(cap, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leak'",
+                &st))
+        return -EPROTO;
+    bool present = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    sqlite3_finalize(st);
+    if (!present)
+        return -ENOENT;
+    if (prepare(cap, "SELECT seq, kind, holder_seq FROM leak ORDER BY seq", &st))
+        return -EPROTO;
+    int rc = 0, step = SQLITE_DONE;
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(st, 0), kind = sqlite3_column_int64(st, 1);
+        int64_t holder = sqlite3_column_int64(st, 2);
+        if (seq <= 0 || kind < MT_LEAK_DEFINITE || kind >= MT_LEAK_COUNT_ || holder < 0)
+            rc = -EPROTO; // a row memtrace never writes
+        else
+            rc = fn(ud, (uint64_t)seq, (int)kind, (uint64_t)holder);
+    }
+    return rows_done(st, rc, step);
 }

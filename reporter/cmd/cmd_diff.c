@@ -18,6 +18,8 @@
 #include "profile.h"
 #include "symbols.h"
 
+#include "memtrace/schema.h"
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +70,8 @@ static const char diff_help[] =
     "                      METRIC>N[UNIT]   NEW's total is above N        leaked_bytes>0\n"
     "                      METRIC>+N[UNIT]  NEW - BASE is above N         allocations>+1000\n"
     "                      METRIC>+N%       NEW - BASE is above N% of BASE  peak_bytes>+5%\n"
-    "                    METRIC: peak_bytes, allocated_bytes, allocations, leaked_bytes; N:\n"
+    "                    METRIC: peak_bytes, allocated_bytes, allocations, leaked_bytes,\n"
+    "                    definitely_lost_bytes and the other leak kinds' (docs/leaks.md); N:\n"
     "                    digits with an optional fraction; UNIT (byte metrics only): B, KiB,\n"
     "                    MiB, GiB, TiB (1024-based), KB, MB, GB, TB (1000-based); a BASE of\n"
     "                    0 breaks +N% as soon as NEW is above 0. Each broken limit is one\n"
@@ -185,19 +188,60 @@ static mr_diff_row run_totals(const mr_diff_run* base, const mr_diff_run* next) 
     return t;
 }
 
-// Says each broken limit on stderr. Returns the number broken.
-static size_t check_limits(const diff_args* a, const mr_diff_row* totals) {
-    size_t broken = 0;
-    for (size_t i = 0; i < a->nlimits; i++) {
+// Whether a limit is on a leak kind, which needs the captures' leak scans.
+static bool limits_on_kinds(const diff_args* a) {
+    for (size_t i = 0; i < a->nlimits; i++)
+        if (a->limits[i].metric >= MR_DIFF_NMETRICS)
+            return true;
+    return false;
+}
+
+// The gate's values of one run: the totals' metrics, then its leak kinds' bytes when a limit
+// asks for them (a capture without a leak scan is then refused). Returns an exit code.
+static int gate_values(const diff_args* a, const mr_diff_row* totals, int side, mt_capture* cap,
+                       uint64_t* v) {
+    memcpy(v, totals->v[side], MR_DIFF_NMETRICS * sizeof *v);
+    if (!limits_on_kinds(a))
+        return MR_EXIT_OK;
+    if (!cap) {
+        mr_error("diff", "--fail-if on a leak kind takes two captures, not directories");
+        return MR_EXIT_USAGE;
+    }
+    bool scanned;
+    uint64_t bytes[MT_LEAK_COUNT_], blocks[MT_LEAK_COUNT_];
+    int rc = mr_leak_totals_at_end(cap, &scanned, bytes, blocks);
+    if (!rc && !scanned) {
+        char* why = mt_capture_meta_text(cap, "leak_scan_why");
+        mr_error(mt_capture_path(cap), "--fail-if: no leak kinds: %s (docs/leaks.md)",
+                 why ? why : "the capture has no leak scan");
+        free(why);
+        rc = MR_EXIT_BAD_INPUT;
+    }
+    for (int k = MT_LEAK_DEFINITE; k < MT_LEAK_COUNT_; k++)
+        v[MR_DIFF_DEFINITELY_LOST_BYTES + k - MT_LEAK_DEFINITE] = bytes[k];
+    return rc;
+}
+
+// Says each broken limit on stderr. *broken gets the number broken. Returns an exit code.
+static int check_limits(const diff_args* a, const mr_diff_row* totals, mt_capture* base,
+                        mt_capture* next, size_t* broken) {
+    uint64_t v[2][MR_DIFF_NGATE] = {{0}};
+    *broken = 0;
+    if (!a->nlimits)
+        return MR_EXIT_OK;
+    int rc = gate_values(a, totals, MR_DIFF_BASE, base, v[MR_DIFF_BASE]);
+    if (!rc)
+        rc = gate_values(a, totals, MR_DIFF_NEW, next, v[MR_DIFF_NEW]);
+    for (size_t i = 0; !rc && i < a->nlimits; i++) {
         const mr_diff_limit* l = &a->limits[i];
         char msg[256];
-        if (mr_diff_limit_broken(l, totals->v[MR_DIFF_BASE][l->metric],
-                                 totals->v[MR_DIFF_NEW][l->metric], msg, sizeof msg)) {
+        if (mr_diff_limit_broken(l, v[MR_DIFF_BASE][l->metric], v[MR_DIFF_NEW][l->metric], msg,
+                                 sizeof msg)) {
             mr_error("diff", "%s", msg);
-            broken++;
+            ++*broken;
         }
     }
-    return broken;
+    return rc;
 }
 
 // Matches, sorts, writes, gates. Returns an exit code.
@@ -226,7 +270,10 @@ static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_ru
                         .csv = a->format == FORMAT_CSV};
     mr_report_to to = mr_opts_report_to(&a->opt);
     int rc = mr_diff_report_write(&to, &r);
-    if (!rc && check_limits(a, &totals))
+    size_t broken = 0;
+    if (!rc)
+        rc = check_limits(a, &totals, base->cap, next->cap, &broken);
+    if (!rc && broken)
         rc = EXIT_LIMIT_BROKEN;
     mr_diff_free(&fns);
     mr_diff_free(&stacks);
@@ -410,7 +457,10 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
                             .csv = a->format == FORMAT_CSV};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_diff_report_write(&to, &r);
-        if (!rc && check_limits(a, &totals))
+        size_t broken = 0;
+        if (!rc)
+            rc = check_limits(a, &totals, NULL, NULL, &broken);
+        if (!rc && broken)
             rc = EXIT_LIMIT_BROKEN;
     }
     mr_diff_free(&procs);
@@ -463,7 +513,10 @@ static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_
         rc = mr_output_commit(&out);
     mr_flame_tree_free(&g);
     mr_diff_row totals = run_totals(base, next);
-    if (!rc && check_limits(a, &totals))
+    size_t broken = 0;
+    if (!rc)
+        rc = check_limits(a, &totals, base->cap, next->cap, &broken);
+    if (!rc && broken)
         rc = EXIT_LIMIT_BROKEN;
     return rc;
 }

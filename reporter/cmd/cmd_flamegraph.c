@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "flame_tree.h"
 #include "flamegraph_page.h"
+#include "leak_kinds.h"
 #include "options.h"
 #include "output.h"
 #include "procs.h"
@@ -22,7 +23,7 @@
 
 static const char flamegraph_help[] =
     "usage: memreport flamegraph CAPTURE [-o FILE] [-f] [--peak | --at TIME | --leaks]\n"
-    "         [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
+    "         [--kind LIST] [--range FROM..TO] [--split-threads] [--min-width F] [--all-frames]\n"
     "         [--inverted] [--orientation top|bottom] [--temporal] [--heap NAME]\n"
     "A flame graph of the libc heap as one self-contained HTML page (no network needed):\n"
     "the allocation stacks of the blocks live at a moment, width = bytes. The page opens as\n"
@@ -36,6 +37,8 @@ static const char flamegraph_help[] =
     "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
     "  --leaks             blocks still live at the end of the run\n"
+    "  --kind LIST         with --leaks: only the blocks of these leak kinds (definite,\n"
+    "                      indirect, possible, reachable; docs/leaks.md)\n"
     "  --range FROM..TO    blocks live at the highest point between FROM and TO (either\n"
     "                      side may be left out: 1s.., ..500ms)\n" MR_HELP_TIMES
     "  --temporal          the page also holds the heap over time: drag a time range on it\n"
@@ -85,6 +88,7 @@ typedef struct fg_args {
     mr_flamegraph_mode mode;
     mr_when when; // --at, --range
     double min_width;
+    unsigned kinds; // --kind: a mask of leak kinds (leak_kinds.h), 0: all blocks
 } fg_args;
 
 // One option of getopt_long (*modes counts --peak, --at and --leaks). Returns MR_OPT_NEXT
@@ -119,6 +123,15 @@ static int parse_option(int c, fg_args* a, int* modes) {
     case 's':
         a->split = true;
         break;
+    case 'K': {
+        char bad[64];
+        if (!(a->kinds = mr_leak_kinds_mask(optarg, bad, sizeof bad)))
+            return mr_usage_error(flamegraph_help,
+                                  "--kind: not a leak kind: '%s' (definite, indirect, possible, "
+                                  "reachable, all)",
+                                  bad);
+        break;
+    }
     case 'A':
         a->all_frames = true;
         break;
@@ -165,6 +178,7 @@ static int parse_args(int argc, char** argv, fg_args* a) {
                                          {"at", required_argument, NULL, 'a'},
                                          {"range", required_argument, NULL, 'r'},
                                          {"leaks", no_argument, NULL, 'l'},
+                                         {"kind", required_argument, NULL, 'K'},
                                          {"split-threads", no_argument, NULL, 's'},
                                          {"min-width", required_argument, NULL, 'm'},
                                          {"all-frames", no_argument, NULL, 'A'},
@@ -187,6 +201,8 @@ static int parse_args(int argc, char** argv, fg_args* a) {
     if (a->when.from_arg || a->when.to_arg) // a range has its own highest point
         if (a->mode != MR_FLAMEGRAPH_PEAK)
             return mr_usage_error(flamegraph_help, "--range excludes --at and --leaks");
+    if (a->kinds && (a->mode != MR_FLAMEGRAPH_LEAKS || a->split))
+        return mr_usage_error(flamegraph_help, "--kind takes --leaks, without --split-threads");
     if (a->temporal && (modes || a->split || a->when.from_arg || a->when.to_arg))
         return mr_usage_error(flamegraph_help, "--temporal excludes --peak, --at, --leaks, "
                                                "--range and --split-threads");
@@ -216,6 +232,34 @@ static int open_input(fg_run* run) {
     return mr_query_for(&run->args.when, run->path, run->cap, &run->query, &steps);
 }
 
+// --kind: each callsite's blocks live at the end cut to those of the kinds asked, from the
+// capture's leak scan. Returns 0 or a negative errno, the reason in err.
+static int keep_kinds(fg_run* run, mr_profile* p, char* err, size_t errlen) {
+    mr_leak_kinds k;
+    int e = mr_leak_kinds_load(run->cap, run->query.heap, mr_symbols_callsite_count(run->sym), &k,
+                               err, errlen);
+    if (e)
+        return e;
+    if (!k.scanned) {
+        snprintf(err, errlen, "no leak kinds: %.200s (docs/leaks.md)", k.why);
+        return -EPROTO;
+    }
+    for (size_t i = 0; i < p->nrows; i++) {
+        mr_profile_row* r = &p->rows[i];
+        size_t c = (r->callsite <= k.ncallsites ? r->callsite : 0) * (size_t)MT_LEAK_COUNT_;
+        uint64_t bytes = 0, blocks = 0;
+        for (int kind = MT_LEAK_DEFINITE; kind < MT_LEAK_COUNT_; kind++)
+            if (run->args.kinds & (1u << kind)) {
+                bytes += k.bytes[c + kind];
+                blocks += k.blocks[c + kind];
+            }
+        r->end_bytes = r->live_bytes = bytes < r->end_bytes ? bytes : r->end_bytes;
+        r->end_blocks = r->live_blocks = blocks < r->end_blocks ? blocks : r->end_blocks;
+    }
+    mr_leak_kinds_free(&k);
+    return 0;
+}
+
 // Builds the model's rows at the moment asked (per thread with --split-threads) and their
 // tree, pruned. Returns an exit code.
 static int live_graph(fg_run* run) {
@@ -229,6 +273,8 @@ static int live_graph(fg_run* run) {
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
     if (e == 0)
         e = mr_profile_runtime_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL);
+    if (e == 0 && run->args.kinds)
+        e = keep_kinds(run, &p, err, sizeof err);
     if (e == 0) {
         run->moment_ts = p.moment_ts;
         e = mr_flame_tree_build(&run->tree, run->sym, &p, run->args.split);
@@ -311,9 +357,10 @@ static int write_output(const fg_run* run) {
 // Several captures (procs.h): each process at its own peak, or its leaks.
 static int several_processes(const fg_args* a, char* const* paths, int n) {
     if (a->mode == MR_FLAMEGRAPH_AT || a->when.from_arg || a->when.to_arg || a->when.range_named ||
-        a->split || a->temporal)
+        a->split || a->temporal || a->kinds)
         return mr_usage_error(flamegraph_help, "several captures take --peak or --leaks, not "
-                                               "--at, --range, --split-threads or --temporal");
+                                               "--at, --range, --split-threads, --temporal or "
+                                               "--kind");
     mr_procs_flame_args p = {.output = a->output,
                              .force = a->force,
                              .all_frames = a->all_frames,

@@ -5,6 +5,7 @@
 // The blocks come from the aggregation model (profile.h) at the end of the run.
 #include "commands.h"
 #include "escape.h"
+#include "leak_kinds.h"
 #include "leaks_report.h"
 #include "options.h"
 #include "procs.h"
@@ -24,19 +25,26 @@
 #include <unistd.h>
 
 static const char leaks_help[] =
-    "usage: memreport leaks CAPTURE [--json] [--top N] [--suppressions FILE] [-o FILE] [-f]\n"
+    "usage: memreport leaks CAPTURE [--json] [--top N] [--kind LIST] [--suppressions FILE]\n"
+    "                       [-o FILE] [-f]\n"
     "       memreport leaks CAPTURE... | DIR [same options]\n"
     "Blocks of the libc heap still live at the end of the run, grouped by allocation\n"
     "stack, largest first, with the full stack of each group and a totals line. Blocks\n"
     "the C runtime allocated for itself and never frees (stdio buffers, thread DTVs and\n"
     "TLS, locale data, dlerror results...) are a group of their own, \"held by the C\n"
-    "runtime\", not counted as the program's leaks.\n" MR_HELP_PROCS
+    "runtime\", not counted as the program's leaks.\n"
+    "A capture whose leak scan ran at its end (docs/leaks.md) groups the program's blocks\n"
+    "by kind as valgrind's memcheck does: definitely lost, indirectly lost, possibly\n"
+    "lost, then still reachable (blocks live after the scan: unclassified).\n" MR_HELP_PROCS
     "The groups of every process are then listed together, each stack with its process\n"
     "(\"COMMAND (pid N)\") as the outermost frame; the totals add up the processes, and\n"
     "each process's own follow.\n"
     "  --json               machine-readable output\n"
     "  --top N              show the N largest groups only (totals still count all);\n"
-    "                       default and 0: every group\n"
+    "                       default and 0: every group (of each kind)\n"
+    "  --kind LIST          only these kinds, a comma list of definite, indirect,\n"
+    "                       possible, reachable or all (memcheck's --show-leak-kinds);\n"
+    "                       a capture without a leak scan is refused\n"
     "  --suppressions FILE  hide the groups a line of FILE matches: a glob pattern matched\n"
     "                       against whole function names, or LeakSanitizer's leak:PATTERN,\n"
     "                       a substring of a function, source file or module name ('*'\n"
@@ -206,10 +214,13 @@ static int by_bytes_desc(const void* a, const void* b) {
 }
 
 // Groups the blocks live at the end by symbolized stack (ids outside the table count as
-// "no stack").
-static mr_leaks_group* group_live(const mr_profile* p, const mr_symbols* s, size_t* ngroups) {
+// "no stack") and, when the capture's leak scan ran (k->scanned), by kind: a callsite's
+// blocks without a verdict are unclassified.
+static mr_leaks_group* group_live(const mr_profile* p, const mr_symbols* s, const mr_leak_kinds* k,
+                                  size_t* ngroups) {
     uint32_t ncallsites = mr_symbols_callsite_count(s);
-    mr_leaks_group* g = calloc((size_t)ncallsites + 1, sizeof *g);
+    const size_t K = MT_LEAK_COUNT_;
+    mr_leaks_group* g = calloc(((size_t)ncallsites + 1) * K, sizeof *g);
     uint32_t* canon = mr_sites_canonical(s);
     if (!g || !canon) {
         free(g);
@@ -219,14 +230,27 @@ static mr_leaks_group* group_live(const mr_profile* p, const mr_symbols* s, size
     for (size_t i = 0; i < p->nrows; i++) {
         const mr_profile_row* r = &p->rows[i];
         uint32_t c = r->callsite < ncallsites ? canon[r->callsite] : 0;
-        g[c].callsite = c;
-        g[c].bytes += r->end_bytes;
-        g[c].blocks += r->end_blocks;
+        uint64_t bytes = r->end_bytes, blocks = r->end_blocks;
+        for (size_t kind = MT_LEAK_DEFINITE; k->scanned && kind < K; kind++) {
+            size_t at = (size_t)(r->callsite <= k->ncallsites ? r->callsite : 0) * K + kind;
+            uint64_t kb = k->bytes[at] < bytes ? k->bytes[at] : bytes;
+            uint64_t kn = k->blocks[at] < blocks ? k->blocks[at] : blocks;
+            g[c * K + kind].bytes += kb;
+            g[c * K + kind].blocks += kn;
+            bytes -= kb;
+            blocks -= kn;
+        }
+        g[c * K].bytes += bytes;
+        g[c * K].blocks += blocks;
     }
     size_t n = 0;
-    for (size_t i = 0; i <= ncallsites; i++)
-        if (g[i].blocks)
-            g[n++] = g[i];
+    for (size_t i = 0; i < ((size_t)ncallsites + 1) * K; i++) {
+        if (!g[i].blocks)
+            continue;
+        g[i].callsite = (uint32_t)(i / K);
+        g[i].kind = (int)(i % K);
+        g[n++] = g[i];
+    }
     qsort(g, n, sizeof *g, by_bytes_desc);
     free(canon);
     *ngroups = n;
@@ -255,12 +279,48 @@ static void classify(const mr_symbols* sites, mr_leaks_group* g, size_t n, suppr
                                                              : MR_LEAKS_PROGRAM;
 }
 
+// The leak kinds of a capture's blocks, or an exit code (after saying why) when --kind
+// asks for kinds (mask) and the capture has no scan.
+static int load_kinds(const char* path, mt_capture* cap, const mr_symbols* s, unsigned mask,
+                      mr_leak_kinds* k) {
+    char err[256];
+    int rc = mr_leak_kinds_load(cap, mr_capture_default_heap(cap), mr_symbols_callsite_count(s), k,
+                                err, sizeof err);
+    if (rc) {
+        mr_error(path, "%s", err);
+        return rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    }
+    if (mask && !k->scanned) {
+        mr_error(path, "no leak kinds: %s (docs/leaks.md)", k->why);
+        return MR_EXIT_BAD_INPUT;
+    }
+    return MR_EXIT_OK;
+}
+
+// Drops the groups whose kind --kind did not ask for (mask 0: keeps all).
+static size_t keep_kinds(mr_leaks_group* g, size_t n, unsigned mask) {
+    if (!mask)
+        return n;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mask & (1u << g[i].kind))
+            g[k++] = g[i];
+    return k;
+}
+
 // Appends the classified groups of process p (its profile at its end) to *all. Returns an
 // exit code.
 static int add_process(const mr_process* p, const mr_profile* prof, suppressions* supp,
-                       mr_leaks_group** all, size_t* n) {
+                       unsigned mask, bool* scanned, mr_leaks_group** all, size_t* n) {
     size_t k = 0;
-    mr_leaks_group* g = group_live(prof, p->sym, &k);
+    mr_leak_kinds kinds;
+    int rc = load_kinds(p->path, p->cap, p->sym, mask, &kinds);
+    if (rc)
+        return rc;
+    *scanned |= kinds.scanned;
+    mr_leaks_group* g = group_live(prof, p->sym, &kinds, &k);
+    mr_leak_kinds_free(&kinds);
+    k = g ? keep_kinds(g, k, mask) : 0;
     mr_leaks_group* grown = g ? realloc(*all, (*n + k + 1) * sizeof **all) : NULL;
     if (!grown) {
         free(g);
@@ -285,6 +345,7 @@ typedef struct processes_input {
     suppressions* supp;
     const char* supp_path;
     bool all_frames;
+    unsigned kinds; // --kind's mask, 0: all
 } processes_input;
 
 static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
@@ -294,8 +355,9 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
     mr_leaks_group* all = NULL;
     size_t nall = 0;
     int rc = MR_EXIT_OK;
+    bool scanned = false;
     for (size_t i = 0; !rc && i < s->n; i++)
-        rc = add_process(&s->procs[i], &profs[i], in->supp, &all, &nall);
+        rc = add_process(&s->procs[i], &profs[i], in->supp, in->kinds, &scanned, &all, &nall);
     if (!rc) {
         qsort(all, nall, sizeof *all, by_bytes_desc);
         mr_leaks_report r = {.cap = s->procs[0].cap,
@@ -306,7 +368,8 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
                              .suppressions = in->supp->v,
                              .nsuppressions = in->supp->n,
                              .set = s,
-                             .input = in->first};
+                             .input = in->first,
+                             .scanned = scanned};
         mr_report_to to = mr_opts_report_to(in->opt);
         rc = mr_leaks_report_write(&to, &r);
         if (rc == MR_EXIT_OK)
@@ -325,16 +388,26 @@ static int several_processes(char* const* paths, int n, processes_input* in) {
 
 // Groups what is live at the end and writes the report. Returns an exit code.
 static int report(const char* path, mt_capture* cap, const mr_symbols* sites, const mr_opts* opt,
-                  size_t top, suppressions* supp, const char* supp_path, bool all_frames) {
+                  size_t top, suppressions* supp, const char* supp_path, bool all_frames,
+                  unsigned mask) {
+    mr_leak_kinds kinds;
+    int krc = load_kinds(path, cap, sites, mask, &kinds);
+    if (krc)
+        return krc;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
     q.moment = MR_AT_END;
     q.progress = "leaks";
     mr_profile p;
     int e = mr_profile_for(path, cap, &q, &p);
-    if (e)
+    if (e) {
+        mr_leak_kinds_free(&kinds);
         return e;
+    }
     size_t n;
-    mr_leaks_group* g = group_live(&p, sites, &n);
+    mr_leaks_group* g = group_live(&p, sites, &kinds, &n);
+    bool scanned = kinds.scanned;
+    mr_leak_kinds_free(&kinds);
+    n = g ? keep_kinds(g, n, mask) : 0;
     int rc;
     if (!g) {
         mr_error(path, "out of memory");
@@ -348,7 +421,8 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
                              .top = top,
                              .all_frames = all_frames,
                              .suppressions = supp->v,
-                             .nsuppressions = supp->n};
+                             .nsuppressions = supp->n,
+                             .scanned = scanned};
         mr_report_to to = mr_opts_report_to(opt);
         rc = mr_leaks_report_write(&to, &r);
         if (rc == MR_EXIT_OK)
@@ -363,6 +437,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"top", required_argument, NULL, 't'},
                                          {"suppressions", required_argument, NULL, 's'},
+                                         {"kind", required_argument, NULL, 'k'},
                                          {"all-frames", no_argument, NULL, 'a'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
@@ -372,9 +447,19 @@ int mr_cmd_leaks(int argc, char** argv) {
     bool all_frames = false;
     const char* supp_path = NULL;
     size_t top = SIZE_MAX;
+    unsigned mask = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "jt:s:ao:fh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jt:s:k:ao:fh", opts, NULL)) != -1) {
         switch (c) {
+        case 'k': {
+            char bad[64];
+            if (!(mask = mr_leak_kinds_mask(optarg, bad, sizeof bad)))
+                return mr_usage_error(leaks_help,
+                                      "leaks: --kind: not a leak kind: '%s' (definite, indirect, "
+                                      "possible, reachable, all)",
+                                      bad);
+            break;
+        }
         case 't':
             if (mr_parse_top(optarg, leaks_help, &top))
                 return MR_EXIT_USAGE;
@@ -399,7 +484,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     if (several) {
-        processes_input in = {argv[optind], &opt, top, &supp, supp_path, all_frames};
+        processes_input in = {argv[optind], &opt, top, &supp, supp_path, all_frames, mask};
         if (!rc)
             rc = several_processes(argv + optind, argc - optind, &in);
         suppressions_free(&supp);
@@ -411,7 +496,7 @@ int mr_cmd_leaks(int argc, char** argv) {
         suppressions_free(&supp);
         return rc;
     }
-    rc = report(path, cap, sites, &opt, top, &supp, supp_path, all_frames);
+    rc = report(path, cap, sites, &opt, top, &supp, supp_path, all_frames, mask);
     mr_symbols_free(sites);
     suppressions_free(&supp);
     mt_capture_close(cap);

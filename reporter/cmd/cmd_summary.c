@@ -71,6 +71,8 @@ int mr_cmd_summary(int argc, char** argv) {
         sum.runtime_held = heap != MT_HEAP_NPU;
         if (sum.runtime_held)
             rc = mr_runtime_held_at_end(cap, &a, &sum.held_bytes, &sum.held_blocks);
+        if (!rc && heap != MT_HEAP_NPU)
+            rc = mr_leak_totals_at_end(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
         mr_aggregates m;
         int has_mmap = rc ? 0 : mmap_heap(cap, heap, &m);
         if (has_mmap < 0)

@@ -3,6 +3,7 @@
 // opening the input.
 #include "options.h"
 
+#include "leak_kinds.h"
 #include "messages.h"
 #include "output.h"
 #include "runtime_held.h"
@@ -260,6 +261,35 @@ int mr_aggregates_for(mt_capture* cap, int heap, const char* progress, mr_aggreg
     if (e)
         mr_error(mt_capture_path(cap), "%s", err);
     return e ? mr_exit_code(e) : MR_EXIT_OK;
+}
+
+int mr_leak_totals_at_end(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_t* blocks) {
+    *scanned = false;
+    for (size_t k = 0; k < MT_LEAK_COUNT_; k++)
+        bytes[k] = blocks[k] = 0;
+    char* status = mt_capture_meta_text(cap, "leak_scan");
+    bool complete = status && !strcmp(status, "complete");
+    free(status);
+    if (!complete) // no verdicts: no need for the stacks
+        return MR_EXIT_OK;
+    mr_symbols* sym = NULL;
+    int rc = mr_symbols_load(cap, &sym);
+    if (rc)
+        return rc;
+    mr_leak_kinds kinds;
+    char err[256];
+    int e = mr_leak_kinds_load(cap, mr_capture_default_heap(cap), mr_symbols_callsite_count(sym),
+                               &kinds, err, sizeof err);
+    if (e) {
+        mr_error(mt_capture_path(cap), "%s", err);
+        rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
+    } else {
+        *scanned = kinds.scanned;
+        mr_leak_kinds_program(&kinds, sym, bytes, blocks);
+        mr_leak_kinds_free(&kinds);
+    }
+    mr_symbols_free(sym);
+    return rc;
 }
 
 // Whether value is meant as a time: it starts with a digit, or with "step" and a number.

@@ -136,4 +136,9 @@ int mr_runtime_held_at_end(mt_capture* cap, const mr_aggregates* a, uint64_t* by
 // labelled `progress` on a terminal. Returns 0, or an exit code after the reason.
 int mr_aggregates_for(mt_capture* cap, int heap, const char* progress, mr_aggregates* a);
 
+// The program's blocks live at the end per leak kind (docs/leaks.md), as `leaks` counts
+// them (the C runtime's apart); *scanned false, and the totals 0, when the capture has no
+// leak scan. Returns 0, or an exit code after the reason.
+int mr_leak_totals_at_end(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_t* blocks);
+
 #endif

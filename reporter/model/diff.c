@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* const metric_names[MR_DIFF_NMETRICS] = {"peak_bytes", "allocated_bytes",
-                                                           "allocations", "leaked_bytes"};
+static const char* const metric_names[MR_DIFF_NGATE] = {
+    "peak_bytes",          "allocated_bytes",       "allocations",
+    "leaked_bytes",        "definitely_lost_bytes", "indirectly_lost_bytes",
+    "possibly_lost_bytes", "still_reachable_bytes"};
 
 const char* mr_diff_metric_name(mr_diff_metric m) {
     return metric_names[m];
@@ -143,7 +145,7 @@ static const struct {
              {"TB", 1e12}};
 
 static int parse_metric(const char* s, size_t len, mr_diff_metric* m) {
-    for (int i = 0; i < MR_DIFF_NMETRICS; i++)
+    for (int i = 0; i < MR_DIFF_NGATE; i++)
         if (strlen(metric_names[i]) == len && !strncmp(s, metric_names[i], len)) {
             *m = (mr_diff_metric)i;
             return 0;
@@ -211,7 +213,8 @@ int mr_diff_limit_parse(const char* text, mr_diff_limit* out, char* err, size_t 
     if (!gt || parse_metric(metric, strlen(metric), &out->metric)) {
         snprintf(err, errlen,
                  "'%s': expected METRIC>LIMIT, METRIC one of peak_bytes, allocated_bytes, "
-                 "allocations, leaked_bytes",
+                 "allocations, leaked_bytes, definitely_lost_bytes, indirectly_lost_bytes, "
+                 "possibly_lost_bytes, still_reachable_bytes",
                  text);
         return -EINVAL;
     }

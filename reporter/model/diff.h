@@ -14,14 +14,21 @@
 
 // The measures compared.
 typedef enum mr_diff_metric {
-    MR_DIFF_PEAK_BYTES,  // live at the run's own peak
-    MR_DIFF_ALLOC_BYTES, // allocated over the run
-    MR_DIFF_ALLOCATIONS, // number of allocations over the run
-    MR_DIFF_LEAKED_BYTES // still live at the end
+    MR_DIFF_PEAK_BYTES,   // live at the run's own peak
+    MR_DIFF_ALLOC_BYTES,  // allocated over the run
+    MR_DIFF_ALLOCATIONS,  // number of allocations over the run
+    MR_DIFF_LEAKED_BYTES, // still live at the end
+    // Gate only (--fail-if): the program's blocks of one leak kind at the end, from a
+    // capture's leak scan (docs/leaks.md). Not in rows.
+    MR_DIFF_DEFINITELY_LOST_BYTES,
+    MR_DIFF_INDIRECTLY_LOST_BYTES,
+    MR_DIFF_POSSIBLY_LOST_BYTES,
+    MR_DIFF_STILL_REACHABLE_BYTES,
 } mr_diff_metric;
-#define MR_DIFF_NMETRICS 4
+#define MR_DIFF_NMETRICS 4 // the metrics of rows
+#define MR_DIFF_NGATE 8    // the metrics --fail-if takes
 
-// "peak_bytes", "allocated_bytes", "allocations", "leaked_bytes".
+// "peak_bytes", "allocated_bytes", "allocations", "leaked_bytes", "definitely_lost_bytes"...
 const char* mr_diff_metric_name(mr_diff_metric m);
 // True for the metrics counted in bytes (all but allocations).
 bool mr_diff_metric_is_bytes(mr_diff_metric m);

@@ -9,6 +9,7 @@
 #include "procs_json.h"
 #include "stack_json.h"
 
+#include "memtrace/schema.h"
 #include "memtrace/units.h"
 
 #include <string.h>
@@ -21,13 +22,15 @@ typedef struct section {
 } section;
 
 static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group* g, size_t top,
-                        bool all_frames) {
+                        bool all_frames, bool scanned) {
     sec->bytes += g->bytes;
     sec->blocks += g->blocks;
     sec->stacks++;
     if (json_array_size(sec->groups) >= top)
         return;
     json_t* o = json_object();
+    if (scanned)
+        json_object_set_new(o, "kind", json_string(mt_leak_kind_name(g->kind)));
     json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
     json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
     json_t* stack = mr_sites_stack_json(g->process ? g->process->sym : s, g->callsite, all_frames);
@@ -95,10 +98,19 @@ static const char* input_name(const mr_leaks_report* rep) {
     return rep->input ? rep->input : mt_capture_path(rep->cap);
 }
 
+// The kinds in the order memcheck lists them, then the blocks without a verdict.
+static const int kind_order[] = {MT_LEAK_DEFINITE, MT_LEAK_INDIRECT, MT_LEAK_POSSIBLE,
+                                 MT_LEAK_REACHABLE, MT_LEAK_UNCLASSIFIED};
+#define NKINDS (sizeof kind_order / sizeof *kind_order)
+
 // The report: suppressed groups are counted as such; the others go to the C runtime's
-// section or to the program's.
+// section or to the program's, which a leak scan splits by kind (each kind's groups
+// largest first, `top` of each).
 static json_t* build_report(const mr_leaks_report* rep) {
     section prog = {.groups = json_array()}, runtime = {.groups = json_array()};
+    section kinds[MT_LEAK_COUNT_];
+    for (size_t k = 0; k < MT_LEAK_COUNT_; k++)
+        kinds[k] = (section){.groups = json_array()};
     uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
     for (size_t i = 0; i < rep->n; i++) {
         const mr_leaks_group* g = &rep->groups[i];
@@ -106,11 +118,31 @@ static json_t* build_report(const mr_leaks_report* rep) {
             sup_bytes += g->bytes;
             sup_blocks += g->blocks;
             sup_groups++;
+        } else if (g->owner == MR_LEAKS_RUNTIME) {
+            section_add(&runtime, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
         } else {
-            section_add(g->owner == MR_LEAKS_RUNTIME ? &runtime : &prog, rep->sym, g, rep->top,
-                        rep->all_frames);
+            section* sec = rep->scanned ? &kinds[g->kind] : &prog;
+            section_add(sec, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
         }
     }
+    json_t* by_kind = NULL;
+    if (rep->scanned) {
+        by_kind = json_object();
+        for (size_t k = 0; k < NKINDS; k++) {
+            section* sec = &kinds[kind_order[k]];
+            prog.bytes += sec->bytes;
+            prog.blocks += sec->blocks;
+            prog.stacks += sec->stacks;
+            json_array_extend(prog.groups, sec->groups);
+            json_t* o = json_object();
+            json_object_set_new(o, "bytes", json_integer((json_int_t)sec->bytes));
+            json_object_set_new(o, "blocks", json_integer((json_int_t)sec->blocks));
+            json_object_set_new(o, "stacks", json_integer((json_int_t)sec->stacks));
+            json_object_set_new(by_kind, mt_leak_kind_name(kind_order[k]), o);
+        }
+    }
+    for (size_t k = 0; k < MT_LEAK_COUNT_; k++)
+        json_decref(kinds[k].groups);
     json_t* r = json_object();
     json_object_set_new(r, "capture", mr_json_bytes(input_name(rep)));
     json_object_set_new(r, "status", json_string(any_truncated(rep) ? "truncated" : "complete"));
@@ -121,6 +153,8 @@ static json_t* build_report(const mr_leaks_report* rep) {
     json_object_set_new(r, "suppressed_blocks", json_integer((json_int_t)sup_blocks));
     json_object_set_new(r, "suppressed_stacks", json_integer((json_int_t)sup_groups));
     json_object_set_new(r, "groups", prog.groups);
+    if (by_kind) // the capture's leak scan ran: totals per kind (docs/leaks.md)
+        json_object_set_new(r, "kinds", by_kind);
     json_t* held = json_object();
     json_object_set_new(held, "bytes", json_integer((json_int_t)runtime.bytes));
     json_object_set_new(held, "blocks", json_integer((json_int_t)runtime.blocks));
@@ -167,18 +201,58 @@ static void print_groups(FILE* out, json_t* groups) {
     }
 }
 
+// "definitely_lost" as "definitely lost".
+static void print_kind_name(FILE* out, const char* name) {
+    for (const char* c = name; *c; c++)
+        fputc(*c == '_' ? ' ' : *c, out);
+}
+
+// The groups under a heading per kind ("Definitely lost:"), in the order given.
+static void print_by_kind(FILE* out, json_t* groups) {
+    const char* shown = NULL;
+    size_t i;
+    json_t* g;
+    json_array_foreach(groups, i, g) {
+        const char* kind = json_string_value(json_object_get(g, "kind"));
+        if (!shown || strcmp(shown, kind)) {
+            fputc(kind[0] - 'a' + 'A', out);
+            print_kind_name(out, kind + 1);
+            fputs(":\n\n", out);
+            shown = kind;
+        }
+        json_t* one = json_array();
+        json_array_append(one, g);
+        print_groups(out, one);
+        json_decref(one);
+    }
+}
+
 static void print_text(FILE* out, json_t* r) {
     if (!strcmp(json_string_value(json_object_get(r, "status")), "truncated"))
         fputs("note: the capture is truncated (the program did not exit normally); blocks\n"
               "      live when it stopped are reported as leaks\n\n",
               out);
-    print_groups(out, json_object_get(r, "groups"));
+    json_t* kinds = json_object_get(r, "kinds");
+    if (kinds)
+        print_by_kind(out, json_object_get(r, "groups"));
+    else
+        print_groups(out, json_object_get(r, "groups"));
     json_t* held = json_object_get(r, "runtime_held");
     if (json_array_size(json_object_get(held, "groups"))) {
         fputs("Held by the C runtime (allocated by libc or the dynamic loader for their own use\n"
               "and never freed: stdio buffers, thread DTVs and TLS, locale data...):\n\n",
               out);
         print_groups(out, json_object_get(held, "groups"));
+    }
+    const char* key;
+    json_t* k;
+    json_object_foreach(kinds, key, k) {
+        if (!INT(k, "stacks") && !strcmp(key, "unclassified"))
+            continue;
+        print_kind_name(out, key);
+        fputs(": ", out);
+        print_amount(out, INT(k, "bytes"), INT(k, "blocks"), INT(k, "stacks"));
+        fputc('\n', out);
     }
     fputs("leaked: ", out);
     print_amount(out, INT(r, "bytes"), INT(r, "blocks"), INT(r, "stacks"));

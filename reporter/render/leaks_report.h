@@ -26,6 +26,7 @@ typedef enum mr_leaks_owner {
 // Blocks live at the end with one symbolized stack.
 typedef struct mr_leaks_group {
     uint32_t callsite;
+    int kind; // mt_leak_kind: MT_LEAK_UNCLASSIFIED without a leak scan
     uint64_t bytes, blocks;
     mr_leaks_owner owner;
     // Several captures: the group's process (its symbols; shown as the outermost frame of
@@ -54,6 +55,7 @@ typedef struct mr_leaks_report {
     // Several captures: the processes (cap is the first's) and the input as named.
     const mr_capture_set* set;
     const char* input;
+    bool scanned; // a leak scan gave kinds (docs/leaks.md): groups are listed by kind
 } mr_leaks_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

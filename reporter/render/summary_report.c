@@ -108,6 +108,21 @@ static json_t* build_summary(const mr_summary* s) {
     // the unmatched ones (not errors); what is left was live at the detach or the exit.
     if (mt_capture_meta_int(cap, "attached", 0))
         json_object_set_new(o, "attached", json_true());
+    if (s->scanned) { // the leak scan's kinds of the leaked blocks, and those live after it
+        json_t* kinds = json_object();
+        uint64_t left = r->live_bytes - held_bytes, left_blocks = r->live_blocks - held_blocks;
+        for (int k = MT_LEAK_DEFINITE; k <= MT_LEAK_COUNT_; k++) {
+            int kind = k < MT_LEAK_COUNT_ ? k : MT_LEAK_UNCLASSIFIED;
+            uint64_t b = kind ? s->kind_bytes[kind] : left,
+                     n = kind ? s->kind_blocks[kind] : left_blocks;
+            json_object_set_new(
+                kinds, mt_leak_kind_name(kind),
+                json_pack("{s:I, s:I}", "bytes", (json_int_t)b, "blocks", (json_int_t)n));
+            left -= b < left ? b : left;
+            left_blocks -= n < left_blocks ? n : left_blocks;
+        }
+        json_object_set_new(o, "leak_kinds", kinds);
+    }
     if (s->runtime_held) {
         json_object_set_new(o, "runtime_held_bytes", json_integer((json_int_t)s->held_bytes));
         json_object_set_new(o, "runtime_held_allocations",
@@ -215,6 +230,21 @@ static void print_text(FILE* out, json_t* s) {
         fprintf(out, " (+%s in %llu block%s held by the C runtime)",
                 mt_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
     fputc('\n', out);
+    const char* kind;
+    json_t* k;
+    json_object_foreach(json_object_get(s, "leak_kinds"), kind, k) {
+        unsigned long long n = (unsigned long long)json_integer_value(json_object_get(k, "blocks"));
+        if (!n && !strcmp(kind, "unclassified"))
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "%s:", kind);
+        for (char* u = name; *u; u++)
+            *u = *u == '_' ? ' ' : *u;
+        fprintf(
+            out, "  %-16s %s in %llu block%s\n", name,
+            mt_format_bytes((uint64_t)json_integer_value(json_object_get(k, "bytes")), a, sizeof a),
+            n, n == 1 ? "" : "s");
+    }
     json_t* m = json_object_get(s, "mmap");
     if (m)
         print_mmap(out, m);

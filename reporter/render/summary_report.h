@@ -10,6 +10,7 @@
 #include "report.h"
 
 #include "memtrace/capture.h"
+#include "memtrace/schema.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +27,10 @@ typedef struct mr_summary {
     // The mmap heap's totals (MEMTRACE_MMAP=1), when the capture has one and the report is
     // of another heap; else NULL. With them the capture's file mappings (meta).
     const mr_heap_totals* mmap;
+    // The leak scan's kinds of the program's blocks live at the end (docs/leaks.md), when
+    // the capture has one.
+    bool scanned;
+    uint64_t kind_bytes[MT_LEAK_COUNT_], kind_blocks[MT_LEAK_COUNT_];
 } mr_summary;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

@@ -7,8 +7,10 @@
 # pthread_create makes) are compared by kind and count: their size depends on the modules
 # loaded, and libmemtrace.so adds modules with TLS. Also: the program's exit status and
 # output are those of the untraced run; MEMTRACE_LEAKS=0 and a sampled capture say in meta
-# why no scan ran. Exits 77 where valgrind is missing.
+# why no scan ran. The reports agree with the table: leaks (per kind, --kind), summary, diff's
+# --fail-if gate, flamegraph --leaks --kind. Exits 77 where valgrind is missing.
 import argparse
+import json
 import os
 import re
 import shutil
@@ -109,6 +111,8 @@ def main():
               f"{theirs[0].get(key)}")
     check(ours[1] == theirs[1], f"runtime blocks per kind {ours[1]} as memcheck's {theirs[1]}")
 
+    reports(a.memreport, db, ours[0], a.workdir)
+
     for name, settings, why in [("off", {"LEAKS": 0}, "MEMTRACE_LEAKS=0"),
                                 ("sampled", {"SAMPLE_BYTES": 64}, "sampled")]:
         off = os.path.join(a.workdir, f"{name}.db")
@@ -117,7 +121,45 @@ def main():
         m = capture_meta(off)
         check(m.get("leak_scan") == "not run" and why in m.get("leak_scan_why", ""),
               f"{name}: no scan, and why: {m.get('leak_scan_why')}")
+        r = subprocess.run([a.memreport, "leaks", off, "--kind", "definite"], capture_output=True,
+                           text=True)
+        check(r.returncode == 2 and why in r.stderr, f"{name}: leaks --kind refused: {r.stderr}")
     finish()
+
+
+def reports(memreport, db, own, work):
+    """Every report's kinds are the leak table's (the program's blocks: the runtime's DTV is
+    apart in each)."""
+    totals = {}
+    for (kind, _), (b, n) in own.items():
+        add(totals, kind, b, n)
+    mr = lambda *args: subprocess.run([memreport, *args], capture_output=True, text=True)
+    leaks = json.loads(mr("leaks", db, "--json").stdout)
+    got = {k: (v["bytes"], v["blocks"]) for k, v in leaks["kinds"].items() if v["blocks"]}
+    check(got == totals, f"leaks --json kinds {got} as the table's {totals}")
+    firsts = [g["kind"] for g in leaks["groups"]]
+    check(firsts == sorted(firsts, key=["definitely_lost", "indirectly_lost", "possibly_lost",
+                                        "still_reachable"].index), "leaks: groups in memcheck's order")
+    only = json.loads(mr("leaks", db, "--json", "--kind", "reachable").stdout)["groups"]
+    check(only and all(g["kind"] == "still_reachable" for g in only),
+          f"leaks --kind reachable: {len(only)} groups, all still reachable")
+    text = mr("leaks", db).stdout
+    check(f"definitely lost: {totals['definitely_lost'][0]} B" in text and
+          "Definitely lost:" in text, "leaks: a section and a totals line per kind")
+    summary = json.loads(mr("summary", db, "--json").stdout)
+    got = {k: (v["bytes"], v["blocks"]) for k, v in summary["leak_kinds"].items() if v["blocks"]}
+    check(got == totals, f"summary --json leak_kinds {got} as the table's")
+    definite = totals["definitely_lost"][0]
+    gate = [mr("diff", db, db, "--fail-if", f"definitely_lost_bytes>{n}").returncode
+            for n in (definite - 1, definite)]
+    check(gate == [4, 0], f"diff --fail-if definitely_lost_bytes>{definite - 1} fails, "
+          f">{definite} passes: {gate}")
+    page = os.path.join(work, "fg.html")
+    r = mr("flamegraph", db, "--leaks", "--kind", "definite", "-o", page, "-f")
+    html = open(page).read() if r.returncode == 0 else ""
+    m = re.search(r'id="fg-data">(.*?)</script>', html, re.S)
+    total = json.loads(m.group(1))["total_bytes"] if m else None
+    check(total == definite, f"flamegraph --leaks --kind definite: {total} bytes")
 
 
 if __name__ == "__main__":

@@ -140,6 +140,12 @@ typedef struct mt_mark_query {
 typedef int (*mt_mark_fn)(void* ud, const mt_mark_rec* m);
 int mt_capture_marks(mt_capture* cap, const mt_mark_query* q, mt_mark_fn fn, void* ud);
 
+// The leak scan's verdicts (the leak table), in seq order: each block's allocation seq, its
+// mt_leak_kind and its holder's seq (0: none). -ENOENT when the capture has no verdicts,
+// -EPROTO for a row memtrace never writes.
+typedef int (*mt_leak_fn)(void* ud, uint64_t seq, int kind, uint64_t holder_seq);
+int mt_capture_leaks(mt_capture* cap, mt_leak_fn fn, void* ud);
+
 // The calls counted per allocator entry point, in name order (a damaged row's name may be
 // NULL).
 typedef int (*mt_call_count_fn)(void* ud, const char* name, int64_t count);
