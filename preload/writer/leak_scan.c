@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -446,13 +447,17 @@ static bool seccomp_filtered(void) {
     return p && strtol(p + 9, NULL, 10) == 2;
 }
 
-static int wait_copy(pid_t pid, int timeout_ms, char* why, size_t cap) {
+static int wait_copy(pid_t pid, int timeout_ms, int64_t* cpu_ns, char* why, size_t cap) {
     int status = 0;
+    struct rusage ru = {0};
     int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
-        pid_t r = (pid_t)syscall(SYS_wait4, pid, &status, __WALL | WNOHANG, NULL);
-        if (r == pid)
+        pid_t r = (pid_t)syscall(SYS_wait4, pid, &status, __WALL | WNOHANG, &ru);
+        if (r == pid) {
+            *cpu_ns = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+                      ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
             break;
+        }
         if (r < 0 && errno != EINTR) {
             snprintf(why, cap, "the scanning copy could not be waited for: %s", strerror(errno));
             return -ECHILD;
@@ -542,7 +547,7 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
         snprintf(why, cap, "no copy of the process could be made: %s", strerror(errno));
         goto out;
     }
-    rc = wait_copy((pid_t)pid, timeout_ms, why, cap);
+    rc = wait_copy((pid_t)pid, timeout_ms, &out->cpu_ns, why, cap);
 out:
     if (s.stack && s.stack != MAP_FAILED)
         mt_real.munmap(s.stack, (2 * n + 1) * sizeof *s.stack);

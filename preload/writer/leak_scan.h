@@ -24,6 +24,7 @@ typedef struct mt_leak_scan {
     uint64_t roots_bytes;   // memory scanned as roots (modules' data, stacks, TLS)
     uint64_t scanned_bytes; // roots and the blocks' contents scanned
     int64_t ns;             // from the start to the verdicts
+    int64_t cpu_ns;         // the copy's CPU time (user and system)
     void* map;              // the shared mapping behind kind and holder
     size_t map_len;
 } mt_leak_scan;
