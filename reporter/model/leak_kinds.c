@@ -18,6 +18,11 @@ static int add_verdict(void* ud, uint64_t seq, int kind, uint64_t holder_seq) {
     return mr_u64map_put(ud, seq, (uint64_t)kind);
 }
 
+int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out) {
+    int rc = mt_capture_leaks(cap, add_verdict, out);
+    return rc == -ENOENT ? 0 : rc;
+}
+
 int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
                        char* err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -36,10 +41,8 @@ int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_k
     mr_u64map verdicts;
     if (mr_u64map_init(&verdicts))
         return -ENOMEM;
-    int rc = mt_capture_leaks(cap, add_verdict, &verdicts);
-    if (rc == -ENOENT) { // complete, yet no table: nothing was live
-        rc = 0;
-    } else if (rc) {
+    int rc = mr_leak_verdicts_load(cap, &verdicts); // complete, no table: nothing was live
+    if (rc) {
         snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : "the leak table is damaged");
         mr_u64map_free(&verdicts);
         return rc;

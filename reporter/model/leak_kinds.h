@@ -6,6 +6,7 @@
 #define MR_LEAK_KINDS_H
 
 #include "symbols.h"
+#include "u64map.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/schema.h"
@@ -30,6 +31,9 @@ typedef struct mr_leak_kinds {
 int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
                        char* err, size_t errlen);
 void mr_leak_kinds_free(mr_leak_kinds* k);
+// The verdicts alone, allocation seq -> kind, into an initialised map (empty without a scan).
+// 0, -ENOMEM, or -EPROTO for a damaged table.
+int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out);
 
 // The totals per kind of the program's blocks: those of callsites the C runtime holds
 // (runtime_held.h) left out, as `leaks` shows them apart.

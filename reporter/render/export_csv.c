@@ -7,10 +7,13 @@
 // stack text per callsite. Several processes (export.h): each one's rows in turn, in tree
 // order, under its pid, with times on one axis from the earliest start. A sampled capture's
 // rows give each event's requested size as `size` (true of that event) and, in Attr, the
-// bytes it stands for as `estimated_size` (what the other reports add up).
+// bytes it stands for as `estimated_size` (what the other reports add up). A block live at
+// the end of a capture whose leak scan ran has its kind in its MALLOC row's Attr
+// (`leak_kind:definitely_lost`...; docs/leaks.md).
 #include "export.h"
 #include "extent.h"
 #include "heapmap.h"
+#include "leak_kinds.h"
 #include "messages.h"
 
 #include "memtrace/sampling.h"
@@ -64,6 +67,7 @@ typedef struct csv_writer {
     struct iovec iov[OUT_IOVS];
     size_t niov;
     int write_err;        // errno of a failed write: nothing more is written
+    mr_u64map verdicts;   // the leak scan's: allocation seq -> kind (empty without one)
     quoted_stack* stacks; // per callsite, built on first use
     uint32_t nstacks;
     mstx_row* marks;
@@ -359,6 +363,13 @@ static int put_event(csv_writer* w, const mt_event* ev, uint64_t alloc_id, uint6
         PUT_LITERAL(w, ",estimated_size:");
         put_u64(w, estimated_size(w, ev, size));
     }
+    const uint64_t* kind = w->verdicts.count && mt_kind_is_alloc(ev->kind)
+                               ? mr_u64map_get(&w->verdicts, ev->seq)
+                               : NULL;
+    if (kind) {
+        PUT_LITERAL(w, ",leak_kind:");
+        put_str(w, mt_leak_kind_name((int)*kind));
+    }
     PUT_LITERAL(w, "}\",");
     put_shared(w, stack->text, stack->len);
     put_char(w, '\n');
@@ -536,7 +547,12 @@ static int write_capture(csv_writer* w, const mr_export_input* in, char* err, si
     w->pid = mt_capture_meta_int(in->cap, "pid", 0);
     w->nstacks = mr_symbols_callsite_count(in->sym);
     w->stacks = calloc(w->nstacks ? w->nstacks : 1, sizeof *w->stacks);
-    int rc = w->stacks ? write_csv(w, err, errlen) : -ENOMEM;
+    int rc = w->stacks ? mr_u64map_init(&w->verdicts) : -ENOMEM;
+    if (!rc && (rc = mr_leak_verdicts_load(in->cap, &w->verdicts)) == -EPROTO)
+        snprintf(err, errlen, "the leak table is damaged");
+    if (!rc)
+        rc = write_csv(w, err, errlen);
+    mr_u64map_free(&w->verdicts);
     clear_capture(w);
     return rc;
 }

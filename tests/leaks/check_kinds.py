@@ -8,7 +8,8 @@
 # loaded, and libmemtrace.so adds modules with TLS. Also: the program's exit status and
 # output are those of the untraced run; MEMTRACE_LEAKS=0 and a sampled capture say in meta
 # why no scan ran. The reports agree with the table: leaks (per kind, --kind), summary, diff's
-# --fail-if gate, flamegraph --leaks --kind. Exits 77 where valgrind is missing.
+# --fail-if gate, flamegraph --leaks --kind, export --format csv. Exits 77 where valgrind is
+# missing.
 import argparse
 import json
 import os
@@ -160,6 +161,15 @@ def reports(memreport, db, own, work):
     m = re.search(r'id="fg-data">(.*?)</script>', html, re.S)
     total = json.loads(m.group(1))["total_bytes"] if m else None
     check(total == definite, f"flamegraph --leaks --kind definite: {total} bytes")
+    csv = os.path.join(work, "kinds.csv")
+    mr("export", db, "--format", "csv", "-o", csv, "-f")
+    in_csv = {}
+    for kind in re.findall(r"leak_kind:([a-z_]+)", open(csv).read() if os.path.exists(csv) else ""):
+        in_csv[kind] = in_csv.get(kind, 0) + 1
+    rows = mr("sql", db, "SELECT k.name, count(*) FROM leak l JOIN leak_kind k ON k.id = l.kind"
+              " GROUP BY k.name", "--csv").stdout.splitlines()[1:]
+    table = {k: int(n) for k, n in (r.split(",") for r in rows)}
+    check(in_csv == table, f"export csv: leak_kind per block {in_csv} as the table's {table}")
 
 
 if __name__ == "__main__":
