@@ -396,6 +396,10 @@ int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, 
     return step_reset(st);
 }
 
+void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit) {
+    mt_chunk_coder_set_time_unit(w->coder, unit);
+}
+
 int mt_capwriter_set_codec(mt_capwriter* w, int codec) {
     for (int version = MEMTRACE_SCHEMA_VERSION_OLDEST; version <= MEMTRACE_SCHEMA_VERSION;
          version++) {

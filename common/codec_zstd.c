@@ -5,7 +5,9 @@
 // (size, callsite) pairs again and again. So an address or a (size, callsite) pair seen
 // before in the chunk is written as "the same as the event d back", which stays the same from
 // one iteration of a loop to the next, and zstd then finds those iterations as repeats.
-// Every field of every event is kept exactly (docs/capture-format.md, codec 3).
+// Every field of every event is kept exactly (docs/capture-format.md, codec 3). Codec 4 adds
+// the chunk's time unit to the header: the tracer records times in whole microseconds by
+// default, and deltas counted in units take a byte where nanoseconds took two.
 // The coder allocates (zstd contexts, column buffers) once, when made; encoding and decoding
 // then allocate nothing. Decoding never trusts its input: chunks come from files.
 #include "codec_varint.h"
@@ -48,8 +50,11 @@ enum {
 // two varints).
 static const size_t col_max[NCOLS] = {1, 10, 1, 1, 10, 15, 10, 10, 10, 10, 10};
 #define EVENT_MAX 88 // the sum of col_max
-// count, first seq, flags and the column lengths.
-#define HEADER_MAX (10 + 10 + 1 + NCOLS * 10)
+// count, first seq, flags, the time unit (codec 4) and the column lengths.
+#define HEADER_MAX (10 + 10 + 1 + 10 + NCOLS * 10)
+// The largest time unit a chunk may declare (1 s): readers refuse more, so that a delta
+// times the unit stays far from wrapping.
+#define UNIT_MAX 1000000000
 
 static size_t precoded_bound(size_t n) {
     return HEADER_MAX + n * EVENT_MAX;
@@ -82,7 +87,8 @@ struct mt_chunk_coder {
     ref_slot* addrs;
     ref_slot* pairs;
     uint32_t gen;
-    int level; // zstd level of the chunks it encodes
+    int level;    // zstd level of the chunks it encodes
+    int64_t unit; // codec 4: the time unit its chunks use when every time is a multiple of it
 };
 
 mt_chunk_coder* mt_chunk_coder_new(void) {
@@ -94,6 +100,7 @@ mt_chunk_coder* mt_chunk_coder_new(void) {
     c->addrs = calloc(REF_SLOTS, sizeof *c->addrs);
     c->pairs = calloc(REF_SLOTS, sizeof *c->pairs);
     c->level = ZSTD_LEVEL;
+    c->unit = 1;
     if (!c->cctx || !c->dctx || !c->addrs || !c->pairs) {
         mt_chunk_coder_free(c);
         return NULL;
@@ -115,6 +122,21 @@ void mt_chunk_coder_free(mt_chunk_coder* c) {
 
 void mt_chunk_coder_set_level(mt_chunk_coder* c, int level) {
     c->level = level;
+}
+
+void mt_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit) {
+    c->unit = unit >= 1 && unit <= UNIT_MAX ? unit : 1;
+}
+
+// The unit a codec 4 chunk of these events is written in: the coder's, if every time is a
+// multiple of it (a chunk made by another writer, or an NPU import, may not be), else 1.
+static int64_t time_unit(const mt_chunk_coder* c, const mt_event* ev, size_t n) {
+    if (c->unit == 1)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].ts % c->unit)
+            return 1;
+    return c->unit;
 }
 
 // Room for n events in the buffers (grown, never shrunk: a reader's chunks are alike).
@@ -182,9 +204,12 @@ static size_t compress_columns(mt_chunk_coder* c, const uint8_t* buf, const uint
     return o.pos;
 }
 
-size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uint8_t* out) {
-    if (n == 0 || n > UINT32_MAX || reserve(c, n, true))
+size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n,
+                            uint8_t* out) {
+    if (n == 0 || n > UINT32_MAX || reserve(c, n, true) ||
+        (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C))
         return 0;
+    int64_t unit = codec == MT_CODEC_ZSTD_UNITS_CRC32C ? time_unit(c, ev, n) : 1;
     if (++c->gen == 0) { // after 2^32 chunks: old slots could look current
         memset(c->addrs, 0, REF_SLOTS * sizeof *c->addrs);
         memset(c->pairs, 0, REF_SLOTS * sizeof *c->pairs);
@@ -214,8 +239,9 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uin
         if (i > 0)
             col[COL_GAP] = put_varint(col[COL_GAP], e->seq - ev[i - 1].seq - 1);
         // Unsigned arithmetic: extreme values wrap instead of overflowing (UB).
-        int64_t dt = (int64_t)((uint64_t)e->ts - (uint64_t)prev_ts);
-        prev_ts = e->ts;
+        int64_t t = e->ts / unit; // exact: a multiple of unit
+        int64_t dt = (int64_t)((uint64_t)t - (uint64_t)prev_ts);
+        prev_ts = t;
         bool narrow = dt >= 0 && dt < 0xffff;
         *col[COL_TS_LO]++ = narrow ? (uint8_t)dt : 0xff;
         *col[COL_TS_HI]++ = narrow ? (uint8_t)(dt >> 8) : 0xff;
@@ -247,6 +273,8 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uin
     uint8_t* p = put_varint(c->buf, n);
     p = put_varint(p, ev[0].seq);
     *p++ = flags;
+    if (codec == MT_CODEC_ZSTD_UNITS_CRC32C)
+        p = put_varint(p, (uint64_t)unit);
     for (int k = 0; k < NCOLS; k++)
         p = put_varint(p, (uint64_t)(col[k] - start[k]));
     const uint8_t* ends[NCOLS]; // where each column ends in buf
@@ -263,14 +291,15 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uin
 
 // Reads the chunk header (event count, first seq, flags, column lengths) and
 // points one reader at each column; the columns must fill the rest exactly.
-static int read_header(const uint8_t* data, size_t len, size_t n, uint64_t* seq, uint8_t* flags,
-                       reader col[NCOLS]) {
+static int read_header(int codec, const uint8_t* data, size_t len, size_t n, uint64_t* seq,
+                       uint8_t* flags, uint64_t* unit, reader col[NCOLS]) {
     reader h = {data, data + len, false};
     if (get_varint(&h) != n || h.bad)
         return -EPROTO;
     *seq = get_varint(&h);
     *flags = get_byte(&h);
-    if (h.bad || *flags & ~FLAG_BARE_FREES)
+    *unit = codec == MT_CODEC_ZSTD_UNITS_CRC32C ? get_varint(&h) : 1;
+    if (h.bad || *flags & ~FLAG_BARE_FREES || *unit < 1 || *unit > UNIT_MAX)
         return -EPROTO;
     uint64_t lens[NCOLS];
     for (int k = 0; k < NCOLS; k++)
@@ -287,11 +316,12 @@ static int read_header(const uint8_t* data, size_t len, size_t n, uint64_t* seq,
     return p == h.end ? 0 : -EPROTO;
 }
 
-static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t heap, mt_event* out) {
-    uint64_t seq;
+static int decode_precoded(int codec, const uint8_t* data, size_t len, size_t n, uint8_t heap,
+                           mt_event* out) {
+    uint64_t seq, unit;
     uint8_t flags;
     reader col[NCOLS];
-    if (read_header(data, len, n, &seq, &flags, col) < 0)
+    if (read_header(codec, data, len, n, &seq, &flags, &unit, col) < 0)
         return -EPROTO;
     uint64_t addr = 0;
     int64_t ts = 0, cs = 0;
@@ -307,7 +337,8 @@ static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t he
         uint64_t dt = lo == 0xff && hi == 0xff ? (uint64_t)unzigzag(get_varint(&col[COL_TS_WIDE]))
                                                : (uint64_t)hi << 8 | lo;
         ts = (int64_t)((uint64_t)ts + dt);
-        e->ts = ts;
+        // Wraps rather than overflows on a corrupt chunk; the readers' bounds then refuse it.
+        e->ts = (int64_t)((uint64_t)ts * unit);
         if (run == 0) {
             tid = get_varint(&col[COL_TID]);
             run = get_varint(&col[COL_TID]);
@@ -354,9 +385,10 @@ static int decode_precoded(const uint8_t* data, size_t len, size_t n, uint8_t he
     return 0;
 }
 
-int mt_codec_zstd_decode(mt_chunk_coder* c, const uint8_t* data, size_t len, size_t count,
-                         uint8_t heap, mt_event* out) {
-    if (count == 0 || count > UINT32_MAX)
+int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size_t len,
+                         size_t count, uint8_t heap, mt_event* out) {
+    if (count == 0 || count > UINT32_MAX ||
+        (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C))
         return -EPROTO;
     // One frame, nothing after it, and no more content than count events can take.
     unsigned long long size = ZSTD_getFrameContentSize(data, len);
@@ -368,5 +400,5 @@ int mt_codec_zstd_decode(mt_chunk_coder* c, const uint8_t* data, size_t len, siz
     size_t got = ZSTD_decompressDCtx(c->dctx, c->buf, (size_t)size, data, len);
     if (ZSTD_isError(got) || got != size)
         return -EPROTO;
-    return decode_precoded(c->buf, got, count, heap, out);
+    return decode_precoded(codec, c->buf, got, count, heap, out);
 }

@@ -68,6 +68,8 @@ static const char usage_settings[] =
     "  MEMTRACE_MMAP            1: record the program's anonymous mmap/munmap/mremap as\n"
     "                           heap 'mmap' (memreport --heap mmap) [0]\n"
     "  MEMTRACE_PYTHON          0: no Python frames in a CPython program's stacks [1]\n"
+    "  MEMTRACE_TIME_NS         resolution of event times in ns (1: every ns; at most\n"
+    "                           1000000); ns from a program's first mark on [1000]\n"
     "  MEMTRACE_START           stopped: record nothing until the toggle signal [started]\n"
     "  MEMTRACE_SIGNAL          the signal that toggles recording (USR1, USR2 or a real-time\n"
     "                           signal's number; 0: none; any other is ignored), installed\n"

@@ -132,6 +132,9 @@ void mt_config_load(void) {
     mt_cfg.max_mb = env_int("MEMTRACE_MAX_MB", 0);
     mt_cfg.mmap = env_int("MEMTRACE_MMAP", 0);
     mt_cfg.python = env_int("MEMTRACE_PYTHON", 1);
+    // Nanoseconds were most of a capture (docs/capture-format.md, codec 4); no report needs
+    // them, and a microsecond is still finer than the calls' own cost.
+    mt_cfg.time_ns = env_int("MEMTRACE_TIME_NS", 1000);
     mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0);
     // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise (an
     // invalid value too): a commit costs about as much as its hooks spend in 10 ms.

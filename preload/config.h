@@ -26,6 +26,7 @@ typedef struct mt_config {
     int max_mb;        // MEMTRACE_MAX_MB: events stop when the capture reaches it (0: no limit)
     int mmap;          // MEMTRACE_MMAP=1: anonymous mappings recorded as heap "mmap" (mmap_track.c)
     int python;        // MEMTRACE_PYTHON=0: CPython programs keep native stacks only
+    int time_ns;       // MEMTRACE_TIME_NS: times are recorded in multiples of this many ns
     int sample_bytes;  // MEMTRACE_SAMPLE_BYTES: mean bytes between samples (0: every event)
     int sample_seeded; // MEMTRACE_SAMPLE_SEED given: threads' draws repeat from run to run
     unsigned long long sample_seed;

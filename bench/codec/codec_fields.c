@@ -32,6 +32,7 @@ typedef struct chunk {
 
 static chunk* chunks;
 static size_t nchunks, nevents, stored_bytes;
+static int64_t unit = 1; // codec 4's time unit: the capture's resolution (CODEC_FIELDS_UNIT)
 
 static void die(const char* what) {
     fprintf(stderr, "codec_fields: %s\n", what);
@@ -71,6 +72,11 @@ static void load(const char* path) {
         nevents += (size_t)h.count;
         stored_bytes += len;
     }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'time_resolution_ns'", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        unit = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
     mt_chunk_coder_free(c);
@@ -141,7 +147,8 @@ static uint64_t get_varint(const uint8_t** p, const uint8_t* end) {
 
 #define MAXCOLS 32
 
-// Codec 3's header: count, first seq, flags, then one length per column.
+// Codec 3's header: count, first seq, flags, then one length per column (codec 4: the time
+// unit before them).
 static const char* const col_names3[] = {"kind",     "gap",  "ts lo",    "ts hi", "ts wide", "tid",
                                          "addr ref", "addr", "pair ref", "size",  "callsite"};
 
@@ -173,7 +180,7 @@ static void columns(void) {
     int codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
     const char* const* names = col_names3;
     size_t ncols = sizeof col_names3 / sizeof *col_names3;
-    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C) {
+    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C) {
         printf("(columns: the tool does not know codec %d's columns)\n", codec);
         return;
     }
@@ -199,6 +206,8 @@ static void columns(void) {
         get_varint(&p, end);
         get_varint(&p, end);
         p++;
+        if (codec == MT_CODEC_ZSTD_UNITS_CRC32C)
+            get_varint(&p, end);
         uint64_t lens[MAXCOLS];
         for (size_t k = 0; k < ncols; k++)
             lens[k] = get_varint(&p, end);
@@ -395,21 +404,27 @@ static void merge_chunks(size_t k) {
     nchunks = out;
 }
 
-// Timestamps rounded down to a multiple of q ns (a coarser clock): B/event at level 3.
+// Timestamps rounded down to a multiple of q ns (a coarser clock, MEMTRACE_TIME_NS): B/event
+// at level 3 with the times kept in ns (as codec 3 had to) and counted in q (codec 4).
 static void ts_quanta(void) {
     static const int64_t quanta[] = {1, 100, 1000, 10000, 100000, 1000000};
     mt_event* copy = malloc((1 << 22) * sizeof *copy);
-    printf("ts quantum ns   B/event\n");
+    printf("ts quantum ns   B/event in ns   in the quantum\n");
     for (size_t k = 0; k < sizeof quanta / sizeof *quanta; k++) {
-        size_t bytes = 0;
-        for (size_t i = 0; i < nchunks; i++) {
-            memcpy(copy, chunks[i].ev, chunks[i].n * sizeof *copy);
-            for (size_t j = 0; j < chunks[i].n; j++)
-                copy[j].ts -= copy[j].ts % quanta[k];
-            bytes += encode(&chunks[i], copy);
+        size_t bytes[2] = {0};
+        for (int way = 0; way < 2; way++) {
+            mt_chunk_coder_set_time_unit(coder, way ? quanta[k] : 1);
+            for (size_t i = 0; i < nchunks; i++) {
+                memcpy(copy, chunks[i].ev, chunks[i].n * sizeof *copy);
+                for (size_t j = 0; j < chunks[i].n; j++)
+                    copy[j].ts -= copy[j].ts % quanta[k];
+                bytes[way] += encode(&chunks[i], copy);
+            }
         }
-        printf("%13lld   %7.3f\n", (long long)quanta[k], (double)bytes / (double)nevents);
+        printf("%13lld   %13.3f   %14.3f\n", (long long)quanta[k],
+               (double)bytes[0] / (double)nevents, (double)bytes[1] / (double)nevents);
     }
+    mt_chunk_coder_set_time_unit(coder, unit);
     free(copy);
 }
 
@@ -425,6 +440,9 @@ int main(int argc, char** argv) {
     scratch = malloc(mt_codec_bound(1 << 22));
     if (!coder || !scratch)
         die("out of memory");
+    if (getenv("CODEC_FIELDS_UNIT"))
+        unit = atoll(getenv("CODEC_FIELDS_UNIT"));
+    mt_chunk_coder_set_time_unit(coder, unit);
     printf("%s: %zu events in %zu chunks (%.1f a chunk), stored %.3f B/event\n", argv[1], nevents,
            nchunks, (double)nevents / (double)nchunks, (double)stored_bytes / (double)nevents);
     if (getenv("CODEC_FIELDS_LEVELS")) { // the levels' sizes and times only

@@ -83,6 +83,12 @@ typedef struct pending_mark {
 
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_mark *marks_head, *marks_tail;
+// Set by the program's first mark: reports place events against marks by time, and an event
+// made just after a mark, rounded down, would fall before it. From then on times are kept in
+// ns. A thread's events after its mark are committed after this is set, so the writer sees
+// it before it converts them.
+static _Atomic bool exact_times;
+static bool exact_times_noted; // meta time_resolution_ns says 1
 
 // Threads waiting in mt_writer_fork_lock. The writer lets them in between two pieces of its
 // work (let_forks_in): a fork waits for one chunk or one commit, never for a whole drain.
@@ -146,6 +152,8 @@ static void write_meta(void) {
     mt_capwriter_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
     mt_capwriter_meta_int(cw, "commit_ms", mt_cfg.commit_ms);
     mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
+    mt_capwriter_meta_int(cw, "time_resolution_ns", mt_cfg.time_ns > 1 ? mt_cfg.time_ns : 1);
+    mt_capwriter_set_time_unit(cw, mt_cfg.time_ns);
     if (atomic_load(&mt_core_attached)) // memtrace --pid: blocks from before may be freed
         mt_capwriter_meta_int(cw, "attached", 1);
     if (mt_sampling) { // readers weigh each allocation by its probability (capture-format.md)
@@ -161,6 +169,14 @@ static void write_meta(void) {
 
 // ---- events
 
+// A raw time in ns since the start, rounded down to the resolution (MEMTRACE_TIME_NS):
+// monotonic, so events and marks keep their order.
+static int64_t to_ns(int64_t raw, bool exact) {
+    int64_t ns = mt_clock_to_ns(raw), q = !exact && mt_cfg.time_ns > 1 ? mt_cfg.time_ns : 1;
+    int64_t r = ns % q;
+    return ns - (r < 0 ? r + q : r);
+}
+
 static int by_seq(const void* a, const void* b) {
     uint64_t x = ((const mt_event*)a)->seq, y = ((const mt_event*)b)->seq;
     return x < y ? -1 : x > y;
@@ -175,10 +191,10 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     size_t n = to - from;
     // In place: the owner never touches events it has committed.
     mt_event* ev = b->ev + from;
-    bool sorted = true;
+    bool sorted = true, exact = atomic_load(&exact_times);
     size_t mapped = 0; // events of the mmap heap (MEMTRACE_MMAP=1)
     for (size_t i = 0; i < n; i++) {
-        ev[i].ts = mt_clock_to_ns(ev[i].ts);
+        ev[i].ts = to_ns(ev[i].ts, exact);
         if (live)
             mt_live_set_apply(live, &ev[i]);
         if (i > 0 && ev[i - 1].seq >= ev[i].seq)
@@ -271,7 +287,7 @@ static void steal_partials(void) {
 // ---- marks, counters (stacks, maps, threads and call counts: writer_rows.h)
 
 static int write_mark(const pending_mark* m) {
-    int64_t ts = mt_clock_to_ns(m->ts); // as events are: it keeps its place among them
+    int64_t ts = to_ns(m->ts, true); // as events are: it keeps its place among them
     if (m->what == MT_MARK_RANGE_END)
         return mt_capwriter_mark_end(cw, m->name, m->tid, ts);
     bool range = m->what == MT_MARK_RANGE_BEGIN;
@@ -291,6 +307,10 @@ static void write_marks(void) {
     pending_mark* m = marks_head;
     marks_head = marks_tail = NULL;
     pthread_mutex_unlock(&mark_lock);
+    if (m && !exact_times_noted && mt_cfg.time_ns > 1) {
+        exact_times_noted = true;
+        mt_capwriter_meta_int(cw, "time_resolution_ns", 1);
+    }
     while (m) {
         pending_mark* next = m->next;
         if (write_mark(m))
@@ -310,6 +330,7 @@ void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
     m->ts = ts;
     m->tid = tid;
     memcpy(m->name, name, len + 1);
+    atomic_store(&exact_times, true);
     pthread_mutex_lock(&mark_lock);
     if (marks_tail)
         marks_tail->next = m;
@@ -980,6 +1001,8 @@ void mt_writer_forget(void) {
     atomic_store(&forks_waiting, 0); // other threads that were forking are not here
     cw = NULL;
     marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
+    atomic_store(&exact_times, false);
+    exact_times_noted = false;
     const char* base = strrchr(capture_path, '/');
     snprintf(parent_capture, sizeof parent_capture, "%s", base ? base + 1 : capture_path);
     capture_path[0] = 0;

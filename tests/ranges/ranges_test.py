@@ -106,6 +106,12 @@ def main():
     cap = os.path.join(work, "ranges.db")
     r = subprocess.run([launcher, "-o", cap, "--", prog], capture_output=True, text=True)
     check(r.returncode == 0 and r.stdout == "ranges ok\n", "traced run: %r" % r.stdout)
+    # Events are placed against marks by time: a program that marks keeps its times in ns
+    # (rounded down to the default microsecond, allocations just after a mark fell before it).
+    db = sqlite3.connect(cap)
+    unit = db.execute("select value from meta where key = 'time_resolution_ns'").fetchone()
+    db.close()
+    check(unit == (1,), "a program that marks keeps ns: time_resolution_ns %r" % (unit,))
 
     table, scratch, late = {"load_table": 1000}, {"load_scratch": 4000}, {"late_buffer": 50000}
     # --at a mark: live then. --at a range: live at its end.

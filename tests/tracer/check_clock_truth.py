@@ -7,7 +7,9 @@ time between its two readings, give or take TOLERANCE_NS. A delay anywhere (a pr
 program or writer) only widens the readings' bracket, so the check cannot fail by timing; a
 time the writer converted wrongly (by a calibration point's slope, or on a line that changed
 after it) can. Run as the writer runs by default and with a commit every millisecond (more
-writer passes, each converting what was recorded since the last)."""
+writer passes, each converting what was recorded since the last). Times are whole microseconds
+by default (MEMTRACE_TIME_NS, meta time_resolution_ns) and nanoseconds with MEMTRACE_TIME_NS=1:
+400 times that are all multiples of 1000 ns by chance would be a 1-in-10^1200 event."""
 import json
 import os
 import subprocess
@@ -23,7 +25,7 @@ SIZE = 4321
 TOLERANCE_NS = 1_000_000
 
 
-def case(launcher, memreport, prog, work, name, **settings):
+def case(launcher, memreport, prog, work, name, unit, **settings):
     db = os.path.join(work, f"{name}.db")
     r = traced(launcher, db, [prog], **settings)
     if not check(r.returncode == 0, f"{name}: the program ran ({r.returncode}: "
@@ -33,6 +35,16 @@ def case(launcher, memreport, prog, work, name, **settings):
     q = subprocess.run([memreport, "sql", db, f"select ts from allocations where size = {SIZE} "
                         "order by seq", "--json"], capture_output=True, text=True, check=True)
     times = [row["ts"] for row in json.loads(q.stdout)]
+    meta = subprocess.run([memreport, "sql", db, "select value from meta where key = "
+                           "'time_resolution_ns'", "--json"], capture_output=True, text=True,
+                          check=True)
+    check(json.loads(meta.stdout) == [{"value": unit}],
+          f"{name}: meta time_resolution_ns is {unit} ({meta.stdout.strip()})")
+    off = [t for t in times if t % 1000]
+    if unit == 1000:
+        check(not off, f"{name}: every time a whole microsecond ({off[:3]})")
+    else:
+        check(len(off) > 0, f"{name}: times in ns, not all whole microseconds")
     if not (check(len(pairs) == ROUNDS, f"{name}: {ROUNDS} readings ({len(pairs)})") and
             check(len(times) == ROUNDS, f"{name}: {ROUNDS} allocations ({len(times)})")):
         return
@@ -48,8 +60,9 @@ def case(launcher, memreport, prog, work, name, **settings):
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
     fresh_dir(work)
-    case(launcher, memreport, prog, work, "default")
-    case(launcher, memreport, prog, work, "commit_1ms", COMMIT_MS=1)
+    case(launcher, memreport, prog, work, "default", 1000)
+    case(launcher, memreport, prog, work, "commit_1ms", 1000, COMMIT_MS=1)
+    case(launcher, memreport, prog, work, "ns", 1, TIME_NS=1)
 
 
 if __name__ == "__main__":

@@ -368,7 +368,7 @@ static void test_rejections(const char* good) {
 
     copy_file(good, path_in_dir("codec.db"), -1);
     sql(path_in_dir("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
-    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 3)");
+    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 4)");
 
     // Two chunks holding the same seq: the merge must notice, not report it twice.
     copy_file(good, path_in_dir("dup.db"), -1);

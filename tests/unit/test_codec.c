@@ -103,29 +103,29 @@ static void check_same(const mt_event* got, const mt_event* want, size_t n, uint
     CHECK_EQ_I64(bad, 0);
 }
 
-// Codec 3: a round trip through zstd; every truncation, and every flipped byte of the
+// Codecs 3 and 4: a round trip through zstd; every truncation, and every flipped byte of the
 // compressed payload, is rejected or decodes to something (never out of bounds: ASan).
 // Returns the payload's size.
-static size_t roundtrip_zstd(mt_chunk_coder* c, const mt_event* ev, size_t n) {
+static size_t roundtrip_codec(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_zstd_bound(n));
     mt_event* out = calloc(n, sizeof *out);
-    size_t len = mt_codec_zstd_encode(c, ev, n, buf);
+    size_t len = mt_codec_zstd_encode(c, codec, ev, n, buf);
     CHECK(len > 0 && len <= mt_codec_zstd_bound(n));
     CHECK(len + MT_CHUNK_CHECKSUM_BYTES <= mt_codec_bound(n));
-    CHECK_EQ_I64(mt_codec_zstd_decode(c, buf, len, n, 3, out), 0);
+    CHECK_EQ_I64(mt_codec_zstd_decode(c, codec, buf, len, n, 3, out), 0);
     check_same(out, ev, n, 3);
     for (size_t cut = 0; cut < len; cut += 1 + cut / 8)
-        CHECK(mt_codec_zstd_decode(c, buf, cut, n, 1, out) != 0);
+        CHECK(mt_codec_zstd_decode(c, codec, buf, cut, n, 1, out) != 0);
     for (size_t i = 0; i < len && i < 300; i++) {
         buf[i] ^= 0x5a;
-        (void)mt_codec_zstd_decode(c, buf, len, n, 1, out);
+        (void)mt_codec_zstd_decode(c, codec, buf, len, n, 1, out);
         buf[i] ^= 0x5a;
     }
-    CHECK(mt_codec_zstd_decode(c, buf, len, n + 1, 1, out) != 0);
-    CHECK(mt_codec_zstd_decode(c, buf, len, n - 1, 1, out) != 0);
+    CHECK(mt_codec_zstd_decode(c, codec, buf, len, n + 1, 1, out) != 0);
+    CHECK(mt_codec_zstd_decode(c, codec, buf, len, n - 1, 1, out) != 0);
     // The coder is reused from chunk to chunk: the same events again give the same bytes.
     uint8_t* again = malloc(mt_codec_zstd_bound(n));
-    CHECK_EQ_I64(mt_codec_zstd_encode(c, ev, n, again), len);
+    CHECK_EQ_I64(mt_codec_zstd_encode(c, codec, ev, n, again), len);
     CHECK(memcmp(buf, again, len) == 0);
     free(again);
     free(buf);
@@ -133,12 +133,55 @@ static size_t roundtrip_zstd(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     return len;
 }
 
+static size_t roundtrip_zstd(mt_chunk_coder* c, const mt_event* ev, size_t n) {
+    size_t len = roundtrip_codec(c, MT_CODEC_ZSTD_COLUMNS_CRC32C, ev, n);
+    roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, n);
+    return len;
+}
+
+// Codec 4: times that are all multiples of the coder's unit are stored in that unit and
+// decode to the same ns; one time off the unit makes the chunk keep ns, still exact.
+// Events a few hundred ns apart take two bytes of delta each in ns, mostly 0 or 1 in us.
+static void test_time_unit(mt_chunk_coder* c) {
+    enum { N = 4096 };
+    mt_event* ev = calloc(N, sizeof *ev);
+    int64_t ts = 7000;
+    for (size_t i = 0; i < N; i++) {
+        ts += 150 + (int64_t)(next_rand() % 700);
+        bool alloc = i % 2 == 0;
+        ev[i] = (mt_event){.seq = 1 + i,
+                           .ts = ts - ts % 1000,
+                           .addr = 0x1000 + 16 * (i / 2 % 8),
+                           .size = alloc ? 32 : 0,
+                           .callsite = alloc ? 3 : 0,
+                           .tid = 5,
+                           .kind = alloc ? MT_KIND_MALLOC : MT_KIND_FREE};
+    }
+    mt_chunk_coder_set_time_unit(c, 1000);
+    size_t us = roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
+    mt_chunk_coder_set_time_unit(c, 1);
+    size_t ns = roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
+    fprintf(stderr, "time unit: %zu bytes in ns, %zu in us\n", ns, us);
+    CHECK(us * 10 < ns * 8);
+    // Not every time a multiple of the unit: written in ns, as codec 3 would be.
+    ev[N / 2].ts++;
+    mt_chunk_coder_set_time_unit(c, 1000);
+    CHECK(roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N) > us);
+    // The largest unit, and times far from 0 in it, negative ones too.
+    mt_chunk_coder_set_time_unit(c, 1000000000);
+    for (size_t i = 0; i < N; i++)
+        ev[i].ts = ((int64_t)i - 7) * 1000000000 * 1000;
+    roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
+    mt_chunk_coder_set_time_unit(c, 1);
+    free(ev);
+}
+
 // Whole chunks of each codec: encode, seal, verify and decode agree; a flipped bit is a
 // checksum mismatch (codecs 2 and 3); a chunk that lies about its first seq does not decode.
 static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_bound(n));
     mt_event* out = calloc(n, sizeof *out);
-    for (int codec = 1; codec <= 3; codec++) {
+    for (int codec = 1; codec <= 4; codec++) {
         mt_chunk_header h = {2, (int64_t)ev[0].seq, (int64_t)ev[n - 1].seq, 0, 0, (int64_t)n};
         size_t len = mt_chunk_encode(c, codec, &h, ev, n, buf);
         CHECK(len > 0 && len <= mt_codec_bound(n));
@@ -149,7 +192,7 @@ static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
             CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EBADMSG);
             buf[len / 2] ^= 4;
         }
-        CHECK(mt_chunk_decode(c, codec % 3 + 1, &h, buf, len, out) != 0); // another codec
+        CHECK(mt_chunk_decode(c, codec % 4 + 1, &h, buf, len, out) != 0); // another codec
         h.seq_first++;
         if (codec == 1) // no checksum: the decoder compares the first seq
             CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
@@ -160,6 +203,7 @@ static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     CHECK_EQ_I64(mt_codec_of_schema(1), MT_CODEC_VARINT_COLUMNS);
     CHECK_EQ_I64(mt_codec_of_schema(2), MT_CODEC_VARINT_COLUMNS_CRC32C);
     CHECK_EQ_I64(mt_codec_of_schema(3), MT_CODEC_ZSTD_COLUMNS_CRC32C);
+    CHECK_EQ_I64(mt_codec_of_schema(4), MT_CODEC_ZSTD_UNITS_CRC32C);
     free(buf);
     free(out);
 }
@@ -222,7 +266,7 @@ static int zstd_blocks(const uint8_t* buf, size_t len) {
 // first, still decodes (the frame's content is the same).
 static void test_block_per_column(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_zstd_bound(n));
-    size_t len = mt_codec_zstd_encode(c, ev, n, buf);
+    size_t len = mt_codec_zstd_encode(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, n, buf);
     CHECK(len > 0);
     int blocks = zstd_blocks(buf, len);
     fprintf(stderr, "block per column: %zu events, %zu bytes, %d blocks\n", n, len, blocks);
@@ -236,7 +280,7 @@ static void test_block_per_column(mt_chunk_coder* c, const mt_event* ev, size_t 
     CHECK(!ZSTD_isError(olen));
     CHECK_EQ_I64(zstd_blocks(one, olen), 1);
     mt_event* out = calloc(n, sizeof *out);
-    CHECK_EQ_I64(mt_codec_zstd_decode(c, one, olen, n, 1, out), 0);
+    CHECK_EQ_I64(mt_codec_zstd_decode(c, MT_CODEC_ZSTD_UNITS_CRC32C, one, olen, n, 1, out), 0);
     check_same(out, ev, n, 1);
     free(out);
     free(one);
@@ -249,6 +293,7 @@ int main(void) {
     mt_chunk_coder* coder = mt_chunk_coder_new();
     CHECK(coder != NULL);
     test_loop_compresses(coder);
+    test_time_unit(coder);
     enum { N = 5000 };
     mt_event* ev = calloc(N, sizeof *ev);
     uint64_t seq = 10;

@@ -278,7 +278,10 @@ int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char
 // scratch must hold mt_codec_bound(n) bytes. n is at most MT_CHUNK_EVENTS_MAX (memtrace/codec.h;
 // more: -EINVAL).
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
-// Writes the next chunks in an older codec (1 or 2) and marks the capture as the schema that
+// Codec 4: the time unit (ns) of the chunks written from now on whose times are all multiples
+// of it (the tracer's resolution, meta time_resolution_ns); others are written in ns.
+void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit);
+// Writes the next chunks in an older codec (1 to 3) and marks the capture as the schema that
 // holds it: for tests that old captures stay readable. Returns 0, -EINVAL or -EIO.
 int mt_capwriter_set_codec(mt_capwriter* w, int codec);
 // Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no

@@ -4,7 +4,9 @@
 // delta- and varint-encoded. Codec 2 (schema 2): the same followed by a CRC32C of the chunk,
 // because SQLite checks its pages' structure, not the bytes of a BLOB. Codec 3 (schema 3):
 // columns in which repeated addresses and (size, callsite) pairs are references, compressed
-// with zstd, then the CRC32C. Writers use mt_chunk_encode, readers mt_chunk_decode.
+// with zstd, then the CRC32C. Codec 4 (schema 4): codec 3 whose times are counted in a unit
+// the chunk states (the tracer's time resolution, 1 us by default). Writers use
+// mt_chunk_encode, readers mt_chunk_decode.
 // mt_codec_* of codecs 1 and 2 are pure functions (no allocation, no I/O); codec 3 needs an
 // mt_chunk_coder, which allocates once when made. All are safe on the tracer's writer thread.
 #ifndef MEMTRACE_CODEC_H
@@ -60,7 +62,7 @@ size_t mt_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len);
 // events before it, or -EBADMSG when the checksum does not match (or there is none).
 long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len);
 
-// ---- codec 3
+// ---- codecs 3 and 4
 
 // zstd's contexts and the buffers of one thread that writes or reads codec 3 chunks.
 typedef struct mt_chunk_coder mt_chunk_coder;
@@ -69,26 +71,30 @@ void mt_chunk_coder_free(mt_chunk_coder* c);
 // The zstd level of the chunks c encodes from now on (bench/codec compares levels; the
 // tracer keeps the default).
 void mt_chunk_coder_set_level(mt_chunk_coder* c, int level);
+// Codec 4: the time unit in ns (1 to 10^9) of the chunks c encodes from now on, for a chunk
+// whose every time is a multiple of it; other chunks are written in ns. Default 1.
+void mt_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit);
 
-// Worst-case codec 3 payload of n events (without the checksum).
+// Worst-case codec 3 or 4 payload of n events (without the checksum).
 size_t mt_codec_zstd_bound(size_t n);
 
-// Encodes n >= 1 events (seq strictly increasing) as a codec 3 payload into out, which holds
-// mt_codec_zstd_bound(n) bytes. Returns the bytes written, 0 when out of memory.
-size_t mt_codec_zstd_encode(mt_chunk_coder* c, const mt_event* ev, size_t n, uint8_t* out);
+// Encodes n >= 1 events (seq strictly increasing) as a payload of `codec` (3 or 4) into out,
+// which holds mt_codec_zstd_bound(n) bytes. Returns the bytes written, 0 when out of memory.
+size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n,
+                            uint8_t* out);
 
-// Decodes a codec 3 payload of exactly `count` events into out (count events); `heap` is
-// copied into each event. Returns 0, -EPROTO when it is corrupt, -ENOMEM.
-int mt_codec_zstd_decode(mt_chunk_coder* c, const uint8_t* data, size_t len, size_t count,
-                         uint8_t heap, mt_event* out);
+// Decodes a payload of `codec` (3 or 4) of exactly `count` events into out (count events);
+// `heap` is copied into each event. Returns 0, -EPROTO when it is corrupt, -ENOMEM.
+int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size_t len,
+                         size_t count, uint8_t heap, mt_event* out);
 
 // ---- whole chunks
 
 // The codec every chunk of a capture of schema `version` has: a schema 1 capture holds codec
-// 1 only, schema 2 codec 2 only, schema 3 codec 3 only.
+// 1 only, schema 2 codec 2 only, schema 3 codec 3 only, schema 4 codec 4 only.
 int mt_codec_of_schema(int64_t version);
 
-// Encodes n >= 1 events as a chunk of `codec` (1, 2 or 3) whose row has the columns h (the
+// Encodes n >= 1 events as a chunk of `codec` (1 to 4) whose row has the columns h (the
 // checksum covers them) into out (mt_codec_bound(n) bytes). c may be NULL for codecs 1 and 2.
 // Returns the BLOB's length, 0 when out of memory or for an unknown codec.
 size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,
