@@ -4,9 +4,16 @@
 // Only in the shared library: a unit test links the core without this file and starts it
 // itself (mt_core_init), after setting MEMTRACE_OUTPUT.
 #include "core.h"
+#include "write_signals.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char in_this_library;
 
@@ -26,22 +33,100 @@ static bool ends_with(const char* s, const char* tail) {
     return n >= t && !strcmp(s + n - t, tail);
 }
 
-// 1: this library comes before libc in the load order; -1: after it.
-static int before_libc(struct dl_phdr_info* m, size_t size, void* unused) {
+// Where this library, libc and the malloc the program's calls reach stand in the loader's
+// list of modules (-1: not found), with their names.
+typedef struct load_order {
+    uintptr_t malloc_at;
+    int n, self, libc, malloc;
+    const char* self_name;
+    const char* malloc_name;
+} load_order;
+
+static int visit(struct dl_phdr_info* m, size_t size, void* arg) {
     (void)size;
-    (void)unused;
-    if (holds(m, (uintptr_t)&in_this_library))
-        return 1;
-    return m->dlpi_name && ends_with(m->dlpi_name, "/libc.so.6") ? -1 : 0;
+    load_order* o = arg;
+    int i = o->n++;
+    if (o->self < 0 && holds(m, (uintptr_t)&in_this_library)) {
+        o->self = i;
+        o->self_name = m->dlpi_name;
+    }
+    if (o->malloc < 0 && holds(m, o->malloc_at)) {
+        o->malloc = i;
+        o->malloc_name = m->dlpi_name;
+    }
+    if (o->libc < 0 && m->dlpi_name && ends_with(m->dlpi_name, "/libc.so.6"))
+        o->libc = i;
+    return 0;
+}
+
+// Whether a debugger (memtrace --pid's gdb) has this process under ptrace: read with no
+// allocation, the first lines of /proc/self/status hold TracerPid.
+static bool ptraced(void) {
+    char buf[1024];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    const char* t = strstr(buf, "\nTracerPid:");
+    if (!t)
+        return false;
+    for (t += strlen("\nTracerPid:"); *t == ' ' || *t == '\t'; t++)
+        ;
+    return *t >= '1' && *t <= '9';
+}
+
+// One line on stderr: nothing else will tell the user why there is no capture.
+static void say_why(const char* lib, const char* why) {
+    char line[4096];
+    int n = snprintf(line, sizeof line, "memtrace: %s records nothing: %s\n",
+                     lib && *lib ? lib : "libmemtrace.so", why);
+    if (n <= 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = (int)sizeof line - 1;
+    int saved = errno;
+    mt_write_signals hold;
+    mt_write_signals_hold(&hold);
+    (void)!write(STDERR_FILENO, line, (size_t)n);
+    mt_write_signals_release(&hold);
+    errno = saved;
 }
 
 // Preloaded (LD_PRELOAD under any file name, or /etc/ld.so.preload), this library is
-// loaded before libc, so the program's heap calls resolve to its hooks; dlopen'ed into a
+// loaded before libc and the program's heap calls resolve to its hooks; dlopen'ed into a
 // running process by memtrace --pid, it comes after: there the library waits for gdb to call
-// memtrace_attach (attach.c). Read from the loader's list: no lookup that allocates (a
-// dlsym's dlerror state, freed later by the program, would be a block it never saw made).
-static bool preloaded(void) {
-    return dl_iterate_phdr(before_libc, NULL) == 1;
+// memtrace_attach (attach.c). Read from the loader's list and from the address our own
+// reference to malloc was bound to: no lookup that allocates (a dlsym's dlerror state,
+// freed later by the program, would be a block it never saw made).
+static bool can_record(void) {
+    uintptr_t volatile bound = (uintptr_t)&malloc; // through the GOT: the first one loaded
+    load_order o = {.malloc_at = bound, .self = -1, .libc = -1, .malloc = -1};
+    dl_iterate_phdr(visit, &o);
+    if (o.self < 0 || (o.libc >= 0 && o.self > o.libc)) {
+        // Loaded by gdb for an attach, the process is being traced: attach.c starts it.
+        if (!ptraced())
+            say_why(o.self_name,
+                    "it was loaded after libc (linked to the program or dlopen'ed), not "
+                    "preloaded, so the program's heap calls never reach it; preload it "
+                    "(LD_PRELOAD, or run the program under memtrace)");
+        return false;
+    }
+    // In the program itself, malloc is the canonical address of a program linked without
+    // PIE that takes it (its PLT slot, which reaches us) or its own allocator: either way
+    // as before. In a library loaded before us (a second copy of the tracer preloaded after
+    // the first, or an allocator preloaded first), that library takes every call.
+    if (o.malloc > 0 && o.malloc != o.self) {
+        char why[PATH_MAX + 128];
+        snprintf(why, sizeof why,
+                 "malloc resolves to %s, loaded before it: the program's heap calls never "
+                 "reach this library",
+                 o.malloc_name);
+        say_why(o.self_name, why);
+        return false;
+    }
+    return true;
 }
 
 // Whether the start was decided, by the first heap call or by the constructor, whichever
@@ -51,7 +136,7 @@ static _Atomic int decided, started_here;
 static void start_once(void) {
     if (atomic_exchange(&decided, 1))
         return;
-    bool yes = preloaded();
+    bool yes = can_record();
     if (yes) {
         atomic_store(&started_here, 1);
         mt_core_init();

@@ -191,6 +191,51 @@ def case_other_names(a, w):
           f"({counts(cap) if os.path.exists(cap) else 'no capture'}, want {want})")
 
 
+def case_not_started(a, w):
+    """Where the library is loaded but cannot record, one memtrace: line says why, and the
+    program runs as it would: dlopen'ed after libc; a second copy preloaded after the first
+    (which records, as alone); an allocator preloaded before it."""
+    def lines(r):
+        return [l for l in r.stderr.splitlines() if l.startswith("memtrace:")]
+
+    r = subprocess.run([sys.executable, "-c", f"import ctypes; ctypes.CDLL({a.lib!r})"],
+                       capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
+    said = lines(r)
+    check(r.returncode == 0 and len(said) == 1 and "loaded after libc" in said[0],
+          f"dlopen'ed: exit 0, one line saying it is not preloaded ({r.returncode}: {said})")
+
+    alone = os.path.join(w, "alone.db")
+    preloaded(a.lib, [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": alone})
+    want = summary(a.memreport, alone)
+    copy = os.path.join(w, "mt.so")
+    shutil.copy(a.lib, copy)
+    out = os.path.join(w, "two") + "/"
+    r = preloaded(f"{a.lib}:{copy}", [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": out})
+    said = lines(r)
+    check(r.returncode == 0 and len(said) == 1 and
+          said[0].startswith(f"memtrace: {copy} records nothing: malloc resolves to {a.lib}"),
+          f"two copies: exit 0, one line from the second ({r.returncode}: {r.stderr.strip()})")
+    caps = sorted(os.listdir(out)) if os.path.isdir(out) else []
+    got = summary(a.memreport, os.path.join(out, caps[0])) if len(caps) == 1 else None
+    keys = ("status", "allocations", "frees", "leaked_bytes")
+    check(got and want and all(got[k] == want[k] for k in keys),
+          f"two copies: one capture, as the first alone writes ({caps}: "
+          f"{got and [got[k] for k in keys]}, want {want and [want[k] for k in keys]})")
+
+    import glob
+    tcmalloc = sorted(glob.glob("/usr/lib/*/libtcmalloc_minimal.so.4"))
+    if not tcmalloc:
+        print("skipped the allocator preloaded first: no libtcmalloc_minimal.so.4 "
+              "(scripts/install-deps.sh --test)")
+        return
+    out = os.path.join(w, "tc") + "/"
+    r = preloaded(f"{tcmalloc[0]}:{a.lib}", [a.prog, "chdir", "/"], {"MEMTRACE_OUTPUT": out})
+    said = lines(r)
+    check(r.returncode == 0 and len(said) == 1 and f"malloc resolves to {tcmalloc[0]}" in said[0],
+          f"tcmalloc first: exit 0, one line naming it ({r.returncode}: {r.stderr.strip()})")
+
+
 def case_non_pie(a, w):
     """A program linked without PIE that takes malloc's address (Debian's python3.11) is
     recorded: dlsym(RTLD_DEFAULT, "malloc") names its own PLT slot, not this library."""
