@@ -33,5 +33,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
             $<TARGET_FILE:e2e_leaks> $<TARGET_FILE:e2e_peak> $<TARGET_FILE:e2e_realloc_chain>
             ${CMAKE_CURRENT_BINARY_DIR}/procs_views.d)
-  set_tests_properties(e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
+  # A parent and child whose heaps overlap (procs/joint_peak.c): summary, flamegraph and
+  # export of DIR headline the most they held at one moment, and name the sum of peaks so.
+  add_executable(joint_peak procs/joint_peak.c)
+  target_link_libraries(joint_peak PRIVATE memtrace_warnings)
+  add_test(NAME e2e.procs_joint_peak
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py joint
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:joint_peak>
+            ${CMAKE_CURRENT_BINARY_DIR}/procs_joint.d)
+  set_tests_properties(e2e.procs_joint_peak e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()

@@ -62,7 +62,8 @@ static const char export_help_head[] =
     "  --all-frames        keep noise frames (allocator internals, start-up code)\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
     "of one run (all formats but massif): each process (command and pid) is the root frame\n"
-    "of its own stacks, at its own peak or end (--leaks); chrome shows each process under\n"
+    "of its own stacks, at the processes' joint peak (the most they held at one moment) or\n"
+    "each one's end (--leaks); chrome shows each process under\n"
     "its pid, csv each one's rows in turn (tree order), on one time axis from the earliest\n"
     "start; --at, --range and --thread name one process's times and threads, so they take\n"
     "one capture.\n"
@@ -209,7 +210,7 @@ static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_
 }
 
 static int processes_export(void* ud, const mr_capture_set* s, const mr_profile* profs,
-                            const mr_profile* sum) {
+                            const mr_profile* sum, const mr_procs_moment* joint) {
     const procs_input* pin = ud;
     mr_profile merged = *sum; // the totals; the rows are every process's
     merged.rows = NULL;
@@ -227,7 +228,9 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
                               .metric = pin->args->metric,
                               .all_frames = pin->args->all_frames,
                               .procs = procs,
-                              .nprocs = s->n};
+                              .nprocs = s->n,
+                              .joint_peak = joint != NULL,
+                              .joint_ts = joint ? joint->ts : 0};
         rc = write_export(pin->args, &in);
     }
     for (size_t i = 0; procs && i < s->n; i++)
@@ -252,11 +255,11 @@ static int export_processes(const export_args* a, char* const* paths, int n) {
     q.progress = "export";
     procs_input in = {.args = a, .query = &q, .first = paths[0]};
     if (!a->format->streams)
-        return mr_procs_report(paths, n, export_help(), &q, processes_export, &in);
+        return mr_procs_report(paths, n, export_help(), &q, true, processes_export, &in);
     mr_capture_set s; // a format that reads the events itself: no profiles
     int rc = mr_procs_open(&s, paths, n, export_help(), true);
     if (!rc) {
-        rc = processes_export(&in, &s, NULL, &(mr_profile){0});
+        rc = processes_export(&in, &s, NULL, &(mr_profile){0}, NULL);
         mr_capture_set_free(&s);
     }
     return rc;

@@ -31,8 +31,8 @@ static const char flamegraph_help[] =
     "graph (root at the bottom), another turns it bottom-up (inverted), and a Functions tab\n"
     "lists self and total bytes per function, a click showing its callers and callees.\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
-    "of one run: each process (command and pid) is the root frame of its own stacks, at its\n"
-    "own peak or end (--peak or --leaks only).\n"
+    "of one run: each process (command and pid) is the root frame of its own stacks, at the\n"
+    "moment the processes together held the most, or each at its end (--peak or --leaks).\n"
     "  --peak              blocks live at the peak of live bytes (default)\n"
     "  --at TIME           blocks live at TIME since the start, with its unit (ns, us,\n"
     "                      ms, s), e.g. 1.5s or 20ms; step N for an imported NPU log\n"
@@ -354,7 +354,7 @@ static int write_output(const fg_run* run) {
     return mr_output_commit(&out);
 }
 
-// Several captures (procs.h): each process at its own peak, or its leaks.
+// Several captures (procs.h): the processes at their joint peak, or their leaks.
 static int several_processes(const fg_args* a, char* const* paths, int n) {
     if (a->mode == MR_FLAMEGRAPH_AT || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->split || a->temporal || a->kinds)

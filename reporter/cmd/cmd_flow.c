@@ -294,7 +294,8 @@ static int add_process(stacks* s, const mr_process* p, const mr_profile* prof, c
 }
 
 static int processes_report(void* ud, const mr_capture_set* set, const mr_profile* profs,
-                            const mr_profile* sum) {
+                            const mr_profile* sum, const mr_procs_moment* joint) {
+    (void)joint; // each process at its own peak
     const procs_input* in = ud;
     mr_flow g;
     stacks s = {.g = &g, .all_frames = in->args->all_frames};
@@ -340,7 +341,8 @@ int mr_cmd_flow(int argc, char** argv) {
         mr_query q = MR_QUERY_INIT(0);
         q.progress = "flow";
         procs_input in = {&a, path};
-        return mr_procs_report(argv + optind, argc - optind, flow_help, &q, processes_report, &in);
+        return mr_procs_report(argv + optind, argc - optind, flow_help, &q, false, processes_report,
+                               &in);
     }
     mt_capture* cap;
     mr_symbols* sy;

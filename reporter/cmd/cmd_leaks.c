@@ -349,7 +349,8 @@ typedef struct processes_input {
 } processes_input;
 
 static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
-                            const mr_profile* sum) {
+                            const mr_profile* sum, const mr_procs_moment* joint) {
+    (void)joint; // each process at its own peak
     (void)sum;
     const processes_input* in = ud;
     mr_leaks_group* all = NULL;
@@ -383,7 +384,7 @@ static int several_processes(char* const* paths, int n, processes_input* in) {
     mr_query q = MR_QUERY_INIT(0);
     q.moment = MR_AT_END;
     q.progress = "leaks";
-    return mr_procs_report(paths, n, leaks_help, &q, processes_report, in);
+    return mr_procs_report(paths, n, leaks_help, &q, false, processes_report, in);
 }
 
 // Groups what is live at the end and writes the report. Returns an exit code.

@@ -220,7 +220,8 @@ typedef struct processes_input {
 } processes_input;
 
 static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
-                            const mr_profile* sum) {
+                            const mr_profile* sum, const mr_procs_moment* joint) {
+    (void)joint; // each process at its own peak
     const processes_input* in = ud;
     const stacks_args* a = in->args;
     mr_stacks_entry* all = NULL;
@@ -255,8 +256,8 @@ int mr_cmd_stacks(int argc, char** argv) {
         mr_query q = MR_QUERY_INIT(0);
         q.progress = "stacks";
         processes_input in = {&a, argv[optind]};
-        return mr_procs_report(argv + optind, argc - optind, stacks_help, &q, processes_report,
-                               &in);
+        return mr_procs_report(argv + optind, argc - optind, stacks_help, &q, false,
+                               processes_report, &in);
     }
     const char* path = mr_opts_input(argc, argv, stacks_help);
     if (!path)

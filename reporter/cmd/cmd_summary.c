@@ -21,8 +21,8 @@ static const char summary_help[] =
     "from an NPU log: its source log, format and number of steps instead of the process,\n"
     "and times in steps.\n" MR_HELP_PROCS
     "In that case: each process (pid, parent pid, command, events, bytes allocated, peak,\n"
-    "leaked), indented under its parent, then the total over the processes (their peaks\n"
-    "summed: each process's own peak).\n"
+    "leaked), indented under its parent, then the total over the processes: the peak is the\n"
+    "most they held at one moment; the sum of each process's own peak is named as such.\n"
     "  --heap NAME    the heap to report: libc (the default) or mmap (MEMTRACE_MMAP=1)\n"
     "  --json         machine-readable output\n"
     "  -o, --output   write to FILE instead of stdout\n"

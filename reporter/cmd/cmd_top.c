@@ -292,7 +292,8 @@ typedef struct processes_input {
 } processes_input;
 
 static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
-                            const mr_profile* sum) {
+                            const mr_profile* sum, const mr_procs_moment* joint) {
+    (void)joint; // each process at its own peak
     const processes_input* in = ud;
     const top_args* a = in->args;
     mr_functions fns = {0};
@@ -328,7 +329,7 @@ static int several_processes(const top_args* a, char* const* paths, int n) {
     mr_query q = MR_QUERY_INIT(0);
     q.progress = "top";
     processes_input in = {a, paths[0], &q};
-    return mr_procs_report(paths, n, top_help, &q, processes_report, &in);
+    return mr_procs_report(paths, n, top_help, &q, false, processes_report, &in);
 }
 
 int mr_cmd_top(int argc, char** argv) {

@@ -10,6 +10,7 @@
 #include "flame_tree.h"
 #include "output.h"
 #include "procs_report.h"
+#include "procs_timeline.h"
 #include "procs_views.h"
 #include "profile.h"
 #include "replay.h"
@@ -42,7 +43,8 @@ int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help
     return rc;
 }
 
-int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v, mr_profile* sum) {
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs_moment* at,
+                      mr_profile** v, mr_profile* sum) {
     *sum = (mr_profile){0};
     *v = calloc(s->n, sizeof **v);
     if (!*v) {
@@ -55,6 +57,10 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v
         const mr_process* p = &s->procs[built];
         mr_query pq = *q;
         pq.heap = mr_capture_default_heap(p->cap);
+        if (at) {
+            pq.moment = MR_AT_TIME;
+            pq.at = at->at[built];
+        }
         if ((rc = p->sym ? mr_program_profile_for(p->path, p->cap, p->sym, &pq, &(*v)[built])
                          : mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
             break;
@@ -73,18 +79,60 @@ void mr_procs_profiles_free(mr_profile* v, size_t n) {
     free(v);
 }
 
-int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q,
+int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q, bool joint_peak,
                     mr_procs_report_fn fn, void* ud) {
     mr_capture_set s;
     int rc = mr_procs_open(&s, paths, n, help, true);
     if (rc)
         return rc;
     mr_profile *profs = NULL, sum;
-    if (!(rc = mr_procs_profiles(&s, q, &profs, &sum)))
-        rc = fn(ud, &s, profs, &sum);
+    mr_procs_moment joint = {0};
+    bool at_joint = q->moment == MR_AT_PEAK && joint_peak;
+    if (at_joint)
+        rc = mr_procs_moment_find(&s, &joint);
+    if (!rc && !(rc = mr_procs_profiles(&s, q, at_joint ? &joint : NULL, &profs, &sum)))
+        rc = fn(ud, &s, profs, &sum, at_joint ? &joint : NULL);
     mr_procs_profiles_free(profs, profs ? s.n : 0);
+    mr_procs_moment_free(&joint);
     mr_capture_set_free(&s);
     return rc;
+}
+
+// The live bytes at a moment (MR_AT_TIME's: before the first event stamped after it).
+typedef struct live_at {
+    int64_t at;
+    bool past;
+    uint64_t bytes;
+} live_at;
+
+static int follow_live(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)freed;
+    live_at* l = ud;
+    if (!l->past && ev->ts > l->at)
+        l->past = true;
+    if (!l->past)
+        l->bytes = r->live_bytes;
+    return 0;
+}
+
+// A process's live bytes at `at` (< 0: it was not running then, so none), replayed up to
+// that moment. Returns an exit code.
+static int live_at_moment(const mr_process* p, int64_t at, uint64_t* bytes) {
+    *bytes = 0;
+    if (at < 0)
+        return MR_EXIT_OK;
+    mr_replay r;
+    if (mr_replay_init(&r, p->cap, mr_capture_default_heap(p->cap))) {
+        mr_error(p->path, "out of memory");
+        return MR_EXIT_IO;
+    }
+    live_at live = {.at = at};
+    int e = mr_replay_run(&r, UINT64_MAX, follow_live, &live);
+    if (e)
+        mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
+    *bytes = live.bytes;
+    mr_replay_free(&r);
+    return e ? mr_exit_code(e) : MR_EXIT_OK;
 }
 
 // The numbers of one process, from its aggregates. Returns an exit code.
@@ -121,24 +169,32 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
         mr_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     }
+    mr_procs_moment joint = {0};
+    if (!rc)
+        rc = mr_procs_moment_find(&s, &joint);
     for (size_t i = 0; !rc && i < s.n; i++)
-        rc = numbers_of(&s.procs[i], &nums[i]);
+        if (!(rc = numbers_of(&s.procs[i], &nums[i])))
+            rc = live_at_moment(&s.procs[i], joint.at[i], &nums[i].at_joint_peak);
     mr_report_to to = mr_opts_report_to(o);
     if (!rc)
-        rc = mr_procs_summary_write(&to, &s, nums);
+        rc = mr_procs_summary_write(&to, &s, nums, &joint);
+    mr_procs_moment_free(&joint);
     free(nums);
     mr_capture_set_free(&s);
     return rc;
 }
 
-// The flame tree of one process at its own peak, or at its end. Returns an exit code.
-static int process_tree(const mr_process* p, mr_flamegraph_mode mode, mr_flame_tree* t) {
+// The flame tree of one process at `at` (the processes' joint peak), or at its end.
+// Returns an exit code.
+static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at,
+                        mr_flame_tree* t) {
     mr_symbols* sym = NULL;
     int rc = mr_symbols_load(p->cap, &sym);
     if (rc)
         return rc;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
-    q.moment = mode == MR_FLAMEGRAPH_LEAKS ? MR_AT_END : MR_AT_PEAK;
+    q.moment = mode == MR_FLAMEGRAPH_LEAKS ? MR_AT_END : MR_AT_TIME;
+    q.at = at;
     q.progress = "flamegraph";
     mr_profile prof;
     char err[256];
@@ -174,7 +230,8 @@ static char* default_output(const char* path) {
 }
 
 // The combined tree of every process of s, pruned. Returns an exit code.
-static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a, mr_flame_tree* g) {
+static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a,
+                         const mr_procs_moment* joint, mr_flame_tree* g) {
     if (mr_flame_procs_init(g)) {
         mr_error(s->procs[0].path, "out of memory");
         return MR_EXIT_IO;
@@ -182,7 +239,7 @@ static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a, 
     int rc = MR_EXIT_OK;
     for (size_t i = 0; !rc && i < s->n; i++) {
         mr_flame_tree t = {0};
-        rc = process_tree(&s->procs[i], a->mode, &t);
+        rc = process_tree(&s->procs[i], a->mode, joint->n ? joint->at[i] : -1, &t);
         if (!rc && mr_flame_tree_prune(&t, a->min_width, MAX_NODES)) {
             mr_error(s->procs[i].path, "out of memory");
             rc = MR_EXIT_IO;
@@ -213,9 +270,12 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
     }
     mr_capture_set s;
     mr_flame_tree g = {0};
+    mr_procs_moment joint = {0};
     int rc = open_set(&s, paths, n, help);
+    if (!rc && a->mode != MR_FLAMEGRAPH_LEAKS)
+        rc = mr_procs_moment_find(&s, &joint);
     if (!rc)
-        rc = combined_tree(&s, a, &g);
+        rc = combined_tree(&s, a, &joint, &g);
     mr_output out;
     if (!rc && !(rc = mr_output_open(&out, output, a->force))) {
         // The page's title and capture are those of the first root (the command run).
@@ -223,7 +283,8 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
                                    .all_frames = a->all_frames,
                                    .inverted = a->inverted,
                                    .orientation = a->orientation,
-                                   .processes = true};
+                                   .processes = true,
+                                   .t = joint.ts};
         int e = mr_flamegraph_page_write(out.fp, &g, s.procs[0].cap, &view);
         if (e) {
             mr_error(e == -ENOMEM ? paths[0] : output, "%s",
@@ -235,6 +296,7 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
         }
     }
     mr_flame_tree_free(&g);
+    mr_procs_moment_free(&joint);
     if (s.procs)
         mr_capture_set_free(&s);
     free(def);

@@ -8,6 +8,7 @@
 #include "capture_set.h"
 #include "flamegraph_page.h"
 #include "options.h"
+#include "procs_timeline.h"
 #include "profile.h"
 
 #include <stdbool.h>
@@ -23,19 +24,23 @@
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols);
 
 // The model's profile of each process for q (on each process's default heap; with
-// MR_AT_PEAK each at its own peak): (*v)[i] for s->procs[i], and their totals in *sum
-// (procs_views.h). Returns an exit code; on failure nothing is left to free.
-int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, mr_profile** v, mr_profile* sum);
+// MR_AT_PEAK each at its own peak; with `at`, each at its time of that moment instead):
+// (*v)[i] for s->procs[i], and their totals in *sum (procs_views.h). Returns an exit code;
+// on failure nothing is left to free.
+int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs_moment* at,
+                      mr_profile** v, mr_profile* sum);
 void mr_procs_profiles_free(mr_profile* v, size_t n);
 
 // A report over several processes, given their captures (s, with symbols), each one's
-// profile (profs[i] for s->procs[i]) and their totals. Returns an exit code.
+// profile (profs[i] for s->procs[i]), their totals, and the moment they were taken at when
+// that is the processes' joint peak (else NULL). Returns an exit code.
 typedef int (*mr_procs_report_fn)(void* ud, const mr_capture_set* s, const mr_profile* profs,
-                                  const mr_profile* sum);
+                                  const mr_profile* sum, const mr_procs_moment* joint);
 // Opens the captures (mr_procs_open, with symbols), builds their profiles for q
-// (mr_procs_profiles), calls fn with them and frees it all. Returns fn's exit code, or that of
+// (mr_procs_profiles; with joint_peak and MR_AT_PEAK, at the moment the processes together
+// held the most), calls fn with them and frees it all. Returns fn's exit code, or that of
 // what failed before it.
-int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q,
+int mr_procs_report(char* const* paths, int n, const char* help, const mr_query* q, bool joint_peak,
                     mr_procs_report_fn fn, void* ud);
 
 // memreport summary CAPTURE... | DIR: each process and the total. Returns an exit code

@@ -354,3 +354,34 @@ void mr_procs_timeline_free(mr_procs_timeline* t) {
     free(t->values);
     memset(t, 0, sizeof *t);
 }
+
+// The buckets only speed up the exact search (exact_peak): the peak does not depend on them.
+#define MOMENT_BUCKETS 1024
+
+int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m) {
+    memset(m, 0, sizeof *m);
+    mr_procs_timeline t;
+    int rc = mr_procs_timeline_build(s, MOMENT_BUCKETS, &t);
+    if (rc)
+        return rc;
+    if (!(m->at = calloc(s->n + 1, sizeof *m->at))) {
+        mr_error(s->procs[0].path, "out of memory");
+        mr_procs_timeline_free(&t);
+        return MR_EXIT_IO;
+    }
+    m->n = s->n;
+    m->peak = t.total_peak;
+    m->ts = t.total_peak_ts;
+    for (size_t i = 0; i < s->n; i++) {
+        const mr_proc_series* ps = &t.procs[i];
+        // As in the sum: a process counts from its start to its end, 0 outside.
+        m->at[i] = m->ts >= ps->offset && m->ts <= ps->end ? m->ts - ps->offset : -1;
+    }
+    mr_procs_timeline_free(&t);
+    return 0;
+}
+
+void mr_procs_moment_free(mr_procs_moment* m) {
+    free(m->at);
+    memset(m, 0, sizeof *m);
+}

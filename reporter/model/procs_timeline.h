@@ -42,4 +42,20 @@ typedef struct mr_procs_timeline {
 int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t);
 void mr_procs_timeline_free(mr_procs_timeline* t);
 
+// The moment the processes together held the most: what a report of a process tree shows
+// as its peak (a sum of each process's own peak, reached at different moments, is not one).
+typedef struct mr_procs_moment {
+    uint64_t peak; // the highest sum of the processes' live bytes (total_peak)
+    int64_t ts;    // when, in ns on the common axis
+    // For s->procs[i], the time on its own capture's axis to ask it about (MR_AT_TIME):
+    // at[i] < 0 when it was not running then (not started yet, or ended: nothing live).
+    int64_t* at;
+    size_t n;
+} mr_procs_moment;
+
+// Finds it from a timeline of s (mr_procs_timeline_build). Returns 0 or an exit code after
+// printing the reason.
+int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m);
+void mr_procs_moment_free(mr_procs_moment* m);
+
 #endif

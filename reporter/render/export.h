@@ -35,9 +35,13 @@ typedef struct mr_export_input {
     bool all_frames;        // --all-frames: keep noise frames (allocator internals)
     bool steps;             // an imported NPU capture: times are allocation steps, not ns
     // Several processes, by first callsite (NULL: one capture, in sym): prof holds their
-    // rows, each process at its own moment, and stacks start with the process's frame.
+    // rows, and stacks start with the process's frame. Their live bytes are those of the
+    // moment the processes together held the most (joint_peak, at joint_ts on the axis
+    // from the earliest start), or each process's end (--leaks).
     const mr_export_process* procs;
     size_t nprocs;
+    bool joint_peak;
+    int64_t joint_ts;
 } mr_export_input;
 
 // A format writer: writes the whole file to `out`. Returns 0, or a negative errno with the

@@ -125,8 +125,11 @@ static void profile_name(const mr_export_input* in, mr_metric m, char* buf, size
     char a[48], b[48];
     size_t n;
     if (m == MR_METRIC_LIVE_BYTES) {
-        if (q->moment == MR_AT_PEAK && in->nprocs) // several processes: no one time
-            n = (size_t)snprintf(buf, len, "live bytes at each process's peak");
+        if (in->joint_peak) // several processes, on one axis
+            n = (size_t)snprintf(buf, len,
+                                 "live bytes at the processes' joint peak (%s from the first "
+                                 "start)",
+                                 format_time(in, in->joint_ts, a, sizeof a));
         else if (q->moment == MR_AT_PEAK)
             n = (size_t)snprintf(buf, len, "live bytes at the peak (%s)",
                                  format_time(in, in->prof->moment_ts, a, sizeof a));

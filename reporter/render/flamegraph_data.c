@@ -297,8 +297,12 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
                  (unsigned long long)g->blocks);
         json_object_set_new(o, "what", json_string("the leaked bytes"));
     } else if (v->processes) {
-        snprintf(sub, sizeof sub, "Peaks: %s, each process at its own peak", bytes);
-        json_object_set_new(o, "what", json_string("the bytes live at each process's peak"));
+        mr_format_time(v->t, false, when, sizeof when);
+        snprintf(sub, sizeof sub, "Peak: %s live at %s, the most the processes held at one moment",
+                 bytes, when);
+        json_object_set_new(
+            o, "what", json_string("the bytes live when the processes together held the most"));
+        json_object_set_new(o, "time_ns", json_integer(v->t));
     } else {
         bool peak = v->mode == MR_FLAMEGRAPH_PEAK;
         mr_format_time(v->t, v->steps, when, sizeof when);

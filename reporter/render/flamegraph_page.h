@@ -35,8 +35,8 @@ typedef struct mr_flamegraph_view {
     // --temporal: the heap over time and each node's live values at the candidates; the
     // tree then holds every callsite live at any of them (NULL: one moment).
     const mr_moments* temporal;
-    // The tree holds several processes (flame_procs.h), each at its own peak: the page
-    // names no single time.
+    // The tree holds several processes (flame_procs.h), at the moment they together held
+    // the most (t, in ns from the earliest start), or each at its end (leaks).
     bool processes;
     // MR_FLAMEGRAPH_DIFF: the base run's capture; the tree is a differential one
     // (mr_flame_tree_add_base) and the page's capture the new run's.

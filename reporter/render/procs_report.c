@@ -4,6 +4,7 @@
 #include "procs_report.h"
 
 #include "escape.h"
+#include "extent.h"
 #include "json.h"
 
 #include "memtrace/units.h"
@@ -69,14 +70,16 @@ static json_t* process_object(const mr_capture_set* s, size_t i, const mr_proc_n
     SET_U(o, "bytes_allocated", n->bytes_allocated);
     SET_U(o, "peak_bytes", n->peak_bytes);
     SET_U(o, "peak_time_ns", n->peak_ts);
+    SET_U(o, "at_joint_peak_bytes", n->at_joint_peak);
     SET_U(o, "leaked_bytes", n->leaked_bytes);
     SET_U(o, "leaked_allocations", n->leaked_allocations);
     return o;
 }
 
-// Counts and bytes summed over the processes; the peak is the sum of each process's own
-// peak (the processes need not have peaked at the same time).
-static json_t* total_object(const mr_capture_set* s, const mr_proc_numbers* nums) {
+// Counts and bytes summed over the processes; the peak is the most they held at one moment,
+// and the sum of each process's own peak (reached at different moments) is named so.
+static json_t* total_object(const mr_capture_set* s, const mr_proc_numbers* nums,
+                            const mr_procs_moment* joint) {
     mr_proc_numbers t = {0};
     size_t truncated = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -97,6 +100,8 @@ static json_t* total_object(const mr_capture_set* s, const mr_proc_numbers* nums
     SET_U(o, "allocations", t.allocations);
     SET_U(o, "frees", t.frees);
     SET_U(o, "bytes_allocated", t.bytes_allocated);
+    SET_U(o, "peak_bytes", joint->peak);
+    SET_U(o, "peak_time_ns", (uint64_t)(joint->ts > 0 ? joint->ts : 0));
     SET_U(o, "sum_of_peaks_bytes", t.peak_bytes);
     SET_U(o, "leaked_bytes", t.leaked_bytes);
     SET_U(o, "leaked_allocations", t.leaked_allocations);
@@ -134,7 +139,11 @@ static void print_text(FILE* out, json_t* r) {
     fprintf(out, "total:        %llu events, %llu allocations (%s), %llu frees\n",
             GET_U(total, "events"), GET_U(total, "allocations"),
             mt_format_bytes(GET_U(total, "bytes_allocated"), a, sizeof a), GET_U(total, "frees"));
-    fprintf(out, "peaks:        %s (the sum of each process's own peak)\n",
+    char when[32];
+    mr_format_time((int64_t)GET_U(total, "peak_time_ns"), false, when, sizeof when);
+    fprintf(out, "peak:         %s at %s (the most the processes held at one moment)\n",
+            mt_format_bytes(GET_U(total, "peak_bytes"), a, sizeof a), when);
+    fprintf(out, "sum of peaks: %s (each process's own peak, reached at different moments)\n",
             mt_format_bytes(GET_U(total, "sum_of_peaks_bytes"), a, sizeof a));
     fprintf(out, "leaked:       %s in %llu blocks\n",
             mt_format_bytes(GET_U(total, "leaked_bytes"), a, sizeof a),
@@ -147,13 +156,13 @@ static void print_text(FILE* out, json_t* r) {
 }
 
 int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
-                           const mr_proc_numbers* nums) {
+                           const mr_proc_numbers* nums, const mr_procs_moment* joint) {
     json_t* r = json_object();
     json_t* procs = json_array();
     for (size_t i = 0; i < s->n; i++)
         json_array_append_new(procs, process_object(s, i, &nums[i]));
     json_object_set_new(r, "processes", procs);
-    json_object_set_new(r, "total", total_object(s, nums));
+    json_object_set_new(r, "total", total_object(s, nums, joint));
     int rc = mr_json_write_report(to, r, print_text);
     json_decref(r);
     return rc;

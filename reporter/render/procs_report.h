@@ -7,6 +7,7 @@
 #define MR_PROCS_REPORT_H
 
 #include "capture_set.h"
+#include "procs_timeline.h"
 #include "report.h"
 
 #include <stdbool.h>
@@ -19,12 +20,13 @@ typedef struct mr_proc_numbers {
     uint64_t events, allocations, frees, bytes_allocated, peak_bytes, leaked_bytes,
         leaked_allocations;
     int64_t peak_ts, duration_ns;
+    uint64_t at_joint_peak; // live bytes when the processes together held the most
 } mr_proc_numbers;
 
-// Writes the report of s with nums[i] for s->procs[i]. Returns 0 or an exit code (after
-// printing the reason).
+// Writes the report of s with nums[i] for s->procs[i], and `joint`, the most the processes
+// held at one moment. Returns 0 or an exit code (after printing the reason).
 int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
-                           const mr_proc_numbers* nums);
+                           const mr_proc_numbers* nums, const mr_procs_moment* joint);
 
 // "COMMAND (pid N)": the process's command line (its exe when the capture has none, its
 // file name when neither), valid UTF-8, cut to about 200 bytes. Returns a malloc'd string

@@ -155,6 +155,11 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
               f"baseline and truth ({want})")
     check(total["sum_of_peaks_bytes"] == sum(p["peak_bytes"] for p in procs),
           "total: the sum of the peaks")
+    check(total["peak_bytes"] == sum(p["at_joint_peak_bytes"] for p in procs) and
+          max(p["peak_bytes"] for p in procs) <= total["peak_bytes"] <=
+          total["sum_of_peaks_bytes"],
+          "total: the joint peak, what each process held then summed, between the highest "
+          "own peak and the sum of them")
     text = run([memreport, "summary", caps])
     check(text.returncode == 0 and f"processes:    {len(procs)}" in text.stdout and
           all(f"    {p} [" in text.stdout for p in progs),
@@ -164,15 +169,16 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
     check(same.returncode == 0 and json.loads(same.stdout) == real,
           "the captures given one by one, in any order, make the same report")
 
-    for flag, key in (("--peak", "peak_bytes"), ("--leaks", "leaked_bytes")):
+    for flag, key in (("--peak", "at_joint_peak_bytes"), ("--leaks", "leaked_bytes")):
         page = os.path.join(work, f"fg{flag}.html")
         r = run([memreport, "flamegraph", caps, flag, "-o", page])
         data = page_data(page) if r.returncode == 0 else None
         if not check(data is not None, f"flamegraph DIR {flag}: {r.stderr.strip()!r}"):
             continue
-        if flag == "--peak":  # the processes peaked at different times: no one time
-            check(data["subtitle"].startswith("Peaks: ") and "time_ns" not in data,
-                  f"the page names no single time: {data['subtitle']!r}")
+        if flag == "--peak":  # the moment the processes together held the most
+            check(data["subtitle"].startswith("Peak: ") and
+                  data.get("time_ns") == total["peak_time_ns"],
+                  f"the page names the joint peak's time: {data['subtitle']!r}")
         # A frame "COMMAND (pid N)", the command cut at about 200 bytes.
         got = []
         for label, incl in root_frames(data).items():
@@ -576,14 +582,15 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
         check(text.returncode == 0 and "each process at its own peak" in text.stdout and
               f"(pid {leaks_row['pid']})" in text.stdout, "stats DIR as text names the processes")
 
-    # export folded: each process the root frame of its stacks, at its own peak, its
-    # leaks, or what it allocated: the sums per process are its summary's numbers.
+    # export folded: each process the root frame of its stacks, at the processes' joint
+    # peak, its leaks, or what it allocated: the sums per process are its summary's numbers.
     r = run([memreport, "export", caps, "--format", "folded"])
     check(r.returncode == 0, f"export folded DIR: {r.stderr.strip()!r}")
     roots, _ = folded_by_root(r.stdout)
     check(roots and all(label_pid(lb) for lb in roots),
           f"export folded: every root a process: {list(roots)}")
-    for metric, args, key in (("live", [], "peak_bytes"), ("leaks", ["--leaks"], "leaked_bytes"),
+    for metric, args, key in (("live", [], "at_joint_peak_bytes"),
+                              ("leaks", ["--leaks"], "leaked_bytes"),
                               ("allocated", ["--metric", "allocated"], "bytes_allocated"),
                               ("count", ["--metric", "count"], "allocations")):
         r = run([memreport, "export", caps, "--format", "folded", *args])
@@ -601,15 +608,16 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
     if r.returncode == 0:
         doc = json.loads(r.stdout)
         frames = doc["shared"]["frames"]
-        for prof, key in zip(doc["profiles"], ("peak_bytes", "bytes_allocated", "allocations")):
+        for prof, key in zip(doc["profiles"],
+                             ("at_joint_peak_bytes", "bytes_allocated", "allocations")):
             got = {}
             for sample, w in zip(prof["samples"], prof["weights"]):
                 name = frames[sample[0]]["name"]
                 got[name] = got.get(name, 0) + w
             check(by_process(got) == want(key),
                   f"export speedscope {prof['name']}: {by_process(got)} = {want(key)}")
-        check(doc["profiles"][0]["name"] == "live bytes at each process's peak",
-              f"speedscope: the live profile names no single time: {doc['profiles'][0]['name']}")
+        check(doc["profiles"][0]["name"].startswith("live bytes at the processes' joint peak"),
+              f"speedscope: the live profile names the joint peak: {doc['profiles'][0]['name']}")
     # pprof, read by go tool pprof (golang-go, from scripts/install-deps.sh): each process a
     # root location whose cumulative bytes are its numbers.
     prof = os.path.join(work, "tree.pb.gz")
@@ -622,7 +630,8 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
         for name in ("HOME", "GOCACHE", "GOPATH", "PPROF_TMPDIR"):
             env[name] = os.path.join(work, "go", name.lower())
             os.makedirs(env[name], exist_ok=True)
-        for index, key in (("inuse_space", "peak_bytes"), ("alloc_space", "bytes_allocated"),
+        for index, key in (("inuse_space", "at_joint_peak_bytes"),
+                           ("alloc_space", "bytes_allocated"),
                            ("alloc_objects", "allocations")):
             out = subprocess.run(["go", "tool", "pprof", "-top", "-cum", "-unit=B",
                                   "-nodefraction=0", "-nodecount=100000", "-sample_index=" + index,
@@ -704,8 +713,101 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
           r.stdout == "", f"sql DIR: refused: {r.returncode} {r.stderr!r}")
 
 
+def pb_fields(buf):
+    """(field number, wire type, value) of one protobuf message: ints or bytes."""
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            v, i = varint(buf, i)
+        elif wire == 2:
+            n, i = varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            v, i = buf[i:i + n], i + n
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield field, wire, v
+
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if b < 0x80:
+            return v, i
+
+
+def pprof_totals(path):
+    """{sample type: sum over the samples} of a gzipped profile.proto."""
+    with open(path, "rb") as f:
+        msg = zlib.decompress(f.read(), 16 + zlib.MAX_WBITS)
+    types, samples, strings = [], [], []
+    for field, wire, v in pb_fields(msg):
+        if field == 1:
+            types.append(next(x for f, _, x in pb_fields(v) if f == 1))
+        elif field == 2:
+            vals = []
+            for f, w, x in pb_fields(v):
+                if f == 2 and w == 2:
+                    j = 0
+                    while j < len(x):
+                        n, j = varint(x, j)
+                        vals.append(n)
+                elif f == 2:
+                    vals.append(x)
+            samples.append(vals)
+        elif field == 6:
+            strings.append(v.decode())
+    names = [strings[t] for t in types]
+    return {n: sum(s[k] for s in samples) for k, n in enumerate(names)}
+
+
+def case_joint(memtrace, memreport, prog, work):
+    """A parent holding 1,000,000 B while its child holds 2,000,000 B, then 2,500,000 B alone
+    (tests/procs/joint_peak.c): every report of the tree headlines 3,000,000, the most held at
+    one moment, and names 4,500,000 as the sum of each process's own peak."""
+    caps = os.path.join(work, "caps")
+    r = run([memtrace, "-o", caps + "/", prog])
+    check(r.returncode == 0, f"the program ran: {r.returncode} {r.stderr[-300:]!r}")
+    s = report_json(memreport, "summary", caps)
+    if not s:
+        return
+    total, procs = s["total"], s["processes"]
+    check(len(procs) == 2 and [p["peak_bytes"] for p in procs] == [2500000, 2000000],
+          f"each process's own peak: {[p['peak_bytes'] for p in procs]}")
+    check(total["peak_bytes"] == 3000000 and total["sum_of_peaks_bytes"] == 4500000,
+          f"summary: peak 3000000, sum of peaks 4500000 ({total.get('peak_bytes')}, "
+          f"{total.get('sum_of_peaks_bytes')})")
+    check([p["at_joint_peak_bytes"] for p in procs] == [1000000, 2000000],
+          f"summary: each process then: {[p.get('at_joint_peak_bytes') for p in procs]}")
+    text = run([memreport, "summary", caps]).stdout
+    check(re.search(r"^peak: +2\.86 MiB at .*one moment", text, re.M) and
+          re.search(r"^sum of peaks: +4\.29 MiB \(each process's own peak", text, re.M),
+          f"summary text: the peak, and the sum named as one: {text!r}")
+    page = os.path.join(work, "fg.html")
+    r = run([memreport, "flamegraph", caps, "-o", page])
+    data = page_data(page) if r.returncode == 0 else None
+    if check(data is not None, f"flamegraph DIR: {r.stderr.strip()!r}"):
+        roots = sorted(root_frames(data).values())
+        check(roots == [1000000, 2000000] and data["subtitle"].startswith("Peak: 2.86 MiB") and
+              data.get("time_ns") == total["peak_time_ns"],
+              f"flamegraph: the processes at that moment ({roots}, {data['subtitle']!r})")
+    prof = os.path.join(work, "tree.pb.gz")
+    r = run([memreport, "export", caps, "--format", "pprof", "-o", prof])
+    if check(r.returncode == 0, f"export pprof DIR: {r.stderr.strip()!r}"):
+        t = pprof_totals(prof)
+        check(t.get("inuse_space") == 3000000 and t.get("alloc_space") == 5500000,
+              f"pprof: inuse_space 3000000, alloc_space 5500000 ({t})")
+
+
 CASES = {"tree": case_tree, "reports": case_reports, "plot": case_plot, "diff": case_diff,
-         "trust": case_trust, "views": case_views}
+         "trust": case_trust, "views": case_views, "joint": case_joint}
 
 
 def main():
