@@ -77,6 +77,15 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:annotations>
     ${CMAKE_CURRENT_BINARY_DIR}/annotations.d)
   set_tests_properties(e2e.annotations PROPERTIES LABELS e2e TIMEOUT 120)
+  # A pool annotated inside a malloc'ed arena: exact peak, blocks apart, the pool's site.
+  add_executable(pool_arena tracer/pool_arena.c)
+  target_include_directories(pool_arena PRIVATE ${PROJECT_SOURCE_DIR}/preload/include)
+  target_compile_options(pool_arena PRIVATE -O0 -g)
+  target_link_libraries(pool_arena PRIVATE memtrace_warnings)
+  add_test(NAME e2e.annotations_pool COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_pool.py $<TARGET_FILE:memtrace_launcher>
+    $<TARGET_FILE:memreport> $<TARGET_FILE:pool_arena> ${CMAKE_CURRENT_BINARY_DIR}/pool.d)
+  set_tests_properties(e2e.annotations_pool PROPERTIES LABELS e2e TIMEOUT 120)
 
   # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask,
   # sigaction, signal, pipe2, the exec family,

@@ -56,16 +56,14 @@ static inline void memtrace_resume(void) {
         memtrace_impl_mark(NULL, MEMTRACE_RESUME);
 }
 
-// Allocations of a program's own pool allocator, recorded like malloc/free (with a stack).
-static inline void memtrace_report_alloc(const void* addr, size_t size) {
-    if (memtrace_impl_report)
-        memtrace_impl_report(1, addr, size);
-}
-
-static inline void memtrace_report_free(const void* addr) {
-    if (memtrace_impl_report)
-        memtrace_impl_report(0, addr, 0);
-}
+// Blocks of a program's own pool allocator, recorded like malloc/free (with a stack) but
+// apart from them: a block reported inside a malloc'ed arena ends nothing, and is ended only
+// by memtrace_report_free. Both count in the heap's live bytes, as heaptrack counts its
+// annotations. Macros, not functions: the block's stack starts at the line that calls them.
+#define memtrace_report_alloc(addr, size)                                                          \
+    (memtrace_impl_report ? memtrace_impl_report(1, (addr), (size)) : (void)0)
+#define memtrace_report_free(addr)                                                                 \
+    (memtrace_impl_report ? memtrace_impl_report(0, (addr), 0) : (void)0)
 
 #ifdef __cplusplus
 }

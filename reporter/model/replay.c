@@ -49,7 +49,12 @@ void mr_replay_free(mr_replay* r) {
     mr_heapmap_free(&r->live);
 }
 
-// h: the hash of ev->addr in the live table (mr_heapmap_prefetch).
+uint64_t mr_replay_key(const mt_event* ev) {
+    bool annotated = ev->kind == MT_KIND_CUSTOM_ALLOC || ev->kind == MT_KIND_CUSTOM_FREE;
+    return annotated ? ev->addr | MR_REPLAY_ANNOTATED : ev->addr;
+}
+
+// h: the hash of the event's key in the live table (mr_heapmap_prefetch).
 static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, bool* has_freed) {
     *has_freed = false;
     if (r->events == 0)
@@ -62,7 +67,8 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
         // that one bounds them all (sizes are at most 2^63-1: memtrace/event.h).
         if (ev->size > alloc_limit - r->bytes_allocated)
             return -EOVERFLOW;
-        mr_block b = {.addr = ev->addr, .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
+        mr_block b = {
+            .addr = mr_replay_key(ev), .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
         mr_block old;
         bool had;
         if (mr_heapmap_put_hashed(&r->live, &b, h, &old, &had))
@@ -84,7 +90,7 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
         }
     } else if (mt_kind_is_free(ev->kind)) {
         r->frees++;
-        if (mr_heapmap_take_hashed(&r->live, ev->addr, h, freed)) {
+        if (mr_heapmap_take_hashed(&r->live, mr_replay_key(ev), h, freed)) {
             r->live_bytes -= freed->size;
             *has_freed = true;
         } else {
@@ -95,7 +101,7 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
 }
 
 int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has_freed) {
-    return apply(r, ev, mr_heapmap_hash(&r->live, ev->addr), freed, has_freed);
+    return apply(r, ev, mr_heapmap_hash(&r->live, mr_replay_key(ev)), freed, has_freed);
 }
 
 void mr_replay_describe(mr_replay* r, int rc, const mt_event* ev) {
@@ -139,7 +145,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         while (more == 1 && queued < LOOKAHEAD) {
             size_t i = (head + queued) % LOOKAHEAD;
             if ((more = mt_event_iter_next(it, &ring[i])) == 1) {
-                hash[i] = mr_heapmap_prefetch(&r->live, ring[i].addr);
+                hash[i] = mr_heapmap_prefetch(&r->live, mr_replay_key(&ring[i]));
                 queued++;
             }
         }

@@ -40,6 +40,14 @@ typedef struct mr_heap_totals {
     int64_t first_ts, last_ts;
 } mr_heap_totals;
 
+// The live table's key of an event's block: its address, with MR_REPLAY_ANNOTATED set for
+// the blocks a program reports itself (memtrace_report_alloc/free). They live apart from
+// the allocator's: a pool's block at its malloc'ed arena's base address ends no block, and
+// free() never ends a reported one. Both count in the live bytes, as heaptrack counts them.
+// A user-space address never has bit 63 set.
+#define MR_REPLAY_ANNOTATED (UINT64_C(1) << 63)
+uint64_t mr_replay_key(const mt_event* ev);
+
 // Called after each event is applied. For a free, `freed` is the block it released (NULL
 // when the address was not live); for an allocation, the block it replaced at the same
 // address (a free the tracer missed), usually NULL. Return non-zero to stop.

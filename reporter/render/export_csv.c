@@ -15,6 +15,7 @@
 #include "heapmap.h"
 #include "leak_kinds.h"
 #include "messages.h"
+#include "replay.h"
 
 #include "memtrace/sampling.h"
 #include "memtrace/schema.h"
@@ -398,7 +399,7 @@ static int window_next(event_window* win, mt_event* out, uint64_t* hash) {
         win->rc = mt_event_iter_next(win->it, &win->ring[i]);
         if (win->rc != 1)
             break;
-        win->hash[i] = mr_heapmap_prefetch(win->live, win->ring[i].addr);
+        win->hash[i] = mr_heapmap_prefetch(win->live, mr_replay_key(&win->ring[i]));
         win->count++;
     }
     if (!win->count)
@@ -456,12 +457,12 @@ static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* 
         uint64_t alloc_id = 0, size = ev.size;
         if (mt_kind_is_alloc(ev.kind)) {
             alloc_id = ev.seq;
-            mr_block b = {.addr = ev.addr, .size = ev.size, .id = ev.seq};
+            mr_block b = {.addr = mr_replay_key(&ev), .size = ev.size, .id = ev.seq};
             if (ev.addr && mr_heapmap_put_hashed(live, &b, h, NULL, NULL))
                 return -ENOMEM;
         } else if (mt_kind_is_free(ev.kind)) {
             mr_block b;
-            if (mr_heapmap_take_hashed(live, ev.addr, h, &b)) {
+            if (mr_heapmap_take_hashed(live, mr_replay_key(&ev), h, &b)) {
                 alloc_id = b.id;
                 size = b.size;
             }
