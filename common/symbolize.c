@@ -144,6 +144,10 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
                 res->function = mt_sym_symtab_name(m, addr);
             }
         }
+        // Nothing names it (a stripped binary): the function holding the call, after both
+        // attempts, so a signal frame's __restore_rt keeps its name.
+        if (!res->function && f->rel_pc)
+            res->function = mt_sym_fde_name(m, f->rel_pc - 1);
     }
     free(symname);
     if (!res->function && f->pc == 0 && !m) {

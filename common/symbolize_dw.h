@@ -18,6 +18,8 @@
 // dependency on it).
 #define MT_DW_FUNCTIONS(X)                                                                         \
     X(dwarf_attr)                                                                                  \
+    X(dwarf_cfi_addrframe)                                                                         \
+    X(dwarf_frame_info)                                                                            \
     X(dwarf_attr_integrate)                                                                        \
     X(dwarf_child)                                                                                 \
     X(dwarf_diename)                                                                               \
@@ -34,6 +36,7 @@
     X(dwfl_lineinfo)                                                                               \
     X(dwfl_module_addrdie)                                                                         \
     X(dwfl_module_build_id)                                                                        \
+    X(dwfl_module_eh_cfi)                                                                          \
     X(dwfl_module_getdwarf)                                                                        \
     X(dwfl_module_getelf)                                                                          \
     X(dwfl_module_getsrc)                                                                          \
@@ -44,6 +47,7 @@
     X(dwfl_report_elf)                                                                             \
     X(dwfl_report_end)                                                                             \
     X(dwfl_standard_find_debuginfo)                                                                \
+    X(elf_getdata)                                                                                 \
     X(elf_getscn)                                                                                  \
     X(elf_getshdrstrndx)                                                                           \
     X(elf_nextscn)                                                                                 \
@@ -68,6 +72,8 @@ int mt_sym_dw_load(void);
 #ifndef MT_DW_LOADER // the loader itself names the members
 #define dwarf_attr (mt_dw.dwarf_attr)
 #define dwarf_attr_integrate (mt_dw.dwarf_attr_integrate)
+#define dwarf_cfi_addrframe (mt_dw.dwarf_cfi_addrframe)
+#define dwarf_frame_info (mt_dw.dwarf_frame_info)
 #define dwarf_child (mt_dw.dwarf_child)
 #define dwarf_diename (mt_dw.dwarf_diename)
 #define dwarf_dieoffset (mt_dw.dwarf_dieoffset)
@@ -83,6 +89,7 @@ int mt_sym_dw_load(void);
 #define dwfl_lineinfo (mt_dw.dwfl_lineinfo)
 #define dwfl_module_addrdie (mt_dw.dwfl_module_addrdie)
 #define dwfl_module_build_id (mt_dw.dwfl_module_build_id)
+#define dwfl_module_eh_cfi (mt_dw.dwfl_module_eh_cfi)
 #define dwfl_module_getdwarf (mt_dw.dwfl_module_getdwarf)
 #define dwfl_module_getelf (mt_dw.dwfl_module_getelf)
 #define dwfl_module_getsrc (mt_dw.dwfl_module_getsrc)
@@ -93,6 +100,7 @@ int mt_sym_dw_load(void);
 #define dwfl_report_elf (mt_dw.dwfl_report_elf)
 #define dwfl_report_end (mt_dw.dwfl_report_end)
 #define dwfl_standard_find_debuginfo (mt_dw.dwfl_standard_find_debuginfo)
+#define elf_getdata (mt_dw.elf_getdata)
 #define elf_getscn (mt_dw.elf_getscn)
 #define elf_getshdrstrndx (mt_dw.elf_getshdrstrndx)
 #define elf_nextscn (mt_dw.elf_nextscn)

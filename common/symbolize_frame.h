@@ -59,6 +59,10 @@ void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
 // The symbol table's name for addr, demangled, without symbol version; NULL when none (or
 // when the module's file cannot serve). In symbolize_symtab.c, as is the next one.
 char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
+// For an address no symbol names (a stripped binary): "MODULE!0xSTART", START the start of
+// the function holding it, read from its .eh_frame FDE (every FDE covers one function),
+// so every return address in one function gets one name; NULL when no FDE covers it.
+char* mt_sym_fde_name(module* m, Dwarf_Addr addr);
 // Frees a module's symbol table (NULL: none was built).
 void mt_sym_symtab_free(struct sym_index* x);
 // Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.

@@ -13,6 +13,8 @@
 
 #include "memtrace/vec.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,4 +167,75 @@ char* mt_sym_symtab_name(module* m, Dwarf_Addr addr) {
     char* name = mt_sym_demangle(plain);
     free(plain);
     return name;
+}
+
+// .eh_frame_hdr's binary search table: (initial location, FDE address) pairs sorted by
+// location, as the unwinder reads it. Only the encoding every x86-64 toolchain writes is
+// read (DW_EH_PE_datarel | DW_EH_PE_sdata4: 4-byte offsets from the section's start).
+#define EH_PE_DATAREL_SDATA4 0x3b
+
+// An encoding of a 4-byte value (DW_EH_PE_udata4 or sdata4, any application bits).
+static bool four_bytes(unsigned char enc) {
+    return enc != 0xff && ((enc & 0x0f) == 0x03 || (enc & 0x0f) == 0x0b);
+}
+
+static int32_t read_s32(const unsigned char* p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// The start of the last FDE at or below addr (a file address), from the table; false when
+// the section is missing or encoded otherwise.
+static bool fde_start(Elf* elf, GElf_Addr addr, GElf_Addr* start) {
+    size_t shstrndx;
+    if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return false;
+    for (Elf_Scn* scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+        GElf_Shdr mem, *sh = gelf_getshdr(scn, &mem);
+        const char* name = sh ? elf_strptr(elf, shstrndx, sh->sh_name) : NULL;
+        if (!name || strcmp(name, ".eh_frame_hdr") || sh->sh_type == SHT_NOBITS)
+            continue;
+        Elf_Data* d = elf_getdata(scn, NULL);
+        const unsigned char* p = d ? d->d_buf : NULL;
+        // Version 1, then eh_frame_ptr and fde_count, each 4 bytes (udata4 or sdata4).
+        if (!p || d->d_size < 12 || p[0] != 1 || p[3] != EH_PE_DATAREL_SDATA4 ||
+            !four_bytes(p[1]) || (p[2] != 0x03 && p[2] != 0x0b))
+            return false;
+        size_t count = (uint32_t)read_s32(p + 8);
+        if (count > (d->d_size - 12) / 8)
+            return false;
+        const unsigned char* t = p + 12;
+        size_t lo = 0, hi = count; // hi: entries at or below addr
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (sh->sh_addr + (GElf_Addr)(int64_t)read_s32(t + mid * 8) <= addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (hi == 0)
+            return false;
+        *start = sh->sh_addr + (GElf_Addr)(int64_t)read_s32(t + (hi - 1) * 8);
+        return true;
+    }
+    return false;
+}
+
+char* mt_sym_fde_name(module* m, Dwarf_Addr addr) {
+    Dwarf_Addr bias;
+    Dwarf_CFI* cfi = mt_sym_module_dwfl(m) ? dwfl_module_eh_cfi(m->mod, &bias) : NULL;
+    Dwarf_Frame* frame = NULL;
+    // An FDE covers addr (the frame state found), so the last one starting at or below it is
+    // that FDE: FDEs never overlap.
+    if (!cfi || addr < bias || dwarf_cfi_addrframe(cfi, addr - bias, &frame) != 0)
+        return NULL;
+    free(frame);
+    GElf_Addr ebias, start;
+    Elf* elf = dwfl_module_getelf(m->mod, &ebias);
+    if (!elf || addr < ebias || !fde_start(elf, addr - ebias, &start))
+        return NULL;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s!0x%" PRIx64, m->base, (uint64_t)(start + ebias));
+    return strdup(buf);
 }

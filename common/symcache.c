@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 // Bump whenever the symbolizer would name a frame differently: old entries are then dropped.
-#define CACHE_VERSION 2
+#define CACHE_VERSION 3
 #define CACHE_APP_ID 0x4d545343 // 'MTSC'
 // Past this size the cache starts over (simpler than evicting, and rare).
 #define CACHE_MAX_BYTES (256ll << 20)

@@ -76,6 +76,24 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   endforeach()
 endif()
 
+# ---- e2e: a fully stripped program groups its return addresses by function (.eh_frame),
+# as its unstripped twin does by name (symbols/check_stripped.py).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(stripped_prog symbols/stripped_prog.c)
+  target_compile_options(stripped_prog PRIVATE -O1 -g -fno-omit-frame-pointer)
+  target_link_libraries(stripped_prog PRIVATE memtrace_warnings)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/stripped_prog_bare
+    COMMAND ${CMAKE_STRIP} --strip-all -o ${CMAKE_CURRENT_BINARY_DIR}/stripped_prog_bare
+      $<TARGET_FILE:stripped_prog>
+    DEPENDS stripped_prog)
+  add_custom_target(stripped_prog_bare ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/stripped_prog_bare)
+  add_test(NAME e2e.stacks_stripped COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_stripped.py $<TARGET_FILE:memtrace_launcher>
+    $<TARGET_FILE:memreport> $<TARGET_FILE:stripped_prog>
+    ${CMAKE_CURRENT_BINARY_DIR}/stripped_prog_bare ${CMAKE_CURRENT_BINARY_DIR}/stripped.d)
+  set_tests_properties(e2e.stacks_stripped PROPERTIES LABELS e2e TIMEOUT 120)
+endif()
+
 # ---- e2e: only a symbol cache private to the user names frames; forged caches of
 # another user, writable by others, symlinked or with invalid rows are ignored and untouched.
 if(TARGET memtrace AND TARGET memtrace_launcher)

@@ -10,6 +10,8 @@ SYMTEST_API void symtest_run(symtest_cb cb);
 
 // Source lines of the two calls, for the test's expectations (index = callback slot).
 SYMTEST_API int symtest_lines[2];
+// Where symtest_hidden starts, which a fully stripped copy's frames are named by.
+SYMTEST_API unsigned long symtest_hidden_at;
 
 // Static: present in .symtab and DWARF, absent from .dynsym.
 __attribute__((noinline)) static void symtest_hidden(symtest_cb cb) {
@@ -21,6 +23,7 @@ __attribute__((noinline)) static void symtest_hidden(symtest_cb cb) {
 SYMTEST_API __attribute__((noinline)) void symtest_run(symtest_cb cb) {
     symtest_lines[0] = __LINE__ + 1;
     cb(0);
+    symtest_hidden_at = (unsigned long)&symtest_hidden;
     symtest_hidden(cb);
     __asm__ volatile("" ::: "memory");
 }
