@@ -445,6 +445,10 @@ int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t e
     return 0;
 }
 
+bool mt_capture_is_live(const mt_capture* cap) {
+    return cap->live;
+}
+
 bool mt_capture_live_changed(mt_capture* cap) {
     char now[sizeof cap->live_stamp];
     live_stamp(cap->path, now, sizeof now);

@@ -250,8 +250,6 @@ int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen) {
 }
 
 int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen) {
-    if (cap->live)
-        return 0;
     return mt_symbolize_capture(mt_capture_sqlite(cap), MT_SYMBOLIZE_IN_MEMORY, err, errlen);
 }
 

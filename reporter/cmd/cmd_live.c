@@ -31,8 +31,8 @@ static const char live_help[] =
     "redrawn every interval until q or Ctrl-C, or until the program exits (the capture\n"
     "is complete); then one last snapshot is printed as plain text. Without a terminal,\n"
     "or with --once, one snapshot is printed and memreport exits. Each refresh reads only\n"
-    "what was written since the last one. The capture is only read, never written (its\n"
-    "frames get names when the program exits: until then sites read module+offset).\n"
+    "what was written since the last one. The capture is only read, never written: its\n"
+    "frames are named from the program's binaries in memreport's memory meanwhile.\n"
     "  --interval S   seconds between refreshes (default 1; 0.1 to 3600)\n"
     "  --top N        site rows to show (default 10)\n"
     "  --once         print one snapshot and exit, even on a terminal\n";

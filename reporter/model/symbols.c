@@ -49,6 +49,12 @@ int mr_symbols_ensure(mt_capture* cap) {
     if (done)
         return 0;
     char err[512], why[512];
+    // Its program still writes it: named for this reader only, as the tracer will name them
+    // at exit, and quietly (memreport live redraws a screen).
+    if (mt_capture_is_live(cap)) {
+        (void)mt_capture_symbolize_in_memory(cap, err, sizeof err);
+        return 0;
+    }
     int n = mt_capture_symbolize(cap, err, sizeof err);
     if (n < 0) {
         // Named for this report only, as the tracer would have named them.

@@ -78,9 +78,9 @@ def main():
         check(s["blocks"] == 10, f"phase 1: 10 blocks live, got {s['blocks']}")
         check(s["peak"] == PHASE1, f"phase 1: peak {PHASE1}, got {s['peak']}")
         top = s["sites"][0] if s["sites"] else None
-        # Frames are named at exit: while running the site is live_prog+offset.
-        check(top and top[0] == str(PHASE1) and top[1] == "10" and "live_prog" in top[2],
-              f"phase 1: top site live_prog with {PHASE1} B in 10 blocks, got {top}")
+        # Frames are named while the program runs (from its binary, in memreport's memory).
+        check(top and top[0] == str(PHASE1) and top[1] == "10" and top[2] == "phase_one",
+              f"phase 1: top site phase_one with {PHASE1} B in 10 blocks, got {top}")
         again, _ = snapshot(cap)
         check(again and again["live"] == PHASE1 and again["events"] == s["events"],
               "phase 1: a second snapshot while the program waits is the same")
@@ -93,8 +93,8 @@ def main():
               f"phase 2: peak {PHASE1 + 4 * 250000}, got {s['peak']}")
         check(s["blocks"] == 9, f"phase 2: 9 blocks live, got {s['blocks']}")
         top = s["sites"][0] if s["sites"] else None
-        check(top and top[0] == "1000000" and top[1] == "4",
-              f"phase 2: top site 1000000 B in 4 blocks, got {top}")
+        check(top and top[0] == "1000000" and top[1] == "4" and top[2] == "phase_two",
+              f"phase 2: top site phase_two with 1000000 B in 4 blocks, got {top}")
     interactive(cap, s["events"] if s else -1)
     prog.stdin.write("\n")
     prog.stdin.flush()

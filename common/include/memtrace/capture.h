@@ -78,6 +78,8 @@ void mt_capture_close(mt_capture* cap);
 // may mix two moments (close, and read again from a new open). Errors as mt_capture_open.
 int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t errlen);
 bool mt_capture_live_changed(mt_capture* cap);
+// Whether cap was opened with mt_capture_open_live.
+bool mt_capture_is_live(const mt_capture* cap);
 const char* mt_capture_path(const mt_capture* cap);
 // Calls fn for each thread that has a name, in tid order. Returns 0 or -EIO.
 typedef void (*mt_thread_fn)(void* ud, int64_t tid, const char* name);
@@ -195,8 +197,9 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
 // a capture whose program was killed before it could (memtrace/symbolize.h). Returns the
 // number of frames named or a negative errno with a message in err.
 int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen);
-// The same for a capture that cannot store them (a read-only file): the names go into
-// copies of its frame and meta tables in memory, which this handle reads from then on.
+// The same for a capture that cannot store them (a read-only file, or one its program is
+// still writing: mt_capture_open_live): the names go into copies of its frame and meta
+// tables in memory, which this handle reads from then on.
 int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen);
 
 // Streams the events of one heap in seq order. Memory is bounded by the number of chunks
