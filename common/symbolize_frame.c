@@ -41,6 +41,9 @@ static void resolve_demangler(void) {
 }
 
 char* mt_sym_demangle(const char* name) {
+    char* rust = mt_sym_demangle_rust(name);
+    if (rust)
+        return rust;
     if (name[0] == '_' && name[1] == 'Z') {
         pthread_once(&demangler_once, resolve_demangler);
         int status = -1;

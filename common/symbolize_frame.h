@@ -65,8 +65,11 @@ char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
 char* mt_sym_fde_name(module* m, Dwarf_Addr addr);
 // Frees a module's symbol table (NULL: none was built).
 void mt_sym_symtab_free(struct sym_index* x);
-// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++.
+// Returns a malloc'd demangled name, or a copy of name when it is not mangled C++ or Rust.
 char* mt_sym_demangle(const char* name);
+// A Rust symbol (legacy _ZN...17h<hash>E or v0 _R...) as rustfilt prints it, without the
+// hash; NULL when name is neither (symbolize_rust.c).
+char* mt_sym_demangle_rust(const char* name);
 // Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
 bool mt_sym_debug_file_installed(module* m);
 // What reading m's DWARF would read, in bytes, without reading it: its file's .debug_*

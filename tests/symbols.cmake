@@ -76,6 +76,17 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   endforeach()
 endif()
 
+# ---- Rust names: every symbol of a rustc-built program (v0, as rustc's standard library
+# is built, and legacy), named by the symbolizer as c++filt names it, without the hash
+# (symbols/check_rust_names.py; skipped without rustc).
+add_executable(demangle_tool symbols/demangle_tool.c)
+target_include_directories(demangle_tool PRIVATE ${PROJECT_SOURCE_DIR}/common)
+target_link_libraries(demangle_tool PRIVATE memtrace_common memtrace_warnings)
+add_test(NAME e2e.symbols_rust_names COMMAND ${Python3_EXECUTABLE}
+  ${CMAKE_CURRENT_SOURCE_DIR}/symbols/check_rust_names.py $<TARGET_FILE:demangle_tool>
+  ${CMAKE_CURRENT_SOURCE_DIR}/rust/hello.rs ${CMAKE_CURRENT_BINARY_DIR}/rust_names.d)
+set_tests_properties(e2e.symbols_rust_names PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+
 # ---- e2e: a fully stripped program groups its return addresses by function (.eh_frame),
 # as its unstripped twin does by name (symbols/check_stripped.py).
 if(TARGET memtrace AND TARGET memtrace_launcher)
