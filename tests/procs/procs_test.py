@@ -155,11 +155,13 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
               f"baseline and truth ({want})")
     check(total["sum_of_peaks_bytes"] == sum(p["peak_bytes"] for p in procs),
           "total: the sum of the peaks")
-    check(total["peak_bytes"] == sum(p["at_joint_peak_bytes"] for p in procs) and
+    # Each process's share is its state at the end of the peak's time stamp (the tracer
+    # stamps whole microseconds): at most the exact joint peak.
+    check(sum(p["at_joint_peak_bytes"] for p in procs) <= total["peak_bytes"] and
           max(p["peak_bytes"] for p in procs) <= total["peak_bytes"] <=
           total["sum_of_peaks_bytes"],
-          "total: the joint peak, what each process held then summed, between the highest "
-          "own peak and the sum of them")
+          "total: the joint peak, at least what each process held then summed, between the "
+          "highest own peak and the sum of them")
     text = run([memreport, "summary", caps])
     check(text.returncode == 0 and f"processes:    {len(procs)}" in text.stdout and
           all(f"    {p} [" in text.stdout for p in progs),
