@@ -262,6 +262,16 @@ static void trait_path(v0* d) {
     d->in_type = was;
 }
 
+// Parses a path without printing it.
+static void skip_path(v0* d) {
+    out skip = {0};
+    out* keep = d->o;
+    d->o = &skip;
+    path(d);
+    d->o = keep;
+    free(skip.p);
+}
+
 static void path(v0* d) {
     if (!enter(d))
         return;
@@ -277,28 +287,14 @@ static void path(v0* d) {
         break;
     case 'M': // inherent impl: <Type>
         disambiguator(d);
-        {
-            out skip = {0};
-            out* keep = d->o;
-            d->o = &skip;
-            path(d);
-            d->o = keep;
-            free(skip.p);
-        }
+        skip_path(d); // the impl's own path: not shown
         puts_(d->o, "<");
         type(d);
         puts_(d->o, ">");
         break;
     case 'X': // trait impl: <Type as Trait>
         disambiguator(d);
-        {
-            out skip = {0};
-            out* keep = d->o;
-            d->o = &skip;
-            path(d);
-            d->o = keep;
-            free(skip.p);
-        }
+        skip_path(d); // the impl's own path: not shown
         puts_(d->o, "<");
         type(d);
         puts_(d->o, " as ");
