@@ -104,7 +104,7 @@ static int start_capture(int child) {
         mt_core_fail(path, strerror(-rc));
         return rc;
     }
-    mt_core_restart_now();
+    mt_clock_zero();
     mt_clock_restart();
     mt_recording_capture_start();
     if ((rc = mt_writer_start(path)) == 0) {
@@ -284,7 +284,7 @@ static void init_modules(void) {
     mt_clock_init();
     mt_core_threads_init();
     mt_trie_init();
-    mt_core_restart_now();
+    mt_clock_zero();
     mt_maps_init();
     mt_unwind_init(mt_cfg.unwind);
     mt_pyframes_init();

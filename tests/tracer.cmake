@@ -3,11 +3,10 @@
 # MEMTRACE_UNWIND=auto must give exactly libunwind's stacks, on code built with and without
 # frame pointers (libstdc++ and libc have none on Debian).
 
-# The preload base objects with a stand-in for the two core symbols they use (the core with
-# its writer and SQLite is test_core's); no shim, so the test's own malloc is not interposed.
+# The preload base objects alone (the core with its writer and SQLite is test_core's); no
+# shim, so the test's own malloc is not interposed.
 foreach(module trie clock)
-  add_executable(test_${module} unit/test_${module}.c unit/preload_core_stub.c
-                 $<TARGET_OBJECTS:memtrace_preload_base>)
+  add_executable(test_${module} unit/test_${module}.c $<TARGET_OBJECTS:memtrace_preload_base>)
   target_include_directories(test_${module} PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
   target_compile_definitions(test_${module} PRIVATE _GNU_SOURCE)
   target_compile_options(test_${module} PRIVATE -ftls-model=initial-exec)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 mt_real_fns mt_real;
+__thread int mt_guard __attribute__((tls_model("initial-exec")));
 
 // dlsym's own calloc (its error buffer) and little else: 16 KiB is generous.
 #define ARENA_SIZE (16 * 1024)

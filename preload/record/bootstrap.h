@@ -39,6 +39,13 @@ typedef struct mt_real_fns {
 
 extern mt_real_fns mt_real;
 
+// Non-zero: the thread is inside the tracer, whose own heap calls pass through untraced.
+// MT_GUARD_HOOK: inside a hook that is recording; a heap call seen then comes from a signal
+// handler of the program, and is recorded through the side queue (core.h's
+// mt_core_on_nested).
+extern __thread int mt_guard __attribute__((tls_model("initial-exec")));
+#define MT_GUARD_HOOK 2
+
 // Resolves every real function once (idempotent, thread-safe enough for start-up: the
 // first caller resolves, concurrent early callers are served from the arena).
 void mt_bootstrap_resolve(void);

@@ -10,6 +10,17 @@
 #endif
 
 bool mt_clock_tsc;
+static struct timespec t0;
+
+int64_t mt_clock_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)(ts.tv_sec - t0.tv_sec) * 1000000000 + (ts.tv_nsec - t0.tv_nsec);
+}
+
+void mt_clock_zero(void) {
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+}
 
 // A calibration point and the line from it to the next (or, for the last point, past it).
 typedef struct calib {
@@ -84,7 +95,7 @@ static void add_point(void) {
     int64_t best = INT64_MAX;
     for (int i = 0; i < 8; i++) {
         int64_t t1 = (int64_t)__builtin_ia32_rdtsc();
-        int64_t ns = mt_core_now();
+        int64_t ns = mt_clock_now();
         int64_t t2 = (int64_t)__builtin_ia32_rdtsc();
         if (t2 - t1 < best) {
             best = t2 - t1;
@@ -124,7 +135,7 @@ void mt_clock_settle(void) {
     // A second point at least 200 us after the first gives a first slope; later points
     // refine it.
     int64_t until = points[0].ns + 200000;
-    while (mt_core_now() < until)
+    while (mt_clock_now() < until)
         ;
     add_point();
 }
@@ -134,7 +145,7 @@ void mt_clock_init(void) {
 }
 
 void mt_clock_calibrate(void) {
-    if (mt_clock_tsc && mt_core_now() - last_added_ns >= 5000000)
+    if (mt_clock_tsc && mt_clock_now() - last_added_ns >= 5000000)
         add_point();
 }
 

@@ -9,6 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+// CLOCK_MONOTONIC nanoseconds since the last mt_clock_zero (the capture's start).
+int64_t mt_clock_now(void);
+void mt_clock_zero(void);
+
 // Decides the source once at start-up (invariant TSC or not); mt_clock_restart then takes
 // the first calibration point when the capture starts.
 void mt_clock_init(void);
@@ -30,14 +34,13 @@ void mt_clock_settle(void);
 // ---- inline implementation
 
 extern bool mt_clock_tsc;
-int64_t mt_core_now(void);
 
 static inline int64_t mt_clock_raw(void) {
 #if defined(__x86_64__)
     if (mt_clock_tsc)
         return (int64_t)__builtin_ia32_rdtsc();
 #endif
-    return mt_core_now();
+    return mt_clock_now();
 }
 
 #endif

@@ -38,19 +38,11 @@ const char* const mt_call_names[MT_CALL_COUNT_] = {
 };
 
 _Atomic int mt_state;
-__thread int mt_guard __attribute__((tls_model("initial-exec")));
 static __thread mt_thread* tls_thread __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint64_t seq_counter;
-static struct timespec t0;
 static _Atomic(mt_thread*) threads_head;
 static pthread_key_t thread_key;
-
-int64_t mt_core_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)(ts.tv_sec - t0.tv_sec) * 1000000000 + (ts.tv_nsec - t0.tv_nsec);
-}
 
 mt_thread* mt_core_threads(void) {
     return atomic_load(&threads_head);
@@ -58,10 +50,6 @@ mt_thread* mt_core_threads(void) {
 
 mt_thread* mt_core_this_thread(void) {
     return tls_thread;
-}
-
-void mt_core_restart_now(void) {
-    clock_gettime(CLOCK_MONOTONIC, &t0);
 }
 
 // ---- threads

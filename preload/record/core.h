@@ -6,6 +6,8 @@
 #ifndef MT_CORE_H
 #define MT_CORE_H
 
+#include "bootstrap.h"
+
 #include "memtrace/event.h"
 
 #include <stdatomic.h>
@@ -116,11 +118,6 @@ enum mt_state_value {
     MT_STATE_STOPPED = 2, // shut down, or failed
 };
 extern _Atomic int mt_state;
-// Non-zero: the thread is inside the tracer, whose own heap calls pass through untraced.
-// MT_GUARD_HOOK: inside a hook that is recording; a heap call seen then comes from a signal
-// handler of the program, and is recorded through the side queue (mt_core_on_nested).
-extern __thread int mt_guard __attribute__((tls_model("initial-exec")));
-#define MT_GUARD_HOOK 2
 
 static inline bool mt_interrupting_hook(void) {
     return MT_UNLIKELY(mt_guard == MT_GUARD_HOOK);
@@ -219,7 +216,6 @@ void mt_core_retire(mt_thread* t);
 // Writer only: heap calls counted so far by all threads, exited ones included, and events
 // lost past the side queues (core.h, above).
 void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost);
-int64_t mt_core_now(void); // ns since capture start
 
 // Buffers handed over by threads, in hand-over order; the writer drains them.
 mt_buffer* mt_core_take_full(void);

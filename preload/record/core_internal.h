@@ -15,8 +15,6 @@ mt_thread* mt_core_this_thread(void);
 void mt_core_forget_counts(void);
 // Creates the key whose destructor hands an exiting thread's buffer to the writer.
 void mt_core_threads_init(void);
-// mt_core_now counts from here (capture start).
-void mt_core_restart_now(void);
 // Pushes the side queue's events of t (core.h) into t's buffer.
 void mt_core_drain_nested(mt_thread* t);
 

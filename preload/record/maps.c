@@ -5,7 +5,7 @@
 #include "maps.h"
 
 #include "bootstrap.h"
-#include "core.h"
+#include "clock.h"
 #include "trie.h"
 
 #include <elf.h>
@@ -169,7 +169,7 @@ uint32_t mt_maps_add_pseudo(const char* path, uintptr_t start, uintptr_t end) {
     int saved_guard = mt_guard;
     mt_guard = 1;
     pthread_mutex_lock(&maps_lock);
-    mt_mapping* m = add_mapping(path, mt_core_now());
+    mt_mapping* m = add_mapping(path, mt_clock_now());
     if (m) {
         m->start = start;
         m->end = end;
@@ -186,7 +186,7 @@ void mt_maps_refresh(bool unloaded) {
     mt_guard = 1;
     found_list l = {0};
     dl_iterate_phdr(collect, &l);
-    int64_t now = mt_core_now();
+    int64_t now = mt_clock_now();
     if (unloaded)
         mt_trie_reset(); // before new code can reuse the freed addresses' frame ids
     pthread_mutex_lock(&maps_lock);

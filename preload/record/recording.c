@@ -4,6 +4,7 @@
 // thread reads the toggles it noted and writes them as "recording" ranges.
 #include "recording.h"
 
+#include "clock.h"
 #include "config.h"
 #include "core.h"
 
@@ -27,7 +28,7 @@ static bool need_first; // writer only: the capture's first poll is still to be 
 
 static void toggle(void) {
     uint64_t i = atomic_fetch_add(&toggles_begun, 1);
-    atomic_store(&toggle_ts[i % TOGGLE_RING], mt_core_now());
+    atomic_store(&toggle_ts[i % TOGGLE_RING], mt_clock_now());
     atomic_fetch_xor(&mt_events_off, MT_OFF_STOPPED);
     atomic_fetch_add(&toggles_done, 1);
 }
@@ -40,7 +41,7 @@ static void start_after_delay(void) {
 
 int mt_recording_off_slow(int off) {
     if (!(off & MT_OFF_STOPPED) || !atomic_load_explicit(&delay_pending, memory_order_relaxed) ||
-        mt_core_now() < (int64_t)mt_cfg.delay_ms * 1000000)
+        mt_clock_now() < (int64_t)mt_cfg.delay_ms * 1000000)
         return off;
     start_after_delay();
     return atomic_load(&mt_events_off);

@@ -145,7 +145,7 @@ static void write_meta(void) {
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     mt_capwriter_meta_int(cw, "start_realtime_ns",
-                          (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - mt_core_now());
+                          (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - mt_clock_now());
     mt_capwriter_meta_int(cw, "page_size", page_size);
     mt_capwriter_meta_text(cw, "unwinder", mt_config_unwind_name(mt_cfg.unwind));
     mt_capwriter_meta_int(cw, "depth", mt_cfg.depth);
@@ -240,7 +240,7 @@ static void let_forks_in(void) {
 static void commit_all(int64_t now);
 static uint64_t events_committed; // events_written at the last commit
 
-// Drains full buffers until the queue is empty or the time `until` (mt_core_now's) has come.
+// Drains full buffers until the queue is empty or the time `until` (mt_clock_now's) has come.
 // Threads allocating without pause refill the queue as fast as it empties: a drain that
 // waited for it to be empty never got to its commit (nothing committed in 8 s of two such
 // threads, and a fork waited behind it for sqlite_lock).
@@ -252,8 +252,8 @@ static void drain_full(int64_t until) {
         // MEMTRACE_MAX_MB: the size is looked at each commit; a writer catching up with a
         // backlog commits every 64K events, so the capture passes the limit by that at most.
         if (mt_cfg.max_mb && events_written - events_committed >= 65536)
-            commit_all(mt_core_now());
-        if (mt_core_now() >= until)
+            commit_all(mt_clock_now());
+        if (mt_clock_now() >= until)
             return;
         let_forks_in();
     }
@@ -464,7 +464,7 @@ static void tick(bool final) {
     if (failed)
         return;
     mt_clock_calibrate();
-    int64_t now = mt_core_now();
+    int64_t now = mt_clock_now();
     settle_live(now);
     int64_t period = (int64_t)mt_cfg.commit_ms * 1000000;
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
@@ -474,7 +474,7 @@ static void tick(bool final) {
     // drained per commit.
     int64_t until = last_commit + period;
     drain_full(final ? INT64_MAX : until > now + period / 4 ? until : now + period / 4);
-    now = mt_core_now();
+    now = mt_clock_now();
     if (final || now - last_commit >= period)
         commit_all(now);
 }
@@ -522,7 +522,7 @@ static bool open_capture(void) {
         // The meta rows and the first sample in one commit: each commit costs page writes.
         if (mt_capwriter_begin(cw) == 0) {
             write_meta();
-            sample_memory(mt_core_now()); // RSS and VSZ from the start, not one period on
+            sample_memory(mt_clock_now()); // RSS and VSZ from the start, not one period on
         }
         if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
             mt_writer_fail_sqlite("cannot write capture");
@@ -817,7 +817,7 @@ static void stop_on_this_thread(void) {
     }
     tick(true);
     if (window_open) // recording until the end
-        window_edge(false, mt_core_now(), NULL);
+        window_edge(false, mt_clock_now(), NULL);
     if (!failed)
         scan_leaks();
     // Names are resolved now, while the binaries exist, as far as the budget goes; what is

@@ -17,7 +17,7 @@ typedef struct sample {
 } sample;
 
 static void busy_until(int64_t ns) {
-    while (mt_core_now() < ns)
+    while (mt_clock_now() < ns)
         ;
 }
 
@@ -45,9 +45,9 @@ static void test_mapping(void) {
     mt_clock_settle();
     static sample s[SAMPLES];
     for (int i = 0; i < SAMPLES; i++) {
-        s[i].before = mt_core_now();
+        s[i].before = mt_clock_now();
         s[i].raw = mt_clock_raw();
-        s[i].after = mt_core_now();
+        s[i].after = mt_clock_now();
         if (i % 5 == 4)
             busy_until(s[i].after + CALIBRATION_NS / 2);
         if (i < SAMPLES - 4)
@@ -74,13 +74,13 @@ static void test_mapping(void) {
 static void test_converted_before_a_point(void) {
     mt_clock_restart();
     mt_clock_settle(); // the second point: a slope from 200 us, refined by the next points
-    busy_until(mt_core_now() + CALIBRATION_NS / 2);
+    busy_until(mt_clock_now() + CALIBRATION_NS / 2);
     int64_t early = mt_clock_raw();
     int64_t early_ns = mt_clock_to_ns(early); // past the last point
     int64_t next = mt_clock_raw();
-    busy_until(mt_core_now() + CALIBRATION_NS);
+    busy_until(mt_clock_now() + CALIBRATION_NS);
     mt_clock_calibrate();
-    busy_until(mt_core_now() + CALIBRATION_NS);
+    busy_until(mt_clock_now() + CALIBRATION_NS);
     mt_clock_calibrate();
     CHECK_EQ_I64(mt_clock_to_ns(early), early_ns);
     CHECK(mt_clock_to_ns(next) >= early_ns);
@@ -119,20 +119,20 @@ static void test_writer_passes(void) {
         mt_clock_restart();
         mt_clock_settle();
         int n = 0, pending = 0; // s[pending, n) are recorded, not converted yet
-        int64_t end = mt_core_now() + 20 * CALIBRATION_NS;
-        while (n < PASS_SAMPLES - 8 && mt_core_now() < end) {
+        int64_t end = mt_clock_now() + 20 * CALIBRATION_NS;
+        while (n < PASS_SAMPLES - 8 && mt_clock_now() < end) {
             static const int64_t waits[] = {0, 2000, 50000, 300000, CALIBRATION_NS / 3};
-            busy_until(mt_core_now() + waits[next_random(5)]);
+            busy_until(mt_clock_now() + waits[next_random(5)]);
             for (int k = next_random(3); k > 0; k--, n++) { // recorded between passes
-                s[n].before = mt_core_now();
+                s[n].before = mt_clock_now();
                 s[n].raw = mt_clock_raw();
-                s[n].after = mt_core_now();
+                s[n].after = mt_clock_now();
             }
             mt_clock_calibrate();
             for (int k = next_random(3); k > 0; k--, n++) { // recorded during the pass
-                s[n].before = mt_core_now();
+                s[n].before = mt_clock_now();
                 s[n].raw = mt_clock_raw();
-                s[n].after = mt_core_now();
+                s[n].after = mt_clock_now();
             }
             for (; pending < n; pending++)
                 converted_ns[pending] = mt_clock_to_ns(s[pending].raw);
@@ -164,7 +164,7 @@ static void test_without_tsc(void) {
     mt_clock_tsc = false;
     mt_clock_restart();
     mt_clock_settle();
-    int64_t before = mt_core_now(), raw = mt_clock_raw(), after = mt_core_now();
+    int64_t before = mt_clock_now(), raw = mt_clock_raw(), after = mt_clock_now();
     CHECK(raw >= before && raw <= after);
     CHECK_EQ_I64(mt_clock_to_ns(raw), raw);
     mt_clock_tsc = tsc;
