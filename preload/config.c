@@ -6,7 +6,7 @@
 // must not choose how it is recorded.
 #include "config.h"
 
-#include "output.h"
+#include "say.h"
 #include "settings.h"
 
 #include <errno.h>
@@ -93,8 +93,22 @@ static void warn_refused_values(void) {
                          "is used\n",
                          s->name, shown);
         if (n > 0)
-            mt_output_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            mt_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     }
+}
+
+void mt_config_program_part(char* out, size_t len) {
+    const char* name = program_invocation_short_name;
+    size_t n = 0;
+    for (; name && name[n] && n < 64 && n + 1 < len; n++) {
+        char c = name[n];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '.' || c == '_' || c == '+' || c == '-';
+        out[n] = ok ? c : '_';
+    }
+    out[n] = 0;
+    if (!n || out[0] == '.')
+        snprintf(out, len, "process");
 }
 
 void mt_config_load(void) {
@@ -104,7 +118,7 @@ void mt_config_load(void) {
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", out);
     else {
         char prog[80];
-        mt_output_program_part(prog, sizeof prog);
+        mt_config_program_part(prog, sizeof prog);
         snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "memtrace.%s.%%p.db", prog);
     }
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;

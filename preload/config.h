@@ -43,5 +43,9 @@ int mt_config_use_attach_settings(const char* lines);
 // (child != 0) whose pattern has no %p gets "<name>.<pid>.db" beside the parent's file.
 void mt_config_output_path(char* buf, size_t len, pid_t pid, int child);
 const char* mt_config_unwind_name(int unwind);
+// The program's name as a file name part: [A-Za-z0-9._+-] kept, anything else '_' (a
+// program may have set its argv[0] to a title with spaces and colons, or to escape
+// sequences that the launcher would print with the name); "process" when empty or hidden.
+void mt_config_program_part(char* out, size_t len);
 
 #endif

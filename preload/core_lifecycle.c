@@ -14,6 +14,7 @@
 #include "python_frames.h"
 #include "recording.h"
 #include "sampling.h"
+#include "say.h"
 #include "trie.h"
 #include "unwind.h"
 #include "writer.h"
@@ -86,7 +87,7 @@ void mt_core_fail(const char* what, const char* why) {
     line[n - 1] = 0;
     if (!mt_output_report_failure(line + strlen("memtrace: ")) && !atomic_load(&mt_core_attached)) {
         line[n - 1] = '\n';
-        mt_output_say(line, n);
+        mt_say(line, n);
     }
 }
 
@@ -298,7 +299,7 @@ void mt_core_init(void) {
     int saved = errno; // 0 as main starts (ISO C); the start-up's failed calls leave theirs
     mt_bootstrap_resolve();
     mt_guard = 1;
-    mt_output_note_stderr(); // not for an attach: its stderr is never written
+    mt_say_note_stderr(); // not for an attach: its stderr is never written
     mt_output_note_root();
     init_modules();
     mt_recording_init(); // not for an attach: the program's signals stay as they are

@@ -42,6 +42,16 @@ target_link_libraries(test_unwind_cache PRIVATE unwind_cache_lib memtrace_common
 add_test(NAME unit.unwind_cache COMMAND test_unwind_cache)
 set_tests_properties(unit.unwind_cache PROPERTIES LABELS unit TIMEOUT 120)
 
+# The tracer's floors call only downwards (docs/architecture.md): nm on each floor's objects.
+set(floor_args)
+foreach(floor hooks life writer record base settings say)
+  list(APPEND floor_args "${floor}=$<TARGET_OBJECTS:memtrace_preload_${floor}>")
+endforeach()
+add_test(NAME unit.preload_floors
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_floors.py ${CMAKE_NM}
+          ${floor_args})
+set_tests_properties(unit.preload_floors PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
+
 if(TARGET memtrace AND TARGET memtrace_launcher)
   enable_language(CXX)
   foreach(variant fp nofp)

@@ -13,7 +13,7 @@
 #include "config.h"
 #include "core.h"
 #include "maps.h"
-#include "output.h"
+#include "say.h"
 #include "trie.h"
 
 #include <dlfcn.h>
@@ -541,7 +541,7 @@ static void say(const char* why) {
     char line[256];
     int n = snprintf(line, sizeof line, "memtrace: Python frames off: %s\n", why);
     if (n > 0)
-        mt_output_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        mt_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 // 3.13's _Py_DebugOffsets, the start of _PyRuntime: 64-bit words by index.

@@ -37,20 +37,6 @@ bool mt_output_is_dir(void) {
     return n && mt_cfg.pattern[n - 1] == '/';
 }
 
-void mt_output_program_part(char* out, size_t len) {
-    const char* name = program_invocation_short_name;
-    size_t n = 0;
-    for (; name && name[n] && n < 64 && n + 1 < len; n++) {
-        char c = name[n];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '.' || c == '_' || c == '+' || c == '-';
-        out[n] = ok ? c : '_';
-    }
-    out[n] = 0;
-    if (!n || out[0] == '.')
-        snprintf(out, len, "process");
-}
-
 // The directory of a pattern ending in '/': created 0700 when missing; used only when it is
 // a directory itself (not a symlink), owned by this user, and writable by no one else, as
 // another user could otherwise replace or read the captures. Returns an fd or a negative
@@ -85,7 +71,7 @@ static int create_in_dir(char* path, size_t len) {
         snprintf(path, len, "%s", dir);
         return dfd;
     }
-    mt_output_program_part(prog, sizeof prog);
+    mt_config_program_part(prog, sizeof prog);
     int rc = -EEXIST;
     for (int n = 1; rc == -EEXIST && n <= MAX_NUMBERED; n++) {
         if (n == 1)
@@ -181,19 +167,6 @@ void mt_output_report_finished(pid_t pid, const char* path) {
     (void)report_line('.', pid, path);
 }
 
-static struct {
-    bool open;
-    dev_t dev;
-    ino_t ino;
-} start_stderr;
-
-void mt_output_note_stderr(void) {
-    struct stat st;
-    start_stderr.open = fstat(STDERR_FILENO, &st) == 0;
-    start_stderr.dev = st.st_dev;
-    start_stderr.ino = st.st_ino;
-}
-
 static struct stat start_root;
 
 void mt_output_note_root(void) {
@@ -205,17 +178,4 @@ bool mt_output_root_changed(void) {
     struct stat st;
     return start_root.st_ino && (stat("/", &st) != 0 || st.st_dev != start_root.st_dev ||
                                  st.st_ino != start_root.st_ino);
-}
-
-void mt_output_say(const char* line, size_t n) {
-    struct stat st;
-    if (!start_stderr.open || fstat(STDERR_FILENO, &st) != 0 || st.st_dev != start_stderr.dev ||
-        st.st_ino != start_stderr.ino)
-        return;
-    // At the program's start or exit, on its own thread: a pipe nobody reads (SIGPIPE) or a
-    // file at the size limit (SIGXFSZ) must not kill it (write_signals.h).
-    mt_write_signals hold;
-    mt_write_signals_hold(&hold);
-    (void)!write(STDERR_FILENO, line, n);
-    mt_write_signals_release(&hold);
 }

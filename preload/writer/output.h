@@ -19,10 +19,6 @@
 // missing and refused (-EPERM) unless it is a real directory (no symlink), owned by this
 // user and not writable by group or others.
 int mt_output_create(int child, char* path, size_t len);
-// The program's name as a file name part: [A-Za-z0-9._+-] kept, anything else '_' (a
-// program may have set its argv[0] to a title with spaces and colons, or to escape
-// sequences that the launcher would print with the name); "process" when empty or hidden.
-void mt_output_program_part(char* out, size_t len);
 // Whether captures go into a directory (MEMTRACE_OUTPUT ends in '/').
 bool mt_output_is_dir(void);
 
@@ -36,13 +32,6 @@ void mt_output_report_finished(pid_t pid, const char* path);
 // The exit watcher of this process's capture (exit_watch.h): the launcher waits for it
 // where the process ended without finishing its capture.
 void mt_output_report_watcher(pid_t watcher);
-
-// What the tracer says on stderr goes to the stderr the process started with, or nowhere:
-// mt_output_note_stderr (when tracing starts) remembers which file descriptor 2 is, and
-// mt_output_say writes the line only while descriptor 2 is still that file. A program
-// started with stderr closed (`prog 2>&-`) gets descriptor 2 for the first file it opens.
-void mt_output_note_stderr(void);
-void mt_output_say(const char* line, size_t n);
 
 // Whether the process's root directory is another than when tracing started (chroot): paths
 // then name files of the new root, where the tracer makes nothing (the symbol cache).

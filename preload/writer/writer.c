@@ -19,6 +19,7 @@
 #include "python_frames.h"
 #include "recording.h"
 #include "sampling.h"
+#include "say.h"
 #include "trie.h"
 #include "write_signals.h"
 #include "writer_heap.h"
@@ -418,7 +419,7 @@ static void check_size(int64_t now) {
         char line[4400];
         int n = snprintf(line, sizeof line, "memtrace: %s: %s\n", capture_path, msg);
         if (n > 0)
-            mt_output_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+            mt_say(line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
     }
 }
 
