@@ -7,7 +7,7 @@ Usage: check_cli.py CASE VERSION SOURCE_DIR MEMTRACE MEMREPORT REPORTS_FIXTURE W
 Cases:
   version  one version string (CMake's) in both --version, the tracer's and the importer's
            tool_version meta row, and nowhere hard-coded in the sources
-  help     every MEMTRACE_* setting of README's table (with its default) is in
+  help     every MEMTRACE_* setting of docs/tracing.md's table (with its default) is in
            `memtrace --help`; every subcommand of memreport's dispatch table in
            `memreport --help`, and each one's --help works
   wrote    every subcommand that writes a file says `memreport: wrote FILE` once per file
@@ -55,9 +55,9 @@ def commands(a):
 
 
 def readme_settings(a):
-    """(name, default) of every row of README's MEMTRACE_* settings table."""
+    """(name, default) of every row of docs/tracing.md's MEMTRACE_* settings table."""
     rows = []
-    for line in open(os.path.join(a.src, "README.md")):
+    for line in open(os.path.join(a.src, "docs", "tracing.md")):
         m = re.match(r"\|\s*`(MEMTRACE_[A-Z_]+)`\s*\|.*\|\s*(.+?)\s*\|\s*$", line)
         if m:
             rows.append((m.group(1), m.group(2).strip("`")))
@@ -113,7 +113,7 @@ def case_help(a):
     check(r.returncode == 0, "memtrace --help exits 0")
     text = r.stdout
     settings = readme_settings(a)
-    check(len(settings) >= 5, f"README's settings table read ({len(settings)} rows)")
+    check(len(settings) >= 5, f"docs/tracing.md's settings table read ({len(settings)} rows)")
     for i, (name, default) in enumerate(settings):
         at = text.find(name)
         if not check(at >= 0, f"memtrace --help lists {name}"):

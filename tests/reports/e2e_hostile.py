@@ -76,7 +76,7 @@ def main():
     files = [f.get("file") for g in leaks.get("groups", []) for f in g["stack"]]
     check(any((f or "").endswith("/evil\x1b[2J.c") for f in files),
           "leaks --json keeps the file name: %r" % files)
-    # A suppression pattern matches the escaped name (README).
+    # A suppression pattern matches the escaped name (docs/reports.md).
     supp = os.path.join(work, "supp.txt")
     with open(supp, "w") as f:
         f.write("caf\\\\xe9*\n")

@@ -81,7 +81,7 @@ def main():
     procs, _ = report("summary", "--json", procs_dir)
     check(procs["total"]["leaked_bytes"] == 5000,
           "summary of a directory: %d" % procs["total"]["leaked_bytes"])
-    # The README's CI gate counts the program's leaks, not stdout's buffer.
+    # The CI gate of docs/reports.md counts the program's leaks, not stdout's buffer.
     gate = [subprocess.run([memreport, "diff", cap, cap, "--fail-if", "leaked_bytes>%d" % n],
                            capture_output=True).returncode for n in (5000, 4999)]
     check(gate == [0, 4], "diff --fail-if leaked_bytes>5000 passes, >4999 fails: %r" % gate)

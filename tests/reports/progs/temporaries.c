@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A traced program with known temporary allocations, for tests/reports/e2e_temporaries.py,
 // which compares memreport stats' count with heaptrack's on this program. heaptrack's rule
-// (README): a free is temporary when the event just before it, over all threads,
+// (docs/reports.md): a free is temporary when the event just before it, over all threads,
 // is an allocation of the same size from the same stack. Expected temporaries by function:
 //   temp_loop       1000  malloc then free, 1000 times
 //   kept               1  1000 blocks, then 1000 frees: the first free follows an
