@@ -96,11 +96,10 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:memreport> $<TARGET_FILE:pool_arena> ${CMAKE_CURRENT_BINARY_DIR}/pool.d)
   set_tests_properties(e2e.annotations_pool PROPERTIES LABELS e2e TIMEOUT 120)
 
-  # libmemtrace.so exports the allocator family, dlopen/dlclose, _exit, sigprocmask,
-  # sigaction, signal, pipe2, the exec family,
-  # unshare/setns, the set*id family and memtrace_* only.
-  add_test(NAME unit.exports COMMAND sh -c
-    "nm -D --defined-only $<TARGET_FILE:memtrace> | awk '{print $3}' | grep -v -x -E 'malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|free_sized|free_aligned_sized|dlopen|dlclose|_exit|_Exit|sigprocmask|sigaction|signal|pipe2|mmap|mmap64|munmap|mremap|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve|unshare|setns|setuid|setgid|seteuid|setegid|setreuid|setregid|setresuid|setresgid|setgroups|memtrace_[a-z_]+' | (! grep .)")
+  # libmemtrace.so exports exactly the hooks of preload/hooks.def and memtrace_*.
+  add_test(NAME unit.exports
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_exports.py ${CMAKE_NM}
+            $<TARGET_FILE:memtrace> ${PROJECT_SOURCE_DIR}/preload/hooks.def)
   set_tests_properties(unit.exports PROPERTIES LABELS unit TIMEOUT 30)
 endif()
 

@@ -23,16 +23,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-// The entry points the preload shim interposes (shim.c, shim_exec.c, shim_ns.c), by symbol name.
+// The hooks an attach points modules at: those of hooks.def marked for it, by symbol name.
 // The mapping calls pass straight through unless the attach's settings say MEMTRACE_MMAP=1.
+#define ATTACHED_0(name)
+#define ATTACHED_1(name) #name,
 static const char* const hooked_names[] = {
-    "malloc",        "calloc",   "realloc", "reallocarray", "free",       "posix_memalign",
-    "aligned_alloc", "memalign", "valloc",  "pvalloc",      "free_sized", "free_aligned_sized",
-    "dlclose",       "_exit",    "_Exit",   "sigprocmask",  "pipe2",      "execve",
-    "execv",         "execvp",   "execvpe", "execl",        "execle",     "execlp",
-    "fexecve",       "mmap",     "mmap64",  "munmap",       "mremap",     "unshare",
-    "setns",
+#define MT_HEAP_HOOK(CALL, name, real, attach) ATTACHED_##attach(name)
+#define MT_HOOK(name, real, attach) ATTACHED_##attach(name)
+#include "hooks.def"
 };
+#undef ATTACHED_0
+#undef ATTACHED_1
 #define HOOKED_COUNT (sizeof hooked_names / sizeof *hooked_names)
 
 // Our definitions of hooked_names (NULL where this libc has no such function), and dlopen.

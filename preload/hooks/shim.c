@@ -397,7 +397,7 @@ MT_EXPORT int pipe2(int fds[2], int flags) {
 MT_EXPORT void _exit(int status) {
     ensure_real();
     mt_core_shutdown();
-    mt_real.exit_(status);
+    mt_real._exit(status);
 }
 
 MT_EXPORT void _Exit(int status) {

@@ -61,36 +61,18 @@ void mt_bootstrap_resolve(void) {
         void* f_ = (required) ? must(name) : dlsym(RTLD_NEXT, name);                               \
         memcpy(&r.field, &f_, sizeof f_);                                                          \
     } while (0)
-    RESOLVE(malloc, "malloc", 1);
-    RESOLVE(calloc, "calloc", 1);
-    RESOLVE(realloc, "realloc", 1);
-    RESOLVE(posix_memalign, "posix_memalign", 1);
-    RESOLVE(aligned_alloc, "aligned_alloc", 1);
-    RESOLVE(memalign, "memalign", 1);
-    RESOLVE(valloc, "valloc", 1);
-    RESOLVE(pvalloc, "pvalloc", 1);
-    RESOLVE(malloc_usable_size, "malloc_usable_size", 1);
-    RESOLVE(free_sized, "free_sized", 0);
-    RESOLVE(free_aligned_sized, "free_aligned_sized", 0);
-    RESOLVE(dlopen, "dlopen", 1);
-    RESOLVE(dlclose, "dlclose", 1);
-    RESOLVE(exit_, "_exit", 1);
-    RESOLVE(sigprocmask, "sigprocmask", 1);
-    RESOLVE(sigaction, "sigaction", 1);
-    RESOLVE(signal, "signal", 1);
-    RESOLVE(pipe2, "pipe2", 1);
-    RESOLVE(execve, "execve", 1);
-    RESOLVE(execvpe, "execvpe", 1);
-    RESOLVE(fexecve, "fexecve", 1);
-    RESOLVE(mmap, "mmap", 1);
-    RESOLVE(munmap, "munmap", 1);
-    RESOLVE(mremap, "mremap", 1);
-    void (*real_free)(void*);
-    {
-        void* f_ = must("free");
-        memcpy(&real_free, &f_, sizeof f_);
-    }
+#define RESOLVE_NONE(name)
+#define RESOLVE_REQUIRED(name) RESOLVE(name, #name, 1);
+#define RESOLVE_OPTIONAL(name) RESOLVE(name, #name, 0);
+#define MT_HEAP_HOOK(CALL, name, real, attach) RESOLVE_##real(name)
+#define MT_HOOK(name, real, attach) RESOLVE_##real(name)
+#include "hooks.def"
 #undef RESOLVE
+#undef RESOLVE_NONE
+#undef RESOLVE_REQUIRED
+#undef RESOLVE_OPTIONAL
+    void (*real_free)(void*) = r.free;
+    r.free = NULL;
     mt_real = r;
     // Publish free last: mt_bootstrap_ready() tests it.
     atomic_thread_fence(memory_order_release);

@@ -24,7 +24,7 @@ typedef struct mt_real_fns {
     void (*free_aligned_sized)(void*, size_t, size_t);
     void* (*dlopen)(const char*, int);
     int (*dlclose)(void*);
-    void (*exit_)(int) __attribute__((noreturn));
+    void (*_exit)(int) __attribute__((noreturn));
     int (*sigprocmask)(int, const sigset_t*, sigset_t*);
     int (*sigaction)(int, const struct sigaction*, struct sigaction*);
     void (*(*signal)(int, void (*)(int)))(int);

@@ -32,9 +32,8 @@ _Static_assert(sizeof(((mt_thread*)0)->pcs) / sizeof(uintptr_t) == MT_UNWIND_MAX
                "mt_thread.pcs must hold a whole walk");
 
 const char* const mt_call_names[MT_CALL_COUNT_] = {
-#define MT_CALL_NAME_(e, name) name,
-    MT_CALL_MAP(MT_CALL_NAME_)
-#undef MT_CALL_NAME_
+#define MT_HEAP_HOOK(CALL, name, real, attach) #name,
+#include "hooks.def"
 };
 
 _Atomic int mt_state;

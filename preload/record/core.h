@@ -19,26 +19,12 @@
 #define MT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define MT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-// Entry points counted in call_count (free(NULL) and failed calls included).
-#define MT_CALL_MAP(XX)                                                                            \
-    XX(MALLOC, "malloc")                                                                           \
-    XX(CALLOC, "calloc")                                                                           \
-    XX(REALLOC, "realloc")                                                                         \
-    XX(REALLOCARRAY, "reallocarray")                                                               \
-    XX(FREE, "free")                                                                               \
-    XX(POSIX_MEMALIGN, "posix_memalign")                                                           \
-    XX(ALIGNED_ALLOC, "aligned_alloc")                                                             \
-    XX(MEMALIGN, "memalign")                                                                       \
-    XX(VALLOC, "valloc")                                                                           \
-    XX(PVALLOC, "pvalloc")                                                                         \
-    XX(FREE_SIZED, "free_sized")                                                                   \
-    XX(FREE_ALIGNED_SIZED, "free_aligned_sized")
-
+// Entry points counted in call_count (free(NULL) and failed calls included): hooks.def's
+// heap hooks.
 typedef enum mt_call {
-#define MT_CALL_ENUM_(e, name) MT_CALL_##e,
-    MT_CALL_MAP(MT_CALL_ENUM_)
-#undef MT_CALL_ENUM_
-        MT_CALL_COUNT_
+#define MT_HEAP_HOOK(CALL, name, real, attach) MT_CALL_##CALL,
+#include "hooks.def"
+    MT_CALL_COUNT_
 } mt_call;
 
 extern const char* const mt_call_names[MT_CALL_COUNT_];
