@@ -11,3 +11,10 @@ add_test(NAME unit.commit_subjects
           ${PROJECT_SOURCE_DIR}/scripts/check-commit-subjects.sh
           ${CMAKE_CURRENT_BINARY_DIR}/commit-subjects)
 set_tests_properties(unit.commit_subjects PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
+
+# Every source folder's README.md names each of its files, and docs/architecture.md links
+# every such page.
+add_test(NAME unit.folder_pages
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_folder_pages.py
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(unit.folder_pages PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)

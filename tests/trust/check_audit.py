@@ -428,7 +428,7 @@ def read_until(fd, text, got=b""):
 
 def case_attach_fds(a, w):
     """memtrace --pid then --detach leaves the process's descriptors and signals as they were,
-    and takes none of its low descriptors while attached (preload/attach.c)."""
+    and takes none of its low descriptors while attached (preload/hooks/attach.c)."""
     if shutil.which("gdb") is None:
         print("SKIP: gdb (the Debian package gdb) is not installed")
         sys.exit(77)
@@ -478,7 +478,7 @@ def case_attach_fds(a, w):
 
 def case_mmap_fork(a, w):
     """MEMTRACE_MMAP=1: a fork while another thread is inside mmap leaves the child able to
-    map memory (preload/mmap_track.c: the table's lock belonged to a thread the child does
+    map memory (preload/record/mmap_track.c: the table's lock belonged to a thread the child does
     not have, and its first mmap waited forever); every child's capture is exact."""
     out = os.path.join(w, "caps") + "/"
     # No symbols: 201 processes each naming libc at exit would take most of the run.
@@ -728,7 +728,7 @@ def case_attach_gdb_words(a, w):
 
 def case_mmap_refused(a, w):
     """MEMTRACE_MMAP=1: mmap, mremap and munmap calls the kernel refuses change no mapping,
-    so the capture shows none of them (preload/mmap_track.c recorded each as done)."""
+    so the capture shows none of them (preload/record/mmap_track.c recorded each as done)."""
     cap = os.path.join(w, "refused.db")
     env = dict(os.environ, MEMTRACE_MMAP="1", MEMTRACE_SYMBOLIZE="0")
     p = subprocess.run([a.memtrace, "-o", cap, "--", a.mmap_fail], capture_output=True,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The event clock (preload/clock.c): raw values map to nanoseconds that never go back and
+// The event clock (preload/record/clock.c): raw values map to nanoseconds that never go back and
 // agree with CLOCK_MONOTONIC (the core's clock) read around them. Bounds are generous and
 // principled, never timings: a sample is bracketed by two clock reads, and the mapping may
 // differ from the bracket only by a calibration point's error (the tightest of eight

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The core's event path (preload/core.c, core_buffers.c) without LD_PRELOAD: the test starts
+// The core's event path (preload/record/core.c, core_buffers.c) without LD_PRELOAD: the test starts
 // the core itself (mt_core_init, MEMTRACE_OUTPUT in a temporary directory) and calls the
 // record functions as the shim would after the real malloc, calloc, realloc and free, plus
 // the calls that record nothing (free(NULL), failed allocations, a paused stretch), the

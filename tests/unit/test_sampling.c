@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// preload/sampling.c without LD_PRELOAD: the set of sampled blocks (insert, remove, a block
+// preload/record/sampling.c without LD_PRELOAD: the set of sampled blocks (insert, remove, a block
 // inserted twice, growth past its first tables, churn that leaves tombstones, threads working
 // at once) and the Poisson countdown (an allocation of s bytes is sampled with probability
 // 1-exp(-s/N), a fixed seed repeats the draws), with the settings set by hand.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// preload/sampling.c's mt_sampling_forget without LD_PRELOAD: what a new capture after a
+// preload/record/sampling.c's mt_sampling_forget without LD_PRELOAD: what a new capture after a
 // detach starts from. The set is empty (size, every entry, every counter of the filter, one
 // saturated at 255 too, the count of blocks it could not take) and works as before: blocks
 // enter it and leave it again, also past its first tables; each thread draws its interval

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The callsite trie (preload/trie.c) without LD_PRELOAD: interning gives one id per distinct
+// The callsite trie (preload/record/trie.c) without LD_PRELOAD: interning gives one id per distinct
 // stack, through the per-thread cache and the shared tree alike; nodes link to their parent
 // frame by frame; the writer drains each new frame and callsite once, rewrite_all replays
 // them all, and a reset gives every stack new ids.

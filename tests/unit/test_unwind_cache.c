@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The `auto` unwinder's caches (preload/unwind.c: rules learnt per return address, the
+// The `auto` unwinder's caches (preload/record/unwind.c: rules learnt per return address, the
 // previous walk, the recent walks kept per thread) against libunwind's own walk: on every one
 // of many random stacks (repeated, interleaved, some too deep to keep) the cached walk must
 // give exactly libunwind's frames, also while a signal handler takes frame-pointer walks in
