@@ -49,40 +49,8 @@ static const char usage[] = USAGE_LINE
     "or NAME.2.db, ...; every capture this run wrote is listed at the end.\n"
     "\n"
     "Settings (environment variables, default in brackets):\n";
-// Two strings: ISO C promises string literals of 4095 bytes only.
-static const char usage_settings[] =
-    "  MEMTRACE_OUTPUT          capture path, as -o [memtrace.<program>.<pid>.db]\n"
-    "  MEMTRACE_UNWIND          auto, fp (frame pointers only) or libunwind [auto]\n"
-    "  MEMTRACE_DEPTH           stack depth limit; deeper stacks lose their outer frames [256]\n"
-    "  MEMTRACE_SAMPLE_MS       RSS/VSZ sampling period in ms [10]\n"
-    "  MEMTRACE_COMMIT_MS       commit period in ms: the most a SIGKILL loses [10 (100 when\n"
-    "                           sampling)]\n"
-    "  MEMTRACE_FOLLOW_FORK     1: a forked child writes <name>.<childpid>.db; 0: untraced [1]\n"
-    "  MEMTRACE_SYMBOLIZE       resolve frame names at exit (0: leave it to memreport) [1]\n"
-    "  MEMTRACE_SYMBOLIZE_MS    budget in ms for reading DWARF at exit; frames it does not\n"
-    "                           cover are named by memreport on first open [500]\n"
-    "  MEMTRACE_SYMBOL_CACHE    symbol cache file (0: none); also read by memreport\n"
-    "                           [~/.cache/memtrace/symbols.db]\n"
-    "  MEMTRACE_DEBUGINFO_PATH  where separate debug files are looked for (libdwfl syntax);\n"
-    "                           also read by memreport [:.debug:/usr/lib/debug]\n"
-    "  MEMTRACE_MMAP            1: record the program's anonymous mmap/munmap/mremap as\n"
-    "                           heap 'mmap' (memreport --heap mmap) [0]\n"
-    "  MEMTRACE_PYTHON          0: no Python frames in a CPython program's stacks [1]\n"
-    "  MEMTRACE_TIME_NS         resolution of event times in ns (1: every ns; at most\n"
-    "                           1000000); ns from a program's first mark on [1000]\n"
-    "  MEMTRACE_START           stopped: record nothing until the toggle signal [started]\n"
-    "  MEMTRACE_SIGNAL          the signal that toggles recording (USR1, USR2 or a real-time\n"
-    "                           signal's number; 0: none; any other is ignored), installed\n"
-    "                           only when set or when started stopped; a handler the\n"
-    "                           program installs for it replaces it [USR2]\n"
-    "  MEMTRACE_DELAY_MS        start stopped, record from this many ms on (as --delay) [0]\n"
-    "  MEMTRACE_MAX_MB          stop recording events (calls still counted) when the capture\n"
-    "                           reaches this many MiB; 0: no limit [0]\n"
-    "  MEMTRACE_SAMPLE_BYTES    record a sample of the allocations, one per this many bytes\n"
-    "                           on average (Poisson, as tcmalloc; at most 1073741824);\n"
-    "                           reports scale them up; 0: record every one [0]\n"
-    "  MEMTRACE_SAMPLE_SEED     a number: the same allocations are sampled every run [random]\n"
-    "  MEMTRACE_LEAKS           0: no leak scan at the end (blocks left unclassified) [1]\n"
+// After the settings, which the table of settings.c gives (launcher_settings.h).
+static const char usage_end[] =
     "\n"
     "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";
@@ -643,7 +611,8 @@ int main(int argc, char** argv) {
             i++;
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
-            fputs(usage_settings, stdout);
+            mt_launcher_print_settings(stdout);
+            fputs(usage_end, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {
             printf("memtrace %s\n", MEMTRACE_VERSION_STRING);

@@ -74,3 +74,27 @@ int mt_launcher_attach_settings(char* out, size_t len) {
     }
     return 0;
 }
+
+void mt_launcher_print_settings(FILE* f) {
+    enum { INDENT = 27, WIDTH = 89 };
+    const mt_setting* s;
+    for (int i = 0; (s = mt_settings_at(i)); i++) {
+        if (!s->help)
+            continue;
+        char text[1024];
+        snprintf(text, sizeof text, "%s [%s]", s->help, s->def);
+        int col = fprintf(f, "  %-*s", INDENT - 2, s->name);
+        bool first = true;
+        for (const char* w = text; *w;) {
+            size_t n = strcspn(w, " ");
+            if (!first && col + 1 + (int)n > WIDTH)
+                col = fprintf(f, "\n%*s", INDENT, "") - 1;
+            else if (!first)
+                col += fprintf(f, " ");
+            col += fprintf(f, "%.*s", (int)n, w);
+            first = false;
+            w += n + (w[n] == ' ');
+        }
+        fputc('\n', f);
+    }
+}

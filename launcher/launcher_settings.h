@@ -19,4 +19,8 @@ int mt_launcher_attach_settings(char* out, size_t len);
 // terminal as escape sequences.
 void mt_launcher_fputs_escaped(const char* s, FILE* f);
 
+// The settings' section of `memtrace --help` (and so of the man page): from the table, one
+// setting after another, each "NAME  what it does [default]" wrapped to the help's width.
+void mt_launcher_print_settings(FILE* f);
+
 #endif

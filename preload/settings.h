@@ -23,7 +23,9 @@ typedef struct mt_setting {
     long lo, hi;       // MT_SETTING_INT: the accepted range
     const char* words; // MT_SETTING_WORD: the accepted values, '|' between them
     int attach;
-    const char* why; // MT_ATTACH_REFUSE / MT_ATTACH_OWN: the launcher's words
+    const char* why;  // MT_ATTACH_REFUSE / MT_ATTACH_OWN: the launcher's words
+    const char* def;  // the default as people read it (`memtrace --help`, docs/tracing.md)
+    const char* help; // what it does, for `memtrace --help`; NULL: not one for people to set
 } mt_setting;
 
 // The setting called `name` (NULL for a name the tracer does not read).

@@ -7,8 +7,8 @@ Usage: check_cli.py CASE VERSION SOURCE_DIR MEMTRACE MEMREPORT REPORTS_FIXTURE W
 Cases:
   version  one version string (CMake's) in both --version, the tracer's and the importer's
            tool_version meta row, and nowhere hard-coded in the sources
-  help     every MEMTRACE_* setting of docs/tracing.md's table (with its default) is in
-           `memtrace --help`; every subcommand of memreport's dispatch table in
+  help     `memtrace --help` lists the MEMTRACE_* settings of docs/tracing.md's table, no
+           more, each with its default; every subcommand of memreport's dispatch table in
            `memreport --help`, and each one's --help works
   wrote    every subcommand that writes a file says `memreport: wrote FILE` once per file
   usage    every usage error says what is wrong in one line, then a short usage hint; exit 1
@@ -123,6 +123,10 @@ def case_help(a):
         desc = text[at:at + len(name) + (nxt.start() if nxt else len(text))]
         check(f"[{default}]" in " ".join(desc.split()),
               f"memtrace --help gives {name}'s default [{default}]")
+    # Both come from settings.c's table: neither lists a setting the other does not.
+    listed = re.findall(r"^  (MEMTRACE_[A-Z_]+) ", text, re.M)
+    check(sorted(listed) == sorted(n for n, _ in settings),
+          f"memtrace --help and docs/tracing.md list the same settings ({listed})")
     r = run([a.memreport, "--help"])
     check(r.returncode == 0, "memreport --help exits 0")
     names = commands(a)
