@@ -28,14 +28,16 @@ static const char summary_help[] =
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
-// The mmap heap's aggregates (MEMTRACE_MMAP=1) into *m, when the capture has that heap and
-// the report is of another. Returns 1 if so, 0 if not, or minus an exit code.
-static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m) {
+// The mmap heap's aggregates (MEMTRACE_MMAP=1) into *m (*found set), when the capture has
+// that heap and the report is of another. Returns 0 or an exit code after the reason.
+static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) {
+    *found = false;
     int id = mr_capture_heap_named(cap, "mmap");
     if (!id || id == shown)
         return 0;
     int rc = mr_aggregates_for(cap, id, "summary", m);
-    return rc ? -rc : 1;
+    *found = rc == 0;
+    return rc;
 }
 
 int mr_cmd_summary(int argc, char** argv) {
@@ -74,14 +76,14 @@ int mr_cmd_summary(int argc, char** argv) {
         if (!rc && heap != MT_HEAP_NPU)
             rc = mr_leak_totals_at_end(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
         mr_aggregates m;
-        int has_mmap = rc ? 0 : mmap_heap(cap, heap, &m);
-        if (has_mmap < 0)
-            rc = -has_mmap;
-        sum.mmap = has_mmap > 0 ? &m.peak.heap : NULL;
+        bool has_mmap = false;
+        if (!rc)
+            rc = mmap_heap(cap, heap, &m, &has_mmap);
+        sum.mmap = has_mmap ? &m.peak.heap : NULL;
         mr_report_to to = mr_opts_report_to(&opt);
         if (!rc)
             rc = mr_summary_report_write(&to, &sum);
-        if (has_mmap > 0)
+        if (has_mmap)
             mr_aggregates_free(&m);
         mr_aggregates_free(&a);
     }
