@@ -696,8 +696,8 @@ static void* tracer_call_main(void* arg) {
 }
 
 // Runs fn on a thread of the tracer's and waits for it where the stack limit is small: the
-// capture's start and end (SQLite, libdw) on the program's main thread had only the stack
-// the program has (ulimit -s 32 KiB: SIGSEGV). Else here, as where no thread can be made
+// capture's start and end (SQLite, libdw) need more stack than a program's main thread may
+// have (ulimit -s 32 KiB would end in SIGSEGV). Else here, as where no thread can be made
 // (RLIMIT_NPROC): a program's seccomp filter may even kill the process for a clone.
 static void on_tracer_stack(void (*fn)(void)) {
     struct rlimit stack;

@@ -199,8 +199,8 @@ def refuses_fifo(a, args, what, env=None):
 def case_fifo_inputs(a, w):
     """A FIFO where memreport reads a file never blocks it: as the capture, as a *.db of a
     capture directory, beside a capture as its -wal, as an NPU log, a suppressions file, or
-    as a binary a capture's mappings name (symbolizing opens them). Each open used to wait
-    for a writer forever."""
+    as a binary a capture's mappings name (symbolizing opens them): an open of a FIFO would
+    wait for a writer forever."""
     fifo = os.path.join(w, "fifo.db")
     os.mkfifo(fifo)
     for args in (["summary", fifo], ["sql", fifo, "select 1"], ["stacks", fifo],

@@ -100,7 +100,7 @@ static void test_parse(void) {
     parses("step 3", 3, true);
     parses("step3", 3, true);
     parses("step 0", 0, true);
-    // A bare number is 5 what? It used to mean ns and silently gave an empty graph.
+    // A bare number has no unit: refused, never taken as ns (an empty graph, silently).
     refused("5", "memreport: --at 5: no unit: " EXPECTED);
     refused("1.5", "memreport: --at 1.5: no unit: " EXPECTED);
     refused("5 parsecs", "memreport: --at 5 parsecs: unknown unit 'parsecs': " EXPECTED);

@@ -32,7 +32,7 @@ static mt_event truth[NEVENTS];        // in seq order
 static int64_t chunk_of[NEVENTS];      // the id of the chunk holding truth[i]
 static int64_t by_seq[NCHUNKS];        // chunk ids in the reader's order (seq_first, id)
 static uint64_t first_of[NCHUNKS + 1]; // seq_first of chunk id
-static char dir[64] = "/tmp/mt_test_capture_ahead_review.XXXXXX";
+static char dir[64] = "/tmp/mt_test_capture_ahead_edges.XXXXXX";
 static char good[128];
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
