@@ -310,8 +310,6 @@ void mt_core_init(void) {
     errno = saved;
 }
 
-_Atomic int mt_core_attached;
-
 // No fatal-signal handlers here: the program's signal dispositions stay as they are.
 int mt_core_attach(const char* output, const char* report) {
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)

@@ -37,6 +37,7 @@ const char* const mt_call_names[MT_CALL_COUNT_] = {
 };
 
 _Atomic int mt_state;
+_Atomic int mt_core_attached;
 static __thread mt_thread* tls_thread __attribute__((tls_model("initial-exec")));
 
 static _Atomic uint64_t seq_counter;

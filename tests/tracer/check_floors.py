@@ -20,7 +20,6 @@ KNOWN_UP = {
     ("record", "mt_core_copied_unseen"): "lifecycle knows the traced pid and its own page",
     ("record", "mt_core_stop_copied"): "it fails the capture through lifecycle",
     ("writer", "mt_core_fail"): "a capture's failure is lifecycle's",
-    ("writer", "mt_core_attached"): "whether the capture began in a running process",
 }
 
 
