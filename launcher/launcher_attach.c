@@ -336,7 +336,7 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
             comm[strcspn(comm, "\n")] = 0;
         if (f)
             fclose(f);
-        // As mt_output_program_part names a process: the name is the process's to choose.
+        // As mt_config_program_part names a process: the name is the process's to choose.
         for (char* c = comm; *c; c++)
             if (!isalnum((unsigned char)*c) && !strchr("._+-", *c))
                 *c = '_';
