@@ -629,7 +629,7 @@ void mt_writer_finish_orphaned(pid_t pid) {
         if (!failed) {
             tick(true);
             if (window_open)
-                window_edge(false, mt_core_now(), NULL);
+                window_edge(false, mt_clock_now(), NULL);
         }
         if (!failed) {
             mt_capwriter_meta_int(cw, "ended_unseen", 1);
