@@ -5,7 +5,7 @@
 #   scripts/check-commit-subjects.sh [REPO_DIR [BASE]]
 set -euo pipefail
 repo=${1:-$(dirname "$0")/..}
-base=${2:-255d60f0db61f689e61114175460e1737a3aa214}
+base=${2:-86c24a89782a595ae7580fcb1d5592d74cc11eae}
 max=72
 if ! git -C "$repo" rev-parse -q --verify "$base^{commit}" >/dev/null; then
     echo "check-commit-subjects: $base is not in this history (a shallow clone?): not checked"
