@@ -101,7 +101,8 @@ static const mt_setting settings[] = {
      .hi = 1000000,
      .attach = MT_ATTACH_PASS,
      .def = "1000",
-     .help = "resolution of event times in ns (1: every ns; at most 1000000); ns from a program's first mark on"},
+     .help = "resolution of event times in ns (1: every ns; at most 1000000); ns from a program's "
+             "first mark on"},
     {.name = "MEMTRACE_START",
      .kind = MT_SETTING_TEXT,
      .attach = MT_ATTACH_REFUSE,
