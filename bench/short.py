@@ -11,9 +11,12 @@
 # - make: `make -j2` of a generated C project (SHORT_MAKE_FILES .c files, -O2 -g) natively
 #   and traced whole by the memtrace launcher (`memtrace -o DIR/ make -j2`: make, sh, gcc,
 #   cc1, as, ld, each its own capture), with a new symbol cache (cold: a first build) and
-#   with the cache that run left (warm); wall and CPU ratios to native.
-# Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_PARTS=programs,startup,make;
-# SHORT_REPS 9, SHORT_STARTS 200, SHORT_MAKE_FILES 40, SHORT_MAKE_REPS 3, BENCH_RESULTS)
+#   with the cache that run left (warm); wall and CPU ratios to native;
+# - script: a shell script that runs SHORT_SCRIPT_PROCS short processes (true, cat, expr,
+#   basename in turn), natively and traced whole, cache warm; wall and CPU ratios.
+# Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_PARTS=programs,startup,make,script;
+# SHORT_REPS 9, SHORT_STARTS 200, SHORT_MAKE_FILES 40, SHORT_MAKE_REPS 3,
+# SHORT_SCRIPT_PROCS 1000, SHORT_SCRIPT_REPS 5, BENCH_RESULTS)
 import datetime
 import os
 import resource
@@ -213,12 +216,59 @@ def part_make(build, tmp):
     return L
 
 
+SCRIPT = """#!/bin/sh
+i=0
+while [ $i -lt $1 ]; do
+    /bin/true
+    cat "$0" > /dev/null
+    i=$(expr $i + 4)
+    basename /a/b/c > /dev/null
+done
+"""
+
+
+def part_script(build, tmp):
+    procs = int(os.environ.get("SHORT_SCRIPT_PROCS", "1000"))
+    reps = int(os.environ.get("SHORT_SCRIPT_REPS", "5"))
+    launcher = os.path.join(build, "preload", "memtrace")
+    script = os.path.join(tmp, "procs.sh")
+    with open(script, "w") as f:
+        f.write(SCRIPT)
+    caps = os.path.join(tmp, "script-captures")
+    base = clean_env()
+    env = dict(base, MEMTRACE_SYMBOL_CACHE=os.path.join(tmp, "script-symbols.db"))
+    argv = ["/bin/sh", script, str(procs)]
+    timed([launcher, "-o", caps + "/"] + argv, env)  # fills the cache
+    shutil.rmtree(caps, ignore_errors=True)
+    samples = {"native": [], "traced": []}
+    ncaps = []
+    for _ in range(reps):
+        samples["native"].append(timed(argv, base))
+        samples["traced"].append(timed([launcher, "-o", caps + "/"] + argv, env))
+        ncaps.append(len(os.listdir(caps)))
+        shutil.rmtree(caps, ignore_errors=True)
+    nw = statistics.median(w for w, _ in samples["native"])
+    nc = statistics.median(c for _, c in samples["native"])
+    L = [f"a shell script running {procs} short processes (true, cat, expr, basename), traced "
+         f"whole by `memtrace -o DIR/` ({min(ncaps)}-{max(ncaps)} captures a run); {reps} runs "
+         "each, interleaved, medians (min-max), symbol cache warm"]
+    L.append(f"{'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  wall min-max   "
+             "ms a process: wall cpu")
+    for mode, v in samples.items():
+        w = statistics.median(x for x, _ in v)
+        c = statistics.median(x for _, x in v)
+        L.append(f"{mode:8} {w / 1000:8.2f} {w / nw:6.2f} {c / 1000:8.2f} {c / nc:6.2f}  "
+                 f"{min(x for x, _ in v) / 1000:.2f}-{max(x for x, _ in v) / 1000:.2f}"
+                 f"      {(w - nw) / procs:5.2f} {(c - nc) / procs:5.2f}")
+    return L
+
+
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     lib = os.path.join(build, "preload", "libmemtrace.so")
     if not os.path.exists(lib):
         sys.exit(f"short.py: no {lib}: build first (make build)")
-    parts = os.environ.get("SHORT_PARTS", "programs,startup,make").split(",")
+    parts = os.environ.get("SHORT_PARTS", "programs,startup,make,script").split(",")
     tmp = tempfile.mkdtemp(prefix="memtrace-short.")
     L = [f"short-lived programs, {datetime.datetime.now():%Y-%m-%d %H:%M}, tracer built from "
          f"git {git_rev()}; load average {os.getloadavg()[0]:.2f}"]
@@ -229,6 +279,8 @@ def main():
             L += [""] + part_startup(lib, build, tmp)
         if "make" in parts:
             L += [""] + part_make(build, tmp)
+        if "script" in parts:
+            L += [""] + part_script(build, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if FAILURES:

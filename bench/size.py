@@ -6,6 +6,7 @@
 # per event (memtrace's event chunks alone too), their ratio, and wall and CPU ratios against
 # native (medians). The programs:
 # python3 (PYTHONMALLOC=malloc) round-tripping a 200,000-key dict through json three times,
+# and a 20,000-key one twenty times (bench/python/workload.py json),
 # sqlite3 running a script on an in-memory database, `git log -p` of this repository at a
 # fixed commit, and bench_rs (the unrelated-stacks workload, 10 M events: heaptrack full and
 # --raw). Asserts nothing.
@@ -64,6 +65,9 @@ def programs(build):
         # name, argv, extra environment, heaptrack --raw too
         ("python3-json", ["/usr/bin/python3", "-c", PY_JSON], {"PYTHONMALLOC": "malloc"},
          False),
+        # bench/python/workload.py json: a 20,000-key dict through json 20 times (18 M events)
+        ("python3-json-20k", ["/usr/bin/python3", os.path.join(HERE, "python", "workload.py"),
+                              "json"], {"PYTHONMALLOC": "malloc"}, False),
         ("sqlite3", ["sqlite3", ":memory:", SQL], {}, False),
         ("git-log-p", ["git", "-C", SRC, "log", "-p", GIT_REV] if git_ok else None,
          {"GIT_PAGER": "cat"}, False),
