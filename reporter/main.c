@@ -17,6 +17,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
+    {"view", mr_cmd_view, "one HTML page to explore a capture: timeline, flame graph, tables"},
     {"summary", mr_cmd_summary, "totals of a capture: events, peak, leaks, calls"},
     {"stacks", mr_cmd_stacks, "distinct allocation stacks with bytes and counts, symbolized"},
     {"top", mr_cmd_top, "which functions hold the memory: self and total, callers, callees"},

@@ -142,3 +142,11 @@ add_test(NAME e2e.flamegraph_views
           ${CMAKE_CURRENT_BINARY_DIR}/reports-views)
 set_tests_properties(e2e.flamegraph_views PROPERTIES LABELS e2e TIMEOUT 180
                      SKIP_RETURN_CODE 77)
+
+# memreport view in headless chromium: a click and a drag on the timeline checked against
+# memreport top --at and --range, the link, the keys, the layout, hostile names.
+add_test(NAME e2e.view_browser
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/view_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/reports-view)
+set_tests_properties(e2e.view_browser PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)

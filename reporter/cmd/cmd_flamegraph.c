@@ -6,6 +6,8 @@
 #include "commands.h"
 #include "flame_tree.h"
 #include "flamegraph_page.h"
+#include "flamegraph_run.h"
+#include "heap_timeline.h"
 #include "leak_kinds.h"
 #include "options.h"
 #include "output.h"
@@ -67,14 +69,14 @@ static const char flamegraph_help[] =
 // MB (10M events: 6.4 MB at 1000 frames).
 #define TEMPORAL_MAX_NODES 1000
 
-static char* default_output(const char* capture) {
+char* mr_flamegraph_default_output(const char* what, const char* capture) {
     const char* base = strrchr(capture, '/');
     base = base ? base + 1 : capture;
     size_t n = strlen(base);
     if (n > 3 && !strcmp(base + n - 3, ".db"))
         n -= 3;
     char* out;
-    if (asprintf(&out, "memreport-flamegraph-%.*s.html", (int)n, base) < 0)
+    if (asprintf(&out, "memreport-%s-%.*s.html", what, (int)n, base) < 0)
         return NULL;
     return out;
 }
@@ -84,6 +86,7 @@ static char* default_output(const char* capture) {
 typedef struct fg_args {
     const char* output; // NULL until the default is made
     bool force, split, all_frames, inverted, temporal;
+    bool view; // memreport view: temporal, with the buckets' edges, a header and a timeline
     const char* orientation; // "top", "bottom" or NULL: the page's choice
     mr_flamegraph_mode mode;
     mr_when when; // --at, --range
@@ -218,8 +221,9 @@ typedef struct fg_run {
     mr_extent extent;
     mr_query query; // the heap, --at and --range placed in the capture
     mr_flame_tree tree;
-    int64_t moment_ts;  // of the profile the tree was built from
-    mr_moments moments; // --temporal
+    int64_t moment_ts;         // of the profile the tree was built from
+    mr_moments moments;        // --temporal
+    mr_heap_timeline timeline; // memreport view
 } fg_run;
 
 // Opens the capture and its symbols and places --at and --range in it. Returns an exit code.
@@ -294,8 +298,8 @@ static int live_graph(fg_run* run) {
 static int temporal_graph(fg_run* run) {
     char err[256];
     mr_moments* m = &run->moments;
-    int e = mr_moments_build(run->cap, run->query.heap, run->extent.end, TEMPORAL_BUCKETS, m, err,
-                             sizeof err);
+    int e = mr_moments_build(run->cap, run->query.heap, run->extent.end, TEMPORAL_BUCKETS,
+                             run->args.view, m, err, sizeof err);
     mr_profile p = {0};
     uint32_t top = 0;
     for (size_t i = 0; e == 0 && i < m->nvalues; i++)
@@ -339,7 +343,8 @@ static int write_output(const fg_run* run) {
                                .all_frames = a->all_frames,
                                .inverted = a->inverted,
                                .orientation = a->orientation,
-                               .temporal = a->temporal ? &run->moments : NULL};
+                               .temporal = a->temporal ? &run->moments : NULL,
+                               .timeline = a->view ? &run->timeline : NULL};
     mr_output out;
     int rc = mr_output_open(&out, a->output, a->force);
     if (rc)
@@ -371,6 +376,29 @@ static int several_processes(const fg_args* a, char* const* paths, int n) {
     return mr_procs_flamegraph(&p, paths, n, flamegraph_help);
 }
 
+int mr_flamegraph_view_page(const char* path, const char* output, bool force, bool all_frames) {
+    fg_run run = {.path = path,
+                  .args = {.output = output,
+                           .force = force,
+                           .all_frames = all_frames,
+                           .temporal = true,
+                           .view = true,
+                           .min_width = 0.0001}};
+    // One series point per pixel column of a wide laptop screen at most.
+    mr_timeline_opts topts = {.buckets = 1200};
+    int rc = open_input(&run);
+    if (rc == 0)
+        rc = mr_heap_timeline_build(run.cap, &topts, &run.timeline);
+    if (rc == 0 && (rc = temporal_graph(&run)) == 0)
+        rc = write_output(&run);
+    mr_heap_timeline_free(&run.timeline);
+    mr_flame_tree_free(&run.tree);
+    mr_moments_free(&run.moments);
+    mr_symbols_free(run.sym);
+    mt_capture_close(run.cap);
+    return rc;
+}
+
 int mr_cmd_flamegraph(int argc, char** argv) {
     fg_run run = {0};
     int rc = parse_args(argc, argv, &run.args);
@@ -381,7 +409,7 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     run.path = mr_opts_input(argc, argv, flamegraph_help);
     if (!run.path)
         return MR_EXIT_USAGE;
-    char* def = run.args.output ? NULL : default_output(run.path);
+    char* def = run.args.output ? NULL : mr_flamegraph_default_output("flamegraph", run.path);
     if (!run.args.output && !(run.args.output = def)) {
         mr_error(run.path, "out of memory");
         return MR_EXIT_IO;

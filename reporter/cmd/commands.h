@@ -17,5 +17,6 @@ int mr_cmd_sql(int argc, char** argv);
 int mr_cmd_diff(int argc, char** argv);
 int mr_cmd_flow(int argc, char** argv);
 int mr_cmd_live(int argc, char** argv);
+int mr_cmd_view(int argc, char** argv);
 
 #endif

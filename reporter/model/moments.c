@@ -24,6 +24,7 @@ typedef struct cs_state {
     uint64_t bytes, blocks;   // live now
     uint64_t sbytes, sblocks; // at the last candidate recorded
     uint64_t ubytes, ublocks; // at the bucket's provisional candidate
+    uint64_t abytes, acount;  // allocated in the bucket being read (with edges)
 } cs_state;
 
 // One replay. The bucket being read has a provisional candidate (its highest moment so
@@ -48,6 +49,11 @@ typedef struct tracker {
     int64_t at_ts;
     uint64_t prev_live, prev_seq; // after the previous event
     int64_t prev_ts;
+    bool edges;
+    mr_u64map tids; // with edges: the threads seen (values unused)
+    uint32_t last_tid;
+    uint32_t* allocated; // states with allocations in the bucket being read
+    size_t nallocated, alcap;
 } tracker;
 
 static size_t bucket_of(const mr_moments* m, int64_t ts) {
@@ -137,6 +143,43 @@ static int close_bucket(tracker* t) {
         }
     }
     m->bucket_moment[t->cur] = (uint32_t)(m->n - 1);
+    for (size_t i = 0; i < t->nallocated; i++) {
+        cs_state* s = &t->cs[t->allocated[i]];
+        if (mt_vec_grow(&m->allocs, &m->acap, m->nallocs + 1, sizeof *m->allocs))
+            return -ENOMEM;
+        m->allocs[m->nallocs++] =
+            (mr_moment_value){(uint32_t)t->cur, s->callsite, s->abytes, s->acount};
+        s->abytes = s->acount = 0;
+    }
+    t->nallocated = 0;
+    return 0;
+}
+
+// With edges: the state now (after the previous event, before the bucket being read) is
+// the moment of the edge `k`; a state already recorded at the same event is reused.
+static int record_edge(tracker* t, size_t k) {
+    mr_moments* m = t->m;
+    if (m->n && m->seq[m->n - 1] == t->prev_seq) {
+        m->edge_moment[k] = (uint32_t)(m->n - 1);
+        return 0;
+    }
+    uint32_t at = (uint32_t)m->n++;
+    m->seq[at] = t->prev_seq;
+    m->ts[at] = t->prev_ts;
+    m->bytes[at] = t->prev_live;
+    m->edge_moment[k] = at;
+    for (size_t i = 0; i < t->ndirty; i++) {
+        cs_state* s = &t->cs[t->dirty[i]];
+        s->dirty = false;
+        if (s->bytes == s->sbytes && s->blocks == s->sblocks)
+            continue;
+        if (mt_vec_grow(&m->values, &m->cap, m->nvalues + 1, sizeof *m->values))
+            return -ENOMEM;
+        m->values[m->nvalues++] = (mr_moment_value){at, s->callsite, s->bytes, s->blocks};
+        s->sbytes = s->bytes;
+        s->sblocks = s->blocks;
+    }
+    t->ndirty = 0;
     return 0;
 }
 
@@ -148,6 +191,8 @@ static int enter(tracker* t, size_t k) {
             return e;
         t->cur++;
         provisional(t, t->prev_live, t->prev_seq, t->prev_ts);
+        if (t->edges && (e = record_edge(t, t->cur)))
+            return e;
     }
     return 0;
 }
@@ -156,6 +201,11 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     tracker* t = ud;
     int e = enter(t, bucket_of(t->m, ev->ts));
     cs_state* s;
+    if (e == 0 && t->edges && ev->tid != t->last_tid) {
+        t->last_tid = ev->tid;
+        if (!mr_u64map_get(&t->tids, ev->tid) && mr_u64map_put(&t->tids, ev->tid, 1))
+            return -ENOMEM;
+    }
     if (e == 0 && freed) {
         if (!(s = state_of(t, freed->callsite)) || touch(t, s))
             return -ENOMEM;
@@ -167,6 +217,12 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
             return -ENOMEM;
         s->bytes += ev->size;
         s->blocks++;
+        if (t->edges && s->acount++ == 0) {
+            if (mt_vec_grow(&t->allocated, &t->alcap, t->nallocated + 1, sizeof *t->allocated))
+                return -ENOMEM;
+            t->allocated[t->nallocated++] = (uint32_t)(s - t->cs);
+        }
+        s->abytes += ev->size;
     }
     if (e == 0 && r->live_bytes > t->max)
         provisional(t, r->live_bytes, ev->seq, ev->ts);
@@ -176,37 +232,50 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return e;
 }
 
-int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, mr_moments* m,
-                     char* err, size_t errlen) {
+int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
+                     mr_moments* m, char* err, size_t errlen) {
     *m = (mr_moments){.t0 = 0, .nbuckets = buckets ? buckets : 1};
     m->width = end > 0 ? (int64_t)((uint64_t)end / m->nbuckets + 1) : 1;
     m->bucket_moment = calloc(m->nbuckets, sizeof *m->bucket_moment);
-    m->seq = malloc(m->nbuckets * sizeof *m->seq);
-    m->ts = malloc(m->nbuckets * sizeof *m->ts);
-    m->bytes = malloc(m->nbuckets * sizeof *m->bytes);
-    tracker t = {.m = m, .epoch = 1}; // bucket 0's candidate: before any event
+    // A candidate per bucket, and with edges one per edge.
+    size_t most = edges ? 2 * m->nbuckets + 1 : m->nbuckets;
+    m->seq = malloc(most * sizeof *m->seq);
+    m->ts = malloc(most * sizeof *m->ts);
+    m->bytes = malloc(most * sizeof *m->bytes);
+    if (edges)
+        m->edge_moment = calloc(m->nbuckets + 1, sizeof *m->edge_moment);
+    tracker t = {.m = m, .epoch = 1, .edges = edges}; // bucket 0's candidate: before any event
     int64_t max_frame, max_callsite;
     if (mt_capture_stack_ids(cap, &max_frame, &max_callsite) || max_callsite < 0)
         max_callsite = 0;
     t.ndense = (size_t)max_callsite + 1;
     t.dense = calloc(t.ndense, sizeof *t.dense);
-    int e = t.dense && m->bucket_moment && m->seq && m->ts && m->bytes ? 0 : -ENOMEM;
-    if (e == 0 && (e = mr_u64map_init(&t.index)) == 0) {
+    int e = t.dense && m->bucket_moment && m->seq && m->ts && m->bytes && (!edges || m->edge_moment)
+                ? 0
+                : -ENOMEM;
+    if (e == 0 && edges)
+        e = record_edge(&t, 0);
+    if (e == 0 && (e = mr_u64map_init(&t.tids)) == 0 && (e = mr_u64map_init(&t.index)) == 0) {
         mr_replay r;
         if ((e = mr_replay_init(&r, cap, heap)) == 0 &&
             (e = mr_replay_run(&r, UINT64_MAX, on_event, &t)) == 0)
             e = enter(&t, m->nbuckets - 1);
         if (e == 0)
             e = close_bucket(&t);
-        else if (e != -ENOMEM)
+        if (e == 0 && edges)
+            e = record_edge(&t, m->nbuckets);
+        if (e && e != -ENOMEM)
             snprintf(err, errlen, "%s", r.err);
         mr_replay_free(&r);
         mr_u64map_free(&t.index);
     }
+    m->threads = t.tids.count;
+    mr_u64map_free(&t.tids);
     free(t.dense);
     free(t.cs);
     free(t.dirty);
     free(t.undo);
+    free(t.allocated);
     if (e == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (e)
@@ -220,5 +289,7 @@ void mr_moments_free(mr_moments* m) {
     free(m->ts);
     free(m->bytes);
     free(m->values);
+    free(m->edge_moment);
+    free(m->allocs);
     *m = (mr_moments){0};
 }

@@ -5,11 +5,15 @@
 // its highest live bytes (the state carried into the bucket counts, so an empty bucket has
 // one too). The highest point of a range of buckets is then one of their candidates. Per
 // callsite, only the changes of its live values from one candidate to the next are kept.
+// Asked for, the states at the buckets' edges are moments too (a moment's values exact at
+// those times) and each bucket's allocations per callsite are kept (a range of whole
+// buckets then has its exact allocations).
 #ifndef MR_MOMENTS_H
 #define MR_MOMENTS_H
 
 #include "memtrace/capture.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,12 +37,21 @@ typedef struct mr_moments {
     // or before k, 0 before its first.
     mr_moment_value* values;
     size_t nvalues, cap;
+    // With edges: edge_moment[k] (k = 0..nbuckets) is the moment of the state before
+    // bucket k's first event (edge nbuckets: after the last event), and allocs holds per
+    // bucket (its `moment` field) each callsite's allocated bytes and count in it, in
+    // bucket order. NULL and empty without edges.
+    uint32_t* edge_moment;
+    mr_moment_value* allocs;
+    size_t nallocs, acap;
+    size_t threads; // with edges: the distinct thread ids of the events
 } mr_moments;
 
-// One replay of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps).
-// Returns 0, or a negative errno with the reason in err.
-int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, mr_moments* m,
-                     char* err, size_t errlen);
+// One replay of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps),
+// with the edges' moments and the buckets' allocations when `edges`. Returns 0, or a
+// negative errno with the reason in err.
+int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
+                     mr_moments* m, char* err, size_t errlen);
 void mr_moments_free(mr_moments* m);
 
 #endif

@@ -5,6 +5,7 @@
 #include "extent.h"
 #include "json.h"
 #include "sampled.h"
+#include "view_data.h"
 
 #include "memtrace/units.h"
 
@@ -224,6 +225,62 @@ static json_t* temporal_self(const mr_flame_tree* g, const uint32_t* newid, size
     return rows;
 }
 
+// Each kept node's allocations per bucket, from the moments' (mr_moments.allocs, in
+// bucket order): per node row a flat list [bucket, bytes, count, ...], callsites folded
+// into their kept node as in the tree.
+static json_t* temporal_allocs(const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
+                               const mr_moments* m) {
+    uint64_t* sum = calloc(2 * nrows, sizeof *sum);
+    uint32_t* touched = malloc(nrows * sizeof *touched);
+    json_t* rows = json_array();
+    int e = sum && touched && rows ? 0 : -1;
+    for (size_t r = 0; e == 0 && r < nrows; r++)
+        e = json_array_append_new(rows, json_array());
+    for (size_t i = 0; e == 0 && i < m->nallocs;) {
+        uint32_t k = m->allocs[i].moment;
+        size_t ntouched = 0;
+        for (; i < m->nallocs && m->allocs[i].moment == k; i++) {
+            const mr_moment_value* v = &m->allocs[i];
+            uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
+            uint32_t row = newid[g->target[cs ? g->node_of[cs] : 0]];
+            if (sum[2 * row + 1] == 0)
+                touched[ntouched++] = row;
+            sum[2 * row] += v->bytes;
+            sum[2 * row + 1] += v->blocks;
+        }
+        for (size_t t = 0; t < ntouched && e == 0; t++) {
+            json_t* a = json_array_get(rows, touched[t]);
+            uint64_t* s = &sum[2 * touched[t]];
+            e = json_array_append_new(a, json_integer(k)) ||
+                json_array_append_new(a, json_integer((json_int_t)s[0])) ||
+                json_array_append_new(a, json_integer((json_int_t)s[1]));
+            s[0] = s[1] = 0;
+        }
+    }
+    free(sum);
+    free(touched);
+    if (e) {
+        json_decref(rows);
+        return NULL;
+    }
+    return rows;
+}
+
+// memreport view: the moments of the buckets' edges, and the nodes' allocations.
+static int temporal_edges(json_t* o, const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
+                          const mr_moments* m) {
+    json_t* edges = json_array();
+    json_t* allocs = temporal_allocs(g, newid, nrows, m);
+    int e = edges && allocs ? 0 : -1;
+    for (size_t k = 0; e == 0 && k <= m->nbuckets; k++)
+        e = json_array_append_new(edges, json_integer(m->edge_moment[k]));
+    if (e == 0)
+        return json_object_set_new(o, "edges", edges) || json_object_set_new(o, "alloc", allocs);
+    json_decref(edges);
+    json_decref(allocs);
+    return -1;
+}
+
 // --temporal: the buckets (t0, width, each one's candidate), the candidates' times and
 // live bytes, and the nodes' changes between them.
 static json_t* temporal_data(const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
@@ -243,7 +300,8 @@ static json_t* temporal_data(const mr_flame_tree* g, const uint32_t* newid, size
         e = json_object_set_new(o, "t0", json_integer(m->t0)) ||
             json_object_set_new(o, "width", json_integer(m->width)) ||
             json_object_set_new(o, "buckets", buckets) || json_object_set_new(o, "moment_ts", ts) ||
-            json_object_set_new(o, "moment_bytes", bytes) || json_object_set_new(o, "self", self);
+            json_object_set_new(o, "moment_bytes", bytes) || json_object_set_new(o, "self", self) ||
+            (m->edge_moment && temporal_edges(o, g, newid, nrows, m));
     else {
         json_decref(buckets);
         json_decref(ts);
@@ -369,6 +427,11 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
         }
     }
     free(newid);
+    if (o && view->timeline && view->temporal &&
+        mr_view_data_add(o, cap, view->timeline, view->temporal)) {
+        json_decref(o);
+        o = NULL;
+    }
     // The page's "hide non-relevant frames" starts unchecked with --all-frames.
     if (o && (json_object_set_new(o, "all_frames", json_boolean(view->all_frames)) ||
               (view->inverted && json_object_set_new(o, "inverted", json_true())) ||

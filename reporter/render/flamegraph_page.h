@@ -38,6 +38,9 @@ typedef struct mr_flamegraph_view {
     // The tree holds several processes (flame_procs.h), at the moment they together held
     // the most (t, in ns from the earliest start), or each at its end (leaks).
     bool processes;
+    // memreport view: the page's header and memory timeline (view_data.h); temporal then
+    // holds the buckets' edges and allocations too.
+    const struct mr_heap_timeline* timeline;
     // MR_FLAMEGRAPH_DIFF: the base run's capture; the tree is a differential one
     // (mr_flame_tree_add_base) and the page's capture the new run's.
     mt_capture* base;

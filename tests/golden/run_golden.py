@@ -118,6 +118,8 @@ def file_cases():
     for cap, what, extra in flame:
         cases.append((f"{cap}.flamegraph.{what}.txt",
                       ["flamegraph", cap + ".db", "-o", "OUT.html"] + extra, "html"))
+    for cap in ("std", "hostile"):
+        cases.append((f"{cap}.view.txt", ["view", cap + ".db", "-o", "OUT.html"], "html"))
     return cases
 
 

@@ -129,6 +129,27 @@ class Browser:
             "actions": [{"type": "pointerMove", "duration": 0,
                          "origin": {ELEMENT: element}, "x": 0, "y": 0}]}]})
 
+    def mouse(self, steps):
+        """A pointer's steps in viewport pixels: ("move", x, y), ("down",), ("up",)."""
+        acts = []
+        for st in steps:
+            if st[0] == "move":
+                acts.append({"type": "pointerMove", "duration": 0, "origin": "viewport",
+                             "x": int(st[1]), "y": int(st[2])})
+            else:
+                acts.append({"type": "pointer" + st[0].capitalize(), "button": 0})
+        self._s("POST", "/actions", {"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": acts}]})
+        self._s("DELETE", "/actions")
+
+    def keys(self, text):
+        """Key presses sent to the focused element (WebDriver key codes, e.g. \ue014)."""
+        acts = []
+        for ch in text:
+            acts += [{"type": "keyDown", "value": ch}, {"type": "keyUp", "value": ch}]
+        self._s("POST", "/actions", {"actions": [{"type": "key", "id": "kbd", "actions": acts}]})
+
     def screenshot(self):
         return base64.b64decode(self._s("GET", "/screenshot"))
 

@@ -37,7 +37,7 @@ static void check_value(const mr_moments* m, uint32_t cs, uint32_t k, uint64_t b
 static void test_one_event_per_bucket(mt_capture* cap) {
     mr_moments m;
     char err[256] = "";
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 14, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 14, false, &m, err, sizeof err), 0);
     static const uint64_t seq[] = {1, 2, 4, 5, 6, 7, 9, 11, 13};
     static const uint64_t bytes[] = {1000, 1200, 5000, 5300, 10300, 10364, 5464, 4514, 4814};
     static const uint32_t bucket[] = {0, 1, 1, 2, 3, 4, 5, 5, 6, 6, 7, 7, 8, 8};
@@ -77,7 +77,7 @@ static void test_one_event_per_bucket(mt_capture* cap) {
 static void test_empty_buckets(mt_capture* cap) {
     mr_moments m;
     char err[256] = "";
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 28, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 28, false, &m, err, sizeof err), 0);
     CHECK_EQ_I64(m.width, 501);
     CHECK_EQ_I64(m.seq[m.bucket_moment[0]], 0); // [0, 501): before seq 1
     CHECK_EQ_I64(m.bytes[m.bucket_moment[0]], 0);
@@ -110,7 +110,7 @@ static void check_against_builds(mt_capture* cap, uint64_t nev, const uint64_t* 
     mr_moments m;
     char err[256] = "";
     int64_t end = (int64_t)nev * 1000;
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, false, &m, err, sizeof err), 0);
     uint64_t seq = 0; // the last event before the bucket
     for (size_t k = 0; k < m.nbuckets; k++) {
         uint64_t best = seq;
@@ -143,6 +143,56 @@ static void check_against_builds(mt_capture* cap, uint64_t nev, const uint64_t* 
         mr_profile_free(&p);
     }
     mr_moments_free(&m);
+}
+
+// With edges: the candidates stay those without; each edge's values are the live ones at
+// its time less 1 ns (the end of the bucket before it, as memreport --at reads it), and
+// each bucket's allocations per callsite are the range's of its span.
+static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets) {
+    mr_moments m, plain;
+    char err[256] = "";
+    int64_t end = (int64_t)nev * 1000;
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, true, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, false, &plain, err, sizeof err),
+                 0);
+    for (size_t k = 0; k < m.nbuckets; k++) {
+        CHECK_EQ_I64(m.seq[m.bucket_moment[k]], plain.seq[plain.bucket_moment[k]]);
+        CHECK_EQ_I64(m.bytes[m.bucket_moment[k]], plain.bytes[plain.bucket_moment[k]]);
+    }
+    CHECK_EQ_I64(m.seq[m.edge_moment[0]], 0);
+    for (size_t k = 1; k <= m.nbuckets; k++) {
+        mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+        q.moment = MR_AT_TIME;
+        q.at = (int64_t)k * m.width - 1;
+        q.from = (int64_t)(k - 1) * m.width;
+        q.to = q.at;
+        mr_profile p;
+        CHECK_EQ_I64(mr_profile_build(cap, &q, &p, err, sizeof err), 0);
+        CHECK_EQ_I64(m.bytes[m.edge_moment[k]], p.live_bytes);
+        for (uint32_t cs = 1; cs <= 6; cs++) {
+            uint64_t live = 0, live_blocks = 0, alloc = 0, count = 0, got = 0, got_count = 0;
+            for (size_t i = 0; i < p.nrows; i++)
+                if (p.rows[i].callsite == cs) {
+                    live = p.rows[i].live_bytes;
+                    live_blocks = p.rows[i].live_blocks;
+                    alloc = p.rows[i].alloc_bytes;
+                    count = p.rows[i].alloc_count;
+                }
+            check_value(&m, cs, m.edge_moment[k], live, live_blocks);
+            for (size_t i = 0; i < m.nallocs; i++)
+                if (m.allocs[i].moment == k - 1 && m.allocs[i].callsite == cs) {
+                    got += m.allocs[i].bytes;
+                    got_count += m.allocs[i].blocks;
+                }
+            CHECK_EQ_I64(got, alloc);
+            CHECK_EQ_I64(got_count, count);
+        }
+        mr_profile_free(&p);
+    }
+    for (size_t i = 1; i < m.nallocs; i++)
+        CHECK(m.allocs[i].moment >= m.allocs[i - 1].moment);
+    mr_moments_free(&m);
+    mr_moments_free(&plain);
 }
 
 // Random streams (allocations, frees, reallocs, addresses allocated twice, frees of
@@ -193,6 +243,8 @@ static void test_random(void) {
         static const size_t buckets[] = {1, 3, 17, 100, 1000};
         for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
             check_against_builds(cap, events, live, buckets[b]);
+        for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
+            check_edges(cap, events, buckets[b]);
         free(live);
         mt_capture_close(cap);
     }
