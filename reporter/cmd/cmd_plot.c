@@ -168,6 +168,9 @@ int mr_cmd_plot(int argc, char** argv) {
             break;
         }
     }
+    // Before any work: a name the picture cannot have (x.jpg) is refused, not written as PNG.
+    if (rc < 0 && a.output && mr_plot_check_output(a.output))
+        rc = MR_EXIT_USAGE;
     if (rc < 0 && mr_capture_set_wanted(argc - optind, argv + optind))
         rc = plot_set(&a, argv + optind, argc - optind);
     if (rc < 0 && !mr_opts_input(argc, argv, plot_help))

@@ -20,6 +20,9 @@ typedef struct mr_plot_args {
     size_t nsites;
 } mr_plot_args;
 
+// 0 when path names a picture the plots write (.png or .svg, in any case), else
+// MR_EXIT_USAGE after saying why: another name (x.jpg) is refused, never written as PNG.
+int mr_plot_check_output(const char* path);
 // The NPU StaticAllocation plot (npu/npu_plot.c) of an NPU log, parsed on the fly, or of a
 // capture whose default heap is the NPU heap. Each returns an exit code.
 int mr_plot_npu_log(const mr_plot_args* args);

@@ -3,6 +3,8 @@
 // users; it never reads captures and never decides what a plot shows.
 #include "plot_draw.h"
 
+#include "plot.h"
+
 #include "memtrace/vec.h"
 
 #include <cairo-svg.h>
@@ -25,12 +27,22 @@ static bool ends_with(const char* s, const char* suffix) {
     return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
+int mr_plot_check_output(const char* path) {
+    if (ends_with(path, ".png") || ends_with(path, ".svg"))
+        return 0;
+    mr_error(path, "not a .png or .svg name: the picture is PNG or SVG by its extension");
+    return MR_EXIT_USAGE;
+}
+
 int mr_canvas_open(mr_canvas* c, const char* path, bool force, int width, int height) {
     memset(c, 0, sizeof *c);
+    int rc = mr_plot_check_output(path); // never PNG bytes in a .jpg
+    if (rc)
+        return rc;
     c->width = width;
     c->height = height;
     c->svg = ends_with(path, ".svg");
-    int rc = mr_output_open(&c->out, path, force);
+    rc = mr_output_open(&c->out, path, force);
     if (rc)
         return rc;
     if (c->svg)
@@ -255,8 +267,9 @@ void mr_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st) {
         mr_draw_text(cr, st->ylabel, ylab_left - MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 1, 0.5,
                      black, NULL, NULL);
     if (st->title)
-        mr_draw_text(cr, st->title, (f->x0 + f->x1) / 2, f->y0 - MR_PT(6), MR_PT(12), 0, 0.5, 1,
-                     black, NULL, NULL);
+        mr_draw_text(cr, st->title, (f->x0 + f->x1) / 2,
+                     st->title_bottom > 0 ? st->title_bottom : f->y0 - MR_PT(6), MR_PT(12), 0, 0.5,
+                     1, black, NULL, NULL);
 }
 
 void mr_draw_right_axis(cairo_t* cr, const mr_frame* f, double ymax, int max_ticks,
@@ -383,9 +396,9 @@ void mr_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_
         cairo_close_path(cr);
         cairo_fill(cr);
         break;
-    case MR_MARK_BAND:
-        cairo_set_source_rgba(cr, color.r, color.g, color.b, 0.25);
-        cairo_rectangle(cr, x - size, y - r / 2, 2 * size, r);
+    case MR_MARK_BAND: // as the bands are filled (plot_procs.c), so each reads as its own
+        cairo_set_source_rgba(cr, color.r, color.g, color.b, 0.85);
+        cairo_rectangle(cr, x - size, y - r, 2 * size, 2 * r);
         cairo_fill(cr);
         break;
     default: // a line sample
@@ -469,4 +482,82 @@ void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items,
                      NULL, NULL);
         y += th + rowgap;
     }
+}
+
+// ---- the legend in rows above a plot
+
+// A label on one line, cut to max_w px with an ellipsis (on a UTF-8 character boundary).
+static void fit_label(cairo_t* cr, const char* label, double max_w, char* out, size_t len) {
+    snprintf(out, len, "%s", label);
+    for (char* p = out; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    cairo_text_extents_t te;
+    cairo_text_extents(cr, out, &te);
+    size_t n = strlen(out);
+    while (te.x_advance > max_w && n > 1) {
+        do
+            n--;
+        while (n > 1 && ((unsigned char)out[n] & 0xc0) == 0x80);
+        if (n + 4 > len)
+            continue;
+        memcpy(out + n, "\xe2\x80\xa6", 4); // U+2026
+        cairo_text_extents(cr, out, &te);
+    }
+}
+
+// Lays the items out from x0 to x1 in rows; draws them when draw, with the top at y.
+// Returns the height taken.
+static double legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, double x0, double x1,
+                          double y, bool draw) {
+    const double fs = MR_PT(10), handle = 2.0 * fs, gap = 0.5 * fs, space = 1.6 * fs;
+    cairo_save(cr);
+    cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    cairo_set_font_size(cr, fs);
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    double lh = (fe.ascent + fe.descent) * 1.35, x = x0, rows = n ? 1 : 0;
+    for (size_t i = 0; i < n; i++) {
+        char label[512];
+        fit_label(cr, items[i].label, (x1 - x0) / 3, label, sizeof label);
+        cairo_text_extents_t te;
+        cairo_text_extents(cr, label, &te);
+        double w = handle + gap + te.x_advance;
+        if (x > x0 && x + w > x1) {
+            x = x0;
+            rows++;
+        }
+        if (draw) {
+            double cy = y + (rows - 1) * lh + lh / 2;
+            mr_draw_marker(cr, items[i].mark, x + handle / 2, cy,
+                           items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND
+                               ? handle / 2
+                               : MR_PT(5),
+                           items[i].color);
+            mr_draw_text(cr, label, x + handle + gap, cy, fs, 0, 0, 0.5, (mr_rgb){0, 0, 0}, NULL,
+                         NULL);
+        }
+        x += w + space;
+    }
+    cairo_restore(cr);
+    return rows * lh;
+}
+
+double mr_legend_rows_height(cairo_t* cr, const mr_legend_item* items, size_t n, double x0,
+                             double x1) {
+    return legend_rows(cr, items, n, x0, x1, 0, false);
+}
+
+void mr_draw_legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, double x0, double x1,
+                         double y) {
+    legend_rows(cr, items, n, x0, x1, y, true);
+}
+
+double mr_legend_make_room(cairo_t* cr, mr_frame* f, mr_axes_style* st, const mr_legend_item* items,
+                           size_t n) {
+    double h = legend_rows(cr, items, n, f->x0, f->x1, 0, false);
+    st->title_bottom = f->y0 - MR_PT(6);
+    double top = f->y0 - MR_PT(2);
+    f->y0 += h;
+    return top;
 }

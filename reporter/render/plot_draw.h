@@ -68,6 +68,7 @@ typedef struct mr_axes_style {
     double xrotation; // degrees of the x tick labels
     bool xinteger;    // x ticks are whole numbers
     int max_xticks, max_yticks;
+    double title_bottom; // the title's baseline box bottom; 0: just above the frame
 } mr_axes_style;
 
 // Draws the frame, ticks, tick labels, axis labels and title.
@@ -106,6 +107,17 @@ typedef struct mr_legend_item {
     int mark; // MR_MARK_*
 } mr_legend_item;
 
+// A legend as rows of items from x0 to x1 with its top at y, laid out above a plot so that it
+// never covers data; a label wider than a third of the row is cut with an ellipsis.
+// mr_legend_rows_height gives the height it takes without drawing it.
+double mr_legend_rows_height(cairo_t* cr, const mr_legend_item* items, size_t n, double x0,
+                             double x1);
+// Makes room for the legend rows between the title and the frame: moves f's top down by
+// their height (the title stays where it was, through st) and returns the rows' top.
+double mr_legend_make_room(cairo_t* cr, mr_frame* f, mr_axes_style* st, const mr_legend_item* items,
+                           size_t n);
+void mr_draw_legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, double x0, double x1,
+                         double y);
 // Draws the legend at matplotlib's "best" location: of the 9 candidate positions (in
 // matplotlib's order), the first covering the fewest of the given device points.
 void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items, size_t n,

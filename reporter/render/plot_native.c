@@ -33,6 +33,10 @@ static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0
                                       {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
                                       {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
                                       {0.84, 0.15, 0.16}};
+static mr_rgb site_colour(size_t k) {
+    return SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
+}
+
 // ---- output
 
 typedef struct time_unit {
@@ -158,26 +162,6 @@ static char* title_of(mt_capture* cap) {
     return t;
 }
 
-// Appends device points along a drawn label, so the legend does not cover it.
-static void avoid(double** pts, size_t* n, double x, double y0, double len) {
-    double* np = realloc(*pts, (*n + 8) * sizeof *np);
-    if (!np)
-        return;
-    *pts = np;
-    for (int k = 0; k < 4; k++) {
-        np[(*n)++] = x + 6;
-        np[(*n)++] = y0 + len * k / 3;
-    }
-}
-
-// Copies n coordinates after the first `at` of dst; returns the new count. A series with
-// no points has src NULL, which memcpy must never see, even for 0 bytes.
-static size_t append_points(double* dst, size_t at, const double* src, size_t n) {
-    if (n)
-        memcpy(dst + at, src, n * sizeof *dst);
-    return at + n;
-}
-
 static uint64_t series_max(const mr_points* p) {
     uint64_t m = 0;
     for (size_t i = 0; i < p->n; i++)
@@ -226,7 +210,7 @@ static json_t* axes_json(const mr_heap_timeline* nv, mt_byte_unit unit) {
 }
 
 static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* marks, size_t n,
-                       double tscale, bool labels, double** pts, size_t* npts) {
+                       double tscale, bool labels) {
     double last_label = -1e9;
     for (size_t i = 0; i < n; i++) {
         double x0 = mr_frame_x(f, (double)marks[i].begin / tscale);
@@ -250,10 +234,8 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* m
         }
         // Names rotated along the line; one skipped when it would overlap the previous.
         if (labels && x0 - last_label >= MR_PT(12)) {
-            double h = 0;
             mr_draw_text(cr, marks[i].name, x0 + 3, f->y0 + 4, MR_PT(9), 90, 0, 0,
-                         marks[i].range ? RANGE : MARK, NULL, &h);
-            avoid(pts, npts, x0, f->y0 + 4, h);
+                         marks[i].range ? RANGE : MARK, NULL, NULL);
             last_label = x0;
         }
     }
@@ -295,12 +277,27 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     snprintf(ylabel, sizeof ylabel, "Memory [%s]", unit.name);
     mr_axes_style st = {
         .title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16, .max_yticks = 8};
+    mr_legend_item items[4];
+    size_t n = 0;
+    items[n++] = (mr_legend_item){own ? "live heap (requested bytes, right axis)"
+                                      : "live heap (requested bytes)",
+                                  HEAP, MR_MARK_LINE};
+    if (nv->rss.n)
+        items[n++] = (mr_legend_item){own ? "RSS (left axis)" : "RSS", RSS, MR_MARK_LINE};
+    char vl[64], vb[32];
+    // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
+    // is scaled to the heap and RSS and the legend says how far VSZ goes.
+    if (vmax > ymax)
+        snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)", mt_format_bytes(vmax, vb, sizeof vb));
+    if (nv->vsz.n)
+        items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", VSZ, MR_MARK_LINE};
+    items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
+    // Above the plot, where it covers no data.
+    double legend_top = mr_legend_make_room(cr, &f, &st, items, n);
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
-    double* labels = NULL;
-    size_t nlabels = 0;
-    draw_marks(cr, &f, marks, nmarks, tu.scale, true, &labels, &nlabels);
+    draw_marks(cr, &f, marks, nmarks, tu.scale, true);
     mr_polyline lv, lr, lh;
     stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), false, &lv);
     stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, false, &lr);
@@ -317,34 +314,7 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     snprintf(hl, sizeof hl, "live heap, own scale [%s]", hu.name);
     if (own)
         mr_draw_right_axis(cr, &f, hmax, 8, hl, HEAP);
-    size_t npts = 0;
-    double* pts = malloc((lv.npts + lr.npts + lh.npts + nlabels + 2) * sizeof *pts);
-    if (pts) {
-        npts = append_points(pts, npts, lv.pts, lv.npts);
-        npts = append_points(pts, npts, lr.pts, lr.npts);
-        npts = append_points(pts, npts, lh.pts, lh.npts);
-        npts = append_points(pts, npts, labels, nlabels);
-        pts[npts] = px;
-        pts[npts + 1] = py;
-    }
-    free(labels);
-    mr_legend_item items[4];
-    size_t n = 0;
-    items[n++] = (mr_legend_item){own ? "live heap (requested bytes, right axis)"
-                                      : "live heap (requested bytes)",
-                                  HEAP, MR_MARK_LINE};
-    if (nv->rss.n)
-        items[n++] = (mr_legend_item){own ? "RSS (left axis)" : "RSS", RSS, MR_MARK_LINE};
-    char vl[64], vb[32];
-    // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
-    // is scaled to the heap and RSS and the legend says how far VSZ goes.
-    if (vmax > ymax)
-        snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)", mt_format_bytes(vmax, vb, sizeof vb));
-    if (nv->vsz.n)
-        items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", VSZ, MR_MARK_LINE};
-    items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
-    mr_draw_legend(cr, &f, items, n, pts, pts ? npts + 2 : 0);
-    free(pts);
+    mr_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
     mr_polyline_free(&lv);
     mr_polyline_free(&lr);
     mr_polyline_free(&lh);
@@ -381,33 +351,25 @@ static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax,
                             .ylabel = row == 0 ? sl : "Share [%]",
                             .max_xticks = 16,
                             .max_yticks = 5};
+        mr_legend_item it[10];
+        size_t ni = 0;
+        for (size_t k = 0; k < nv->nsites && ni < 10; k++)
+            it[ni++] = (mr_legend_item){nv->sites[k].name, site_colour(k), MR_MARK_LINE};
+        double legend_top = mr_legend_make_room(cr, &g, &rs, it, ni);
         cairo_save(cr);
         cairo_rectangle(cr, g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0);
         cairo_clip(cr);
-        draw_marks(cr, &g, marks, nmarks, tu.scale, false, NULL, NULL);
-        mr_legend_item it[10];
-        size_t ni = 0;
-        double* lp = NULL;
-        size_t nlp = 0;
+        draw_marks(cr, &g, marks, nmarks, tu.scale, false);
         for (size_t k = 0; k < nv->nsites; k++) {
             const mr_site_series* s = &nv->sites[k];
-            mr_rgb c = SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
             mr_polyline pl;
             stroke_points(cr, &g, row == 0 ? &s->bytes : &s->share, tu.scale,
-                          row == 0 ? (double)su.scale : 1e4, c, 0, true, &pl);
-            double* np = realloc(lp, (nlp + pl.npts + 1) * sizeof *np);
-            if (np) {
-                lp = np;
-                nlp = append_points(lp, nlp, pl.pts, pl.npts);
-            }
+                          row == 0 ? (double)su.scale : 1e4, site_colour(k), 0, true, &pl);
             mr_polyline_free(&pl);
-            if (ni < 10)
-                it[ni++] = (mr_legend_item){s->name, c, MR_MARK_LINE};
         }
         cairo_restore(cr);
         mr_draw_axes(cr, &g, &rs);
-        mr_draw_legend(cr, &g, it, ni, lp, nlp);
-        free(lp);
+        mr_draw_legend_rows(cr, it, ni, g.x0, g.x1, legend_top);
     }
 }
 

@@ -26,10 +26,12 @@
 #define LEGEND_LABEL 64                // bytes of a label in the legend at most
 
 static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MORE = {0.6, 0.6, 0.6};
-// matplotlib's tab10 without its red (the peak's).
+// matplotlib's tab10 without its red (the peak's), then three darker ones: a dozen distinct
+// processes before a colour repeats.
 static const mr_rgb BANDS[] = {{0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
                                {0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76},
-                               {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
+                               {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
+                               {0.10, 0.20, 0.45}, {0.00, 0.42, 0.36}, {0.45, 0.30, 0.00}};
 #define NBANDS (sizeof BANDS / sizeof *BANDS)
 
 static json_int_t json_bytes(uint64_t v) {
@@ -166,6 +168,21 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     snprintf(ylabel, sizeof ylabel, "Live heap [%s]", unit.name);
     mr_axes_style st = {
         .title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16, .max_yticks = 8};
+    mr_legend_item items[MAX_LEGEND + 2];
+    char more[48], shown[MAX_LEGEND][LEGEND_LABEL];
+    size_t n = 0;
+    for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
+        legend_label(labels[i], shown[n], sizeof shown[n]);
+        items[n] = (mr_legend_item){shown[n], BANDS[i % NBANDS], MR_MARK_BAND};
+        n++;
+    }
+    if (t->n > MAX_LEGEND) {
+        snprintf(more, sizeof more, "and %zu more processes", t->n - MAX_LEGEND);
+        items[n++] = (mr_legend_item){more, MORE, MR_MARK_NONE};
+    }
+    items[n++] = (mr_legend_item){"total peak", PEAK, MR_MARK_CIRCLE};
+    // Above the plot, where it covers no band.
+    double legend_top = mr_legend_make_room(cr, &f, &st, items, n);
     double* below = calloc(t->ntimes + 1, sizeof *below);
     double* pts = calloc(2 * t->ntimes + 2, sizeof *pts);
     cairo_save(cr);
@@ -185,20 +202,7 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
                  ha, py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
     cairo_restore(cr);
     mr_draw_axes(cr, &f, &st);
-    mr_legend_item items[MAX_LEGEND + 2];
-    char more[48], shown[MAX_LEGEND][LEGEND_LABEL];
-    size_t n = 0;
-    for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
-        legend_label(labels[i], shown[n], sizeof shown[n]);
-        items[n] = (mr_legend_item){shown[n], BANDS[i % NBANDS], MR_MARK_BAND};
-        n++;
-    }
-    if (t->n > MAX_LEGEND) {
-        snprintf(more, sizeof more, "and %zu more processes", t->n - MAX_LEGEND);
-        items[n++] = (mr_legend_item){more, MORE, MR_MARK_NONE};
-    }
-    items[n++] = (mr_legend_item){"total peak", PEAK, MR_MARK_CIRCLE};
-    mr_draw_legend(cr, &f, items, n, pts, pts ? 2 * t->ntimes : 0);
+    mr_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
     free(below);
     free(pts);
 }

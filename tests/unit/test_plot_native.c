@@ -5,6 +5,7 @@
 #include "options.h"
 #include "output.h"
 #include "plot.h"
+#include "plot_draw.h"
 
 #include "../check.h"
 #include "memtrace/capture.h"
@@ -376,6 +377,69 @@ static void test_axes(void) {
     }
 }
 
+// Rows of the image with a pixel that is not white, within columns x0..x1.
+static bool row_inked(cairo_surface_t* img, int y, int x0, int x1) {
+    int stride = cairo_image_surface_get_stride(img);
+    const uint32_t* row =
+        (const uint32_t*)(const void*)(cairo_image_surface_get_data(img) + (size_t)y * stride);
+    for (int x = x0; x < x1; x++)
+        if ((row[x] & 0xffffff) != 0xffffff)
+            return true;
+    return false;
+}
+
+// The legend goes above the plot, between the title and the frame, however many items and
+// however long their names: it is drawn, the frame's top moves down by its height, and not
+// one of its pixels lies inside the frame, where the data are.
+static void test_legend_above(void) {
+    static const char long_name[] = "std::vector<std::pair<std::string, std::map<int, "
+                                    "std::string>>>::_M_realloc_insert<long long, char>(long)";
+    for (size_t n = 1; n <= 12; n += 11) {
+        cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1600, 600);
+        cairo_t* cr = cairo_create(img);
+        cairo_set_source_rgb(cr, 1, 1, 1);
+        cairo_paint(cr);
+        mr_legend_item items[12];
+        for (size_t i = 0; i < n; i++)
+            items[i] = (mr_legend_item){i % 2 ? long_name : "RSS",
+                                        {0.1 * (double)i, 0.2, 0.6},
+                                        i % 3 ? MR_MARK_LINE : MR_MARK_BAND};
+        mr_frame f = {.x0 = 95, .y0 = 45, .x1 = 1510, .y1 = 530, .xmax = 1, .ymax = 1};
+        mr_axes_style st = {.title = "title"};
+        double top = mr_legend_make_room(cr, &f, &st, items, n);
+        double h = mr_legend_rows_height(cr, items, n, f.x0, f.x1);
+        CHECK(h > 0);
+        CHECK(f.y0 >= 45 + h - 0.01 && top < 45 && st.title_bottom < top);
+        CHECK(n == 1 || h > 2 * mr_legend_rows_height(cr, items, 1, f.x0, f.x1)); // wrapped
+        mr_draw_legend_rows(cr, items, n, f.x0, f.x1, top);
+        cairo_surface_flush(img);
+        bool drawn = false, inside = false;
+        for (int y = (int)top; y < (int)f.y0; y++)
+            drawn |= row_inked(img, y, 0, 1600);
+        for (int y = (int)f.y0 + 1; y < 600; y++)
+            inside |= row_inked(img, y, 0, 1600);
+        CHECK(drawn);
+        CHECK(!inside);
+        cairo_destroy(cr);
+        cairo_surface_destroy(img);
+    }
+}
+
+// A picture is PNG or SVG by its name: x.jpg is refused before anything is written.
+static void test_picture_name(const char* capture) {
+    CHECK_EQ_I64(mr_plot_check_output("x.png"), 0);
+    CHECK_EQ_I64(mr_plot_check_output("x.SVG"), 0);
+    CHECK(mr_plot_check_output("x.jpg") != 0);
+    CHECK(mr_plot_check_output("png") != 0);
+    mt_capture* cap;
+    char err[256];
+    CHECK_EQ_I64(mt_capture_open(capture, &cap, err, sizeof err), 0);
+    mr_plot_args a = {.input = capture, .output = tmp_path("picture.jpg")};
+    CHECK(mr_plot_native(cap, &a) != 0);
+    CHECK(access(tmp_path("picture.jpg"), F_OK) != 0);
+    mt_capture_close(cap);
+}
+
 int main(void) {
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -385,6 +449,8 @@ int main(void) {
     test_plot(tmp_path("native.db"));
     test_crafted(tmp_path("crafted.db"));
     test_axes();
+    test_legend_above();
+    test_picture_name(tmp_path("native.db"));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
