@@ -52,7 +52,8 @@ static const char usage[] = USAGE_LINE
 // After the settings, which the table of settings.c gives (launcher_settings.h).
 static const char usage_end[] =
     "\n"
-    "Read the capture with: memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
+    "Explore the capture with: memreport view CAPTURE (one HTML page: timeline, flame graph,\n"
+    "tables); or read it with memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
     "('memreport --help' lists every command).\n";
 
 static int find_library(char* out, size_t len) {
@@ -300,6 +301,7 @@ static void wait_for_exit_watchers(const mt_attach_report* r) {
 static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
     wait_for_exit_watchers(r);
     int n = read_report(r), written = 0;
+    const char* last = NULL; // the capture written (in lines), to say how to look at it
     for (int i = 0; i < n; i++) {
         char* text = strchr(lines[i], ' ') + 1;
         size_t pidlen = (size_t)(text - lines[i] - 2);
@@ -333,6 +335,8 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
                         why);
             } else if (finished) {
                 fprintf(stderr, "memtrace: capture written to %s%s\n", shown, where);
+                if (!ns_pid)
+                    last = shown;
             } else if (still_runs(pid)) {
                 fprintf(stderr,
                         "memtrace: capture still being written to %s%s: process %ld runs on\n",
@@ -354,6 +358,10 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
             fprintf(stderr, "memtrace: process %.*s: %s\n", (int)pidlen, lines[i] + 1, text);
         }
     }
+    // One finished capture: the way in is the page that shows all of it. Said to a person at a
+    // terminal only: scripts read "capture written to" as the last line.
+    if (written == 1 && last && isatty(STDERR_FILENO))
+        fprintf(stderr, "memtrace: explore it in a browser: memreport view %s\n", last);
     return written;
 }
 

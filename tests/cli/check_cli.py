@@ -18,9 +18,12 @@ Cases:
            anything; the library alone says so once and uses the default
   special  -o naming a FIFO (as a device) writes into it (with or without -f) and never
            replaces it with a file; a directory is refused; import refuses a FIFO
+  wayin    at a terminal, the launcher's last line after one capture names `memreport view`
+           on it; into a pipe it does not (scripts read "capture written to" last)
 """
 import json
 import os
+import pty
 import re
 import shutil
 import sqlite3
@@ -354,6 +357,34 @@ def case_settings(a):
     check(r.returncode == 0 and r.stdout == "hi\n" and r.stderr == want,
           f"LD_PRELOAD with a bad value: one escaped warning, output unchanged ({r.stderr!r})")
     check(meta(cap, "unwinder") == "auto", f"...and the default used ({meta(cap, 'unwinder')})")
+
+
+def case_wayin(a):
+    cap = os.path.join(a.work, "wayin.db")
+    master, slave = pty.openpty()
+    r = subprocess.run([a.memtrace, "-o", cap, "--", "true"], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the pty's other end closed: all was read
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(master)
+    # The launcher names the capture relative to its working directory when under it.
+    lines = said.decode().replace("\r", "").splitlines() or [""]
+    shown = lines[-2].partition("memtrace: capture written to ")[2] if len(lines) > 1 else ""
+    check(r.returncode == 0 and shown and os.path.samefile(shown, cap) and
+          lines[-1] == f"memtrace: explore it in a browser: memreport view {shown}",
+          f"at a terminal the last line names memreport view: {lines!r}")
+    r = run([a.memtrace, "-f", "-o", cap, "--", "true"])
+    shown = r.stderr.partition("memtrace: capture written to ")[2].rstrip("\n")
+    check(r.returncode == 0 and r.stderr.count("\n") == 1 and shown and
+          os.path.samefile(shown, cap), f"into a pipe only the capture is named: {r.stderr!r}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

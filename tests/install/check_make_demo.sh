@@ -23,7 +23,7 @@ check "make demo succeeds" test $rc = 0
 check "no make directory noise" test "$(grep -c -E 'Entering directory|Leaving directory' "$W/out.txt")" = 0
 check "no 'Built target' lines" test "$(grep -c 'Built target' "$W/out.txt")" = 0
 # Everything the output names as written exists.
-for what in capture plot "flame graph" leaks; do
+for what in capture page plot "flame graph" leaks; do
     f=$(sed -n "s/^$what: *\([^ ]*\).*/\1/p" "$W/out.txt" | tail -1)
     check "$what named and written ($f)" test -n "$f" -a -s "${f:-/nonexistent}"
 done
