@@ -66,8 +66,10 @@ static const char flamegraph_help[] =
 // --temporal: time buckets across the run, each with the moment of its highest live bytes.
 #define TEMPORAL_BUCKETS 500
 // Each kept frame carries its changes across the buckets: fewer frames keep the page a few
-// MB (10M events: 6.4 MB at 1000 frames).
+// MB. memreport view's frames carry their allocations per bucket too: fewer again
+// (bench/view/README.md has the sizes).
 #define TEMPORAL_MAX_NODES 1000
+#define VIEW_MAX_NODES 500
 
 char* mr_flamegraph_default_output(const char* what, const char* capture) {
     const char* base = strrchr(capture, '/');
@@ -324,7 +326,8 @@ static int temporal_graph(fg_run* run) {
         p.nrows = (size_t)top + 1; // by callsite; rows without blocks are skipped
         e = mr_flame_tree_build(&run->tree, run->sym, &p, false);
         if (e == 0)
-            e = mr_flame_tree_prune(&run->tree, run->args.min_width, TEMPORAL_MAX_NODES);
+            e = mr_flame_tree_prune(&run->tree, run->args.min_width,
+                                    run->args.view ? VIEW_MAX_NODES : TEMPORAL_MAX_NODES);
         if (e)
             snprintf(err, sizeof err, "out of memory");
     }
@@ -387,6 +390,11 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     // One series point per pixel column of a wide laptop screen at most.
     mr_timeline_opts topts = {.buckets = 1200};
     int rc = open_input(&run);
+    if (rc == 0 && run.extent.steps) { // the page's axes, marks and header are in time
+        mr_error(path, "an imported NPU log, timed in allocation steps: memreport plot and "
+                       "flamegraph show it");
+        rc = MR_EXIT_BAD_INPUT;
+    }
     if (rc == 0)
         rc = mr_heap_timeline_build(run.cap, &topts, &run.timeline);
     if (rc == 0 && (rc = temporal_graph(&run)) == 0)

@@ -217,6 +217,7 @@ def main():
         check(b.js("return window.__errors") == [], "no script errors after all that")
 
     hostile(fixture, work)
+    refusals(cap, work)
     print("%d failures" % len(failures))
     return 1 if failures else 0
 
@@ -249,6 +250,30 @@ def hostile(fixture, work):
         check(b.js("return window.__pwned === undefined"), "no hostile name ran")
         check(b.js("return document.querySelectorAll('img, #chart svg, #stacks-table svg')"
                    ".length") == 0, "no element made from a name")
+
+
+def refusals(cap, work):
+    """Bad input: one line naming the file, a non-zero exit, no page, nothing replaced."""
+    junk = os.path.join(work, "junk.db")
+    open(junk, "w").write("not a capture\n")
+    out = os.path.join(work, "junk.html")
+    r = subprocess.run([MEMREPORT, "view", junk, "-o", out], capture_output=True, text=True)
+    check(r.returncode == 2 and r.stderr.startswith("memreport: %s: " % junk) and
+          r.stderr.count("\n") == 1 and not os.path.exists(out),
+          "not a capture: refused, no page (%d %r)" % (r.returncode, r.stderr))
+    kept = os.path.join(work, "kept.html")
+    open(kept, "w").write("mine\n")
+    r = subprocess.run([MEMREPORT, "view", cap, "-o", kept], capture_output=True, text=True)
+    check(r.returncode != 0 and open(kept).read() == "mine\n",
+          "an existing page is kept without -f (%r)" % r.stderr)
+    log = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "npu",
+                       "sample.log")
+    npu = os.path.join(work, "npu.db")
+    subprocess.run([MEMREPORT, "import", log, "-o", npu], check=True, capture_output=True)
+    out = os.path.join(work, "npu.html")
+    r = subprocess.run([MEMREPORT, "view", npu, "-o", out], capture_output=True, text=True)
+    check(r.returncode == 2 and "allocation steps" in r.stderr and not os.path.exists(out),
+          "an NPU capture (steps, not time): refused (%d %r)" % (r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
