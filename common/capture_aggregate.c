@@ -35,7 +35,7 @@ int mt_capture_aggregate_fingerprint(mt_capture* cap, int heap, uint64_t* out) {
     // length(data) comes from the row's header: no chunk's bytes are read.
     if (sqlite3_prepare_v2(db,
                            "SELECT id, seq_first, seq_last, ts_first, ts_last, count, codec,"
-                           " length(data) FROM event_chunk WHERE heap=?1 ORDER BY id",
+                           " length(data) FROM event_chunk WHERE " MT_HEAP_SQL_MATCH " ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         return -EPROTO;
     sqlite3_bind_int(st, 1, heap);

@@ -289,7 +289,7 @@ static void fetch_rows(mt_event_iter* it, uint64_t want) {
         sqlite3_stmt* st = it->chunks;
         chunk_job* j = &it->jobs[it->fetched % AHEAD];
         j->id = sqlite3_column_int64(st, 0);
-        j->h = (mt_chunk_header){.heap = it->heap_id,
+        j->h = (mt_chunk_header){.heap = sqlite3_column_int(st, 8),
                                  .seq_first = sqlite3_column_int64(st, 1),
                                  .count = sqlite3_column_int64(st, 2),
                                  .seq_last = sqlite3_column_int64(st, 5),
@@ -425,15 +425,20 @@ int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, in
         return -ENOMEM;
     it->cap = cap;
     it->heap_id = heap;
-    if (sqlite3_prepare_v2(cap->db,
-                           "SELECT id, seq_first, count, codec, data, seq_last, ts_first,"
-                           " ts_last FROM event_chunk"
-                           " WHERE heap=?1 AND id>?2 AND id<=?3 ORDER BY seq_first, id",
-                           -1, &it->chunks, NULL) != SQLITE_OK) {
+#define CHUNKS_OF(h)                                                                               \
+    "SELECT id, seq_first, count, codec, data, seq_last, ts_first, ts_last, heap"                  \
+    " FROM event_chunk WHERE heap=" h " AND id>?2 AND id<=?3"
+    // MT_HEAP_PROGRAM: the two heaps' chunks merged, each read in order through the index.
+    const char* sql = heap == MT_HEAP_PROGRAM
+                          ? CHUNKS_OF("1") " UNION ALL " CHUNKS_OF("4") " ORDER BY seq_first, id"
+                          : CHUNKS_OF("?1") " ORDER BY seq_first, id";
+#undef CHUNKS_OF
+    if (sqlite3_prepare_v2(cap->db, sql, -1, &it->chunks, NULL) != SQLITE_OK) {
         free(it);
         return -EPROTO;
     }
-    sqlite3_bind_int(it->chunks, 1, heap);
+    if (heap != MT_HEAP_PROGRAM)
+        sqlite3_bind_int(it->chunks, 1, heap);
     sqlite3_bind_int64(it->chunks, 2, after_chunk);
     sqlite3_bind_int64(it->chunks, 3, upto_chunk);
     it->last_chunk = after_chunk;
@@ -474,7 +479,7 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     }
     it->any = true;
     it->last_seq = ev->seq;
-    if (it->sample_bytes && !it->requested && mt_sample_kind(it->heap_id, ev->kind))
+    if (it->sample_bytes && !it->requested && mt_sample_kind(ev->heap, ev->kind))
         ev->size = mt_sample_weight_bytes(ev->size, it->sample_bytes);
     if (c->pos < c->n) {
         it->heap[0].seq = c->ev[c->pos].seq;

@@ -48,7 +48,7 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
     *out = (mt_heap_span){0, 0, 0};
     if (prepare(cap,
                 "SELECT count(*), sum(count), min(ts_first), max(ts_last) FROM event_chunk"
-                " WHERE heap=?1",
+                " WHERE " MT_HEAP_SQL_MATCH,
                 &st))
         return -EPROTO;
     sqlite3_bind_int(st, 1, heap);
@@ -136,7 +136,8 @@ int mt_capture_marks(mt_capture* cap, const mt_mark_query* q, mt_mark_fn fn, voi
     sqlite3_stmt* st;
     if (prepare(cap, sql, &st))
         return -EPROTO;
-    sqlite3_bind_int(st, 1, q->heap);
+    // The program's heaps together (a python process) have the process's marks, libc's.
+    sqlite3_bind_int(st, 1, q->heap == MT_HEAP_PROGRAM ? MT_HEAP_LIBC : q->heap);
     if (q->kind)
         sqlite3_bind_text(st, 2, q->kind, -1, SQLITE_STATIC);
     int rc = 0, step = SQLITE_DONE;

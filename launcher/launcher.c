@@ -22,7 +22,8 @@
 #include <unistd.h>
 
 #define USAGE_LINE                                                                                 \
-    "usage: memtrace [-o FILE | -o DIR/] [-f] [--delay DURATION] [--] PROGRAM [ARGS...]\n"         \
+    "usage: memtrace [-o FILE | -o DIR/] [-f] [--delay DURATION] [--python-malloc] [--]\n"         \
+    "                PROGRAM [ARGS...]\n"                                                          \
     "       memtrace --pid PID [-o FILE] [-f] | --detach PID\n"
 static const char usage[] = USAGE_LINE
     "Runs PROGRAM with every heap call recorded into a capture file (SQLite).\n"
@@ -42,6 +43,9 @@ static const char usage[] = USAGE_LINE
     "  --delay DURATION\n"
     "                record nothing until DURATION (10s, 500ms, 2m) after the start; frees\n"
     "                of blocks allocated before then are ignored\n"
+    "  --python-malloc\n"
+    "                run Python with PYTHONMALLOC=malloc: every object is a malloc event of\n"
+    "                the libc heap, no heap 'python' (the setting ..._PYTHONMALLOC=1 below)\n"
     "  -h, --help    this help\n"
     "  --version     print the version\n"
     "Captures are created private (mode 0600) and never overwrite an existing file: a\n"
@@ -520,6 +524,9 @@ static int run_traced(char** prog_argv, const char* output, int force) {
         return 1;
     }
     setenv("MEMTRACE_REPORT", report, 1);
+    const char* python_malloc = getenv("MEMTRACE_PYTHONMALLOC");
+    if (python_malloc && !strcmp(python_malloc, "1")) // the tracer leaves CPython's as they are
+        setenv("PYTHONMALLOC", "malloc", 1);
     if (prepend_preload(lib) != 0)
         return 1;
     // Started with SIGCHLD ignored (a parent's, kept across exec), the kernel would reap the
@@ -617,6 +624,8 @@ int main(int argc, char** argv) {
             snprintf(v, sizeof v, "%ld", ms);
             setenv("MEMTRACE_DELAY_MS", v, 1);
             i++;
+        } else if (!strcmp(argv[i], "--python-malloc")) {
+            setenv("MEMTRACE_PYTHONMALLOC", "1", 1);
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             mt_launcher_print_settings(stdout);

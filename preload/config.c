@@ -149,6 +149,7 @@ void mt_config_load(void) {
     // Nanoseconds were most of a capture (docs/capture-format.md, codec 4); no report needs
     // them, and a microsecond is still finer than the calls' own cost.
     mt_cfg.time_ns = env_int("MEMTRACE_TIME_NS", 1000);
+    mt_cfg.python_malloc = env_int("MEMTRACE_PYTHONMALLOC", 0);
     mt_cfg.sample_bytes = env_int("MEMTRACE_SAMPLE_BYTES", 0);
     // A sampled run (a long one, as a rule) commits every 100 ms unless told otherwise (an
     // invalid value too): a commit costs about as much as its hooks spend in 10 ms.

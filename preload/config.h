@@ -27,6 +27,7 @@ typedef struct mt_config {
     int mmap;          // MEMTRACE_MMAP=1: anonymous mappings recorded as heap "mmap" (mmap_track.c)
     int python;        // MEMTRACE_PYTHON=0: CPython programs keep native stacks only
     int time_ns;       // MEMTRACE_TIME_NS: times are recorded in multiples of this many ns
+    int python_malloc; // MEMTRACE_PYTHONMALLOC=1: CPython's allocators not wrapped (python_heap.c)
     int sample_bytes;  // MEMTRACE_SAMPLE_BYTES: mean bytes between samples (0: every event)
     int sample_seeded; // MEMTRACE_SAMPLE_SEED given: threads' draws repeat from run to run
     unsigned long long sample_seed;

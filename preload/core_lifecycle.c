@@ -12,6 +12,7 @@
 #include "mmap_track.h"
 #include "output.h"
 #include "python_frames.h"
+#include "python_heap.h"
 #include "recording.h"
 #include "sampling.h"
 #include "say.h"
@@ -302,6 +303,7 @@ void mt_core_init(void) {
     mt_say_note_stderr(); // not for an attach: its stderr is never written
     mt_output_note_root();
     init_modules();
+    mt_python_init();    // not for an attach: a library that may be unloaded wraps nothing
     mt_recording_init(); // not for an attach: the program's signals stay as they are
     start_capture(0);
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)

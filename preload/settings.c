@@ -95,6 +95,16 @@ static const mt_setting settings[] = {
      .attach = MT_ATTACH_PASS,
      .def = "1",
      .help = "0: no Python frames in a CPython program's stacks"},
+    {.name = "MEMTRACE_PYTHONMALLOC",
+     .kind = MT_SETTING_INT,
+     .lo = 0,
+     .hi = 1,
+     .attach = MT_ATTACH_REFUSE,
+     .why = "a running interpreter's allocators cannot change",
+     .def = "0",
+     .help = "1: CPython's allocators are not wrapped (no heap 'python') and the launcher "
+             "runs the program with PYTHONMALLOC=malloc: objects are malloc events; slower "
+             "(docs/python.md) (memtrace --python-malloc)"},
     {.name = "MEMTRACE_TIME_NS",
      .kind = MT_SETTING_INT,
      .lo = 1,

@@ -10,3 +10,17 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     set_tests_properties(e2e.python_${case} PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# CPython's own allocators as heap "python" (preload/python_heap.c), on each installed
+# interpreter, against PYTHONMALLOC=malloc and tracemalloc (tests/python/check_python_heap.py).
+if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET nopie_prog AND NOT MEMTRACE_SANITIZE)
+  memtrace_driver_cases(PYMALLOC_CASES ${CMAKE_CURRENT_SOURCE_DIR}/python/check_python_heap.py)
+  foreach(case ${PYMALLOC_CASES})
+    add_test(NAME e2e.pymalloc_${case} COMMAND ${Python3_EXECUTABLE}
+      ${CMAKE_CURRENT_SOURCE_DIR}/python/check_python_heap.py
+      --launcher $<TARGET_FILE:memtrace_launcher> --memreport $<TARGET_FILE:memreport>
+      --prog $<TARGET_FILE:nopie_prog> --workdir ${CMAKE_CURRENT_BINARY_DIR}/pymalloc_${case}.d
+      ${case})
+    set_tests_properties(e2e.pymalloc_${case} PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

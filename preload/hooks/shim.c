@@ -12,6 +12,7 @@
 #include "maps.h"
 #include "mmap_track.h"
 #include "python_frames.h"
+#include "python_heap.h"
 #include "sampling.h"
 #include "unwind.h"
 #include "writer_heap.h"
@@ -74,6 +75,8 @@ MT_EXPORT void* malloc(size_t size) {
     if (MT_UNLIKELY(!mt_bootstrap_ready()))
         return mt_bootstrap_alloc(size);
     void* p = mt_real.malloc(size);
+    if (MT_UNLIKELY(atomic_load_explicit(&mt_python_waiting, memory_order_relaxed)))
+        mt_python_poll(); // CPython's allocators are wrapped once it has set them up
     RECORD_ALLOC(MT_KIND_MALLOC, MT_CALL_MALLOC, p, size);
     return p;
 }

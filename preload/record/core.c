@@ -34,7 +34,7 @@ _Static_assert(sizeof(((mt_thread*)0)->pcs) / sizeof(uintptr_t) == MT_UNWIND_MAX
 const char* const mt_call_names[MT_CALL_COUNT_] = {
 #define MT_HEAP_HOOK(CALL, name, real, attach) #name,
 #include "hooks.def"
-};
+    "python_malloc", "python_calloc", "python_realloc", "python_free"};
 
 _Atomic int mt_state;
 _Atomic int mt_core_attached;
@@ -290,8 +290,8 @@ static uint32_t capture_stack(mt_thread* t) {
     return mt_trie_intern(&st, &t->trie_cache);
 }
 
-static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
-                   uint32_t callsite) {
+static void record_in(mt_thread* t, int heap, int kind, uint64_t seq, void* addr, size_t size,
+                      uint32_t callsite) {
     mt_event* ev = next_slot(t);
     if (!ev)
         return;
@@ -302,8 +302,13 @@ static void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size
                      .callsite = callsite,
                      .tid = t->tid,
                      .kind = (uint8_t)kind,
-                     .heap = MT_HEAP_LIBC};
+                     .heap = (uint8_t)heap};
     commit(t, ev);
+}
+
+static inline void record(mt_thread* t, int kind, uint64_t seq, void* addr, size_t size,
+                          uint32_t callsite) {
+    record_in(t, MT_HEAP_LIBC, kind, seq, addr, size, callsite);
 }
 
 uint64_t mt_core_seq_now(void) {
@@ -412,6 +417,49 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
         if (new_ptr && mt_sampling_keep_alloc(new_ptr, size)) {
             uint32_t cs = capture_stack(c.t);
             record(c.t, alloc_kind, mt_core_reserve_seq(), new_ptr, size, cs);
+        }
+    }
+    leave(&c);
+}
+
+// ---- CPython's allocators (python_heap.c): as the libc hooks
+
+void mt_core_on_heap_alloc(int heap, int kind, mt_call call, void* addr, size_t size) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, call);
+    if (!events_off(c.t) && mt_sampling_keep_alloc(addr, size)) {
+        uint32_t cs = capture_stack(c.t);
+        record_in(c.t, heap, kind, mt_core_reserve_seq(), addr, size, cs);
+    }
+    leave(&c);
+}
+
+void mt_core_on_heap_free(int heap, void* addr) {
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, MT_CALL_PY_FREE);
+    if (mt_sampling_keep_free(addr) && !events_off(c.t))
+        record_in(c.t, heap, MT_KIND_FREE, mt_core_reserve_seq(), addr, 0, 0);
+    leave(&c);
+}
+
+void mt_core_on_heap_realloc(int heap, uint64_t free_seq, void* old, void* new_ptr, size_t size) {
+    // A failed realloc leaves old live (CPython's allocators never free on a size of 0).
+    if (MT_UNLIKELY(mt_sampling) && free_seq && !new_ptr)
+        mt_sample_set_insert((uintptr_t)old);
+    hook_ctx c;
+    if (!enter(&c))
+        return;
+    count_call(c.t, MT_CALL_PY_REALLOC);
+    if (!events_off(c.t) && new_ptr) {
+        if (free_seq)
+            record_in(c.t, heap, MT_KIND_REALLOC_FREE, free_seq, old, 0, 0);
+        if (mt_sampling_keep_alloc(new_ptr, size)) {
+            uint32_t cs = capture_stack(c.t);
+            record_in(c.t, heap, MT_KIND_REALLOC, mt_core_reserve_seq(), new_ptr, size, cs);
         }
     }
     leave(&c);

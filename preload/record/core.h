@@ -24,6 +24,11 @@
 typedef enum mt_call {
 #define MT_HEAP_HOOK(CALL, name, real, attach) MT_CALL_##CALL,
 #include "hooks.def"
+    // CPython's allocators (python_heap.c): wrapped with PyMem_SetAllocator, not hooked.
+    MT_CALL_PY_MALLOC,
+    MT_CALL_PY_CALLOC,
+    MT_CALL_PY_REALLOC,
+    MT_CALL_PY_FREE,
     MT_CALL_COUNT_
 } mt_call;
 
@@ -142,6 +147,15 @@ bool mt_core_unsampled_free(mt_call call, void* addr);
 // A heap call made by a signal handler that interrupted a recording hook of this thread
 // (mt_interrupting_hook()). `call` < 0: count no call. `seq` 0: take one now.
 void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq, bool stack);
+
+// CPython's allocators (python_heap.c), called when mt_recording() was true: the events of
+// `heap` as the libc record functions push theirs (sampled alike), the calls counted as
+// python_malloc, python_calloc, python_realloc and python_free.
+// realloc: free_seq is 0 when old is NULL or was not sampled; nothing is recorded when the
+// call failed (new_ptr NULL: old stays live).
+void mt_core_on_heap_alloc(int heap, int kind, mt_call call, void* addr, size_t size);
+void mt_core_on_heap_free(int heap, void* addr);
+void mt_core_on_heap_realloc(int heap, uint64_t free_seq, void* old, void* new_ptr, size_t size);
 
 // Events of a heap other than libc's (mmap_track.c), pushed in the order given; nothing if
 // the thread is paused. seq 0: take one now. callsite MT_CALLSITE_HERE: this call's stack,

@@ -17,6 +17,7 @@
 #include "output.h"
 #include "procfile.h"
 #include "python_frames.h"
+#include "python_heap.h"
 #include "recording.h"
 #include "sampling.h"
 #include "say.h"
@@ -166,6 +167,10 @@ static void write_meta(void) {
     mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
     if (mt_cfg.mmap)
         mt_capwriter_heap(cw, MT_HEAP_MMAP, "mmap", "mmap", "ns");
+    if (mt_python_heap_on())
+        mt_capwriter_heap(cw, MT_HEAP_PYTHON, "python", "python", "ns");
+    if (mt_python_status()) // the CPython seen, and whether its allocators are recorded
+        mt_capwriter_meta_text(cw, "python_allocators", mt_python_status());
 }
 
 // ---- events
@@ -193,33 +198,33 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     // In place: the owner never touches events it has committed.
     mt_event* ev = b->ev + from;
     bool sorted = true, exact = atomic_load(&exact_times);
-    size_t mapped = 0; // events of the mmap heap (MEMTRACE_MMAP=1)
+    size_t others = 0; // events of the mmap (MEMTRACE_MMAP=1) and python heaps
     for (size_t i = 0; i < n; i++) {
         ev[i].ts = to_ns(ev[i].ts, exact);
         if (live)
             mt_live_set_apply(live, &ev[i]);
         if (i > 0 && ev[i - 1].seq >= ev[i].seq)
             sorted = false;
-        mapped += ev[i].heap != MT_HEAP_LIBC;
+        others += ev[i].heap != MT_HEAP_LIBC;
     }
-    if (!sorted || mapped) {
+    if (!sorted || others) {
         memcpy(sortbuf, ev, n * sizeof *sortbuf);
         if (!sorted)
             qsort(sortbuf, n, sizeof *sortbuf, by_seq);
     }
-    if (mapped) {
-        // A chunk holds one heap: libc's events back into the buffer, the others to the front
-        // of sortbuf, each in seq order.
-        size_t nl = 0, nm = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (sortbuf[i].heap == MT_HEAP_LIBC)
-                ev[nl++] = sortbuf[i];
-            else
-                sortbuf[nm++] = sortbuf[i];
+    if (others) {
+        // A chunk holds one heap: each heap's events gathered into the buffer, in seq order.
+        static const int heaps[] = {MT_HEAP_LIBC, MT_HEAP_MMAP, MT_HEAP_PYTHON};
+        for (size_t h = 0; h < sizeof heaps / sizeof *heaps; h++) {
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (sortbuf[i].heap == heaps[h])
+                    ev[k++] = sortbuf[i];
+            if (k && mt_capwriter_chunk(cw, heaps[h], ev, k, scratch) != 0) {
+                mt_writer_fail_sqlite("cannot write events");
+                break;
+            }
         }
-        if ((nl && mt_capwriter_chunk(cw, MT_HEAP_LIBC, ev, nl, scratch) != 0) ||
-            mt_capwriter_chunk(cw, MT_HEAP_MMAP, sortbuf, nm, scratch) != 0)
-            mt_writer_fail_sqlite("cannot write events");
     } else if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sorted ? ev : sortbuf, n, scratch) != 0)
         mt_writer_fail_sqlite("cannot write events");
     events_written += n;

@@ -14,7 +14,7 @@
 static const char summary_help[] =
     "usage: memreport summary CAPTURE [--heap NAME] [--json] [-o FILE] [-f]\n"
     "       memreport summary CAPTURE... | DIR [--json] [-o FILE] [-f]\n"
-    "Totals of the libc heap of a capture: status, events, allocations, frees, bytes\n"
+    "Totals of the heap of a capture: status, events, allocations, frees, bytes\n"
     "allocated, peak live bytes and when, bytes and blocks still live at the end (leaks;\n"
     "what the C runtime holds for itself, such as stdio buffers, is told apart), and the\n"
     "number of calls made to each allocator entry point. For a capture imported\n"
@@ -23,7 +23,11 @@ static const char summary_help[] =
     "In that case: each process (pid, parent pid, command, events, bytes allocated, peak,\n"
     "leaked), indented under its parent, then the total over the processes: the peak is the\n"
     "most they held at one moment; the sum of each process's own peak is named as such.\n"
-    "  --heap NAME    the heap to report: libc (the default) or mmap (MEMTRACE_MMAP=1)\n"
+    "A Python process (heap python) is reported as its libc and python heaps together,\n"
+    "followed by a line for each of them and one for the total.\n"
+    "  --heap NAME    the heap to report: libc (the default; a Python process: libc and\n"
+    "                 python together), python (CPython's own allocators) or mmap\n"
+    "                 (MEMTRACE_MMAP=1)\n"
     "  --json         machine-readable output\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
@@ -38,6 +42,20 @@ static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) 
     int rc = mr_aggregates_for(cap, id, "summary", m);
     *found = rc == 0;
     return rc;
+}
+
+// A python process's heaps (libc, python, the two together) into h[0..3), each left unread
+// where it is the heap reported (`shown`); got[i] says which were read (to be freed).
+// Returns 0 or an exit code (after the reason).
+static int python_heaps(mt_capture* cap, int shown, mr_aggregates h[3], bool got[3]) {
+    int ids[3] = {MT_HEAP_LIBC, mr_capture_heap_named(cap, "python"), MT_HEAP_PROGRAM};
+    for (int i = 0; ids[1] && i < 3; i++) {
+        int rc = ids[i] == shown ? 0 : mr_aggregates_for(cap, ids[i], "summary", &h[i]);
+        if (rc)
+            return rc;
+        got[i] = ids[i] != shown;
+    }
+    return 0;
 }
 
 int mr_cmd_summary(int argc, char** argv) {
@@ -80,9 +98,21 @@ int mr_cmd_summary(int argc, char** argv) {
         if (!rc)
             rc = mmap_heap(cap, heap, &m, &has_mmap);
         sum.mmap = has_mmap ? &m.peak.heap : NULL;
+        mr_aggregates py[3];
+        bool got[3] = {false, false, false};
+        if (!rc)
+            rc = python_heaps(cap, heap, py, got);
+        if (got[0] || got[1] || got[2]) {
+            sum.libc = got[0] ? &py[0].peak.heap : NULL;
+            sum.python = got[1] ? &py[1].peak.heap : NULL;
+            sum.total = got[2] ? &py[2].peak.heap : &a.peak.heap;
+        }
         mr_report_to to = mr_opts_report_to(&opt);
         if (!rc)
             rc = mr_summary_report_write(&to, &sum);
+        for (int i = 0; i < 3; i++)
+            if (got[i])
+                mr_aggregates_free(&py[i]);
         if (has_mmap)
             mr_aggregates_free(&m);
         mr_aggregates_free(&a);

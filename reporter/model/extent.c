@@ -51,6 +51,9 @@ int mr_capture_default_heap(mt_capture* cap) {
     int wanted = wanted_heap ? mr_capture_heap_named(cap, wanted_heap) : 0;
     if (wanted)
         return wanted;
+    // A python process: its objects are in heap python, the rest in libc's; both together.
+    if (!wanted_heap && mr_capture_heap_named(cap, "python"))
+        return MT_HEAP_PROGRAM;
     heap_census c = {0, 0};
     if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
         return MT_HEAP_NPU;

@@ -53,6 +53,15 @@ static void process_origin(json_t* o, mt_capture* cap, const mr_heap_totals* r) 
     json_object_set_new(o, "duration_ns", json_integer(duration >= 0 ? duration : r->last_ts));
 }
 
+// One heap of a python process, for its line.
+static json_t* heap_object(const mr_heap_totals* h) {
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "allocations", (json_int_t)h->allocations,
+                     "bytes_allocated", (json_int_t)h->bytes_allocated, "peak_bytes",
+                     (json_int_t)h->peak_bytes, "peak_time_ns", (json_int_t)h->peak_ts,
+                     "live_bytes", (json_int_t)h->live_bytes, "live_blocks",
+                     (json_int_t)h->live_blocks);
+}
+
 static json_t* build_summary(const mr_summary* s) {
     mt_capture* cap = s->cap;
     const mr_heap_totals* r = s->totals;
@@ -138,6 +147,20 @@ static json_t* build_summary(const mr_summary* s) {
                       (json_int_t)s->mmap->live_blocks, "file_mappings",
                       (json_int_t)mt_capture_meta_int(cap, "mmap_file_count", 0), "file_bytes",
                       (json_int_t)mt_capture_meta_int(cap, "mmap_file_bytes", 0)));
+    if (s->libc) // a python process's libc heap: malloc and its kin
+        json_object_set_new(o, "libc", heap_object(s->libc));
+    if (s->python) // CPython's own allocators (PyMem_Malloc, PyObject_Malloc)
+        json_object_set_new(o, "python", heap_object(s->python));
+    if (s->total) // libc's and python's heaps together: the process's own view
+        json_object_set_new(o, "total",
+                            json_pack("{s:I, s:I, s:I}", "peak_bytes",
+                                      (json_int_t)s->total->peak_bytes, "peak_time_ns",
+                                      (json_int_t)s->total->peak_ts, "live_bytes",
+                                      (json_int_t)s->total->live_bytes));
+    char* python = mt_capture_meta_text(cap, "python_allocators");
+    if (python) // the CPython seen, and whether its allocators were recorded
+        json_object_set_new(o, "python_allocators", mr_json_bytes(python));
+    free(python);
     return o;
 }
 
@@ -179,6 +202,45 @@ static void print_mmap(FILE* out, json_t* m) {
     fprintf(out, "file mmaps:   %llu (%s, not in the mmap heap)\n", MINT("file_mappings"),
             mt_format_bytes(MINT("file_bytes"), a, sizeof a));
 #undef MINT
+}
+
+// One heap of a python process (heap_object's): "libc" or "python".
+static void print_heap(FILE* out, json_t* s, const char* name) {
+    json_t* h = json_object_get(s, name);
+    if (!h)
+        return;
+    char a[32], b[32], c[32];
+#define HINT(k) (unsigned long long)json_integer_value(json_object_get(h, k))
+    fprintf(out,
+            "%s:%*speak %s at %s, live at the end %s in %llu block%s (%llu allocations, "
+            "--heap %s)\n",
+            name, (int)(13 - strlen(name)), "", mt_format_bytes(HINT("peak_bytes"), a, sizeof a),
+            mt_format_duration((int64_t)HINT("peak_time_ns"), b, sizeof b),
+            mt_format_bytes(HINT("live_bytes"), c, sizeof c), HINT("live_blocks"),
+            HINT("live_blocks") == 1 ? "" : "s", HINT("allocations"), name);
+#undef HINT
+}
+
+// A python process: each of its heaps, the two together, and the CPython seen.
+static void print_python(FILE* out, json_t* s) {
+    print_heap(out, s, "libc");
+    print_heap(out, s, "python");
+    json_t* t = json_object_get(s, "total");
+    char a[32], b[32], c[32];
+    if (t)
+        fprintf(
+            out, "total:        peak %s at %s, live at the end %s (libc and python)\n",
+            mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "peak_bytes")), a,
+                            sizeof a),
+            mt_format_duration(json_integer_value(json_object_get(t, "peak_time_ns")), b, sizeof b),
+            mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "live_bytes")), c,
+                            sizeof c));
+    const char* seen = json_string_value(json_object_get(s, "python_allocators"));
+    if (seen) {
+        fputs("pymalloc:     ", out);
+        mr_fputs_text(out, seen);
+        fputc('\n', out);
+    }
 }
 
 static void print_text(FILE* out, json_t* s) {
@@ -248,6 +310,7 @@ static void print_text(FILE* out, json_t* s) {
     json_t* m = json_object_get(s, "mmap");
     if (m)
         print_mmap(out, m);
+    print_python(out, s);
 #undef INT
     if (steps)
         return;

@@ -31,6 +31,11 @@ typedef struct mr_summary {
     // the capture has one.
     bool scanned;
     uint64_t kind_bytes[MT_LEAK_COUNT_], kind_blocks[MT_LEAK_COUNT_];
+    // A python process (heap python): its libc heap and CPython's allocators, each when the
+    // report is of another heap (else NULL), and the two together (else NULL).
+    const mr_heap_totals* libc;
+    const mr_heap_totals* python;
+    const mr_heap_totals* total;
 } mr_summary;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

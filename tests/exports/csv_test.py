@@ -103,7 +103,9 @@ def check_site_sums(name, heap, stats):
             got[(r[10], "bytes")] += int(attr(r)["size"])
             got[(r[10], "count")] += 1
     want = collections.Counter()
-    for s in stats["by_bytes"]:
+    # by_count: every stack that allocated (by_bytes leaves out those of 0-byte blocks, which
+    # CPython's allocators hand out).
+    for s in stats["by_count"]:
         text = "".join(f"{f['function']} {f['file']}:{f['line']}\n" if f.get("file")
                        else f"{f['function']}\n" for f in s["stack"])
         want[(text, "bytes")] += s["bytes_allocated"]

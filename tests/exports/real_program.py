@@ -16,7 +16,7 @@ def note(name, what):
         mark(name.encode(), what)
 note("start", 0)
 note("build", 1)
-table = {i: [str(j) * (i % 7) for j in range(i % 50)] for i in range(3000)}
+table = {i: [str(j) * (i % 7) for j in range(i % 50)] for i in range(300)}
 blob = [bytearray(1000 + i) for i in range(200)]
 note("build", 2)
 del table
@@ -30,8 +30,9 @@ def trace_python(launcher, work, name="python3.db"):
     as CSV's MSTX rows count them: a point one row, a closed range two (the tracer stores a
     point's ts_end as its ts_begin)."""
     cap = os.path.join(work, name)
-    subprocess.run([launcher, "-f", "-o", cap, "--", sys.executable, "-c", SCRIPT], check=True,
-                   stdout=subprocess.DEVNULL, env=dict(os.environ, LC_ALL="C"))
+    # -I -S: no site start-up, whose objects (heap python) would be most of the capture.
+    subprocess.run([launcher, "-f", "-o", cap, "--", sys.executable, "-I", "-S", "-c", SCRIPT],
+                   check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, LC_ALL="C"))
     db = sqlite3.connect(cap)
     (mstx,) = db.execute("SELECT count(*) + sum(kind = 'range' AND ts_end IS NOT NULL)"
                          " FROM mark WHERE heap = 1").fetchone()

@@ -19,10 +19,12 @@
 // readers refuse more.
 #define MT_SAMPLE_BYTES_MAX (1 << 30)
 
-// Whether events of this kind and heap were sampled: the libc heap's allocations but the
-// custom ones (memtrace.h reports them all). The mmap and NPU heaps are never sampled.
+// Whether events of this kind and heap were sampled: the allocations of the libc and python
+// heaps but the custom ones (memtrace.h reports them all). The mmap and NPU heaps are never
+// sampled.
 static inline bool mt_sample_kind(int heap, int kind) {
-    return heap == MT_HEAP_LIBC && mt_kind_is_alloc(kind) && kind != MT_KIND_CUSTOM_ALLOC;
+    return (heap == MT_HEAP_LIBC || heap == MT_HEAP_PYTHON) && mt_kind_is_alloc(kind) &&
+           kind != MT_KIND_CUSTOM_ALLOC;
 }
 
 // 1 / P(an allocation of size bytes is sampled) with mean interval n bytes.

@@ -116,10 +116,17 @@ static inline const char* mt_leak_kind_name(int kind) {
 }
 
 // Heap ids: heap 1 is the traced process's libc heap; an imported NPU log adds heap 2;
-// MEMTRACE_MMAP=1 adds heap 3, the program's anonymous mmap/munmap/mremap mappings.
+// MEMTRACE_MMAP=1 adds heap 3, the program's anonymous mmap/munmap/mremap mappings; a CPython
+// process has heap 4, what its own allocators (PyMem_Malloc, PyObject_Malloc) returned.
 #define MT_HEAP_LIBC 1
 #define MT_HEAP_NPU 2
 #define MT_HEAP_MMAP 3
+#define MT_HEAP_PYTHON 4
+// Not a heap of the capture: what readers take for "every heap the program allocates from"
+// (the libc and python heaps, read together in seq order), a python process's default view.
+#define MT_HEAP_PROGRAM 0
+// The chunks of heap `id` that a reader of `heap` reads (MT_HEAP_PROGRAM: libc's and python's).
+#define MT_HEAP_SQL_MATCH "(heap=?1 OR (?1=0 AND heap IN (1,4)))"
 
 // Chunk codecs (event_chunk.codec). Schema 1 captures hold codec 1 only, schema 2 codec 2
 // only (the same columns followed by a CRC32C of the row), schema 3 codec 3 only (columns of
