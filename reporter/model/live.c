@@ -4,6 +4,7 @@
 // while it was read (a checkpoint could have mixed two moments into what was read).
 #include "live.h"
 
+#include "extent.h"
 #include "sampled.h"
 #include "sites.h"
 
@@ -161,7 +162,9 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     size_t n = 0, cap_n = 0;
     mt_event_iter* it = NULL;
     int64_t upto = l->last_chunk + BATCH_CHUNKS;
-    rc = mt_event_iter_open_chunks(cap, MT_HEAP_LIBC, l->last_chunk, upto, &it);
+    // A python process's heap is its libc and python heaps together, as in every report.
+    int heap = mr_capture_default_heap(cap) == MT_HEAP_PROGRAM ? MT_HEAP_PROGRAM : MT_HEAP_LIBC;
+    rc = mt_event_iter_open_chunks(cap, heap, l->last_chunk, upto, &it);
     mt_event ev;
     int more = 0;
     while (!rc && (more = mt_event_iter_next(it, &ev)) == 1) {

@@ -18,7 +18,8 @@
 #define MR_LIVE_BUCKETS 240
 
 typedef struct mr_live {
-    mr_replay heap;       // live blocks and totals of the libc heap (heap.cap unused)
+    mr_replay heap;       // live blocks and totals of the libc heap, with the python heap
+                          // in a python process (heap.cap unused)
     mr_u64map site_bytes; // leaf callsite -> live bytes
     mr_u64map site_blocks;
     mr_symbols* sym; // names of the callsites, reloaded when new ones appear

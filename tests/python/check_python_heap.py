@@ -25,7 +25,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import check, failures, finish, fresh_dir  # noqa: E402
 
 JSON_SCRIPT = """\
 import json, sys
@@ -199,6 +199,150 @@ def refused_case(tag):
     return case
 
 
+# Strings built on line 5 of build(), kept: its bytes at the peak are what the script says
+# its objects take (sys.getsizeof is what CPython asks its allocator for; the list's own
+# object comes from a free list, its array of items is allocated as it grows).
+FRAMES_SCRIPT = """\
+import sys
+def build(n):
+    out = []
+    for i in range(n):
+        out.append(str(i) * 3)
+    return out
+kept = build(30000)
+print(sys.getsizeof(kept) - sys.getsizeof([]) + sum(sys.getsizeof(s) for s in kept))
+"""
+
+
+def tool(a, argv):
+    r = subprocess.run([a.memreport, *argv], capture_output=True, text=True)
+    check(r.returncode == 0, f"memreport {' '.join(argv[:2])} ({r.stderr.strip()})")
+    return r.stdout
+
+
+def frames_case(tag):
+    """Python frames on the python heap's events: build()'s objects under build, with the
+    bytes the script itself counts (the strings and the list, live at the peak)."""
+    return lambda a, w: frames_check(a, w, interpreter(tag))
+
+
+def frames_check(a, w, py):
+    s = script(w, "frames.py", FRAMES_SCRIPT)
+    r, cap = run(a, w, "frames", [py, s])
+    check(r.returncode == 0, f"traced run exits 0 ({r.stderr.strip()})")
+    want = int(r.stdout.split()[-1]) if r.stdout.strip() else -1
+    top = json.loads(tool(a, ["top", "--json", "--top", "0", cap]) or "{}")
+    build = [f["total"] for f in top.get("functions", [])
+             if f["function"] == "build" and f.get("file") == s]
+    # At the peak one temporary of the loop may still be live (str(i), an int: < 200 B).
+    check(len(build) == 1 and 0 <= build[0] - want <= 200,
+          f"build ({s}) holds {build} B at the peak; the script counts {want}")
+
+
+def case_views_debian(a, w):
+    """With a python heap, every view answers each question with one number: the peak (the
+    libc and python heaps together, the default) in summary, top, stats, diff, live, the
+    flame graph and the exports; what is left at the end in summary, leaks and diff; and
+    --heap python selects the python heap in summary, flamegraph and plot."""
+    py = interpreter("debian")
+    s = script(w, "json_rt.py", JSON_SCRIPT.replace("20000", "4000"))
+    r, cap = run(a, w, "views", [py, s])
+    check(r.returncode == 3, f"traced ({r.returncode}: {r.stderr.strip()})")
+    sm = summary(a, cap)
+    peak = sm.get("peak_bytes", -1)
+    total, libc, pyh = sm.get("total", {}), sm.get("libc", {}), sm.get("python", {})
+    check(total.get("peak_bytes") == peak and peak > 0,
+          f"summary: peak {peak} is the total's ({total.get('peak_bytes')})")
+    live_end = sm.get("leaked_bytes", 0) + sm.get("runtime_held_bytes", 0)
+    check(total.get("live_bytes") == live_end == libc.get("live_bytes", -1) +
+          pyh.get("live_bytes", -1),
+          f"summary: live at the end {live_end} = total's {total.get('live_bytes')} = libc's "
+          f"{libc.get('live_bytes')} + python's {pyh.get('live_bytes')}")
+    check(0 < libc.get("peak_bytes", 0) < peak and 0 < pyh.get("peak_bytes", 0) <= peak,
+          f"summary: each heap's peak (libc {libc.get('peak_bytes')}, python "
+          f"{pyh.get('peak_bytes')}) within the total's {peak}")
+    seen = {}
+    seen["top"] = json.loads(tool(a, ["top", "--json", cap]) or "{}").get("total")
+    seen["stats"] = json.loads(tool(a, ["stats", "--json", cap]) or "{}").get("peak_bytes")
+    diff = json.loads(tool(a, ["diff", "--json", cap, cap]) or "{}").get("totals", {})
+    seen["diff"] = diff.get("peak_bytes", {}).get("new")
+    folded = tool(a, ["export", cap, "--format", "folded"])
+    seen["folded"] = sum(int(ln.rsplit(" ", 1)[1]) for ln in folded.splitlines() if ln)
+    massif = os.path.join(w, "massif.out")
+    tool(a, ["export", cap, "--format", "massif", "-o", massif])
+    with open(massif) as f:
+        seen["massif"] = max(int(ln.split("=")[1]) for ln in f if ln.startswith("mem_heap_B="))
+    page = os.path.join(w, "flame.html")
+    tool(a, ["flamegraph", cap, "-o", page])
+    with open(page) as f:
+        html = f.read()
+    at = html.find('"total_bytes":')
+    seen["flamegraph"] = int(html[at + 14:].split(",")[0].split("}")[0]) if at >= 0 else None
+    live = tool(a, ["live", "--once", cap])
+    seen["live"] = int(live.split("), peak ")[1].split("(")[1].split()[0]) \
+        if "), peak " in live else None
+    check(all(v == peak for v in seen.values()), f"the peak {peak} everywhere: {seen}")
+    leaks = json.loads(tool(a, ["leaks", "--json", cap]) or "{}").get("bytes")
+    check(leaks == sm.get("leaked_bytes") == diff.get("leaked_bytes", {}).get("new"),
+          f"leaked: leaks {leaks}, summary {sm.get('leaked_bytes')}, diff "
+          f"{diff.get('leaked_bytes', {}).get('new')}")
+    only = summary(a, cap, "--heap", "python")
+    tool(a, ["flamegraph", "--heap", "python", cap, "-o", page, "-f"])
+    with open(page) as f:
+        html = f.read()
+    at = html.find('"total_bytes":')
+    fg = int(html[at + 14:].split(",")[0].split("}")[0]) if at >= 0 else None
+    check(only.get("peak_bytes") == fg == pyh.get("peak_bytes"),
+          f"--heap python: summary {only.get('peak_bytes')}, flamegraph {fg}, the python line "
+          f"{pyh.get('peak_bytes')}")
+    tool(a, ["plot", "--heap", "python", cap, "-o", os.path.join(w, "py.png")])
+
+
+# Sub-interpreters (3.12: each with its own GIL and obmalloc state), a signal handler that
+# allocates, daemon threads still allocating at exit: the output is the untraced run's.
+HARM_SCRIPT = """\
+import signal, sys, threading, time
+try:
+    import _xxsubinterpreters as interpreters
+except ImportError:
+    import _interpreters as interpreters
+got = []
+def on_alarm(sig, frame):
+    got.append([str(i) for i in range(100)])
+signal.signal(signal.SIGALRM, on_alarm)
+signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+def spin():
+    while True:
+        [str(i) * 2 for i in range(100)]
+        time.sleep(0.0005)
+for _ in range(4):
+    threading.Thread(target=spin, daemon=True).start()
+for _ in range(3):
+    sub = interpreters.create()
+    interpreters.run_string(sub, "x = [str(i) for i in range(20000)]; del x")
+    interpreters.destroy(sub)
+data = [str(i) * 3 for i in range(200000)]
+while not got:
+    time.sleep(0.01)
+signal.setitimer(signal.ITIMER_REAL, 0)
+print(len(data), sum(map(len, data)))
+"""
+
+
+def case_harm_312(a, w):
+    """Sub-interpreters, a signal handler that allocates, daemon threads allocating at exit:
+    output and exit status as untraced, the objects recorded."""
+    py = interpreter("3.12")
+    s = script(w, "harm.py", HARM_SCRIPT)
+    plain = subprocess.run([py, s], capture_output=True, text=True)
+    r, cap = run(a, w, "harm", [py, s])
+    check(r.returncode == plain.returncode == 0 and r.stdout == plain.stdout,
+          f"output and exit status unchanged ({r.returncode}, {r.stdout!r}, {plain.stdout!r})")
+    sm = summary(a, cap)
+    check(sm.get("python", {}).get("allocations", 0) > 200000,
+          f"the objects recorded ({sm.get('python', {}).get('allocations')})")
+
+
 def case_debug_hooks(a, w):
     """PYTHONMALLOC=debug: the debug hooks' padding and their malloc calls are not counted;
     the blocks are, once."""
@@ -222,6 +366,8 @@ for _tag in ("debian", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"):
     CASES["heap_" + _tag.replace(".", "")] = heap_case(_tag)
 for _tag in ("debian", "3.12", "3.13"):
     CASES["tracemalloc_" + _tag.replace(".", "")] = tracemalloc_case(_tag)
+for _tag in ("debian", "3.12", "3.13"):
+    CASES["frames_" + _tag.replace(".", "")] = frames_case(_tag)
 for _tag in ("2.7", "3.7"):
     CASES["refused_" + _tag.replace(".", "")] = refused_case(_tag)
 
@@ -236,17 +382,14 @@ def main():
         ap.add_argument(opt, dest=dest, required=True)
     ap.add_argument("case", choices=sorted(CASES))
     a = ap.parse_args()
-    w = a.workdir
-    shutil.rmtree(w, ignore_errors=True)
-    os.makedirs(w)
+    fresh_dir(a.workdir)
     try:
-        CASES[a.case](a, w)
+        CASES[a.case](a, a.workdir)
     except Skip as e:
         if not failures:
             print(f"SKIP: {e}")
             sys.exit(77)
-    print(f"{'0' if failures else '1'} passed, {len(failures) and 1} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
