@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The live set: every block the capture holds as allocated and not yet freed, by address,
-// with its size, sequence number, callsite and heap. Kept by the writer thread from the
-// events it writes (writer.c), so the program's threads pay nothing for it; read by the
-// leak scan at the capture's end (leak_scan.h). Memory from the writer's heap
+// The live set: every block of the libc heap the capture holds as allocated and not yet
+// freed, by address, with its size, sequence number, callsite and heap. Kept by the writer
+// thread from the events it writes (writer.c), so the program's threads pay nothing for it;
+// read by the leak scan at the capture's end (leak_scan.h). Memory from the writer's heap
 // (writer_heap.h), never the program's malloc. Not thread-safe: one thread owns a set.
 #ifndef MT_LIVE_SET_H
 #define MT_LIVE_SET_H

@@ -201,7 +201,9 @@ static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
     size_t others = 0; // events of the mmap (MEMTRACE_MMAP=1) and python heaps
     for (size_t i = 0; i < n; i++) {
         ev[i].ts = to_ns(ev[i].ts, exact);
-        if (live)
+        // The leak scan reads the libc heap's blocks alone (scan_leaks): a python process's
+        // objects, most of its events, would cost the writer 60 % more CPU for nothing.
+        if (live && ev[i].heap == MT_HEAP_LIBC)
             mt_live_set_apply(live, &ev[i]);
         if (i > 0 && ev[i - 1].seq >= ev[i].seq)
             sorted = false;
