@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""What Python frames cost: bench/python/workload.py (json round trip, 30-deep recursion)
-under PYTHONMALLOC=malloc and the default, run natively, traced with Python frames
-(MEMTRACE_PYTHON=1), traced without (MEMTRACE_PYTHON=0) and under heaptrack; median wall and
-CPU (user + sys) of BENCH_REPS (5) runs, and the CPU the Python walk adds per allocation.
+"""What tracing a Python program costs: bench/python/workload.py (json round trip, 30-deep
+recursion) run natively (pymalloc, and PYTHONMALLOC=malloc), traced as it is (CPython's
+allocators recorded as heap python), traced with --python-malloc (every object a malloc),
+each with Python frames (MEMTRACE_PYTHON=1) and without (MEMTRACE_PYTHON=0), and under
+heaptrack; median wall and CPU (user + sys, the writer thread's included) of BENCH_REPS (5)
+runs, each against the native pymalloc run, and the CPU the Python walk adds per allocation.
 
 Usage: bench/python.py [BUILD_DIR] [PYTHON]    (default build/, python3)
 Nothing is asserted: it prints a table (and replaces its section of bench/results.txt)."""
@@ -37,56 +39,66 @@ def run(argv, env):
 
 
 def allocations(cap):
+    """Allocations recorded: malloc's kin and CPython's allocators' (python_malloc...)."""
     with sqlite3.connect(cap) as db:
         return sum(n for name, n in db.execute("SELECT name, count FROM call_count")
-                   if name in ("malloc", "calloc", "realloc"))
+                   if name.split("_")[-1] in ("malloc", "calloc", "realloc"))
 
+
+def traced(name, extra_opts, frames):
+    cap = name.replace(" ", "_").replace(",", "").replace("-", "") + ".db"
+    return (name, lambda argv: [launcher, "-f", "-o", cap, *extra_opts, "--"] + argv,
+            {"MEMTRACE_PYTHON": "1" if frames else "0"}, cap)
+
+
+# (name, argv of the workload's argv, environment added, capture)
+MODES = [("native", lambda argv: argv, {}, None),
+         ("native PYTHONMALLOC=malloc", lambda argv: argv, {"PYTHONMALLOC": "malloc"}, None),
+         traced("heap python", [], True),
+         traced("heap python, no frames", [], False),
+         traced("--python-malloc", ["--python-malloc"], True),
+         traced("--python-malloc, no frames", ["--python-malloc"], False)]
+if shutil.which("heaptrack"):
+    ht = os.path.join(work, "ht")
+    MODES += [("heaptrack", lambda argv: ["heaptrack", "-o", ht] + argv, {}, None),
+              ("heaptrack PYTHONMALLOC=malloc", lambda argv: ["heaptrack", "-o", ht] + argv,
+               {"PYTHONMALLOC": "malloc"}, None)]
 
 rows = []
 for workload in ("json", "deep"):
-    for pymalloc in ("malloc", "default"):
-        env = dict(os.environ)
-        if pymalloc == "malloc":
-            env["PYTHONMALLOC"] = "malloc"
-        argv = [python, os.path.join(HERE, "python", "workload.py"), workload]
-        res = {}
-        modes = [("native", argv, {}),
-                 ("frames", [launcher, "-f", "-o", "cap.db", "--"] + argv, {"MEMTRACE_PYTHON": "1"}),
-                 ("no frames", [launcher, "-f", "-o", "cap.db", "--"] + argv,
-                  {"MEMTRACE_PYTHON": "0"})]
-        if shutil.which("heaptrack"):
-            modes.append(("heaptrack", ["heaptrack", "-o", os.path.join(work, "ht")] + argv, {}))
-        for _ in range(reps):  # interleaved, so that load drifts hit every mode alike
-            for name, a, extra in modes:
-                res.setdefault(name, []).append(run(a, dict(env, **extra)))
-        n = allocations(os.path.join(work, "cap.db"))
-        med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-               for k, v in res.items()}
-        added = (med["frames"][1] - med["no frames"][1]) / n * 1e9 if n else float("nan")
-        rows.append((workload, pymalloc, n, med, added))
-        print(f"{workload} {pymalloc}: done", file=sys.stderr)
+    argv = [python, os.path.join(HERE, "python", "workload.py"), workload]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONMALLOC", "MEMTRACE_PYTHON")}
+    res = {}
+    for _ in range(reps):  # interleaved, so that load drifts hit every mode alike
+        for name, wrap, extra, _cap in MODES:
+            res.setdefault(name, []).append(run(wrap(argv), dict(env, **extra)))
+    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for k, v in res.items()}
+    n = {name: allocations(os.path.join(work, cap)) for name, _w, _e, cap in MODES if cap}
+    rows.append((workload, med, n))
+    print(f"{workload}: done", file=sys.stderr)
 
-lines = ["== python: Python frames (bench/python.py, %s, median of %d)" %
-         (subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
-                         capture_output=True, text=True).stdout.strip(), reps),
-         "| workload | PYTHONMALLOC | allocations | native wall/cpu s | frames wall/cpu (x) "
-         "| no frames wall/cpu (x) | heaptrack wall/cpu (x) | walk ns/alloc |",
+version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                         capture_output=True, text=True).stdout.strip()
+lines = [f"== python: Python programs traced (bench/python.py, {version}, median of {reps})",
+         "| workload | mode | allocations recorded | wall s | CPU s | wall x | CPU x "
+         "| Python walk ns/allocation |",
          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-for workload, pymalloc, n, med, added in rows:
+for workload, med, n in rows:
     nw, nc = med["native"]
-
-    def cell(k):
-        if k not in med:
-            return "-"
-        w, c = med[k]
-        return f"{w:.2f}/{c:.2f} ({w / nw:.2f}x/{c / nc:.2f}x)"
-    lines.append(f"| {workload} | {pymalloc} | {n} | {nw:.2f}/{nc:.2f} | {cell('frames')} | "
-                 f"{cell('no frames')} | {cell('heaptrack')} | {added:.0f} |")
+    for name, _w, _e, cap in MODES:
+        w, c = med[name]
+        walk = ""
+        if cap and not name.endswith("no frames") and n.get(name):
+            c0 = med[name + ", no frames"][1]
+            walk = f"{(c - c0) / n[name] * 1e9:.0f}"
+        lines.append(f"| {workload} | {name} | {n.get(name, '')} | {w:.2f} | {c:.2f} | "
+                     f"{w / nw:.2f} | {c / nc:.2f} | {walk} |")
 table = "\n".join(lines) + "\n"
 print(table)
 results = os.path.join(HERE, "results.txt")
 old = open(results).read() if os.path.exists(results) else ""
-start = old.find(lines[0].split(" (")[0])
+start = old.find("== python: ")
 if start >= 0:
     end = old.find("\n== ", start + 1)
     old = old[:start] + (old[end + 1:] if end >= 0 else "")
