@@ -190,6 +190,7 @@ void mt_core_after_fork_child(void) {
             atomic_store(&t->written, 1);
             atomic_store(&t->reusable, 1);
         }
+        atomic_store(&t->queued, 0); // the queued buffers are dropped below
         mt_buffer* b = atomic_exchange(&t->cur, NULL);
         if (b && t == self) {
             b->taken = 0;

@@ -70,8 +70,10 @@ static void thread_exit(void* arg) {
     if (atomic_load(&t->nested_n))
         mt_core_drain_nested(t);
     mt_buffer* b = atomic_exchange(&t->cur, NULL);
-    if (b)
+    if (b) {
+        atomic_fetch_add(&t->queued, 1);
         mt_core_buffer_hand_over(b);
+    }
     mt_unwind_thread_exit();
     mt_pyframes_thread_exit();
     // The writer retires the record once this tid's task is gone: the tid must be this
@@ -216,6 +218,9 @@ static inline void commit(mt_thread* t, const mt_event* slot) {
         mt_buffer* nb = mt_core_buffer_get();
         if (nb)
             nb->owner = t;
+        // Counted before the next buffer shows: the writer must not take newer events from
+        // it while these older ones wait (writer.c, steal_partials).
+        atomic_fetch_add_explicit(&t->queued, 1, memory_order_release);
         atomic_store_explicit(&t->cur, nb, memory_order_release);
         mt_core_buffer_hand_over(b);
     }

@@ -77,6 +77,7 @@ struct mt_thread {
     _Atomic int in_hook;       // set while a hook of this thread is recording
     _Atomic uint32_t nested_n; // side queue (below): slots taken (may exceed MT_NESTED_MAX)
     _Atomic(mt_buffer*) cur;   // the buffer being filled (the writer may steal from it)
+    _Atomic uint32_t queued;   // its full buffers the writer has not taken yet
     _Atomic uint64_t calls[MT_CALL_COUNT_]; // owner-only increments, read by the writer
     _Atomic int written;                    // thread row written by the writer
     _Atomic int ending;                     // enum mt_thread_end

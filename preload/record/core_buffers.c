@@ -71,6 +71,8 @@ mt_buffer* mt_core_take_full(void) {
         if (!full_head)
             full_tail = NULL;
         npending--;
+        if (b->owner)
+            atomic_fetch_sub_explicit(&b->owner->queued, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&queue_lock);
     return b;

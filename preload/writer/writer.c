@@ -271,11 +271,16 @@ static void drain_full(int64_t until) {
 // buffer goes back to the pool, their row and record are the rows pass's (writer_rows.c).
 static void steal_partials(void) {
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
-        if (atomic_load_explicit(&t->reusable, memory_order_acquire))
+        // Its full buffers first: a drain cut short by the commit leaves some queued, and
+        // newer events committed before them would leave a hole in a capture that ends
+        // there (killed, disk full): frees of blocks whose allocation never came. The count
+        // is read after the buffer: it rose before the owner's next buffer showed.
+        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
+        if (atomic_load_explicit(&t->reusable, memory_order_acquire) ||
+            atomic_load_explicit(&t->queued, memory_order_acquire))
             continue;
         bool gone = atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_EXITING &&
                     mt_core_task_gone(t);
-        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
         if (b) {
             uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
             write_events(b, b->taken, n);
