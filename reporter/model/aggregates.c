@@ -315,7 +315,8 @@ static bool add_within(uint64_t* sum, uint64_t v, uint64_t limit) {
     return true;
 }
 
-static int fail(char* why, size_t whylen, const char* fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int fail(char* why, size_t whylen, const char* fmt,
+                                                      ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, whylen, fmt, ap);
