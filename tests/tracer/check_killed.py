@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -35,6 +36,13 @@ def case(launcher, memreport, prog, work, sig):
     ready = p.stdout.readline().split()
     if len(ready) != 2 or ready[0] != "ready":
         bail(f"the program did not start ({ready})")
+    # Once the writer has created the capture (its first commit gives the -wal its first
+    # frame): a writer killed while it holds its lock, as in creating the file, leaves the
+    # watcher nothing it may finish (docs/tracer.md).
+    for _ in range(600):
+        if os.path.exists(cap + "-wal") and os.path.getsize(cap + "-wal") > 0:
+            break
+        time.sleep(0.01)
     os.kill(int(ready[1]), sig)
     _, err = p.communicate(timeout=60)
     check(p.returncode == -sig, f"{sig.name}: the launcher dies as the program did "
