@@ -28,7 +28,16 @@ def sql(memreport, cap, query):
 
 
 def case(launcher, memreport, prog, work, sig):
-    cap = os.path.join(work, f"killed-{sig.name}.db")
+    # A writer killed while it holds its lock (docs/tracer.md) leaves the capture truncated,
+    # and named so: that known limit is tried again, at most twice; anything else counts.
+    for attempt in range(3):
+        cap = os.path.join(work, f"killed-{sig.name}-{attempt}.db")
+        if not one_run(launcher, memreport, prog, cap, sig, attempt == 2):
+            return
+
+
+def one_run(launcher, memreport, prog, cap, sig, last):
+    """False once judged; True: truncated as by the known limit, worth another try."""
     p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=clean_env())
     children.append(p)
@@ -45,6 +54,10 @@ def case(launcher, memreport, prog, work, sig):
         time.sleep(0.01)
     os.kill(int(ready[1]), sig)
     _, err = p.communicate(timeout=60)
+    status = sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+    if not last and status == ["recording"] and "memtrace: truncated capture written to" in err:
+        print(f"{sig.name}: truncated, the known limit (the writer killed holding its lock); again")
+        return True
     check(p.returncode == -sig, f"{sig.name}: the launcher dies as the program did "
           f"({p.returncode})")
     told = [ln for ln in err.splitlines() if cap in ln or os.path.relpath(cap) in ln]
@@ -52,7 +65,7 @@ def case(launcher, memreport, prog, work, sig):
           f"{sig.name}: the launcher names it written ({err!r})")
     s = subprocess.run([memreport, "leaks", "--json", cap], capture_output=True, text=True)
     if not check(s.returncode == 0, f"{sig.name}: memreport reads it ({s.stderr!r})"):
-        return
+        return False
     leaks = json.loads(s.stdout)
     check(leaks["status"] == "complete", f"{sig.name}: complete ({leaks['status']})")
     check(sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'") == ["1"],
@@ -63,6 +76,7 @@ def case(launcher, memreport, prog, work, sig):
             if g["stack"] and g["stack"][0]["function"] == "make_blocks"]
     check(ours == [(KEPT_BYTES, 500)], f"{sig.name}: the 500 blocks it kept, "
           f"{KEPT_BYTES} B, leaked ({ours})")
+    return False
 
 
 def main():
