@@ -112,6 +112,36 @@ def traced(launcher, out, argv, **settings):
                           env=clean_env(**settings))
 
 
+def exit_watchers(output):
+    """The pids of the exit watchers (preload/writer/exit_watch.c) of the programs writing to
+    `output`: tasks named memtrace-watch whose environment, read from the program's memory
+    they share, holds MEMTRACE_OUTPUT=output."""
+    want = f"MEMTRACE_OUTPUT={output}".encode()
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                if f.read().strip() != b"memtrace-watch":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if want in f.read().split(b"\0"):
+                    pids.append(int(pid))
+        except OSError:  # ended meanwhile, or another user's
+            continue
+    return pids
+
+
+def wait_for_exit_watchers(output, timeout=60):
+    """exit_watchers(output) once there is one (it names itself just after the program's
+    capture starts), or [] after `timeout` seconds."""
+    for _ in range(int(timeout / 0.01)):
+        pids = exit_watchers(output)
+        if pids:
+            return pids
+        time.sleep(0.01)
+    return []
+
+
 def capture_meta(capture):
     """A finished capture's meta rows, as strings (never a running one: tests/README.md)."""
     db = sqlite3.connect(capture)

@@ -116,6 +116,11 @@ static void finish_within_bound(void) {
 static int watch(void* unused) {
     (void)unused;
     set_thread_pointer(main_tp);
+    // A session of its own: a kill of the program's process group (timeout -s KILL, a test
+    // harness ending a job) must not take the watcher with it. Its own name: ps and pgrep -x
+    // must not count it as a second copy of the program.
+    raw_syscall(SYS_setsid, 0, 0, 0, 0, 0);
+    raw_syscall(SYS_prctl, PR_SET_NAME, (long)"memtrace-watch", 0, 0, 0);
     raw_syscall(SYS_close_range, 0, mt_fd_high_base() - 1, 0, 0, 0);
     long pidfd = raw_syscall(SYS_pidfd_open, watched, 0, 0, 0, 0);
     if (pidfd < 0)

@@ -5,6 +5,9 @@ handler of the tracer's; its exit watcher (preload/exit_watch.h) finishes the ca
 complete, says it ended unseen, the launcher names it written, and it holds every heap call
 the program made (1000 blocks of 100-109 B at make_blocks, the 500 kept ones leaked). Before
 the watcher, such a capture stayed truncated and lost the events after its last commit.
+The watcher is in a session of its own, under a name of its own: a SIGKILL of the whole
+process group (launcher and program: `timeout -s KILL`, a harness ending a job) spares it,
+and the capture is finished all the same.
 
 Usage: check_killed.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -17,7 +20,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, children, clean_env, finish, fresh_dir, wait_readable  # noqa: E402,E501
+from checks import (bail, check, children, clean_env, exit_watchers, finish,  # noqa: E402
+                    fresh_dir, wait_for_exit_watchers, wait_readable)
 
 KEPT_BYTES = sum(100 + i % 10 for i in range(0, 1000, 2))
 
@@ -27,19 +31,26 @@ def sql(memreport, cap, query):
     return r.stdout.split()[1:]
 
 
+def status_of(memreport, cap):
+    return sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+
+
 def case(launcher, memreport, prog, work, sig):
     # A writer killed while it holds its lock (docs/tracer.md) leaves the capture truncated,
     # and named so: that known limit is tried again, at most twice; anything else counts.
     for attempt in range(3):
-        cap = os.path.join(work, f"killed-{sig.name}-{attempt}.db")
+        cap = os.path.join(work, f"killed-{sig.name if sig else 'group'}-{attempt}.db")
         if not one_run(launcher, memreport, prog, cap, sig, attempt == 2):
             return
 
 
 def one_run(launcher, memreport, prog, cap, sig, last):
-    """False once judged; True: truncated as by the known limit, worth another try."""
+    """False once judged; True: truncated as by the known limit, worth another try. `sig`
+    None: SIGKILL to the process group of launcher and program."""
+    group = sig is None
     p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=clean_env())
+                         stderr=subprocess.PIPE, text=True, env=clean_env(),
+                         start_new_session=group)
     children.append(p)
     wait_readable(p.stdout.fileno(), "the program's 'ready'")
     ready = p.stdout.readline().split()
@@ -52,29 +63,50 @@ def one_run(launcher, memreport, prog, cap, sig, last):
         if os.path.exists(cap + "-wal") and os.path.getsize(cap + "-wal") > 0:
             break
         time.sleep(0.01)
-    os.kill(int(ready[1]), sig)
-    _, err = p.communicate(timeout=60)
-    status = sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
-    if not last and status == ["recording"] and "memtrace: truncated capture written to" in err:
-        print(f"{sig.name}: truncated, the known limit (the writer killed holding its lock); again")
+    watchers = wait_for_exit_watchers(cap)
+    name = "group SIGKILL" if group else sig.name
+    check(len(watchers) == 1, f"{name}: one task named memtrace-watch watches it ({watchers})")
+    check(all(os.getsid(w) == w for w in watchers), f"{name}: in a session of its own")
+    if group:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        # No launcher is left to wait for the watcher: the capture is polled until it ends.
+        for _ in range(600):
+            if status_of(memreport, cap) != ["recording"] or not exit_watchers(cap):
+                break
+            time.sleep(0.05)
+        err = ""
+    else:
+        os.kill(int(ready[1]), sig)
+        _, err = p.communicate(timeout=60)
+    status = status_of(memreport, cap)
+    if not last and status == ["recording"] and (group or "truncated capture written" in err):
+        print(f"{name}: truncated, the known limit (the writer killed holding its lock); again")
         return True
+    if group:
+        check(status == ["complete"], f"{name}: the watcher finished it ({status})")
+        return check_contents(memreport, cap, name)
     check(p.returncode == -sig, f"{sig.name}: the launcher dies as the program did "
           f"({p.returncode})")
     told = [ln for ln in err.splitlines() if cap in ln or os.path.relpath(cap) in ln]
     check(len(told) == 1 and told[0].startswith("memtrace: capture written to "),
           f"{sig.name}: the launcher names it written ({err!r})")
+    return check_contents(memreport, cap, sig.name)
+
+
+def check_contents(memreport, cap, name):
     s = subprocess.run([memreport, "leaks", "--json", cap], capture_output=True, text=True)
-    if not check(s.returncode == 0, f"{sig.name}: memreport reads it ({s.stderr!r})"):
+    if not check(s.returncode == 0, f"{name}: memreport reads it ({s.stderr!r})"):
         return False
     leaks = json.loads(s.stdout)
-    check(leaks["status"] == "complete", f"{sig.name}: complete ({leaks['status']})")
+    check(leaks["status"] == "complete", f"{name}: complete ({leaks['status']})")
     check(sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'") == ["1"],
-          f"{sig.name}: it says it ended unseen")
+          f"{name}: it says it ended unseen")
     check(sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc' AND size "
-              "BETWEEN 100 AND 109") == ["1000"], f"{sig.name}: its 1000 allocations")
+              "BETWEEN 100 AND 109") == ["1000"], f"{name}: its 1000 allocations")
     ours = [(g["bytes"], g["blocks"]) for g in leaks["groups"]
             if g["stack"] and g["stack"][0]["function"] == "make_blocks"]
-    check(ours == [(KEPT_BYTES, 500)], f"{sig.name}: the 500 blocks it kept, "
+    check(ours == [(KEPT_BYTES, 500)], f"{name}: the 500 blocks it kept, "
           f"{KEPT_BYTES} B, leaked ({ours})")
     return False
 
@@ -82,7 +114,7 @@ def one_run(launcher, memreport, prog, cap, sig, last):
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
     fresh_dir(work)
-    for sig in (signal.SIGKILL, signal.SIGTERM):
+    for sig in (signal.SIGKILL, signal.SIGTERM, None):
         case(launcher, memreport, prog, work, sig)
     finish()
 

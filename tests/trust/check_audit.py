@@ -27,8 +27,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import (bail, check, children, clean_env, failures, kill_children, public_copies,  # noqa: E402
-                    wait_readable)
+from checks import (bail, check, children, clean_env, failures,  # noqa: E402
+                    kill_children, public_copies, wait_for_exit_watchers, wait_readable)
 
 # An OSC 52 clipboard write, a colour change and a C1 CSI: what a crafted name could send
 # to the user's terminal.
@@ -241,8 +241,8 @@ def case_fifo_inputs(a, w):
 def case_sql_unfinished(a, w):
     """memreport sql on a capture whose program was killed (its -wal beside it) reads it and
     leaves the files as they were, with no -shm created beside them and the -wal kept
-    (common/sql.c). Five programs, killed at different points of their commits, each with
-    its process group: its exit watcher too, which would otherwise finish the capture."""
+    (common/sql.c). Five programs, killed at different points of their commits, each after
+    its exit watcher, which would otherwise finish the capture."""
     for n in range(5):
         cap = os.path.join(w, f"killed{n}.db")
         env = dict(os.environ, LD_PRELOAD=a.lib, MEMTRACE_OUTPUT=cap)
@@ -257,6 +257,10 @@ def case_sql_unfinished(a, w):
             if os.path.exists(cap + "-wal"):
                 break
             time.sleep(0.1)
+        watchers = wait_for_exit_watchers(cap)
+        check(len(watchers) == 1, f"{n}: one exit watcher ({watchers})")
+        for pid in watchers:
+            os.kill(pid, signal.SIGKILL)
         os.killpg(prog.pid, signal.SIGKILL)
         prog.wait()
         check(os.path.exists(cap + "-wal"), f"{n}: the killed program left its capture "
