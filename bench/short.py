@@ -7,7 +7,8 @@
 #   the same program), cold (no cache: DWARF read at every exit) and MEMTRACE_SYMBOLIZE=0;
 #   median wall ms of each;
 # - startup: /bin/true and bench_tiny (one malloc, one free) run SHORT_STARTS times each,
-#   cache warm; ms added per process (median of traced - native, and the total's mean);
+#   cache warm; ms added per process (median of traced - native, and the total's mean),
+#   traced with and without the exit watcher (MEMTRACE_EXIT_WATCH=0);
 # - make: `make -j2` of a generated C project (SHORT_MAKE_FILES .c files, -O2 -g) natively
 #   and traced whole by the memtrace launcher (`memtrace -o DIR/ make -j2`: make, sh, gcc,
 #   cc1, as, ld, each its own capture), with a new symbol cache (cold: a first build) and
@@ -114,10 +115,12 @@ def part_startup(lib, build, tmp):
     base = clean_env()
     traced = dict(base, LD_PRELOAD=lib, MEMTRACE_OUTPUT=os.path.join(tmp, "cap.%p.db"),
                   MEMTRACE_SYMBOL_CACHE=cache)
+    # The exit watcher's share (preload/writer/exit_watch.c): the same, without it.
+    modes = [("", traced), (", no watcher", dict(traced, MEMTRACE_EXIT_WATCH="0"))]
     L = [f"start-up and exit: {n} runs each, native and traced alternately, symbol cache warm; "
          "ms added per process: median of (traced - native) over the pairs, and the "
          "difference of the totals / runs; cpu = user+sys"]
-    L.append(f"{'program':12} {'native ms':>10} {'traced ms':>10} {'added med':>10} "
+    L.append(f"{'program':24} {'native ms':>10} {'traced ms':>10} {'added med':>10} "
              f"{'added mean':>11} {'cpu added':>10}  added p10-p90")
     for name, argv in [("true", ["/bin/true"]),
                        ("bench_tiny", [os.path.join(build, "bench", "bench_tiny")])]:
@@ -125,20 +128,25 @@ def part_startup(lib, build, tmp):
             continue
         timed(argv, traced)  # fills the cache
         remove_captures(tmp)
-        nat, tr, diff, ncpu, tcpu = [], [], [], [], []
+        nat, ncpu = [], []
+        tr = {label: ([], [], []) for label, _ in modes}  # wall, paired difference, cpu
         for _ in range(n):
             w0, c0 = timed(argv, base)
-            w1, c1 = timed(argv, traced)
-            remove_captures(tmp)
             nat.append(w0)
-            tr.append(w1)
-            diff.append(w1 - w0)
             ncpu.append(c0)
-            tcpu.append(c1)
-        q = statistics.quantiles(diff, n=10)
-        L.append(f"{name:12} {statistics.median(nat):10.2f} {statistics.median(tr):10.2f} "
-                 f"{statistics.median(diff):10.2f} {(sum(tr) - sum(nat)) / n:11.2f} "
-                 f"{(sum(tcpu) - sum(ncpu)) / n:10.2f}  {q[0]:.2f}-{q[-1]:.2f}")
+            for label, env in modes:
+                w1, c1 = timed(argv, env)
+                remove_captures(tmp)
+                tr[label][0].append(w1)
+                tr[label][1].append(w1 - w0)
+                tr[label][2].append(c1)
+        for label, _ in modes:
+            wall, diff, cpu = tr[label]
+            q = statistics.quantiles(diff, n=10)
+            L.append(f"{name + label:24} {statistics.median(nat):10.2f} "
+                     f"{statistics.median(wall):10.2f} {statistics.median(diff):10.2f} "
+                     f"{(sum(wall) - sum(nat)) / n:11.2f} {(sum(cpu) - sum(ncpu)) / n:10.2f}  "
+                     f"{q[0]:.2f}-{q[-1]:.2f}")
     return L
 
 

@@ -31,7 +31,8 @@ typedef struct mt_config {
     int sample_bytes;  // MEMTRACE_SAMPLE_BYTES: mean bytes between samples (0: every event)
     int sample_seeded; // MEMTRACE_SAMPLE_SEED given: threads' draws repeat from run to run
     unsigned long long sample_seed;
-    int leaks; // MEMTRACE_LEAKS=0: no live set in the writer, no leak scan at the end
+    int leaks;      // MEMTRACE_LEAKS=0: no live set in the writer, no leak scan at the end
+    int exit_watch; // MEMTRACE_EXIT_WATCH=0: no exit watcher (exit_watch.c)
 } mt_config;
 
 extern mt_config mt_cfg;

@@ -12,6 +12,7 @@
 // stops it (the capture stays truncated, as without it).
 #include "exit_watch.h"
 
+#include "config.h"
 #include "fdguard.h"
 #include "output.h"
 #include "writer.h"
@@ -148,7 +149,7 @@ void mt_exit_watch_start(void) {
     // Where orphans come back to the program (it is pid 1, or a subreaper), the watcher
     // would be a child it can wait for: none then.
     int subreaper = 0;
-    if (!main_tp || atomic_load(&watcher_fd) >= 0 || getpid() == 1 ||
+    if (!mt_cfg.exit_watch || !main_tp || atomic_load(&watcher_fd) >= 0 || getpid() == 1 ||
         prctl(PR_GET_CHILD_SUBREAPER, &subreaper) != 0 || subreaper)
         return;
     if (!stack) {

@@ -35,6 +35,16 @@ def status_of(memreport, cap):
     return sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
 
 
+def wait_for_first_commit(cap):
+    """Once the writer has created the capture (its first commit gives the -wal its first
+    frame): a writer killed while it holds its lock, as in creating the file, leaves the
+    watcher nothing it may finish (docs/tracer.md)."""
+    for _ in range(600):
+        if os.path.exists(cap + "-wal") and os.path.getsize(cap + "-wal") > 0:
+            break
+        time.sleep(0.01)
+
+
 def case(launcher, memreport, prog, work, sig):
     # A writer killed while it holds its lock (docs/tracer.md) leaves the capture truncated,
     # and named so: that known limit is tried again, at most twice; anything else counts.
@@ -56,13 +66,7 @@ def one_run(launcher, memreport, prog, cap, sig, last):
     ready = p.stdout.readline().split()
     if len(ready) != 2 or ready[0] != "ready":
         bail(f"the program did not start ({ready})")
-    # Once the writer has created the capture (its first commit gives the -wal its first
-    # frame): a writer killed while it holds its lock, as in creating the file, leaves the
-    # watcher nothing it may finish (docs/tracer.md).
-    for _ in range(600):
-        if os.path.exists(cap + "-wal") and os.path.getsize(cap + "-wal") > 0:
-            break
-        time.sleep(0.01)
+    wait_for_first_commit(cap)
     watchers = wait_for_exit_watchers(cap)
     name = "group SIGKILL" if group else sig.name
     check(len(watchers) == 1, f"{name}: one task named memtrace-watch watches it ({watchers})")
@@ -111,11 +115,30 @@ def check_contents(memreport, cap, name):
     return False
 
 
+def case_no_watcher(launcher, memreport, prog, work):
+    """MEMTRACE_EXIT_WATCH=0: no watcher; a SIGKILL leaves the capture truncated, named so."""
+    cap = os.path.join(work, "no-watcher.db")
+    p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=clean_env(EXIT_WATCH=0))
+    children.append(p)
+    wait_readable(p.stdout.fileno(), "the program's 'ready'")
+    ready = p.stdout.readline().split()
+    if len(ready) != 2 or ready[0] != "ready":
+        bail(f"the program did not start ({ready})")
+    wait_for_first_commit(cap)
+    check(exit_watchers(cap) == [], "MEMTRACE_EXIT_WATCH=0: no watcher")
+    os.kill(int(ready[1]), signal.SIGKILL)
+    _, err = p.communicate(timeout=60)
+    check(status_of(memreport, cap) == ["recording"] and "truncated capture written" in err,
+          f"MEMTRACE_EXIT_WATCH=0: truncated, and named so ({err!r})")
+
+
 def main():
     launcher, memreport, prog, work = sys.argv[1:5]
     fresh_dir(work)
     for sig in (signal.SIGKILL, signal.SIGTERM, None):
         case(launcher, memreport, prog, work, sig)
+    case_no_watcher(launcher, memreport, prog, work)
     finish()
 
 
