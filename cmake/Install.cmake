@@ -5,6 +5,8 @@
 #                                  at ../lib/memtrace beside its own executable)
 #   include/memtrace.h            (the annotation API)
 #   share/man/man1/memtrace.1, memreport.1 (generated from the programs' --help)
+#   share/doc/memtrace/README.md, docs/  (the pages --help and the man pages point to; the
+#                                  README's links stay true beside them)
 # The targets' install() rules are in preload/ and reporter/.
 
 # Man pages written from the built programs' own --help, so they always match them.
@@ -24,6 +26,8 @@ add_custom_target(man ALL DEPENDS ${MEMTRACE_MAN_DIR}/memtrace.1 ${MEMTRACE_MAN_
 install(FILES ${MEMTRACE_MAN_DIR}/memtrace.1 ${MEMTRACE_MAN_DIR}/memreport.1
   DESTINATION share/man/man1)
 install(FILES ${PROJECT_SOURCE_DIR}/preload/include/memtrace.h DESTINATION include)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/memtrace)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION share/doc/memtrace)
 
 # Debian package: `cpack -G DEB` in the build directory (`make deb`). Installs under /usr.
 set(CPACK_GENERATOR DEB)

@@ -58,7 +58,9 @@ static const char usage_end[] =
     "\n"
     "Explore the capture with: memreport view CAPTURE (one HTML page: timeline, flame graph,\n"
     "tables); or read it with memreport summary|stacks|leaks|stats|plot|flamegraph CAPTURE\n"
-    "('memreport --help' lists every command).\n";
+    "('memreport --help' lists every command).\n"
+    "Documentation: README.md and docs/ (docs/tracing.md: tracing and every setting), in\n"
+    "the source and in share/doc/memtrace/ when installed.\n";
 
 static int find_library(char* out, size_t len) {
     char self[PATH_MAX];

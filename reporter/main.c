@@ -43,7 +43,9 @@ static void usage(FILE* out) {
           "--replay (anywhere before --): read every event, as if the capture stored no\n"
           "aggregates (which the first report of a writable capture stores, so that\n"
           "summary, leaks, stats, top and the peak flame graph read no event after it).\n"
-          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n",
+          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n"
+          "Documentation: README.md and docs/ (docs/reports.md: every report), in the source\n"
+          "and in share/doc/memtrace/ when installed.\n",
           out);
 }
 

@@ -51,9 +51,19 @@ upper=$(echo "$name" | tr a-z A-Z)
     fi
     echo '.SH SEE ALSO'
     case $name in
-    memtrace) echo '.BR memreport (1)' ;;
-    memreport) echo '.BR memtrace (1)' ;;
+    memtrace)
+        echo '.BR memreport (1)'
+        pages='tracing.md (what is recorded, every setting), process-trees.md, long-running.md, python.md, leaks.md, annotations.md, tracer.md (how the tracer works)'
+        ;;
+    memreport)
+        echo '.BR memtrace (1)'
+        pages='reports.md (every report), view.md, exports-and-sql.md, leaks.md, names.md, npu.md, capture-format.md'
+        ;;
     esac
+    echo '.PP'
+    echo 'The documentation is README.md and the pages of docs/, in the source and in'
+    echo 'share/doc/memtrace/ under the installation prefix (/usr/share/doc/memtrace in the'
+    echo "Debian package): $pages."
 } >"$tmp"
 rm -f "$tmp.help"
 mv "$tmp" "$out"

@@ -79,9 +79,30 @@ include/memtrace.h
 lib/memtrace/libmemtrace.so
 share/man/man1/memreport.1
 share/man/man1/memtrace.1"
+# And the documentation: README.md and every file of docs/, as in the source.
+src=$(cd "$(dirname "$PROBE")/../.." && pwd)
+expected=$( (echo "$expected"; echo share/doc/memtrace/README.md
+    cd "$src" && find docs -type f | sed 's|^|share/doc/memtrace/|') | LC_ALL=C sort)
 actual=$(cd "$P" && find . -type f -o -type l | sed 's|^\./||' | LC_ALL=C sort)
 check "installed files" test "$actual" = "$expected"
 [ "$actual" = "$expected" ] || diff <(echo "$expected") <(echo "$actual")
+check "the installed pages' links to docs/ and README.md lead to installed files" \
+    python3 - "$P/share/doc/memtrace" <<'PY'
+import os, re, sys
+top = sys.argv[1]
+broken = []
+for d, _, files in os.walk(top):
+    for f in files:
+        if f.endswith(".md"):
+            for link in re.findall(r"\]\(([^)#\s]+)", open(os.path.join(d, f)).read()):
+                target = os.path.normpath(os.path.join(d, link))
+                # Other links lead to the source's developer pages (CONTRIBUTING, folders).
+                ours = target.startswith(top + "/docs/") or target == top + "/README.md"
+                if "://" not in link and ours and not os.path.exists(target):
+                    broken.append(f"{f}: {link}")
+print("\n".join(broken))
+sys.exit(1 if broken else 0)
+PY
 check "programs are executable" test -x "$P/bin/memtrace" -a -x "$P/bin/memreport"
 
 # The man pages render without a warning, and hold each line of the programs' --help.
