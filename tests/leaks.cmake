@@ -11,3 +11,11 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
     --workdir ${CMAKE_CURRENT_BINARY_DIR}/leak_kinds.d)
   set_tests_properties(e2e.leak_kinds PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
+
+# The same in a CPython program (tests/leaks/check_python.py): its object arenas are roots.
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.leak_python COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/leaks/check_python.py --lib $<TARGET_FILE:memtrace>
+    --memreport $<TARGET_FILE:memreport> --workdir ${CMAKE_CURRENT_BINARY_DIR}/leak_python.d)
+  set_tests_properties(e2e.leak_python PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

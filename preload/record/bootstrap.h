@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 
 typedef struct mt_real_fns {
@@ -55,5 +56,14 @@ static inline bool mt_bootstrap_ready(void) {
 void* mt_bootstrap_alloc(size_t size);
 bool mt_bootstrap_owns(const void* p);
 size_t mt_bootstrap_size(const void* p);
+
+// Marks pages the tracer mapped for itself: the leak scan reads the process's anonymous
+// memory as roots, and the tracer's tables hold every block's address (docs/leaks.md). A
+// core dump leaves them out too. Returns p as given (MAP_FAILED stays MAP_FAILED).
+static inline void* mt_own_pages(void* p, size_t len) {
+    if (p != MAP_FAILED)
+        madvise(p, len, MADV_DONTDUMP);
+    return p;
+}
 
 #endif

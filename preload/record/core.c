@@ -141,7 +141,9 @@ static __attribute__((noinline)) mt_thread* thread_create(void) {
     mt_thread* t = claim_retired();
     bool reused = t != NULL;
     if (!reused) {
-        void* p = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mt_own_pages(
+            mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            sizeof *t);
         if (p == MAP_FAILED)
             goto out;
         t = p;
@@ -481,8 +483,9 @@ static mt_nested_event* nested_slot(mt_thread* t, uint32_t i, bool may_map) {
     mt_nested_event* spill = atomic_load_explicit(&t->nested_spill, memory_order_acquire);
     if (!spill && may_map) {
         // mmap is async-signal-safe; a nested handler may race us to it: one mapping wins.
-        void* p = mmap(NULL, MT_NESTED_SPILL * sizeof *spill, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mt_own_pages(mmap(NULL, MT_NESTED_SPILL * sizeof *spill, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                               MT_NESTED_SPILL * sizeof *spill);
         if (p == MAP_FAILED)
             return NULL;
         if (atomic_compare_exchange_strong(&t->nested_spill, &spill, (mt_nested_event*)p))

@@ -37,8 +37,9 @@ mt_buffer* mt_core_buffer_get(void) {
         free_pool = b->next;
     pthread_mutex_unlock(&queue_lock);
     if (!b) {
-        void* p = mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void* p = mt_own_pages(mmap(NULL, sizeof(mt_buffer), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                               sizeof(mt_buffer));
         if (p == MAP_FAILED)
             return NULL;
         b = p;

@@ -67,8 +67,9 @@ static bool lock(void) {
         sched_yield();
     }
     if (!table) {
-        void* p = mt_mmap_real(NULL, TABLE_MAX * sizeof *table, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void* p = mt_own_pages(mt_mmap_real(NULL, TABLE_MAX * sizeof *table, PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+                               TABLE_MAX * sizeof *table);
         if (p == MAP_FAILED) {
             atomic_store_explicit(&owner, 0, memory_order_release);
             return false;

@@ -100,8 +100,9 @@ static uint64_t hash_bytes(uint64_t h, const char* s, size_t n) {
 }
 
 static void* map_reserve(size_t bytes) {
-    void* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* p = mt_own_pages(mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+                           bytes);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -298,8 +299,9 @@ static __thread py_thread* tls_py __attribute__((tls_model("initial-exec")));
 
 static py_thread* this_py_thread(void) {
     if (MT_UNLIKELY(!tls_py)) {
-        void* p = mmap(NULL, sizeof(py_thread), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void* p = mt_own_pages(mmap(NULL, sizeof(py_thread), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                               sizeof(py_thread));
         tls_py = p == MAP_FAILED ? NULL : p;
     }
     return tls_py;

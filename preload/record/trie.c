@@ -193,8 +193,9 @@ typedef struct cache_entry {
 static cache_entry* thread_cache(void** slot) {
     if (!*slot) {
         // mmap, not malloc: keeps the cache out of the traced heap and zero-filled.
-        void* p = mmap(NULL, CACHE_SLOTS * sizeof(cache_entry), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mt_own_pages(mmap(NULL, CACHE_SLOTS * sizeof(cache_entry), PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                               CACHE_SLOTS * sizeof(cache_entry));
         *slot = p == MAP_FAILED ? NULL : p;
     }
     return *slot;

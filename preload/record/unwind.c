@@ -344,8 +344,9 @@ static local_rules* thread_rules(void) {
     local_rules* lr = tls_rules;
     if (!lr) {
         // mmap, not malloc: stays out of the traced heap, comes zero-filled.
-        void* p =
-            mmap(NULL, sizeof *lr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p = mt_own_pages(
+            mmap(NULL, sizeof *lr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            sizeof *lr);
         if (p == MAP_FAILED)
             return NULL;
         tls_rules = lr = p;

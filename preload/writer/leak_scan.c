@@ -12,6 +12,7 @@
 #include "leak_scan.h"
 
 #include "bootstrap.h"
+#include "python_frames.h"
 #include "writer_heap.h"
 
 #include "memtrace/schema.h"
@@ -43,6 +44,9 @@ typedef struct range {
 typedef struct mapping {
     uintptr_t lo, hi;
     bool readable, writable, anon, stack; // stack: the [stack] mapping
+    bool named;                           // anon with a name: [heap], [stack], [vvar]...
+    bool own;                             // the tracer's pages (mt_own_pages: VmFlags dd)
+    bool resident;                        // some page in memory or swap
 } mapping;
 
 typedef struct ranges {
@@ -58,7 +62,8 @@ typedef struct scan_state {
     uint32_t* holder;
     uint32_t* stack; // mark stack: each block is pushed at most twice
     size_t top;
-    bool glibc; // the real allocator is glibc's: chunk headers are not pointers (below)
+    bool glibc;    // the real allocator is glibc's: chunk headers are not pointers (below)
+    bool pymalloc; // a CPython program: its arenas' free blocks are not read (scan_mapped)
     uint64_t scanned;
     uint64_t* scanned_out;
 } scan_state;
@@ -89,10 +94,10 @@ static int own_data; // an address inside the tracer's own writable segment
 // The scanning thread's callee-saved registers, as its program frame had them: a root.
 static uintptr_t frame_regs[8];
 
-// ---- the process's mappings, from /proc/self/maps (read with plain system calls)
+// ---- the process's mappings, from /proc/self/smaps (read with plain system calls)
 
 static char* read_maps(size_t* len) {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
     size_t cap = 1 << 16, n = 0;
@@ -136,7 +141,7 @@ static mapping* parse_maps(char* text, size_t* count) {
         char* end = strchr(line, '\n');
         if (end)
             *end = 0;
-        unsigned long lo, hi, inode;
+        unsigned long lo, hi, inode, kb;
         char perms[5];
         int path_at = 0;
         if (sscanf(line, "%lx-%lx %4s %*s %*s %lu %n", &lo, &hi, perms, &inode, &path_at) >= 4) {
@@ -146,7 +151,13 @@ static mapping* parse_maps(char* text, size_t* count) {
                                .readable = perms[0] == 'r',
                                .writable = perms[1] == 'w',
                                .anon = inode == 0 && (!*path || *path == '['),
-                               .stack = !strcmp(path, "[stack]")};
+                               .stack = !strcmp(path, "[stack]"),
+                               .named = *path != 0};
+        } else if (k && !strncmp(line, "VmFlags:", 8)) {
+            m[k - 1].own = strstr(line, " dd") != NULL;
+        } else if (k &&
+                   (sscanf(line, "Rss: %lu", &kb) == 1 || sscanf(line, "Swap: %lu", &kb) == 1)) {
+            m[k - 1].resident |= kb > 0;
         }
         if (!end)
             break;
@@ -288,6 +299,68 @@ static int thread_roots(ranges* roots, const mapping* maps, size_t nmaps, uintpt
     return rc;
 }
 
+// ---- roots: the memory the program mapped itself
+
+// glibc's arenas but the main one are heaps of at most 64 MiB, each at an address aligned to
+// that size with its heap_info first: {arena, prev, size, mprotect_size}.
+#define GLIBC_HEAP_MAX ((uintptr_t)64 << 20)
+
+static bool glibc_heap_at(uintptr_t a, uintptr_t hi) {
+    const uintptr_t* w = (const uintptr_t*)a;
+    return a + 4 * sizeof *w <= hi && w[0] && w[2] && w[2] <= GLIBC_HEAP_MAX && w[3] >= w[2] &&
+           w[3] <= GLIBC_HEAP_MAX;
+}
+
+// Adds [lo, hi) but the blocks inside it (glibc maps a large block by itself): a block is
+// scanned when it is reached, as memcheck scans it.
+static int push_between_blocks(ranges* rs, const mt_live_block* b, size_t n, uintptr_t lo,
+                               uintptr_t hi) {
+    size_t i = 0, j = n; // the first block that ends after lo
+    while (i < j) {
+        size_t mid = (i + j) / 2;
+        if (b[mid].addr + b[mid].size <= lo)
+            i = mid + 1;
+        else
+            j = mid;
+    }
+    int rc = 0;
+    for (; i < n && b[i].addr < hi && !rc; i++) {
+        if (b[i].addr > lo)
+            rc = push_range(rs, lo, b[i].addr);
+        if (b[i].addr + b[i].size > lo)
+            lo = b[i].addr + b[i].size;
+    }
+    return rc || lo >= hi ? rc : push_range(rs, lo, hi);
+}
+
+// memcheck reads every writable mapping that is not its heap as a root: CPython's object
+// arenas, a program's own pools. These are the anonymous ones but the threads' stacks (read
+// from their stack pointers by thread_roots), glibc's heaps (their free chunks keep old
+// pointers; their live blocks are scanned when reached) and the tracer's own pages.
+static int anon_roots(ranges* roots, const mapping* maps, size_t nmaps, const mt_live_block* b,
+                      size_t n) {
+    int rc = 0;
+    for (size_t i = 0; i < nmaps && !rc; i++) {
+        const mapping* m = &maps[i];
+        if (!m->readable || !m->writable || !m->anon || m->named || m->own || !m->resident)
+            continue;
+        bool guarded = i > 0 && maps[i - 1].hi == m->lo && !maps[i - 1].readable;
+        if (guarded && descriptor_in(m))
+            continue;
+        uintptr_t lo = m->lo;
+        for (uintptr_t a = (lo + GLIBC_HEAP_MAX - 1) & ~(GLIBC_HEAP_MAX - 1); a < m->hi && !rc;
+             a += GLIBC_HEAP_MAX) {
+            if (!glibc_heap_at(a, m->hi))
+                continue;
+            rc = push_between_blocks(roots, b, n, lo, a);
+            lo = a + GLIBC_HEAP_MAX < m->hi ? a + GLIBC_HEAP_MAX : m->hi;
+        }
+        if (!rc && lo < m->hi)
+            rc = push_between_blocks(roots, b, n, lo, m->hi);
+    }
+    return rc;
+}
+
 // Where this thread's stack holds the program's data: the frame of the program's code that
 // called into libc (exit, or a detach's call) and those above it. The frames below are
 // libc's and the tracer's, and their unwritten slots hold what earlier calls left (the hooks'
@@ -370,6 +443,67 @@ static void scan_words(scan_state* s, uintptr_t lo, uintptr_t hi, bool from_reac
     s->scanned += hi > lo ? hi - lo : 0;
 }
 
+static void drain(scan_state* s);
+
+// ---- CPython's object arenas
+
+// pymalloc carves its arenas into pools aligned to their size (16 KiB from 3.10, 4 KiB
+// before), each a header of 48 bytes {count, freeblock, nextpool, prevpool, arenaindex,
+// szidx, nextoffset, maxnextoffset} and blocks of (szidx + 1) * 16 bytes. The size of a pool
+// whose header is at a, or 0: maxnextoffset is the pool's size less a block's.
+static uintptr_t pool_at(uintptr_t a, uintptr_t hi) {
+    static const uintptr_t sizes[] = {16384, 4096};
+    for (size_t k = 0; k < 2; k++) {
+        uintptr_t size = sizes[k];
+        if (a % size || a + size > hi)
+            continue;
+        const uint32_t* h = (const uint32_t*)a;
+        uint32_t block = (h[9] + 1) * 16, next = h[10];
+        if (h[9] < 64 && h[11] == size - block && next >= 48 && next <= size &&
+            (next - 48) % block == 0 && h[0] <= (size - 48) / block)
+            return size;
+    }
+    return 0;
+}
+
+// Scans a pool's blocks but its free ones and those never used: their words are what freed
+// objects left, which a conservative scan would take for pointers (and does under memcheck,
+// whose allocator rarely gives the memory they point at to a new block).
+static void scan_pool(scan_state* s, uintptr_t pool) {
+    static uint8_t used[16384 / 16];
+    const uint32_t* h = (const uint32_t*)pool;
+    uint32_t block = (h[9] + 1) * 16, next = h[0] ? h[10] : 48; // an empty pool holds none
+    size_t n = (next - 48) / block;
+    memset(used, 1, n);
+    uintptr_t f = *(const uintptr_t*)(pool + 8);
+    for (size_t k = 0; f && k < n; k++) {
+        if (f < pool + 48 || f >= pool + next || (f - pool - 48) % block)
+            break;
+        used[(f - pool - 48) / block] = 0;
+        f = *(const uintptr_t*)f;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (used[i])
+            scan_words(s, pool + 48 + i * block, pool + 48 + (i + 1) * block, true);
+}
+
+// Memory the program mapped itself: as any root, but for CPython's pools (pool_at).
+static void scan_mapped(scan_state* s, uintptr_t lo, uintptr_t hi) {
+    uintptr_t a = lo;
+    while (a < hi) {
+        uintptr_t size = s->pymalloc ? pool_at(a, hi) : 0;
+        if (size) {
+            scan_pool(s, a);
+            a += size;
+        } else {
+            uintptr_t next = (a + 4096) & ~(uintptr_t)4095;
+            scan_words(s, a, next < hi ? next : hi, true);
+            a = next;
+        }
+        drain(s);
+    }
+}
+
 static void drain(scan_state* s) {
     while (s->top) {
         uint32_t i = s->stack[--s->top];
@@ -401,7 +535,7 @@ static void claim(scan_state* s, uint32_t leader) {
     }
 }
 
-static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots) {
+static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ranges* mapped) {
     sigset_t all;
     sigfillset(&all);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(long));
@@ -410,6 +544,8 @@ static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots) {
         scan_words(s, roots->r[i].lo, roots->r[i].hi, true);
         drain(s);
     }
+    for (size_t i = 0; i < mapped->n; i++)
+        scan_mapped(s, mapped->r[i].lo, mapped->r[i].hi);
     for (size_t i = 0; i < s->n; i++)
         if (s->st[i] == UNREACHED)
             claim(s, (uint32_t)i);
@@ -428,7 +564,7 @@ static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots) {
 
 // ---- the parent's side
 
-static bool allocator_is_glibc(void) {
+bool mt_leak_scan_reads_mapped(void) {
     Dl_info info;
     void* fn;
     memcpy(&fn, &mt_real.malloc, sizeof fn); // ISO C has no cast from a function pointer
@@ -511,7 +647,14 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
     if (!rc)
         rc = thread_roots(&roots, maps, nmaps, sp ? sp : here, (uintptr_t)pthread_self(), w.tls_low,
                           (uintptr_t)skip);
-    scan_state s = {.b = blocks, .n = n, .glibc = allocator_is_glibc()};
+    scan_state s = {.b = blocks,
+                    .n = n,
+                    .glibc = mt_leak_scan_reads_mapped(),
+                    .pymalloc = mt_pyframes_status() != NULL};
+    // Beside another allocator its own mappings would be read as roots, free memory and all.
+    ranges mapped = {0};
+    if (!rc && s.glibc)
+        rc = anon_roots(&mapped, maps, nmaps, blocks, n);
     size_t len = (64 + n * 5 + 4095) & ~(size_t)4095;
     void* shared = MAP_FAILED;
     if (!rc) {
@@ -538,10 +681,12 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
     }
     for (size_t i = 0; i < roots.n; i++)
         out->roots_bytes += roots.r[i].hi - roots.r[i].lo;
+    for (size_t i = 0; i < mapped.n; i++)
+        out->roots_bytes += mapped.r[i].hi - mapped.r[i].lo;
     // Exit signal 0: no SIGCHLD for the program, and only a wait with __WALL sees it.
     long pid = syscall(SYS_clone, 0L, NULL, NULL, NULL, NULL);
     if (pid == 0)
-        scan_in_copy(&s, &roots);
+        scan_in_copy(&s, &roots, &mapped);
     if (pid < 0) {
         rc = -errno;
         snprintf(why, cap, "no copy of the process could be made: %s", strerror(errno));
@@ -552,6 +697,7 @@ out:
     if (s.stack && s.stack != MAP_FAILED)
         mt_real.munmap(s.stack, (2 * n + 1) * sizeof *s.stack);
     mt_writer_heap_free(roots.r);
+    mt_writer_heap_free(mapped.r);
     mt_writer_heap_free(maps);
     if (rc) {
         if (shared != MAP_FAILED)

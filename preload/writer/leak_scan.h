@@ -12,6 +12,7 @@
 #include "live_set.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,8 @@ typedef struct mt_leak_scan {
 int mt_leak_scan_run(const mt_live_block* blocks, size_t n, pthread_t skip, int timeout_ms,
                      mt_leak_scan* out, char* why, size_t cap);
 void mt_leak_scan_release(mt_leak_scan* s);
+// Whether the scan reads the memory the program mapped itself as roots, as memcheck does:
+// only beside glibc's allocator, whose heaps it can tell apart (leak_scan.c).
+bool mt_leak_scan_reads_mapped(void);
 
 #endif

@@ -763,13 +763,22 @@ static void sqlite_use_writer_heap(void) {
     done = true;
 }
 
+// The writer's buffers hold the program's addresses: mapped as the tracer's own pages, which
+// the leak scan never reads as roots (a malloc of this size would be an anonymous mapping of
+// glibc's that it reads).
+static void* own_buffer(size_t len) {
+    void* p = mt_own_pages(
+        mt_real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), len);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 int mt_writer_start(const char* path) {
     sqlite_use_writer_heap();
     page_size = sysconf(_SC_PAGESIZE);
     if (!scratch)
-        scratch = mt_real.malloc(mt_codec_bound(MT_BUFFER_EVENTS));
+        scratch = own_buffer(mt_codec_bound(MT_BUFFER_EVENTS));
     if (!sortbuf)
-        sortbuf = mt_real.malloc(MT_BUFFER_EVENTS * sizeof *sortbuf);
+        sortbuf = own_buffer(MT_BUFFER_EVENTS * sizeof *sortbuf);
     if (!scratch || !sortbuf) {
         mt_core_fail("cannot start", "out of memory");
         return -ENOMEM;
@@ -876,10 +885,11 @@ static const char* live_set_gap(void) {
                "allocated while stopped are unknown";
     if (atomic_load(&mt_events_off))
         return "events were stopped (MEMTRACE_MAX_MB)";
-    // Its objects live in arenas it maps itself, which the scan does not read (as
-    // LeakSanitizer does not): blocks they hold would read lost (docs/leaks.md).
-    if (mt_pyframes_status())
-        return "a CPython program: its objects, in memory it maps itself, are not scanned";
+    // Its objects live in arenas it maps itself, which the scan reads beside glibc's
+    // allocator only: blocks they hold would read lost (docs/leaks.md).
+    if (mt_pyframes_status() && !mt_leak_scan_reads_mapped())
+        return "a CPython program beside an allocator other than glibc's: its objects, in "
+               "memory it maps itself, are not scanned";
     if (!live || !mt_live_set_complete(live))
         return "no memory for the table of live blocks";
     return NULL;

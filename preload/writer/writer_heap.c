@@ -74,7 +74,8 @@ static void* map_range(size_t len) {
         }
     if (slot == MAX_RANGES)
         return NULL;
-    void* p = mt_real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mt_own_pages(
+        mt_real.mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), len);
     if (p == MAP_FAILED)
         return NULL;
     atomic_store_explicit(&ranges[slot].hi, (uintptr_t)p + len, memory_order_relaxed);
