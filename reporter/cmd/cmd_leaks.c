@@ -356,9 +356,12 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
     mr_leaks_group* all = NULL;
     size_t nall = 0;
     int rc = MR_EXIT_OK;
-    bool scanned = false;
+    bool scanned = false, skipped = false;
+    char why[256];
     for (size_t i = 0; !rc && i < s->n; i++)
         rc = add_process(&s->procs[i], &profs[i], in->supp, in->kinds, &scanned, &all, &nall);
+    for (size_t i = 0; !rc && !scanned && !skipped && i < s->n; i++)
+        skipped = mr_leak_scan_skipped(s->procs[i].cap, why, sizeof why);
     if (!rc) {
         qsort(all, nall, sizeof *all, by_bytes_desc);
         mr_leaks_report r = {.cap = s->procs[0].cap,
@@ -370,7 +373,8 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
                              .nsuppressions = in->supp->n,
                              .set = s,
                              .input = in->first,
-                             .scanned = scanned};
+                             .scanned = scanned,
+                             .no_scan = skipped ? why : NULL};
         mr_report_to to = mr_opts_report_to(in->opt);
         rc = mr_leaks_report_write(&to, &r);
         if (rc == MR_EXIT_OK)
@@ -407,6 +411,8 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     size_t n;
     mr_leaks_group* g = group_live(&p, sites, &kinds, &n);
     bool scanned = kinds.scanned;
+    char why[256];
+    bool skipped = !scanned && mr_leak_scan_skipped(cap, why, sizeof why);
     mr_leak_kinds_free(&kinds);
     n = g ? keep_kinds(g, n, mask) : 0;
     int rc;
@@ -423,7 +429,8 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
                              .all_frames = all_frames,
                              .suppressions = supp->v,
                              .nsuppressions = supp->n,
-                             .scanned = scanned};
+                             .scanned = scanned,
+                             .no_scan = skipped ? why : NULL};
         mr_report_to to = mr_opts_report_to(opt);
         rc = mr_leaks_report_write(&to, &r);
         if (rc == MR_EXIT_OK)

@@ -3,6 +3,7 @@
 // entry point), as text for people or JSON for scripts.
 #include "aggregates.h"
 #include "commands.h"
+#include "leak_kinds.h"
 #include "options.h"
 #include "procs.h"
 #include "summary_report.h"
@@ -93,6 +94,10 @@ int mr_cmd_summary(int argc, char** argv) {
             rc = mr_runtime_held_at_end(cap, &a, &sum.held_bytes, &sum.held_blocks);
         if (!rc && heap != MT_HEAP_NPU)
             rc = mr_leak_totals_at_end(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
+        char why[256];
+        if (!rc && heap != MT_HEAP_NPU && !sum.scanned &&
+            mr_leak_scan_skipped(cap, why, sizeof why))
+            sum.no_scan = why;
         mr_aggregates m;
         bool has_mmap = false;
         if (!rc)

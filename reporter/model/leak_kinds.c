@@ -79,6 +79,18 @@ int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_k
     return 0;
 }
 
+bool mr_leak_scan_skipped(mt_capture* cap, char* why, size_t len) {
+    char* status = mt_capture_meta_text(cap, "leak_scan");
+    bool skipped = status && strcmp(status, "complete") != 0;
+    if (skipped) {
+        char* text = mt_capture_meta_text(cap, "leak_scan_why");
+        snprintf(why, len, "%s", text ? text : "the scan did not run");
+        free(text);
+    }
+    free(status);
+    return skipped;
+}
+
 void mr_leak_kinds_free(mr_leak_kinds* k) {
     free(k->bytes);
     free(k->blocks);

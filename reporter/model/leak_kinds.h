@@ -35,6 +35,11 @@ void mr_leak_kinds_free(mr_leak_kinds* k);
 // 0, -ENOMEM, or -EPROTO for a damaged table.
 int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out);
 
+// Whether the capture says its leak scan did not run, and why into why[len] (docs/leaks.md:
+// a process that ended unseen, MEMTRACE_LEAKS=0...). A capture made before the scan existed
+// says nothing: false.
+bool mr_leak_scan_skipped(mt_capture* cap, char* why, size_t len);
+
 // The totals per kind of the program's blocks: those of callsites the C runtime holds
 // (runtime_held.h) left out, as `leaks` shows them apart.
 void mr_leak_kinds_program(const mr_leak_kinds* k, const mr_symbols* s,

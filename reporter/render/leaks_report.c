@@ -155,6 +155,8 @@ static json_t* build_report(const mr_leaks_report* rep) {
     json_object_set_new(r, "groups", prog.groups);
     if (by_kind) // the capture's leak scan ran: totals per kind (docs/leaks.md)
         json_object_set_new(r, "kinds", by_kind);
+    else if (rep->no_scan)
+        json_object_set_new(r, "no_leak_kinds", mr_json_bytes(rep->no_scan));
     json_t* held = json_object();
     json_object_set_new(held, "bytes", json_integer((json_int_t)runtime.bytes));
     json_object_set_new(held, "blocks", json_integer((json_int_t)runtime.blocks));
@@ -263,6 +265,12 @@ static void print_text(FILE* out, json_t* r) {
         fputs(" suppressed", out);
     }
     fputc('\n', out);
+    const char* no_scan = json_string_value(json_object_get(r, "no_leak_kinds"));
+    if (no_scan) {
+        fputs("no leak kinds (not classified): ", out);
+        mr_fputs_text(out, no_scan);
+        fputs(" (docs/leaks.md)\n", out);
+    }
     if (INT(held, "stacks")) {
         fputs("held by the C runtime: ", out);
         print_amount(out, INT(held, "bytes"), INT(held, "blocks"), INT(held, "stacks"));

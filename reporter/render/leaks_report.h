@@ -56,6 +56,9 @@ typedef struct mr_leaks_report {
     const mr_capture_set* set;
     const char* input;
     bool scanned; // a leak scan gave kinds (docs/leaks.md): groups are listed by kind
+    // Else why the capture's scan did not run, as it says (NULL: a capture made before the
+    // scan existed): the report says the blocks are not classified, and why.
+    const char* no_scan;
 } mr_leaks_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

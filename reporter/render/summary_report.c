@@ -131,6 +131,8 @@ static json_t* build_summary(const mr_summary* s) {
             left_blocks -= n < left_blocks ? n : left_blocks;
         }
         json_object_set_new(o, "leak_kinds", kinds);
+    } else if (s->no_scan) {
+        json_object_set_new(o, "no_leak_kinds", mr_json_bytes(s->no_scan));
     }
     if (s->runtime_held) {
         json_object_set_new(o, "runtime_held_bytes", json_integer((json_int_t)s->held_bytes));
@@ -306,6 +308,12 @@ static void print_text(FILE* out, json_t* s) {
             out, "  %-16s %s in %llu block%s\n", name,
             mt_format_bytes((uint64_t)json_integer_value(json_object_get(k, "bytes")), a, sizeof a),
             n, n == 1 ? "" : "s");
+    }
+    const char* no_scan = json_string_value(json_object_get(s, "no_leak_kinds"));
+    if (no_scan) {
+        fputs("  no leak kinds (not classified): ", out);
+        mr_fputs_text(out, no_scan);
+        fputc('\n', out);
     }
     json_t* m = json_object_get(s, "mmap");
     if (m)

@@ -31,6 +31,8 @@ typedef struct mr_summary {
     // the capture has one.
     bool scanned;
     uint64_t kind_bytes[MT_LEAK_COUNT_], kind_blocks[MT_LEAK_COUNT_];
+    // Else why the capture's scan did not run, as it says (NULL: a capture made before it).
+    const char* no_scan;
     // A python process (heap python): its libc heap and CPython's allocators, each when the
     // report is of another heap (else NULL), and the two together (else NULL).
     const mr_heap_totals* libc;

@@ -8,6 +8,8 @@ the watcher, such a capture stayed truncated and lost the events after its last 
 The watcher is in a session of its own, under a name of its own: a SIGKILL of the whole
 process group (launcher and program: `timeout -s KILL`, a harness ending a job) spares it,
 and the capture is finished all the same.
+No leak scan can run in a process that is gone: every report that gives leak kinds says
+so and why (docs/leaks.md), rather than a silent "no leaks".
 
 Usage: check_killed.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -112,6 +114,7 @@ def check_contents(memreport, cap, name):
             if g["stack"] and g["stack"][0]["function"] == "make_blocks"]
     check(ours == [(KEPT_BYTES, 500)], f"{name}: the 500 blocks it kept, "
           f"{KEPT_BYTES} B, leaked ({ours})")
+    no_scan(memreport, cap, name, leaks)
     return False
 
 
@@ -131,6 +134,27 @@ def case_no_watcher(launcher, memreport, prog, work):
     _, err = p.communicate(timeout=60)
     check(status_of(memreport, cap) == ["recording"] and "truncated capture written" in err,
           f"MEMTRACE_EXIT_WATCH=0: truncated, and named so ({err!r})")
+
+
+def no_scan(memreport, cap, name, leaks):
+    """Each report of leak kinds says the blocks are not classified, and why."""
+    why = "the process ended without its exit handler"
+    check(why in leaks.get("no_leak_kinds", ""), f"{name}: leaks --json says why no "
+          f"kinds ({leaks.get('no_leak_kinds')!r})")
+    mr = lambda *args: subprocess.run([memreport, *args, cap], capture_output=True, text=True)
+    text = mr("leaks").stdout
+    check(f"no leak kinds (not classified): {why}" in text, f"{name}: leaks says why no "
+          f"kinds ({text[-400:]!r})")
+    summary = json.loads(mr("summary", "--json").stdout)
+    check(why in summary.get("no_leak_kinds", ""), f"{name}: summary --json says why")
+    text = mr("summary").stdout
+    check(f"no leak kinds (not classified): {why}" in text, f"{name}: summary says why")
+    for args in (["leaks", "--kind", "definite"], ["flamegraph", "--leaks", "--kind", "definite",
+                                                   "-o", cap + ".svg"],
+                 ["diff", "--fail-if", "definitely_lost_bytes>0", cap]):
+        r = mr(*args)
+        check(r.returncode == 2 and why in r.stderr, f"{name}: {args[0]} refused, saying "
+              f"why ({r.returncode}, {r.stderr!r})")
 
 
 def main():
