@@ -8,7 +8,9 @@
 #include "core.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -25,8 +27,23 @@ static int exec_failed(int rc) {
     return rc;
 }
 
+// Whether the kernel will refuse to run `path` before it replaces the image: no such file,
+// not a regular file, not executable (or on a noexec mount). A shell's PATH search (dash,
+// busybox) calls execve once per directory until one succeeds: finishing and restarting the
+// capture at each miss split one image's events into as many captures.
+static bool exec_cannot_start(const char* path) {
+    int saved = errno;
+    struct stat st;
+    bool cannot = faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0 || stat(path, &st) != 0 ||
+                  !S_ISREG(st.st_mode);
+    errno = saved;
+    return cannot;
+}
+
 MT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
     ensure_real();
+    if (exec_cannot_start(path))
+        return mt_real.execve(path, argv, envp);
     mt_core_before_exec();
     return exec_failed(mt_real.execve(path, argv, envp));
 }

@@ -20,7 +20,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, children, failures, wait_readable  # noqa: E402
+from checks import bail, capture_meta, check, children, failures, wait_readable  # noqa: E402
 
 
 def summary(memreport, path):
@@ -287,6 +287,24 @@ def case_reexec(a, w):
         leaked.add(s["leaked_bytes"])
     check(leaked == {1000 + n for n in range(1, images + 1)},
           f"one capture per image, every image's leak: {sorted(leaked)}")
+
+
+def case_path_search(a, w):
+    """A shell's exec that searches PATH (dash calls execve in each directory until one
+    works) leaves one capture per image: the shell's and the program's. Each miss finished
+    the shell's capture and started another: 10 captures for `sh -c "exec true"` with 8
+    directories before /usr/bin."""
+    misses = [os.path.join(w, f"nothing{i}") for i in range(8)]
+    env = {"PATH": ":".join(misses + ["/usr/bin", "/bin"])}
+    r = traced(a.memtrace, ["-o", os.path.join(w, "cap.db"), "--", "/bin/sh", "-c", "exec true"],
+               env=env)
+    check(r.returncode == 0, f"exit 0 ({r.returncode}: {r.stderr.strip()})")
+    caps = sorted(n for n in os.listdir(w) if n.endswith(".db"))
+    told = [ln for ln in r.stderr.splitlines() if ln.startswith("memtrace: capture written to ")]
+    check(len(caps) == 2 and len(told) == 2, f"two captures, both named: {caps} {told}")
+    exes = sorted(os.path.basename(capture_meta(os.path.join(w, n))["exe"]) for n in caps)
+    shell = os.path.basename(os.path.realpath("/bin/sh"))
+    check(exes == sorted([shell, "true"]), f"the shell's and the program's: {exes}")
 
 
 def case_launcher(a, w):
