@@ -306,8 +306,11 @@ static void wait_for_exit_watchers(const mt_attach_report* r) {
 // Returns how many captures exist.
 static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
     wait_for_exit_watchers(r);
-    int n = read_report(r), written = 0;
+    int n = read_report(r), written = 0, main_images = 0;
     const char* last = NULL; // the capture written (in lines), to say how to look at it
+    // The finished capture of the program's last image: a wrapper (a pyenv shim, env, a
+    // script that ends in exec) runs the program the user means last, in the same process.
+    const char* main_last = NULL;
     for (int i = 0; i < n; i++) {
         char* text = strchr(lines[i], ' ') + 1;
         size_t pidlen = (size_t)(text - lines[i] - 2);
@@ -335,6 +338,10 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
                          (int)ns_pid, (int)ns_pid, text);
             const char* shown = ns_pid ? text : relative_to_cwd(text);
             long pid = strtol(lines[i] + 1, NULL, 10);
+            if (main_pid && pid == main_pid) { // the last image's, if it was finished
+                main_images++;
+                main_last = finished && !why && !ns_pid ? shown : NULL;
+            }
             char unfinished[256];
             if (why) {
                 fprintf(stderr, "memtrace: incomplete capture written to %s%s (%s)\n", shown, where,
@@ -368,6 +375,11 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
     // terminal only: scripts read "capture written to" as the last line.
     if (written == 1 && last && isatty(STDERR_FILENO))
         fprintf(stderr, "memtrace: explore it in a browser: memreport view %s\n", last);
+    else if (main_images > 1 && main_last && isatty(STDERR_FILENO))
+        fprintf(stderr,
+                "memtrace: the program ran in process %d as %d images (exec); explore the "
+                "last in a browser: memreport view %s\n",
+                (int)main_pid, main_images, main_last);
     return written;
 }
 

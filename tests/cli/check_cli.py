@@ -360,11 +360,10 @@ def case_settings(a):
     check(meta(cap, "unwinder") == "auto", f"...and the default used ({meta(cap, 'unwinder')})")
 
 
-def case_wayin(a):
-    cap = os.path.join(a.work, "wayin.db")
+def stderr_at_terminal(argv):
+    """Runs argv with its stderr a terminal (a pty); its exit code and the lines it wrote."""
     master, slave = pty.openpty()
-    r = subprocess.run([a.memtrace, "-o", cap, "--", "true"], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=slave)
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     said = b""
     while True:
@@ -376,8 +375,13 @@ def case_wayin(a):
             break
         said += chunk
     os.close(master)
+    return r, said.decode().replace("\r", "").splitlines() or [""]
+
+
+def case_wayin(a):
+    cap = os.path.join(a.work, "wayin.db")
+    r, lines = stderr_at_terminal([a.memtrace, "-o", cap, "--", "true"])
     # The launcher names the capture relative to its working directory when under it.
-    lines = said.decode().replace("\r", "").splitlines() or [""]
     shown = lines[-2].partition("memtrace: capture written to ")[2] if len(lines) > 1 else ""
     check(r.returncode == 0 and shown and os.path.samefile(shown, cap) and
           lines[-1] == f"memtrace: explore it in a browser: memreport view {shown}",
@@ -386,6 +390,15 @@ def case_wayin(a):
     shown = r.stderr.partition("memtrace: capture written to ")[2].rstrip("\n")
     check(r.returncode == 0 and r.stderr.count("\n") == 1 and shown and
           os.path.samefile(shown, cap), f"into a pipe only the capture is named: {r.stderr!r}")
+    # A wrapper that ends in exec (a pyenv shim, env): the program the user means is the
+    # process's last image, and the last line names its capture.
+    cap = os.path.join(a.work, "wrapped.db")
+    r, lines = stderr_at_terminal([a.memtrace, "-o", cap, "--", "sh", "-c", "exec true"])
+    m = re.fullmatch(r"memtrace: the program ran in process (\d+) as 2 images \(exec\); explore "
+                     r"the last in a browser: memreport view (\S+)", lines[-1])
+    check(r.returncode == 0 and m and os.path.realpath(meta(m.group(2), "exe") or "") == os.path.realpath(shutil.which("true")) and
+          f"memtrace: capture written to {m.group(2)}" in lines,
+          f"after an exec the last line names the last image's capture: {lines!r}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
