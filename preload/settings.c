@@ -172,6 +172,13 @@ static const mt_setting settings[] = {
      .def = "1",
      .help = "0: no exit watcher (docs/tracer.md); a process that ends by SIGKILL or a raw "
              "exit_group leaves its capture truncated, with what was committed"},
+    {.name = "MEMTRACE_LEAK_SCAN_MS",
+     .kind = MT_SETTING_INT,
+     .lo = 1,
+     .hi = 3600000,
+     .attach = MT_ATTACH_PASS,
+     .def = "120000",
+     .help = "the most the leak scan may take, in ms; then it stops, blocks unclassified"},
     {.name = "MEMTRACE_REPORT",
      .kind = MT_SETTING_TEXT,
      .attach = MT_ATTACH_OWN,

@@ -19,3 +19,15 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
     --memreport $<TARGET_FILE:memreport> --workdir ${CMAKE_CURRENT_BINARY_DIR}/leak_python.d)
   set_tests_properties(e2e.leak_python PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
+
+# A scan whose copy times out or dies: the program unharmed, the blocks unclassified, and
+# why (tests/leaks/check_scan_fails.py).
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  add_executable(leaks_held_heap leaks/held_heap.c)
+  target_link_libraries(leaks_held_heap PRIVATE Threads::Threads)
+  add_test(NAME e2e.leak_scan_fails COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/leaks/check_scan_fails.py $<TARGET_FILE:memtrace>
+    $<TARGET_FILE:memreport> $<TARGET_FILE:leaks_held_heap>
+    ${CMAKE_CURRENT_BINARY_DIR}/leak_scan_fails.d)
+  set_tests_properties(e2e.leak_scan_fails PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

@@ -895,8 +895,6 @@ static const char* live_set_gap(void) {
     return NULL;
 }
 
-#define LEAK_SCAN_TIMEOUT_MS 120000
-
 static void scan_leaks(void) {
     const char* gap = live_set_gap();
     char why[256];
@@ -907,7 +905,8 @@ static void scan_leaks(void) {
     if (!gap && mt_live_set_sorted(live, MT_HEAP_LIBC, &b, &n) != 0)
         gap = "no memory for the table of live blocks";
     if (!gap) {
-        rc = mt_leak_scan_run(b, n, writer_thread, LEAK_SCAN_TIMEOUT_MS, &r, why, sizeof why);
+        rc =
+            mt_leak_scan_run(b, n, writer_thread, mt_cfg.leak_scan_timeout_ms, &r, why, sizeof why);
         gap = rc ? why : NULL;
     }
     if (gap) {
