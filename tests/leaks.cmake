@@ -31,3 +31,13 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
     ${CMAKE_CURRENT_BINARY_DIR}/leak_scan_fails.d)
   set_tests_properties(e2e.leak_scan_fails PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
+
+# The scan at memtrace --detach of a program the launcher started
+# (tests/leaks/check_detach.py; skipped without gdb).
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.leak_detach COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/leaks/check_detach.py $<TARGET_FILE:memtrace_launcher>
+    $<TARGET_FILE:memreport> $<TARGET_FILE:leaks_held_heap>
+    ${CMAKE_CURRENT_BINARY_DIR}/leak_detach.d)
+  set_tests_properties(e2e.leak_detach PROPERTIES LABELS e2e TIMEOUT 300)
+endif()
