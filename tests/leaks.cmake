@@ -41,3 +41,13 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
     ${CMAKE_CURRENT_BINARY_DIR}/leak_detach.d)
   set_tests_properties(e2e.leak_detach PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
+
+# memreport view's leaks by kind in headless chromium, against summary, leaks --kind and
+# leaks --range on the same traced program (tests/leaks/view_kinds.py).
+if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.view_leaks COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/leaks/view_kinds.py --lib $<TARGET_FILE:memtrace>
+    --memreport $<TARGET_FILE:memreport> --prog $<TARGET_FILE:leaks_kinds>
+    --workdir ${CMAKE_CURRENT_BINARY_DIR}/view_leaks.d)
+  set_tests_properties(e2e.view_leaks PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+endif()

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 static const char leaks_help[] =
-    "usage: memreport leaks CAPTURE [--json] [--top N] [--kind LIST] [--suppressions FILE]\n"
-    "                       [-o FILE] [-f]\n"
+    "usage: memreport leaks CAPTURE [--json] [--top N] [--kind LIST] [--range FROM..TO]\n"
+    "                       [--suppressions FILE] [-o FILE] [-f]\n"
     "       memreport leaks CAPTURE... | DIR [same options]\n"
     "Blocks of the libc heap still live at the end of the run, grouped by allocation\n"
     "stack, largest first, with the full stack of each group and a totals line. Blocks\n"
@@ -45,6 +45,8 @@ static const char leaks_help[] =
     "  --kind LIST          only these kinds, a comma list of definite, indirect,\n"
     "                       possible, reachable or all (memcheck's --show-leak-kinds);\n"
     "                       a capture without a leak scan is refused\n"
+    "  --range FROM..TO     only the blocks allocated between FROM and TO (one "
+    "capture)\n" MR_HELP_TIMES
     "  --suppressions FILE  hide the groups a line of FILE matches: a glob pattern matched\n"
     "                       against whole function names, or LeakSanitizer's leak:PATTERN,\n"
     "                       a substring of a function, source file or module name ('*'\n"
@@ -282,10 +284,10 @@ static void classify(const mr_symbols* sites, mr_leaks_group* g, size_t n, suppr
 // The leak kinds of a capture's blocks, or an exit code (after saying why) when --kind
 // asks for kinds (mask) and the capture has no scan.
 static int load_kinds(const char* path, mt_capture* cap, const mr_symbols* s, unsigned mask,
-                      mr_leak_kinds* k) {
+                      const mr_query* q, mr_leak_kinds* k) {
     char err[256];
-    int rc = mr_leak_kinds_load(cap, mr_capture_default_heap(cap), mr_symbols_callsite_count(s), k,
-                                err, sizeof err);
+    int rc = mr_leak_kinds_load_range(cap, q->heap, mr_symbols_callsite_count(s), q->from, q->to, k,
+                                      err, sizeof err);
     if (rc) {
         mr_error(path, "%s", err);
         return rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
@@ -314,7 +316,8 @@ static int add_process(const mr_process* p, const mr_profile* prof, suppressions
                        unsigned mask, bool* scanned, mr_leaks_group** all, size_t* n) {
     size_t k = 0;
     mr_leak_kinds kinds;
-    int rc = load_kinds(p->path, p->cap, p->sym, mask, &kinds);
+    mr_query whole = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
+    int rc = load_kinds(p->path, p->cap, p->sym, mask, &whole, &kinds);
     if (rc)
         return rc;
     *scanned |= kinds.scanned;
@@ -394,14 +397,18 @@ static int several_processes(char* const* paths, int n, processes_input* in) {
 // Groups what is live at the end and writes the report. Returns an exit code.
 static int report(const char* path, mt_capture* cap, const mr_symbols* sites, const mr_opts* opt,
                   size_t top, suppressions* supp, const char* supp_path, bool all_frames,
-                  unsigned mask) {
-    mr_leak_kinds kinds;
-    int krc = load_kinds(path, cap, sites, mask, &kinds);
+                  unsigned mask, const mr_when* when) {
+    mr_query q;
+    bool steps;
+    int krc = mr_query_for(when, path, cap, &q, &steps);
     if (krc)
         return krc;
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
     q.moment = MR_AT_END;
     q.progress = "leaks";
+    q.range_blocks = when->from_arg || when->to_arg;
+    mr_leak_kinds kinds;
+    if ((krc = load_kinds(path, cap, sites, mask, &q, &kinds)))
+        return krc;
     mr_profile p;
     int e = mr_profile_for(path, cap, &q, &p);
     if (e) {
@@ -446,6 +453,7 @@ int mr_cmd_leaks(int argc, char** argv) {
                                          {"top", required_argument, NULL, 't'},
                                          {"suppressions", required_argument, NULL, 's'},
                                          {"kind", required_argument, NULL, 'k'},
+                                         {"range", required_argument, NULL, 'r'},
                                          {"all-frames", no_argument, NULL, 'a'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
@@ -456,6 +464,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     const char* supp_path = NULL;
     size_t top = SIZE_MAX;
     unsigned mask = 0;
+    mr_when when = MR_WHEN_INIT;
     int c;
     while ((c = getopt_long(argc, argv, "jt:s:k:ao:fh", opts, NULL)) != -1) {
         switch (c) {
@@ -475,6 +484,10 @@ int mr_cmd_leaks(int argc, char** argv) {
         case 's':
             supp_path = optarg;
             break;
+        case 'r':
+            if (mr_parse_range(optarg, leaks_help, &when))
+                return MR_EXIT_USAGE;
+            break;
         case 'a':
             all_frames = true;
             break;
@@ -491,6 +504,8 @@ int mr_cmd_leaks(int argc, char** argv) {
         return MR_EXIT_USAGE;
     suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
+    if (several && (when.from_arg || when.to_arg))
+        return mr_usage_error(leaks_help, "leaks: --range takes one capture");
     if (several) {
         processes_input in = {argv[optind], &opt, top, &supp, supp_path, all_frames, mask};
         if (!rc)
@@ -504,7 +519,7 @@ int mr_cmd_leaks(int argc, char** argv) {
         suppressions_free(&supp);
         return rc;
     }
-    rc = report(path, cap, sites, &opt, top, &supp, supp_path, all_frames, mask);
+    rc = report(path, cap, sites, &opt, top, &supp, supp_path, all_frames, mask, &when);
     mr_symbols_free(sites);
     suppressions_free(&supp);
     mt_capture_close(cap);

@@ -37,6 +37,7 @@ static const char top_help[] =
     "                     at the peak (--metric live)\n"
     "  --range FROM..TO   only the allocations made between FROM and TO (allocated, count);\n"
     "                     live: at the highest point between them instead of the run's peak;\n"
+    "                     leaked: the blocks allocated between them still live at the end;\n"
     "                     either side may be left out: 1s.., ..500ms\n" MR_HELP_TIMES
     "  --thread TID       only the blocks and allocations of thread TID\n"
     "  --sort KEY         self (default) or total\n"
@@ -109,9 +110,6 @@ static int check_args(const top_args* a) {
     const char* metric = mr_top_report_metric_name(a->metric);
     if (a->when.at_arg && a->metric != MR_METRIC_LIVE_BYTES)
         return mr_usage_error(top_help, "top: --at applies to --metric live, not %s", metric);
-    bool range = a->when.from_arg || a->when.to_arg;
-    if (range && a->metric == MR_METRIC_END_BYTES)
-        return mr_usage_error(top_help, "top: --range does not apply to --metric leaked");
     if (a->callers && a->callees && strcmp(a->callers, a->callees))
         return mr_usage_error(top_help,
                               "top: --callers and --callees name two functions: give one");
@@ -365,6 +363,7 @@ int mr_cmd_top(int argc, char** argv) {
                        .callees = a.callees != NULL};
     if (!(rc = mr_query_for(&a.when, path, cap, &q, &t.steps))) {
         q.progress = "top";
+        q.range_blocks = t.range_given && a.metric == MR_METRIC_END_BYTES;
         if (!(rc = mr_program_profile_for(path, cap, sy, &q, &p)))
             rc = write_top(&t, &a, sy);
     }

@@ -23,20 +23,29 @@ int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out) {
     return rc == -ENOENT ? 0 : rc;
 }
 
-int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
-                       char* err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    out->ncallsites = ncallsites;
+bool mr_leak_scan_complete(mt_capture* cap, char* why, size_t whylen) {
     char* status = mt_capture_meta_text(cap, "leak_scan");
-    char* why = mt_capture_meta_text(cap, "leak_scan_why");
-    snprintf(out->why, sizeof out->why, "%s",
-             why      ? why
+    char* said = mt_capture_meta_text(cap, "leak_scan_why");
+    snprintf(why, whylen, "%s",
+             said     ? said
              : status ? "the scan did not run"
                       : "the capture has no leak scan (recorded before memtrace had one)");
     bool complete = status && !strcmp(status, "complete");
     free(status);
-    free(why);
-    if (!complete)
+    free(said);
+    return complete;
+}
+
+int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
+                       char* err, size_t errlen) {
+    return mr_leak_kinds_load_range(cap, heap, ncallsites, INT64_MIN, INT64_MAX, out, err, errlen);
+}
+
+int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int64_t from,
+                             int64_t to, mr_leak_kinds* out, char* err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    out->ncallsites = ncallsites;
+    if (!mr_leak_scan_complete(cap, out->why, sizeof out->why))
         return 0;
     mr_u64map verdicts;
     if (mr_u64map_init(&verdicts))
@@ -58,7 +67,9 @@ int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_k
     mt_event ev;
     while (!rc && (rc = mt_event_iter_next(it, &ev)) == 1) {
         rc = 0;
-        uint64_t* kind = mt_kind_is_alloc(ev.kind) ? mr_u64map_get(&verdicts, ev.seq) : NULL;
+        bool in_range = ev.ts >= from && ev.ts <= to;
+        uint64_t* kind =
+            mt_kind_is_alloc(ev.kind) && in_range ? mr_u64map_get(&verdicts, ev.seq) : NULL;
         if (!kind)
             continue;
         size_t c = (ev.callsite <= ncallsites ? ev.callsite : 0) * (size_t)MT_LEAK_COUNT_;

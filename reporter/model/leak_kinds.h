@@ -26,10 +26,16 @@ typedef struct mr_leak_kinds {
     uint64_t total_bytes[MT_LEAK_COUNT_], total_blocks[MT_LEAK_COUNT_];
 } mr_leak_kinds;
 
+// Whether the capture's leak scan ran to its end (its verdicts can be read); else why not,
+// in words, into why.
+bool mr_leak_scan_complete(mt_capture* cap, char* why, size_t whylen);
 // Reads the verdicts of heap `heap`'s blocks. 0, or a negative errno with the reason in
 // err (a damaged table is -EPROTO).
 int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
                        char* err, size_t errlen);
+// The same, of the blocks allocated between from and to (ns, or steps) only.
+int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int64_t from,
+                             int64_t to, mr_leak_kinds* out, char* err, size_t errlen);
 void mr_leak_kinds_free(mr_leak_kinds* k);
 // The verdicts alone, allocation seq -> kind, into an initialised map (empty without a scan).
 // 0, -ENOMEM, or -EPROTO for a damaged table.

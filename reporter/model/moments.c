@@ -4,6 +4,8 @@
 // highest moment so far keep their values at that moment.
 #include "moments.h"
 
+#include "heapmap.h"
+#include "leak_kinds.h"
 #include "replay.h"
 #include "u64map.h"
 
@@ -54,6 +56,11 @@ typedef struct tracker {
     uint32_t last_tid;
     uint32_t* allocated; // states with allocations in the bucket being read
     size_t nallocated, alcap;
+    // With edges: the blocks live now, each with its callsite, and the bucket it was
+    // allocated in and its leak kind as tid (bucket | kind << 16), for the ends; and the
+    // leak scan's verdicts (allocation seq -> kind).
+    mr_heapmap born;
+    mr_u64map verdicts;
 } tracker;
 
 static size_t bucket_of(const mr_moments* m, int64_t ts) {
@@ -197,6 +204,60 @@ static int enter(tracker* t, size_t k) {
     return 0;
 }
 
+// With edges: an allocation's block, to be found among the ends if never freed.
+static int born(tracker* t, const mt_event* ev) {
+    uint64_t* kind = t->verdicts.count ? mr_u64map_get(&t->verdicts, ev->seq) : NULL;
+    mr_block b = {.addr = mr_replay_key(ev),
+                  .size = ev->size,
+                  .callsite = ev->callsite,
+                  .tid = (uint32_t)t->cur | (uint32_t)(kind ? *kind : 0) << 16};
+    bool had;
+    mr_block old;
+    return mr_heapmap_put(&t->born, &b, &old, &had);
+}
+
+static int by_bucket_callsite_kind(const void* a, const void* b) {
+    const mr_moment_end *x = a, *y = b;
+    if (x->bucket != y->bucket)
+        return x->bucket < y->bucket ? -1 : 1;
+    if (x->callsite != y->callsite)
+        return x->callsite < y->callsite ? -1 : 1;
+    return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+// With edges, after the last event: the blocks still live summed per (bucket, callsite,
+// kind), in that order.
+static int ends(tracker* t) {
+    mr_moments* m = t->m;
+    mr_u64map at; // (bucket, kind, callsite) -> 1 + its index in m->ends
+    if (mr_u64map_init(&at))
+        return -ENOMEM;
+    size_t cap = 0;
+    const mr_block* b;
+    int e = 0;
+    for (size_t i = 0; e == 0 && mr_heapmap_next(&t->born, &i, &b);) {
+        uint64_t key =
+            (uint64_t)(b->tid & 0xffff) << 35 | (uint64_t)(b->tid >> 16) << 32 | b->callsite;
+        uint64_t* k = mr_u64map_get(&at, key);
+        if (!k) {
+            if (mt_vec_grow(&m->ends, &cap, m->nends + 1, sizeof *m->ends) ||
+                mr_u64map_put(&at, key, m->nends + 1)) {
+                e = -ENOMEM;
+                break;
+            }
+            m->ends[m->nends++] =
+                (mr_moment_end){b->tid & 0xffff, b->callsite, (int)(b->tid >> 16), 0, 0};
+            k = mr_u64map_get(&at, key);
+        }
+        m->ends[*k - 1].bytes += b->size;
+        m->ends[*k - 1].blocks++;
+    }
+    mr_u64map_free(&at);
+    if (e == 0 && m->nends)
+        qsort(m->ends, m->nends, sizeof *m->ends, by_bucket_callsite_kind);
+    return e;
+}
+
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     tracker* t = ud;
     int e = enter(t, bucket_of(t->m, ev->ts));
@@ -211,6 +272,9 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
             return -ENOMEM;
         s->bytes -= freed->size;
         s->blocks--;
+        mr_block gone;
+        if (t->edges)
+            mr_heapmap_take(&t->born, mr_replay_key(ev), &gone);
     }
     if (e == 0 && mt_kind_is_alloc(ev->kind)) {
         if (!(s = state_of(t, ev->callsite)) || touch(t, s))
@@ -222,6 +286,8 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
                 return -ENOMEM;
             t->allocated[t->nallocated++] = (uint32_t)(s - t->cs);
         }
+        if (t->edges && born(t, ev))
+            return -ENOMEM;
         s->abytes += ev->size;
     }
     if (e == 0 && r->live_bytes > t->max)
@@ -234,7 +300,10 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
 
 int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
                      mr_moments* m, char* err, size_t errlen) {
+    // The ends keep a block's bucket in 16 bits.
     *m = (mr_moments){.t0 = 0, .nbuckets = buckets ? buckets : 1};
+    if (edges && m->nbuckets > 0xffff)
+        m->nbuckets = 0xffff;
     m->width = end > 0 ? (int64_t)((uint64_t)end / m->nbuckets + 1) : 1;
     m->bucket_moment = calloc(m->nbuckets, sizeof *m->bucket_moment);
     // A candidate per bucket, and with edges one per edge.
@@ -255,6 +324,14 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, boo
                 : -ENOMEM;
     if (e == 0 && edges)
         e = record_edge(&t, 0);
+    if (e == 0 && edges && (e = mr_heapmap_init(&t.born)) == 0 &&
+        (e = mr_u64map_init(&t.verdicts)) == 0) {
+        m->scanned = mr_leak_scan_complete(cap, m->why_unscanned, sizeof m->why_unscanned);
+        if (m->scanned && (e = mr_leak_verdicts_load(cap, &t.verdicts)) && e != -ENOMEM) {
+            snprintf(err, errlen, "the leak table is damaged");
+            e = -EPROTO;
+        }
+    }
     if (e == 0 && (e = mr_u64map_init(&t.tids)) == 0 && (e = mr_u64map_init(&t.index)) == 0) {
         mr_replay r;
         if ((e = mr_replay_init(&r, cap, heap)) == 0 &&
@@ -264,6 +341,8 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, boo
             e = close_bucket(&t);
         if (e == 0 && edges)
             e = record_edge(&t, m->nbuckets);
+        if (e == 0 && edges)
+            e = ends(&t);
         if (e && e != -ENOMEM)
             snprintf(err, errlen, "%s", r.err);
         mr_replay_free(&r);
@@ -271,6 +350,8 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, boo
     }
     m->threads = t.tids.count;
     mr_u64map_free(&t.tids);
+    mr_heapmap_free(&t.born);
+    mr_u64map_free(&t.verdicts);
     free(t.dense);
     free(t.cs);
     free(t.dirty);
@@ -291,5 +372,6 @@ void mr_moments_free(mr_moments* m) {
     free(m->values);
     free(m->edge_moment);
     free(m->allocs);
+    free(m->ends);
     *m = (mr_moments){0};
 }

@@ -6,8 +6,9 @@
 // one too). The highest point of a range of buckets is then one of their candidates. Per
 // callsite, only the changes of its live values from one candidate to the next are kept.
 // Asked for, the states at the buckets' edges are moments too (a moment's values exact at
-// those times) and each bucket's allocations per callsite are kept (a range of whole
-// buckets then has its exact allocations).
+// those times), each bucket's allocations per callsite are kept (a range of whole buckets
+// then has its exact allocations), and so are the blocks still live at the end per bucket
+// of their allocation and leak kind (a range's leaks).
 #ifndef MR_MOMENTS_H
 #define MR_MOMENTS_H
 
@@ -22,6 +23,14 @@ typedef struct mr_moment_value {
     uint32_t moment, callsite;
     uint64_t bytes, blocks;
 } mr_moment_value;
+
+// Blocks live at the end allocated in `bucket` at `callsite`, of leak kind `kind` (the
+// capture's leak scan's verdict; MT_LEAK_UNCLASSIFIED without one).
+typedef struct mr_moment_end {
+    uint32_t bucket, callsite;
+    int kind;
+    uint64_t bytes, blocks;
+} mr_moment_end;
 
 typedef struct mr_moments {
     int64_t t0, width; // bucket k spans [t0 + k * width, t0 + (k + 1) * width)
@@ -45,11 +54,17 @@ typedef struct mr_moments {
     mr_moment_value* allocs;
     size_t nallocs, acap;
     size_t threads; // with edges: the distinct thread ids of the events
+    // With edges: the blocks live at the end, in (bucket, callsite, kind) order; whether
+    // the capture's leak scan gave their kinds, or why not.
+    mr_moment_end* ends;
+    size_t nends;
+    bool scanned;
+    char why_unscanned[256];
 } mr_moments;
 
-// One replay of the heap over `buckets` (>= 1) buckets spanning [0, end] ns (or steps),
-// with the edges' moments and the buckets' allocations when `edges`. Returns 0, or a
-// negative errno with the reason in err.
+// One replay of the heap over `buckets` (>= 1; with edges at most 65535) buckets spanning
+// [0, end] ns (or steps), with the edges' moments, the buckets' allocations and the ends
+// when `edges`. Returns 0, or a negative errno with the reason in err.
 int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
                      mr_moments* m, char* err, size_t errlen);
 void mr_moments_free(mr_moments* m);

@@ -4,6 +4,7 @@
 #include "profile.h"
 
 #include "aggregates.h"
+#include "heapmap.h"
 #include "messages.h"
 #include "u64map.h"
 
@@ -49,6 +50,7 @@ typedef struct builder {
     bool any_peak;                     // a moment is MR_AT_PEAK
     uint64_t range_peak; // MR_AT_PEAK in a range: the heap's live bytes at the last mark
     uint64_t progress_total;
+    mr_heapmap in_range; // range_blocks: the blocks allocated within the range, live now
 } builder;
 
 static uint64_t* head_of(builder* b, uint32_t callsite) {
@@ -115,21 +117,29 @@ static bool wanted(const builder* b, uint32_t tid) {
 // an allocation (and its bytes in the range).
 static int count(builder* b, const mt_event* ev, const mr_block* freed) {
     mr_profile_row* row;
-    if (freed && wanted(b, freed->tid)) { // freed, or replaced by an allocation
+    mr_block gone;
+    bool counted =
+        freed && (!b->q->range_blocks || mr_heapmap_take(&b->in_range, mr_replay_key(ev), &gone));
+    if (counted && wanted(b, freed->tid)) { // freed, or replaced by an allocation
         if (!(row = row_of(b, freed->callsite, freed->tid)))
             return -ENOMEM;
         row->end_bytes -= freed->size;
         row->end_blocks--;
     }
-    if (mt_kind_is_alloc(ev->kind) && wanted(b, ev->tid)) {
+    bool in_range = ev->ts >= b->q->from && ev->ts <= b->q->to;
+    if (mt_kind_is_alloc(ev->kind) && wanted(b, ev->tid) && (in_range || !b->q->range_blocks)) {
         if (!(row = row_of(b, ev->callsite, ev->tid)))
             return -ENOMEM;
         row->end_bytes += ev->size;
         row->end_blocks++;
-        if (ev->ts >= b->q->from && ev->ts <= b->q->to) {
+        if (in_range) {
             row->alloc_bytes += ev->size;
             row->alloc_count++;
         }
+        mr_block born = {.addr = mr_replay_key(ev)};
+        bool had;
+        if (b->q->range_blocks && mr_heapmap_put(&b->in_range, &born, &gone, &had))
+            return -ENOMEM;
     }
     return 0;
 }
@@ -245,7 +255,10 @@ static int builder_init(builder* b, mt_capture* cap) {
         max_callsite = 0;
     b->nheads = (size_t)max_callsite + 1;
     b->heads = calloc(b->nheads, sizeof *b->heads);
-    return b->heads && !mr_u64map_init(&b->stray_heads) ? 0 : -ENOMEM;
+    return b->heads && !mr_u64map_init(&b->stray_heads) &&
+                   (!b->q->range_blocks || !mr_heapmap_init(&b->in_range))
+               ? 0
+               : -ENOMEM;
 }
 
 static void builder_free(builder* b) {
@@ -253,13 +266,15 @@ static void builder_free(builder* b) {
     free(b->saved);
     free(b->heads);
     mr_u64map_free(&b->stray_heads);
+    mr_heapmap_free(&b->in_range);
 }
 
 // Whether the queries differ only in what one replay can give for each: moment and at.
 static bool share_replay(const mr_query* qs, size_t n) {
     for (size_t k = 1; k < n; k++)
         if (qs[k].heap != qs[0].heap || qs[k].tid != qs[0].tid ||
-            qs[k].by_thread != qs[0].by_thread || qs[k].from != qs[0].from || qs[k].to != qs[0].to)
+            qs[k].by_thread != qs[0].by_thread || qs[k].from != qs[0].from ||
+            qs[k].to != qs[0].to || qs[k].range_blocks != qs[0].range_blocks)
             return false;
     return true;
 }
@@ -326,7 +341,7 @@ int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* er
 
 bool mr_profile_is_default(const mr_query* q) {
     return (q->moment == MR_AT_PEAK || q->moment == MR_AT_END) && q->from == INT64_MIN &&
-           q->to == INT64_MAX && q->tid == 0 && !q->by_thread && !q->observe;
+           q->to == INT64_MAX && q->tid == 0 && !q->by_thread && !q->observe && !q->range_blocks;
 }
 
 int mr_profile_moment_of(const mr_profile* peak, mr_moment moment, mr_profile* out) {

@@ -29,7 +29,10 @@ typedef struct mr_query {
     int64_t at;       // MR_AT_TIME: ns since start (steps for an NPU heap)
     int64_t from, to; // allocations counted when from <= ts <= to; MR_AT_PEAK's bounds
     uint32_t tid;     // 0: every thread; else only this thread's blocks and allocations
-    bool by_thread;   // one row per (callsite, thread) instead of per callsite
+    // The live and end metrics count only the blocks allocated within from..to (at the
+    // end: the range's leaks); else every block.
+    bool range_blocks;
+    bool by_thread; // one row per (callsite, thread) instead of per callsite
     // Optional: called after the model counted each event (ud: observe_ud); a negative
     // errno stops the build with it (worded in r->err first if the observer likes).
     mr_replay_fn observe;

@@ -298,18 +298,61 @@ static json_t* temporal_allocs(const mr_flame_tree* g, const uint32_t* newid, si
     return rows ? packed_rows(rows, nrows, e) : NULL;
 }
 
-// memreport view: the moments of the buckets' edges, and the nodes' allocations.
+static int by_cell(const void* a, const void* b) {
+    uint32_t x = *(const uint32_t*)a, y = *(const uint32_t*)b;
+    return (x > y) - (x < y);
+}
+
+// Each kept node's blocks live at the end, per bucket of their allocation and class
+// (view_data.h), from the moments' ends: per node row [bucket * 8 + class, bytes, blocks,
+// ...], packed, callsites folded into their kept node as in the tree.
+static json_t* temporal_leaks(const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
+                              const mr_moments* m) {
+    enum { C = MR_VIEW_LEAK_CLASSES };
+    uint64_t* sum = calloc(2 * C * nrows, sizeof *sum);
+    uint32_t* touched = malloc(C * nrows * sizeof *touched); // cells: row * C + class
+    packed* rows = calloc(nrows, sizeof *rows);
+    int e = sum && touched && rows ? 0 : -1;
+    for (size_t i = 0; e == 0 && i < m->nends;) {
+        uint32_t k = m->ends[i].bucket;
+        size_t ntouched = 0;
+        for (; i < m->nends && m->ends[i].bucket == k; i++) {
+            const mr_moment_end* v = &m->ends[i];
+            uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
+            uint32_t cell = newid[g->target[cs ? g->node_of[cs] : 0]] * C +
+                            (uint32_t)mr_view_leak_class(g->sym, v);
+            if (sum[2 * cell + 1] == 0)
+                touched[ntouched++] = cell;
+            sum[2 * cell] += v->bytes;
+            sum[2 * cell + 1] += v->blocks;
+        }
+        qsort(touched, ntouched, sizeof *touched, by_cell); // a row's classes in order
+        for (size_t t = 0; t < ntouched && e == 0; t++) {
+            uint64_t* c = &sum[2 * touched[t]];
+            e = pack_triple(&rows[touched[t] / C], (uint64_t)k * 8 + touched[t] % C, c[0], c[1]);
+            c[0] = c[1] = 0;
+        }
+    }
+    free(sum);
+    free(touched);
+    return rows ? packed_rows(rows, nrows, e) : NULL;
+}
+
+// memreport view: the moments of the buckets' edges, and the nodes' allocations and leaks.
 static int temporal_edges(json_t* o, const mr_flame_tree* g, const uint32_t* newid, size_t nrows,
                           const mr_moments* m) {
     json_t* edges = json_array();
     json_t* allocs = temporal_allocs(g, newid, nrows, m);
-    int e = edges && allocs ? 0 : -1;
+    json_t* leaks = temporal_leaks(g, newid, nrows, m);
+    int e = edges && allocs && leaks ? 0 : -1;
     for (size_t k = 0; e == 0 && k <= m->nbuckets; k++)
         e = json_array_append_new(edges, json_integer(m->edge_moment[k]));
     if (e == 0)
-        return json_object_set_new(o, "edges", edges) || json_object_set_new(o, "alloc", allocs);
+        return json_object_set_new(o, "edges", edges) || json_object_set_new(o, "alloc", allocs) ||
+               json_object_set_new(o, "leaks", leaks);
     json_decref(edges);
     json_decref(allocs);
+    json_decref(leaks);
     return -1;
 }
 
@@ -460,7 +503,7 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     }
     free(newid);
     if (o && view->timeline && view->temporal &&
-        mr_view_data_add(o, cap, view->timeline, view->temporal)) {
+        mr_view_data_add(o, cap, g->sym, view->timeline, view->temporal)) {
         json_decref(o);
         o = NULL;
     }

@@ -4,6 +4,7 @@
 
 #include "json.h"
 #include "plot_time.h"
+#include "runtime_held.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,22 +19,30 @@ static int add_heap(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
-// The end's live blocks: each callsite's last values before the end edge, summed.
-static uint64_t end_blocks(const mr_moments* m) {
-    uint32_t top = 0;
-    for (size_t i = 0; i < m->nvalues; i++)
-        top = m->values[i].callsite > top ? m->values[i].callsite : top;
-    uint64_t* last = calloc((size_t)top + 1, sizeof *last);
-    if (!last)
-        return 0;
-    uint32_t end = m->edge_moment[m->nbuckets];
-    for (size_t i = 0; i < m->nvalues && m->values[i].moment <= end; i++)
-        last[m->values[i].callsite] = m->values[i].blocks;
-    uint64_t n = 0;
-    for (size_t cs = 0; cs <= top; cs++)
-        n += last[cs];
-    free(last);
-    return n;
+int mr_view_leak_class(const mr_symbols* s, const mr_moment_end* e) {
+    bool known = e->callsite < mr_symbols_callsite_count(s);
+    return known && mr_runtime_held(s, e->callsite) ? MR_VIEW_RUNTIME_HELD : e->kind;
+}
+
+// The blocks live at the end per class: {"scanned", "why" (when not), "classes": [{name,
+// bytes, blocks}...]}, in the classes' order.
+static json_t* leaks(const mr_symbols* s, const mr_moments* m) {
+    uint64_t bytes[MR_VIEW_LEAK_CLASSES] = {0}, blocks[MR_VIEW_LEAK_CLASSES] = {0};
+    for (size_t i = 0; i < m->nends; i++) {
+        int c = mr_view_leak_class(s, &m->ends[i]);
+        bytes[c] += m->ends[i].bytes;
+        blocks[c] += m->ends[i].blocks;
+    }
+    json_t* classes = json_array();
+    for (int c = 0; c < MR_VIEW_LEAK_CLASSES; c++)
+        json_array_append_new(
+            classes, json_pack("{s:s,s:I,s:I}", "name",
+                               c == MR_VIEW_RUNTIME_HELD ? "runtime_held" : mt_leak_kind_name(c),
+                               "bytes", (json_int_t)bytes[c], "blocks", (json_int_t)blocks[c]));
+    json_t* o = json_pack("{s:b,s:o}", "scanned", m->scanned, "classes", classes);
+    if (o && !m->scanned)
+        json_object_set_new(o, "why", mr_json_bytes(m->why_unscanned));
+    return o;
 }
 
 static json_t* header(mt_capture* cap, const mr_heap_timeline* t, const mr_moments* m) {
@@ -47,13 +56,11 @@ static json_t* header(mt_capture* cap, const mr_heap_timeline* t, const mr_momen
     }
     json_t* heaps = json_array();
     mt_capture_heaps(cap, add_heap, heaps);
-    uint32_t end = m->edge_moment[m->nbuckets];
-    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "duration_ns",
-                     (json_int_t)t->duration, "peak_bytes", (json_int_t)(m->n ? m->bytes[peak] : 0),
-                     "peak_ns", (json_int_t)(m->n ? m->ts[peak] : 0), "leaked_bytes",
-                     (json_int_t)m->bytes[end], "leaked_blocks", (json_int_t)end_blocks(m),
-                     "alloc_bytes", (json_int_t)bytes, "allocations", (json_int_t)count, "threads",
-                     (json_int_t)m->threads, "heaps", heaps);
+    return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "duration_ns", (json_int_t)t->duration,
+                     "peak_bytes", (json_int_t)(m->n ? m->bytes[peak] : 0), "peak_ns",
+                     (json_int_t)(m->n ? m->ts[peak] : 0), "alloc_bytes", (json_int_t)bytes,
+                     "allocations", (json_int_t)count, "threads", (json_int_t)m->threads, "heaps",
+                     heaps);
 }
 
 static json_t* marks(const mr_heap_timeline* t) {
@@ -67,7 +74,8 @@ static json_t* marks(const mr_heap_timeline* t) {
     return a;
 }
 
-int mr_view_data_add(json_t* o, mt_capture* cap, const mr_heap_timeline* t, const mr_moments* m) {
+int mr_view_data_add(json_t* o, mt_capture* cap, const mr_symbols* sym, const mr_heap_timeline* t,
+                     const mr_moments* m) {
     json_t* s = json_array();
     if (!s)
         return -ENOMEM;
@@ -76,7 +84,7 @@ int mr_view_data_add(json_t* o, mt_capture* cap, const mr_heap_timeline* t, cons
         json_array_append_new(s, series("RSS", "rss", &t->rss));
     if (t->vsz.n)
         json_array_append_new(s, series("VSZ", "vsz", &t->vsz));
-    json_t* v =
-        json_pack("{s:o,s:o,s:o}", "header", header(cap, t, m), "series", s, "marks", marks(t));
+    json_t* v = json_pack("{s:o,s:o,s:o,s:o}", "header", header(cap, t, m), "leaks", leaks(sym, m),
+                          "series", s, "marks", marks(t));
     return v && json_object_set_new(o, "view", v) == 0 ? 0 : -ENOMEM;
 }

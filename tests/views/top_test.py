@@ -206,6 +206,13 @@ def traced_time(t, memreport, cap):
     to = sql(memreport, cap, "SELECT max(ts) FROM allocations WHERE size = 1000")
     got = sub(table(t.json("--metric", "count", "--range", "..%dns" % to)), OURS)
     check(got == {"make_buf": (3, 3), "reader": (0, 3), "main": (0, 3)}, "--range ..TO: %r" % got)
+    # Leaked, --range from phase 2: parser's own 500 only (reader's 3000 came before).
+    got = sub(table(t.json("--metric", "leaked", "--range", "%dns.." % frm, "--top", "0")), OURS)
+    check(got == {"parser": (500, 500), "main": (0, 500)},
+          "leaked --range %dns..: the leaks of its allocations: %r" % (frm, got))
+    got = sub(table(t.json("--metric", "leaked", "--range", "..%dns" % to, "--top", "0")), OURS)
+    check(got == {"make_buf": (3000, 3000), "reader": (0, 3000), "main": (0, 3000)},
+          "leaked --range ..%dns: reader's: %r" % (to, got))
     # --thread: the churner's own allocations.
     tid = sql(memreport, cap, "SELECT min(tid) FROM allocations WHERE size = 64")
     rep = t.json("--metric", "allocated", "--thread", str(tid), "--top", "0")
@@ -234,8 +241,6 @@ def traced_errors(t, work):
                  "bad metric")
     expect_error(t, ["--metric", "allocated", "--at", "1ms"], 1, ["--at applies to"],
                  "--at with allocated")
-    expect_error(t, ["--metric", "leaked", "--range", "1ms.."], 1, ["--range", "leaked"],
-                 "--range with leaked")
     expect_error(t, ["--sort", "size"], 1, ["--sort"], "bad sort")
     expect_error(t, ["--callers", "walk", "--callees", "main"], 1, ["two functions"],
                  "--callers and --callees of two functions")
