@@ -24,3 +24,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND TARGET nopie_prog AND NOT ME
     set_tests_properties(e2e.pymalloc_${case} PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# memreport view of a python process mapping anonymous memory: its heaps (libc and python,
+# libc, python, mmap) in headless chromium against memreport summary (tests/python/view_heaps.py).
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  add_test(NAME e2e.view_heaps COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/python/view_heaps.py --launcher $<TARGET_FILE:memtrace_launcher>
+    --memreport $<TARGET_FILE:memreport> --workdir ${CMAKE_CURRENT_BINARY_DIR}/view_heaps.d)
+  set_tests_properties(e2e.view_heaps PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+endif()

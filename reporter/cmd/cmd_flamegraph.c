@@ -379,6 +379,53 @@ static int several_processes(const fg_args* a, char* const* paths, int n) {
     return mr_procs_flamegraph(&p, paths, n, flamegraph_help);
 }
 
+// memreport view: one heap's tree, moments and timeline, added to the page. Returns an exit
+// code.
+static int view_heap(fg_run* run, const char* name, mr_heap_pages* pages) {
+    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
+    run->query = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(run->cap));
+    // One series point per pixel column of a wide laptop screen at most.
+    mr_timeline_opts topts = {.buckets = 1200};
+    int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline);
+    if (rc == 0 && (rc = temporal_graph(run)) == 0) {
+        mr_flamegraph_view view = {.t = run->moment_ts,
+                                   .all_frames = run->args.all_frames,
+                                   .temporal = &run->moments,
+                                   .timeline = &run->timeline};
+        int e = mr_heap_pages_add(pages, name, &run->tree, run->cap, &view);
+        if (e) {
+            mr_error(run->path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+    }
+    mr_heap_timeline_free(&run->timeline);
+    mr_flame_tree_free(&run->tree);
+    mr_moments_free(&run->moments);
+    return rc;
+}
+
+// The heaps a view page offers, the one it opens with first: a python process's libc and
+// python heaps together, then each alone; the libc heap; the mmap heap (MEMTRACE_MMAP=1).
+// names[k] is the heap's name for mr_capture_want_heap (NULL: the default one), labels[k]
+// what the page calls it. Returns how many.
+static int view_heaps(mt_capture* cap, const char* names[4], const char* labels[4]) {
+    int n = 0;
+    bool python = mr_capture_heap_named(cap, "python") != 0;
+    names[n] = NULL;
+    labels[n++] = python ? "libc and python" : "libc";
+    if (python) {
+        names[n] = labels[n] = "libc";
+        n++;
+        names[n] = labels[n] = "python";
+        n++;
+    }
+    if (mr_capture_heap_named(cap, "mmap")) {
+        names[n] = labels[n] = "mmap";
+        n++;
+    }
+    return n;
+}
+
 int mr_flamegraph_view_page(const char* path, const char* output, bool force, bool all_frames) {
     fg_run run = {.path = path,
                   .args = {.output = output,
@@ -387,21 +434,37 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
                            .temporal = true,
                            .view = true,
                            .min_width = 0.0001}};
-    // One series point per pixel column of a wide laptop screen at most.
-    mr_timeline_opts topts = {.buckets = 1200};
     int rc = open_input(&run);
     if (rc == 0 && run.extent.steps) { // the page's axes, marks and header are in time
         mr_error(path, "an imported NPU log, timed in allocation steps: memreport plot and "
                        "flamegraph show it");
         rc = MR_EXIT_BAD_INPUT;
     }
-    if (rc == 0)
-        rc = mr_heap_timeline_build(run.cap, &topts, &run.timeline);
-    if (rc == 0 && (rc = temporal_graph(&run)) == 0)
-        rc = write_output(&run);
-    mr_heap_timeline_free(&run.timeline);
-    mr_flame_tree_free(&run.tree);
-    mr_moments_free(&run.moments);
+    const char *names[4], *labels[4];
+    int n = rc == 0 ? view_heaps(run.cap, names, labels) : 0;
+    mr_heap_pages* pages = mr_heap_pages_new();
+    if (rc == 0 && !pages) {
+        mr_error(path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    for (int k = 0; rc == 0 && k < n; k++) {
+        mr_capture_want_heap(names[k]);
+        rc = view_heap(&run, labels[k], pages);
+    }
+    mr_capture_want_heap(NULL);
+    mr_output out;
+    if (rc == 0 && (rc = mr_output_open(&out, output, force)) == 0) {
+        int e = mr_heap_pages_write(out.fp, pages);
+        if (e) {
+            mr_error(e == -ENOMEM ? path : output, "%s",
+                     e == -ENOMEM ? "out of memory" : "cannot write the page");
+            mr_output_abort(&out);
+            rc = MR_EXIT_IO;
+        } else {
+            rc = mr_output_commit(&out);
+        }
+    }
+    mr_heap_pages_free(pages);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     return rc;

@@ -52,4 +52,17 @@ typedef struct mr_flamegraph_view {
 int mr_flamegraph_page_write(FILE* fp, const mr_flame_tree* g, mt_capture* cap,
                              const mr_flamegraph_view* view);
 
+// memreport view of a capture with several heaps (libc, python, mmap): one page holding each
+// heap's data, the first added the one it opens with, and a list of the heaps (each one's
+// peak, allocations and blocks live at the end) from which the page switches to another.
+typedef struct mr_heap_pages mr_heap_pages;
+mr_heap_pages* mr_heap_pages_new(void);
+// Adds the data of the heap named `name` (heap.name, or "libc and python" for a python
+// process's two heaps together): its tree g and view. Returns 0 or -ENOMEM.
+int mr_heap_pages_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g, mt_capture* cap,
+                      const mr_flamegraph_view* view);
+// Writes the page, as mr_flamegraph_page_write.
+int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p);
+void mr_heap_pages_free(mr_heap_pages* p);
+
 #endif
