@@ -8,6 +8,7 @@
 # and exits 1 when `failures` (what each failed check said) is not empty, whatever else
 # it skipped (exit 77 only when every check it ran passed).
 import atexit
+import json
 import os
 import re
 import select
@@ -33,6 +34,14 @@ def check_quietly(cond, what):
     """check() printing only a failure: for drivers whose checks run by the thousand (one per
     damaged capture, per exported line) and say what went wrong."""
     return cond if cond else check(cond, what)
+
+
+def page_data(path):
+    """The data a flame graph page (memreport flamegraph, view, diff --html) embeds."""
+    with open(path) as f:
+        m = re.search(r'<script type="application/json" id="fg-data">(.*?)</script>', f.read(),
+                      re.S)
+    return json.loads(m.group(1))
 
 
 def runner(memreport):

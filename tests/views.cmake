@@ -17,3 +17,15 @@ endif()
 add_test(NAME e2e.top
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/views/top_test.py ${TOP_TEST_ARGS})
 set_tests_properties(e2e.top PROPERTIES LABELS e2e TIMEOUT 120)
+
+# One question, one number: top, stats, the flame graph page, folded, diff and summary on a
+# program whose functions allocate known bytes (views/agree_prog.c), and on a python3 run.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(agree_prog views/agree_prog.c)
+  target_compile_options(agree_prog PRIVATE -g -O0 -fno-inline -fno-omit-frame-pointer)
+  add_test(NAME e2e.views_agree
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/views/views_agree_test.py
+            $<TARGET_FILE:memreport> $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:agree_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/views-agree)
+  set_tests_properties(e2e.views_agree PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

@@ -56,6 +56,7 @@ static const char flamegraph_help[] =
     "                      (flame graph), whatever the viewer last chose\n"
     "  --heap NAME         the heap to show: libc (the default) or mmap (MEMTRACE_MMAP=1)\n"
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
+    "                      (what each allocated stays its function's, under that caller)\n"
     "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
     "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
     "                      NAME being the capture's file name without .db\n"

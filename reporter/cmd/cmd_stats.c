@@ -155,6 +155,40 @@ static mr_stats_row* site_rows(const stats* s, size_t* nrows) {
     return rows;
 }
 
+static int by_name(const void* a, const void* b) {
+    return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+// The wrappers whose callers took their rows, sorted: the site frames of the stacks that
+// allocated whose label is another function. NULL (with *n 0) when there is none or no
+// memory (the report then names none).
+static const char** passed_wrappers(const stats* s, size_t* n) {
+    const char** out = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (uint32_t i = 1; i < s->ncallsites && !s->by_stack; i++) {
+        if (!s->site[i].count)
+            continue;
+        const char* fn = mr_sites_site_name(s->sites, i);
+        if (!strcmp(fn, mr_site_label(s->labels, i)))
+            continue;
+        size_t k = 0;
+        while (k < *n && strcmp(out[k], fn) != 0)
+            k++;
+        if (k < *n)
+            continue;
+        if (MT_VEC_RESERVE(&out, &cap, *n + 1)) {
+            free(out);
+            *n = 0;
+            return NULL;
+        }
+        out[(*n)++] = fn;
+    }
+    if (*n > 1)
+        qsort(out, *n, sizeof *out, by_name);
+    return out;
+}
+
 typedef struct stats_args {
     mr_opts opt;
     size_t top;
@@ -227,6 +261,8 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
     int rc;
     size_t n;
     mr_stats_row* rows = add_aggregates(s, &agg) ? NULL : site_rows(s, &n);
+    size_t nwrappers;
+    const char** wrappers = rows ? passed_wrappers(s, &nwrappers) : NULL;
     if (!rows) {
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
@@ -243,11 +279,15 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
                              .nrows = n,
                              .top = a->top,
                              .all_frames = s->all_frames,
+                             .by_label = !s->by_stack,
+                             .wrappers = wrappers,
+                             .nwrappers = nwrappers,
                              .threads = s->threads,
                              .nthreads = s->nthreads};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_stats_report_write(&to, &r);
         free(rows);
+        free(wrappers);
     }
     mr_aggregates_free(&agg);
     return rc;
@@ -332,6 +372,22 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
         mr_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     }
+    // The wrappers of every process, once each.
+    const char** wrappers = NULL;
+    size_t nwrappers = 0, cap = 0;
+    for (size_t i = 0; !rc && i < set.n; i++) {
+        size_t nw;
+        const char** w = passed_wrappers(&per[i], &nw);
+        for (size_t k = 0; k < nw && !MT_VEC_RESERVE(&wrappers, &cap, nwrappers + 1); k++)
+            wrappers[nwrappers++] = w[k];
+        free(w);
+    }
+    if (nwrappers > 1)
+        qsort(wrappers, nwrappers, sizeof *wrappers, by_name);
+    size_t unique = 0;
+    for (size_t k = 0; k < nwrappers; k++)
+        if (!unique || strcmp(wrappers[unique - 1], wrappers[k]) != 0)
+            wrappers[unique++] = wrappers[k];
     if (!rc) {
         mr_stats_report r = {.cap = set.procs[0].cap,
                              .profile = &sum,
@@ -343,6 +399,9 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
                              .nrows = nrows,
                              .top = a->top,
                              .all_frames = a->all_frames,
+                             .by_label = !a->by_stack,
+                             .wrappers = wrappers,
+                             .nwrappers = unique,
                              .threads = all.threads,
                              .nthreads = all.nthreads,
                              .set = &set,
@@ -351,6 +410,7 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
         rc = mr_stats_report_write(&to, &r);
     }
     free(rows);
+    free(wrappers);
     free(all.threads);
     for (size_t i = 0; per && aggs && i < set.n; i++) {
         stats_free(&per[i]);

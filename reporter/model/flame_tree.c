@@ -196,7 +196,35 @@ static int threshold_of(const mr_flame_tree* g, double min_width, size_t max_nod
     return 0;
 }
 
-// Nodes below the threshold fold into their nearest kept ancestor. Children always come
+// The node under `anc` that holds the self values of the folded node i: one per (kept
+// ancestor, function name, relevance), so the bytes a function allocated stay that
+// function's in every view the page derives from the tree (its inverted graph and its
+// Functions tab give top's self). Returns 0 or -ENOMEM.
+static int folded_leaf(mr_flame_tree* g, mr_u64map* leaves, uint32_t** target, size_t* cap,
+                       uint32_t anc, uint32_t i, uint32_t* out) {
+    const mr_flame_node* n = &g->nodes[i];
+    uint64_t key = (uint64_t)anc << 32 | (uint64_t)n->name << 1 | n->relevant;
+    const uint64_t* known = mr_u64map_get(leaves, key);
+    if (known) {
+        *out = (uint32_t)*known;
+        return 0;
+    }
+    if (MT_VEC_RESERVE(&g->nodes, &g->cap, g->n + 1) || MT_VEC_RESERVE(target, cap, g->n + 1))
+        return -ENOMEM;
+    uint32_t id = (uint32_t)g->n++;
+    n = &g->nodes[i];
+    g->nodes[id] = (mr_flame_node){.parent = anc,
+                                   .name = n->name,
+                                   .module = n->module,
+                                   .loc = n->loc,
+                                   .relevant = n->relevant};
+    (*target)[id] = id;
+    *out = id;
+    return mr_u64map_put(leaves, key, id);
+}
+
+// Nodes below the threshold fold into their nearest kept ancestor, and the self values of
+// each into a node of its function under that ancestor (folded_leaf). Children always come
 // after their parent in g->nodes, so one backward pass sums and one forward pass decides.
 int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
     for (size_t i = 0; i < g->n; i++) {
@@ -209,33 +237,53 @@ int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
     }
     if (threshold_of(g, min_width, max_nodes, &g->threshold))
         return -ENOMEM;
-    uint32_t* target = malloc(g->n * sizeof *target);
-    if (!target)
-        return -ENOMEM;
-    size_t kept = 1;
-    target[0] = 0;
-    for (size_t i = 1; i < g->n; i++) {
-        mr_flame_node* n = &g->nodes[i];
-        bool keep = width_of(n) >= g->threshold && target[n->parent] == n->parent;
-        target[i] = keep ? (uint32_t)i : target[n->parent];
-        if (keep) {
-            kept++;
-            continue;
-        }
-        mr_flame_node* into = &g->nodes[target[i]];
-        if (n->self_count) {
-            into->self_bytes += n->self_bytes;
-            into->self_count += n->self_count;
-        }
-        if (n->base_self_count) {
-            into->base_self_bytes += n->base_self_bytes;
-            into->base_self_count += n->base_self_count;
-        }
+    // A temporal page's tree holds, per callsite, the most it held at any moment: a node
+    // that holds bytes at some moment has self values here.
+    size_t n0 = g->n, cap = n0;
+    uint32_t* target = malloc(cap * sizeof *target);
+    uint32_t* anc = malloc(n0 * sizeof *anc);
+    mr_u64map leaves;
+    int e = mr_u64map_init(&leaves);
+    if (!target || !anc || e) {
+        e = -ENOMEM;
+        goto out;
     }
-    free(g->target);
-    g->target = target;
-    g->nmerged = g->n - kept;
-    return 0;
+    size_t kept = 1;
+    target[0] = anc[0] = 0;
+    for (size_t i = 1; i < n0; i++) {
+        const mr_flame_node* n = &g->nodes[i];
+        bool keep = width_of(n) >= g->threshold && anc[n->parent] == n->parent;
+        anc[i] = keep ? (uint32_t)i : anc[n->parent];
+        target[i] = anc[i];
+        kept += keep;
+    }
+    for (size_t i = 1; i < n0 && !e; i++) {
+        if (anc[i] == i || (!g->nodes[i].self_count && !g->nodes[i].base_self_count))
+            continue;
+        // Within max_nodes nodes in all, the page's bound; past it, the rest fold into their
+        // kept ancestor itself.
+        uint32_t into_id = anc[i];
+        if (!max_nodes || kept + (g->n - n0) < max_nodes)
+            e = folded_leaf(g, &leaves, &target, &cap, anc[i], (uint32_t)i, &into_id);
+        target[i] = into_id;
+        const mr_flame_node* n = &g->nodes[i];
+        mr_flame_node* into = &g->nodes[into_id];
+        into->self_bytes += n->self_bytes;
+        into->self_count += n->self_count;
+        into->base_self_bytes += n->base_self_bytes;
+        into->base_self_count += n->base_self_count;
+    }
+    if (!e) {
+        free(g->target);
+        g->target = target;
+        target = NULL;
+        g->nmerged = n0 - kept;
+    }
+out:
+    free(target);
+    free(anc);
+    mr_u64map_free(&leaves);
+    return e;
 }
 
 // An empty tree: its root "all", the callsite -> node table and the string table.

@@ -171,6 +171,13 @@ static json_t* build_report(mr_stats_report* s) {
         json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(p->peak_ts));
     json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
+    json_object_set_new(o, "rows", json_string(s->by_label ? "sites" : "stacks"));
+    if (s->by_label) {
+        json_t* w = json_array();
+        for (size_t i = 0; i < s->nwrappers; i++)
+            json_array_append_new(w, mr_json_bytes(s->wrappers[i]));
+        json_object_set_new(o, "wrappers", w);
+    }
     add_top_tables(o, s);
     json_object_set_new(o, "sizes", size_histogram(s));
     json_object_set_new(o, "threads", thread_table(cap, s));
@@ -242,6 +249,32 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
     }
 }
 
+// What a row is: a stack, or a site with the bytes of the wrappers it called, which top
+// counts as the wrappers' own (their self).
+static void print_what(FILE* out, json_t* o) {
+    if (strcmp(json_string_value(json_object_get(o, "rows")), "sites") != 0) {
+        fputs("rows: allocation stacks\n", out);
+        return;
+    }
+    fputs("rows: sites, the innermost function of a stack that is not an allocation wrapper,\n"
+          "counting what its wrappers allocated for it (",
+          out);
+    json_t* w = json_object_get(o, "wrappers");
+    size_t i;
+    json_t* name;
+    if (!json_array_size(w))
+        fputs("none here", out);
+    json_array_foreach(w, i, name) {
+        if (i == 8) {
+            fprintf(out, " and %zu more", json_array_size(w) - i);
+            break;
+        }
+        fputs(i ? ", " : "wrappers: ", out);
+        mr_fputs_text(out, json_string_value(name));
+    }
+    fputs(")\n", out);
+}
+
 static void print_text(FILE* out, json_t* o) {
     char a[32], b[32], c[32];
     unsigned long long allocs = INT(o, "allocations");
@@ -257,6 +290,7 @@ static void print_text(FILE* out, json_t* o) {
         fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
                 mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b,
                                sizeof b));
+    print_what(out, o);
     print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
     print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
     print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);

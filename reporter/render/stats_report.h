@@ -49,6 +49,11 @@ typedef struct mr_stats_report {
     size_t nrows;
     size_t top; // rows per table
     bool all_frames;
+    // Rows by site label: the allocation wrappers whose callers took their rows, sorted
+    // (sites.h); by_label false with --stacks, whose rows are stacks.
+    bool by_label;
+    const char** wrappers;
+    size_t nwrappers;
     const mr_stats_thread* threads; // by tid (by process, then tid, with several)
     size_t nthreads;
     // Several captures: their set (cap is the first process's; the profile holds the sums,

@@ -275,10 +275,14 @@ static void print_text(FILE* out, json_t* o) {
     json_t *fns = json_object_get(o, "functions"), *e;
     size_t i;
     if (fns) {
+        bool by_self = !strcmp(json_string_value(json_object_get(o, "sort")), "self");
+        fputs(by_self ? "by self: what each function allocated itself (total: with what it calls)"
+                      : "by total: what each function and what it calls allocated (self: itself)",
+              out);
+        fputc('\n', out);
         if (json_array_size(fns) < U64(o, "functions_total"))
-            fprintf(out, "(top %zu of %llu functions by %s; --top 0 shows all)\n",
-                    json_array_size(fns), U64(o, "functions_total"),
-                    json_string_value(json_object_get(o, "sort")));
+            fprintf(out, "(top %zu of %llu functions; --top 0 shows all)\n", json_array_size(fns),
+                    U64(o, "functions_total"));
         fprintf(out, "%14s  %6s  %14s  %6s  %s\n", "self", "self%", "total", "total%", "function");
         json_array_foreach(fns, i, e) {
             fprintf(out, "%14llu  %5.1f%%  %14llu  %5.1f%%  ", U64(e, "self"),

@@ -159,19 +159,33 @@ int main(void) {
     json_decref(d);
 
     // Narrow frames merge into their caller: at 5% of 10364 bytes (519), cache_put (300)
-    // and prog+0x1234 (64) fold into main, whose own bytes become 364.
+    // and prog+0x1234 (64) fold into main, what each allocated staying its own, in a frame
+    // of its function right under main; main's own bytes stay 0.
     CHECK_EQ_I64(
         fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--min-width", "0.05", "-f", "-o", out, NULL),
         0);
     d = page_data(out);
     libc = find(d, 0, "__libc_start_call_main");
     main_ = find(d, libc, "main");
-    CHECK_EQ_I64(find(d, main_, "cache_put"), -1);
-    CHECK_EQ_I64(find(d, main_, "prog+0x1234"), -1);
-    CHECK_EQ_I64(field(d, main_, 5), 364);
-    CHECK_EQ_I64(field(d, main_, 6), 2);
+    CHECK_EQ_I64(field(d, find(d, main_, "cache_put"), 5), 300);
+    CHECK_EQ_I64(field(d, find(d, main_, "cache_put"), 6), 1);
+    CHECK_EQ_I64(field(d, find(d, main_, "prog+0x1234"), 5), 64);
+    CHECK_EQ_I64(field(d, main_, 5), 0);
     CHECK_EQ_I64(GET_INT(d, "merged_frames"), 2);
     CHECK_EQ_I64(GET_INT(d, "merged_below"), 519);
+    CHECK_EQ_I64(sum_self(d), 10364);
+    json_decref(d);
+    // At 15% (1555 bytes) load_config (1000) folds too: parse_file's 1000 bytes, which it
+    // called, stay parse_file's, right under main.
+    CHECK_EQ_I64(
+        fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--min-width", "0.15", "-f", "-o", out, NULL),
+        0);
+    d = page_data(out);
+    main_ = find(d, find(d, 0, "__libc_start_call_main"), "main");
+    CHECK_EQ_I64(find(d, main_, "load_config"), -1);
+    CHECK_EQ_I64(field(d, find(d, main_, "parse_file"), 5), 1000);
+    CHECK_EQ_I64(field(d, main_, 5), 0);
+    CHECK_EQ_I64(GET_INT(d, "merged_frames"), 4);
     CHECK_EQ_I64(sum_self(d), 10364);
     json_decref(d);
 
