@@ -7,6 +7,7 @@
 
 #include "memtrace/capture.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +34,8 @@ static const command commands[] = {
     {"live", mr_cmd_live, "follow a running program's capture: heap, RSS, top sites, plot"},
 };
 
-static void usage(FILE* out) {
+// `asked`: --help, not a mistake, whose short hint stays short.
+static void usage(FILE* out, bool asked) {
     fputs("usage: memreport COMMAND [OPTIONS] ...\n\ncommands:\n", out);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
@@ -43,10 +45,12 @@ static void usage(FILE* out) {
           "--replay (anywhere before --): read every event, as if the capture stored no\n"
           "aggregates (which the first report of a writable capture stores, so that\n"
           "summary, leaks, stats, top and the peak flame graph read no event after it).\n"
-          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n"
-          "Documentation: README.md and docs/ (docs/reports.md: every report), in the source\n"
-          "and in share/doc/memtrace/ when installed.\n",
+          "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n",
           out);
+    if (asked)
+        fputs("Documentation: README.md and docs/ (docs/reports.md: every report), in the source\n"
+              "and in share/doc/memtrace/ when installed.\n",
+              out);
 }
 
 static void warn_skipped(const char* path, const char* what) {
@@ -80,11 +84,11 @@ int main(int argc, char** argv) {
     argc = take_global_options(argc, argv);
     if (argc < 2) {
         mr_error(NULL, "no command given");
-        usage(stderr);
+        usage(stderr, false);
         return MR_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
+        usage(stdout, true);
         return MR_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version")) {
@@ -101,6 +105,6 @@ int main(int argc, char** argv) {
         return commands[i].run(argc - 1, argv + 1);
     }
     mr_error(NULL, "unknown command '%s'", argv[1]);
-    usage(stderr);
+    usage(stderr, false);
     return MR_EXIT_USAGE;
 }
