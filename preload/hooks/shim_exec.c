@@ -30,12 +30,18 @@ static int exec_failed(int rc) {
 // Whether the kernel will refuse to run `path` before it replaces the image: no such file,
 // not a regular file, not executable (or on a noexec mount). A shell's PATH search (dash,
 // busybox) calls execve once per directory until one succeeds: finishing and restarting the
-// capture at each miss split one image's events into as many captures.
+// capture at each miss split one image's events into as many captures. Only those answers
+// count: a call a seccomp filter refuses (EPERM, ENOSYS) says nothing of the exec.
 static bool exec_cannot_start(const char* path) {
     int saved = errno;
     struct stat st;
-    bool cannot = faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0 || stat(path, &st) != 0 ||
-                  !S_ISREG(st.st_mode);
+    bool cannot;
+    if (stat(path, &st) != 0)
+        cannot = errno == ENOENT || errno == ENOTDIR;
+    else if (!S_ISREG(st.st_mode))
+        cannot = true;
+    else
+        cannot = faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0 && errno == EACCES;
     errno = saved;
     return cannot;
 }
