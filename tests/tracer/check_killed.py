@@ -37,14 +37,24 @@ def status_of(memreport, cap):
     return sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
 
 
-def wait_for_first_commit(cap):
-    """Once the writer has created the capture (its first commit gives the -wal its first
-    frame): a writer killed while it holds its lock, as in creating the file, leaves the
-    watcher nothing it may finish (docs/tracer.md)."""
+def start(launcher, prog, cap, env, new_session=False):
+    """The launcher running the program into `cap`, once the program has said it is ready
+    and the writer has created the capture (its first commit gives the -wal its first
+    frame: a writer killed while it holds its lock, as in creating the file, leaves the
+    watcher nothing it may finish, docs/tracer.md). The launcher's Popen, the program's pid."""
+    p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=new_session)
+    children.append(p)
+    wait_readable(p.stdout.fileno(), "the program's 'ready'")
+    ready = p.stdout.readline().split()
+    if len(ready) != 2 or ready[0] != "ready":
+        bail(f"the program did not start ({ready})")
     for _ in range(600):
         if os.path.exists(cap + "-wal") and os.path.getsize(cap + "-wal") > 0:
             break
         time.sleep(0.01)
+    return p, int(ready[1])
 
 
 def case(launcher, memreport, prog, work, sig):
@@ -60,15 +70,7 @@ def one_run(launcher, memreport, prog, cap, sig, last):
     """False once judged; True: truncated as by the known limit, worth another try. `sig`
     None: SIGKILL to the process group of launcher and program."""
     group = sig is None
-    p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=clean_env(),
-                         start_new_session=group)
-    children.append(p)
-    wait_readable(p.stdout.fileno(), "the program's 'ready'")
-    ready = p.stdout.readline().split()
-    if len(ready) != 2 or ready[0] != "ready":
-        bail(f"the program did not start ({ready})")
-    wait_for_first_commit(cap)
+    p, pid = start(launcher, prog, cap, clean_env(), group)
     watchers = wait_for_exit_watchers(cap)
     name = "group SIGKILL" if group else sig.name
     check(len(watchers) == 1, f"{name}: one task named memtrace-watch watches it ({watchers})")
@@ -83,7 +85,7 @@ def one_run(launcher, memreport, prog, cap, sig, last):
             time.sleep(0.05)
         err = ""
     else:
-        os.kill(int(ready[1]), sig)
+        os.kill(pid, sig)
         _, err = p.communicate(timeout=60)
     status = status_of(memreport, cap)
     if not last and status == ["recording"] and (group or "truncated capture written" in err):
@@ -121,16 +123,9 @@ def check_contents(memreport, cap, name):
 def case_no_watcher(launcher, memreport, prog, work):
     """MEMTRACE_EXIT_WATCH=0: no watcher; a SIGKILL leaves the capture truncated, named so."""
     cap = os.path.join(work, "no-watcher.db")
-    p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=clean_env(EXIT_WATCH=0))
-    children.append(p)
-    wait_readable(p.stdout.fileno(), "the program's 'ready'")
-    ready = p.stdout.readline().split()
-    if len(ready) != 2 or ready[0] != "ready":
-        bail(f"the program did not start ({ready})")
-    wait_for_first_commit(cap)
+    p, pid = start(launcher, prog, cap, clean_env(EXIT_WATCH=0))
     check(exit_watchers(cap) == [], "MEMTRACE_EXIT_WATCH=0: no watcher")
-    os.kill(int(ready[1]), signal.SIGKILL)
+    os.kill(pid, signal.SIGKILL)
     _, err = p.communicate(timeout=60)
     check(status_of(memreport, cap) == ["recording"] and "truncated capture written" in err,
           f"MEMTRACE_EXIT_WATCH=0: truncated, and named so ({err!r})")
