@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,12 @@ static const char flamegraph_help[] =
 // (bench/view/README.md has the sizes).
 #define TEMPORAL_MAX_NODES 1000
 #define VIEW_MAX_NODES 500
+// The threads with a page of their own: those that allocated most, in tid order, each
+// page of fewer frames than the heap's, while the heap has few enough events that a replay
+// per thread costs seconds.
+#define VIEW_THREADS 4
+#define VIEW_THREAD_MAX_NODES 60
+#define VIEW_THREAD_EVENTS 10000000
 
 char* mr_flamegraph_default_output(const char* what, const char* capture) {
     const char* base = strrchr(capture, '/');
@@ -301,8 +308,8 @@ static int live_graph(fg_run* run) {
 static int temporal_graph(fg_run* run) {
     char err[256];
     mr_moments* m = &run->moments;
-    int e = mr_moments_build(run->cap, run->query.heap, run->extent.end, TEMPORAL_BUCKETS,
-                             run->args.view, m, err, sizeof err);
+    int e = mr_moments_build(run->cap, run->query.heap, run->query.tid, run->extent.end,
+                             TEMPORAL_BUCKETS, run->args.view, m, err, sizeof err);
     mr_profile p = {0};
     uint32_t top = 0;
     for (size_t i = 0; e == 0 && i < m->nvalues; i++)
@@ -328,7 +335,9 @@ static int temporal_graph(fg_run* run) {
         e = mr_flame_tree_build(&run->tree, run->sym, &p, false);
         if (e == 0)
             e = mr_flame_tree_prune(&run->tree, run->args.min_width,
-                                    run->args.view ? VIEW_MAX_NODES : TEMPORAL_MAX_NODES);
+                                    run->query.tid   ? VIEW_THREAD_MAX_NODES
+                                    : run->args.view ? VIEW_MAX_NODES
+                                                     : TEMPORAL_MAX_NODES);
         if (e)
             snprintf(err, sizeof err, "out of memory");
     }
@@ -380,27 +389,86 @@ static int several_processes(const fg_args* a, char* const* paths, int n) {
     return mr_procs_flamegraph(&p, paths, n, flamegraph_help);
 }
 
-// memreport view: one heap's tree, moments and timeline, added to the page. Returns an exit
-// code.
-static int view_heap(fg_run* run, const char* name, mr_heap_pages* pages) {
-    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
-    run->query = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(run->cap));
-    // One series point per pixel column of a wide laptop screen at most.
-    mr_timeline_opts topts = {.buckets = 1200};
-    int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline);
-    if (rc == 0 && (rc = temporal_graph(run)) == 0) {
+// A page's tree and moments, of run->query's heap and thread, added to the pages (tid 0: the
+// heap's page, named `name`; else that thread's page of it). Returns an exit code.
+static int view_page(fg_run* run, const char* name, mr_heap_pages* pages) {
+    int rc = temporal_graph(run);
+    if (rc == 0) {
         mr_flamegraph_view view = {.t = run->moment_ts,
                                    .all_frames = run->args.all_frames,
                                    .temporal = &run->moments,
                                    .timeline = &run->timeline};
-        int e = mr_heap_pages_add(pages, name, &run->tree, run->cap, &view);
+        int e = run->query.tid
+                    ? mr_heap_pages_add_thread(pages, run->query.tid, &run->tree, run->cap, &view)
+                    : mr_heap_pages_add(pages, name, &run->tree, run->cap, &view);
         if (e) {
             mr_error(run->path, "out of memory");
             rc = MR_EXIT_IO;
         }
     }
-    mr_heap_timeline_free(&run->timeline);
     mr_flame_tree_free(&run->tree);
+    return rc;
+}
+
+// Chooses up to VIEW_THREADS threads of m that allocated, most allocations first (ties: the
+// lower tid), into tids, then puts them in tid order. Returns how many; none when the heap
+// has one thread.
+static size_t busiest_threads(const mr_moments* m, uint32_t tids[VIEW_THREADS]) {
+    size_t n = 0;
+    while (m->threads > 1 && n < VIEW_THREADS) {
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < m->threads; i++) {
+            bool taken = false;
+            for (size_t k = 0; k < n; k++)
+                taken |= tids[k] == m->tids[i];
+            if (!taken && m->tid_allocs[i] &&
+                (best == SIZE_MAX || m->tid_allocs[i] > m->tid_allocs[best]))
+                best = i;
+        }
+        if (best == SIZE_MAX)
+            break;
+        tids[n++] = m->tids[best];
+    }
+    for (size_t k = 1; k < n; k++)
+        for (size_t j = k; j > 0 && tids[j - 1] > tids[j]; j--) {
+            uint32_t x = tids[j];
+            tids[j] = tids[j - 1];
+            tids[j - 1] = x;
+        }
+    return n;
+}
+
+// memreport view: one heap's pages (with `threads`, its busiest threads' too), added to
+// the pages. Returns an exit code.
+static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages* pages) {
+    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
+    run->query = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(run->cap));
+    // One series point per pixel column of a wide laptop screen at most.
+    mr_timeline_opts topts = {.buckets = 1200};
+    int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline);
+    if (rc == 0)
+        rc = view_page(run, name, pages);
+    uint32_t tids[VIEW_THREADS] = {0};
+    size_t n = rc == 0 && threads ? busiest_threads(&run->moments, tids) : 0;
+    if (n && run->moments.events > VIEW_THREAD_EVENTS) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "no page per thread: %llu events, over the %d a page per thread is made for "
+                 "(memreport top --thread TID)",
+                 (unsigned long long)run->moments.events, VIEW_THREAD_EVENTS);
+        n = 0;
+        if (mr_heap_pages_note_threads(pages, why)) {
+            mr_error(run->path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+    }
+    for (size_t k = 0; rc == 0 && k < n; k++) {
+        mr_moments_free(&run->moments);
+        run->query.tid = tids[k];
+        rc = view_page(run, name, pages);
+    }
+    run->query.tid = 0;
+    mr_heap_timeline_free(&run->timeline);
     mr_moments_free(&run->moments);
     return rc;
 }
@@ -450,7 +518,7 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     }
     for (int k = 0; rc == 0 && k < n; k++) {
         mr_capture_want_heap(names[k]);
-        rc = view_heap(&run, labels[k], pages);
+        rc = view_heap(&run, labels[k], k == 0, pages);
     }
     mr_capture_want_heap(NULL);
     mr_output out;

@@ -52,9 +52,11 @@ typedef struct tracker {
     uint64_t prev_live, prev_seq; // after the previous event
     int64_t prev_ts;
     bool edges;
-    mr_u64map tids; // with edges: the threads seen (values unused)
+    uint32_t tid;   // 0, or the only thread whose blocks count
+    mr_u64map tids; // with edges: the threads seen, each one's allocations
     uint32_t last_tid;
-    uint32_t* allocated; // states with allocations in the bucket being read
+    uint64_t* last_allocs; // last_tid's count in tids
+    uint32_t* allocated;   // states with allocations in the bucket being read
     size_t nallocated, alcap;
     // With edges: the blocks live now, each with its callsite, and the bucket it was
     // allocated in and its leak kind as tid (bucket | kind << 16), for the ends; and the
@@ -262,11 +264,17 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     tracker* t = ud;
     int e = enter(t, bucket_of(t->m, ev->ts));
     cs_state* s;
-    if (e == 0 && t->edges && ev->tid != t->last_tid) {
+    if (e == 0 && t->edges && (ev->tid != t->last_tid || !t->last_allocs)) {
         t->last_tid = ev->tid;
-        if (!mr_u64map_get(&t->tids, ev->tid) && mr_u64map_put(&t->tids, ev->tid, 1))
+        if (!mr_u64map_get(&t->tids, ev->tid) && mr_u64map_put(&t->tids, ev->tid, 0))
             return -ENOMEM;
+        t->last_allocs = mr_u64map_get(&t->tids, ev->tid);
     }
+    if (e == 0 && t->edges && mt_kind_is_alloc(ev->kind))
+        (*t->last_allocs)++;
+    if (t->tid && freed && freed->tid != t->tid)
+        freed = NULL; // another thread's block
+    bool mine = !t->tid || ev->tid == t->tid;
     if (e == 0 && freed) {
         if (!(s = state_of(t, freed->callsite)) || touch(t, s))
             return -ENOMEM;
@@ -276,7 +284,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         if (t->edges)
             mr_heapmap_take(&t->born, mr_replay_key(ev), &gone);
     }
-    if (e == 0 && mt_kind_is_alloc(ev->kind)) {
+    if (e == 0 && mine && mt_kind_is_alloc(ev->kind)) {
         if (!(s = state_of(t, ev->callsite)) || touch(t, s))
             return -ENOMEM;
         s->bytes += ev->size;
@@ -298,8 +306,28 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     return e;
 }
 
-int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
-                     mr_moments* m, char* err, size_t errlen) {
+// With edges: the threads seen and their allocations, in tid order. 0 or -ENOMEM.
+static int list_threads(tracker* t) {
+    mr_moments* m = t->m;
+    m->tids = malloc((t->tids.count + 1) * sizeof *m->tids);
+    m->tid_allocs = malloc((t->tids.count + 1) * sizeof *m->tid_allocs);
+    if (!m->tids || !m->tid_allocs)
+        return -ENOMEM;
+    uint64_t tid, n;
+    for (size_t i = 0; mr_u64map_next(&t->tids, &i, &tid, &n); m->threads++) {
+        size_t k = m->threads; // insertion: a few threads, or a few thousand
+        for (; k > 0 && m->tids[k - 1] > tid; k--) {
+            m->tids[k] = m->tids[k - 1];
+            m->tid_allocs[k] = m->tid_allocs[k - 1];
+        }
+        m->tids[k] = (uint32_t)tid;
+        m->tid_allocs[k] = n;
+    }
+    return 0;
+}
+
+int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_t buckets,
+                     bool edges, mr_moments* m, char* err, size_t errlen) {
     // The ends keep a block's bucket in 16 bits.
     *m = (mr_moments){.t0 = 0, .nbuckets = buckets ? buckets : 1};
     if (edges && m->nbuckets > 0xffff)
@@ -313,7 +341,8 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, boo
     m->bytes = malloc(most * sizeof *m->bytes);
     if (edges)
         m->edge_moment = calloc(m->nbuckets + 1, sizeof *m->edge_moment);
-    tracker t = {.m = m, .epoch = 1, .edges = edges}; // bucket 0's candidate: before any event
+    tracker t = {.m = m, .epoch = 1, .edges = edges, .tid = tid}; // bucket 0's candidate: before
+                                                                  // any event
     int64_t max_frame, max_callsite;
     if (mt_capture_stack_ids(cap, &max_frame, &max_callsite) || max_callsite < 0)
         max_callsite = 0;
@@ -343,12 +372,14 @@ int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, boo
             e = record_edge(&t, m->nbuckets);
         if (e == 0 && edges)
             e = ends(&t);
+        if (e == 0 && edges)
+            e = list_threads(&t);
+        m->events = r.events;
         if (e && e != -ENOMEM)
             snprintf(err, errlen, "%s", r.err);
         mr_replay_free(&r);
         mr_u64map_free(&t.index);
     }
-    m->threads = t.tids.count;
     mr_u64map_free(&t.tids);
     mr_heapmap_free(&t.born);
     mr_u64map_free(&t.verdicts);
@@ -373,5 +404,7 @@ void mr_moments_free(mr_moments* m) {
     free(m->edge_moment);
     free(m->allocs);
     free(m->ends);
+    free(m->tids);
+    free(m->tid_allocs);
     *m = (mr_moments){0};
 }

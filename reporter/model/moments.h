@@ -53,7 +53,12 @@ typedef struct mr_moments {
     uint32_t* edge_moment;
     mr_moment_value* allocs;
     size_t nallocs, acap;
-    size_t threads; // with edges: the distinct thread ids of the events
+    // With edges: the distinct thread ids of the events, and each one's allocations (all
+    // threads', whatever the build's thread), in tid order.
+    size_t threads;
+    uint64_t events; // the heap's, all threads'
+    uint32_t* tids;
+    uint64_t* tid_allocs;
     // With edges: the blocks live at the end, in (bucket, callsite, kind) order; whether
     // the capture's leak scan gave their kinds, or why not.
     mr_moment_end* ends;
@@ -64,9 +69,11 @@ typedef struct mr_moments {
 
 // One replay of the heap over `buckets` (>= 1; with edges at most 65535) buckets spanning
 // [0, end] ns (or steps), with the edges' moments, the buckets' allocations and the ends
-// when `edges`. Returns 0, or a negative errno with the reason in err.
-int mr_moments_build(mt_capture* cap, int heap, int64_t end, size_t buckets, bool edges,
-                     mr_moments* m, char* err, size_t errlen);
+// when `edges`. tid (0: all) keeps the values, allocations and ends of that thread's blocks
+// only (as memreport top --thread); the candidates stay the whole heap's highest moments.
+// Returns 0, or a negative errno with the reason in err.
+int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_t buckets,
+                     bool edges, mr_moments* m, char* err, size_t errlen);
 void mr_moments_free(mr_moments* m);
 
 #endif

@@ -122,6 +122,55 @@ static int share_series(const mr_heap_pages* p) {
     return 0;
 }
 
+typedef struct named {
+    int64_t tid;
+    const char* name;
+} named;
+
+static void thread_name(void* ud, int64_t tid, const char* name) {
+    named* n = ud;
+    if (tid == n->tid && !n->name)
+        n->name = strdup(name);
+}
+
+int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
+                             mt_capture* cap, const mr_flamegraph_view* view) {
+    json_t* data = p->first ? mr_flamegraph_data_build(g, cap, view) : NULL;
+    if (!data)
+        return -ENOMEM;
+    named n = {tid, NULL};
+    mt_capture_threads(cap, thread_name, &n); // a thread without a name is shown by its tid
+    const json_t* header = json_object_get(json_object_get(data, "view"), "header");
+    json_t* entry = json_pack("{s:I,s:o,s:O,s:O}", "tid", (json_int_t)tid, "name",
+                              n.name ? mr_json_bytes(n.name) : json_null(), "allocations",
+                              json_object_get(header, "allocations"), "alloc_bytes",
+                              json_object_get(header, "alloc_bytes"));
+    free((char*)n.name);
+    // The page shows the heap's timeline and header with it: not kept twice.
+    json_t* v = json_object_get(data, "view");
+    json_object_del(v, "series");
+    json_object_del(v, "marks");
+    json_t* list = json_object_get(p->first, "thread_list");
+    json_t* pages = json_object_get(p->first, "thread_pages");
+    if (!list && (json_object_set_new(p->first, "thread_list", list = json_array()) ||
+                  json_object_set_new(p->first, "thread_pages", pages = json_array()))) {
+        json_decref(entry);
+        json_decref(data);
+        return -ENOMEM;
+    }
+    int e = entry && !json_array_append_new(list, entry) &&
+                    !json_array_append_new(
+                        pages, json_pack("{s:I,s:o}", "tid", (json_int_t)tid, "data", data))
+                ? 0
+                : -ENOMEM;
+    return e;
+}
+
+int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why) {
+    return p->first && !json_object_set_new(p->first, "threads_note", mr_json_bytes(why)) ? 0
+                                                                                          : -ENOMEM;
+}
+
 int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p) {
     if (!p->first || json_object_set(p->first, "heap_list", p->list))
         return -ENOMEM;

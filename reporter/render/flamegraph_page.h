@@ -61,6 +61,12 @@ mr_heap_pages* mr_heap_pages_new(void);
 // process's two heaps together): its tree g and view. Returns 0 or -ENOMEM.
 int mr_heap_pages_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g, mt_capture* cap,
                       const mr_flamegraph_view* view);
+// Adds the page of thread tid's blocks (of the heap added first): its tree g and view.
+// Returns 0 or -ENOMEM.
+int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
+                             mt_capture* cap, const mr_flamegraph_view* view);
+// Says on the page (of the heap added first) why its threads have no pages. 0 or -ENOMEM.
+int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why);
 // Writes the page, as mr_flamegraph_page_write.
 int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p);
 void mr_heap_pages_free(mr_heap_pages* p);

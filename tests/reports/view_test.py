@@ -59,7 +59,8 @@ def compare(b, cap, what, args):
     check(table == want, "%s: functions table = memreport top %s: %r vs %r" %
           (what, " ".join(args), table, want))
     check(dom == want, "%s: the table's rows as drawn = memreport top" % what)
-    check(root == total, "%s: flame graph root %r = top's total %d" % (what, root, total))
+    check(root == total or (not root and total == 0),  # an empty graph draws no root
+          "%s: flame graph root %r = top's total %d" % (what, root, total))
     check(stacks == total, "%s: the top stacks add up to the total (%r)" % (what, stacks))
     return total
 
@@ -219,10 +220,46 @@ def main():
         check(leaked == leaks, "the leaks tab adds up to summary's leaked bytes: %r" % leaked)
         check(b.js("return window.__errors") == [], "no script errors after all that")
 
+    threads(cap, page)
     hostile(fixture, work)
     refusals(cap, work)
     print("%d failures" % len(failures))
     return 1 if failures else 0
+
+
+def threads(cap, page):
+    """Each thread's page: the whole run, a moment and a range's allocations against
+    memreport top --thread; the thread kept in the URL with the selection."""
+    with webdriver.Browser(width=1366, height=768) as b:
+        b.get("file://" + page)
+        listed = b.js("return memreport.threads")
+        check([t["tid"] for t in listed] == [100, 200] and listed[1]["name"] == "worker-1",
+              "the page offers both threads: %r" % listed)
+        for t in listed:
+            tid = str(t["tid"])
+            count = report("top", cap, "--json", "--metric", "count", "--thread", tid)["total"]
+            check(t["allocations"] == count, "thread %s: %d allocations = top --thread's %d" %
+                  (tid, t["allocations"], count))
+            b.get("about:blank")
+            b.get("file://" + page + "#r=100-400&thread=" + tid)
+            check(b.js("return window.__errors") == [] and b.js("return memreport.thread") ==
+                  t["tid"], "thread %s: its page opens from the URL" % tid)
+            sel = b.js("return memreport.view.selection()")
+            rng = "%dns..%dns" % (b.js("return memreport.view.rangeFrom(100)"),
+                                  b.js("return memreport.view.edgeTime(400)"))
+            check(sel["kind"] == "range" and (sel["a"], sel["b"]) == (100, 400),
+                  "thread %s: the range kept: %r" % (tid, sel))
+            compare(b, cap, "thread %s, range, live" % tid,
+                    ["--range", rng, "--metric", "live", "--thread", tid])
+            b.js("memreport.view.select({kind: 'range', a: 100, b: 400, metric: 'alloc'})")
+            compare(b, cap, "thread %s, range, allocated" % tid,
+                    ["--range", rng, "--metric", "allocated", "--thread", tid])
+            b.js("memreport.view.select({kind: 'moment', k: 300})")
+            t300 = b.js("return memreport.view.edgeTime(300)")
+            compare(b, cap, "thread %s, moment" % tid, ["--at", "%dns" % t300, "--thread", tid])
+            check("thread=" + tid in b.js("return location.hash"), "thread %s: in the URL" % tid)
+            now = b.js("return document.getElementById('vtl-now').textContent")
+            check(("thread " + tid) in now, "thread %s: the selection line says so: %r" % (tid, now))
 
 
 HOSTILE_FRAMES = ["caf\\xe9_alloc", "esc\x1b]0;pwned\x07\x1b[2J<!--<script>",

@@ -37,7 +37,7 @@ static void check_value(const mr_moments* m, uint32_t cs, uint32_t k, uint64_t b
 static void test_one_event_per_bucket(mt_capture* cap) {
     mr_moments m;
     char err[256] = "";
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 14, false, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 0, 14000, 14, false, &m, err, sizeof err), 0);
     static const uint64_t seq[] = {1, 2, 4, 5, 6, 7, 9, 11, 13};
     static const uint64_t bytes[] = {1000, 1200, 5000, 5300, 10300, 10364, 5464, 4514, 4814};
     static const uint32_t bucket[] = {0, 1, 1, 2, 3, 4, 5, 5, 6, 6, 7, 7, 8, 8};
@@ -77,7 +77,7 @@ static void test_one_event_per_bucket(mt_capture* cap) {
 static void test_empty_buckets(mt_capture* cap) {
     mr_moments m;
     char err[256] = "";
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 14000, 28, false, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 0, 14000, 28, false, &m, err, sizeof err), 0);
     CHECK_EQ_I64(m.width, 501);
     CHECK_EQ_I64(m.seq[m.bucket_moment[0]], 0); // [0, 501): before seq 1
     CHECK_EQ_I64(m.bytes[m.bucket_moment[0]], 0);
@@ -110,7 +110,8 @@ static void check_against_builds(mt_capture* cap, uint64_t nev, const uint64_t* 
     mr_moments m;
     char err[256] = "";
     int64_t end = (int64_t)nev * 1000;
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, false, &m, err, sizeof err), 0);
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, 0, end, buckets, false, &m, err, sizeof err),
+                 0);
     uint64_t seq = 0; // the last event before the bucket
     for (size_t k = 0; k < m.nbuckets; k++) {
         uint64_t best = seq;
@@ -145,16 +146,48 @@ static void check_against_builds(mt_capture* cap, uint64_t nev, const uint64_t* 
     mr_moments_free(&m);
 }
 
+// The ends of the buckets from..to-1, per callsite 1..6: the blocks allocated in them still
+// live at the end, against the profile's (range_blocks) of their span.
+static void check_ends(mt_capture* cap, const mr_moments* m, uint32_t tid, size_t from, size_t to) {
+    mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+    q.moment = MR_AT_END;
+    q.tid = tid;
+    q.range_blocks = true;
+    q.from = (int64_t)from * m->width;
+    q.to = (int64_t)to * m->width - 1;
+    mr_profile p;
+    char err[256] = "";
+    CHECK_EQ_I64(mr_profile_build(cap, &q, &p, err, sizeof err), 0);
+    for (uint32_t cs = 1; cs <= 6; cs++) {
+        uint64_t want = 0, want_blocks = 0, got = 0, got_blocks = 0;
+        for (size_t i = 0; i < p.nrows; i++)
+            if (p.rows[i].callsite == cs) {
+                want = p.rows[i].end_bytes;
+                want_blocks = p.rows[i].end_blocks;
+            }
+        for (size_t i = 0; i < m->nends; i++)
+            if (m->ends[i].callsite == cs && m->ends[i].bucket >= from && m->ends[i].bucket < to) {
+                got += m->ends[i].bytes;
+                got_blocks += m->ends[i].blocks;
+            }
+        CHECK_EQ_I64(got, want);
+        CHECK_EQ_I64(got_blocks, want_blocks);
+    }
+    mr_profile_free(&p);
+}
+
 // With edges: the candidates stay those without; each edge's values are the live ones at
-// its time less 1 ns (the end of the bucket before it, as memreport --at reads it), and
-// each bucket's allocations per callsite are the range's of its span.
-static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets) {
+// its time less 1 ns (the end of the bucket before it, as memreport --at reads it), each
+// bucket's allocations per callsite are the range's of its span, and the ends those of
+// profile's range_blocks. With tid, all of it of that thread's blocks (top --thread).
+static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets, uint32_t tid) {
     mr_moments m, plain;
     char err[256] = "";
     int64_t end = (int64_t)nev * 1000;
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, true, &m, err, sizeof err), 0);
-    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, end, buckets, false, &plain, err, sizeof err),
+    CHECK_EQ_I64(mr_moments_build(cap, MT_HEAP_LIBC, tid, end, buckets, true, &m, err, sizeof err),
                  0);
+    CHECK_EQ_I64(
+        mr_moments_build(cap, MT_HEAP_LIBC, 0, end, buckets, false, &plain, err, sizeof err), 0);
     for (size_t k = 0; k < m.nbuckets; k++) {
         CHECK_EQ_I64(m.seq[m.bucket_moment[k]], plain.seq[plain.bucket_moment[k]]);
         CHECK_EQ_I64(m.bytes[m.bucket_moment[k]], plain.bytes[plain.bucket_moment[k]]);
@@ -166,9 +199,11 @@ static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets) {
         q.at = (int64_t)k * m.width - 1;
         q.from = (int64_t)(k - 1) * m.width;
         q.to = q.at;
+        q.tid = tid;
         mr_profile p;
         CHECK_EQ_I64(mr_profile_build(cap, &q, &p, err, sizeof err), 0);
-        CHECK_EQ_I64(m.bytes[m.edge_moment[k]], p.live_bytes);
+        if (!tid) // with a thread, the moments' bytes stay the whole heap's
+            CHECK_EQ_I64(m.bytes[m.edge_moment[k]], p.live_bytes);
         for (uint32_t cs = 1; cs <= 6; cs++) {
             uint64_t live = 0, live_blocks = 0, alloc = 0, count = 0, got = 0, got_count = 0;
             for (size_t i = 0; i < p.nrows; i++)
@@ -191,6 +226,8 @@ static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets) {
     }
     for (size_t i = 1; i < m.nallocs; i++)
         CHECK(m.allocs[i].moment >= m.allocs[i - 1].moment);
+    check_ends(cap, &m, tid, 0, m.nbuckets);
+    check_ends(cap, &m, tid, m.nbuckets / 3, m.nbuckets / 3 + 1 + m.nbuckets / 2);
     mr_moments_free(&m);
     mr_moments_free(&plain);
 }
@@ -244,7 +281,7 @@ static void test_random(void) {
         for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
             check_against_builds(cap, events, live, buckets[b]);
         for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
-            check_edges(cap, events, buckets[b]);
+            check_edges(cap, events, buckets[b], b == 2 ? 200 : 0);
         free(live);
         mt_capture_close(cap);
     }
