@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The aggregate table (memtrace/schema.h, MEMTRACE_AGGREGATE_SQL): the fingerprint of the
-// events a heap's aggregates were computed from, and the reporter's stored bytes, read and
-// written as they are. Knows nothing of what the bytes hold; never decodes an event.
+// The aggregate and checkpoint tables (memtrace/schema.h, MEMTRACE_AGGREGATE_SQL and
+// MEMTRACE_CHECKPOINT_SQL): the fingerprint of the events a heap's aggregates and
+// checkpoints were computed from, and the reporter's stored bytes, read and written as they
+// are. Knows nothing of what the bytes hold; never decodes an event.
 #include "capture_db.h"
 
 #include "memtrace/capture.h"
@@ -95,34 +96,97 @@ bool mt_capture_writable(mt_capture* cap) {
     return !cap->live && sqlite3_db_readonly(mt_capture_sqlite(cap), "main") == 0;
 }
 
-int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
-                               const void* data, size_t len) {
+// Runs sql on a table made by create if missing: ?1 is heap, ?2... the nvals values, then the
+// blob data when not NULL. In a savepoint: a full disk or a lock leaves the capture as it was.
+static int write_row(mt_capture* cap, const char* create, const char* sql, int heap,
+                     const int64_t* vals, int nvals, const void* data, size_t len) {
     if (!mt_capture_writable(cap))
         return -EROFS;
     sqlite3* db = mt_capture_sqlite(cap);
-    if (sqlite3_exec(db, "SAVEPOINT mt_aggregate", NULL, NULL, NULL) != SQLITE_OK)
+    if (sqlite3_exec(db, "SAVEPOINT mt_derived", NULL, NULL, NULL) != SQLITE_OK)
         return -EIO;
     sqlite3_stmt* st = NULL;
-    int rc = sqlite3_exec(db, MEMTRACE_AGGREGATE_SQL, NULL, NULL, NULL) == SQLITE_OK &&
-                     sqlite3_prepare_v2(db,
-                                        "INSERT OR REPLACE INTO aggregate(heap, format,"
-                                        " fingerprint, data) VALUES(?1, ?2, ?3, ?4)",
-                                        -1, &st, NULL) == SQLITE_OK
+    int rc = sqlite3_exec(db, create, NULL, NULL, NULL) == SQLITE_OK &&
+                     sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK
                  ? 0
                  : -EIO;
     if (!rc) {
         sqlite3_bind_int(st, 1, heap);
-        sqlite3_bind_int64(st, 2, format);
-        sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
-        sqlite3_bind_blob64(st, 4, data, len, SQLITE_STATIC);
+        for (int i = 0; i < nvals; i++)
+            sqlite3_bind_int64(st, 2 + i, vals[i]);
+        if (data)
+            sqlite3_bind_blob64(st, 2 + nvals, data, len, SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     }
     sqlite3_finalize(st);
-    if (!rc && sqlite3_exec(db, "RELEASE mt_aggregate", NULL, NULL, NULL) != SQLITE_OK)
+    if (!rc && sqlite3_exec(db, "RELEASE mt_derived", NULL, NULL, NULL) != SQLITE_OK)
         rc = -EIO;
-    if (rc) { // a full disk, a lock: the capture stays as it was
-        sqlite3_exec(db, "ROLLBACK TO mt_aggregate", NULL, NULL, NULL);
-        sqlite3_exec(db, "RELEASE mt_aggregate", NULL, NULL, NULL);
+    if (rc) {
+        sqlite3_exec(db, "ROLLBACK TO mt_derived", NULL, NULL, NULL);
+        sqlite3_exec(db, "RELEASE mt_derived", NULL, NULL, NULL);
     }
+    return rc;
+}
+
+int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               const void* data, size_t len) {
+    const int64_t vals[] = {format, (int64_t)fingerprint};
+    return write_row(cap, MEMTRACE_AGGREGATE_SQL,
+                     "INSERT OR REPLACE INTO aggregate(heap, format, fingerprint, data)"
+                     " VALUES(?1, ?2, ?3, ?4)",
+                     heap, vals, 2, data ? data : "", len);
+}
+
+// ---- checkpoints
+
+int mt_capture_checkpoint_clear(mt_capture* cap, int heap) {
+    return write_row(cap, MEMTRACE_CHECKPOINT_SQL, "DELETE FROM checkpoint WHERE heap=?1", heap,
+                     NULL, 0, NULL, 0);
+}
+
+int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
+                                int64_t format, uint64_t fingerprint, const void* data,
+                                size_t len) {
+    const int64_t vals[] = {(int64_t)seq, ts_max, format, (int64_t)fingerprint};
+    return write_row(cap, MEMTRACE_CHECKPOINT_SQL,
+                     "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, format, fingerprint,"
+                     " data) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                     heap, vals, 4, data ? data : "", len);
+}
+
+int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               int64_t ts_max, uint64_t* seq, uint8_t** data, size_t* len) {
+    if (data)
+        *data = NULL;
+    *len = 0;
+    sqlite3_stmt* st;
+    // A capture without the table has none. The primary key walks a heap's rows by seq.
+    if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
+                           data ? "SELECT seq, data FROM checkpoint WHERE heap=?1 AND format=?2"
+                                  " AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1"
+                                : "SELECT seq, x'' FROM checkpoint WHERE heap=?1 AND format=?2"
+                                  " AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, format);
+    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
+    sqlite3_bind_int64(st, 4, ts_max);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
+        *seq = (uint64_t)sqlite3_column_int64(st, 0);
+        const void* blob = sqlite3_column_blob(st, 1);
+        size_t n = (size_t)sqlite3_column_bytes(st, 1);
+        if (!data) {
+            rc = 1;
+        } else if (!(*data = malloc(n ? n : 1))) {
+            rc = -ENOMEM;
+        } else {
+            memcpy(*data, blob, n);
+            *len = n;
+            rc = 1;
+        }
+    }
+    sqlite3_finalize(st);
     return rc;
 }

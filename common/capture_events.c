@@ -67,6 +67,7 @@ struct mt_event_iter {
     heap_entry* heap; // min-heap on seq
     size_t nheap, capheap;
     uint64_t last_seq;
+    uint64_t after_seq; // events up to this seq are not given (mt_event_iter_open_after)
     bool any;
     mt_chunk_coder* coder; // made at the first chunk; the worker's once it runs
     int64_t last_chunk;    // the highest chunk id seen
@@ -417,8 +418,20 @@ int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
     return mt_event_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
 }
 
+static int open_iter(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                     uint64_t after_seq, mt_event_iter** out);
+
 int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
                               mt_event_iter** out) {
+    return open_iter(cap, heap, after_chunk, upto_chunk, 0, out);
+}
+
+int mt_event_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out) {
+    return open_iter(cap, heap, 0, INT64_MAX, after_seq, out);
+}
+
+static int open_iter(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                     uint64_t after_seq, mt_event_iter** out) {
     *out = NULL;
     mt_event_iter* it = calloc(1, sizeof *it);
     if (!it)
@@ -427,7 +440,7 @@ int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, in
     it->heap_id = heap;
 #define CHUNKS_OF(h)                                                                               \
     "SELECT id, seq_first, count, codec, data, seq_last, ts_first, ts_last, heap"                  \
-    " FROM event_chunk WHERE heap=" h " AND id>?2 AND id<=?3"
+    " FROM event_chunk WHERE heap=" h " AND id>?2 AND id<=?3 AND seq_last>?4"
     // MT_HEAP_PROGRAM: the two heaps' chunks merged, each read in order through the index.
     const char* sql = heap == MT_HEAP_PROGRAM
                           ? CHUNKS_OF("1") " UNION ALL " CHUNKS_OF("4") " ORDER BY seq_first, id"
@@ -441,7 +454,10 @@ int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, in
         sqlite3_bind_int(it->chunks, 1, heap);
     sqlite3_bind_int64(it->chunks, 2, after_chunk);
     sqlite3_bind_int64(it->chunks, 3, upto_chunk);
+    // after_seq 0: every chunk, whatever its seqs (a damaged one's too, to be reported).
+    sqlite3_bind_int64(it->chunks, 4, after_seq ? (int64_t)after_seq : INT64_MIN);
     it->last_chunk = after_chunk;
+    it->after_seq = after_seq;
     it->want_codec = mt_codec_of_schema(cap->version);
     *out = it; // on an error too: the caller reads the message, then closes
     int rc = read_sampling(it);
@@ -455,7 +471,7 @@ int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, in
     return 0;
 }
 
-int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
+static int next_event(mt_event_iter* it, mt_event* ev) {
     // Any unread event with a smaller seq lives in a chunk with seq_first <= that seq, so
     // loading every chunk that starts at or below the current minimum keeps the merge exact.
     uint64_t first;
@@ -490,6 +506,14 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     if (it->nheap > 1)
         sift_down(it, 0);
     return 1;
+}
+
+int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
+    int rc;
+    // A chunk that holds after_seq holds events before it too: those are passed over.
+    while ((rc = next_event(it, ev)) == 1 && it->after_seq && ev->seq <= it->after_seq)
+        ;
+    return rc;
 }
 
 int64_t mt_event_iter_last_chunk(const mt_event_iter* it) {

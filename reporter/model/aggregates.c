@@ -3,14 +3,14 @@
 // stored in the capture and their checks, and the profiles they answer.
 #include "aggregates.h"
 
+#include "checkpoints.h"
 #include "messages.h"
-#include "siphash.h"
+#include "varbytes.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,39 +151,62 @@ static ptrdiff_t row_index(const mr_profile* p, uint32_t c) {
     return lo < p->nrows && p->rows[lo].callsite == c ? (ptrdiff_t)lo : -1;
 }
 
-static int compute(mt_capture* cap, int heap, const char* progress, mr_aggregates* a, char* err,
-                   size_t errlen) {
-    memset(a, 0, sizeof *a);
+// The observers of the replay that computes the aggregates and stores the checkpoints.
+typedef struct computing {
     mr_measures m;
-    if (mr_measures_init(&m)) {
+    mr_checkpoints_writer w;
+} computing;
+
+static int observe_both(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    computing* c = ud;
+    int rc = mr_measures_observe(r, ev, freed, &c->m);
+    return rc ? rc : mr_checkpoints_observe(r, ev, freed, &c->w);
+}
+
+// checkpoints: the fingerprint to store the heap's checkpoints with, on the way (NULL: none).
+static int compute(mt_capture* cap, int heap, const char* progress, const uint64_t* checkpoints,
+                   mr_aggregates* a, char* err, size_t errlen) {
+    memset(a, 0, sizeof *a);
+    computing run;
+    if (mr_measures_init(&run.m)) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     mr_query q = MR_QUERY_INIT(heap);
     q.observe = mr_measures_observe;
-    q.observe_ud = &m;
+    q.observe_ud = &run.m;
     q.progress = progress;
+    // A capture whose checkpoints cannot be cleared (locked) gets none, silently.
+    if (checkpoints && !mr_checkpoints_begin(&run.w, cap, heap, *checkpoints)) {
+        q.observe = observe_both;
+        q.observe_ud = &run;
+    }
     int rc = mr_profile_build(cap, &q, &a->peak, err, errlen);
+    if (q.observe == observe_both) {
+        if (!rc) // the set is whole only after every event, once stored
+            mr_checkpoints_end(&run.w);
+        mr_checkpoints_writer_free(&run.w);
+    }
     if (!rc && a->peak.nrows && !(a->temporary = calloc(a->peak.nrows, sizeof *a->temporary)))
         rc = -ENOMEM;
     uint64_t c, n;
-    for (size_t i = 0; !rc && mr_u64map_next(&m.temporary, &i, &c, &n);) {
+    for (size_t i = 0; !rc && mr_u64map_next(&run.m.temporary, &i, &c, &n);) {
         ptrdiff_t k = row_index(&a->peak, (uint32_t)c);
         if (k >= 0) // a freed block's callsite allocated it, so it has a row
             a->temporary[k] = n;
     }
     if (!rc) {
-        a->threads = m.threads; // taken over
-        a->nthreads = m.nthreads;
-        m.threads = NULL;
+        a->threads = run.m.threads; // taken over
+        a->nthreads = run.m.nthreads;
+        run.m.threads = NULL;
         if (a->nthreads > 1)
             qsort(a->threads, a->nthreads, sizeof *a->threads, by_tid);
-        memcpy(a->hist_count, m.hist_count, sizeof a->hist_count);
-        memcpy(a->hist_bytes, m.hist_bytes, sizeof a->hist_bytes);
-        a->frees = m.frees;
-        a->temporaries = m.temporaries;
+        memcpy(a->hist_count, run.m.hist_count, sizeof a->hist_count);
+        memcpy(a->hist_bytes, run.m.hist_bytes, sizeof a->hist_bytes);
+        a->frees = run.m.frees;
+        a->temporaries = run.m.temporaries;
     }
-    mr_measures_free(&m);
+    mr_measures_free(&run.m);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc)
@@ -191,120 +214,58 @@ static int compute(mt_capture* cap, int heap, const char* progress, mr_aggregate
     return rc;
 }
 
-// ---- the stored bytes: LEB128 varints (signed times zigzagged), then a SipHash of them
+// ---- the stored bytes (varbytes.h)
 
-typedef struct buf {
-    uint8_t* p;
-    size_t n, cap;
-    bool oom;
-} buf;
-
-static void put(buf* b, uint64_t v) {
-    if (b->oom || mt_vec_grow(&b->p, &b->cap, b->n + 10, 1)) {
-        b->oom = true;
-        return;
-    }
-    do {
-        uint8_t byte = v & 0x7f;
-        v >>= 7;
-        b->p[b->n++] = byte | (v ? 0x80 : 0);
-    } while (v);
-}
-
-static void put_signed(buf* b, int64_t v) {
-    put(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
-typedef struct reader {
-    const uint8_t *p, *end;
-    bool bad;
-} reader;
-
-static uint64_t get(reader* r) {
-    uint64_t v = 0;
-    for (unsigned shift = 0; shift < 64; shift += 7) {
-        if (r->p == r->end) {
-            r->bad = true;
-            return 0;
-        }
-        uint8_t byte = *r->p++;
-        v |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
-static int64_t get_signed(reader* r) {
-    uint64_t v = get(r);
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-// The checksum's key: fixed, as it guards against damage, not against a chosen input.
-static uint64_t checksum(const uint8_t* p, size_t n) {
-    return mr_siphash_bytes(0x6d656d7472616365ull, 0x6167677265676174ull, p, n);
-}
+// The checksum's key (mr_varbytes_seal).
+#define AGG_K0 0x6d656d7472616365ull
+#define AGG_K1 0x6167677265676174ull
 
 uint8_t* mr_aggregates_encode(const mr_aggregates* a, size_t* len) {
     const mr_heap_totals* t = &a->peak.heap;
-    buf b = {0};
-    put(&b, t->events);
-    put(&b, t->allocations);
-    put(&b, t->frees);
-    put(&b, t->unmatched_frees);
-    put(&b, t->bytes_allocated);
-    put(&b, t->live_bytes);
-    put(&b, t->live_blocks);
-    put(&b, t->peak_bytes);
-    put(&b, t->peak_seq);
-    put_signed(&b, t->peak_ts);
-    put(&b, t->last_seq);
-    put_signed(&b, t->first_ts);
-    put_signed(&b, t->last_ts);
-    put(&b, a->frees);
-    put(&b, a->temporaries);
+    mr_varbuf b = {0};
+    mr_varbytes_put(&b, t->events);
+    mr_varbytes_put(&b, t->allocations);
+    mr_varbytes_put(&b, t->frees);
+    mr_varbytes_put(&b, t->unmatched_frees);
+    mr_varbytes_put(&b, t->bytes_allocated);
+    mr_varbytes_put(&b, t->live_bytes);
+    mr_varbytes_put(&b, t->live_blocks);
+    mr_varbytes_put(&b, t->peak_bytes);
+    mr_varbytes_put(&b, t->peak_seq);
+    mr_varbytes_put_signed(&b, t->peak_ts);
+    mr_varbytes_put(&b, t->last_seq);
+    mr_varbytes_put_signed(&b, t->first_ts);
+    mr_varbytes_put_signed(&b, t->last_ts);
+    mr_varbytes_put(&b, a->frees);
+    mr_varbytes_put(&b, a->temporaries);
     for (unsigned k = 0; k < MR_AGG_NBUCKETS; k++) {
-        put(&b, a->hist_count[k]);
-        put(&b, a->hist_bytes[k]);
+        mr_varbytes_put(&b, a->hist_count[k]);
+        mr_varbytes_put(&b, a->hist_bytes[k]);
     }
-    put(&b, a->nthreads);
+    mr_varbytes_put(&b, a->nthreads);
     for (size_t i = 0; i < a->nthreads; i++) {
         const mr_agg_thread* th = &a->threads[i];
-        put(&b, th->tid);
-        put(&b, th->allocations);
-        put(&b, th->bytes);
-        put(&b, th->frees);
-        put(&b, th->temporary);
-        put(&b, th->live_bytes);
-        put(&b, th->live_blocks);
+        mr_varbytes_put(&b, th->tid);
+        mr_varbytes_put(&b, th->allocations);
+        mr_varbytes_put(&b, th->bytes);
+        mr_varbytes_put(&b, th->frees);
+        mr_varbytes_put(&b, th->temporary);
+        mr_varbytes_put(&b, th->live_bytes);
+        mr_varbytes_put(&b, th->live_blocks);
     }
-    put(&b, a->peak.nrows);
+    mr_varbytes_put(&b, a->peak.nrows);
     for (size_t i = 0; i < a->peak.nrows; i++) {
         const mr_profile_row* r = &a->peak.rows[i];
-        put(&b, r->callsite);
-        put(&b, r->live_bytes);
-        put(&b, r->live_blocks);
-        put(&b, r->end_bytes);
-        put(&b, r->end_blocks);
-        put(&b, r->alloc_bytes);
-        put(&b, r->alloc_count);
-        put(&b, a->temporary ? a->temporary[i] : 0);
+        mr_varbytes_put(&b, r->callsite);
+        mr_varbytes_put(&b, r->live_bytes);
+        mr_varbytes_put(&b, r->live_blocks);
+        mr_varbytes_put(&b, r->end_bytes);
+        mr_varbytes_put(&b, r->end_blocks);
+        mr_varbytes_put(&b, r->alloc_bytes);
+        mr_varbytes_put(&b, r->alloc_count);
+        mr_varbytes_put(&b, a->temporary ? a->temporary[i] : 0);
     }
-    uint64_t sum = b.oom ? 0 : checksum(b.p, b.n);
-    for (unsigned k = 0; k < 8; k++) {
-        uint8_t byte = (uint8_t)(sum >> (8 * k));
-        if (!b.oom && !mt_vec_grow(&b.p, &b.cap, b.n + 1, 1))
-            b.p[b.n++] = byte;
-        else
-            b.oom = true;
-    }
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    *len = b.n;
-    return b.p;
+    return mr_varbytes_seal(&b, AGG_K0, AGG_K1, len);
 }
 
 // Adds v to *sum unless that passes limit. Returns false when it would.
@@ -315,32 +276,23 @@ static bool add_within(uint64_t* sum, uint64_t v, uint64_t limit) {
     return true;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char* why, size_t whylen, const char* fmt,
-                                                      ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return -EPROTO;
-}
-
 // Whether the decoded aggregates add up: what a replay gives always does.
 static int check(const mr_aggregates* a, char* why, size_t whylen) {
     const mr_heap_totals* t = &a->peak.heap;
     const uint64_t lim = MT_EVENT_SIZE_MAX; // what a replay ever sums (replay.h)
     if (t->bytes_allocated > lim)
-        return fail(why, whylen, "over the bytes a heap may allocate");
+        return mr_varbytes_fail(why, whylen, "over the bytes a heap may allocate");
     if (t->peak_bytes > t->bytes_allocated || t->live_bytes > t->peak_bytes ||
         t->live_blocks > t->allocations || t->unmatched_frees > t->frees || a->frees != t->frees ||
         t->allocations > t->events || t->frees > t->events - t->allocations ||
         a->temporaries > t->frees || t->peak_seq > t->last_seq)
-        return fail(why, whylen, "totals");
+        return mr_varbytes_fail(why, whylen, "totals");
     uint64_t s[6] = {0};
     for (unsigned k = 0; k < MR_AGG_NBUCKETS; k++)
         if (!add_within(&s[0], a->hist_count[k], lim) || !add_within(&s[1], a->hist_bytes[k], lim))
-            return fail(why, whylen, "size histogram");
+            return mr_varbytes_fail(why, whylen, "size histogram");
     if (s[0] != t->allocations || s[1] != t->bytes_allocated)
-        return fail(why, whylen, "size histogram");
+        return mr_varbytes_fail(why, whylen, "size histogram");
     memset(s, 0, sizeof s);
     for (size_t i = 0; i < a->nthreads; i++) {
         const mr_agg_thread* th = &a->threads[i];
@@ -349,12 +301,12 @@ static int check(const mr_aggregates* a, char* why, size_t whylen) {
             !add_within(&s[1], th->bytes, lim) || !add_within(&s[2], th->frees, lim) ||
             !add_within(&s[3], th->temporary, lim) || !add_within(&s[4], th->live_bytes, lim) ||
             !add_within(&s[5], th->live_blocks, lim))
-            return fail(why, whylen, "thread %zu", i);
+            return mr_varbytes_fail(why, whylen, "thread %zu", i);
     }
     if (s[0] != t->allocations || s[1] != t->bytes_allocated || s[2] != t->frees ||
         s[3] != a->temporaries || s[4] != t->live_bytes || s[5] != t->live_blocks ||
         (t->events && !a->nthreads))
-        return fail(why, whylen, "threads");
+        return mr_varbytes_fail(why, whylen, "threads");
     uint64_t r6[7] = {0};
     for (size_t i = 0; i < a->peak.nrows; i++) {
         const mr_profile_row* r = &a->peak.rows[i];
@@ -365,11 +317,11 @@ static int check(const mr_aggregates* a, char* why, size_t whylen) {
             !add_within(&r6[1], r->live_blocks, lim) || !add_within(&r6[2], r->end_bytes, lim) ||
             !add_within(&r6[3], r->end_blocks, lim) || !add_within(&r6[4], r->alloc_bytes, lim) ||
             !add_within(&r6[5], r->alloc_count, lim) || !add_within(&r6[6], a->temporary[i], lim))
-            return fail(why, whylen, "callsite row %zu", i);
+            return mr_varbytes_fail(why, whylen, "callsite row %zu", i);
     }
     if (r6[0] != t->peak_bytes || r6[2] != t->live_bytes || r6[3] != t->live_blocks ||
         r6[4] != t->bytes_allocated || r6[5] != t->allocations || r6[6] != a->temporaries)
-        return fail(why, whylen, "callsite rows");
+        return mr_varbytes_fail(why, whylen, "callsite rows");
     return 0;
 }
 
@@ -400,78 +352,75 @@ static void peak_fields(mr_profile* p) {
 int mr_aggregates_decode(const uint8_t* p, size_t len, int heap, mr_aggregates* out, char* why,
                          size_t whylen) {
     memset(out, 0, sizeof *out);
+    mr_varreader r;
     if (len < 8)
-        return fail(why, whylen, "too short");
-    uint64_t sum = 0;
-    for (unsigned k = 0; k < 8; k++)
-        sum |= (uint64_t)p[len - 8 + k] << (8 * k);
-    if (sum != checksum(p, len - 8))
-        return fail(why, whylen, "checksum mismatch");
-    reader r = {p, p + len - 8, false};
+        return mr_varbytes_fail(why, whylen, "too short");
+    if (!mr_varbytes_open(p, len, AGG_K0, AGG_K1, &r))
+        return mr_varbytes_fail(why, whylen, "checksum mismatch");
     mr_heap_totals* t = &out->peak.heap;
     t->heap = heap;
-    t->events = get(&r);
-    t->allocations = get(&r);
-    t->frees = get(&r);
-    t->unmatched_frees = get(&r);
-    t->bytes_allocated = get(&r);
-    t->live_bytes = get(&r);
-    t->live_blocks = get(&r);
-    t->peak_bytes = get(&r);
-    t->peak_seq = get(&r);
-    t->peak_ts = get_signed(&r);
-    t->last_seq = get(&r);
-    t->first_ts = get_signed(&r);
-    t->last_ts = get_signed(&r);
-    out->frees = get(&r);
-    out->temporaries = get(&r);
+    t->events = mr_varbytes_get(&r);
+    t->allocations = mr_varbytes_get(&r);
+    t->frees = mr_varbytes_get(&r);
+    t->unmatched_frees = mr_varbytes_get(&r);
+    t->bytes_allocated = mr_varbytes_get(&r);
+    t->live_bytes = mr_varbytes_get(&r);
+    t->live_blocks = mr_varbytes_get(&r);
+    t->peak_bytes = mr_varbytes_get(&r);
+    t->peak_seq = mr_varbytes_get(&r);
+    t->peak_ts = mr_varbytes_get_signed(&r);
+    t->last_seq = mr_varbytes_get(&r);
+    t->first_ts = mr_varbytes_get_signed(&r);
+    t->last_ts = mr_varbytes_get_signed(&r);
+    out->frees = mr_varbytes_get(&r);
+    out->temporaries = mr_varbytes_get(&r);
     for (unsigned k = 0; k < MR_AGG_NBUCKETS; k++) {
-        out->hist_count[k] = get(&r);
-        out->hist_bytes[k] = get(&r);
+        out->hist_count[k] = mr_varbytes_get(&r);
+        out->hist_bytes[k] = mr_varbytes_get(&r);
     }
     // Each thread and row takes at least 7 and 8 bytes: a count beyond what is left is a
     // damaged one, refused before anything is allocated for it.
-    uint64_t n = get(&r);
+    uint64_t n = mr_varbytes_get(&r);
     if (r.bad || n > (size_t)(r.end - r.p) / 7)
-        return fail(why, whylen, "truncated");
+        return mr_varbytes_fail(why, whylen, "truncated");
     if (n && !(out->threads = calloc(n, sizeof *out->threads)))
         return -ENOMEM;
     out->nthreads = n;
     for (size_t i = 0; i < n; i++) {
         mr_agg_thread* th = &out->threads[i];
-        uint64_t tid = get(&r);
+        uint64_t tid = mr_varbytes_get(&r);
         th->tid = (uint32_t)tid;
-        th->allocations = get(&r);
-        th->bytes = get(&r);
-        th->frees = get(&r);
-        th->temporary = get(&r);
-        th->live_bytes = get(&r);
-        th->live_blocks = get(&r);
+        th->allocations = mr_varbytes_get(&r);
+        th->bytes = mr_varbytes_get(&r);
+        th->frees = mr_varbytes_get(&r);
+        th->temporary = mr_varbytes_get(&r);
+        th->live_bytes = mr_varbytes_get(&r);
+        th->live_blocks = mr_varbytes_get(&r);
         r.bad |= tid > UINT32_MAX;
     }
-    n = get(&r);
+    n = mr_varbytes_get(&r);
     int rc = 0;
     if (r.bad || n > (size_t)(r.end - r.p) / 8)
-        rc = fail(why, whylen, "truncated");
+        rc = mr_varbytes_fail(why, whylen, "truncated");
     else if (n && (!(out->peak.rows = calloc(n, sizeof *out->peak.rows)) ||
                    !(out->temporary = calloc(n, sizeof *out->temporary))))
         rc = -ENOMEM;
     out->peak.nrows = rc ? 0 : n;
     for (size_t i = 0; !rc && i < n; i++) {
         mr_profile_row* row = &out->peak.rows[i];
-        uint64_t c = get(&r);
+        uint64_t c = mr_varbytes_get(&r);
         row->callsite = (uint32_t)c;
-        row->live_bytes = get(&r);
-        row->live_blocks = get(&r);
-        row->end_bytes = get(&r);
-        row->end_blocks = get(&r);
-        row->alloc_bytes = get(&r);
-        row->alloc_count = get(&r);
-        out->temporary[i] = get(&r);
+        row->live_bytes = mr_varbytes_get(&r);
+        row->live_blocks = mr_varbytes_get(&r);
+        row->end_bytes = mr_varbytes_get(&r);
+        row->end_blocks = mr_varbytes_get(&r);
+        row->alloc_bytes = mr_varbytes_get(&r);
+        row->alloc_count = mr_varbytes_get(&r);
+        out->temporary[i] = mr_varbytes_get(&r);
         r.bad |= c > UINT32_MAX;
     }
     if (!rc && (r.bad || r.p != r.end))
-        rc = fail(why, whylen, "truncated");
+        rc = mr_varbytes_fail(why, whylen, "truncated");
     if (!rc)
         rc = check(out, why, whylen);
     if (rc) {
@@ -521,35 +470,48 @@ static int load(mt_capture* cap, int heap, uint64_t fingerprint, mr_aggregates* 
     return rc;
 }
 
-// need: compute them even when they cannot be stored. Returns 0, 1 (none: not stored and
-// not storable, and not needed), or a negative errno with the reason in err.
+// need: compute them even when they cannot be stored; checkpoints: only aggregates whose
+// checkpoints are stored (computed again, with them, when they are not). Returns 0 (*fp: the
+// events' fingerprint), 1 (none: not stored and not storable, and not needed), or a negative
+// errno with the reason in err.
 static int aggregates_for(mt_capture* cap, int heap, const char* progress, bool need,
-                          mr_aggregates* out, char* err, size_t errlen) {
-    uint64_t fp = 0;
-    bool usable = !disabled && mt_capture_aggregate_fingerprint(cap, heap, &fp) == 0;
-    int rc = usable ? load(cap, heap, fp, out) : 1;
+                          bool checkpoints, mr_aggregates* out, uint64_t* fp, char* err,
+                          size_t errlen) {
+    *fp = 0;
+    bool usable = !disabled && mt_capture_aggregate_fingerprint(cap, heap, fp) == 0;
+    int rc = usable ? load(cap, heap, *fp, out) : 1;
+    if (rc == 0 && checkpoints && !mr_checkpoints_present(cap, heap, *fp)) {
+        mr_aggregates_free(out); // stored before checkpoints were, or not whole
+        rc = 1;
+    }
     if (rc <= 0) {
         if (rc)
             snprintf(err, errlen, "out of memory");
         return rc;
     }
     bool store = usable && mt_capture_writable(cap);
-    if (!store && !need)
+    if (!store && (!need || checkpoints))
         return 1;
-    if ((rc = compute(cap, heap, progress, out, err, errlen)))
+    if ((rc = compute(cap, heap, progress, store ? fp : NULL, out, err, errlen)))
         return rc;
     size_t len;
     uint8_t* data = store ? mr_aggregates_encode(out, &len) : NULL;
     // A capture that cannot take them (full disk, locked) is read as it is, every time.
     if (data)
-        mt_capture_aggregate_store(cap, heap, MR_AGGREGATES_FORMAT, fp, data, len);
+        mt_capture_aggregate_store(cap, heap, MR_AGGREGATES_FORMAT, *fp, data, len);
     free(data);
     return 0;
 }
 
 int mr_aggregates_get(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
                       char* err, size_t errlen) {
-    return aggregates_for(cap, heap, progress, true, out, err, errlen);
+    uint64_t fp;
+    return aggregates_for(cap, heap, progress, true, false, out, &fp, err, errlen);
+}
+
+int mr_aggregates_checkpointed(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
+                               uint64_t* fingerprint, char* err, size_t errlen) {
+    return aggregates_for(cap, heap, progress, false, true, out, fingerprint, err, errlen);
 }
 
 int mr_aggregates_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
@@ -558,7 +520,8 @@ int mr_aggregates_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profi
         if (!mr_profile_is_default(&qs[k]))
             return 1;
     mr_aggregates a;
-    int rc = aggregates_for(cap, qs[0].heap, qs[0].progress, false, &a, err, errlen);
+    uint64_t fp;
+    int rc = aggregates_for(cap, qs[0].heap, qs[0].progress, false, false, &a, &fp, err, errlen);
     if (rc)
         return rc;
     for (size_t k = 0; k < n && !rc; k++)

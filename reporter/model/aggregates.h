@@ -82,6 +82,12 @@ void mr_aggregates_enable(bool on);
 int mr_aggregates_get(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
                       char* err, size_t errlen);
 void mr_aggregates_free(mr_aggregates* a);
+// The same for a profile from the checkpoints (checkpoints.h): aggregates whose checkpoints
+// are stored, computed again with them when they are not and the handle may write. Returns
+// 0 (*fingerprint: of the events, as the checkpoints are stored under), 1 when there are
+// none to use, or a negative errno with the reason in err.
+int mr_aggregates_checkpointed(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
+                               uint64_t* fingerprint, char* err, size_t errlen);
 
 // mr_profile_build_moments' shortcut: the n queries answered from the heap's aggregates
 // when every one is a default query (profile.h) and the aggregates are stored, or can be

@@ -4,6 +4,7 @@
 #include "profile.h"
 
 #include "aggregates.h"
+#include "checkpoints.h"
 #include "heapmap.h"
 #include "messages.h"
 #include "u64map.h"
@@ -288,6 +289,8 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     }
     // What the heap's aggregates answer costs no event (stored: a read; else stored now).
     int stored = mr_aggregates_answer(cap, qs, n, out, err, errlen);
+    if (stored > 0) // at times: from the checkpoint before them
+        stored = mr_checkpoints_answer(cap, qs, n, out, err, errlen);
     if (stored <= 0)
         return stored;
     const mr_query* q = &qs[0];

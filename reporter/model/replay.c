@@ -128,7 +128,7 @@ static void describe_callback_error(mr_replay* r, int rc) {
 
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
     mt_event_iter* it = NULL;
-    int rc = mt_event_iter_open(r->cap, r->heap, &it);
+    int rc = mt_event_iter_open_after(r->cap, r->heap, r->after_seq, &it);
     if (rc) {
         snprintf(r->err, sizeof r->err, "%s", it ? mt_event_iter_error(it) : "corrupt capture");
         mt_event_iter_close(it);

@@ -26,6 +26,7 @@ typedef struct mr_replay {
     uint64_t bytes_allocated;
     uint64_t last_seq;
     int64_t first_ts, last_ts;
+    uint64_t after_seq; // mr_replay_run reads the events after it only (a checkpoint's state)
     char err[256];
 } mr_replay;
 

@@ -23,8 +23,9 @@ holds a path, except what the normalisations below take out:
 PNG plots are not compared: the same drawing code writes the SVG, and a PNG's bytes also
 depend on the freetype and zlib builds.
 
-The first report on a capture stores its aggregates in it (reporter/model/aggregates.h) and
-the later ones read them; then every case runs again with --replay, reading every event,
+The first report on a capture stores its aggregates in it (reporter/model/aggregates.h),
+with a checkpoint every 2 events (reporter/model/checkpoints.h, MEMREPORT_CHECKPOINT_EVENTS),
+and the later ones read them; then every case runs again with --replay, reading every event,
 and must give the same bytes.
 """
 import difflib
@@ -43,7 +44,7 @@ NPU_CAPTURES = ("sample", "corner", "legacy_2025")
 NATIVE_CAPTURES = ("std", "hostile", "deep")
 DIFF_LINES = 40
 # The same environment wherever it runs: no symbol cache shared with the user, C locale.
-ENV = dict(os.environ, MEMTRACE_SYMBOL_CACHE="0", LC_ALL="C")
+ENV = dict(os.environ, MEMTRACE_SYMBOL_CACHE="0", LC_ALL="C", MEMREPORT_CHECKPOINT_EVENTS="2")
 
 # Suppressions for the leaks case: one pattern that matches a group, one that matches none
 # (its warning goes to stderr, which is compared too).
@@ -84,6 +85,12 @@ def text_cases():
                                                   "--all-frames"] + extra),
             (f"hostile.top.{fmt}", ["top", "hostile.db", "--metric", "leaked"] + extra),
             (f"corner.top.allocated.{fmt}", ["top", "corner.db", "--metric", "allocated"] + extra),
+        ]
+        # At chosen moments: from the checkpoint before them.
+        cases += [
+            (f"std.top.at-5us.{fmt}", ["top", "std.db", "--at", "5us"] + extra),
+            (f"std.flow.at.{fmt}", ["flow", "std.db", "--at", "3us", "--at", "peak",
+                                    "--at", "12500ns"] + extra),
         ]
     return cases
 
@@ -200,18 +207,20 @@ def run_case(memreport, work, argv, output_kind=None):
 
 
 def stored_aggregates(work):
-    """The names of the captures that hold no stored aggregates after the reports."""
+    """The names of the captures that hold no stored aggregates or checkpoints after the
+    reports."""
     missing = []
     for cap in NATIVE_CAPTURES + NPU_CAPTURES:
         db = sqlite3.connect(os.path.join(work, cap + ".db"))
-        try:
-            n = db.execute("SELECT count(*) FROM aggregate").fetchone()[0]
-        except sqlite3.Error:
-            n = 0
+        for table in ("aggregate", "checkpoint"):
+            try:
+                n = db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            except sqlite3.Error:
+                n = 0
+            if not n:
+                print(f"FAIL {cap}.db: no {table} rows stored by its reports")
+                missing.append(f"{cap}.db ({table})")
         db.close()
-        if not n:
-            print(f"FAIL {cap}.db: no aggregates stored by its reports")
-            missing.append(cap + ".db (aggregates)")
     return missing
 
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// A heap's aggregates (reporter/model/aggregates.h) against the replay they stand for, on
-// random event streams: the stored ones read back equal to the replay's, every default
-// profile the same either way, every report that reads them byte-identical to the same
-// report reading every event, and stored aggregates that are damaged, forged or of other
-// events never used.
+// A heap's aggregates (reporter/model/aggregates.h) and checkpoints (checkpoints.h) against
+// the replay they stand for, on random event streams: the stored ones read back equal to
+// the replay's, every default profile and every profile at random times the same either
+// way, every report that reads them byte-identical to the same report reading every event,
+// and stored aggregates or checkpoints that are damaged, forged or of other events never
+// used.
 #include "aggregates.h"
+#include "checkpoints.h"
 #include "commands.h"
 
 #include "../check.h"
@@ -12,6 +14,7 @@
 #include "memtrace/schema.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +94,10 @@ static void random_capture(const char* path, unsigned seed) {
             fx_free(&f, tid, 0x900000 + e); // a block allocated before tracing
         }
     }
+    // Times out of seq order, as threads stamp them (a moment is the state before the first
+    // event stamped after it, whatever the events after that).
+    for (size_t i = 0; seed % 3 == 1 && i < f.n; i++)
+        f.ev[i].ts += (int64_t)rnd(2500);
     fx_finish(&f, seed % 7 == 6 ? "recording" : "complete");
 }
 
@@ -274,6 +281,158 @@ static void test_forged(const char* path, const mr_aggregates* truth) {
     mt_capture_close(cap);
 }
 
+// ---- checkpoints
+
+// Times to ask: before the first event, at and between events, after the last.
+static int64_t random_time(void) {
+    uint64_t r = rnd(6);
+    return r == 0 ? -5 : r == 1 ? 1000 * (int64_t)rnd(500) : (int64_t)rnd(500000);
+}
+
+// n random queries sharing a replay: at times, at the peak, at the end.
+static void random_moments(mr_query* qs, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        qs[k] = (mr_query)MR_QUERY_INIT(MT_HEAP_LIBC);
+        uint64_t r = rnd(8);
+        qs[k].moment = r == 0 ? MR_AT_PEAK : r == 1 ? MR_AT_END : MR_AT_TIME;
+        qs[k].at = random_time();
+    }
+}
+
+static void build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out) {
+    char err[256] = "";
+    int rc = mr_profile_build_moments(cap, qs, n, out, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "mr_profile_build_moments: %s\n", err);
+    CHECK_EQ_I64(rc, 0);
+}
+
+static const report at_reports[] = {
+    {mr_cmd_top, {"top", "--json", "--at", NULL}},
+    {mr_cmd_flamegraph, {"flamegraph", "--at", NULL}},
+    {mr_cmd_flow, {"flow", "--json", "--at", "peak", "--at", NULL}},
+};
+#define NAT (sizeof at_reports / sizeof *at_reports)
+
+// The --at reports at time t (ns), into texts.
+static void run_at_reports(const char* cap, int64_t t, char** texts) {
+    char out[512], at[32];
+    snprintf(out, sizeof out, "%s/out", fx_tmpdir());
+    snprintf(at, sizeof at, "%lldns", (long long)t);
+    for (size_t i = 0; i < NAT; i++) {
+        const char* a[7] = {0};
+        memcpy(a, at_reports[i].args, sizeof at_reports[i].args);
+        for (size_t j = 0; j < 7; j++)
+            if (!a[j]) {
+                a[j] = at;
+                break;
+            }
+        int rc = fx_run(at_reports[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], a[4], a[5],
+                        NULL);
+        CHECK_EQ_I64(rc, 0);
+        texts[i] = fx_read(out);
+        CHECK(texts[i] != NULL);
+    }
+}
+
+static sqlite3* open_db(const char* path) {
+    sqlite3* db = NULL;
+    CHECK_EQ_I64(sqlite3_open(path, &db), SQLITE_OK);
+    return db;
+}
+
+// Flips a random bit in every stored checkpoint.
+static void damage_checkpoints(const char* path) {
+    sqlite3* db = open_db(path);
+    sqlite3_stmt *rd = NULL, *wr = NULL;
+    CHECK_EQ_I64(sqlite3_prepare_v2(db, "SELECT seq, data FROM checkpoint", -1, &rd, NULL), 0);
+    CHECK_EQ_I64(
+        sqlite3_prepare_v2(db, "UPDATE checkpoint SET data=?2 WHERE seq=?1", -1, &wr, NULL), 0);
+    sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+    while (rd && wr && sqlite3_step(rd) == SQLITE_ROW) {
+        size_t len = (size_t)sqlite3_column_bytes(rd, 1);
+        uint8_t* data = malloc(len ? len : 1);
+        memcpy(data, sqlite3_column_blob(rd, 1), len);
+        if (len)
+            data[rnd(len)] ^= (uint8_t)(1u << rnd(8));
+        sqlite3_bind_int64(wr, 1, sqlite3_column_int64(rd, 0));
+        sqlite3_bind_blob(wr, 2, data, (int)len, SQLITE_TRANSIENT);
+        CHECK_EQ_I64(sqlite3_step(wr), SQLITE_DONE);
+        sqlite3_reset(wr);
+        free(data);
+    }
+    sqlite3_finalize(rd);
+    sqlite3_finalize(wr);
+    CHECK_EQ_I64(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void drop_tables(const char* path, const char* sql) {
+    sqlite3* db = open_db(path);
+    CHECK_EQ_I64(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+// Profiles at random moments and the --at reports from the checkpoints (checkpoints every
+// 1-20 events) against the replay's: when they are computed, when read, when one is damaged,
+// and when a capture has aggregates stored without checkpoints (an older memreport's).
+static void test_checkpoints(const char* path, unsigned seed) {
+    enum { NQ = 6 };
+    mr_query qs[NQ][4];
+    mr_profile truth[NQ][4], got[NQ][4];
+    size_t nq[NQ];
+    int64_t at = 0; // within the run, for the reports
+    char *replayed[NAT] = {0}, *read[NAT] = {0};
+    for (size_t i = 0; i < NQ; i++) {
+        nq[i] = 1 + rnd(4);
+        random_moments(qs[i], nq[i]);
+    }
+    mr_checkpoints_every(1 + rnd(20));
+    drop_tables(path, "DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint;");
+    mr_aggregates_enable(false);
+    mt_capture* cap = open_capture(path);
+    for (size_t i = 0; cap && i < NQ; i++)
+        build_moments(cap, qs[i], nq[i], truth[i]);
+    if (cap && truth[0][0].last_ts > 0)
+        at = (int64_t)rnd((uint64_t)truth[0][0].last_ts + 1);
+    mt_capture_close(cap);
+    run_at_reports(path, at, replayed);
+    mr_aggregates_enable(true);
+    for (int pass = 0; pass < 4; pass++) {
+        if (pass == 2) // an older memreport's: aggregates, no checkpoints (stored again)
+            drop_tables(path, "DROP TABLE checkpoint;");
+        if (pass == 3)
+            damage_checkpoints(path);
+        cap = open_capture(path);
+        for (size_t i = 0; cap && i < NQ; i++) {
+            build_moments(cap, qs[i], nq[i], got[i]);
+            for (size_t k = 0; k < nq[i]; k++) {
+                same_profile(&got[i][k], &truth[i][k]);
+                mr_profile_free(&got[i][k]);
+            }
+        }
+        uint64_t fp = 0;
+        CHECK(cap && !mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp) &&
+              mr_checkpoints_present(cap, MT_HEAP_LIBC, fp));
+        mt_capture_close(cap);
+        run_at_reports(path, at, read);
+        for (size_t i = 0; i < NAT; i++) {
+            if (!read[i] || !replayed[i] || strcmp(read[i], replayed[i])) {
+                CHECK(false);
+                fprintf(stderr, "seed %u pass %d: %s --at %lldns differs from the replay's\n", seed,
+                        pass, at_reports[i].args[0], (long long)at);
+            }
+            free(read[i]);
+        }
+    }
+    for (size_t i = 0; i < NQ; i++)
+        for (size_t k = 0; k < nq[i]; k++)
+            mr_profile_free(&truth[i][k]);
+    for (size_t i = 0; i < NAT; i++)
+        free(replayed[i]);
+    mr_checkpoints_every(0);
+}
+
 static void test_seed(unsigned seed) {
     char path[512];
     snprintf(path, sizeof path, "%s/r%u.db", fx_tmpdir(), seed);
@@ -324,6 +483,7 @@ static void test_seed(unsigned seed) {
     }
     if (seed % 4 == 0)
         test_forged(path, &truth);
+    test_checkpoints(path, seed);
     mr_aggregates_free(&truth);
     mr_profile_free(&peak);
     mr_profile_free(&end);

@@ -193,6 +193,20 @@ bool mt_capture_writable(mt_capture* cap);
 int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
                                const void* data, size_t len);
 
+// ---- checkpoints (memtrace/schema.h MEMTRACE_CHECKPOINT_SQL; the bytes are the reporter's)
+
+// Removes every checkpoint of a heap. Returns 0, -EROFS or -EIO.
+int mt_capture_checkpoint_clear(mt_capture* cap, int heap);
+// Stores (replaces) the checkpoint of a heap at seq. Returns 0, -EROFS or -EIO.
+int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
+                                int64_t format, uint64_t fingerprint, const void* data, size_t len);
+// The checkpoint of (format, fingerprint) with the highest seq whose ts_max is at most
+// ts_max (INT64_MAX: the last one; a ts_max of INT64_MIN finds the seq 0 row only): 1
+// with *seq and *data malloc'd (the caller frees; data NULL: the seq only), 0 when there is
+// none, or -ENOMEM.
+int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               int64_t ts_max, uint64_t* seq, uint8_t** data, size_t* len);
+
 // Names the frames not named yet and stores the names in the capture, for reports opening
 // a capture whose program was killed before it could (memtrace/symbolize.h). Returns the
 // number of frames named or a negative errno with a message in err.
@@ -214,6 +228,9 @@ void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
 // Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
 // mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
 int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
+// The same for the events after after_seq only (a replay resumed from a checkpoint): the
+// chunks that end at or before it are not read.
+int mt_event_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out);
 // The same over the chunks whose id is in (after_chunk, upto_chunk] only (ids grow as
 // chunks are written): for a reader following a running program, in batches of the
 // chunks written since its last read. mt_event_iter_last_chunk gives the highest chunk id

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+// A heap's checkpoints (checkpoints.h): stored while the aggregates' replay runs, read back
+// into a replay, and the profiles at chosen times they answer with the aggregates.
+#include "checkpoints.h"
+
+#include "aggregates.h"
+#include "messages.h"
+#include "varbytes.h"
+
+#include "memtrace/schema.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The checksum's key (mr_varbytes_seal).
+#define CKPT_K0 0x6d656d7472616365ull
+#define CKPT_K1 0x636865636b706f69ull
+
+static uint64_t every_events;
+
+void mr_checkpoints_every(uint64_t events) {
+    every_events = events;
+}
+
+uint64_t mr_checkpoints_interval(void) {
+    if (every_events)
+        return every_events;
+    const char* env = getenv("MEMREPORT_CHECKPOINT_EVENTS");
+    char* end;
+    unsigned long long v = env && *env ? strtoull(env, &end, 10) : 0;
+    return v && !*end ? (uint64_t)v : MR_CHECKPOINTS_EVENTS;
+}
+
+// ---- the stored bytes: the replay's counters, then its blocks by address (each address
+// from the one before, each tid from the one before, zigzagged), then the checksum
+
+static int by_addr(const void* a, const void* b) {
+    const mr_block *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
+                              size_t* len) {
+    size_t n = r->live.count;
+    if (MT_VEC_RESERVE(blocks, capblocks, n ? n : 1))
+        return NULL;
+    const mr_block* b;
+    size_t k = 0;
+    for (size_t i = 0; k < n && mr_heapmap_next(&r->live, &i, &b);)
+        (*blocks)[k++] = *b;
+    qsort(*blocks, k, sizeof **blocks, by_addr);
+    mr_varbuf v = {0};
+    mr_varbytes_put(&v, r->events);
+    mr_varbytes_put(&v, r->allocations);
+    mr_varbytes_put(&v, r->frees);
+    mr_varbytes_put(&v, r->unmatched_frees);
+    mr_varbytes_put(&v, r->bytes_allocated);
+    mr_varbytes_put(&v, r->live_bytes);
+    mr_varbytes_put(&v, r->peak_bytes);
+    mr_varbytes_put(&v, r->peak_seq);
+    mr_varbytes_put_signed(&v, r->peak_ts);
+    mr_varbytes_put(&v, r->last_seq);
+    mr_varbytes_put_signed(&v, r->first_ts);
+    mr_varbytes_put_signed(&v, r->last_ts);
+    mr_varbytes_put(&v, k);
+    uint64_t addr = 0;
+    uint32_t tid = 0;
+    for (size_t i = 0; i < k; i++) {
+        const mr_block* x = &(*blocks)[i];
+        mr_varbytes_put(&v, x->addr - addr);
+        mr_varbytes_put(&v, x->size);
+        mr_varbytes_put(&v, x->callsite);
+        mr_varbytes_put_signed(&v, (int64_t)x->tid - (int64_t)tid);
+        addr = x->addr;
+        tid = x->tid;
+    }
+    return mr_varbytes_seal(&v, CKPT_K0, CKPT_K1, len);
+}
+
+int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
+                       size_t whylen) {
+    mr_varreader v;
+    if (!mr_varbytes_open(p, len, CKPT_K0, CKPT_K1, &v))
+        return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: checksum mismatch",
+                                (unsigned long long)seq);
+    r->events = mr_varbytes_get(&v);
+    r->allocations = mr_varbytes_get(&v);
+    r->frees = mr_varbytes_get(&v);
+    r->unmatched_frees = mr_varbytes_get(&v);
+    r->bytes_allocated = mr_varbytes_get(&v);
+    r->live_bytes = mr_varbytes_get(&v);
+    r->peak_bytes = mr_varbytes_get(&v);
+    r->peak_seq = mr_varbytes_get(&v);
+    r->peak_ts = mr_varbytes_get_signed(&v);
+    r->last_seq = mr_varbytes_get(&v);
+    r->first_ts = mr_varbytes_get_signed(&v);
+    r->last_ts = mr_varbytes_get_signed(&v);
+    r->after_seq = seq;
+    uint64_t n = mr_varbytes_get(&v);
+    // A block takes at least 4 bytes: a count beyond what is left is a damaged one.
+    if (v.bad || n > (size_t)(v.end - v.p) / 4)
+        return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: truncated",
+                                (unsigned long long)seq);
+    uint64_t addr = 0, bytes = 0, tid = 0; // tid wraps as written: checked below
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t step = mr_varbytes_get(&v), size = mr_varbytes_get(&v);
+        uint64_t callsite = mr_varbytes_get(&v);
+        tid += (uint64_t)mr_varbytes_get_signed(&v);
+        if (v.bad || step == 0 || addr + step < addr || callsite > UINT32_MAX || tid > UINT32_MAX ||
+            size > MT_EVENT_SIZE_MAX - bytes)
+            return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: block %llu",
+                                    (unsigned long long)seq, (unsigned long long)i);
+        addr += step;
+        bytes += size;
+        mr_block b = {
+            .addr = addr, .size = size, .callsite = (uint32_t)callsite, .tid = (uint32_t)tid};
+        if (mr_heapmap_put(&r->live, &b, NULL, NULL))
+            return -ENOMEM;
+    }
+    if (v.bad || v.p != v.end)
+        return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: truncated",
+                                (unsigned long long)seq);
+    // What a replay's state always is (replay.c), and the seq it was stored at.
+    if (bytes != r->live_bytes || r->live_bytes > r->peak_bytes ||
+        r->peak_bytes > r->bytes_allocated || n > r->allocations || r->last_seq != seq ||
+        r->peak_seq > r->last_seq || r->allocations > r->events ||
+        r->frees > r->events - r->allocations || r->unmatched_frees > r->frees ||
+        (seq == 0 && r->events))
+        return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: totals",
+                                (unsigned long long)seq);
+    return 0;
+}
+
+// ---- stored while the aggregates' replay runs
+
+int mr_checkpoints_begin(mr_checkpoints_writer* w, mt_capture* cap, int heap,
+                         uint64_t fingerprint) {
+    *w = (mr_checkpoints_writer){.cap = cap,
+                                 .heap = heap,
+                                 .fingerprint = fingerprint,
+                                 .every = mr_checkpoints_interval(),
+                                 .ts_max = INT64_MIN};
+    int rc = mt_capture_checkpoint_clear(cap, heap);
+    w->failed = rc != 0;
+    return rc;
+}
+
+int mr_checkpoints_observe(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)freed;
+    mr_checkpoints_writer* w = ud;
+    if (ev->ts > w->ts_max)
+        w->ts_max = ev->ts;
+    if (w->failed || r->events % w->every)
+        return 0;
+    size_t len;
+    uint8_t* data = mr_checkpoint_encode(r, &w->blocks, &w->capblocks, &len);
+    // Out of memory or disk: the replay goes on, the set is not whole (never used).
+    if (!data || mt_capture_checkpoint_store(w->cap, w->heap, ev->seq, w->ts_max,
+                                             MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len))
+        w->failed = true;
+    free(data);
+    return 0;
+}
+
+int mr_checkpoints_end(mr_checkpoints_writer* w) {
+    if (w->failed)
+        return -EIO;
+    mr_replay empty = {0};
+    size_t len;
+    uint8_t* data = mr_checkpoint_encode(&empty, &w->blocks, &w->capblocks, &len);
+    int rc = data ? mt_capture_checkpoint_store(w->cap, w->heap, 0, INT64_MIN,
+                                                MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len)
+                  : -ENOMEM;
+    free(data);
+    return rc;
+}
+
+void mr_checkpoints_writer_free(mr_checkpoints_writer* w) {
+    free(w->blocks);
+    w->blocks = NULL;
+    w->capblocks = 0;
+}
+
+bool mr_checkpoints_present(mt_capture* cap, int heap, uint64_t fingerprint) {
+    uint64_t seq;
+    uint8_t* data;
+    size_t len;
+    int rc = mt_capture_checkpoint_find(cap, heap, MR_CHECKPOINTS_FORMAT, fingerprint, INT64_MIN,
+                                        &seq, &data, &len);
+    free(data);
+    return rc == 1 && seq == 0;
+}
+
+// ---- profiles at times
+
+typedef struct at_run {
+    mt_capture* cap;
+    uint64_t fingerprint; // of the events, the checkpoints' own
+    const mr_query* qs;
+    mr_profile* out;
+    const mr_profile* whole; // the aggregates' profile at the peak: rows of the whole run
+    size_t order[MR_PROFILE_MAX_MOMENTS]; // the queries at a time, by time
+    size_t ntimes, next;                  // next: the first of order not taken yet
+    uint32_t* index;                      // callsite -> 1 + its row (NULL: searched)
+    size_t nindex;
+    uint64_t* live;    // per row of whole: its live bytes, then blocks, now
+    uint64_t last_seq; // the last event applied (0: none)
+    bool stray;        // a block of a callsite the aggregates have no row for
+    bool jump;         // the next moment has a checkpoint after the events applied
+} at_run;
+
+// The row of callsite c in whole's rows, or SIZE_MAX.
+static size_t row_of(const at_run* s, uint32_t c) {
+    if (s->index)
+        return c < s->nindex && s->index[c] ? s->index[c] - 1u : SIZE_MAX;
+    size_t lo = 0, hi = s->whole->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->whole->rows[mid].callsite < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->whole->nrows && s->whole->rows[lo].callsite == c ? lo : SIZE_MAX;
+}
+
+// Adds a block to (sign 1) or takes it from (sign -1) its row's live values.
+static bool count(at_run* s, uint32_t callsite, uint64_t size, int sign) {
+    size_t i = row_of(s, callsite);
+    if (i == SIZE_MAX) {
+        s->stray = true;
+        return false;
+    }
+    s->live[2 * i] += sign > 0 ? size : -size;
+    s->live[2 * i + 1] += sign > 0 ? 1 : (uint64_t)-1;
+    return true;
+}
+
+// Query k's profile: the whole run's rows (as builder's finish() keeps them: each allocated
+// in the run), live as now.
+static int take_moment(at_run* s, size_t k) {
+    mr_profile* p = &s->out[k];
+    if (mr_profile_moment_of(s->whole, MR_AT_PEAK, p))
+        return -ENOMEM;
+    p->live_bytes = p->live_blocks = 0;
+    for (size_t i = 0; i < p->nrows; i++) {
+        p->rows[i].live_bytes = s->live[2 * i];
+        p->rows[i].live_blocks = s->live[2 * i + 1];
+        p->live_bytes += s->live[2 * i];
+        p->live_blocks += s->live[2 * i + 1];
+    }
+    p->moment_seq = s->last_seq;
+    p->moment_ts = s->qs[k].at;
+    return 0;
+}
+
+// Whether the next moment's checkpoint comes after the events applied: reading it is then
+// cheaper than reading the events up to it.
+static bool checkpoint_ahead(at_run* s) {
+    uint64_t seq = 0;
+    size_t len;
+    return mt_capture_checkpoint_find(s->cap, s->qs[0].heap, MR_CHECKPOINTS_FORMAT, s->fingerprint,
+                                      s->qs[s->order[s->next]].at, &seq, NULL, &len) == 1 &&
+           seq > s->last_seq;
+}
+
+// As profile.c's MR_AT_TIME: a moment is the state before the first event stamped after it.
+static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)r;
+    at_run* s = ud;
+    size_t taken = s->next;
+    while (s->next < s->ntimes && ev->ts > s->qs[s->order[s->next]].at) {
+        int rc = take_moment(s, s->order[s->next]);
+        if (rc)
+            return rc;
+        s->next++;
+    }
+    if (s->next == s->ntimes)
+        return 1; // every moment taken: the rest of the events is not read
+    if (s->next > taken && (s->jump = checkpoint_ahead(s)))
+        return 1;
+    if (freed && !count(s, freed->callsite, freed->size, -1))
+        return 1;
+    if (mt_kind_is_alloc(ev->kind) && !count(s, ev->callsite, ev->size, 1))
+        return 1;
+    s->last_seq = ev->seq;
+    return 0;
+}
+
+static bool at_times(const mr_query* qs, size_t n) {
+    bool any = false;
+    for (size_t k = 0; k < n; k++) {
+        const mr_query* q = &qs[k];
+        if (q->from != INT64_MIN || q->to != INT64_MAX || q->tid || q->by_thread || q->observe ||
+            q->range_blocks)
+            return false;
+        any |= q->moment == MR_AT_TIME;
+    }
+    return any;
+}
+
+// The replay from the checkpoint before the next moment's time, taking that moment and the
+// next ones on the way until one has a checkpoint of its own ahead (s->jump). Returns 0, 1
+// (not answered: damaged checkpoints, said on stderr), or a negative errno.
+static int replay_from_checkpoint(at_run* s, char* err, size_t errlen) {
+    uint64_t seq = 0;
+    uint8_t* data = NULL;
+    size_t len = 0;
+    int rc =
+        mt_capture_checkpoint_find(s->cap, s->qs[0].heap, MR_CHECKPOINTS_FORMAT, s->fingerprint,
+                                   s->qs[s->order[s->next]].at, &seq, &data, &len);
+    if (rc <= 0) { // the seq 0 row was there a moment ago
+        free(data);
+        if (rc)
+            snprintf(err, errlen, "out of memory");
+        return rc ? rc : 1;
+    }
+    mr_replay r;
+    char why[128] = "";
+    if (mr_replay_init(&r, s->cap, s->qs[0].heap)) {
+        free(data);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    rc = mr_checkpoint_load(data, len, seq, &r, why, sizeof why);
+    free(data);
+    s->last_seq = r.last_seq;
+    s->jump = false;
+    memset(s->live, 0, 2 * (s->whole->nrows ? s->whole->nrows : 1) * sizeof *s->live);
+    const mr_block* b;
+    for (size_t i = 0; !rc && mr_heapmap_next(&r.live, &i, &b);)
+        if (!count(s, b->callsite, b->size, 1))
+            rc = mr_varbytes_fail(why, sizeof why, "checkpoint at seq %llu: a block of no callsite",
+                                  (unsigned long long)seq);
+    bool damaged = rc == -EPROTO; // the checkpoint's; the events' are worded in err
+    if (!rc) {
+        rc = mr_replay_run(&r, UINT64_MAX, on_event, s);
+        if (rc < 0) {
+            snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
+        } else if (s->stray) {
+            rc = mr_varbytes_fail(why, sizeof why, "an event of no callsite after seq %llu",
+                                  (unsigned long long)seq);
+            damaged = true;
+        } else {
+            rc = 0;
+        }
+    }
+    while (!rc && !s->jump && s->next < s->ntimes) // the events end before these times
+        rc = take_moment(s, s->order[s->next++]);
+    mr_replay_free(&r);
+    if (damaged) {
+        mr_error(mt_capture_path(s->cap),
+                 "the stored checkpoints are damaged (%s); reading the events", why);
+        return 1;
+    }
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
+                          size_t errlen) {
+    if (!at_times(qs, n))
+        return 1;
+    mr_aggregates a;
+    uint64_t fingerprint;
+    int rc =
+        mr_aggregates_checkpointed(cap, qs[0].heap, qs[0].progress, &a, &fingerprint, err, errlen);
+    if (rc)
+        return rc;
+    at_run s = {.cap = cap, .fingerprint = fingerprint, .qs = qs, .out = out, .whole = &a.peak};
+    for (size_t k = 0; k < n; k++)
+        if (qs[k].moment == MR_AT_TIME) {
+            size_t j = s.ntimes++;
+            for (; j > 0 && qs[s.order[j - 1]].at > qs[k].at; j--)
+                s.order[j] = s.order[j - 1];
+            s.order[j] = k;
+        }
+    const mr_profile* w = &a.peak;
+    uint32_t top = w->nrows ? w->rows[w->nrows - 1].callsite : 0;
+    // A dense index unless a stray callsite id (a damaged capture's) makes it huge.
+    if (top < 4 * w->nrows + 65536 && (s.index = calloc((size_t)top + 1, sizeof *s.index))) {
+        s.nindex = (size_t)top + 1;
+        for (size_t i = 0; i < w->nrows; i++)
+            s.index[w->rows[i].callsite] = (uint32_t)i + 1;
+    }
+    if (!(s.live = calloc(2 * (w->nrows ? w->nrows : 1), sizeof *s.live))) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    } else {
+        rc = 0;
+        while (!rc && s.next < s.ntimes)
+            rc = replay_from_checkpoint(&s, err, errlen);
+    }
+    for (size_t k = 0; k < n && !rc; k++)
+        if (qs[k].moment != MR_AT_TIME && mr_profile_moment_of(w, qs[k].moment, &out[k])) {
+            snprintf(err, errlen, "out of memory");
+            rc = -ENOMEM;
+        }
+    if (rc)
+        for (size_t k = 0; k < n; k++)
+            mr_profile_free(&out[k]);
+    free(s.index);
+    free(s.live);
+    mr_aggregates_free(&a);
+    return rc;
+}
