@@ -36,8 +36,9 @@ run() {
 }
 # The first report on a capture replays it and stores its aggregates; the next ones read
 # those (docs/capture-format.md, "Aggregates"); --replay reads every event regardless.
-sqlite3 "$cap" 'DROP TABLE IF EXISTS aggregate'
+sqlite3 "$cap" 'DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint'
 run "summary (first open: stores)" summary "$cap"
+echo "    stored: $(sqlite3 "$cap" 'SELECT count(*) || " checkpoints, " || (sum(length(data)) >> 20) || " MB" FROM checkpoint')"
 run "summary --replay" --replay summary "$cap"
 run "summary" summary "$cap"
 run "leaks --json" leaks "$cap" --json
@@ -45,6 +46,10 @@ run "stats --json" stats "$cap" --json
 run "top --json" top "$cap" --json
 run "flamegraph (peak)" flamegraph "$cap" -f -o "$dir/peak.html"
 run "flamegraph --at 1s" flamegraph "$cap" --at 1s -f -o "$dir/at.html"
+run "--replay flamegraph --at 1s" --replay flamegraph "$cap" --at 1s -f -o "$dir/at.html"
+# Just before a checkpoint: the most events a report at a moment replays.
+run "flamegraph --at 1.0485s" flamegraph "$cap" --at 1.0485s -f -o "$dir/at.html"
+run "flow --at 0.5s --at 1.2s --at 2s" flow "$cap" --at 0.5s --at 1.2s --at 2s
 run "top --range 1s..2s" top "$cap" --range 1s..2s
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
