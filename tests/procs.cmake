@@ -41,5 +41,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py joint
             $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:joint_peak>
             ${CMAKE_CURRENT_BINARY_DIR}/procs_joint.d)
+  # memreport view DIR in headless chromium: the processes and their joint peak as summary's
+  # (tests/procs/view_tree.py).
+  add_test(NAME e2e.view_procs
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/view_tree.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:joint_peak>
+            ${CMAKE_CURRENT_BINARY_DIR}/view_procs.d)
+  set_tests_properties(e2e.view_procs PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
   set_tests_properties(e2e.procs_joint_peak e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()

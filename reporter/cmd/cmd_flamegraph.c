@@ -80,10 +80,14 @@ static const char flamegraph_help[] =
 #define VIEW_THREAD_EVENTS 10000000
 
 char* mr_flamegraph_default_output(const char* what, const char* capture) {
-    const char* base = strrchr(capture, '/');
-    base = base ? base + 1 : capture;
-    size_t n = strlen(base);
-    if (n > 3 && !strcmp(base + n - 3, ".db"))
+    size_t end = strlen(capture);
+    while (end > 1 && capture[end - 1] == '/') // a directory given as DIR/
+        end--;
+    const char* base = capture + end;
+    while (base > capture && base[-1] != '/')
+        base--;
+    size_t n = (size_t)(capture + end - base);
+    if (n > 3 && !strncmp(base + n - 3, ".db", 3))
         n -= 3;
     char* out;
     if (asprintf(&out, "memreport-%s-%.*s.html", what, (int)n, base) < 0)
@@ -536,6 +540,106 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     mr_heap_pages_free(pages);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
+    return rc;
+}
+
+// Writes the pages to output whole, or leaves nothing. Returns an exit code.
+static int write_pages(const mr_heap_pages* pages, const char* path, const char* output,
+                       bool force) {
+    mr_output out;
+    int rc = mr_output_open(&out, output, force);
+    if (rc)
+        return rc;
+    int e = mr_heap_pages_write(out.fp, pages);
+    if (e) {
+        mr_error(e == -ENOMEM ? path : output, "%s",
+                 e == -ENOMEM ? "out of memory" : "cannot write the page");
+        mr_output_abort(&out);
+        return MR_EXIT_IO;
+    }
+    return mr_output_commit(&out);
+}
+
+// A process's name in the page: "pid N PROGRAM" (the program's file name).
+static void process_label(const mr_process* p, char* out, size_t len) {
+    const char* exe = p->exe ? p->exe : p->name;
+    const char* slash = strrchr(exe, '/');
+    snprintf(out, len, "pid %lld %s", (long long)p->pid, slash ? slash + 1 : exe);
+}
+
+// Each process's lines on page i: the others' live heaps and their sum, moved to process i's
+// axis. Returns 0 or -ENOMEM.
+static int process_lines(mr_heap_pages* pages, const mr_procs_timeline* pt, size_t i) {
+    int64_t shift = -pt->procs[i].offset;
+    mr_points sum = {0};
+    int e = 0;
+    for (size_t k = 0; e == 0 && k < pt->ntimes; k++) {
+        uint64_t v = 0;
+        for (size_t j = 0; j < pt->n; j++)
+            v += pt->values[k * pt->n + j];
+        e = mr_points_push(&sum, pt->times[k], v);
+    }
+    if (e == 0)
+        e = mr_heap_pages_add_line(pages, i, "all processes (stacked)", &sum, shift);
+    mr_points_free(&sum);
+    for (size_t j = 0; e == 0 && j < pt->n; j++) {
+        char label[256];
+        process_label(pt->procs[j].proc, label, sizeof label);
+        if (j != i)
+            e = mr_heap_pages_add_line(pages, i, label, &pt->procs[j].t.heap, shift);
+    }
+    return e;
+}
+
+int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool force,
+                             bool all_frames, const char* help) {
+    mr_capture_set s;
+    int rc = mr_procs_open(&s, paths, n, help, true);
+    if (rc)
+        return rc;
+    mr_procs_timeline pt = {0};
+    mr_procs_moment joint = {0};
+    mr_heap_pages* pages = mr_heap_pages_new();
+    if (!pages) {
+        mr_error(s.procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
+    if (rc == 0)
+        rc = mr_procs_timeline_build(&s, 1200, &pt);
+    if (rc == 0)
+        rc = mr_procs_moment_find(&s, &joint);
+    for (size_t i = 0; rc == 0 && i < s.n; i++) {
+        mr_process* p = &s.procs[i];
+        fg_run run = {
+            .path = p->path,
+            .cap = p->cap,
+            .sym = p->sym,
+            .args = {
+                .all_frames = all_frames, .temporal = true, .view = true, .min_width = 0.0001}};
+        char label[256];
+        process_label(p, label, sizeof label);
+        if (mr_capture_extent(p->cap, mr_capture_default_heap(p->cap)).steps) {
+            mr_error(p->path, "an imported NPU log, timed in allocation steps: memreport plot "
+                              "and flamegraph show it");
+            rc = MR_EXIT_BAD_INPUT;
+        } else if ((rc = view_heap(&run, label, false, pages)) == 0 &&
+                   (mr_heap_pages_place(pages, i, p->pid, p->ppid, p->depth, pt.procs[i].offset) ||
+                    (i == 0 && mr_heap_pages_procs(pages, joint.peak, joint.ts)))) {
+            mr_error(p->path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < s.n; i++)
+        if (process_lines(pages, &pt, i)) {
+            mr_error(s.procs[i].path, "out of memory");
+            rc = MR_EXIT_IO;
+        }
+    if (rc == 0)
+        rc = write_pages(pages, paths[0], output, force);
+    mr_heap_pages_free(pages);
+    mr_procs_moment_free(&joint);
+    mr_procs_timeline_free(&pt);
+    mr_capture_set_free(&s);
     return rc;
 }
 

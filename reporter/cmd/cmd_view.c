@@ -4,9 +4,11 @@
 // moment or time range chosen on it. The page is the flame graph page (render/
 // flamegraph_page.h) with the temporal data at bucket edges (model/moments.h); this file
 // only reads the command line.
+#include "capture_set.h"
 #include "commands.h"
 #include "flamegraph_run.h"
 #include "options.h"
+#include "procs.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 static const char view_help[] =
     "usage: memreport view CAPTURE [-o FILE] [-f] [--all-frames]\n"
+    "       memreport view CAPTURE... | DIR [same options]\n"
     "One self-contained HTML page (no network needed) to explore a capture: a header\n"
     "(command, duration, peak, leaked and its kinds, allocations, threads, heaps), the memory\n"
     "over time (live heap, RSS, VSZ, marks and ranges) with time and byte axes, and below it\n"
@@ -27,7 +30,10 @@ static const char view_help[] =
     "listing them (as memreport summary does) to switch; likewise the 4 threads that\n"
     "allocated most (a heap of at most 10 million events). Moments and ranges snap to 1/500 of\n"
     "the run, where the numbers are exact (the page says which times it shows); the page\n"
-    "stays a few MB whatever the number of events.\n"
+    "stays a few MB whatever the number of events.\n" MR_HELP_PROCS
+    "The page then holds a page per process, the header listing them in their tree with\n"
+    "the most they held together at one moment (as memreport summary DIR says it); each\n"
+    "process's timeline draws the others and their stacked sum on its own time axis.\n"
     "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
     "                      code) shown\n"
     "  -o, --output FILE   default: memreport-view-NAME.html in the current directory, NAME\n"
@@ -62,7 +68,8 @@ int mr_cmd_view(int argc, char** argv) {
             return MR_EXIT_USAGE;
         }
     }
-    const char* path = mr_opts_input(argc, argv, view_help);
+    bool several = mr_capture_set_wanted(argc - optind, argv + optind);
+    const char* path = several ? argv[optind] : mr_opts_input(argc, argv, view_help);
     if (!path)
         return MR_EXIT_USAGE;
     char* def = output ? NULL : mr_flamegraph_default_output("view", path);
@@ -70,7 +77,9 @@ int mr_cmd_view(int argc, char** argv) {
         mr_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    int rc = mr_flamegraph_view_page(path, output, force, all_frames);
+    int rc = several ? mr_flamegraph_view_procs(argv + optind, argc - optind, output, force,
+                                                all_frames, view_help)
+                     : mr_flamegraph_view_page(path, output, force, all_frames);
     free(def);
     return rc;
 }

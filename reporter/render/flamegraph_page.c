@@ -45,6 +45,7 @@ int mr_flamegraph_page_write(FILE* fp, const mr_flame_tree* g, mt_capture* cap,
 struct mr_heap_pages {
     json_t* first; // the data the page opens with, holding "heap_pages" (the others)
     json_t* list;  // "heap_list": per heap, its name and totals
+    bool procs;    // the pages are a process tree's
 };
 
 mr_heap_pages* mr_heap_pages_new(void) {
@@ -166,6 +167,50 @@ int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree
     return e;
 }
 
+static json_t* page_data(const mr_heap_pages* p, size_t page) {
+    return page ? json_object_get(json_array_get(json_object_get(p->first, "heap_pages"), page - 1),
+                                  "data")
+                : p->first;
+}
+
+int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
+    p->procs = true;
+    return p->first && !json_object_set_new(p->first, "proc_tree",
+                                            json_pack("{s:I,s:I}", "peak_bytes", (json_int_t)peak,
+                                                      "peak_ns", (json_int_t)ts))
+               ? 0
+               : -ENOMEM;
+}
+
+int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid, unsigned depth,
+                        int64_t offset) {
+    json_t* e = json_array_get(p->list, page);
+    return e && !json_object_set_new(e, "pid", json_integer(pid)) &&
+                   !json_object_set_new(e, "offset_ns", json_integer(offset)) &&
+                   !json_object_set_new(e, "ppid", json_integer(ppid)) &&
+                   !json_object_set_new(e, "depth", json_integer(depth))
+               ? 0
+               : -ENOMEM;
+}
+
+int mr_heap_pages_add_line(mr_heap_pages* p, size_t page, const char* name, const mr_points* v,
+                           int64_t shift) {
+    json_t* series = json_object_get(json_object_get(page_data(p, page), "view"), "series");
+    json_t* points = json_array();
+    for (size_t i = 0; points && i < v->n; i++)
+        if (json_array_append_new(points, json_pack("[I,I]", (json_int_t)(v->v[i].x + shift),
+                                                    (json_int_t)v->v[i].y))) {
+            json_decref(points);
+            points = NULL;
+        }
+    return series && points &&
+                   !json_array_append_new(series,
+                                          json_pack("{s:o,s:s,s:o}", "name", mr_json_bytes(name),
+                                                    "kind", "other", "points", points))
+               ? 0
+               : -ENOMEM;
+}
+
 int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why) {
     return p->first && !json_object_set_new(p->first, "threads_note", mr_json_bytes(why)) ? 0
                                                                                           : -ENOMEM;
@@ -174,7 +219,7 @@ int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why) {
 int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p) {
     if (!p->first || json_object_set(p->first, "heap_list", p->list))
         return -ENOMEM;
-    if (json_array_size(p->list) > 1 && share_series(p))
+    if (!p->procs && json_array_size(p->list) > 1 && share_series(p))
         return -ENOMEM;
     return write_page(fp, p->first);
 }

@@ -207,7 +207,8 @@ def case_usage(a):
             usage_error(a, [name, fx, "--bogus", fx],
                         r"memreport: diff: unrecognized option '--bogus'", "diff --bogus")
             continue
-        if name in ("summary", "flamegraph", "stacks", "leaks", "top", "plot", "flow", "stats"):
+        if name in ("summary", "flamegraph", "stacks", "leaks", "top", "plot", "flow", "stats",
+                    "view"):
             usage_error(a, [name, fx, fx], r"memreport: .*: given more than once",
                         f"{name} with one capture twice")
         elif name == "export":  # a tree too, once its required --format is given
