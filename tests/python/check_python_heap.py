@@ -9,7 +9,8 @@ object is a malloc of the size asked for, recorded in the libc heap. With the wr
 peak of all heaps together must be that peak (nothing missed, nothing counted twice: the
 arenas and the blocks pymalloc takes from malloc are not in the libc heap). And tracemalloc
 as a second opinion: the bytes a script allocated between two points and holds at the
-second, as tracemalloc's snapshot sums them and as the capture does, within 1 %.
+second, as tracemalloc's snapshot sums them and as the capture does, within 1 %; and line
+by line at a script's peak, its ten largest lines and their bytes (1 %).
 
 Usage: check_python_heap.py --launcher MEMTRACE --memreport MEMREPORT --prog NATIVE_PROG
                             --workdir DIR CASE
@@ -53,6 +54,31 @@ second = bytearray(7654321)
 if tracing:
     snap = tracemalloc.take_snapshot()
     print(sum(st.size for st in snap.statistics("lineno")))
+"""
+
+# Lines each holding a different amount at the end (4 % apart at least, so that the order
+# is the same in every version), of small objects from pymalloc and larger ones from malloc;
+# a marker last. tracemalloc (when tracing) prints its ten largest lines there.
+LINES_SCRIPT = """\
+import sys, tracemalloc
+tracing = "--tracemalloc" in sys.argv
+if tracing:
+    tracemalloc.start()
+words = [str(i) * 3 for i in range(60000)]
+floats = {i: i * 2.5 for i in range(40000)}
+blocks = [bytearray(1000 + i % 7) for i in range(2500)]
+pairs = [(i, -i) for i in range(26000)]
+big = b"x" * 1_900_000
+ints = list(range(100000, 160000))
+texts = ["%d-%d" % (i, i) for i in range(25000)]
+lists = [[i] for i in range(12500)]
+numbers = set(range(300000, 330000))
+raw = bytes(1_100_000)
+table = {str(i): None for i in range(9000)}
+marker = bytearray(7654321)
+if tracing:
+    for st in tracemalloc.take_snapshot().statistics("lineno")[:10]:
+        print(st.traceback[0].filename, st.traceback[0].lineno, st.size)
 """
 
 PYENV = {"3.8": "3.8.18", "3.9": "3.9.18", "3.10": "3.10.13", "3.11": "3.11.7",
@@ -176,6 +202,56 @@ def tracemalloc_case(tag):
         check(within(got, traced, 0.01),
               f"held at the second marker: memtrace {got}, tracemalloc {traced} (1 %)")
     case.__doc__ = tracemalloc_case.__doc__ + f" ({tag})"
+    return case
+
+
+def tracemalloc_lines_case(tag):
+    """tracemalloc as a second opinion, line by line: its snapshot at the script's peak
+    (statistics by line: the innermost Python frame of each block) against the capture's
+    python and libc heaps live then, by each block's innermost Python frame: the same ten
+    largest lines, in the same order, bytes within 1 % each."""
+    def case(a, w):
+        py = interpreter(tag)
+        s = script(w, "lines.py", LINES_SCRIPT)
+        t = subprocess.run([py, s, "--tracemalloc"], capture_output=True, text=True, cwd=w)
+        if not check(t.returncode == 0, f"tracemalloc run ({t.stderr.strip()})"):
+            return
+        want = [(f, int(n), int(b)) for f, n, b in (ln.rsplit(" ", 2)
+                                                    for ln in t.stdout.splitlines())]
+        r, cap = run(a, w, "lines", [py, s])
+        check(r.returncode == 0, f"traced run exits 0 ({r.stderr.strip()})")
+
+        def rows(query):
+            r = subprocess.run([a.memreport, "sql", "--json", cap, query], capture_output=True,
+                               text=True)
+            check(r.returncode == 0, f"memreport sql ({r.stderr.strip()})")
+            return json.loads(r.stdout) if r.returncode == 0 else []
+
+        marker = rows("SELECT ts FROM allocations WHERE heap = 4 AND size = 7654322")
+        if not check(len(marker) == 1, f"the marker in the python heap ({marker})"):
+            return
+        at = marker[0]["ts"]
+        got = rows(
+            "WITH live AS (SELECT callsite, sum(size) AS bytes FROM allocations"
+            f" WHERE heap IN (1, 4) AND ts <= {at} AND (freed_ts IS NULL OR freed_ts > {at})"
+            " GROUP BY callsite),"
+            " py AS (SELECT callsite, depth, file, line FROM stacks WHERE module = '[python]'"
+            " AND callsite IN (SELECT callsite FROM live)),"
+            " leaf AS (SELECT callsite, min(depth) AS d FROM py GROUP BY callsite)"
+            " SELECT py.file AS file, py.line AS line, sum(live.bytes) AS bytes FROM live"
+            " JOIN leaf ON leaf.callsite = live.callsite"
+            " JOIN py ON py.callsite = leaf.callsite AND py.depth = leaf.d"
+            " GROUP BY py.file, py.line ORDER BY bytes DESC LIMIT 10")
+        got = [(g["file"], g["line"], g["bytes"]) for g in got]
+        def names(lines):
+            return [f"{os.path.basename(f)}:{n}" for f, n, _b in lines]
+        check(len(want) == 10 and [w_[:2] for w_ in want] == [g[:2] for g in got],
+              f"the ten largest lines, in order: tracemalloc {names(want)}, memtrace "
+              f"{names(got)}")
+        for (f, n, b), (_f, _n, g) in zip(want, got):
+            check(within(g, b, 0.01), f"{os.path.basename(f)}:{n}: memtrace {g} B, "
+                  f"tracemalloc {b} B (1 %)")
+    case.__doc__ = tracemalloc_lines_case.__doc__ + f" ({tag})"
     return case
 
 
@@ -368,6 +444,8 @@ for _tag in ("debian", "3.12", "3.13"):
     CASES["tracemalloc_" + _tag.replace(".", "")] = tracemalloc_case(_tag)
 for _tag in ("debian", "3.12", "3.13"):
     CASES["frames_" + _tag.replace(".", "")] = frames_case(_tag)
+for _tag in ("debian", "3.12", "3.13"):
+    CASES["tracemalloc_lines_" + _tag.replace(".", "")] = tracemalloc_lines_case(_tag)
 for _tag in ("2.7", "3.7"):
     CASES["refused_" + _tag.replace(".", "")] = refused_case(_tag)
 
