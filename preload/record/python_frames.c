@@ -5,7 +5,8 @@
 // by address: its anchor (3.11: the _PyCFrame local of its evaluation loop; 3.12+: the
 // entry frame, also a local there) lies in the stack frame of exactly one native frame.
 // Code objects are named at first sight (they may be freed right after), keyed by (code,
-// instruction offset) and checked on every hit, since a code object's address is reused.
+// instruction offset) and checked on every hit, since a code object's address is reused;
+// a frame found again unchanged is not checked again until some code object is freed.
 // Runs inside malloc: never allocates from the traced heap, calls no Python function that
 // allocates, locks or runs Python code; memory comes from mmap.
 #include "python_frames.h"
@@ -50,6 +51,10 @@ static void* (*attached_state)(void);
 static void* (*gilstate_state)(void);
 static char status[160];
 static _Atomic uint64_t walks_failed;
+// Code objects freed so far, counted once CPython's allocators are wrapped: until the next
+// one is, the frames the walks have checked need not be checked again (collect).
+static _Atomic bool frees_watched;
+static _Atomic uint64_t code_frees;
 
 static inline uintptr_t rd(uintptr_t addr, unsigned off) {
     return *(const uintptr_t*)(addr + off);
@@ -279,16 +284,37 @@ typedef struct stack_memo {
     mt_callsite_memo memo;
 } stack_memo;
 
+// A frame of the previous walks at one depth: its pc at the last few instructions it was
+// seen at (a loop allocates at a handful of them in turn), by the instruction's offset from
+// the code object. Two cache lines, the second one read only for the innermost frames.
+#define LAST_INSTRS 8
+typedef struct last_frame {
+    _Alignas(64) uintptr_t frame; // 0: nothing kept
+    uintptr_t code;
+    uint32_t offset[LAST_INSTRS], id[LAST_INSTRS]; // id: the pc's name id, 0: slot unused
+    uint32_t next;                                 // the slot replaced next
+} last_frame;
+
+// The code object's names the entry was made with (see collect).
+typedef struct last_names {
+    uintptr_t qualname, linetable;
+} last_names;
+
 typedef struct py_thread {
     code_entry codes[CODE_SLOTS];
     stack_memo memos[MEMO_SLOTS];
     int run_pos[MAX_PY];  // the native frame run r goes after, -1: not placeable
     uintptr_t pc[MAX_PY]; // Python frames, innermost first
-    // The previous walk's frames, innermost first: a frame found again at the same place,
-    // running the same code at the same instruction, takes its pc without a lookup.
-    struct {
-        uintptr_t frame, code, instr, qualname, linetable, pc;
-    } last[MAX_PY];
+    // The previous walks' frames, innermost first: a frame found again at the same place,
+    // running the same code, at one of the instructions it was seen at there, takes its pc
+    // without a lookup.
+    last_frame last[MAX_PY];
+    last_names last_names[MAX_PY];
+    uint64_t last_epoch; // code_frees when last[0 .. last_valid - 1] were last checked
+    int last_valid;
+    // Run r's place among the native frames at the last walk (counted from the outermost:
+    // the same for every allocation below that evaluation loop, whatever the native leaf).
+    int run_at[MAX_PY];
     int run_end[MAX_PY];                     // run r: frames run_end[r - 1] .. run_end[r] - 1
     uintptr_t run_anchor[MAX_PY];            // where run r's evaluation loop keeps its state
     uintptr_t out[MT_UNWIND_MAX_FRAMES * 2]; // the merged stack
@@ -343,6 +369,19 @@ static uintptr_t frame_pc(py_thread* pt, uintptr_t code, uintptr_t instr) {
 
 // ---- the walk
 
+void mt_pyframes_watch_frees(void) {
+    atomic_store(&frees_watched, true);
+    // Frames checked before were checked when frees were not seen: checked again.
+    atomic_fetch_add(&code_frees, 1);
+}
+
+void mt_pyframes_freeing(const void* p) {
+    // Read before the block is freed: a code object's header, else the start of a block of
+    // at least 16 bytes (all that CPython's allocators give).
+    if (type_of((uintptr_t)p) == code_type)
+        atomic_fetch_add_explicit(&code_frees, 1, memory_order_release);
+}
+
 // Walks of threads whose GIL is released, counted in stripes so that threads walking at once
 // do not share a cache line; the free and munmap hooks read them only while the runtime is
 // finalizing.
@@ -383,6 +422,49 @@ static uintptr_t this_state(bool* detached) {
     return finalizing && finalizing != ts ? 0 : ts;
 }
 
+// The pc kept for instr in a frame's entry, 0 if none.
+static inline uintptr_t last_pc(const last_frame* lf, uintptr_t instr) {
+    uint32_t offset = (uint32_t)(instr - lf->code);
+    for (int i = 0; i < LAST_INSTRS; i++)
+        if (lf->offset[i] == offset)
+            return lf->id[i] ? MT_PY_PC_BASE + lf->id[i] : 0;
+    return 0;
+}
+
+// A frame whose code object passed its check, not found in its depth's entry: named and
+// kept as Python frame *nf unless it has not started yet or cannot be named.
+static void name_frame(py_thread* pt, uintptr_t frame, uintptr_t code, uintptr_t instr, int owner,
+                       int max, int* nf) {
+    int32_t first = *(const int32_t*)(code + L.code_firsttraceable);
+    // A frame pushed but not yet started (its prefix of cell set-up) is not shown, as in
+    // tracebacks.
+    if (*nf >= max ||
+        (owner != L.owner_generator && instr < code + L.code_adaptive + (uintptr_t)first * 2))
+        return;
+    // Code objects may have been freed since the entry was made: a freed code object's
+    // address may hold another one by now, with other names.
+    last_frame* lf = &pt->last[*nf];
+    last_names* ln = &pt->last_names[*nf];
+    uintptr_t qualname = rd(code, L.code_qualname), linetable = rd(code, L.code_linetable);
+    uintptr_t pc = 0;
+    if (lf->frame == frame && lf->code == code && ln->qualname == qualname &&
+        ln->linetable == linetable) {
+        pc = last_pc(lf, instr);
+    } else {
+        *lf = (last_frame){.frame = frame, .code = code};
+        *ln = (last_names){qualname, linetable};
+    }
+    if (!pc) {
+        pc = frame_pc(pt, code, instr);
+        if (!pc)
+            return; // left out (a name that is no str, or full tables); looked at again
+        uint32_t i = lf->next++ % LAST_INSTRS;
+        lf->offset[i] = (uint32_t)(instr - code);
+        lf->id[i] = (uint32_t)(pc - MT_PY_PC_BASE);
+    }
+    pt->pc[(*nf)++] = pc;
+}
+
 // Reads the frames of thread state ts, innermost first, into pt (at most max). Returns the
 // number of runs, or -1 when a frame fails its check.
 static int collect(py_thread* pt, uintptr_t ts, int max) {
@@ -396,11 +478,20 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
         frame = rd(cframe, L.cframe_current_frame);
     }
     int nf = 0, nruns = 0;
+    uint64_t epoch = atomic_load_explicit(&code_frees, memory_order_acquire);
+    int valid =
+        atomic_load_explicit(&frees_watched, memory_order_relaxed) && pt->last_epoch == epoch
+            ? pt->last_valid
+            : 0;
+    // In registers: the stores below might otherwise be taken to change them.
+    const unsigned o_code = L.frame_code, o_owner = L.frame_owner, o_instr = L.frame_instr;
+    const unsigned o_previous = L.frame_previous, o_is_entry = L.frame_is_entry;
+    const int cstack = L.owner_cstack;
     // Frames past `max` are not kept, but walked on for the anchors of those kept.
     for (int hops = 0; frame && hops < 4 * MAX_PY; hops++) {
-        uintptr_t code = rd(frame, L.frame_code);
-        int owner = *(const uint8_t*)(frame + L.frame_owner);
-        if (owner == L.owner_cstack) {
+        uintptr_t code = rd(frame, o_code);
+        int owner = *(const uint8_t*)(frame + o_owner);
+        if (owner == cstack) {
             // 3.12+: the entry frame of an evaluation loop ends the run inside it.
             if (nf > (nruns ? pt->run_end[nruns - 1] : 0)) {
                 pt->run_end[nruns] = nf;
@@ -408,37 +499,26 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
                 if (nf >= max)
                     break;
             }
-            frame = rd(frame, L.frame_previous);
+            frame = rd(frame, o_previous);
             continue;
         }
-        if (!code || type_of(code) != code_type)
+        uintptr_t instr = rd(frame, o_instr);
+        uintptr_t pc = 0;
+        last_frame* lf = &pt->last[nf < max ? nf : 0];
+        // No code object freed since this depth's entry was checked: a frame at the same
+        // place holding the same code pointer holds the very object checked then (a frame
+        // owns a reference to its code), type and names included.
+        if (nf < valid && lf->frame == frame && lf->code == code)
+            pc = last_pc(lf, instr);
+        if (pc) {
+            pt->pc[nf++] = pc;
+        } else if (!code || type_of(code) != code_type) {
+            pt->last_valid = 0;
             return -1;
-        uintptr_t instr = rd(frame, L.frame_instr);
-        int32_t first = *(const int32_t*)(code + L.code_firsttraceable);
-        // A frame pushed but not yet started (its prefix of cell set-up) is not shown, as
-        // in tracebacks.
-        if (nf < max && (owner == L.owner_generator ||
-                         instr >= code + L.code_adaptive + (uintptr_t)first * 2)) {
-            // Most of a stack is the same from one allocation to the next. The names are
-            // checked: a freed code object's address may hold another one by now.
-            uintptr_t pc;
-            if (pt->last[nf].frame == frame && pt->last[nf].code == code &&
-                pt->last[nf].instr == instr && pt->last[nf].qualname == rd(code, L.code_qualname) &&
-                pt->last[nf].linetable == rd(code, L.code_linetable)) {
-                pc = pt->last[nf].pc;
-            } else {
-                pc = frame_pc(pt, code, instr);
-                pt->last[nf].frame = pc ? frame : 0;
-                pt->last[nf].code = code;
-                pt->last[nf].instr = instr;
-                pt->last[nf].qualname = rd(code, L.code_qualname);
-                pt->last[nf].linetable = rd(code, L.code_linetable);
-                pt->last[nf].pc = pc;
-            }
-            if (pc) // else left out: a name that is no str, or full tables
-                pt->pc[nf++] = pc;
+        } else {
+            name_frame(pt, frame, code, instr, owner, max, &nf);
         }
-        if (L.owner_cstack < 0 && *(const uint8_t*)(frame + L.frame_is_entry)) {
+        if (cstack < 0 && *(const uint8_t*)(frame + o_is_entry)) {
             // 3.11: the entry frame of an evaluation loop ends the run its _PyCFrame holds.
             if (nf > (nruns ? pt->run_end[nruns - 1] : 0)) {
                 pt->run_end[nruns] = nf;
@@ -448,8 +528,11 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
             if (nf >= max)
                 break;
         }
-        frame = rd(frame, L.frame_previous);
+        frame = rd(frame, o_previous);
     }
+    // Each depth up to nf was found again or checked now.
+    pt->last_valid = nf > valid ? nf : valid;
+    pt->last_epoch = epoch;
     return nruns;
 }
 
@@ -490,13 +573,19 @@ void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi) {
     mt_stackhash h = st->hash_later ? mt_stackhash_of(pcs, n) : st->hash;
     for (int r = nruns - 1; r >= 0; r--) {
         uintptr_t anchor = pt->run_anchor[r];
-        int lo = 0, hi = n;
-        while (lo < hi) { // the first i with sps[i] <= anchor
-            int mid = (lo + hi) / 2;
-            if (sps[mid] <= anchor)
-                hi = mid;
-            else
-                lo = mid + 1;
+        // The first i with sps[i] <= anchor: most often where it was at the last walk.
+        int lo = pt->run_at[r];
+        if (lo < 0 || lo >= n || sps[lo] > anchor || (lo && sps[lo - 1] <= anchor)) {
+            int hi = n;
+            lo = 0;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (sps[mid] <= anchor)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            pt->run_at[r] = lo;
         }
         // Not on this thread's stack (a run of another C stack), or below the leaf: not
         // placeable.

@@ -40,6 +40,16 @@ static inline void mt_pyframes_before_release(bool fence) {
         mt_pyframes_wait_walks(fence);
 }
 
+// CPython's allocators are wrapped (python_heap.c): from now on each code object freed is
+// seen, and a frame found again unchanged by a walk need not be checked again while none is.
+void mt_pyframes_watch_frees(void);
+void mt_pyframes_freeing(const void* p);
+// A block CPython's allocators are about to free (python_heap.c's wrapper), not NULL.
+static inline void mt_pyframes_before_py_free(const void* p) {
+    if (MT_UNLIKELY(mt_pyframes_on))
+        mt_pyframes_freeing(p);
+}
+
 // Writer side: the names of a Python frame's pc; false for any other pc.
 bool mt_pyframes_name(uintptr_t pc, const char** function, const char** file, int* line);
 // What the capture says about Python (meta `python`), NULL for a program that is not one.

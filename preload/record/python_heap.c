@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "core.h"
+#include "python_frames.h"
 #include "sampling.h"
 #include "say.h"
 
@@ -109,6 +110,8 @@ static void* wrap_realloc(void* ctx, void* old, size_t size) {
 
 static void wrap_free(void* ctx, void* ptr) {
     const py_allocator* a = ctx;
+    if (ptr)
+        mt_pyframes_before_py_free(ptr);
     if (!ptr || !mt_recording()) {
         a->free(a->ctx, ptr);
         return;
@@ -227,5 +230,6 @@ void mt_python_poll(void) {
     mt_guard = 1;
     wrap(PY_DOMAIN_MEM);
     wrap(PY_DOMAIN_OBJ);
+    mt_pyframes_watch_frees();
     mt_guard = 0;
 }

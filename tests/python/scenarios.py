@@ -212,6 +212,42 @@ def s_fork():
     assert status == 0
 
 
+def reuse_leaf(size):
+    return bytearray(size)
+
+
+def reuse_call(depth, size):
+    return reuse_call(depth - 1, size) if depth else reuse_leaf(size)
+
+
+def s_code_reuse():
+    """Code objects made, run and freed in turn: each new one takes the address of the last
+    (pymalloc hands out the block freed last), its frame the same place on the stack, calling
+    from the same instruction, and all allocations in between come from fewer frames: each
+    must still be named for what it is."""
+    import gc
+
+    for i in range(4):
+        with lock:
+            size = next_size[0]
+            next_size[0] += 8
+        ns = {"reuse_call": reuse_call}
+        # The function's code object is made larger than the module's: a size class of its own.
+        body = "    size += 0\n" * 12 + "    return reuse_call(5, size)\n"
+        module = compile(f"def f_{i}(size):\n{body}", f"<reuse{i}>", "exec")
+        exec(module, ns)
+        kept = ns[f"f_{i}"](size)  # the first allocation this deep since the last one
+        line = sys._getframe().f_lineno - 1
+        stack = [["reuse_leaf", __file__, reuse_leaf.__code__.co_firstlineno + 1]]
+        stack += [["reuse_call", __file__, reuse_call.__code__.co_firstlineno + 1]] * 6
+        stack += [[f"f_{i}", f"<reuse{i}>", 14]] + stack_of(sys._getframe())
+        stack[8][2] = line
+        expected[f"code reuse {i}"] = {"bytes": size + 1, "stack": stack}
+        del ns, kept
+        gc.collect()  # the function and its globals are a cycle
+        del module  # its code, then the function's, freed last: the next one's place
+
+
 def child_work(n):
     return len(bytearray(n))
 
