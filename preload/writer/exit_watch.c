@@ -18,12 +18,16 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -182,6 +186,25 @@ void mt_exit_watch_start(void) {
 #endif
 }
 
+// Whether descriptor `fd` is still the pidfd of our watcher. A program that closes every
+// descriptor (closefrom, a daemon's start) closes ours too; one with thousands open may then
+// get its number for a file of its own, even a pidfd of its own child, which a kill and a
+// close here would hit. Where /proc cannot tell, the watcher is left be: it ends by itself
+// once the program has ended, finding the capture finished.
+static bool still_our_watcher(int fd) {
+    char path[64], info[512];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = f >= 0 ? read(f, info, sizeof info - 1) : -1;
+    if (f >= 0)
+        close(f);
+    if (n <= 0)
+        return false;
+    info[n] = 0;
+    const char* pid = strstr(info, "\nPid:");
+    return pid && strtol(pid + 5, NULL, 10) == made;
+}
+
 void mt_exit_watch_stop(void) {
     // A vfork child shares our memory: the watcher is its parent's.
     if (atomic_load(&watcher_fd) < 0 || getpid() != watched)
@@ -190,6 +213,10 @@ void mt_exit_watch_stop(void) {
     if (fd < 0)
         return;
     int saved = errno;
+    if (!still_our_watcher(fd)) {
+        errno = saved;
+        return;
+    }
     // Ended before this returns: it holds the capture's lock, which a reader checks next.
     if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) == 0) {
         struct pollfd gone = {.fd = fd, .events = POLLIN};

@@ -307,6 +307,27 @@ def case_path_search(a, w):
     check(exes == sorted([shell, "true"]), f"the shell's and the program's: {exes}")
 
 
+def case_pidfd_reused(a, w):
+    """A program that closes every descriptor and gets the number of the tracer's pidfd of
+    its exit watcher for a pidfd of its own child (as a server with thousands of files may):
+    the tracer, ending the capture at exit, killed that child through it and closed it."""
+    r = traced(a.memtrace, ["-o", os.path.join(w, "cap.db"), "--", a.prog, "pidfdreuse"])
+    pid = int(r.stdout) if r.stdout.strip().isdigit() else 0
+    try:
+        check(r.returncode == 0 and pid > 0, f"the program ran ({r.returncode}: {r.stderr!r})")
+        if pid:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+            check(state not in ("Z", "X"), f"its child lives on after it (state {state})")
+    except FileNotFoundError:
+        check(False, "its child lives on after it (gone)")
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+    s = summary(a.memreport, os.path.join(w, "cap.db"))
+    check(s is not None and s["status"] == "complete", "and the capture is complete")
+
+
 def case_launcher(a, w):
     """The launcher reports exactly what this run wrote, and says why when nothing (item 7)."""
     stale = os.path.join(w, "old.db")

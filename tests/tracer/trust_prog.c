@@ -10,13 +10,19 @@
 //   readcap          wait for the capture, read it whole through its own descriptor and close
 //                    it (as grep -r or tar would; TRUST_CLOSE_ALL: then close every fd >= 3),
 //                    say "read", then allocate a block per byte read from stdin until EOF
+//   pidfdreuse       fork a child that waits, close every fd >= 3, put a pidfd of the child
+//                    at the number each of the tracer's pidfds had (as a server with
+//                    thousands of files may get it), say the child's pid, exit
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,6 +138,50 @@ static int reexec(char** argv, int n) {
     return 1;
 }
 
+// The descriptors of this process that are pidfds (the exit watcher's, the tracer's own).
+static int pidfds_of_ours(int* fds, int max) {
+    DIR* d = opendir("/proc/self/fd");
+    int n = 0;
+    struct dirent* e;
+    while (d && (e = readdir(d)) && n < max) {
+        char path[300], target[256];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof target - 1);
+        if (len > 0 && (target[len] = 0,
+                        !strcmp(target, "anon_inode:[pidfd]") || !strncmp(target, "pidfd:", 6)))
+            fds[n++] = atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int pidfdreuse(void) {
+    sink = malloc(100); // the capture, and its exit watcher, start
+    int fds[16];
+    int n = pidfds_of_ours(fds, 16);
+    pid_t child = fork();
+    if (child == 0) { // off the parent's output, whose end a test waits for
+        int null = open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3; fd++)
+            dup2(null, fd);
+        pause();
+        _exit(0);
+    }
+    if (child < 0 || n == 0) {
+        fprintf(stderr, "pidfdreuse: %s\n", child < 0 ? "no fork" : "no pidfd to take");
+        return 1;
+    }
+    syscall(SYS_close_range, 3U, ~0U, 0);
+    int mine = (int)syscall(SYS_pidfd_open, child, 0);
+    for (int i = 0; i < n; i++)
+        if (mine < 0 || dup2(mine, fds[i]) != fds[i])
+            return 1;
+    printf("%d\n", (int)child);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc == 3 && !strcmp(argv[1], "closefds"))
         return closefds(argv[2]);
@@ -139,6 +189,8 @@ int main(int argc, char** argv) {
         return readcap();
     if (argc == 3 && !strcmp(argv[1], "reexec"))
         return reexec(argv, atoi(argv[2]));
+    if (argc == 2 && !strcmp(argv[1], "pidfdreuse"))
+        return pidfdreuse();
     if (argc == 3 && !strcmp(argv[1], "chdir")) {
         if (chdir(argv[2]) != 0) {
             perror(argv[2]);
@@ -147,6 +199,7 @@ int main(int argc, char** argv) {
         sink = malloc(4242);
         return 0;
     }
-    fprintf(stderr, "usage: trust_prog closefds DIR | readcap | reexec N | chdir DIR\n");
+    fprintf(stderr,
+            "usage: trust_prog closefds DIR | readcap | reexec N | chdir DIR | pidfdreuse\n");
     return 2;
 }
