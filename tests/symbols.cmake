@@ -34,6 +34,8 @@ target_compile_options(test_symbolize PRIVATE -O2 -g)
 target_link_libraries(test_symbolize PRIVATE ${CMAKE_DL_LIBS})
 # The reports' reader of the inlined chains the symbolizer stores (reporter/model/inlined.h).
 memtrace_unit_test(inlined)
+# Short C++ names for display (reporter/base/cxx_names.h).
+memtrace_unit_test(cxx_names)
 
 # ---- e2e: trace e2e_stacks (built with and without frame pointers) and check exact chains
 if(TARGET memtrace AND TARGET memtrace_launcher)
@@ -140,4 +142,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
         --workdir ${CMAKE_CURRENT_BINARY_DIR}/symbols_e2e_lazy_libdw_${part} ${part})
     set_tests_properties(e2e.symbols_lazy_libdw_${part} PROPERTIES LABELS e2e TIMEOUT 120)
   endforeach()
+endif()
+
+# C++ names as reports show them, on a program built by g++ (symbols/cxx_names_prog.cpp).
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(cxx_names_prog symbols/cxx_names_prog.cpp)
+  target_compile_options(cxx_names_prog PRIVATE -O0 -g -fno-omit-frame-pointer)
+  set_target_properties(cxx_names_prog PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  add_test(NAME e2e.cxx_names
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/symbols/cxx_names_test.py
+            $<TARGET_FILE:memreport> $<TARGET_FILE:memtrace_launcher>
+            $<TARGET_FILE:cxx_names_prog> ${CMAKE_CURRENT_BINARY_DIR}/cxx-names)
+  set_tests_properties(e2e.cxx_names PROPERTIES LABELS e2e TIMEOUT 300)
 endif()

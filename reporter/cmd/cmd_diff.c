@@ -54,9 +54,9 @@ static const char diff_help[] =
     "  --html            a differential flame graph page (self-contained HTML): the new\n"
     "                    run's stacks at its peak, frames matched by function names from\n"
     "                    the root, red where they grew, blue where they shrank (deeper: a\n"
-    "                    larger change for the frame), grey unchanged; the tooltip gives\n"
-    "                    base, new and change in bytes. Frames gone from the new run show\n"
-    "                    with the page's shape switched to the base run. Zoom, search,\n"
+    "                    larger change for the frame), grey unchanged; frames gone from\n"
+    "                    the new run show with the page's shape switched to the base\n"
+    "                    run. Zoom, search,\n"
     "                    inverted mode, orientation and the Functions tab (with base, new\n"
     "                    and change) as memreport flamegraph's page\n"
     "  --top N           the N functions and N stacks that changed most (0: all; default\n"
@@ -77,6 +77,7 @@ static const char diff_help[] =
     "                    0 breaks +N% as soon as NEW is above 0. Each broken limit is one\n"
     "                    line on stderr: memreport: diff: peak_bytes grew 7.2% (+1.1 MiB),\n"
     "                    limit +5%. The report is written either way.\n"
+    "  --full-names      C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output FILE write to FILE instead of stdout\n"
     "  -f, --force       overwrite FILE if it exists\n"
     "exit codes: 0 ok, 1 usage, 2 bad input, 3 I/O error, 4 a --fail-if limit broken\n";
@@ -148,13 +149,19 @@ static int parse_option(int c, diff_args* a) {
 
 // Returns MR_OPT_NEXT with both inputs, else the exit code.
 static int parse_args(int argc, char** argv, diff_args* a, const char** base, const char** next) {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},         {"csv", no_argument, NULL, 'c'},
-        {"html", no_argument, NULL, 'H'},         {"top", required_argument, NULL, 't'},
-        {"sort", required_argument, NULL, 's'},   {"inclusive", no_argument, NULL, 'i'},
-        {"all-frames", no_argument, NULL, 'a'},   {"fail-if", required_argument, NULL, 'F'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"csv", no_argument, NULL, 'c'},
+                                         {"html", no_argument, NULL, 'H'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"sort", required_argument, NULL, 's'},
+                                         {"inclusive", no_argument, NULL, 'i'},
+                                         {"all-frames", no_argument, NULL, 'a'},
+                                         {"fail-if", required_argument, NULL, 'F'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     *a = (diff_args){.opt = MR_OPTS_INIT, .top = SIZE_MAX, .sort_by = -1};
     int c;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {

@@ -4,6 +4,7 @@
 // narrower than a threshold are merged into their caller so the page stays small; hiding
 // non-relevant frames and the thread filter happen in the page itself.
 #include "commands.h"
+#include "cxx_names.h"
 #include "flame_tree.h"
 #include "flamegraph_page.h"
 #include "flamegraph_run.h"
@@ -59,6 +60,7 @@ static const char flamegraph_help[] =
     "  --min-width F       merge call sites smaller than F of the total into their caller\n"
     "                      (what each allocated stays its function's, under that caller)\n"
     "                      (default 0.0001; at most 20000 frames are kept in any case)\n"
+    "  --full-names        C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output FILE   default: memreport-flamegraph-NAME.html in the current directory,\n"
     "                      NAME being the capture's file name without .db\n"
     "  -f, --force         overwrite FILE if it exists\n";
@@ -177,6 +179,9 @@ static int parse_option(int c, fg_args* a, int* modes) {
     case 'H':
         mr_capture_want_heap(optarg);
         break;
+    case MR_OPT_FULL_NAMES:
+        mr_cxx_names_set_full(true);
+        break;
     case 'h':
         fputs(flamegraph_help, stdout);
         return MR_EXIT_OK;
@@ -203,6 +208,7 @@ static int parse_args(int argc, char** argv, fg_args* a) {
                                          {"temporal", no_argument, NULL, 'T'},
                                          {"orientation", required_argument, NULL, 'O'},
                                          {"heap", required_argument, NULL, 'H'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     *a = (fg_args){.mode = MR_FLAMEGRAPH_PEAK, .min_width = 0.0001};

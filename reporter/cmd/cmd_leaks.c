@@ -54,6 +54,7 @@ static const char leaks_help[] =
     "                       that matches no leak is reported on stderr\n"
     "  --all-frames         also show noise frames (allocator internals, start-up code);\n"
     "                       hidden by default, their bytes count in their callers\n"
+    "  --full-names         C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output FILE    write to FILE instead of stdout\n"
     "  -f, --force          overwrite FILE if it exists\n";
 
@@ -457,6 +458,7 @@ int mr_cmd_leaks(int argc, char** argv) {
                                          {"all-frames", no_argument, NULL, 'a'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;

@@ -31,6 +31,7 @@ static const char stacks_help[] =
     "  --json         machine-readable output\n"
     "  --top N        the N stacks with most bytes (default 20; 0: all)\n"
     "  --all-frames   also show noise frames (allocator internals, start-up code)\n"
+    "  --full-names   C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output   write to FILE instead of stdout\n"
     "  -f, --force    overwrite FILE if it exists\n";
 
@@ -132,6 +133,7 @@ static int parse_args(int argc, char** argv, stacks_args* a) {
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
                                          {"top", required_argument, NULL, 't'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     *a = (stacks_args){.opt = MR_OPTS_INIT, .top = MR_TOP_DEFAULT};

@@ -5,6 +5,7 @@
 // rows at the peak and the measures observed during its replay, stored in the capture.
 #include "aggregates.h"
 #include "commands.h"
+#include "cxx_names.h"
 #include "options.h"
 #include "procs.h"
 #include "procs_views.h"
@@ -37,6 +38,7 @@ static const char stats_help[] =
     "  --json             machine-readable output\n"
     "  --top N            sites per table (default 20; 0: all)\n"
     "  --all-frames       also show noise frames (allocator internals, start-up code)\n"
+    "  --full-names       C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  -f, --force        overwrite FILE if it exists\n"
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
@@ -172,6 +174,8 @@ static const char** passed_wrappers(const stats* s, size_t* n) {
         const char* fn = mr_sites_site_name(s->sites, i);
         if (!strcmp(fn, mr_site_label(s->labels, i)))
             continue;
+        if (mr_cxx_name_is_std(fn))
+            fn = "the C++ standard library";
         size_t k = 0;
         while (k < *n && strcmp(out[k], fn) != 0)
             k++;
@@ -197,11 +201,15 @@ typedef struct stats_args {
 
 // Returns MR_OPT_NEXT to go on, else the exit code.
 static int parse_args(int argc, char** argv, stats_args* a) {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 't'},
-        {"stacks", no_argument, NULL, 'S'},       {"all-frames", no_argument, NULL, 'a'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"top", required_argument, NULL, 't'},
+                                         {"stacks", no_argument, NULL, 'S'},
+                                         {"all-frames", no_argument, NULL, 'a'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     *a = (stats_args){.opt = MR_OPTS_INIT, .top = MR_TOP_DEFAULT};
     int c;
     while ((c = getopt_long(argc, argv, "jt:o:fh", opts, NULL)) != -1) {

@@ -56,6 +56,7 @@ static const char top_help[] =
     "                     take one capture\n"
     "  --by-process       several captures: a row per process and function instead\n"
     "  -j, --json         machine-readable output\n"
+    "  --full-names       C++ names as demangled (default: std::string, <...>)\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  -f, --force        overwrite FILE if it exists\n";
 
@@ -130,6 +131,7 @@ static int parse_args(int argc, char** argv, top_args* a) {
                                          {"by-process", no_argument, NULL, 'P'},
                                          {"output", required_argument, NULL, 'o'},
                                          {"force", no_argument, NULL, 'f'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     *a = (top_args){.opt = MR_OPTS_INIT,

@@ -3,6 +3,7 @@
 // opening the input.
 #include "options.h"
 
+#include "cxx_names.h"
 #include "leak_kinds.h"
 #include "messages.h"
 #include "output.h"
@@ -65,6 +66,9 @@ int mr_opts_handle(mr_opts* o, int c, const char* help) {
     case 'h':
         fputs(help, stdout);
         return MR_EXIT_OK;
+    case MR_OPT_FULL_NAMES:
+        mr_cxx_names_set_full(true);
+        return MR_OPT_NEXT;
     default: // getopt said what is wrong
         mr_usage_hint(help);
         return MR_EXIT_USAGE;

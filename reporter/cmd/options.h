@@ -35,6 +35,9 @@ static inline mr_report_to mr_opts_report_to(const mr_opts* o) {
     return (mr_report_to){o->output, o->force, o->json};
 }
 enum { MR_OPT_NEXT = -1 };
+// getopt_long's value for --full-names, which the commands that show function names list
+// in their tables: C++ names as demangled, not shortened (cxx_names.h).
+enum { MR_OPT_FULL_NAMES = 0x100 };
 // For a getopt_long result c: records a shared option and returns MR_OPT_NEXT; prints help
 // for -h (returns 0), or the usage hint after getopt's message for an unknown option or a
 // missing value (returns the usage exit code).

@@ -2,6 +2,7 @@
 // Site names, canonical stacks and site labels (sites.h).
 #include "sites.h"
 
+#include "cxx_names.h"
 #include "strtab.h"
 
 #include "memtrace/vec.h"
@@ -188,6 +189,8 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
 }
 
 bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function) {
+    if (mr_cxx_name_is_std(function))
+        return true;
     uint32_t id = mr_strtab_find(&l->wrappers, function);
     return id != MR_STRTAB_NONE && !l->first_caller[id];
 }

@@ -37,8 +37,11 @@ uint32_t* mr_sites_canonical(const mr_symbols* s);
 //     with one caller already names its rows uniquely, and keeps its name).
 // The name alone would relabel every function that says "alloc"; the callers alone would
 // climb through every shared helper up to main. Both together pick the functions whose
-// rows would otherwise look identical. A stack of wrappers only is labelled as
-// mr_sites_site_name labels it.
+// rows would otherwise look identical. The C++ standard library's functions are wrappers
+// too, whatever their callers (mr_cxx_name_is_std: std::__new_allocator<T>::allocate,
+// std::vector<T>::_M_realloc_insert, each instantiation with its one caller), so a
+// container's allocations are labelled by the code that uses it. A stack of wrappers only
+// is labelled as mr_sites_site_name labels it.
 typedef struct mr_site_labels mr_site_labels;
 // Finds the wrappers of a capture's stacks. NULL when out of memory.
 mr_site_labels* mr_site_labels_new(const mr_symbols* s);

@@ -3,6 +3,7 @@
 // as CSV or as it is.
 #include "diff_report.h"
 
+#include "cxx_names.h"
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
@@ -132,23 +133,44 @@ static void print_totals(FILE* out, json_t* totals) {
     }
 }
 
+// A stack's row is cut past this many bytes of names: its innermost frames, where the
+// change is, come first ("site < caller < ... < main"), so a cut loses the outermost. Its
+// functions are named without their parameters (the JSON has them whole).
+#define STACK_ROW_MAX 240
+
+static void print_stack(FILE* out, json_t* stack) {
+    char shown[1024];
+    size_t len = 0, n = json_array_size(stack);
+    for (size_t k = n; k-- > 0;) {
+        const char* fn = json_string_value(json_array_get(stack, k));
+        fn = fn ? mr_cxx_name_display(fn, shown, sizeof shown) : "??";
+        size_t flen = mr_cxx_name_params_at(fn);
+        if (k + 1 < n && len + flen > STACK_ROW_MAX) {
+            fputs(" < ...", out);
+            return;
+        }
+        fputs(k + 1 < n ? " < " : "", out);
+        char* part = strndup(fn, flen);
+        mr_fputs_text(out, part ? part : fn);
+        free(part);
+        len += flen + 3;
+    }
+}
+
 // One changed row: the four changes, then its name.
-static void print_row(FILE* out, json_t* r, const char* sep) {
+static void print_row(FILE* out, json_t* r) {
     char c[MR_DIFF_NMETRICS][48];
     for (int m = 0; m < MR_DIFF_NMETRICS; m++)
         signed_amount(METRIC(r, mr_diff_metric_name((mr_diff_metric)m), "delta"),
                       mr_diff_metric_is_bytes((mr_diff_metric)m), c[m], sizeof c[m]);
     fprintf(out, "  %12s %12s %8s %12s  ", c[0], c[1], c[2], c[3]);
     json_t* stack = json_object_get(r, "stack");
+    char shown[1024];
     if (stack) {
-        size_t k;
-        json_t* name;
-        json_array_foreach(stack, k, name) {
-            fputs(k ? sep : "", out);
-            mr_fputs_text(out, json_string_value(name));
-        }
+        print_stack(out, stack);
     } else if (json_object_get(r, "function")) {
-        mr_fputs_text(out, json_string_value(json_object_get(r, "function")));
+        const char* fn = json_string_value(json_object_get(r, "function"));
+        mr_fputs_text(out, fn ? mr_cxx_name_display(fn, shown, sizeof shown) : fn);
         const char* file = json_string_value(json_object_get(r, "file"));
         if (file) {
             fputs(" (", out);
@@ -170,7 +192,7 @@ static void print_row(FILE* out, json_t* r, const char* sep) {
 }
 
 // The changed rows of a list; unchanged ones are counted, not shown.
-static void print_list(FILE* out, json_t* o, const char* what, const char* sep) {
+static void print_list(FILE* out, json_t* o, const char* what) {
     json_t* list = json_object_get(o, what);
     char total_key[32];
     snprintf(total_key, sizeof total_key, "%s_total", what);
@@ -183,10 +205,10 @@ static void print_list(FILE* out, json_t* o, const char* what, const char* sep) 
             if (!shown++)
                 fprintf(out, "\n%s, largest change first:\n  %12s %12s %8s %12s  %s\n", what,
                         "peak", "allocated", "allocs", "leaked",
-                        !strcmp(what, "stacks")      ? "stack (outermost first)"
+                        !strcmp(what, "stacks")      ? "stack (innermost first)"
                         : !strcmp(what, "processes") ? "process"
                                                      : "function (file)");
-            print_row(out, r, sep);
+            print_row(out, r);
         }
     }
     if (!shown)
@@ -204,9 +226,9 @@ static void print_text(FILE* out, json_t* o) {
     fputs("\n\n", out);
     print_totals(out, json_object_get(o, "totals"));
     if (json_object_get(o, "processes"))
-        print_list(out, o, "processes", "");
-    print_list(out, o, "functions", "");
-    print_list(out, o, "stacks", " > ");
+        print_list(out, o, "processes");
+    print_list(out, o, "functions");
+    print_list(out, o, "stacks");
 }
 
 // ---- CSV (msMemScope's memory_compare columns)

@@ -2,6 +2,7 @@
 // The flame graph page's data (flamegraph_data.h) from a pruned tree.
 #include "flamegraph_data.h"
 
+#include "cxx_names.h"
 #include "extent.h"
 #include "json.h"
 #include "sampled.h"
@@ -468,6 +469,25 @@ static void say_sampled(json_t* o) {
     json_object_set_new(o, "sampled", sampled);
 }
 
+// The short form of the kept nodes' names that have one (cxx_names.h), by string id: the
+// page draws them and keeps the full name, from the string table, for hovers and tables'
+// tooltips. Empty with --full-names.
+static json_t* short_names(const mr_flame_tree* g, const uint32_t* target) {
+    json_t* o = json_object();
+    for (size_t i = 0; i < g->n; i++) {
+        uint32_t id = g->nodes[i].name;
+        char key[16], shown[1024];
+        snprintf(key, sizeof key, "%u", id);
+        if (target[i] != i || id == MR_FLAME_NO_STRING || json_object_get(o, key))
+            continue;
+        const char* name = mr_strtab_get(&g->strings, id);
+        const char* s = mr_cxx_name_display(name, shown, sizeof shown);
+        if (s != name && strcmp(s, name) != 0)
+            json_object_set_new(o, key, mr_json_bytes(s));
+    }
+    return o;
+}
+
 json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
                                  const mr_flamegraph_view* view) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
@@ -489,6 +509,7 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     json_object_set_new(o, "merged_below", json_integer((json_int_t)g->threshold));
     json_object_set_new(o, "merged_frames", json_integer((json_int_t)g->nmerged));
     json_object_set_new(o, "strings", string_table(&g->strings));
+    json_object_set_new(o, "short_names", short_names(g, g->target));
     json_object_set_new(o, "nodes", nodes);
     if (g->split && add_threads(o, cap, &g->threads, g->target, newid)) {
         json_decref(o);

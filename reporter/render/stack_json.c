@@ -2,6 +2,8 @@
 // Stacks in reports as JSON and text (stack_json.h).
 #include "stack_json.h"
 
+#include "cxx_names.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -33,7 +35,8 @@ char* mr_sites_format_json_frame(json_t* f, char* buf, size_t len) {
     const char* file = json_string_value(json_object_get(f, "file"));
     const char* module = json_string_value(json_object_get(f, "module"));
     json_int_t line = json_integer_value(json_object_get(f, "line"));
-    int n = snprintf(buf, len, "%s", fn ? fn : "??");
+    char shown[1024];
+    int n = snprintf(buf, len, "%s", fn ? mr_cxx_name_display(fn, shown, sizeof shown) : "??");
     if (file && n >= 0 && (size_t)n < len)
         n += line > 0 ? snprintf(buf + n, len - (size_t)n, " (%s:%lld)", file, (long long)line)
                       : snprintf(buf + n, len - (size_t)n, " (%s)", file);

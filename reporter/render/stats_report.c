@@ -3,6 +3,7 @@
 // or as it is.
 #include "stats_report.h"
 
+#include "cxx_names.h"
 #include "escape.h"
 #include "extent.h"
 #include "json.h"
@@ -237,7 +238,8 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
         }
         if (!shown) {
             fprintf(out, "  %12s  ", v);
-            mr_fputs_text(out, site_name ? site_name : "??");
+            mr_fputs_text(out,
+                          site_name ? mr_cxx_name_display(site_name, line, sizeof line) : "??");
             fputc('\n', out);
         }
         const char* process = json_string_value(json_object_get(s, "process"));
@@ -269,8 +271,9 @@ static void print_what(FILE* out, json_t* o) {
             fprintf(out, " and %zu more", json_array_size(w) - i);
             break;
         }
+        char shown[1024];
         fputs(i ? ", " : "wrappers: ", out);
-        mr_fputs_text(out, json_string_value(name));
+        mr_fputs_text(out, mr_cxx_name_display(json_string_value(name), shown, sizeof shown));
     }
     fputs(")\n", out);
 }

@@ -3,6 +3,7 @@
 // as it is.
 #include "top_report.h"
 
+#include "cxx_names.h"
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
@@ -234,7 +235,9 @@ static void print_what(FILE* out, json_t* o) {
 }
 
 static void print_name(FILE* out, json_t* e) {
-    mr_fputs_text(out, json_string_value(json_object_get(e, "function")));
+    char shown[1024];
+    const char* fn = json_string_value(json_object_get(e, "function"));
+    mr_fputs_text(out, fn ? mr_cxx_name_display(fn, shown, sizeof shown) : fn);
     json_t* file = json_object_get(e, "file");
     if (json_is_string(file)) {
         fputs(" (", out);

@@ -112,8 +112,8 @@ def check_text(text):
     ]
     got = [" ".join(l.split()) for l in text.splitlines() if "(diff_prog.c)" in l]
     check(got == want, "text: the changed functions: %r" % got)
-    check("main > grow_site" in text and "main > old_site [gone]" in text,
-          "text: the stacks main > grow_site, main > old_site [gone]")
+    check("grow_site < main" in text and "old_site < main [gone]" in text,
+          "text: the stacks innermost first, grow_site < main, old_site < main [gone]")
 
 
 def check_csv(text, device):

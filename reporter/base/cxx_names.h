@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// C++ names as reports show them (docs/names.md): the standard library's spelled-out
+// types read as their aliases (std::string for std::__cxx11::basic_string<char,
+// std::char_traits<char>, std::allocator<char> >), template arguments collapse to <...>
+// and a function template's return type goes, as IDEs and profilers' call trees show
+// them; --full-names (mr_cxx_names_set_full) keeps names as demangled. Only text and what
+// a page draws are shortened: JSON and hovers carry the full name. Knows no capture and
+// never fails: a name it cannot read is returned as it is.
+#ifndef MR_CXX_NAMES_H
+#define MR_CXX_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+// The display form of every name shown from now on: full (--full-names) or short.
+void mr_cxx_names_set_full(bool full);
+bool mr_cxx_names_full(void);
+
+// The short form of `name` into buf (len >= 1), NUL-terminated and cut at len - 1 bytes
+// (never in the middle of a UTF-8 sequence). Returns buf.
+char* mr_cxx_name_short(const char* name, char* buf, size_t len);
+// What a report shows for `name`: name itself with --full-names or when it has nothing to
+// shorten, else its short form in buf. Returns one of the two.
+const char* mr_cxx_name_display(const char* name, char* buf, size_t len);
+
+// Where the parameter list of a function's name starts ("(unsigned long)"), strlen(name)
+// without one: compact rows (diff's stacks) show names without it.
+size_t mr_cxx_name_params_at(const char* name);
+
+// True for the C++ standard library's own functions (namespaces std:: and __gnu_cxx::,
+// libc++'s std::__1:: included), read after a return type: std::vector<T>::_M_realloc_insert,
+// std::__new_allocator<T>::allocate, std::allocator_traits<A>::allocate, std::make_unique.
+// Site labels pass them as they pass allocation wrappers (sites.h).
+bool mr_cxx_name_is_std(const char* name);
+
+#endif
