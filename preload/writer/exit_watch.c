@@ -2,7 +2,7 @@
 // The exit watcher (see exit_watch.h): a task that shares the program's memory (CLONE_VM)
 // but is no child of it. While the program runs it sleeps in one system call and touches
 // nothing of the program's: every signal blocked, its own copy of the descriptor table with
-// the program's descriptors closed (a pipe the program closes must reach EOF), raw system
+// every descriptor closed (a pipe the program closes must reach EOF), raw system
 // calls only (errno is a thread's), and the main thread's thread pointer, whose storage lasts
 // as long as the memory. It is made by a short-lived task that ends at once, so it belongs to
 // init (or a subreaper), and no wait() of the program, not even one with __WALL (strace,
@@ -126,7 +126,10 @@ static int watch(void* unused) {
     // must not count it as a second copy of the program.
     raw_syscall(SYS_setsid, 0, 0, 0, 0, 0);
     raw_syscall(SYS_prctl, PR_SET_NAME, (long)"memtrace-watch", 0, 0, 0);
-    raw_syscall(SYS_close_range, 0, mt_fd_high_base() - 1, 0, 0, 0);
+    // Every descriptor, the tracer's too: a program's may sit above the tracer's base (one
+    // that raised its limit), and the tracer's files are reopened by path when needed
+    // (fdguard.c, procfile.c, output.c).
+    raw_syscall(SYS_close_range, 0, ~0U, 0, 0, 0);
     long pidfd = raw_syscall(SYS_pidfd_open, watched, 0, 0, 0, 0);
     if (pidfd < 0)
         return 0;

@@ -328,6 +328,18 @@ def case_pidfd_reused(a, w):
     check(s is not None and s["status"] == "complete", "and the capture is complete")
 
 
+def case_high_pipe(a, w):
+    """A pipe's write end that a forked child closes reaches EOF in its parent while the
+    child runs on, though its number (1500) is above the tracer's own (the soft limit the
+    program had): the child's exit watcher kept every descriptor from there up."""
+    r = traced(a.memtrace, ["-o", os.path.join(w, "cap.db"), "--", a.prog, "highpipe"])
+    if r.returncode == 77:
+        print("SKIP: the hard limit of descriptors is under 2000")
+        sys.exit(77)
+    check(r.returncode == 0 and r.stdout == "eof\n",
+          f"EOF while the child runs ({r.returncode}: {r.stdout!r} {r.stderr!r})")
+
+
 def case_launcher(a, w):
     """The launcher reports exactly what this run wrote, and says why when nothing (item 7)."""
     stale = os.path.join(w, "old.db")

@@ -13,14 +13,19 @@
 //   pidfdreuse       fork a child that waits, close every fd >= 3, put a pidfd of the child
 //                    at the number each of the tracer's pidfds had (as a server with
 //                    thousands of files may get it), say the child's pid, exit
+//   highpipe         raise the descriptor limit, put a pipe's write end at 1500 (as a server
+//                    with many files has them), fork a child that allocates, closes it and
+//                    sleeps; say "eof" once the pipe reads EOF, or "open" after 10 s
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -182,6 +187,30 @@ static int pidfdreuse(void) {
     return 0;
 }
 
+static int highpipe(void) {
+    struct rlimit rl;
+    int p[2];
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_max < 2000 || pipe(p) != 0)
+        return 77;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || dup2(p[1], 1500) != 1500)
+        return 1;
+    close(p[1]);
+    pid_t child = fork();
+    if (child == 0) {
+        sink = malloc(100); // its capture, and its exit watcher, start
+        close(1500);
+        sleep_ms(20000);
+        _exit(0);
+    }
+    close(1500);
+    struct pollfd end = {.fd = p[0], .events = POLLIN};
+    int n = poll(&end, 1, 10000);
+    printf("%s\n", n == 1 ? "eof" : "open");
+    kill(child, SIGKILL);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc == 3 && !strcmp(argv[1], "closefds"))
         return closefds(argv[2]);
@@ -189,6 +218,8 @@ int main(int argc, char** argv) {
         return readcap();
     if (argc == 3 && !strcmp(argv[1], "reexec"))
         return reexec(argv, atoi(argv[2]));
+    if (argc == 2 && !strcmp(argv[1], "highpipe"))
+        return highpipe();
     if (argc == 2 && !strcmp(argv[1], "pidfdreuse"))
         return pidfdreuse();
     if (argc == 3 && !strcmp(argv[1], "chdir")) {
@@ -200,6 +231,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     fprintf(stderr,
-            "usage: trust_prog closefds DIR | readcap | reexec N | chdir DIR | pidfdreuse\n");
+            "usage: trust_prog closefds DIR | readcap | reexec N | chdir DIR | pidfdreuse | "
+            "highpipe\n");
     return 2;
 }
