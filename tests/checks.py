@@ -73,6 +73,13 @@ def bail(why):
     sys.exit(why)
 
 
+def skip_without(tool):
+    """Exits 77 (skipped), saying why, where `tool` is not installed."""
+    if not shutil.which(tool):
+        print(f"skip: {tool} is not installed (scripts/install-deps.sh --test installs it)")
+        sys.exit(77)
+
+
 def wait_readable(fd, what, timeout=120):
     """Waits until fd has something to read, or bails after timeout seconds."""
     r, _, _ = select.select([fd], [], [], timeout)

@@ -14,13 +14,12 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import capture_meta, check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import capture_meta, check, clean_env, finish, fresh_dir, skip_without  # noqa: E402,E501
 
 PROG_FUNCS = {"lose_one", "lose_list", "fill_cache", "keep_interior", "keep_in_tls",
               "hide_by_xor", "hold_in_stack", "main"}
@@ -92,9 +91,7 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--workdir", required=True)
     a = ap.parse_args()
-    if not shutil.which("valgrind"):
-        print("skip: valgrind is not installed (scripts/install-deps.sh --test)")
-        sys.exit(77)
+    skip_without("valgrind")
     fresh_dir(a.workdir)
     db = os.path.join(a.workdir, "kinds.db")
     plain = subprocess.run([a.prog], capture_output=True, env=clean_env())

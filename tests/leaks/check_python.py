@@ -10,13 +10,12 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import capture_meta, check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import capture_meta, check, clean_env, finish, fresh_dir, skip_without  # noqa: E402,E501
 
 LOST = ("definitely_lost", "indirectly_lost", "possibly_lost")
 SUMMARY = re.compile(r"==\d+== +(definitely|indirectly|possibly) lost: ([\d,]+) bytes in "
@@ -46,9 +45,7 @@ def main():
     ap.add_argument("--memreport", required=True)
     ap.add_argument("--workdir", required=True)
     a = ap.parse_args()
-    if not shutil.which("valgrind"):
-        print("skip: valgrind is not installed (scripts/install-deps.sh --test)")
-        sys.exit(77)
+    skip_without("valgrind")
     fresh_dir(a.workdir)
     script = os.path.join(a.workdir, "dropped.py")
     with open(script, "w") as f:
