@@ -157,6 +157,7 @@ void mt_config_load(void) {
     mt_cfg.leaks = env_int("MEMTRACE_LEAKS", 1);
     mt_cfg.exit_watch = env_int("MEMTRACE_EXIT_WATCH", 1);
     mt_cfg.leak_scan_timeout_ms = env_int("MEMTRACE_LEAK_SCAN_MS", 120000);
+    mt_cfg.leak_signal = env_signal("MEMTRACE_LEAK_SIGNAL");
     const char* seed = setting("MEMTRACE_SAMPLE_SEED");
     char* end;
     if (seed && *seed) {

@@ -34,6 +34,7 @@ typedef struct mt_config {
     int leaks;      // MEMTRACE_LEAKS=0: no live set in the writer, no leak scan at the end
     int exit_watch; // MEMTRACE_EXIT_WATCH=0: no exit watcher (exit_watch.c)
     int leak_scan_timeout_ms; // the scanning copy is killed after this long
+    int leak_signal;          // MEMTRACE_LEAK_SIGNAL: finishes the capture (>0), else none
 } mt_config;
 
 extern mt_config mt_cfg;

@@ -306,6 +306,7 @@ void mt_core_init(void) {
     init_modules();
     mt_python_init();    // not for an attach: a library that may be unloaded wraps nothing
     mt_recording_init(); // not for an attach: the program's signals stay as they are
+    mt_writer_set_finisher(mt_core_shutdown); // how MEMTRACE_LEAK_SIGNAL ends the capture
     start_capture(0);
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         install_fatal_handlers();

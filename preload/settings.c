@@ -172,6 +172,14 @@ static const mt_setting settings[] = {
      .def = "1",
      .help = "0: no exit watcher (docs/tracer.md); a process that ends by SIGKILL or a raw "
              "exit_group leaves its capture truncated, with what was committed"},
+    {.name = "MEMTRACE_LEAK_SIGNAL",
+     .kind = MT_SETTING_TEXT,
+     .attach = MT_ATTACH_REFUSE,
+     .why = "an attached process gets no leak scan; --detach finishes its capture",
+     .def = "0",
+     .help = "a signal (USR1, USR2 or a real-time signal's number; 0: none) that finishes the "
+             "capture with a leak scan, as memtrace --detach does; the program goes on "
+             "untraced"},
     {.name = "MEMTRACE_LEAK_SCAN_MS",
      .kind = MT_SETTING_INT,
      .lo = 1,

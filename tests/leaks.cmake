@@ -5,8 +5,8 @@
 #   (check_python.py);
 # - e2e.leak_scan_fails: a scan whose copy times out or dies: the program unharmed, the
 #   blocks unclassified, and why (check_scan_fails.py);
-# - e2e.leak_detach: the scan at memtrace --detach of a program the launcher started
-#   (check_detach.py; gdb).
+# - e2e.leak_detach: the scan on demand, at MEMTRACE_LEAK_SIGNAL's signal and at memtrace
+#   --detach (gdb) of a program the launcher started (check_detach.py).
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   add_executable(leaks_kinds leaks/kinds.c)
   target_compile_options(leaks_kinds PRIVATE -O1 -g)

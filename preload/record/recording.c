@@ -16,6 +16,7 @@ _Atomic int mt_events_off;
 
 static bool controlled;
 static _Atomic bool delay_pending;
+static _Atomic bool finish_asked; // MEMTRACE_LEAK_SIGNAL came
 
 // Toggle i noted its time in toggle_ts[i % TOGGLE_RING]; the writer reads toggles up to
 // toggles_done, and only when no handler is half-way (begun == done).
@@ -54,6 +55,24 @@ static void on_toggle_signal(int sig) {
     errno = saved;
 }
 
+static void on_leak_signal(int sig) {
+    (void)sig;
+    atomic_store(&finish_asked, true);
+}
+
+bool mt_recording_finish_asked(void) {
+    return atomic_exchange(&finish_asked, false);
+}
+
+static void install(int sig, void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART; // the program's interrupted calls go on, as without us
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, NULL);
+}
+
 bool mt_recording_controlled(void) {
     return controlled;
 }
@@ -69,14 +88,10 @@ void mt_recording_init(void) {
     int sig = mt_cfg.toggle_signal;
     if (sig < 0 && mt_cfg.start_stopped)
         sig = SIGUSR2;
-    if (sig > 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_toggle_signal;
-        sa.sa_flags = SA_RESTART; // the program's interrupted calls go on, as without us
-        sigemptyset(&sa.sa_mask);
-        sigaction(sig, &sa, NULL);
-    }
+    if (sig > 0)
+        install(sig, on_toggle_signal);
+    if (mt_cfg.leak_signal > 0 && mt_cfg.leak_signal != sig)
+        install(mt_cfg.leak_signal, on_leak_signal);
 }
 
 void mt_recording_capture_start(void) {

@@ -21,8 +21,12 @@ enum { MT_OFF_STOPPED = 1, MT_OFF_FULL = 2 };
 int mt_recording_off_slow(int off);
 
 // At initialisation, after mt_config_load: starts stopped if asked, and installs the toggle
-// signal's handler only when MEMTRACE_START=stopped or MEMTRACE_SIGNAL asks for one.
+// signal's handler only when MEMTRACE_START=stopped or MEMTRACE_SIGNAL asks for one, and
+// MEMTRACE_LEAK_SIGNAL's when set.
 void mt_recording_init(void);
+// Whether MEMTRACE_LEAK_SIGNAL came since the last call: the writer then finishes the
+// capture, with its leak scan, while the program goes on (docs/leaks.md).
+bool mt_recording_finish_asked(void);
 // Whether start/stop is in use (the capture then says so, and has "recording" ranges).
 bool mt_recording_controlled(void);
 

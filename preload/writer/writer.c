@@ -591,6 +591,28 @@ static bool keeps_writing(unsigned gen) {
     return still_current(gen) && !atomic_load(&pause_requested);
 }
 
+static int start_thread(pthread_t* t, void* (*fn)(void*), void* arg);
+
+static void (*finisher)(void); // mt_writer_set_finisher
+
+void mt_writer_set_finisher(void (*finish)(void)) {
+    finisher = finish;
+}
+
+static void* finish_main(void* arg) {
+    mt_guard = 1;
+    finisher(); // as memtrace --detach: the capture ends here, with its leak scan
+    return arg;
+}
+
+// MEMTRACE_LEAK_SIGNAL: the capture is finished on a thread of the tracer's, as a detach
+// finishes it (which stops this writer thread), and the program goes on.
+static void finish_beside(void) {
+    pthread_t t;
+    if (finisher && start_thread(&t, finish_main, NULL) == 0)
+        pthread_detach(t);
+}
+
 static void* writer_main(void* arg) {
     unsigned gen = (unsigned)(uintptr_t)arg;
     mt_guard = 1;
@@ -616,6 +638,8 @@ static void* writer_main(void* arg) {
         if (still_current(gen))
             tick(false);
         pthread_mutex_unlock(&sqlite_lock);
+        if (keeps_writing(gen) && mt_recording_finish_asked())
+            finish_beside();
         // What glibc would have done in the program's last thread; the capture is finished
         // by the tracer's exit handler, on this thread (mt_writer_stop does not join it).
         if (keeps_writing(gen) && program_threads_gone()) {

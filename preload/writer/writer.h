@@ -18,6 +18,9 @@ int mt_writer_start(const char* path);
 void mt_writer_open_now(void);
 // Final flush, symbols, status 'complete', one self-contained file; joins the thread.
 void mt_writer_stop(void);
+// What ends the capture from above, as a detach does (lifecycle's shutdown): the writer
+// calls it on a thread of its own when MEMTRACE_LEAK_SIGNAL comes (recording.h).
+void mt_writer_set_finisher(void (*finish)(void));
 // fork: SQLite's own mutexes must not be held by the writer thread when another thread
 // forks, or the child (which opens its own capture) deadlocks on them. The writer holds this
 // lock whenever it is inside SQLite; fork's prepare handler takes it first.
