@@ -140,18 +140,51 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
 // ---- checkpoints
 
 int mt_capture_checkpoint_clear(mt_capture* cap, int heap) {
+    // A table without ts_min (memreport's first checkpoints, never released) cannot take
+    // rows: it goes, and every heap's checkpoints are stored again when next asked.
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_sqlite(cap), "SELECT ts_min FROM checkpoint LIMIT 0", -1, &st,
+                           NULL) == SQLITE_OK)
+        sqlite3_finalize(st);
+    else if (write_row(cap, "SELECT 1", "DROP TABLE IF EXISTS checkpoint", heap, NULL, 0, NULL, 0))
+        return -EIO;
     return write_row(cap, MEMTRACE_CHECKPOINT_SQL, "DELETE FROM checkpoint WHERE heap=?1", heap,
                      NULL, 0, NULL, 0);
 }
 
 int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
-                                int64_t format, uint64_t fingerprint, const void* data,
-                                size_t len) {
-    const int64_t vals[] = {(int64_t)seq, ts_max, format, (int64_t)fingerprint};
+                                int64_t ts_min, int64_t format, uint64_t fingerprint,
+                                const void* data, size_t len) {
+    const int64_t vals[] = {(int64_t)seq, ts_max, ts_min, format, (int64_t)fingerprint};
     return write_row(cap, MEMTRACE_CHECKPOINT_SQL,
-                     "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, format, fingerprint,"
-                     " data) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-                     heap, vals, 4, data ? data : "", len);
+                     "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, ts_min, format,"
+                     " fingerprint, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                     heap, vals, 5, data ? data : "", len);
+}
+
+int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                  uint64_t after_seq, int64_t ts, uint64_t* seq) {
+    sqlite3_stmt* st;
+    // A few dozen rows a heap: the suffix minimum of each is computed on the spot.
+    if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
+                           "SELECT c.seq FROM checkpoint c WHERE c.heap=?1 AND c.format=?2 AND"
+                           " c.fingerprint=?3 AND c.seq>=?4 AND (SELECT min(d.ts_min) FROM"
+                           " checkpoint d WHERE d.heap=?1 AND d.format=?2 AND d.fingerprint=?3"
+                           " AND (d.seq>c.seq OR d.seq=0))>?5 ORDER BY c.seq LIMIT 1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, format);
+    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
+    sqlite3_bind_int64(st, 4, (int64_t)after_seq);
+    sqlite3_bind_int64(st, 5, ts);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *seq = (uint64_t)sqlite3_column_int64(st, 0);
+        rc = 1;
+    }
+    sqlite3_finalize(st);
+    return rc;
 }
 
 int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
@@ -162,10 +195,13 @@ int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64
     sqlite3_stmt* st;
     // A capture without the table has none. The primary key walks a heap's rows by seq.
     if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
-                           data ? "SELECT seq, data FROM checkpoint WHERE heap=?1 AND format=?2"
-                                  " AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1"
-                                : "SELECT seq, x'' FROM checkpoint WHERE heap=?1 AND format=?2"
-                                  " AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1",
+                           // ts_min: a table without it has none to use (clear drops it)
+                           data ? "SELECT seq, data, ts_min FROM checkpoint WHERE heap=?1 AND"
+                                  " format=?2 AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC"
+                                  " LIMIT 1"
+                                : "SELECT seq, x'', ts_min FROM checkpoint WHERE heap=?1 AND"
+                                  " format=?2 AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC"
+                                  " LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_int(st, 1, heap);

@@ -141,7 +141,8 @@ int mr_checkpoints_begin(mr_checkpoints_writer* w, mt_capture* cap, int heap,
                                  .heap = heap,
                                  .fingerprint = fingerprint,
                                  .every = mr_checkpoints_interval(),
-                                 .ts_max = INT64_MIN};
+                                 .ts_max = INT64_MIN,
+                                 .ts_min = INT64_MAX};
     int rc = mt_capture_checkpoint_clear(cap, heap);
     w->failed = rc != 0;
     return rc;
@@ -152,15 +153,18 @@ int mr_checkpoints_observe(mr_replay* r, const mt_event* ev, const mr_block* fre
     mr_checkpoints_writer* w = ud;
     if (ev->ts > w->ts_max)
         w->ts_max = ev->ts;
+    if (ev->ts < w->ts_min)
+        w->ts_min = ev->ts;
     if (w->failed || r->events % w->every)
         return 0;
     size_t len;
     uint8_t* data = mr_checkpoint_encode(r, &w->blocks, &w->capblocks, &len);
     // Out of memory or disk: the replay goes on, the set is not whole (never used).
-    if (!data || mt_capture_checkpoint_store(w->cap, w->heap, ev->seq, w->ts_max,
+    if (!data || mt_capture_checkpoint_store(w->cap, w->heap, ev->seq, w->ts_max, w->ts_min,
                                              MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len))
         w->failed = true;
     free(data);
+    w->ts_min = INT64_MAX;
     return 0;
 }
 
@@ -170,7 +174,7 @@ int mr_checkpoints_end(mr_checkpoints_writer* w) {
     mr_replay empty = {0};
     size_t len;
     uint8_t* data = mr_checkpoint_encode(&empty, &w->blocks, &w->capblocks, &len);
-    int rc = data ? mt_capture_checkpoint_store(w->cap, w->heap, 0, INT64_MIN,
+    int rc = data ? mt_capture_checkpoint_store(w->cap, w->heap, 0, INT64_MIN, w->ts_min,
                                                 MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len)
                   : -ENOMEM;
     free(data);
@@ -405,5 +409,48 @@ int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_prof
     free(s.index);
     free(s.live);
     mr_aggregates_free(&a);
+    return rc;
+}
+
+// ---- a range's peak
+
+int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, mr_replay* r,
+                         uint64_t* stop_seq, char* err, size_t errlen) {
+    if (q->moment != MR_AT_PEAK || (q->from == INT64_MIN && q->to == INT64_MAX) || q->tid ||
+        q->by_thread || q->observe || q->range_blocks)
+        return 1;
+    uint64_t fingerprint, seq = 0;
+    int rc = mr_aggregates_checkpointed(cap, q->heap, q->progress, a, &fingerprint, err, errlen);
+    if (rc)
+        return rc;
+    uint8_t* data = NULL;
+    size_t len = 0;
+    // Every event up to the checkpoint stamped before from: each was the range's latest
+    // candidate in turn (profile.c, is_peak), so the checkpoint's state is.
+    rc = mt_capture_checkpoint_find(cap, q->heap, MR_CHECKPOINTS_FORMAT, fingerprint,
+                                    q->from == INT64_MIN ? INT64_MIN : q->from - 1, &seq, &data,
+                                    &len);
+    char why[128] = "";
+    if (rc == 1) {
+        if (mr_replay_init(r, cap, q->heap))
+            rc = -ENOMEM;
+        else if ((rc = mr_checkpoint_load(data, len, seq, r, why, sizeof why)))
+            mr_replay_free(r);
+        else if (mt_capture_checkpoint_settled(cap, q->heap, MR_CHECKPOINTS_FORMAT, fingerprint,
+                                               seq, q->to, stop_seq) != 1)
+            *stop_seq = UINT64_MAX;
+    } else if (rc == 0) { // the seq 0 row was there a moment ago
+        rc = 1;
+    }
+    free(data);
+    if (rc == -EPROTO) {
+        mr_error(mt_capture_path(cap),
+                 "the stored checkpoints are damaged (%s); reading the events", why);
+        rc = 1;
+    }
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    if (rc)
+        mr_aggregates_free(a);
     return rc;
 }

@@ -10,6 +10,7 @@
 #ifndef MR_CHECKPOINTS_H
 #define MR_CHECKPOINTS_H
 
+#include "aggregates.h"
 #include "profile.h"
 #include "replay.h"
 
@@ -37,6 +38,7 @@ typedef struct mr_checkpoints_writer {
     uint64_t fingerprint; // of the events (mt_capture_aggregate_fingerprint)
     uint64_t every;
     int64_t ts_max;   // the latest time of the events so far
+    int64_t ts_min;   // the earliest time of the events since the last checkpoint
     bool failed;      // a checkpoint could not be stored: the set is not whole
     mr_block* blocks; // scratch: the live blocks, by address
     size_t capblocks;
@@ -72,5 +74,15 @@ int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r,
 // queries, or no checkpoints to use), or a negative errno with the reason in err.
 int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
                           size_t errlen);
+
+// For mr_profile_build_moments: one query over a time range (from..to, either end set) at
+// its peak, every thread, rows per callsite, no observer. Returns 0 with the heap's
+// aggregates in *a (the whole run: live at the end, the totals), r initialised at the last
+// checkpoint whose events are all stamped before from (the state the range's peak starts
+// from) and *stop_seq the last event that may be stamped at or before to (UINT64_MAX: up to
+// the end); 1 when the query is not one of those or there are no checkpoints to use
+// (damaged ones said on stderr); or a negative errno with the reason in err.
+int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, mr_replay* r,
+                         uint64_t* stop_seq, char* err, size_t errlen);
 
 #endif

@@ -270,6 +270,70 @@ static void builder_free(builder* b) {
     mr_heapmap_free(&b->in_range);
 }
 
+// The builder at a checkpoint's state (r, loaded): each live block in its row, and that
+// state the range's latest candidate unless it is the state before any event.
+static int start_at(builder* b, const mr_replay* r) {
+    const mr_block* blk;
+    for (size_t i = 0; mr_heapmap_next(&r->live, &i, &blk);) {
+        mr_profile_row* row = row_of(b, blk->callsite, blk->tid);
+        if (!row)
+            return -ENOMEM;
+        row->end_bytes += blk->size;
+        row->end_blocks++;
+    }
+    if (r->events) {
+        b->mark++;
+        b->moment_mark[0] = b->mark;
+        b->out[0].moment_seq = r->last_seq;
+        b->out[0].moment_ts = r->last_ts;
+        b->range_peak = r->live_bytes;
+    }
+    return 0;
+}
+
+// p, a range's profile from the events up to where it ends: what is live at the end and
+// the totals are the whole run's (whole: the aggregates' profile). Its rows, by callsite,
+// are those live at the moment, live at the end or allocated in the range, as finish()
+// keeps them. Returns 0 or -ENOMEM.
+static int with_whole_run(mr_profile* p, const mr_profile* whole) {
+    mr_profile_row* rows = calloc(p->nrows + whole->nrows + 1, sizeof *rows);
+    if (!rows)
+        return -ENOMEM;
+    size_t i = 0, j = 0, n = 0;
+    p->live_bytes = p->live_blocks = p->end_bytes = p->end_blocks = 0;
+    p->alloc_bytes = p->alloc_count = 0;
+    while (i < p->nrows || j < whole->nrows) {
+        bool mine =
+            j == whole->nrows || (i < p->nrows && p->rows[i].callsite <= whole->rows[j].callsite);
+        bool theirs =
+            i == p->nrows || (j < whole->nrows && whole->rows[j].callsite <= p->rows[i].callsite);
+        mr_profile_row r =
+            mine ? p->rows[i++] : (mr_profile_row){.callsite = whole->rows[j].callsite};
+        r.end_bytes = theirs ? whole->rows[j].end_bytes : 0;
+        r.end_blocks = theirs ? whole->rows[j++].end_blocks : 0;
+        if (!r.live_blocks && !r.end_blocks && !r.alloc_count)
+            continue;
+        p->live_bytes += r.live_bytes;
+        p->live_blocks += r.live_blocks;
+        p->end_bytes += r.end_bytes;
+        p->end_blocks += r.end_blocks;
+        p->alloc_bytes += r.alloc_bytes;
+        p->alloc_count += r.alloc_count;
+        rows[n++] = r;
+    }
+    free(p->rows);
+    p->rows = rows;
+    p->nrows = n;
+    p->peak_bytes = whole->peak_bytes;
+    p->peak_seq = whole->peak_seq;
+    p->peak_ts = whole->peak_ts;
+    p->events = whole->events;
+    p->first_ts = whole->first_ts;
+    p->last_ts = whole->last_ts;
+    p->heap = whole->heap;
+    return 0;
+}
+
 // Whether the queries differ only in what one replay can give for each: moment and at.
 static bool share_replay(const mr_query* qs, size_t n) {
     for (size_t k = 1; k < n; k++)
@@ -297,15 +361,27 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     builder b = {.q = q, .qs = qs, .nmoments = n, .out = out};
     for (size_t k = 0; k < n; k++)
         b.any_peak |= qs[k].moment == MR_AT_PEAK;
-    if (q->progress)
-        b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
+    // A range's peak: from the checkpoint before the range to the last event that may be in
+    // it, the rest of the whole run from the aggregates.
+    mr_aggregates whole;
     mr_replay r;
-    if (builder_init(&b, cap) || mr_replay_init(&r, cap, q->heap)) {
+    uint64_t stop_seq = UINT64_MAX;
+    int ranged = n == 1 ? mr_checkpoints_range(cap, q, &whole, &r, &stop_seq, err, errlen) : 1;
+    if (ranged < 0)
+        return ranged;
+    if (q->progress && ranged)
+        b.progress_total = (uint64_t)mt_capture_meta_int(cap, "events_written", 0);
+    if (builder_init(&b, cap) || (ranged && mr_replay_init(&r, cap, q->heap)) ||
+        (!ranged && start_at(&b, &r))) {
         builder_free(&b);
+        if (!ranged) {
+            mr_replay_free(&r);
+            mr_aggregates_free(&whole);
+        }
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    int rc = mr_replay_run(&r, UINT64_MAX, on_event, &b);
+    int rc = mr_replay_run(&r, stop_seq, on_event, &b);
     if (q->progress)
         mr_progress(q->progress, -1);
     if (rc) {
@@ -320,8 +396,10 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
         } else if (qs[k].moment == MR_AT_TIME) {
             p->moment_ts = qs[k].at;
         }
-        if ((rc = finish(&b, k)))
+        if ((rc = finish(&b, k)) || (!ranged && (rc = with_whole_run(p, &whole.peak))))
             snprintf(err, errlen, "out of memory");
+        if (!ranged)
+            continue;
         p->peak_bytes = r.peak_bytes;
         p->peak_seq = r.peak_seq;
         p->peak_ts = r.peak_ts;
@@ -332,6 +410,8 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     }
     mr_replay_free(&r);
     builder_free(&b);
+    if (!ranged)
+        mr_aggregates_free(&whole);
     if (rc)
         for (size_t k = 0; k < n; k++)
             mr_profile_free(&out[k]);

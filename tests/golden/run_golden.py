@@ -86,11 +86,12 @@ def text_cases():
             (f"hostile.top.{fmt}", ["top", "hostile.db", "--metric", "leaked"] + extra),
             (f"corner.top.allocated.{fmt}", ["top", "corner.db", "--metric", "allocated"] + extra),
         ]
-        # At chosen moments: from the checkpoint before them.
+        # At chosen moments and a range's peak: from the checkpoint before them.
         cases += [
             (f"std.top.at-5us.{fmt}", ["top", "std.db", "--at", "5us"] + extra),
             (f"std.flow.at.{fmt}", ["flow", "std.db", "--at", "3us", "--at", "peak",
                                     "--at", "12500ns"] + extra),
+            (f"std.top.range.{fmt}", ["top", "std.db", "--range", "4us..11us"] + extra),
         ]
     return cases
 

@@ -289,13 +289,21 @@ static int64_t random_time(void) {
     return r == 0 ? -5 : r == 1 ? 1000 * (int64_t)rnd(500) : (int64_t)rnd(500000);
 }
 
-// n random queries sharing a replay: at times, at the peak, at the end.
-static void random_moments(mr_query* qs, size_t n) {
-    for (size_t k = 0; k < n; k++) {
+// n random queries sharing a replay: at times, at the peak, at the end; or one at the peak
+// of a random range (one end or both).
+static void random_moments(mr_query* qs, size_t* n) {
+    for (size_t k = 0; k < *n; k++) {
         qs[k] = (mr_query)MR_QUERY_INIT(MT_HEAP_LIBC);
         uint64_t r = rnd(8);
         qs[k].moment = r == 0 ? MR_AT_PEAK : r == 1 ? MR_AT_END : MR_AT_TIME;
         qs[k].at = random_time();
+    }
+    if (rnd(3) == 0) {
+        *n = 1;
+        qs[0].moment = MR_AT_PEAK;
+        int64_t a = random_time(), b = random_time();
+        qs[0].from = rnd(4) == 0 ? INT64_MIN : a < b ? a : b;
+        qs[0].to = rnd(4) == 0 ? INT64_MAX : a < b ? b : a;
     }
 }
 
@@ -311,20 +319,22 @@ static const report at_reports[] = {
     {mr_cmd_top, {"top", "--json", "--at", NULL}},
     {mr_cmd_flamegraph, {"flamegraph", "--at", NULL}},
     {mr_cmd_flow, {"flow", "--json", "--at", "peak", "--at", NULL}},
+    {mr_cmd_top, {"top", "--json", "--range", NULL}},
 };
 #define NAT (sizeof at_reports / sizeof *at_reports)
 
 // The --at reports at time t (ns), into texts.
 static void run_at_reports(const char* cap, int64_t t, char** texts) {
-    char out[512], at[32];
+    char out[512], at[32], range[64];
     snprintf(out, sizeof out, "%s/out", fx_tmpdir());
     snprintf(at, sizeof at, "%lldns", (long long)t);
+    snprintf(range, sizeof range, "%lldns..%lldns", (long long)t / 2, (long long)t);
     for (size_t i = 0; i < NAT; i++) {
         const char* a[7] = {0};
         memcpy(a, at_reports[i].args, sizeof at_reports[i].args);
         for (size_t j = 0; j < 7; j++)
             if (!a[j]) {
-                a[j] = at;
+                a[j] = strcmp(a[j - 1], "--range") ? at : range;
                 break;
             }
         int rc = fx_run(at_reports[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], a[4], a[5],
@@ -373,9 +383,9 @@ static void drop_tables(const char* path, const char* sql) {
     sqlite3_close(db);
 }
 
-// Profiles at random moments and the --at reports from the checkpoints (checkpoints every
-// 1-20 events) against the replay's: when they are computed, when read, when one is damaged,
-// and when a capture has aggregates stored without checkpoints (an older memreport's).
+// Profiles at random moments and ranges, and the --at and --range reports from the checkpoints
+// (checkpoints every 1-20 events) against the replay's: when they are computed, when read, when one
+// is damaged, and when a capture has aggregates stored without checkpoints (an older memreport's).
 static void test_checkpoints(const char* path, unsigned seed) {
     enum { NQ = 6 };
     mr_query qs[NQ][4];
@@ -385,7 +395,7 @@ static void test_checkpoints(const char* path, unsigned seed) {
     char *replayed[NAT] = {0}, *read[NAT] = {0};
     for (size_t i = 0; i < NQ; i++) {
         nq[i] = 1 + rnd(4);
-        random_moments(qs[i], nq[i]);
+        random_moments(qs[i], &nq[i]);
     }
     mr_checkpoints_every(1 + rnd(20));
     drop_tables(path, "DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint;");

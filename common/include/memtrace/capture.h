@@ -195,11 +195,18 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
 
 // ---- checkpoints (memtrace/schema.h MEMTRACE_CHECKPOINT_SQL; the bytes are the reporter's)
 
-// Removes every checkpoint of a heap. Returns 0, -EROFS or -EIO.
+// Removes every checkpoint of a heap (the whole table when it has an older layout). Returns
+// 0, -EROFS or -EIO.
 int mt_capture_checkpoint_clear(mt_capture* cap, int heap);
 // Stores (replaces) the checkpoint of a heap at seq. Returns 0, -EROFS or -EIO.
 int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
-                                int64_t format, uint64_t fingerprint, const void* data, size_t len);
+                                int64_t ts_min, int64_t format, uint64_t fingerprint,
+                                const void* data, size_t len);
+// The first checkpoint of (format, fingerprint) at or after after_seq past which every event
+// is stamped after ts (the seq 0 row's ts_min speaks for the events after the last one): 1
+// with *seq, 0 when there is none (events up to the end may be stamped ts or before).
+int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                  uint64_t after_seq, int64_t ts, uint64_t* seq);
 // The checkpoint of (format, fingerprint) with the highest seq whose ts_max is at most
 // ts_max (INT64_MAX: the last one; a ts_max of INT64_MIN finds the seq 0 row only): 1
 // with *seq and *data malloc'd (the caller frees; data NULL: the seq only), 0 when there is

@@ -199,10 +199,13 @@ static inline const char* mt_leak_kind_name(int kind) {
 // The replay's state every so many events of a heap (docs/capture-format.md, "Checkpoints"),
 // stored with its aggregates, so that a report at any moment replays from the last one
 // before it. Like the aggregate table, not in MEMTRACE_SCHEMA_SQL. `seq` is the last event
-// applied (0: the state before any event); `ts_max` the latest time of the events up to it.
+// applied (0: the state before any event); `ts_max` the latest time of the events up to it;
+// `ts_min` the earliest of the events since the checkpoint before (the seq 0 row: of those
+// after the last checkpoint).
 #define MEMTRACE_CHECKPOINT_SQL                                                                    \
     "CREATE TABLE IF NOT EXISTS checkpoint(heap INTEGER NOT NULL, seq INTEGER NOT NULL,"           \
-    " ts_max INTEGER NOT NULL, format INTEGER NOT NULL, fingerprint INTEGER NOT NULL,"             \
+    " ts_max INTEGER NOT NULL, ts_min INTEGER NOT NULL, format INTEGER NOT NULL,"                  \
+    " fingerprint INTEGER NOT NULL,"                                                               \
     " data BLOB NOT NULL, PRIMARY KEY(heap, seq));"
 
 #endif
