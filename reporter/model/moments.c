@@ -58,10 +58,7 @@ typedef struct tracker {
     uint64_t* last_allocs; // last_tid's count in tids
     uint32_t* allocated;   // states with allocations in the bucket being read
     size_t nallocated, alcap;
-    // With edges: the blocks live now, each with its callsite, and the bucket it was
-    // allocated in and its leak kind as tid (bucket | kind << 16), for the ends; and the
-    // leak scan's verdicts (allocation seq -> kind).
-    mr_heapmap born;
+    // With edges: the leak scan's verdicts (allocation seq -> kind), for the replay's tags.
     mr_u64map verdicts;
 } tracker;
 
@@ -206,16 +203,20 @@ static int enter(tracker* t, size_t k) {
     return 0;
 }
 
-// With edges: an allocation's block, to be found among the ends if never freed.
-static int born(tracker* t, const mt_event* ev) {
+// With edges, the replay keeps in each block's tid field (mr_replay.tag) the bucket it was
+// allocated in, its leak kind and whether it is of the thread asked for: the ends are then
+// read from the replay's live blocks, at no cost per event.
+#define TAG_BUCKET 0xffffu
+#define TAG_KIND_SHIFT 16
+#define TAG_MINE (1u << 19)
+
+static uint32_t tag(void* ud, const mt_event* ev) {
+    tracker* t = ud;
+    size_t k = bucket_of(t->m, ev->ts); // the bucket on_event counts the allocation in
+    k = k > t->cur ? k : t->cur;
     uint64_t* kind = t->verdicts.count ? mr_u64map_get(&t->verdicts, ev->seq) : NULL;
-    mr_block b = {.addr = mr_replay_key(ev),
-                  .size = ev->size,
-                  .callsite = ev->callsite,
-                  .tid = (uint32_t)t->cur | (uint32_t)(kind ? *kind : 0) << 16};
-    bool had;
-    mr_block old;
-    return mr_heapmap_put(&t->born, &b, &old, &had);
+    return (uint32_t)k | (uint32_t)(kind ? *kind : 0) << TAG_KIND_SHIFT |
+           (!t->tid || ev->tid == t->tid ? TAG_MINE : 0);
 }
 
 static int by_bucket_callsite_kind(const void* a, const void* b) {
@@ -227,9 +228,9 @@ static int by_bucket_callsite_kind(const void* a, const void* b) {
     return (x->kind > y->kind) - (x->kind < y->kind);
 }
 
-// With edges, after the last event: the blocks still live summed per (bucket, callsite,
-// kind), in that order.
-static int ends(tracker* t) {
+// With edges, after the last event: the blocks still live (of the thread asked for) summed
+// per (bucket, callsite, kind), in that order.
+static int ends(tracker* t, const mr_replay* r) {
     mr_moments* m = t->m;
     mr_u64map at; // (bucket, kind, callsite) -> 1 + its index in m->ends
     if (mr_u64map_init(&at))
@@ -237,9 +238,11 @@ static int ends(tracker* t) {
     size_t cap = 0;
     const mr_block* b;
     int e = 0;
-    for (size_t i = 0; e == 0 && mr_heapmap_next(&t->born, &i, &b);) {
-        uint64_t key =
-            (uint64_t)(b->tid & 0xffff) << 35 | (uint64_t)(b->tid >> 16) << 32 | b->callsite;
+    for (size_t i = 0; e == 0 && mr_heapmap_next(&r->live, &i, &b);) {
+        if (!(b->tid & TAG_MINE))
+            continue;
+        uint32_t bucket = b->tid & TAG_BUCKET, kind = (b->tid & ~TAG_MINE) >> TAG_KIND_SHIFT;
+        uint64_t key = (uint64_t)bucket << 35 | (uint64_t)kind << 32 | b->callsite;
         uint64_t* k = mr_u64map_get(&at, key);
         if (!k) {
             if (mt_vec_grow(&m->ends, &cap, m->nends + 1, sizeof *m->ends) ||
@@ -247,8 +250,7 @@ static int ends(tracker* t) {
                 e = -ENOMEM;
                 break;
             }
-            m->ends[m->nends++] =
-                (mr_moment_end){b->tid & 0xffff, b->callsite, (int)(b->tid >> 16), 0, 0};
+            m->ends[m->nends++] = (mr_moment_end){bucket, b->callsite, (int)kind, 0, 0};
             k = mr_u64map_get(&at, key);
         }
         m->ends[*k - 1].bytes += b->size;
@@ -272,7 +274,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     }
     if (e == 0 && t->edges && mt_kind_is_alloc(ev->kind))
         (*t->last_allocs)++;
-    if (t->tid && freed && freed->tid != t->tid)
+    if (t->tid && freed && !(t->edges ? freed->tid & TAG_MINE : freed->tid == t->tid))
         freed = NULL; // another thread's block
     bool mine = !t->tid || ev->tid == t->tid;
     if (e == 0 && freed) {
@@ -280,9 +282,6 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
             return -ENOMEM;
         s->bytes -= freed->size;
         s->blocks--;
-        mr_block gone;
-        if (t->edges)
-            mr_heapmap_take(&t->born, mr_replay_key(ev), &gone);
     }
     if (e == 0 && mine && mt_kind_is_alloc(ev->kind)) {
         if (!(s = state_of(t, ev->callsite)) || touch(t, s))
@@ -294,8 +293,6 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
                 return -ENOMEM;
             t->allocated[t->nallocated++] = (uint32_t)(s - t->cs);
         }
-        if (t->edges && born(t, ev))
-            return -ENOMEM;
         s->abytes += ev->size;
     }
     if (e == 0 && r->live_bytes > t->max)
@@ -353,8 +350,7 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
                 : -ENOMEM;
     if (e == 0 && edges)
         e = record_edge(&t, 0);
-    if (e == 0 && edges && (e = mr_heapmap_init(&t.born)) == 0 &&
-        (e = mr_u64map_init(&t.verdicts)) == 0) {
+    if (e == 0 && edges && (e = mr_u64map_init(&t.verdicts)) == 0) {
         m->scanned = mr_leak_scan_complete(cap, m->why_unscanned, sizeof m->why_unscanned);
         if (m->scanned && (e = mr_leak_verdicts_load(cap, &t.verdicts)) && e != -ENOMEM) {
             snprintf(err, errlen, "the leak table is damaged");
@@ -363,15 +359,18 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
     }
     if (e == 0 && (e = mr_u64map_init(&t.tids)) == 0 && (e = mr_u64map_init(&t.index)) == 0) {
         mr_replay r;
-        if ((e = mr_replay_init(&r, cap, heap)) == 0 &&
-            (e = mr_replay_run(&r, UINT64_MAX, on_event, &t)) == 0)
+        if ((e = mr_replay_init(&r, cap, heap)) == 0 && edges) {
+            r.tag = tag;
+            r.tag_ud = &t;
+        }
+        if (e == 0 && (e = mr_replay_run(&r, UINT64_MAX, on_event, &t)) == 0)
             e = enter(&t, m->nbuckets - 1);
         if (e == 0)
             e = close_bucket(&t);
         if (e == 0 && edges)
             e = record_edge(&t, m->nbuckets);
         if (e == 0 && edges)
-            e = ends(&t);
+            e = ends(&t, &r);
         if (e == 0 && edges)
             e = list_threads(&t);
         m->events = r.events;
@@ -381,7 +380,6 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
         mr_u64map_free(&t.index);
     }
     mr_u64map_free(&t.tids);
-    mr_heapmap_free(&t.born);
     mr_u64map_free(&t.verdicts);
     free(t.dense);
     free(t.cs);

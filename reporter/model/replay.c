@@ -67,8 +67,10 @@ static int apply(mr_replay* r, const mt_event* ev, uint64_t h, mr_block* freed, 
         // that one bounds them all (sizes are at most 2^63-1: memtrace/event.h).
         if (ev->size > alloc_limit - r->bytes_allocated)
             return -EOVERFLOW;
-        mr_block b = {
-            .addr = mr_replay_key(ev), .size = ev->size, .callsite = ev->callsite, .tid = ev->tid};
+        mr_block b = {.addr = mr_replay_key(ev),
+                      .size = ev->size,
+                      .callsite = ev->callsite,
+                      .tid = r->tag ? r->tag(r->tag_ud, ev) : ev->tid};
         mr_block old;
         bool had;
         if (mr_heapmap_put_hashed(&r->live, &b, h, &old, &had))

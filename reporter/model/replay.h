@@ -27,6 +27,10 @@ typedef struct mr_replay {
     uint64_t last_seq;
     int64_t first_ts, last_ts;
     uint64_t after_seq; // mr_replay_run reads the events after it only (a checkpoint's state)
+    // Optional: what a new block keeps in its tid field instead of the allocating thread's
+    // id (a reader's own mark of the block, given back as freed->tid and in live).
+    uint32_t (*tag)(void* ud, const mt_event* ev);
+    void* tag_ud;
     char err[256];
 } mr_replay;
 
