@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,19 +21,6 @@ import webdriver  # noqa: E402
 from checks import check, clean_env, finish, fresh_dir  # noqa: E402
 
 STACKED = "all processes (stacked)"
-
-
-def reopened(b, name):
-    """Whether the page reloaded on that process (polled while it reloads)."""
-    for _ in range(300):
-        try:
-            if b.js("return document.readyState === 'complete' && !!window.memreport && "
-                    "memreport.heap === arguments[0]", name):
-                return True
-        except webdriver.WebDriverError:
-            pass  # the page is being replaced
-        time.sleep(0.1)
-    return False
 
 
 def main():
@@ -95,7 +81,9 @@ def main():
         b.get("about:blank")
         b.get("file://" + page)
         b.js("document.querySelectorAll('#heap-list button')[1].click()")
-        check(reopened(b, listed[1]["name"]), "a click reopens the page on the child")
+        check(b.until("return document.readyState === 'complete' && !!window.memreport && "
+                      "memreport.heap === arguments[0]", listed[1]["name"]),
+              "a click reopens the page on the child")
         open(os.path.join(work, "view-tree.png"), "wb").write(b.screenshot())
     finish()
     return 0

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,19 +55,6 @@ def page_totals(b):
     root = b.js("var r = document.querySelector('#chart .fr[data-name=\"all\"]');"
                 "return r ? +r.dataset.bytes : 0")
     return view["header"], live, program, root
-
-
-def reopened(b, peak):
-    """Whether the page reloaded on the heap of that peak (polled while it reloads)."""
-    for _ in range(300):
-        try:
-            if b.js("return document.readyState === 'complete' && !!window.memreport && "
-                    "memreport.data.view.header.peak_bytes === arguments[0]", peak):
-                return True
-        except webdriver.WebDriverError:
-            pass  # the page is being replaced
-        time.sleep(0.1)
-    return False
 
 
 def main():
@@ -145,7 +131,8 @@ def main():
         # A click on a heap reopens the page on it.
         open_heap(b, page, None)
         b.js("document.querySelector('#heap-list button[data-heap=\"python\"]').click()")
-        check(reopened(b, heaps["python"]["peak_bytes"]), "the click reopens the page on python")
+        check(b.until("return document.readyState === 'complete' && !!window.memreport && "
+                      "memreport.heap === 'python'"), "the click reopens the page on python")
         check("heap=python" in b.js("return location.hash"), "the heap is kept in the URL")
         open(os.path.join(a.workdir, "view-heaps.png"), "wb").write(b.screenshot())
     finish()

@@ -114,6 +114,18 @@ class Browser:
     def js(self, script, *args):
         return self._s("POST", "/execute/sync", {"script": script, "args": list(args)})
 
+    def until(self, script, *args):
+        """Whether script returns true within 30 s of asking again, a page reloading (a
+        script error while it is replaced) meanwhile."""
+        for _ in range(300):
+            try:
+                if self.js(script, *args):
+                    return True
+            except WebDriverError:
+                pass
+            time.sleep(0.1)
+        return False
+
     def find(self, css):
         return self._s("POST", "/element", {"using": "css selector", "value": css})[ELEMENT]
 
