@@ -505,6 +505,23 @@ static int view_heaps(mt_capture* cap, const char* names[4], const char* labels[
     return n;
 }
 
+// Writes the pages to output whole, or leaves nothing. Returns an exit code.
+static int write_pages(const mr_heap_pages* pages, const char* path, const char* output,
+                       bool force) {
+    mr_output out;
+    int rc = mr_output_open(&out, output, force);
+    if (rc)
+        return rc;
+    int e = mr_heap_pages_write(out.fp, pages);
+    if (e) {
+        mr_error(e == -ENOMEM ? path : output, "%s",
+                 e == -ENOMEM ? "out of memory" : "cannot write the page");
+        mr_output_abort(&out);
+        return MR_EXIT_IO;
+    }
+    return mr_output_commit(&out);
+}
+
 int mr_flamegraph_view_page(const char* path, const char* output, bool force, bool all_frames) {
     fg_run run = {.path = path,
                   .args = {.output = output,
@@ -531,39 +548,12 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
         rc = view_heap(&run, labels[k], k == 0, pages);
     }
     mr_capture_want_heap(NULL);
-    mr_output out;
-    if (rc == 0 && (rc = mr_output_open(&out, output, force)) == 0) {
-        int e = mr_heap_pages_write(out.fp, pages);
-        if (e) {
-            mr_error(e == -ENOMEM ? path : output, "%s",
-                     e == -ENOMEM ? "out of memory" : "cannot write the page");
-            mr_output_abort(&out);
-            rc = MR_EXIT_IO;
-        } else {
-            rc = mr_output_commit(&out);
-        }
-    }
+    if (rc == 0)
+        rc = write_pages(pages, path, output, force);
     mr_heap_pages_free(pages);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     return rc;
-}
-
-// Writes the pages to output whole, or leaves nothing. Returns an exit code.
-static int write_pages(const mr_heap_pages* pages, const char* path, const char* output,
-                       bool force) {
-    mr_output out;
-    int rc = mr_output_open(&out, output, force);
-    if (rc)
-        return rc;
-    int e = mr_heap_pages_write(out.fp, pages);
-    if (e) {
-        mr_error(e == -ENOMEM ? path : output, "%s",
-                 e == -ENOMEM ? "out of memory" : "cannot write the page");
-        mr_output_abort(&out);
-        return MR_EXIT_IO;
-    }
-    return mr_output_commit(&out);
 }
 
 // A process's name in the page: "pid N PROGRAM" (the program's file name).
