@@ -25,7 +25,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -193,17 +192,23 @@ void mt_exit_watch_start(void) {
 // descriptor (closefrom, a daemon's start) closes ours too; one with thousands open may then
 // get its number for a file of its own, even a pidfd of its own child, which a kill and a
 // close here would hit. Where /proc cannot tell, the watcher is left be: it ends by itself
-// once the program has ended, finding the capture finished.
+// once the program has ended, finding the capture finished. Little stack and no stdio: this
+// runs in the fatal-signal handler too, on whatever alternate stack the program gave it.
 static bool still_our_watcher(int fd) {
-    char path[64], info[512];
-    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    char path[40] = "/proc/self/fdinfo/", digits[12], info[192];
+    size_t len = strlen(path), n = 0;
+    for (unsigned v = (unsigned)fd; n == 0 || v; v /= 10)
+        digits[n++] = (char)('0' + v % 10);
+    while (n)
+        path[len++] = digits[--n];
+    path[len] = 0;
     int f = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = f >= 0 ? read(f, info, sizeof info - 1) : -1;
+    ssize_t got = f >= 0 ? read(f, info, sizeof info - 1) : -1;
     if (f >= 0)
         close(f);
-    if (n <= 0)
+    if (got <= 0)
         return false;
-    info[n] = 0;
+    info[got] = 0;
     const char* pid = strstr(info, "\nPid:");
     return pid && strtol(pid + 5, NULL, 10) == made;
 }
