@@ -304,7 +304,7 @@ void mt_core_init(void) {
     mt_say_note_stderr(); // not for an attach: its stderr is never written
     mt_output_note_root();
     init_modules();
-    mt_python_init();    // not for an attach: a library that may be unloaded wraps nothing
+    mt_python_init();    // not for an attach: it wraps them its own way (mt_python_attach)
     mt_recording_init(); // not for an attach: the program's signals stay as they are
     mt_writer_set_finisher(mt_core_shutdown); // how MEMTRACE_LEAK_SIGNAL ends the capture
     start_capture(0);
@@ -328,6 +328,7 @@ int mt_core_attach(const char* output, const char* report) {
         mt_sampling_forget(); // the blocks sampled before may have been freed since
         mt_unwind_init(mt_cfg.unwind);
     }
+    mt_python_attach(); // before the capture, which says whether it has a python heap
     snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", output);
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
     mt_cfg.start_dir[0] = 0;

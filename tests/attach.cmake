@@ -27,6 +27,19 @@ if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
     set_tests_properties(e2e.attach_settings_${case} PROPERTIES LABELS e2e TIMEOUT 300)
   endforeach()
 endif()
+# memtrace --pid on a running python3 wraps CPython's allocators as a start does
+# (attach/python_attach_test.py: the objects made after the attach in the python heap).
+if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)
+  memtrace_driver_cases(PYTHON_ATTACH_CASES ${CMAKE_CURRENT_SOURCE_DIR}/attach/python_attach_test.py)
+  foreach(case ${PYTHON_ATTACH_CASES})
+    add_test(NAME e2e.attach_python_${case}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/attach/python_attach_test.py
+              $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+              ${CMAKE_CURRENT_BINARY_DIR}/attach-python ${case})
+    set_tests_properties(e2e.attach_python_${case} PROPERTIES LABELS e2e TIMEOUT 300
+                         SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
 # The set of sampled blocks across the captures of one process: a second attach after a
 # detach, a forked child (attach/sample_set_test.py, attach/sample_set_prog.c).
 if(TARGET memtrace AND TARGET memtrace_launcher AND NOT MEMTRACE_SANITIZE)

@@ -202,11 +202,12 @@ static void find_python(void) {
     snprintf(status, sizeof status, "%s: its allocators recorded as heap python", seen);
     preinitialized = flag;
     heap_on = true;
-    atomic_store(&mt_python_waiting, 1);
 }
 
 void mt_python_init(void) {
     find_python();
+    if (heap_on)
+        atomic_store(&mt_python_waiting, 1);
     // A symbol not found (any program but CPython) leaves dlerror's state allocated under
     // the guard, for the program's next dl* call to free unseen: read twice, it is freed here.
     dlerror();
@@ -221,6 +222,38 @@ static void wrap(int domain) {
     inner[domain] = a;
     py_allocator w = {&inner[domain], wrap_malloc, wrap_calloc, wrap_realloc, wrap_free};
     set_allocator(domain, &w);
+}
+
+// Run by CPython in its main thread, the GIL held (a pending call of mt_python_attach).
+static int wrap_pending(void* arg) {
+    (void)arg;
+    int guard = mt_guard;
+    mt_guard = 1;
+    wrap(PY_DOMAIN_MEM);
+    wrap(PY_DOMAIN_OBJ);
+    mt_pyframes_watch_frees();
+    mt_guard = guard;
+    return 0;
+}
+
+void mt_python_attach(void) {
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        find_python();
+        dlerror(); // as in mt_python_init
+        dlerror();
+    }
+    if (!heap_on)
+        return;
+    int (*add_pending)(int (*)(void*), void*) = NULL;
+    symbol("Py_AddPendingCall", &add_pending, sizeof add_pending);
+    if (!add_pending || add_pending(wrap_pending, NULL) != 0) {
+        heap_on = false;
+        size_t n = strcspn(status, ":");
+        snprintf(status + n, sizeof status - n, ": its own allocators are not recorded: %s",
+                 "no pending call could be made");
+    }
 }
 
 void mt_python_poll(void) {

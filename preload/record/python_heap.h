@@ -12,6 +12,12 @@
 // allocators can be wrapped (then mt_python_waiting is set), and what the capture says about
 // it (mt_python_status).
 void mt_python_init(void);
+// At an attach (the interpreter running already, maybe on another thread than this one):
+// whether this process is a CPython whose allocators can be wrapped, and if so a pending
+// call that CPython runs in its main thread with the GIL held, at its next check between
+// two instructions, wraps them (Py_AddPendingCall needs neither the GIL nor a thread
+// state). The wrappers stay after a detach, passing calls through (the library stays).
+void mt_python_attach(void);
 // Set while the wrappers wait for the interpreter's pre-initialisation to end: the shim's
 // malloc calls mt_python_poll, which installs them then.
 extern _Atomic int mt_python_waiting;
