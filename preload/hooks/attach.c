@@ -141,11 +141,13 @@ MT_EXPORT int memtrace_attach(const char* output, const char* report, const char
 
 static int detach_here(void* unused) {
     (void)unused;
-    // The hooks first: calls made from here on go straight to libc; the capture then ends
-    // with whatever the hooks already recorded.
-    mt_inject_restore_all();
+    // The capture ends first, the hooks passing calls through once it has stopped; then the
+    // patched slots go back to libc. The other way round, the tracer's own frees in ending
+    // the capture (zstd's and SQLite's, of blocks from the writer thread's heap) went
+    // straight to glibc's free, which aborted the program.
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     mt_core_shutdown();
+    mt_inject_restore_all();
     if (was_recording)
         report_detached();
     return was_recording ? 0 : -ENOENT;

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# memtrace --pid on a running python3 (pyenv's 3.11, 3.12, 3.13): CPython's own allocators
-# are wrapped at the attach too (a pending call run by its main thread, the GIL held), so
-# what the script allocates after the attach is in the python heap with its Python stack:
-# a 1234567-byte bytearray (1234568 bytes asked of PyObject_Malloc) and 20,000 small tuples
-# held (from pymalloc, which before this reached no hook at all). The script's output and
-# exit status are those of an untraced run; it then runs on after the detach.
+# memtrace --pid on a running python3 (Debian's 3.11, pyenv's 3.11, 3.12, 3.13): CPython's
+# own allocators are wrapped at the attach too (a pending call run by its main thread, the
+# GIL held), so what the script allocates after the attach is in the python heap with its
+# Python stack: a 1234567-byte bytearray (1234568 bytes asked of PyObject_Malloc) and 20,000
+# small tuples held (from pymalloc, which before this reached no hook at all). The script's
+# output and exit status are those of an untraced run; it then runs on after the detach.
 # Usage: python_attach_test.py MEMTRACE MEMREPORT WORKDIR CASE | --list
 import json
 import os
@@ -18,9 +18,10 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import bail, check, children, finish, wait_readable  # noqa: E402
 
-# Not Debian's python3.11: under an attach it dies in free() ("double free or corruption"),
-# with or without its allocators wrapped (main before them too); pyenv's builds do not.
-PYTHONS = {"3_11": os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11"),
+# Debian's python3.11 died at the detach ("double free or corruption"): the tracer's own
+# frees in ending the capture went to glibc once the patched slots were restored first.
+PYTHONS = {"debian_3_11": "/usr/bin/python3.11",
+           "3_11": os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11"),
            "3_12": os.path.expanduser("~/.pyenv/versions/3.12.1/bin/python3.12"),
            "3_13": os.path.expanduser("~/.pyenv/versions/3.13.0/bin/python3.13")}
 TIMEOUT = 120
