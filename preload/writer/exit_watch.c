@@ -12,6 +12,7 @@
 // stops it (the capture stays truncated, as without it).
 #include "exit_watch.h"
 
+#include "bootstrap.h"
 #include "config.h"
 #include "fdguard.h"
 #include "output.h"
@@ -163,7 +164,7 @@ void mt_exit_watch_start(void) {
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
         if (p == -1 || (p > -4096 && p < 0))
             return;
-        stack = (char*)p;
+        stack = mt_own_pages((char*)p, WATCH_STACK); // no root of the leak scan
     }
     watched = getpid();
     made = 0;
