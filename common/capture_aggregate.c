@@ -63,6 +63,17 @@ int mt_capture_aggregate_fingerprint(mt_capture* cap, int heap, uint64_t* out) {
     return 0;
 }
 
+// Column `col` of the row `st` is on, a blob, into a buffer of its own: 1, or -ENOMEM.
+static int copy_blob(sqlite3_stmt* st, int col, uint8_t** data, size_t* len) {
+    const void* blob = sqlite3_column_blob(st, col);
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    if (!(*data = malloc(n ? n : 1)))
+        return -ENOMEM;
+    memcpy(*data, blob, n);
+    *len = n;
+    return 1;
+}
+
 int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64_t* fingerprint,
                               uint8_t** data, size_t* len) {
     *data = NULL;
@@ -78,15 +89,7 @@ int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 2) == SQLITE_BLOB) {
         *format = sqlite3_column_int64(st, 0);
         *fingerprint = (uint64_t)sqlite3_column_int64(st, 1);
-        const void* blob = sqlite3_column_blob(st, 2);
-        size_t n = (size_t)sqlite3_column_bytes(st, 2);
-        if (!(*data = malloc(n ? n : 1))) {
-            rc = -ENOMEM;
-        } else {
-            memcpy(*data, blob, n);
-            *len = n;
-            rc = 1;
-        }
+        rc = copy_blob(st, 2, data, len);
     }
     sqlite3_finalize(st);
     return rc;
@@ -211,17 +214,7 @@ int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64
     int rc = 0;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
         *seq = (uint64_t)sqlite3_column_int64(st, 0);
-        const void* blob = sqlite3_column_blob(st, 1);
-        size_t n = (size_t)sqlite3_column_bytes(st, 1);
-        if (!data) {
-            rc = 1;
-        } else if (!(*data = malloc(n ? n : 1))) {
-            rc = -ENOMEM;
-        } else {
-            memcpy(*data, blob, n);
-            *len = n;
-            rc = 1;
-        }
+        rc = data ? copy_blob(st, 1, data, len) : 1;
     }
     sqlite3_finalize(st);
     return rc;
