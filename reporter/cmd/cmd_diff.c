@@ -274,6 +274,7 @@ static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_ru
                         .functions = &fns,
                         .stacks = &stacks,
                         .top = a->top,
+                        .passed = base->fns.passed || next->fns.passed,
                         .csv = a->format == FORMAT_CSV};
     mr_report_to to = mr_opts_report_to(&a->opt);
     int rc = mr_diff_report_write(&to, &r);
@@ -301,6 +302,7 @@ typedef struct run_set {
     const char** keys; // every prefixed key, one after the other
     size_t nkeys;
     mr_diff_row totals; // the sums, in v[MR_DIFF_BASE]
+    bool passed;        // some process's functions passed the plumbing (functions.h)
 } run_set;
 
 // "NAME #N": the executable's file name (the capture's when unknown), N its runs so far.
@@ -363,6 +365,7 @@ static int set_entries(run_set* rs) {
             rs->totals.v[MR_DIFF_BASE][m] += t.v[0][m];
         nfn += r->nfns;
         nst += r->nstacks;
+        rs->passed |= r->fns.passed;
         nkeys += 3 * r->nfns;
         for (size_t k = 0; k < r->nstacks; k++)
             nkeys += r->stack_entries[k].nkey + 1;
@@ -461,6 +464,7 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
                             .stacks = &stacks,
                             .processes = &procs,
                             .top = a->top,
+                            .passed = b.passed || n.passed,
                             .csv = a->format == FORMAT_CSV};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_diff_report_write(&to, &r);

@@ -5,7 +5,6 @@
 // rows at the peak and the measures observed during its replay, stored in the capture.
 #include "aggregates.h"
 #include "commands.h"
-#include "cxx_names.h"
 #include "options.h"
 #include "procs.h"
 #include "procs_views.h"
@@ -174,8 +173,8 @@ static const char** passed_wrappers(const stats* s, size_t* n) {
         const char* fn = mr_sites_site_name(s->sites, i);
         if (!strcmp(fn, mr_site_label(s->labels, i)))
             continue;
-        if (mr_cxx_name_is_std(fn))
-            fn = "the C++ standard library";
+        if (mr_sites_is_plumbing(fn))
+            fn = MR_SITES_PLUMBING;
         size_t k = 0;
         while (k < *n && strcmp(out[k], fn) != 0)
             k++;

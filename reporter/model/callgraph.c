@@ -45,7 +45,7 @@ static ptrdiff_t function_chain(builder* b, uint32_t callsite) {
                 b->chain[len++] = (uint32_t)fn;
         }
     }
-    return (ptrdiff_t)len;
+    return (ptrdiff_t)mr_functions_pass(b->fns, b->chain, len);
 }
 
 // Adds row `i` to the call caller -> callee, once per row.

@@ -30,6 +30,8 @@ typedef struct builder {
     size_t n, cap;
     uint32_t* fn_of; // slot -> function
     uint64_t* stamp; // function -> 1 + the last row added to its total
+    uint32_t* chain; // the functions of a row's stack, leaf first
+    size_t chain_cap;
     uint32_t frames[MR_SITES_MAX_DEPTH];
 } builder;
 
@@ -85,10 +87,21 @@ static int name_functions(builder* b, mr_functions* out) {
     for (size_t i = 0; i < b->n; i++) {
         const loc_entry* e = &b->entries[i];
         if (i == 0 || cmp_entries(e, e - 1) != 0)
-            out->v[out->n++] = (mr_function){.name = e->name, .file = e->file};
+            out->v[out->n++] =
+                (mr_function){.name = e->name,
+                              .file = e->file,
+                              .plumbing = !b->all_frames && mr_sites_is_plumbing(e->name)};
         b->fn_of[e->slot] = (uint32_t)(out->n - 1);
     }
     return 0;
+}
+
+size_t mr_functions_pass(const mr_functions* f, uint32_t* chain, size_t n) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!f->v[chain[i]].plumbing)
+            chain[kept++] = chain[i];
+    return kept ? kept : n; // nothing written when every function is plumbing
 }
 
 static void add_values(uint64_t* to, const mr_profile_row* r) {
@@ -96,29 +109,36 @@ static void add_values(uint64_t* to, const mr_profile_row* r) {
         to[m] += mr_profile_row_value(r, (mr_metric)m);
 }
 
-// Adds row `i` to the functions of its stack.
-static void add_row(builder* b, mr_functions* out, const mr_profile* p, size_t i) {
+// Adds row `i` to the functions of its stack, past the plumbing. Returns 0 or -ENOMEM.
+static int add_row(builder* b, mr_functions* out, const mr_profile* p, size_t i) {
     const mr_profile_row* r = &p->rows[i];
-    size_t n = shown_stack(b, r->callsite);
+    size_t n = shown_stack(b, r->callsite), len = 0;
     if (n == 0) {
         add_values(out->v[b->fn_of[0]].self, r);
         add_values(out->v[b->fn_of[0]].total, r);
-        return;
+        return 0;
     }
     for (size_t j = 0; j < n; j++) {
         const mr_symloc* locs;
         size_t nl = mr_symbols_frame_locs(b->sy, b->frames[j], &locs);
         size_t first = (size_t)*mr_u64map_get(&b->first_slot, b->frames[j]);
-        for (size_t k = 0; k < nl; k++) {
-            uint32_t fn = b->fn_of[first + k];
-            if (j == 0 && k == 0)
-                add_values(out->v[fn].self, r);
-            if (b->stamp[fn] != i + 1) {
-                b->stamp[fn] = i + 1;
-                add_values(out->v[fn].total, r);
-            }
+        if (MT_VEC_RESERVE(&b->chain, &b->chain_cap, len + nl))
+            return -ENOMEM;
+        for (size_t k = 0; k < nl; k++)
+            b->chain[len++] = b->fn_of[first + k];
+    }
+    bool leaf_passed = out->v[b->chain[0]].plumbing;
+    size_t kept = mr_functions_pass(out, b->chain, len);
+    out->passed |= leaf_passed && kept < len;
+    add_values(out->v[b->chain[0]].self, r);
+    for (size_t k = 0; k < kept; k++) {
+        uint32_t fn = b->chain[k];
+        if (b->stamp[fn] != i + 1) {
+            b->stamp[fn] = i + 1;
+            add_values(out->v[fn].total, r);
         }
     }
+    return 0;
 }
 
 // Keeps the functions some row counts in (noise frames of shown stacks are not).
@@ -147,7 +167,8 @@ static int build(builder* b, const mr_profile* p, mr_functions* out) {
     if (name_functions(b, out))
         return -ENOMEM;
     for (size_t i = 0; i < p->nrows; i++)
-        add_row(b, out, p, i);
+        if (add_row(b, out, p, i))
+            return -ENOMEM;
     drop_unused(out);
     return 0;
 }
@@ -165,6 +186,7 @@ int mr_functions_build(const mr_profile* p, const mr_symbols* sy, bool all_frame
     free(b->entries);
     free(b->fn_of);
     free(b->stamp);
+    free(b->chain);
     free(b);
     if (e)
         mr_functions_free(out);

@@ -43,11 +43,13 @@ int mr_procs_functions_split(const mr_functions* parts, size_t n, mr_functions* 
         *part_of = NULL;
         return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        out->passed |= parts[i].passed;
         for (size_t k = 0; k < parts[i].n; k++) {
             (*part_of)[out->n] = i;
             out->v[out->n++] = parts[i].v[k];
         }
+    }
     return 0;
 }
 

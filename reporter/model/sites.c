@@ -188,8 +188,12 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
     return l;
 }
 
+bool mr_sites_is_plumbing(const char* function) {
+    return mr_cxx_name_is_std(function);
+}
+
 bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function) {
-    if (mr_cxx_name_is_std(function))
+    if (mr_sites_is_plumbing(function))
         return true;
     uint32_t id = mr_strtab_find(&l->wrappers, function);
     return id != MR_STRTAB_NONE && !l->first_caller[id];

@@ -25,6 +25,15 @@ const char* mr_sites_site_name(const mr_symbols* s, uint32_t leaf);
 // report as one site. Returns a malloc'd array, NULL when out of memory.
 uint32_t* mr_sites_canonical(const mr_symbols* s);
 
+// The allocation plumbing: functions whose allocations every report of sites or functions
+// counts as their caller's, because they allocate for whoever calls them and their rows
+// would read alike (five std::__new_allocator<T>::allocate rows, one per element type).
+// That is the C++ standard library's functions (mr_cxx_name_is_std), named in reports as
+// MR_SITES_PLUMBING. The one list: stats' and plot --sites' labels pass them, and so do
+// top's and diff's function tables (functions.h).
+bool mr_sites_is_plumbing(const char* function);
+#define MR_SITES_PLUMBING "the C++ standard library"
+
 // Site labels for stats and plot --sites, where rows merge by label: the innermost relevant
 // function of the stack that is not an allocation wrapper, so the callers of xmalloc,
 // g_malloc, PyObject_Malloc, PyUnicode_New or sqlite3Malloc each get their own row. A
@@ -37,10 +46,10 @@ uint32_t* mr_sites_canonical(const mr_symbols* s);
 //     with one caller already names its rows uniquely, and keeps its name).
 // The name alone would relabel every function that says "alloc"; the callers alone would
 // climb through every shared helper up to main. Both together pick the functions whose
-// rows would otherwise look identical. The C++ standard library's functions are wrappers
-// too, whatever their callers (mr_cxx_name_is_std: std::__new_allocator<T>::allocate,
-// std::vector<T>::_M_realloc_insert, each instantiation with its one caller), so a
-// container's allocations are labelled by the code that uses it. A stack of wrappers only
+// rows would otherwise look identical. The allocation plumbing is passed too, whatever its
+// callers (std::__new_allocator<T>::allocate, std::vector<T>::_M_realloc_insert, each
+// instantiation with its one caller), so a container's allocations are labelled by the
+// code that uses it. A stack of wrappers only
 // is labelled as mr_sites_site_name labels it.
 typedef struct mr_site_labels mr_site_labels;
 // Finds the wrappers of a capture's stacks. NULL when out of memory.

@@ -8,6 +8,7 @@
 #include "json.h"
 #include "messages.h"
 #include "output.h"
+#include "sites.h"
 
 #include "memtrace/units.h"
 
@@ -79,6 +80,11 @@ static json_t* build_report(const mr_diff_report* d) {
     }
     json_object_set_new(o, "functions", arr);
     json_object_set_new(o, "functions_total", json_integer((json_int_t)fns->n));
+    if (d->passed) { // as top says it, only where it happened
+        json_t* passed = json_array();
+        json_array_append_new(passed, json_string(MR_SITES_PLUMBING));
+        json_object_set_new(o, "passed", passed);
+    }
     arr = json_array();
     for (size_t i = 0; i < stacks->n && i < top; i++) {
         const mr_diff_row* r = &stacks->rows[i];
@@ -192,6 +198,16 @@ static void print_row(FILE* out, json_t* r) {
 }
 
 // The changed rows of a list; unchanged ones are counted, not shown.
+// What a function's self took from the plumbing it passed, as top says it.
+static void print_passed(FILE* out, json_t* o) {
+    json_t* passed = json_object_get(o, "passed");
+    for (size_t i = 0; i < json_array_size(passed); i++) {
+        fputs("past ", out);
+        mr_fputs_text(out, json_string_value(json_array_get(passed, i)));
+        fputs(": what its functions allocate is their callers' self\n", out);
+    }
+}
+
 static void print_list(FILE* out, json_t* o, const char* what) {
     json_t* list = json_object_get(o, what);
     char total_key[32];
@@ -202,12 +218,15 @@ static void print_list(FILE* out, json_t* o, const char* what) {
     json_t* r;
     json_array_foreach(list, i, r) {
         if (strcmp(json_string_value(json_object_get(r, "status")), "unchanged") != 0) {
-            if (!shown++)
-                fprintf(out, "\n%s, largest change first:\n  %12s %12s %8s %12s  %s\n", what,
-                        "peak", "allocated", "allocs", "leaked",
+            if (!shown++) {
+                fprintf(out, "\n%s, largest change first:\n", what);
+                if (!strcmp(what, "functions"))
+                    print_passed(out, o);
+                fprintf(out, "  %12s %12s %8s %12s  %s\n", "peak", "allocated", "allocs", "leaked",
                         !strcmp(what, "stacks")      ? "stack (innermost first)"
                         : !strcmp(what, "processes") ? "process"
                                                      : "function (file)");
+            }
             print_row(out, r);
         }
     }

@@ -19,8 +19,9 @@ typedef struct mr_diff_report {
     // Two directories: their processes matched (key: "NAME #N"), functions then keyed
     // (process, name, file) and stacks with the process outermost; else NULL.
     const mr_diff* processes;
-    size_t top; // the first `top` functions and stacks are listed; SIZE_MAX: all
-    bool csv;   // msMemScope's memory_compare CSV instead of text or JSON
+    size_t top;  // the first `top` functions and stacks are listed; SIZE_MAX: all
+    bool passed; // a function's self passed the allocation plumbing (functions.h)
+    bool csv;    // msMemScope's memory_compare CSV instead of text or JSON
 } mr_diff_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

@@ -7,6 +7,7 @@
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
+#include "sites.h"
 
 #include "memtrace/units.h"
 
@@ -163,6 +164,11 @@ static json_t* build_report(const mr_top_report* t) {
                                  .self = fns->v[i].self[m],
                                  .total = fns->v[i].total[m]};
         json_object_set_new(o, "sort", json_string(t->sort_total ? "total" : "self"));
+        if (fns->passed) { // only where it happened, so C captures' reports read as before
+            json_t* passed = json_array();
+            json_array_append_new(passed, json_string(MR_SITES_PLUMBING));
+            json_object_set_new(o, "passed", passed);
+        }
         json_object_set_new(o, "functions_total", json_integer((json_int_t)n));
         json_object_set_new(o, "functions", entries_json(v, n, t->top, true, t->sort_total, total));
     } else {
@@ -283,6 +289,12 @@ static void print_text(FILE* out, json_t* o) {
                       : "by total: what each function and what it calls allocated (self: itself)",
               out);
         fputc('\n', out);
+        json_t* passed = json_object_get(o, "passed");
+        for (i = 0; i < json_array_size(passed); i++) {
+            fputs("past ", out);
+            mr_fputs_text(out, json_string_value(json_array_get(passed, i)));
+            fputs(": what its functions allocate is their callers' self\n", out);
+        }
         if (json_array_size(fns) < U64(o, "functions_total"))
             fprintf(out, "(top %zu of %llu functions; --top 0 shows all)\n", json_array_size(fns),
                     U64(o, "functions_total"));

@@ -4,8 +4,9 @@
 # allocations go through the standard library's containers (cxx_names_prog.cpp): text
 # shows std::string and <...>, JSON and the page's hovers the names as demangled,
 # --full-names those in text too; stats labels its sites by the program's own functions,
-# past the standard library; diff's stack rows read innermost first and are cut at the
-# outermost end.
+# past the standard library, and top and diff's function tables give them its bytes as
+# their self (the same list of plumbing); diff's stack rows read innermost first and are
+# cut at the outermost end.
 # Usage: cxx_names_test.py MEMREPORT MEMTRACE_LAUNCHER PROG WORKDIR
 import json
 import os
@@ -24,6 +25,13 @@ NEW_ALLOC_SHORT = "std::__new_allocator<...>::allocate(unsigned long, void const
 # The program's functions that use the containers: the sites stats must name.
 SITES = {"app::load_names[abi:cxx11](int)", "app::build_index[abi:cxx11](int)",
          "app::Store<app::Record>::add(app::Record const&)", "main"}
+STORE_ADD = "app::Store<app::Record>::add(app::Record const&)"
+LOAD_NAMES = "app::load_names[abi:cxx11](int)"
+# What they hold at the peak of a run of scale 1, known from the program: load_names' 500
+# strings of 100 + i % 3 characters and their vector of 512 32-byte strings, Store's vector
+# of 1000 24-byte Records grown to 1024.
+SELF_AT_PEAK = {LOAD_NAMES: sum(100 + i % 3 + 1 for i in range(500)) + 512 * 32,
+                STORE_ADD: 1024 * 24}
 # Where a vector's growth allocates, innermost first, as diff's text shows it.
 VECTOR_GROWTH = ("std::__new_allocator<...>::allocate < std::allocator_traits<...>::allocate < "
                  "std::_Vector_base<...>::_M_allocate < std::vector<...>::_M_realloc_insert<...> < "
@@ -44,13 +52,34 @@ def main():
         caps.append(cap)
     cap = caps[0]
 
-    top = run("top", cap, "--top", "0")
+    top = run("top", cap, "--top", "0", "--all-frames")
     check(CONSTRUCT_SHORT in top and NEW_ALLOC_SHORT in top and "std::__cxx11" not in top,
-          "top: std::string and <...> in text, no std::__cxx11")
-    full = run("top", cap, "--top", "0", "--full-names")
+          "top --all-frames: std::string and <...> in text, no std::__cxx11")
+    full = run("top", cap, "--top", "0", "--all-frames", "--full-names")
     check(CONSTRUCT in full, "top --full-names: the name as demangled")
-    names = {f["function"] for f in json.loads(run("top", cap, "--json", "--top", "0"))["functions"]}
+    names = {f["function"] for f in json.loads(run("top", cap, "--json", "--top", "0",
+                                                   "--all-frames"))["functions"]}
     check(CONSTRUCT in names and CONSTRUCT_SHORT not in names, "top --json: full names")
+
+    # top ranks the program's functions past the standard library, as stats does.
+    top = json.loads(run("top", cap, "--json", "--top", "0"))
+    fns = {f["function"]: f for f in top["functions"]}
+    check(not any(n.startswith(("std::", "__gnu_cxx::")) for n in fns),
+          f"top: no row is a standard library function: {sorted(fns)}")
+    got = {n: fns[n]["self"] if n in fns else None for n in SELF_AT_PEAK}
+    check(got == SELF_AT_PEAK, f"top: the program's functions' self at the peak {got}, "
+          f"known {SELF_AT_PEAK}")
+    check(sum(f["self"] for f in fns.values()) == top["total"], "top: the selves add up")
+    check(top.get("passed") == ["the C++ standard library"], "top --json: what it passed")
+    text = run("top", cap, "--top", "0")
+    check("app::Store<...>::add(app::Record const&)" in text and "std::" not in text and
+          "past the C++ standard library" in text, "top: text names what it passed")
+    callers = run("top", cap, "--callers", "Store<app::Record>::add")
+    check("100.0%  main (" in callers, "top --callers: main calls Store::add, no std:: between")
+    st = {r["site"]: r["peak_bytes"] for r in json.loads(run("stats", cap, "--json", "--top", "0"))
+          ["by_peak"]}
+    same = {n: st.get(n) for n in SELF_AT_PEAK}
+    check(same == SELF_AT_PEAK, f"stats: the same sites, the same bytes: {same}")
 
     st = json.loads(run("stats", cap, "--json", "--top", "0"))
     sites = {r["site"] for r in st["by_peak"]}
@@ -66,6 +95,10 @@ def main():
           "stacks: short names in text")
 
     diff = run("diff", cap, caps[1], "--top", "0")
+    fn_rows = diff.split("stacks, largest change first:")[0].split("function (file)")[-1]
+    check("std::" not in fn_rows and "app::Store<...>::add" in fn_rows and
+          "past the C++ standard library" in diff,
+          "diff: its functions are the program's, past the standard library")
     rows = diff.split("stacks, largest change first:")[-1].splitlines()[2:]
     names = [r[51:] for r in rows if r.startswith("  ")]  # past the four columns of numbers
     check(any(n.startswith(VECTOR_GROWTH) for n in names),
