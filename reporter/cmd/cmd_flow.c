@@ -24,7 +24,7 @@
 
 static const char flow_help[] =
     "usage: memreport flow CAPTURE [--at TIME]... [--min-share P] [--all-frames] [--json]\n"
-    "         [-o FILE.dot|FILE.svg] [-f]\n"
+    "         [--full-names] [-o FILE.dot|FILE.svg] [-f]\n"
     "How live memory flows through the code, as heapprof draws it: a directed graph whose\n"
     "nodes are lines of code (function (file:line)) and whose edges are calls, caller to\n"
     "callee. Each node shows, for each moment, 'local / cumulative = percent': local, the\n"
@@ -44,6 +44,8 @@ static const char flow_help[] =
     "  --all-frames       noise frames (allocator internals, start-up code) are lines too\n"
     "  -j, --json         the graph as JSON: moments, nodes with their lines and numbers,\n"
     "                     edges with their bytes\n"
+    "  --full-names       C++ names as demangled in the boxes (default: std::string, <...>,\n"
+    "                     the whole name in a box's tooltip)\n"
     "  -o, --output FILE  FILE.dot: Graphviz DOT (also the default, on stdout); FILE.svg:\n"
     "                     drawn by Graphviz's dot, which must be installed\n"
     "  -f, --force        overwrite FILE if it exists\n"
@@ -99,11 +101,15 @@ static int parse_option(int c, flow_args* a) {
 }
 
 static int parse_args(int argc, char** argv, flow_args* a) {
-    static const struct option opts[] = {
-        {"at", required_argument, NULL, 'a'},     {"min-share", required_argument, NULL, 'm'},
-        {"all-frames", no_argument, NULL, 'A'},   {"json", no_argument, NULL, 'j'},
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"at", required_argument, NULL, 'a'},
+                                         {"min-share", required_argument, NULL, 'm'},
+                                         {"all-frames", no_argument, NULL, 'A'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"force", no_argument, NULL, 'f'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof *a);
     a->opt = (mr_opts)MR_OPTS_INIT;
     a->min_share = 1.0;

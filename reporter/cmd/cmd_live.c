@@ -23,10 +23,11 @@
 #include <unistd.h>
 
 static const char live_help[] =
-    "usage: memreport live CAPTURE [--interval SECONDS] [--top N] [--once]\n"
+    "usage: memreport live CAPTURE [--interval SECONDS] [--top N] [--once] [--full-names]\n"
     "Follows a capture while its program is still running (the tracer commits every\n"
     "MEMTRACE_COMMIT_MS): the heap's live bytes now and its peak so far, RSS and VSZ,\n"
-    "events so far and their rate, the top sites by live bytes and a plot of the heap\n"
+    "events so far and their rate, the top sites by live bytes (labelled as stats labels\n"
+    "them: past allocation wrappers and the C++ standard library) and a plot of the heap\n"
     "over the last minutes (one column per interval). On a terminal the screen is\n"
     "redrawn every interval until q or Ctrl-C, or until the program exits (the capture\n"
     "is complete); then one last snapshot is printed as plain text. Without a terminal,\n"
@@ -35,7 +36,8 @@ static const char live_help[] =
     "frames are named from the program's binaries in memreport's memory meanwhile.\n"
     "  --interval S   seconds between refreshes (default 1; 0.1 to 3600)\n"
     "  --top N        site rows to show (default 10)\n"
-    "  --once         print one snapshot and exit, even on a terminal\n";
+    "  --once         print one snapshot and exit, even on a terminal\n"
+    "  --full-names   C++ names as demangled (default: std::string, <...>)\n";
 
 static volatile sig_atomic_t stop_signal;
 
@@ -54,6 +56,7 @@ static int parse_args(int argc, char** argv, live_args* a) {
     static const struct option opts[] = {{"interval", required_argument, NULL, 'i'},
                                          {"top", required_argument, NULL, 't'},
                                          {"once", no_argument, NULL, '1'},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     mr_opts opt = MR_OPTS_INIT;

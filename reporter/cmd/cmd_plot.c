@@ -3,6 +3,7 @@
 // with an NPU heap, or an NPU log imported on the fly in memory, gets the StaticAllocation
 // heap plot (npu/npu_plot.c); any other capture the native time plot (plot_native.c).
 #include "commands.h"
+#include "cxx_names.h"
 #include "options.h"
 #include "output.h"
 #include "plot.h"
@@ -22,7 +23,7 @@
 
 static const char plot_help[] =
     "usage: memreport plot CAPTURE-or-LOG [-o FILE.png|FILE.svg] [--data FILE.json] [-f]\n"
-    "                      [--sites N | --site NAME ...] [--heap NAME]\n"
+    "                      [--sites N | --site NAME ...] [--heap NAME] [--full-names]\n"
     "       memreport plot CAPTURE... | DIR -o FILE.png|FILE.svg [--data FILE.json] [-f]\n"
     "Draws memory over time with cairo, PNG or SVG by the output's extension.\n"
     "An NPU compiler log (or a capture imported from one) gives upstream's StaticAllocation\n"
@@ -37,6 +38,8 @@ static const char plot_help[] =
     "                     capture's are estimates, and its JSON has a \"sampled\" field)\n"
     "  --sites N          native: one row per top-N call site (bytes held, share of live)\n"
     "  --site NAME        native: a row for this function (repeatable)\n"
+    "  --full-names       C++ names in the legend as demangled (default: std::string,\n"
+    "                     <...>; --data has them whole)\n"
     "  --heap NAME        native: the heap to plot: libc (the default) or mmap\n"
     "                     (MEMTRACE_MMAP=1)\n"
     "  -f, --force        overwrite existing outputs\n";
@@ -118,12 +121,13 @@ static int plot_one(mr_plot_args* a) {
 }
 
 int mr_cmd_plot(int argc, char** argv) {
-    enum { OPT_DATA = 256, OPT_SITES, OPT_SITE, OPT_HEAP };
+    enum { OPT_DATA = MR_OPT_FULL_NAMES + 1, OPT_SITES, OPT_SITE, OPT_HEAP };
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"data", required_argument, NULL, OPT_DATA},
                                          {"sites", required_argument, NULL, OPT_SITES},
                                          {"site", required_argument, NULL, OPT_SITE},
                                          {"heap", required_argument, NULL, OPT_HEAP},
+                                         {"full-names", no_argument, NULL, MR_OPT_FULL_NAMES},
                                          {"force", no_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -154,6 +158,9 @@ int mr_cmd_plot(int argc, char** argv) {
             break;
         case OPT_HEAP:
             mr_capture_want_heap(optarg);
+            break;
+        case MR_OPT_FULL_NAMES:
+            mr_cxx_names_set_full(true);
             break;
         case 'f':
             a.force = true;

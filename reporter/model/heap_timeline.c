@@ -3,6 +3,7 @@
 // site rows) keeping per-bucket extremes.
 #include "heap_timeline.h"
 
+#include "cxx_names.h"
 #include "extent.h"
 #include "messages.h"
 #include "replay.h"
@@ -236,6 +237,20 @@ static int64_t max_ts(native* nv) {
     return d > t ? d : t;
 }
 
+// The row --site NAME names: its label as demangled, else as the legend shows it (the first
+// such row). nv->nrows when none.
+static size_t find_site(const native* nv, const char* name) {
+    for (size_t i = 0; i < nv->nrows; i++)
+        if (!strcmp(nv->rows[i].name, name))
+            return i;
+    for (size_t i = 0; i < nv->nrows; i++) {
+        char shown[1024];
+        if (!strcmp(mr_cxx_name_display(nv->rows[i].name, shown, sizeof shown), name))
+            return i;
+    }
+    return nv->nrows;
+}
+
 // Orders rows: --site NAME in the given order, else the N largest by peak bytes held.
 static int choose_sites(native* nv) {
     const mr_timeline_opts* a = nv->opts;
@@ -244,9 +259,7 @@ static int choose_sites(native* nv) {
         return -ENOMEM;
     if (a->nsites) {
         for (size_t k = 0; k < a->nsites; k++) {
-            size_t i = 0;
-            while (i < nv->nrows && strcmp(nv->rows[i].name, a->sites[k]) != 0)
-                i++;
+            size_t i = find_site(nv, a->sites[k]);
             if (i == nv->nrows) {
                 mr_error(mt_capture_path(nv->cap), "no allocation site named '%s'", a->sites[k]);
                 return -EPROTO;

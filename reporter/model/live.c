@@ -42,6 +42,7 @@ void mr_live_free(mr_live* l) {
     mr_replay_free(&l->heap);
     mr_u64map_free(&l->site_bytes);
     mr_u64map_free(&l->site_blocks);
+    mr_site_labels_free(l->labels);
     mr_symbols_free(l->sym);
     free(l->held);
     free(l->command);
@@ -193,8 +194,10 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
         (max_callsite > l->sym_callsites || (complete && !l->complete))) {
         mr_symbols* sym = NULL;
         if (mr_symbols_load(cap, &sym) == 0) {
+            mr_site_labels_free(l->labels);
             mr_symbols_free(l->sym);
             l->sym = sym;
+            l->labels = mr_site_labels_new(sym);
             l->sym_callsites = max_callsite;
         }
     }
@@ -260,10 +263,11 @@ size_t mr_live_top_sites(const mr_live* l, mr_live_site* out, size_t max) {
         uint64_t* blocks = mr_u64map_get((mr_u64map*)&l->site_blocks, callsite);
         const char* name = "[stack not written yet]";
         if (l->sym && callsite < mr_symbols_callsite_count(l->sym))
-            name = mr_sites_site_name(l->sym, (uint32_t)callsite);
+            name = l->labels ? mr_site_label(l->labels, (uint32_t)callsite)
+                             : mr_sites_site_name(l->sym, (uint32_t)callsite);
         rows[n++] = (mr_live_site){name, bytes, blocks ? *blocks : 0};
     }
-    // Callsites that differ only in return addresses name one site: merge them.
+    // Callsites of one label (or that differ only in return addresses) are one site.
     if (n)
         qsort(rows, n, sizeof *rows, by_name);
     size_t m = 0;

@@ -7,6 +7,7 @@
 #define MR_LIVE_H
 
 #include "replay.h"
+#include "sites.h"
 #include "symbols.h"
 #include "u64map.h"
 
@@ -22,7 +23,8 @@ typedef struct mr_live {
                           // in a python process (heap.cap unused)
     mr_u64map site_bytes; // leaf callsite -> live bytes
     mr_u64map site_blocks;
-    mr_symbols* sym; // names of the callsites, reloaded when new ones appear
+    mr_symbols* sym;        // names of the callsites, reloaded when new ones appear
+    mr_site_labels* labels; // their site labels (sites.h), with sym; NULL: out of memory
     int64_t sym_callsites;
     int64_t last_chunk; // chunks with ids up to this are read
     // Events read after a gap in seq, held back one update: a thread's event can reach
@@ -51,7 +53,8 @@ void mr_live_free(mr_live* l);
 // Returns 0, or a negative errno with the reason in err (-EIO, -EPROTO, -ENOENT...).
 int mr_live_update(mr_live* l, const char* path, bool all, char* err, size_t errlen);
 
-// The top sites by live bytes now: rows merged by site name, highest first.
+// The top sites by live bytes now: rows merged by site label as stats labels them (sites.h:
+// past allocation wrappers and the plumbing), highest first.
 typedef struct mr_live_site {
     const char* name; // lives until the next update
     uint64_t bytes, blocks;

@@ -3,9 +3,11 @@
 // SVG is that DOT piped through `dot -Tsvg` into the output file. Names in DOT go in
 // HTML-like labels: escaped as every report escapes them (escape.h: invalid bytes and
 // control characters as \xNN), then as HTML (& < > " ' and the backslash, which dot
-// would read as an escape).
+// would read as an escape). Function names are shown as other reports show them
+// (cxx_names.h); a box with a name shortened or cut has its lines whole in its tooltip.
 #include "flow_report.h"
 
+#include "cxx_names.h"
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
@@ -229,7 +231,8 @@ static void print_legend(FILE* out, json_t* doc) {
             json_real_value(json_object_get(doc, "min_share_percent")));
 }
 
-// The node's lines whole, one a line, for a node whose label shows a name elided.
+// The node's lines whole, one a line, for a node whose label shows a name shortened or
+// elided.
 static void put_tooltip(FILE* out, json_t* lines) {
     json_t* l;
     size_t k;
@@ -264,7 +267,11 @@ static void print_node(FILE* out, json_t* n) {
             (long long)json_integer_value(json_object_get(n, "id")));
     json_array_foreach(lines, k, l) {
         fputs("<tr><td align=\"left\">", out);
-        elided |= put_html(out, json_string_value(json_object_get(l, "function")));
+        char shown[1024];
+        const char* fn = json_string_value(json_object_get(l, "function"));
+        const char* display = mr_cxx_name_display(fn, shown, sizeof shown);
+        elided |= strcmp(display, fn) != 0;
+        elided |= put_html(out, display);
         json_t* file = json_object_get(l, "file");
         if (json_is_string(file)) {
             fputs(" (", out);

@@ -3,6 +3,7 @@
 // terminal (escape.h): a hostile function name cannot send escapes of its own.
 #include "live_view.h"
 
+#include "cxx_names.h"
 #include "escape.h"
 #include "sampled.h"
 
@@ -98,7 +99,8 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "  %10s %12" PRIu64 " B %9" PRIu64 " blocks  ",
                 mt_format_bytes(sites[i].bytes, a, sizeof a), sites[i].bytes, sites[i].blocks);
-        mr_fputs_text(out, sites[i].name);
+        char shown[1024];
+        mr_fputs_text(out, mr_cxx_name_display(sites[i].name, shown, sizeof shown));
         eol(out, v);
     }
     if (n == 0) {

@@ -2,6 +2,7 @@
 // memreport plot for native captures: draws the timeline of model/heap_timeline.h (live
 // heap, RSS, VSZ, marks and ranges, the peak, optional rows per call site) with
 // plot_draw.h, and writes it as JSON for --data.
+#include "cxx_names.h"
 #include "heap_timeline.h"
 #include "json.h"
 #include "messages.h"
@@ -25,6 +26,8 @@
 #define LEFT 95
 #define RIGHT 90                       // room for the heap's own axis when it needs one
 #define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
+// A site's name as its legend shows it and --data's short_name gives it.
+#define SITE_LABEL_MAX 512
 
 static const mr_rgb HEAP = {0.12, 0.47, 0.71}, RSS = {1.0, 0.50, 0.05}, VSZ = {0.17, 0.63, 0.17},
                     PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {0.58, 0.40, 0.74};
@@ -111,7 +114,11 @@ static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_b
     for (size_t k = 0; k < nv->nsites; k++) {
         const mr_site_series* s = &nv->sites[k];
         json_t* row = json_object();
-        json_object_set_new(row, "name", json_string(s->name));
+        json_object_set_new(row, "name", mr_json_bytes(s->name));
+        char shown[SITE_LABEL_MAX];
+        const char* label = mr_cxx_name_display(s->name, shown, sizeof shown);
+        if (strcmp(label, s->name) != 0) // as the flame graph page's short_names: only these
+            json_object_set_new(row, "short_name", mr_json_bytes(label));
         json_object_set_new(row, "peak_bytes", json_integer(json_bytes(s->peak)));
         json_object_set_new(row, "bytes", points_json(&s->bytes));
         json_object_set_new(row, "share_ppm", points_json(&s->share));
@@ -352,9 +359,12 @@ static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax,
                             .max_xticks = 16,
                             .max_yticks = 5};
         mr_legend_item it[10];
+        char shown[10][SITE_LABEL_MAX];
         size_t ni = 0;
-        for (size_t k = 0; k < nv->nsites && ni < 10; k++)
-            it[ni++] = (mr_legend_item){nv->sites[k].name, site_colour(k), MR_MARK_LINE};
+        for (size_t k = 0; k < nv->nsites && ni < 10; k++, ni++)
+            it[ni] = (mr_legend_item){
+                mr_cxx_name_display(nv->sites[k].name, shown[ni], sizeof shown[ni]), site_colour(k),
+                MR_MARK_LINE};
         double legend_top = mr_legend_make_room(cr, &g, &rs, it, ni);
         cairo_save(cr);
         cairo_rectangle(cr, g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0);

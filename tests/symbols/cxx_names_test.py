@@ -6,17 +6,20 @@
 # --full-names those in text too; stats labels its sites by the program's own functions,
 # past the standard library, and top and diff's function tables give them its bytes as
 # their self (the same list of plumbing); diff's stack rows read innermost first and are
-# cut at the outermost end.
+# cut at the outermost end; live, flow's boxes (DOT and SVG) and plot --sites' legend show
+# the names short too, the whole name in --data, flow --json and flow's tooltips.
 # Usage: cxx_names_test.py MEMREPORT MEMTRACE_LAUNCHER PROG WORKDIR
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, finish, page_data, runner  # noqa: E402
+from checks import check, failures, finish, page_data, runner, skip_without  # noqa: E402
 
 STR = "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >"
 CONSTRUCT = STR + "::_M_construct(unsigned long, char)"
@@ -115,6 +118,54 @@ def main():
     check(short.get(CONSTRUCT) == CONSTRUCT_SHORT, "flame graph: drawn short, full in its data")
     run("flamegraph", cap, "-o", page, "-f", "--full-names")
     check(page_data(page)["short_names"] == {}, "flamegraph --full-names: nothing shortened")
+
+    # What is live at the end: Store's vector and the record, by the program's functions.
+    rows = re.findall(r"^\s+\S+ \S+\s+(\d+) B\s+(\d+) blocks  (.*)$", run("live", cap, "--once"),
+                      re.M)
+    live = {name: (int(b), int(n)) for b, n, name in rows}
+    check(live.get("app::Store<...>::add(app::Record const&)") == (24576, 1) and
+          live.get("app::make_record()") == (24, 1) and
+          not any(n.startswith("std::") for n in live), f"live: short names past std: {live}")
+    full = run("live", cap, "--once", "--full-names")
+    check(STORE_ADD in full, "live --full-names: the name as demangled")
+
+    dot = run("flow", cap)
+    labels = re.findall(r"label=<(<table.*?</table>)>", dot)
+    tips = [re.sub(r"\\(.)", r"\1", t)  # a tooltip is a DOT string: \" and \\ escaped
+            for t in re.findall(r'tooltip="((?:[^"\\]|\\.)*)"', dot)]
+    check(any(CONSTRUCT_SHORT in lb for lb in labels) and
+          any("app::Store&lt;...&gt;::add(app::Record const&amp;)" in lb for lb in labels) and
+          not any("std::__cxx11" in lb for lb in labels), "flow: short names in the boxes")
+    check(any(CONSTRUCT in t for t in tips), "flow: the whole names in the boxes' tooltips")
+    check(CONSTRUCT in html.unescape(run("flow", cap, "--full-names")) and
+          CONSTRUCT in {ln["function"] for n in json.loads(run("flow", cap, "--json"))["nodes"]
+                        for ln in n["lines"]}, "flow --full-names and --json: whole names")
+
+    png, data = os.path.join(work, "sites.png"), os.path.join(work, "sites.json")
+    run("plot", cap, "--sites", "6", "-o", png, "--data", data)
+    sites = {s["name"]: s.get("short_name") for s in json.load(open(data))["sites"]}
+    check(sites.get(STORE_ADD) == "app::Store<...>::add(app::Record const&)" and
+          not any(n.startswith("std::") for n in sites),
+          f"plot --sites: the legend's short names, the whole ones in --data: {sites}")
+    run("plot", cap, "--site", "app::Store<...>::add(app::Record const&)", "-o", png, "-f",
+        "--data", data)
+    check([s["name"] for s in json.load(open(data))["sites"]] == [STORE_ADD],
+          "plot --site takes the name the legend shows")
+    run("plot", cap, "--sites", "6", "-o", png, "-f", "--data", data, "--full-names")
+    check(not any("short_name" in s for s in json.load(open(data))["sites"]),
+          "plot --full-names: nothing shortened")
+
+    if not failures:
+        skip_without("dot")  # flow -o FILE.svg runs Graphviz's dot
+    svg = os.path.join(work, "flow.svg")
+    run("flow", cap, "-o", svg)
+    with open(svg) as f:
+        text = f.read()
+    shown = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", text)]
+    titles = [html.unescape(t) for t in re.findall(r'xlink:title="([^"]*)"', text)]
+    check(any(CONSTRUCT_SHORT in t for t in shown) and
+          not any("std::__cxx11" in t for t in shown) and
+          any(CONSTRUCT in t for t in titles), "flow SVG: short names drawn, whole on hover")
     finish()
 
 
