@@ -599,8 +599,17 @@ void mt_writer_set_finisher(void (*finish)(void)) {
     finisher = finish;
 }
 
+// Whether the tracer's own heap calls on this thread go to the writer thread's heap, as the
+// writer thread's do (run_here says why). Not in a library attached with --pid: there the
+// tracer's calls to free bind to glibc's, and a block that another module's patched slot took
+// from this heap would reach glibc's free.
+static void use_writer_heap(void) {
+    mt_writer_heap_thread = !atomic_load(&mt_core_attached);
+}
+
 static void* finish_main(void* arg) {
     mt_guard = 1;
+    use_writer_heap();
     finisher(); // as memtrace --detach: the capture ends here, with its leak scan
     return arg;
 }
@@ -727,8 +736,25 @@ typedef struct tracer_call {
 
 static void* tracer_call_main(void* arg) {
     mt_guard = 1;
+    use_writer_heap();
     ((tracer_call*)arg)->fn();
     return NULL;
+}
+
+// Runs fn here with the tracer's heap calls sent to the writer thread's heap, as on the
+// writer thread: in glibc's, a large block (the capture writer's chunk coder) would be a
+// mapping of its own, which the leak scan reads as the program's memory, and it holds every
+// block's address. The program's signal handlers wait meanwhile: their heap calls must
+// reach glibc's heap and the capture.
+static void run_here(void (*fn)(void)) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    bool was = mt_writer_heap_thread;
+    use_writer_heap();
+    fn();
+    mt_writer_heap_thread = was;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 // Runs fn on a thread of the tracer's and waits for it where the stack limit is small: the
@@ -743,7 +769,7 @@ static void on_tracer_stack(void (*fn)(void)) {
         start_thread(&t, tracer_call_main, &call) == 0)
         pthread_join(t, NULL);
     else
-        fn();
+        run_here(fn);
 }
 
 // SQLite's memory, on whichever thread it runs, comes from the writer thread's heap

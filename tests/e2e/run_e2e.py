@@ -389,9 +389,8 @@ def case_fork_nofollow(ctx):
                   f"fork_nofollow ({mode}): the untraced child {pid} left a capture: {files}")
 
 
-def exit_case(ctx, mode, expect_rc, status="complete", kill=False):
-    exact_case(ctx, "exit_" + mode, [ctx.prog("exits"), mode], expect_rc=expect_rc,
-               kill=kill, status=status)
+def exit_case(ctx, mode, expect_rc):
+    exact_case(ctx, "exit_" + mode, [ctx.prog("exits"), mode], expect_rc=expect_rc)
 
 
 def case_timestamps(ctx):
@@ -432,8 +431,23 @@ def case_exit_exit(ctx):
 
 def case_exit_kill(ctx):
     # Killed after its work: no exit handler runs, and the exit watcher finishes the
-    # capture (complete, all of it in it).
-    exit_case(ctx, "kill", -signal.SIGKILL, status="complete", kill=True)
+    # capture (complete, all of it in it). A writer killed while it holds its lock leaves
+    # the capture truncated (docs/tracer.md): that known limit is tried again, at most twice.
+    argv = [ctx.prog("exits"), "kill"]
+    for attempt in range(3):
+        res = traced_and_native(ctx, "exit_kill", argv, expect_rc=-signal.SIGKILL, kill=True,
+                                status=None)
+        status = {m: res[m]["summary"]["status"] for m in ("baseline", "traced")}
+        if attempt < 2 and "recording" in status.values():
+            print(f"exit_kill: {status}, the known limit (the writer killed holding its lock); "
+                  "again")
+            continue
+        for mode, st in status.items():
+            ctx.check_eq(f"exit_kill ({mode}): status", st, "complete")
+        base, got = res["baseline"]["summary"], res["traced"]["summary"]
+        truth = res["traced"]["truth"]
+        compare(ctx, "exit_kill", got, expected_from(base, truth), base, truth)
+        return
 
 
 def case_exit_signals(ctx):

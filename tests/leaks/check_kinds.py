@@ -110,6 +110,7 @@ def main():
     check(ours[1] == theirs[1], f"runtime blocks per kind {ours[1]} as memcheck's {theirs[1]}")
 
     reports(a.memreport, db, ours[0], a.workdir)
+    before_writer(a, theirs[0])
 
     for name, settings, why in [("off", {"LEAKS": 0}, "MEMTRACE_LEAKS=0"),
                                 ("sampled", {"SAMPLE_BYTES": 64}, "sampled")]:
@@ -123,6 +124,30 @@ def main():
                            text=True)
         check(r.returncode == 2 and why in r.stderr, f"{name}: leaks --kind refused: {r.stderr}")
     finish()
+
+
+def before_writer(a, theirs):
+    """The program ends before the tracer's writer thread ever ran (on one core at a real-time
+    priority, which the writer thread inherits, a program that never blocks keeps the core;
+    without the exit watcher, whose start waits for a child): the capture is written and
+    scanned on the program's thread, with the same verdicts."""
+    db = os.path.join(a.workdir, "alone.db")
+    env = clean_env(OUTPUT=db, EXIT_WATCH=0) | {"LD_PRELOAD": a.lib}
+    r = subprocess.run(["chrt", "-f", "1", "taskset", "-c", "0", "env", *env_args(env), a.prog,
+                        "alone"], capture_output=True, text=True, env=clean_env())
+    if r.returncode and "chrt" in r.stderr:
+        print(f"skip: no real-time priority here ({r.stderr.strip()}): the scan before the "
+              "writer thread ran is not checked")
+        return
+    check(r.returncode == 0, f"alone: exit status 0 ({r.returncode}, {r.stderr.strip()})")
+    want = {k: v for k, v in theirs.items() if k[1] != "hold_in_stack"}
+    got = split(capture(a.memreport, db))[0]
+    check(got == want, f"alone, before the writer thread ran: {got} as memcheck's {want}")
+
+
+def env_args(env):
+    """`env`'s settings for the tracer, as env(1)'s NAME=VALUE arguments."""
+    return [f"{k}={v}" for k, v in env.items() if k.startswith("MEMTRACE_") or k == "LD_PRELOAD"]
 
 
 def reports(memreport, db, own, work):
