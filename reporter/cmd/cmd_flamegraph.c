@@ -455,7 +455,11 @@ static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages*
     run->query = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(run->cap));
     // One series point per pixel column of a wide laptop screen at most.
     mr_timeline_opts topts = {.buckets = 1200};
-    int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline);
+    char msg[1024];
+    int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline, msg, sizeof msg);
+    if (msg[0])
+        mr_error(mt_capture_path(run->cap), "%s", msg);
+    rc = mr_exit_code(rc);
     if (rc == 0)
         rc = view_page(run, name, pages);
     uint32_t tids[VIEW_THREADS] = {0};
@@ -600,10 +604,12 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
         mr_error(s.procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
+    mr_procs_error err;
+    if (rc == 0 && (rc = mr_procs_timeline_build(&s, 1200, &pt, &err)))
+        mr_error(err.path, "%s", err.msg);
+    rc = mr_exit_code(rc);
     if (rc == 0)
-        rc = mr_procs_timeline_build(&s, 1200, &pt);
-    if (rc == 0)
-        rc = mr_procs_moment_find(&s, &joint);
+        rc = mr_procs_joint_peak(&s, &joint);
     for (size_t i = 0; rc == 0 && i < s.n; i++) {
         mr_process* p = &s.procs[i];
         fg_run run = {

@@ -41,11 +41,19 @@ int mr_open_capture(const char* path, mt_capture** out) {
     return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
+int mr_open_symbols(mt_capture* cap, mr_symbols** sym) {
+    char msg[1024];
+    int e = mr_symbols_load(cap, sym, msg, sizeof msg);
+    if (msg[0])
+        mr_error(mt_capture_path(cap), "%s", msg);
+    return mr_exit_code(e);
+}
+
 int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym) {
     int rc = mr_open_capture(path, cap);
     if (rc)
         return rc;
-    if ((rc = mr_symbols_load(*cap, sym))) {
+    if ((rc = mr_open_symbols(*cap, sym))) {
         mt_capture_close(*cap);
         *cap = NULL;
     }
@@ -247,7 +255,7 @@ int mr_runtime_held_at_end(mt_capture* cap, const mr_aggregates* a, uint64_t* by
     if (!a->peak.heap.live_blocks) // no stacks to read for nothing
         return MR_EXIT_OK;
     mr_symbols* sym = NULL;
-    int rc = mr_symbols_load(cap, &sym);
+    int rc = mr_open_symbols(cap, &sym);
     mr_profile end = {0};
     if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
                 mr_profile_runtime_apart(&end, sym, true, bytes, blocks))) {
@@ -277,7 +285,7 @@ int mr_leak_totals_at_end(mt_capture* cap, bool* scanned, uint64_t* bytes, uint6
     if (!complete) // no verdicts: no need for the stacks
         return MR_EXIT_OK;
     mr_symbols* sym = NULL;
-    int rc = mr_symbols_load(cap, &sym);
+    int rc = mr_open_symbols(cap, &sym);
     if (rc)
         return rc;
     mr_leak_kinds kinds;

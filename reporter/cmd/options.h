@@ -60,6 +60,9 @@ int mr_parse_top(const char* value, const char* help, size_t* out);
 // or an exit code after printing the reason; on failure nothing is left open.
 typedef struct mr_symbols mr_symbols;
 int mr_open_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym);
+// Loads an open capture's stacks and names (mr_symbols_load), printing what it says
+// ("memreport: FILE: symbolized N frames", or why it failed). Returns 0 or an exit code.
+int mr_open_symbols(mt_capture* cap, mr_symbols** sym);
 
 // A time given on the command line (--at): nanoseconds since the capture started, or for an
 // imported NPU capture an allocation step. Every subcommand parses times with mr_parse_time

@@ -36,9 +36,21 @@ static int open_set(mr_capture_set* s, char* const* paths, int n, const char* he
     return mr_exit_code(e);
 }
 
+int mr_procs_joint_peak(const mr_capture_set* s, mr_procs_moment* m) {
+    mr_procs_error err;
+    int e = mr_procs_moment_find(s, m, &err);
+    if (e)
+        mr_error(err.path, "%s", err.msg);
+    return mr_exit_code(e);
+}
+
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols) {
     int rc = open_set(s, paths, n, help);
-    if (!rc && symbols && (rc = mr_capture_set_load_symbols(s)))
+    if (rc || !symbols)
+        return rc;
+    for (size_t i = 0; !rc && i < s->n; i++)
+        rc = s->procs[i].sym ? MR_EXIT_OK : mr_open_symbols(s->procs[i].cap, &s->procs[i].sym);
+    if (rc)
         mr_capture_set_free(s);
     return rc;
 }
@@ -89,7 +101,7 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
     mr_procs_moment joint = {0};
     bool at_joint = q->moment == MR_AT_PEAK && joint_peak;
     if (at_joint)
-        rc = mr_procs_moment_find(&s, &joint);
+        rc = mr_procs_joint_peak(&s, &joint);
     if (!rc && !(rc = mr_procs_profiles(&s, q, at_joint ? &joint : NULL, &profs, &sum)))
         rc = fn(ud, &s, profs, &sum, at_joint ? &joint : NULL);
     mr_procs_profiles_free(profs, profs ? s.n : 0);
@@ -171,7 +183,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
     }
     mr_procs_moment joint = {0};
     if (!rc)
-        rc = mr_procs_moment_find(&s, &joint);
+        rc = mr_procs_joint_peak(&s, &joint);
     for (size_t i = 0; !rc && i < s.n; i++)
         if (!(rc = numbers_of(&s.procs[i], &nums[i])))
             rc = live_at_moment(&s.procs[i], joint.at[i], &nums[i].at_joint_peak);
@@ -189,7 +201,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
 static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at,
                         mr_flame_tree* t) {
     mr_symbols* sym = NULL;
-    int rc = mr_symbols_load(p->cap, &sym);
+    int rc = mr_open_symbols(p->cap, &sym);
     if (rc)
         return rc;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
@@ -273,7 +285,7 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
     mr_procs_moment joint = {0};
     int rc = open_set(&s, paths, n, help);
     if (!rc && a->mode != MR_FLAMEGRAPH_LEAKS)
-        rc = mr_procs_moment_find(&s, &joint);
+        rc = mr_procs_joint_peak(&s, &joint);
     if (!rc)
         rc = combined_tree(&s, a, &joint, &g);
     mr_output out;

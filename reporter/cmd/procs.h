@@ -22,6 +22,9 @@
 // door every report over several processes goes through. Returns an exit code (a capture
 // named twice: a usage error with the hint of `help`); on failure nothing is left open.
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols);
+// The moment the processes held the most together (mr_procs_moment_find), or the reason it
+// could not be found on stderr. Returns an exit code.
+int mr_procs_joint_peak(const mr_capture_set* s, mr_procs_moment* m);
 
 // The model's profile of each process for q (on each process's default heap; with
 // MR_AT_PEAK each at its own peak; with `at`, each at its time of that moment instead):

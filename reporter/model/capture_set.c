@@ -293,15 +293,6 @@ int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* b
     return e;
 }
 
-int mr_capture_set_load_symbols(mr_capture_set* s) {
-    for (size_t i = 0; i < s->n; i++) {
-        int rc = s->procs[i].sym ? 0 : mr_symbols_load(s->procs[i].cap, &s->procs[i].sym);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 void mr_capture_set_free(mr_capture_set* s) {
     for (size_t i = 0; i < s->n; i++) {
         mr_process* p = &s->procs[i];

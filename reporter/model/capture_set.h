@@ -25,7 +25,7 @@ typedef struct mr_process {
     char* parent_capture;   // meta parent_capture (a forked child's parent's file), or NULL
     size_t parent;          // index of the parent in the set, or MR_PROCESS_ROOT
     unsigned depth;         // 0 for a root
-    struct mr_symbols* sym; // its stacks and names once mr_capture_set_load_symbols ran
+    struct mr_symbols* sym; // its stacks and names once loaded (cmd/procs.h), else NULL
 } mr_process;
 
 #define MR_PROCESS_ROOT SIZE_MAX
@@ -46,9 +46,6 @@ bool mr_capture_set_wanted(int n, char* const* paths);
 // bad and the reason in err. On failure nothing is left open.
 int mr_capture_set_open(mr_capture_set* s, char* const* paths, size_t n, char* bad, size_t badlen,
                         char* err, size_t errlen);
-// Loads the symbols of every process (symbols.h: symbolizing a capture first if needed).
-// Returns 0 or an exit code after printing the reason.
-int mr_capture_set_load_symbols(mr_capture_set* s);
 void mr_capture_set_free(mr_capture_set* s);
 
 #endif

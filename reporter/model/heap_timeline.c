@@ -12,6 +12,7 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,8 @@ typedef struct native {
     int64_t row_bucket;
     bool pass2;
     uint64_t total_events; // for the progress indicator
+    char* msg;             // what went wrong, or a note (mr_heap_timeline_build)
+    size_t msglen;
 } native;
 
 static int site_index(native* nv, uint32_t callsite, size_t* out) {
@@ -255,14 +258,16 @@ static size_t find_site(const native* nv, const char* name) {
 static int choose_sites(native* nv) {
     const mr_timeline_opts* a = nv->opts;
     nv->chosen = calloc(nv->nrows + a->nsites + 1, sizeof *nv->chosen);
-    if (!nv->chosen)
+    if (!nv->chosen) {
+        snprintf(nv->msg, nv->msglen, "out of memory");
         return -ENOMEM;
+    }
     if (a->nsites) {
         for (size_t k = 0; k < a->nsites; k++) {
             size_t i = find_site(nv, a->sites[k]);
             if (i == nv->nrows) {
-                mr_error(mt_capture_path(nv->cap), "no allocation site named '%s'", a->sites[k]);
-                return -EPROTO;
+                snprintf(nv->msg, nv->msglen, "no allocation site named '%s'", a->sites[k]);
+                return -EINVAL;
             }
             if (!nv->rows[i].chosen) {
                 nv->rows[i].chosen = true;
@@ -332,29 +337,28 @@ static void rows_free(native* nv) {
     mr_site_labels_free(nv->labels);
 }
 
-// The site labels and their lookup table, for site rows. Returns an exit code.
+// The site labels and their lookup table, for site rows. Returns 0 or a negative errno.
 static int sites_init(native* nv) {
-    int rc = mr_symbols_load(nv->cap, &nv->sym);
+    int rc = mr_symbols_load(nv->cap, &nv->sym, nv->msg, nv->msglen);
     if (rc)
         return rc;
     nv->ncallsites = mr_symbols_callsite_count(nv->sym);
     nv->site_of = malloc((nv->ncallsites + 1) * sizeof *nv->site_of);
     nv->labels = mr_site_labels_new(nv->sym);
     if (!nv->site_of || !nv->labels) {
-        mr_error(mt_capture_path(nv->cap), "out of memory");
-        return MR_EXIT_IO;
+        snprintf(nv->msg, nv->msglen, "out of memory");
+        return -ENOMEM;
     }
     memset(nv->site_of, 0xff, (nv->ncallsites + 1) * sizeof *nv->site_of);
     return 0;
 }
 
-// Pass 1: the heap series, the peak, every site's peak. Returns an exit code.
+// Pass 1: the heap series, the peak, every site's peak. Returns 0 or a negative errno.
 static int heap_pass(native* nv) {
-    const char* path = mt_capture_path(nv->cap);
     mr_replay r;
     if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap))) {
-        mr_error(path, "out of memory");
-        return MR_EXIT_IO;
+        snprintf(nv->msg, nv->msglen, "out of memory");
+        return -ENOMEM;
     }
     int err = mr_replay_run(&r, UINT64_MAX, on_event, nv);
     if (!err)
@@ -362,36 +366,37 @@ static int heap_pass(native* nv) {
     nv->out->peak = r.peak_bytes;
     nv->out->peak_ts = r.peak_ts;
     if (err)
-        mr_error(path, "%s", r.err[0] ? r.err : "out of memory");
+        snprintf(nv->msg, nv->msglen, "%s", r.err[0] ? r.err : "out of memory");
     mr_replay_free(&r);
-    return !err ? 0 : mr_exit_code(err);
+    return err;
 }
 
-// Pass 2: the chosen sites' bytes and shares over time. Returns an exit code.
+// Pass 2: the chosen sites' bytes and shares over time. Returns 0 or a negative errno.
 static int sites_pass(native* nv) {
     int err = choose_sites(nv);
     if (err)
-        return err == -EPROTO ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
+        return err;
     for (size_t i = 0; i < nv->nrows; i++)
         nv->rows[i].live = 0;
     nv->pass2 = true;
     nv->row_bucket = -1;
     mr_replay r;
-    int rc = 0;
-    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap)) ||
-        mr_replay_run(&r, UINT64_MAX, on_event, nv)) {
-        mr_error(mt_capture_path(nv->cap), "%s", r.err[0] ? r.err : "out of memory");
-        rc = MR_EXIT_IO;
+    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap))) {
+        snprintf(nv->msg, nv->msglen, "out of memory");
+        return -ENOMEM;
     }
+    err = mr_replay_run(&r, UINT64_MAX, on_event, nv);
+    if (err)
+        snprintf(nv->msg, nv->msglen, "%s", r.err[0] ? r.err : "out of memory");
     mr_replay_free(&r);
-    return rc;
+    return err;
 }
 
 // Moves the chosen rows into the timeline, in display order.
 static int take_sites(native* nv, mr_heap_timeline* t) {
     t->sites = calloc(nv->nchosen + 1, sizeof *t->sites);
     if (!t->sites)
-        return MR_EXIT_IO;
+        return -ENOMEM;
     for (size_t k = 0; k < nv->nchosen; k++) {
         site_row* s = &nv->rows[nv->chosen[k]];
         t->sites[k] = (mr_site_series){s->name, s->peak, s->bytes, s->share};
@@ -429,9 +434,11 @@ static void shift_all(mr_heap_timeline* t, int64_t by) {
     t->peak_ts += by;
 }
 
-int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t) {
+int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t,
+                           char* msg, size_t msglen) {
     memset(t, 0, sizeof *t);
-    native nv = {.cap = cap, .opts = o, .out = t};
+    msg[0] = 0;
+    native nv = {.cap = cap, .opts = o, .out = t, .msg = msg, .msglen = msglen};
     nv.want_sites = o->top_sites > 0 || o->nsites > 0;
     int rc = nv.want_sites ? sites_init(&nv) : 0;
     t->duration = max_ts(&nv);
@@ -446,8 +453,8 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
         rc = sites_pass(&nv);
     if (!rc && (read_track(&nv, MT_TRACK_RSS, &t->rss) || read_track(&nv, MT_TRACK_VSZ, &t->vsz) ||
                 read_marks(&nv, &t->marks, &t->nmarks) || take_sites(&nv, t))) {
-        mr_error(mt_capture_path(cap), "out of memory");
-        rc = MR_EXIT_IO;
+        snprintf(msg, msglen, "out of memory");
+        rc = -ENOMEM;
     }
     if (nv.total_events)
         mr_progress("plot", -1);

@@ -50,9 +50,12 @@ typedef struct mr_heap_timeline {
     struct mr_symbols* symbols; // holds the site names (NULL without site rows)
 } mr_heap_timeline;
 
-// Reads the libc heap's timeline (two replays with site rows). Returns 0 or an exit code
-// after printing the reason (an unknown --site name is bad input).
-int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t);
+// Reads the libc heap's timeline (two replays with site rows). Returns 0, or a negative
+// errno (-ENOMEM; -EINVAL for a site name the capture has not; the replay's -EPROTO...) with
+// the reason in msg; with site rows msg may hold a note even then (mr_symbols_load's). The
+// caller prints a non-empty msg.
+int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t,
+                           char* msg, size_t msglen);
 void mr_heap_timeline_free(mr_heap_timeline* t);
 // The duration the timeline of cap spans (its `duration`), computed alone.
 int64_t mr_heap_timeline_duration(mt_capture* cap);

@@ -193,7 +193,8 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     if (!rc && !batch_full && mt_capture_stack_ids(cap, &max_frame, &max_callsite) == 0 &&
         (max_callsite > l->sym_callsites || (complete && !l->complete))) {
         mr_symbols* sym = NULL;
-        if (mr_symbols_load(cap, &sym) == 0) {
+        char quiet[512]; // a screen redrawn in place has no line for notes
+        if (mr_symbols_load(cap, &sym, quiet, sizeof quiet) == 0) {
             mr_site_labels_free(l->labels);
             mr_symbols_free(l->sym);
             l->sym = sym;

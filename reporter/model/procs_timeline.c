@@ -3,12 +3,12 @@
 #include "procs_timeline.h"
 
 #include "extent.h"
-#include "messages.h"
 #include "replay.h"
 
 #include "memtrace/vec.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,9 +196,16 @@ static int by_time(const void* a, const void* b) {
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+// Says what went wrong with the capture at path; returns e.
+static int fail(mr_procs_error* err, const char* path, int e, const char* why) {
+    err->path = path;
+    snprintf(err->msg, sizeof err->msg, "%s", e == -ENOMEM || !why[0] ? "out of memory" : why);
+    return e;
+}
+
 // The highest sum within the chosen buckets, from their events merged in time order (each
-// process's end drops it to 0). Returns 0 or an exit code after printing the reason.
-static int search_round(peak_search* ps, const mr_capture_set* s) {
+// process's end drops it to 0). Returns 0 or a negative errno with the reason in *err.
+static int search_round(peak_search* ps, const mr_capture_set* s, mr_procs_error* err) {
     mr_procs_timeline* t = ps->t;
     recorder rec = {.ps = ps};
     int rc = 0;
@@ -221,19 +228,15 @@ static int search_round(peak_search* ps, const mr_capture_set* s) {
             else
                 rec.v[rec.n++] = (change){t->procs[i].end + 1, (uint32_t)i, UINT64_MAX, 0};
         }
-        if (e) {
-            mr_error(s->procs[i].path, "%s", e == -ENOMEM ? "out of memory" : r.err);
-            rc = mr_exit_code(e);
-        }
+        if (e)
+            rc = fail(err, s->procs[i].path, e, r.err);
         mr_replay_free(&r);
     }
     if (!rc && rec.n > 1)
         qsort(rec.v, rec.n, sizeof *rec.v, by_time);
     uint64_t* cur = rc ? NULL : calloc(t->n + 1, sizeof *cur);
-    if (!rc && !cur) {
-        mr_error(s->procs[0].path, "out of memory");
-        rc = MR_EXIT_IO;
-    }
+    if (!rc && !cur)
+        rc = fail(err, s->procs[0].path, -ENOMEM, "");
     uint64_t sum = 0;
     for (size_t k = 0, b = SIZE_MAX; !rc && k < rec.n; k++) {
         const change* c = &rec.v[k];
@@ -256,9 +259,10 @@ static int search_round(peak_search* ps, const mr_capture_set* s) {
     return rc;
 }
 
-// The exact highest sum over the processes' events on the common axis. Returns 0 or an
-// exit code after printing the reason.
-static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t width, size_t nb) {
+// The exact highest sum over the processes' events on the common axis. Returns 0 or a
+// negative errno with the reason in *err.
+static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t width, size_t nb,
+                      mr_procs_error* err) {
     peak_search ps = {.t = t, .width = width, .nb = nb};
     ps.carried = calloc(t->n * nb + 1, sizeof *ps.carried);
     ps.bound = calloc(nb, sizeof *ps.bound);
@@ -270,10 +274,8 @@ static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t wid
     ps.chosen = calloc(nb, sizeof *ps.chosen);
     int rc = 0;
     if (!ps.carried || !ps.bound || !ps.changing || !ps.changes || !ps.reached || !point_at ||
-        !ps.order || !ps.chosen) {
-        mr_error(s->procs[0].path, "out of memory");
-        rc = MR_EXIT_IO;
-    }
+        !ps.order || !ps.chosen)
+        rc = fail(err, s->procs[0].path, -ENOMEM, "");
     t->total_peak = 0;
     t->total_peak_ts = 0;
     size_t nchanging = 0; // buckets where two processes or more change: to replay
@@ -297,7 +299,7 @@ static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t wid
         for (size_t k = 0; k < round && next < nchanging && ps.order[next].bound > t->total_peak;
              k++)
             ps.chosen[ps.order[next++].bucket] = true;
-        rc = search_round(&ps, s);
+        rc = search_round(&ps, s, err);
     }
     free(ps.carried);
     free(ps.bound);
@@ -310,14 +312,13 @@ static int exact_peak(mr_procs_timeline* t, const mr_capture_set* s, int64_t wid
     return rc;
 }
 
-int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t) {
+int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t,
+                            mr_procs_error* err) {
     memset(t, 0, sizeof *t);
     t->origin_ns = origin_of(s);
     t->procs = calloc(s->n + 1, sizeof *t->procs);
-    if (!t->procs) {
-        mr_error(s->procs[0].path, "out of memory");
-        return MR_EXIT_IO;
-    }
+    if (!t->procs)
+        return fail(err, s->procs[0].path, -ENOMEM, "");
     for (size_t i = 0; i < s->n; i++) {
         const mr_process* p = &s->procs[i];
         mr_proc_series* ps = &t->procs[i];
@@ -331,16 +332,17 @@ int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_t
     int rc = 0;
     for (size_t i = 0; !rc && i < s->n; i++) {
         o.shift = t->procs[i].offset;
-        rc = mr_heap_timeline_build(s->procs[i].cap, &o, &t->procs[i].t);
-        if (!rc)
+        char why[sizeof err->msg]; // no site rows: no note on success
+        rc = mr_heap_timeline_build(s->procs[i].cap, &o, &t->procs[i].t, why, sizeof why);
+        if (rc)
+            fail(err, s->procs[i].path, rc, why);
+        else
             t->n = i + 1;
     }
-    if (!rc && (sample_times(t) || stack_values(t))) {
-        mr_error(s->procs[0].path, "out of memory");
-        rc = MR_EXIT_IO;
-    }
+    if (!rc && (sample_times(t) || stack_values(t)))
+        rc = fail(err, s->procs[0].path, -ENOMEM, "");
     if (!rc)
-        rc = exact_peak(t, s, o.bucket_ns, (size_t)(t->duration / o.bucket_ns) + 2);
+        rc = exact_peak(t, s, o.bucket_ns, (size_t)(t->duration / o.bucket_ns) + 2, err);
     if (rc)
         mr_procs_timeline_free(t);
     return rc;
@@ -358,16 +360,15 @@ void mr_procs_timeline_free(mr_procs_timeline* t) {
 // The buckets only speed up the exact search (exact_peak): the peak does not depend on them.
 #define MOMENT_BUCKETS 1024
 
-int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m) {
+int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err) {
     memset(m, 0, sizeof *m);
     mr_procs_timeline t;
-    int rc = mr_procs_timeline_build(s, MOMENT_BUCKETS, &t);
+    int rc = mr_procs_timeline_build(s, MOMENT_BUCKETS, &t, err);
     if (rc)
         return rc;
     if (!(m->at = calloc(s->n + 1, sizeof *m->at))) {
-        mr_error(s->procs[0].path, "out of memory");
         mr_procs_timeline_free(&t);
-        return MR_EXIT_IO;
+        return fail(err, s->procs[0].path, -ENOMEM, "");
     }
     m->n = s->n;
     m->peak = t.total_peak;

@@ -37,9 +37,16 @@ typedef struct mr_procs_timeline {
     int64_t total_peak_ts;
 } mr_procs_timeline;
 
+// What went wrong, and in which process's capture (its path, owned by the set).
+typedef struct mr_procs_error {
+    const char* path;
+    char msg[512];
+} mr_procs_error;
+
 // Builds the timeline of every process of s with `buckets` buckets across the common
-// axis. Returns 0 or an exit code after printing the reason.
-int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t);
+// axis. Returns 0, or a negative errno with the reason in *err.
+int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_timeline* t,
+                            mr_procs_error* err);
 void mr_procs_timeline_free(mr_procs_timeline* t);
 
 // The moment the processes together held the most: what a report of a process tree shows
@@ -53,9 +60,9 @@ typedef struct mr_procs_moment {
     size_t n;
 } mr_procs_moment;
 
-// Finds it from a timeline of s (mr_procs_timeline_build). Returns 0 or an exit code after
-// printing the reason.
-int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m);
+// Finds it from a timeline of s (mr_procs_timeline_build). Returns 0, or a negative errno
+// with the reason in *err.
+int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err);
 void mr_procs_moment_free(mr_procs_moment* m);
 
 #endif

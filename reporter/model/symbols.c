@@ -6,7 +6,6 @@
 
 #include "escape.h"
 #include "inlined.h"
-#include "messages.h"
 
 #include "memtrace/symbolize.h"
 
@@ -42,7 +41,8 @@ struct mr_symbols {
 // A callsite naming a frame row that does not exist: say so rather than show nothing.
 static const mr_symloc unknown_loc = {.function = "[unknown frame]"};
 
-int mr_symbols_ensure(mt_capture* cap) {
+int mr_symbols_ensure(mt_capture* cap, char* note, size_t notelen) {
+    note[0] = 0;
     char* v = mt_capture_meta_text(cap, "symbolized");
     bool done = v && !strcmp(v, "1");
     free(v);
@@ -61,13 +61,12 @@ int mr_symbols_ensure(mt_capture* cap) {
         snprintf(why, sizeof why, "%s", err);
         n = mt_capture_symbolize_in_memory(cap, err, sizeof err);
         if (n < 0)
-            mr_error(mt_capture_path(cap),
-                     "cannot store symbols (%s); frames show as module+offset", why);
+            snprintf(note, notelen, "cannot store symbols (%s); frames show as module+offset", why);
         else
-            mr_error(mt_capture_path(cap), "cannot store symbols (%s); named %d frames in memory",
-                     why, n);
-    } else if (n > 0)
-        mr_error(mt_capture_path(cap), "symbolized %d frames", n);
+            snprintf(note, notelen, "cannot store symbols (%s); named %d frames in memory", why, n);
+    } else if (n > 0) {
+        snprintf(note, notelen, "symbolized %d frames", n);
+    }
     return 0;
 }
 
@@ -235,24 +234,19 @@ static int load(mt_capture* cap, mr_symbols* s) {
     return rc ? rc : mt_capture_callsites(cap, add_callsite, s);
 }
 
-int mr_symbols_load(mt_capture* cap, mr_symbols** out) {
+int mr_symbols_load(mt_capture* cap, mr_symbols** out, char* msg, size_t msglen) {
     *out = NULL;
-    mr_symbols_ensure(cap);
+    mr_symbols_ensure(cap, msg, msglen);
     mr_symbols* s = calloc(1, sizeof *s);
-    if (!s) {
-        mr_error(mt_capture_path(cap), "out of memory");
-        return MR_EXIT_IO;
-    }
-    int rc = load(cap, s);
+    int rc = s ? load(cap, s) : -ENOMEM;
     if (rc) {
         mr_symbols_free(s);
         if (rc == -ENOMEM) {
-            mr_error(mt_capture_path(cap), "out of memory");
-            return MR_EXIT_IO;
+            snprintf(msg, msglen, "out of memory");
+            return -ENOMEM;
         }
-        mr_error(mt_capture_path(cap), "corrupt capture: cannot read stacks: %s",
-                 mt_capture_error(cap));
-        return MR_EXIT_BAD_INPUT;
+        snprintf(msg, msglen, "corrupt capture: cannot read stacks: %s", mt_capture_error(cap));
+        return -EPROTO;
     }
     *out = s;
     return 0;

@@ -24,15 +24,17 @@ typedef struct mr_symloc {
 typedef struct mr_symbols mr_symbols;
 
 // When meta 'symbolized' is not '1' (the program was killed, or the tracer left frames to
-// name, meta 'symbols_deferred'), symbolizes the capture from its recorded mappings, stores
-// the names, and says so on stderr ("memreport: FILE: symbolized N frames"). A capture that
-// cannot be written (read-only file) is left as is with a warning and named in memory for
-// this run; only if that fails too do its frames read as module+offset. Returns 0.
-int mr_symbols_ensure(mt_capture* cap);
+// name, meta 'symbols_deferred'), symbolizes the capture from its recorded mappings and
+// stores the names. A capture that cannot be written (read-only file) is left as is and
+// named in memory for this run; only if that fails too do its frames read as
+// module+offset. Returns 0; what a user should hear of it goes into note ("symbolized N
+// frames", "cannot store symbols (why); ..."), "" when nothing.
+int mr_symbols_ensure(mt_capture* cap, char* note, size_t notelen);
 
-// mr_symbols_ensure, then loads the callsite and frame tables. Returns 0, or an exit code
-// (util.h) after printing the reason.
-int mr_symbols_load(mt_capture* cap, mr_symbols** out);
+// mr_symbols_ensure, then loads the callsite and frame tables. Returns 0 with
+// mr_symbols_ensure's note in msg, or -ENOMEM or -EPROTO (stacks that cannot be read) with
+// the reason in msg. The caller prints a non-empty msg either way.
+int mr_symbols_load(mt_capture* cap, mr_symbols** out, char* msg, size_t msglen);
 void mr_symbols_free(mr_symbols* s);
 
 // ---- frames (ids as in the frame table; unknown ids read as "[unknown frame]")

@@ -396,9 +396,12 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
                           .sites = args->sites,
                           .nsites = args->nsites};
     mr_heap_timeline t;
-    int rc = mr_heap_timeline_build(cap, &o, &t);
+    char msg[1024];
+    int rc = mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg);
+    if (msg[0])
+        mr_error(mt_capture_path(cap), "%s", msg);
     if (rc)
-        return rc;
+        return mr_exit_code(rc);
     mt_byte_unit unit = mt_unit_for_bytes(axis_max(&t));
     time_unit tu = time_unit_for(t.duration);
     int height = MAIN_HEIGHT + (t.nsites ? 2 * ROW_HEIGHT : 0);

@@ -13,6 +13,7 @@
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,12 +211,14 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
 int mr_plot_procs(const mr_capture_set* s, const mr_plot_args* a) {
     mr_procs_timeline t = {0};
     char** labels = calloc(s->n + 1, sizeof *labels);
-    int rc = labels ? mr_procs_timeline_build(s, BUCKETS, &t) : MR_EXIT_IO;
-    for (size_t i = 0; !rc && i < s->n; i++)
+    mr_procs_error err = {.path = s->procs[0].path, .msg = "out of memory"};
+    int e = labels ? mr_procs_timeline_build(s, BUCKETS, &t, &err) : -ENOMEM;
+    for (size_t i = 0; !e && i < s->n; i++)
         if (!(labels[i] = mr_procs_label(&s->procs[i])))
-            rc = MR_EXIT_IO;
-    if (rc == MR_EXIT_IO && (!labels || t.procs)) // else the timeline said why
-        mr_error(s->procs[0].path, "out of memory");
+            e = -ENOMEM;
+    if (e)
+        mr_error(err.path, "%s", err.msg);
+    int rc = mr_exit_code(e);
     mt_byte_unit unit = mt_unit_for_bytes(t.total_peak);
     if (!rc && a->data)
         rc = write_data(&t, labels, a, unit);

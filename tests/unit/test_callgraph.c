@@ -13,9 +13,9 @@
 #include <string.h>
 
 static void open_capture(const char* path, mt_capture** cap, mr_symbols** sy, mr_profile* p) {
-    char err[256] = "";
+    char err[256] = "", msg[512];
     CHECK_EQ_I64(mt_capture_open(path, cap, err, sizeof err), 0);
-    CHECK_EQ_I64(mr_symbols_load(*cap, sy), 0);
+    CHECK_EQ_I64(mr_symbols_load(*cap, sy, msg, sizeof msg), 0);
     mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
     CHECK_EQ_I64(mr_profile_build(*cap, &q, p, err, sizeof err), 0);
 }

@@ -59,7 +59,8 @@ static void test_known(void) {
     open_set(&s, paths, 2);
     for (int64_t buckets = 1; buckets <= 64; buckets *= 4) {
         mr_procs_timeline t;
-        CHECK_EQ_I64(mr_procs_timeline_build(&s, buckets, &t), 0);
+        mr_procs_error err;
+        CHECK_EQ_I64(mr_procs_timeline_build(&s, buckets, &t, &err), 0);
         CHECK_EQ_I64(t.total_peak, 1600);
         CHECK_EQ_I64(t.total_peak_ts, 3500);
         CHECK_EQ_I64(t.procs[0].t.peak, 1000);
@@ -158,7 +159,8 @@ static void test_random(void) {
         open_set(&s, paths, 3);
         for (int64_t buckets = 1; buckets <= 1000; buckets *= 7) {
             mr_procs_timeline t;
-            CHECK_EQ_I64(mr_procs_timeline_build(&s, buckets, &t), 0);
+            mr_procs_error err;
+            CHECK_EQ_I64(mr_procs_timeline_build(&s, buckets, &t, &err), 0);
             CHECK_EQ_I64(t.total_peak, brute_peak(&s, &t, total));
             mr_procs_timeline_free(&t);
         }

@@ -41,7 +41,8 @@ static void check_labels(void) {
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
     mr_symbols* s;
-    CHECK_EQ_I64(mr_symbols_load(cap, &s), 0);
+    char msg[512];
+    CHECK_EQ_I64(mr_symbols_load(cap, &s, msg, sizeof msg), 0);
     mr_site_labels* l = mr_site_labels_new(s);
     CHECK(l != NULL);
     CHECK(mr_site_labels_is_wrapper(l, "xmalloc"));
@@ -80,7 +81,8 @@ int main(void) {
                  "INSERT INTO callsite VALUES(10,3,11,4),(11,3,12,4),(12,10,10,5),(13,4,10,5);"),
         SQLITE_OK);
     mr_symbols* s;
-    CHECK_EQ_I64(mr_symbols_load(cap, &s), 0);
+    char msg[512];
+    CHECK_EQ_I64(mr_symbols_load(cap, &s, msg, sizeof msg), 0);
     // Leaf 6 is operator new (not relevant) under make_node: the site is the inlined
     // function make_node's call sits in.
     CHECK_EQ_I64(mr_sites_site_frame(s, 6), 4);

@@ -276,6 +276,29 @@ static int copy_file(const char* from, const char* to) {
 
 // Loads a library variant from a private copy (so the test may delete it later) and has it
 // call back into lib_callback for slots base+0 (from symtest_run) and base+1 (symtest_hidden).
+// stderr into the file dir/stderr (its path in path) until stderr_back: what the model
+// layer writes there, which must be nothing (it gives its messages to its caller).
+static int stderr_to(const char* dir, char* path, size_t len) {
+    snprintf(path, len, "%s/stderr", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
+    close(fd);
+    return saved;
+}
+
+static void stderr_back(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+static long long file_size(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
 static void* run_lib(const char* tmp, const char* name, int base, int* lines) {
     char from[4096], to[4096];
     snprintf(from, sizeof from, "%s/%s", SYMTEST_DIR, name);
@@ -437,7 +460,8 @@ int main(int argc, char** argv) {
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(moved, &cap, err, sizeof err), 0);
     mr_symbols* sy = NULL;
-    CHECK_EQ_I64(mr_symbols_load(cap, &sy), 0);
+    char msg[512];
+    CHECK_EQ_I64(mr_symbols_load(cap, &sy, msg, sizeof msg), 0);
     if (sy) {
         CHECK_EQ_STR(mr_symbols_frame_name(sy, S_LIB_DEBUG + 2), "symtest_hidden");
         const mr_symloc* locs;
@@ -472,13 +496,31 @@ int main(int argc, char** argv) {
                   "UPDATE meta SET value='0' WHERE key='symbolized'");
     sqlite3_close(raw);
     CHECK_EQ_I64(mt_capture_open(moved, &cap, err, sizeof err), 0);
-    CHECK_EQ_I64(mr_symbols_ensure(cap), 0);
+    char note[512], said[512];
+    int quiet = stderr_to(tmp, said, sizeof said);
+    CHECK_EQ_I64(mr_symbols_ensure(cap, note, sizeof note), 0);
+    stderr_back(quiet);
+    CHECK(!strncmp(note, "symbolized ", 11)); // the caller's to say: nothing on stderr
+    CHECK_EQ_I64(file_size(said), 0);
     char* v = mt_capture_meta_text(cap, "symbolized");
     CHECK_EQ_STR(v, "1");
     free(v);
     sqlite3* stored = capture_sql_open(cap);
     check_frame(stored, S_PLAIN + 1, "plain_caller", me, line_at[S_PLAIN]);
     sqlite3_close(stored);
+    mt_capture_close(cap);
+
+    // ---- stacks that cannot be read: -EPROTO and why, for the caller to say
+    CHECK_EQ_I64(sqlite3_open(moved, &raw), SQLITE_OK);
+    exec_sql(raw, "UPDATE callsite SET id = 4294967296 WHERE id = (SELECT max(id) FROM callsite)");
+    sqlite3_close(raw);
+    CHECK_EQ_I64(mt_capture_open(moved, &cap, err, sizeof err), 0);
+    mr_symbols* broken = NULL;
+    quiet = stderr_to(tmp, said, sizeof said);
+    CHECK_EQ_I64(mr_symbols_load(cap, &broken, note, sizeof note), -EPROTO);
+    stderr_back(quiet);
+    CHECK(broken == NULL && strstr(note, "cannot read stacks") != NULL);
+    CHECK_EQ_I64(file_size(said), 0);
     mt_capture_close(cap);
 
     char cmd[4400];
