@@ -3,7 +3,7 @@
 #include "aggregates.h"
 #include "commands.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 
 #include "memtrace/capture.h"
 

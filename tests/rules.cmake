@@ -18,3 +18,9 @@ add_test(NAME unit.folder_pages
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_folder_pages.py
           ${PROJECT_SOURCE_DIR})
 set_tests_properties(unit.folder_pages PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
+
+# No two headers included by their bare name share it (common/include/memtrace/ apart).
+add_test(NAME unit.header_names
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_header_names.py
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(unit.header_names PROPERTIES LABELS unit TIMEOUT 60)

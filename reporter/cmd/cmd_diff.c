@@ -13,7 +13,7 @@
 #include "flamegraph_page.h"
 #include "functions.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "procs.h"
 #include "profile.h"
 #include "symbols.h"
@@ -514,14 +514,14 @@ static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_
     }
     mr_flamegraph_view view = {
         .mode = MR_FLAMEGRAPH_DIFF, .all_frames = a->all_frames, .base = base->cap};
-    mr_output out;
-    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, a->opt.output, a->opt.force);
     if (!rc && mr_flamegraph_page_write(out.fp, &g, next->cap, &view)) {
         mr_error(a->opt.output ? a->opt.output : "stdout", "cannot write the page");
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         rc = MR_EXIT_IO;
     } else if (!rc)
-        rc = mr_output_commit(&out);
+        rc = mr_output_file_commit(&out);
     mr_flame_tree_free(&g);
     mr_diff_row totals = run_totals(base, next);
     size_t broken = 0;

@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "export.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "procs.h"
 #include "procs_report.h"
 #include "profile.h"
@@ -146,18 +146,18 @@ static int parse_args(int argc, char** argv, export_args* a) {
 }
 
 static int write_export(const export_args* a, const mr_export_input* in) {
-    mr_output out;
-    int rc = mr_output_open(&out, a->opt.output, a->opt.force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, a->opt.output, a->opt.force);
     if (rc)
         return rc;
     char err[256] = "";
     int e = a->format->write(out.fp, in, err, sizeof err);
     if (e) {
         mr_error(in->path, "%s", err[0] ? err : strerror(-e));
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         return e == -ENOMEM || e == -EIO ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }
 
 // Several captures (procs.h): every process's rows in one profile, its callsites offset

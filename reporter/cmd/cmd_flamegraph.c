@@ -11,7 +11,7 @@
 #include "heap_timeline.h"
 #include "leak_kinds.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "procs.h"
 #include "profile.h"
 #include "runtime_held.h"
@@ -368,18 +368,18 @@ static int write_output(const fg_run* run) {
                                .orientation = a->orientation,
                                .temporal = a->temporal ? &run->moments : NULL,
                                .timeline = a->view ? &run->timeline : NULL};
-    mr_output out;
-    int rc = mr_output_open(&out, a->output, a->force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, a->output, a->force);
     if (rc)
         return rc;
     int e = mr_flamegraph_page_write(out.fp, &run->tree, run->cap, &view);
     if (e) {
         mr_error(e == -ENOMEM ? run->path : a->output, "%s",
                  e == -ENOMEM ? "out of memory" : "cannot write the page");
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         return MR_EXIT_IO;
     }
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }
 
 // Several captures (procs.h): the processes at their joint peak, or their leaks.
@@ -512,18 +512,18 @@ static int view_heaps(mt_capture* cap, const char* names[4], const char* labels[
 // Writes the pages to output whole, or leaves nothing. Returns an exit code.
 static int write_pages(const mr_heap_pages* pages, const char* path, const char* output,
                        bool force) {
-    mr_output out;
-    int rc = mr_output_open(&out, output, force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, output, force);
     if (rc)
         return rc;
     int e = mr_heap_pages_write(out.fp, pages);
     if (e) {
         mr_error(e == -ENOMEM ? path : output, "%s",
                  e == -ENOMEM ? "out of memory" : "cannot write the page");
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         return MR_EXIT_IO;
     }
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }
 
 int mr_flamegraph_view_page(const char* path, const char* output, bool force, bool all_frames) {

@@ -3,7 +3,7 @@
 #include "commands.h"
 #include "npu.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -54,15 +54,15 @@ int mr_cmd_import(int argc, char** argv) {
         return MR_EXIT_USAGE;
     }
     // The output first: a refused or unwritable output fails before minutes of parsing.
-    // mr_output gives the temporary name and the refuse-or-force check; SQLite then writes
+    // mr_output_file gives the temporary name and the refuse-or-force check; SQLite then writes
     // the file at that name (replacing the empty placeholder) and commit renames it.
-    if (mr_output_in_place(output)) { // SQLite needs a file it can seek and rename
+    if (mr_output_file_in_place(output)) { // SQLite needs a file it can seek and rename
         mr_error(output, "a capture is an SQLite file: cannot write it to a device or a pipe");
         free(def);
         return MR_EXIT_IO;
     }
-    mr_output out;
-    int xrc = mr_output_open(&out, output, force);
+    mr_output_file out;
+    int xrc = mr_output_file_open(&out, output, force);
     if (xrc) {
         free(def);
         return xrc;
@@ -72,7 +72,7 @@ int mr_cmd_import(int argc, char** argv) {
     int rc = mr_npu_parse_file(path, true, &log, err, sizeof err);
     if (rc) {
         mr_error(path, "%s", err);
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         free(def);
         return mr_npu_exit_code(rc);
     }
@@ -80,10 +80,10 @@ int mr_cmd_import(int argc, char** argv) {
     if (rc) {
         mr_error(output, "%s", err);
         mt_capture_remove_sidecars(out.tmp);
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         xrc = MR_EXIT_IO;
     } else {
-        xrc = mr_output_commit(&out);
+        xrc = mr_output_file_commit(&out);
     }
     mr_npu_log_free(&log);
     free(def);

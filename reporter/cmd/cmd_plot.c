@@ -5,7 +5,7 @@
 #include "commands.h"
 #include "cxx_names.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "plot.h"
 #include "plot_procs.h"
 #include "procs.h"

@@ -6,7 +6,7 @@
 #include "commands.h"
 #include "escape.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "sql_json.h"
 
 #include "memtrace/sql.h"
@@ -442,8 +442,8 @@ int mr_cmd_sql(int argc, char** argv) {
         mr_error(s.path, "%s", err);
         return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
-    mr_output out;
-    if ((rc = mr_output_open(&out, o.output, o.force))) {
+    mr_output_file out;
+    if ((rc = mr_output_file_open(&out, o.output, o.force))) {
         mt_sql_close(s.sql);
         return rc;
     }
@@ -460,8 +460,8 @@ int mr_cmd_sql(int argc, char** argv) {
         rc = read_statements(&s, isatty(STDIN_FILENO));
     mt_sql_close(s.sql);
     if (rc) {
-        mr_output_abort(&out);
+        mr_output_file_abort(&out);
         return rc;
     }
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }

@@ -6,7 +6,7 @@
 #include "cxx_names.h"
 #include "leak_kinds.h"
 #include "messages.h"
-#include "output.h"
+#include "output_file.h"
 #include "runtime_held.h"
 #include "sampled.h"
 #include "symbols.h"

@@ -8,7 +8,7 @@
 #include "extent.h"
 #include "flame_procs.h"
 #include "flame_tree.h"
-#include "output.h"
+#include "output_file.h"
 #include "procs_report.h"
 #include "procs_timeline.h"
 #include "procs_views.h"
@@ -288,8 +288,8 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
         rc = mr_procs_joint_peak(&s, &joint);
     if (!rc)
         rc = combined_tree(&s, a, &joint, &g);
-    mr_output out;
-    if (!rc && !(rc = mr_output_open(&out, output, a->force))) {
+    mr_output_file out;
+    if (!rc && !(rc = mr_output_file_open(&out, output, a->force))) {
         // The page's title and capture are those of the first root (the command run).
         mr_flamegraph_view view = {.mode = a->mode,
                                    .all_frames = a->all_frames,
@@ -301,10 +301,10 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
         if (e) {
             mr_error(e == -ENOMEM ? paths[0] : output, "%s",
                      e == -ENOMEM ? "out of memory" : "cannot write the page");
-            mr_output_abort(&out);
+            mr_output_file_abort(&out);
             rc = MR_EXIT_IO;
         } else {
-            rc = mr_output_commit(&out);
+            rc = mr_output_file_commit(&out);
         }
     }
     mr_flame_tree_free(&g);

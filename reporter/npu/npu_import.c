@@ -5,7 +5,7 @@
 // to rows.
 #include "messages.h"
 #include "npu.h"
-#include "output.h"
+#include "output_file.h"
 
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"

@@ -3,7 +3,7 @@
 // synthetic addresses that pair a free with its allocation.
 #include "messages.h"
 #include "npu_internal.h"
-#include "output.h"
+#include "output_file.h"
 #include "siphash.h"
 
 #include "memtrace/event.h"

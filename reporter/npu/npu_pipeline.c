@@ -3,7 +3,7 @@
 // them in order; the entry points mr_npu_parse_fd and mr_npu_parse_file.
 #include "messages.h"
 #include "npu_internal.h"
-#include "output.h"
+#include "output_file.h"
 #include "siphash.h"
 
 #include "memtrace/input.h"

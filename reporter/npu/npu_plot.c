@@ -7,7 +7,7 @@
 // series a log would give.
 #include "messages.h"
 #include "npu.h"
-#include "output.h"
+#include "output_file.h"
 #include "plot.h"
 #include "plot_data.h"
 #include "plot_draw.h"
@@ -347,13 +347,13 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
 }
 
 int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
-    mr_output data = {0};
+    mr_output_file data = {0};
     int rc = 0;
     if (args->data) {
-        if ((rc = mr_output_open(&data, args->data, args->force)))
+        if ((rc = mr_output_file_open(&data, args->data, args->force)))
             return rc;
         if (write_data(data.fp, s)) {
-            mr_output_abort(&data);
+            mr_output_file_abort(&data);
             mr_error(args->data, "out of memory");
             return MR_EXIT_IO;
         }
@@ -361,16 +361,16 @@ int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
     mr_canvas c;
     if ((rc = mr_canvas_open(&c, args->output, args->force, WIDTH, HEIGHT))) {
         if (args->data)
-            mr_output_abort(&data);
+            mr_output_file_abort(&data);
         return rc;
     }
     draw(c.cr, s);
     rc = mr_canvas_commit(&c);
     if (args->data) {
         if (rc)
-            mr_output_abort(&data);
+            mr_output_file_abort(&data);
         else
-            rc = mr_output_commit(&data);
+            rc = mr_output_file_commit(&data);
     }
     return rc;
 }

@@ -2,7 +2,7 @@
 // The line scanner: every literal upstream (and the importer) looks for, found in one pass.
 #include "messages.h"
 #include "npu_internal.h"
-#include "output.h"
+#include "output_file.h"
 #include "siphash.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 // The five plotted series (§2.5-2.7), and freeing a parsed log.
 #include "messages.h"
 #include "npu_internal.h"
-#include "output.h"
+#include "output_file.h"
 #include "siphash.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
 // Timeline assembly (§2.4): the functions' points and events put in timeline order.
 #include "messages.h"
 #include "npu_internal.h"
-#include "output.h"
+#include "output_file.h"
 #include "siphash.h"
 
 #include <errno.h>

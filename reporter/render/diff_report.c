@@ -7,7 +7,7 @@
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
-#include "output.h"
+#include "output_file.h"
 #include "sites.h"
 
 #include "memtrace/units.h"
@@ -318,11 +318,11 @@ int mr_diff_report_write(const mr_report_to* to, const mr_diff_report* r) {
     if (!r->csv) {
         rc = mr_json_write_report(to, report, print_text);
     } else {
-        mr_output out;
-        rc = mr_output_open(&out, to->output, to->force);
+        mr_output_file out;
+        rc = mr_output_file_open(&out, to->output, to->force);
         if (!rc) {
             print_csv(out.fp, report);
-            rc = mr_output_commit(&out);
+            rc = mr_output_file_commit(&out);
         }
     }
     json_decref(report);

@@ -11,7 +11,7 @@
 #include "escape.h"
 #include "json.h"
 #include "messages.h"
-#include "output.h"
+#include "output_file.h"
 
 #include "memtrace/units.h"
 
@@ -403,14 +403,14 @@ static int write_svg(const mr_report_to* to, json_t* doc) {
     }
     print_dot(mem, doc);
     fclose(mem);
-    mr_output out;
-    int rc = mr_output_open(&out, to->output, to->force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, to->output, to->force);
     if (!rc) {
         rc = run_dot(text, len, out.fp);
         if (rc)
-            mr_output_abort(&out);
+            mr_output_file_abort(&out);
         else
-            rc = mr_output_commit(&out);
+            rc = mr_output_file_commit(&out);
     }
     free(text);
     return rc;

@@ -5,7 +5,7 @@
 
 #include "escape.h"
 #include "messages.h"
-#include "output.h"
+#include "output_file.h"
 #include "sampled.h"
 
 #include "memtrace/sampling.h"
@@ -62,8 +62,8 @@ int mr_json_dump_html(const json_t* json, FILE* out) {
 }
 
 int mr_json_write_compact(const json_t* json, const char* path, bool force) {
-    mr_output out;
-    int rc = mr_output_open(&out, path, force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, path, force);
     if (rc)
         return rc;
     // A sampled capture's data says so, as every report's --json does (say_sampled): on a
@@ -77,7 +77,7 @@ int mr_json_write_compact(const json_t* json, const char* path, bool force) {
     json_dumpf(with ? with : json, out.fp, JSON_COMPACT);
     json_decref(with);
     fputc('\n', out.fp);
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }
 
 json_t* mr_json_sampled(void) {
@@ -113,8 +113,8 @@ static void say_sampled(FILE* fp, json_t* report, bool json) {
 
 int mr_json_write_report(const mr_report_to* to, json_t* report,
                          void (*print_text)(FILE*, json_t*)) {
-    mr_output out;
-    int rc = mr_output_open(&out, to->output, to->force);
+    mr_output_file out;
+    int rc = mr_output_file_open(&out, to->output, to->force);
     if (rc)
         return rc;
     say_sampled(out.fp, report, to->json);
@@ -124,7 +124,7 @@ int mr_json_write_report(const mr_report_to* to, json_t* report,
     } else {
         print_text(out.fp, report);
     }
-    return mr_output_commit(&out);
+    return mr_output_file_commit(&out);
 }
 
 int mr_json_write_new_report(const mr_report_to* to, json_t* report, const char* capture,

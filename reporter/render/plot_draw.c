@@ -42,7 +42,7 @@ int mr_canvas_open(mr_canvas* c, const char* path, bool force, int width, int he
     c->width = width;
     c->height = height;
     c->svg = ends_with(path, ".svg");
-    rc = mr_output_open(&c->out, path, force);
+    rc = mr_output_file_open(&c->out, path, force);
     if (rc)
         return rc;
     if (c->svg)
@@ -75,10 +75,10 @@ int mr_canvas_commit(mr_canvas* c) {
     if (st != CAIRO_STATUS_SUCCESS) {
         mr_error(c->out.path ? c->out.path : "<stdout>", "cannot write the picture: %s",
                  cairo_status_to_string(st));
-        mr_output_abort(&c->out);
+        mr_output_file_abort(&c->out);
         return MR_EXIT_IO;
     }
-    return mr_output_commit(&c->out);
+    return mr_output_file_commit(&c->out);
 }
 
 void mr_canvas_abort(mr_canvas* c) {
@@ -88,7 +88,7 @@ void mr_canvas_abort(mr_canvas* c) {
         cairo_surface_finish(c->surface);
         cairo_surface_destroy(c->surface);
     }
-    mr_output_abort(&c->out);
+    mr_output_file_abort(&c->out);
     memset(c, 0, sizeof *c);
 }
 

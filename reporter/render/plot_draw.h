@@ -7,7 +7,7 @@
 #define MR_PLOT_DRAW_H
 
 #include "messages.h"
-#include "output.h"
+#include "output_file.h"
 
 #include <cairo.h>
 #include <stdbool.h>
@@ -25,7 +25,7 @@ typedef struct mr_canvas {
     cairo_t* cr;
     int width, height;
     bool svg;
-    mr_output out;
+    mr_output_file out;
 } mr_canvas;
 
 // Opens a white canvas; SVG when path ends in ".svg", PNG otherwise. Refuses an existing

@@ -6,7 +6,7 @@
 #include "capture_sql.h"
 #include "npu.h"
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "replay.h"
 
 #include "../check.h"

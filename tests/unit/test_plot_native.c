@@ -3,7 +3,7 @@
 // capture writer: exact peak, heap series points that are real (time, live bytes) states,
 // RSS/VSZ counters, marks and ranges, site rows, errors, and the PNG read back with cairo.
 #include "options.h"
-#include "output.h"
+#include "output_file.h"
 #include "plot.h"
 #include "plot_draw.h"
 

@@ -4,7 +4,6 @@
 // refusal to overwrite without --force.
 #include "npu.h"
 #include "options.h"
-#include "output.h"
 #include "plot.h"
 
 #include "../check.h"

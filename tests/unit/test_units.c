@@ -4,7 +4,6 @@
 // its messages, and how far a native or an imported NPU capture reaches in time.
 #include "commands.h"
 #include "options.h"
-#include "output.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Output files written to a temporary file and renamed into place.
-#include "output.h"
+#include "output_file.h"
 
 #include "escape.h"
 #include "messages.h"
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool mr_output_in_place(const char* path) {
+bool mr_output_file_in_place(const char* path) {
     struct stat st;
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
@@ -33,7 +33,7 @@ static bool stream_like(int fd) {
 
 // A FIFO, socket or terminal is opened and written as it is (a FIFO's open waits for its
 // reader). Opening writes nothing: a device refused then is left as it was.
-static int open_in_place(mr_output* o, const char* path) {
+static int open_in_place(mr_output_file* o, const char* path) {
     int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd >= 0 && !stream_like(fd)) {
         close(fd);
@@ -66,14 +66,14 @@ static int open_in_place(mr_output* o, const char* path) {
 }
 
 // Closes what was written in place: the escaping stream, then the file under it.
-static bool close_in_place(mr_output* o) {
+static bool close_in_place(mr_output_file* o) {
     bool bad = ferror(o->fp) | (fclose(o->fp) != 0);
     if (o->raw)
         bad |= ferror(o->raw) | (fclose(o->raw) != 0);
     return bad;
 }
 
-int mr_output_open(mr_output* o, const char* path, bool force) {
+int mr_output_file_open(mr_output_file* o, const char* path, bool force) {
     memset(o, 0, sizeof *o);
     if (strcmp(path, "-") == 0) {
         // A name from a capture is the traced program's bytes: on a terminal they could
@@ -83,7 +83,7 @@ int mr_output_open(mr_output* o, const char* path, bool force) {
         o->to_terminal = escaped != NULL;
         return MR_EXIT_OK;
     }
-    if (mr_output_in_place(path))
+    if (mr_output_file_in_place(path))
         return open_in_place(o, path);
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -118,7 +118,7 @@ int mr_output_open(mr_output* o, const char* path, bool force) {
     return MR_EXIT_OK;
 }
 
-int mr_output_commit(mr_output* o) {
+int mr_output_file_commit(mr_output_file* o) {
     if (!o->path) {
         int bad = fflush(o->fp) != 0 || ferror(o->fp);
         if (o->to_terminal) {
@@ -152,7 +152,7 @@ int mr_output_commit(mr_output* o) {
     return rc;
 }
 
-void mr_output_abort(mr_output* o) {
+void mr_output_file_abort(mr_output_file* o) {
     if ((o->path || o->to_terminal) && o->fp)
         fclose(o->fp);
     if (o->raw)
