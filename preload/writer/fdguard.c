@@ -13,6 +13,8 @@
 // process: grep, tar or md5sum of the capture), taken again on the reopened file.
 #include "fdguard.h"
 
+#include "bootstrap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -383,7 +385,9 @@ static void* guarded_mmap(void* addr, size_t len, int prot, int flags, int handl
     int fd = handle;
     if (!(flags & MAP_ANONYMOUS) && (fd = resolve(handle)) < 0)
         return MAP_FAILED;
-    return mmap(addr, len, prot, flags, fd, off);
+    // SQLite's memory-mapped pages of the capture hold the program's addresses: the tracer's
+    // own pages, never roots of the leak scan.
+    return mt_own_pages(mmap(addr, len, prot, flags, fd, off), len);
 }
 
 void mt_fdguard_forget_all(void) {

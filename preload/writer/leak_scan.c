@@ -45,6 +45,7 @@ typedef struct mapping {
     uintptr_t lo, hi;
     bool readable, writable, anon, stack; // stack: the [stack] mapping
     bool named;                           // anon with a name: [heap], [stack], [vvar]...
+    bool device;                          // a device's memory: never read (as memcheck)
     bool own;                             // the tracer's pages (mt_own_pages: VmFlags dd)
     bool resident;                        // some page in memory or swap
 } mapping;
@@ -129,6 +130,14 @@ static char* read_maps(size_t* len) {
     return buf;
 }
 
+// Device memory (a GPU's, a frame buffer) may hang or change what it is read from; /dev/zero
+// (shared anonymous memory) and /dev/shm (POSIX shared memory, files of a tmpfs) are memory.
+static bool is_device(const char* path) {
+    return (!strncmp(path, "/dev/", 5) && strncmp(path, "/dev/zero", 9) &&
+            strncmp(path, "/dev/shm/", 9)) ||
+           !strncmp(path, "anon_inode:", 11);
+}
+
 static mapping* parse_maps(char* text, size_t* count) {
     size_t lines = 0;
     for (char* p = text; *p; p++)
@@ -152,7 +161,8 @@ static mapping* parse_maps(char* text, size_t* count) {
                                .writable = perms[1] == 'w',
                                .anon = inode == 0 && (!*path || *path == '['),
                                .stack = !strcmp(path, "[stack]"),
-                               .named = *path != 0};
+                               .named = *path != 0,
+                               .device = is_device(path)};
         } else if (k && !strncmp(line, "VmFlags:", 8)) {
             m[k - 1].own = strstr(line, " dd") != NULL;
         } else if (k &&
@@ -361,6 +371,23 @@ static int anon_roots(ranges* roots, const mapping* maps, size_t nmaps, const mt
     return rc;
 }
 
+// memcheck reads every writable file mapping and shared memory too: a program's own mapped
+// files and shared pools, but not a module's segments (roots already) nor a device's memory.
+static int file_roots(ranges* files, const mapping* maps, size_t nmaps, const ranges* roots) {
+    int rc = 0;
+    for (size_t i = 0; i < nmaps && !rc; i++) {
+        const mapping* m = &maps[i];
+        if (!m->readable || !m->writable || m->anon || m->own || m->device || !m->resident)
+            continue;
+        bool module = false;
+        for (size_t j = 0; j < roots->n && !module; j++)
+            module = roots->r[j].lo < m->hi && roots->r[j].hi > m->lo;
+        if (!module)
+            rc = push_range(files, m->lo, m->hi);
+    }
+    return rc;
+}
+
 // Where this thread's stack holds the program's data: the frame of the program's code that
 // called into libc (exit, or a detach's call) and those above it. The frames below are
 // libc's and the tracer's, and their unwritten slots hold what earlier calls left (the hooks'
@@ -504,6 +531,24 @@ static void scan_mapped(scan_state* s, uintptr_t lo, uintptr_t hi) {
     }
 }
 
+// A mapped file's pages that are in memory: one never read is the file's content, and
+// reading it would read the file.
+static void scan_file(scan_state* s, uintptr_t lo, uintptr_t hi) {
+    static unsigned char in_core[256];
+    for (uintptr_t a = lo; a < hi; a += sizeof in_core * 4096) {
+        uintptr_t end = hi - a > sizeof in_core * 4096 ? a + sizeof in_core * 4096 : hi;
+        size_t pages = (end - a + 4095) / 4096;
+        if (syscall(SYS_mincore, a, end - a, in_core) != 0)
+            memset(in_core, 1, pages);
+        for (size_t p = 0; p < pages; p++)
+            if (in_core[p] & 1) {
+                uintptr_t page = a + p * 4096;
+                scan_words(s, page, page + 4096 < end ? page + 4096 : end, true);
+            }
+        drain(s);
+    }
+}
+
 static void drain(scan_state* s) {
     while (s->top) {
         uint32_t i = s->stack[--s->top];
@@ -535,7 +580,8 @@ static void claim(scan_state* s, uint32_t leader) {
     }
 }
 
-static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ranges* mapped) {
+static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ranges* mapped,
+                                   const ranges* files) {
     sigset_t all;
     sigfillset(&all);
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(long));
@@ -546,6 +592,8 @@ static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ran
     }
     for (size_t i = 0; i < mapped->n; i++)
         scan_mapped(s, mapped->r[i].lo, mapped->r[i].hi);
+    for (size_t i = 0; i < files->n; i++)
+        scan_file(s, files->r[i].lo, files->r[i].hi);
     for (size_t i = 0; i < s->n; i++)
         if (s->st[i] == UNREACHED)
             claim(s, (uint32_t)i);
@@ -652,9 +700,11 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
                     .glibc = mt_leak_scan_reads_mapped(),
                     .pymalloc = mt_pyframes_status() != NULL};
     // Beside another allocator its own mappings would be read as roots, free memory and all.
-    ranges mapped = {0};
+    ranges mapped = {0}, files = {0};
     if (!rc && s.glibc)
         rc = anon_roots(&mapped, maps, nmaps, blocks, n);
+    if (!rc)
+        rc = file_roots(&files, maps, nmaps, &roots);
     size_t len = (64 + n * 5 + 4095) & ~(size_t)4095;
     void* shared = MAP_FAILED;
     if (!rc) {
@@ -683,10 +733,12 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
         out->roots_bytes += roots.r[i].hi - roots.r[i].lo;
     for (size_t i = 0; i < mapped.n; i++)
         out->roots_bytes += mapped.r[i].hi - mapped.r[i].lo;
+    for (size_t i = 0; i < files.n; i++)
+        out->roots_bytes += files.r[i].hi - files.r[i].lo;
     // Exit signal 0: no SIGCHLD for the program, and only a wait with __WALL sees it.
     long pid = syscall(SYS_clone, 0L, NULL, NULL, NULL, NULL);
     if (pid == 0)
-        scan_in_copy(&s, &roots, &mapped);
+        scan_in_copy(&s, &roots, &mapped, &files);
     if (pid < 0) {
         rc = -errno;
         snprintf(why, cap, "no copy of the process could be made: %s", strerror(errno));
@@ -698,6 +750,7 @@ out:
         mt_real.munmap(s.stack, (2 * n + 1) * sizeof *s.stack);
     mt_writer_heap_free(roots.r);
     mt_writer_heap_free(mapped.r);
+    mt_writer_heap_free(files.r);
     mt_writer_heap_free(maps);
     if (rc) {
         if (shared != MAP_FAILED)

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import capture_meta, check, clean_env, finish, fresh_dir, skip_without  # noqa: E402,E501
 
 PROG_FUNCS = {"lose_one", "lose_list", "fill_cache", "keep_interior", "keep_in_tls",
-              "hide_by_xor", "hold_in_stack", "main"}
+              "hide_by_xor", "keep_in_file", "keep_in_shared", "hold_in_stack", "main"}
 ALLOCATORS = {"malloc", "calloc", "realloc", "memalign", "posix_memalign", "aligned_alloc"}
 KINDS = {"definitely lost": "definitely_lost", "indirectly lost": "indirectly_lost",
          "possibly lost": "possibly_lost", "still reachable": "still_reachable"}

@@ -3,12 +3,17 @@
 // (the check compares per kind and allocating function with valgrind): a block whose only
 // pointer was overwritten, a list whose head was lost, a block held only through a pointer
 // inside it, a global cache, a block held only by another thread's stack, one only by TLS,
-// one whose pointer is hidden by XOR. Ends by exit() with the other thread still blocked;
+// one whose pointer is hidden by XOR, one held only from a mapped file, one only from shared
+// memory. Ends by exit() with the other thread still blocked;
 // with the argument "alone", at once and with no other thread, never having blocked.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // memfd_create, MAP_ANONYMOUS
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct node {
@@ -66,6 +71,25 @@ __attribute__((noinline)) static void keep_in_tls(void) {
     tls_keep = malloc(77);
 }
 
+// Still reachable: memcheck reads writable file mappings and shared memory as roots.
+__attribute__((noinline)) static void keep_in_file(void) {
+    int fd = memfd_create("kinds", 0);
+    if (fd < 0 || ftruncate(fd, 4096) != 0)
+        abort();
+    void** page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (page == MAP_FAILED)
+        abort();
+    close(fd);
+    page[3] = malloc(91);
+}
+
+__attribute__((noinline)) static void keep_in_shared(void) {
+    void** page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        abort();
+    page[5] = malloc(93);
+}
+
 __attribute__((noinline)) static void hide_by_xor(void) {
     hidden = (uintptr_t)malloc(55) ^ 0x5a5a5a5a5a5a5a5aull;
 }
@@ -77,6 +101,8 @@ int main(int argc, char** argv) {
     keep_interior();
     keep_in_tls();
     hide_by_xor();
+    keep_in_file();
+    keep_in_shared();
     if (argc > 1 && !strcmp(argv[1], "alone"))
         exit(0);
     pthread_t t;
