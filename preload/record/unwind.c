@@ -340,8 +340,8 @@ static int walk_libunwind(uintptr_t* out, uintptr_t* out_sp, int max, bool learn
     return n;
 }
 
-static local_rules* thread_rules(void) {
-    local_rules* lr = tls_rules;
+// The thread's first walk (its cache mapped), or the first since the rules changed.
+static __attribute__((noinline)) local_rules* thread_rules_renew(local_rules* lr, uint32_t gen) {
     if (!lr) {
         // mmap, not malloc: stays out of the traced heap, comes zero-filled.
         void* p = mt_own_pages(
@@ -351,7 +351,6 @@ static local_rules* thread_rules(void) {
             return NULL;
         tls_rules = lr = p;
     }
-    uint32_t gen = atomic_load_explicit(&rules_generation, memory_order_acquire);
     if (lr->generation != gen) {
         memset(lr->slot, 0, sizeof lr->slot);
         lr->generation = gen;
@@ -360,6 +359,14 @@ static local_rules* thread_rules(void) {
         lr->last_found = NULL;
     }
     return lr;
+}
+
+static inline local_rules* thread_rules(void) {
+    local_rules* lr = tls_rules;
+    uint32_t gen = atomic_load_explicit(&rules_generation, memory_order_acquire);
+    if (MT_LIKELY(lr && lr->generation == gen))
+        return lr;
+    return thread_rules_renew(lr, gen);
 }
 
 void mt_unwind_thread_exit(void) {
@@ -473,8 +480,8 @@ typedef enum walk_result {
 // Applies cached rules from the first frame outside the tracer and stops where the stack
 // joins the previous walk's unchanged part. Fills *st (up to `max` frames), or says why not
 // (the caller then walks with libunwind). `scratch` holds a stack cut by the limit.
-static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch,
-                               uintptr_t* sp_scratch) {
+static inline __attribute__((always_inline)) walk_result
+walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintptr_t* scratch, uintptr_t* sp_scratch) {
     uintptr_t* fp = stack_hi ? hook_caller_frame(stack_hi) : NULL;
     local_rules* lr = fp ? thread_rules() : NULL;
     if (!lr)
@@ -522,7 +529,7 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
         }
         if (k == RECENT_KEY_FRAMES && !lr->recent_off) {
             // A stack seen before, not just before: its kept walk, checked, not walked.
-            recent_walk* e = recent_find(lr, fresh, max);
+            recent_walk* e = recent_find(lr, fresh, pc, max);
             recent_count(lr, e != NULL);
             if (e) {
                 lr->top_n = prev_n; // top is untouched
@@ -532,29 +539,38 @@ static walk_result walk_cached(mt_stack* st, int max, uintptr_t stack_hi, uintpt
             }
         }
         const local_rule* r = local_find(lr, pc);
-        if (k > max && (!r || (r->flags & RULE_COMPLEX)))
-            break; // the frames reported are all known: those past them are not needed
-        if (past_guess && (!r || (r->flags & RULE_COMPLEX)))
-            return WALK_PAST_GUESS;
-        if (!r)
-            return WALK_NO_RULE;
-        if (r->flags & RULE_COMPLEX)
-            return WALK_FAILED;
-        past_guess |= r->flags & RULE_NO_INFO;
-        walk_frame* f = &fresh[k++];
-        *f = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
-        if (r->flags & RULE_LAST) {
-            done = true;
-            break;
+        // One test for the rare cases on a frame's way: no rule, a rule not to use, the walk's
+        // end, a frame without unwind info.
+        if (MT_UNLIKELY(!r || (r->flags & (RULE_COMPLEX | RULE_LAST | RULE_NO_INFO)))) {
+            if (!r || (r->flags & RULE_COMPLEX)) {
+                if (k > max)
+                    break; // the frames reported are all known: those past them are not needed
+                if (past_guess)
+                    return WALK_PAST_GUESS;
+                return r ? WALK_FAILED : WALK_NO_RULE;
+            }
+            past_guess |= r->flags & RULE_NO_INFO;
+            if (r->flags & RULE_LAST) {
+                fresh[k++] = (walk_frame){.pc = pc, .sp = sp, .bp = bp};
+                done = true;
+                break;
+            }
         }
-        uintptr_t cfa = (r->flags & RULE_BP_CFA) ? bp + 16 : sp + r->cfa_off;
-        if (cfa <= sp || cfa > stack_hi || (cfa & 7)) {
+        // The frame's other fields are store_walk's to fill.
+        walk_frame* f = &fresh[k++];
+        f->pc = pc;
+        f->sp = sp;
+        f->bp = bp;
+        bool bp_cfa = r->flags & RULE_BP_CFA;
+        uintptr_t cfa = bp_cfa ? bp + 16 : sp + r->cfa_off;
+        // cfa in (sp, stack_hi], and aligned.
+        if (cfa - sp - 1 >= stack_hi - sp || (cfa & 7)) {
             if (k > max)
                 break;
             return WALK_FAILED;
         }
         f->bp_off = r->bp_off;
-        f->bp_cfa = r->flags & RULE_BP_CFA;
+        f->bp_cfa = bp_cfa;
         uintptr_t caller_bp = r->bp_off ? *(const uintptr_t*)(cfa - r->bp_off) : bp;
         pc = *(const uintptr_t*)(cfa - 8);
         sp = cfa;
@@ -591,14 +607,32 @@ int mt_unwind_fp_only(uintptr_t* out, int max, uintptr_t stack_hi) {
     return n;
 }
 
+// The cached walk again, once a libunwind walk has learnt the rules it lacked (out of line:
+// walk_cached is inlined into mt_unwind's fast path).
+static __attribute__((noinline)) walk_result walk_cached_again(mt_stack* st, int max,
+                                                               uintptr_t stack_hi,
+                                                               uintptr_t* scratch,
+                                                               uintptr_t* sp_scratch) {
+    return walk_cached(st, max, stack_hi, scratch, sp_scratch);
+}
+
+static __attribute__((noinline)) void unwind_slow(mt_stack* st, walk_result cached,
+                                                  uintptr_t* scratch, uintptr_t* sp_scratch,
+                                                  int max, uintptr_t stack_hi);
+
 void mt_unwind(mt_stack* st, uintptr_t* scratch, uintptr_t* sp_scratch, int max,
                uintptr_t stack_hi) {
     st->signal_frame = false;
     walk_result cached = unwind_mode == MT_UNWIND_AUTO
                              ? walk_cached(st, max, stack_hi, scratch, sp_scratch)
                              : WALK_FAILED;
-    if (cached == WALK_DONE)
-        return;
+    if (MT_UNLIKELY(cached != WALK_DONE))
+        unwind_slow(st, cached, scratch, sp_scratch, max, stack_hi);
+}
+
+// What the rules cannot walk (or another mode): libunwind's walk or the frame pointers.
+static void unwind_slow(mt_stack* st, walk_result cached, uintptr_t* scratch, uintptr_t* sp_scratch,
+                        int max, uintptr_t stack_hi) {
     // A walk that learns goes as far as cached walks go (see walk_cached's limit).
     int want = cached == WALK_NO_RULE || max + 16 > MAX_WALK ? MAX_WALK : max + 16;
     int n;
@@ -619,7 +653,7 @@ void mt_unwind(mt_stack* st, uintptr_t* scratch, uintptr_t* sp_scratch, int max,
         // Again from the cache, now that the rules are learnt: the first walk of a stack then
         // gives what later ones will.
         if (cached == WALK_NO_RULE &&
-            (cached = walk_cached(st, max, stack_hi, scratch, sp_scratch)) == WALK_DONE)
+            (cached = walk_cached_again(st, max, stack_hi, scratch, sp_scratch)) == WALK_DONE)
             return;
         if (cached == WALK_PAST_GUESS) {
             in_libunwind = 1;

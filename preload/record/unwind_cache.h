@@ -32,6 +32,9 @@ typedef struct walk_frame {
     uint16_t bp_off;       // the rule's bp_off (where the caller's RBP was read from)
     bool bp_cfa;           // the rule's CFA is RBP + 16
     bool bp_needed;        // the walk from here out reads this frame's RBP (see walk_cached)
+    // Where this frame's RBP is saved below its sp, when the walk out reads it (the frame
+    // inside saved it and bp_needed): first_stale checks that word; 0: no such word.
+    uint16_t check_off;
 } walk_frame;
 
 // A complete walk kept for later (stacks seen before but not just before): its frames,
@@ -41,7 +44,7 @@ typedef struct walk_frame {
 #define RECENT_FRAMES 48 // deeper stacks are not kept
 #define RECENT_SETS 64
 #define RECENT_WAYS 4
-#define RECENT_KEY_FRAMES 4 // frames walked (leaf first) before the kept walks are looked up
+#define RECENT_KEY_FRAMES 1 // frames walked (leaf first) before the kept walks are looked up
 typedef struct recent_walk {
     uint64_t key;        // of the leaf frame (sp, pc) and its caller's pc
     uint32_t generation; // the rules' generation it was walked under; else empty
@@ -52,11 +55,12 @@ typedef struct recent_walk {
     mt_stackhash hash;     // of the whole stack
     mt_callsite_memo memo; // its callsite id, once interned
     uintptr_t pc[RECENT_FRAMES], sp[RECENT_FRAMES];
-    // The words read to step out to frame j: its return address at sp[j] - 8, and the
-    // caller's RBP at sp[j] - word_off[j], which must equal word[j] (frames that saved no
-    // RBP check their return address twice: no branch in the check).
-    uintptr_t word[RECENT_FRAMES];
-    uint16_t word_off[RECENT_FRAMES];
+    // The words read to step out to frame j are its return address at sp[j] - 8 and, where
+    // the walk out reads frame j's RBP from the stack, the saved RBP: bp_at[i] must hold
+    // bp_word[i] for each of the nbp frames that have one. Code without frame pointers has
+    // few or none, so the return addresses are checked by a loop of their own.
+    int nbp;
+    uintptr_t bp_at[RECENT_FRAMES], bp_word[RECENT_FRAMES];
 } recent_walk;
 
 typedef struct local_rules {
@@ -86,13 +90,14 @@ typedef struct local_rules {
 // stored them, or t: a walk that meets the stored one at frame j may reuse frames 0..j only
 // if none of them did, i.e. for j up to the frame returned. The words of frame i are those
 // read to step out to it from frame i + 1: its return address, and its RBP where frame i + 1
-// saved it.
+// saved it and the walk from frame i out reads it. In code without frame pointers RBP is an
+// ordinary register whose saved value changes from call to call (a loop's counter): checked
+// only where needed, it does not make an unchanged stack look new.
 static inline int first_stale(const walk_frame* top, int t) {
     for (int i = 0; i < t; i++) {
         const walk_frame* f = &top[i];
-        uint16_t bp_off = top[i + 1].bp_off;
         if (*(const uintptr_t*)(f->sp - 8) != f->pc ||
-            (bp_off && *(const uintptr_t*)(f->sp - bp_off) != f->bp))
+            (f->check_off && *(const uintptr_t*)(f->sp - f->check_off) != f->bp))
             return i;
     }
     return t;
@@ -115,6 +120,9 @@ static inline void store_walk(local_rules* lr, int shared, int k) {
         // its value only where a rule uses it before some frame reloads it from the stack.
         needed = f->bp_cfa || (!f->bp_off && needed);
         f->bp_needed = needed;
+        f->check_off = 0;
+        if (i)
+            top[i - 1].check_off = top[i - 1].bp_needed ? f->bp_off : 0;
         lr->top_pc[i] = f->pc;
         lr->top_sp[i] = f->sp;
     }
@@ -137,10 +145,9 @@ static inline void leafmost(const local_rules* lr, int shared, int k, int max, u
 }
 
 // Several kept walks may share a key: each is checked.
-static inline uint64_t recent_key(uintptr_t leaf_sp, uintptr_t pc0, uintptr_t pc1, uintptr_t pc2,
-                                  uintptr_t pc3) {
+static inline uint64_t recent_key(uintptr_t leaf_sp, uintptr_t pc0, uintptr_t pc1) {
     uint64_t h = (leaf_sp ^ pc0) * 0x9e3779b97f4a7c15ull;
-    h = (h ^ pc1 ^ (pc2 << 1) ^ (pc3 << 2)) * 0xc2b2ae3d27d4eb4full;
+    h = (h ^ pc1) * 0xc2b2ae3d27d4eb4full;
     return h ^ (h >> 29);
 }
 
@@ -157,15 +164,30 @@ static inline bool recent_valid(const local_rules* lr, const recent_walk* e, uin
         (e->leaf_bp_needed && e->leaf_bp != bp))
         return false;
     uintptr_t diff = e->end_sp ? *(const uintptr_t*)(e->end_sp - 8) : 0;
-    for (int j = 0; j < n - 1; j++)
-        diff |= (*(const uintptr_t*)(e->sp[j] - 8) ^ e->pc[j]) |
-                (*(const uintptr_t*)(e->sp[j] - e->word_off[j]) ^ e->word[j]);
+    // From the leaf out, four frames at a time: another stack under the same key (a leaf
+    // called at the same depth from elsewhere) differs near the leaf.
+    const uintptr_t *sps = e->sp, *pcs = e->pc;
+    int j = n - 1;
+    for (; j >= 4; j -= 4) {
+        diff |= (*(const uintptr_t*)(sps[j - 1] - 8) ^ pcs[j - 1]) |
+                (*(const uintptr_t*)(sps[j - 2] - 8) ^ pcs[j - 2]) |
+                (*(const uintptr_t*)(sps[j - 3] - 8) ^ pcs[j - 3]) |
+                (*(const uintptr_t*)(sps[j - 4] - 8) ^ pcs[j - 4]);
+        if (diff)
+            return false;
+    }
+    for (; j > 0; j--)
+        diff |= *(const uintptr_t*)(sps[j - 1] - 8) ^ pcs[j - 1];
+    for (int i = 0; i < e->nbp; i++)
+        diff |= *(const uintptr_t*)e->bp_at[i] ^ e->bp_word[i];
     return !diff;
 }
 
-// A kept walk that starts at the leaf frame `leaf` and whose stack words are unchanged.
-static inline recent_walk* recent_find(local_rules* lr, const walk_frame* leaf, int max) {
-    uint64_t key = recent_key(leaf[0].sp, leaf[0].pc, leaf[1].pc, leaf[2].pc, leaf[3].pc);
+// A kept walk that starts at the leaf frame `leaf`, whose caller's return address is pc1,
+// and whose stack words are unchanged.
+static inline recent_walk* recent_find(local_rules* lr, const walk_frame* leaf, uintptr_t pc1,
+                                       int max) {
+    uint64_t key = recent_key(leaf->sp, leaf->pc, pc1);
     recent_walk* set = recent_set(lr, key);
     for (int w = 0; w < RECENT_WAYS; w++)
         if (set[w].key == key && recent_valid(lr, &set[w], leaf->pc, leaf->sp, leaf->bp, max))
@@ -186,11 +208,10 @@ static inline void recent_count(local_rules* lr, bool hit) {
 
 // Keeps the complete walk in top (n frames) among the recent ones.
 static inline recent_walk* recent_keep(local_rules* lr, int n) {
-    if (n < RECENT_KEY_FRAMES || n > RECENT_FRAMES)
+    if (n < 2 || n > RECENT_FRAMES)
         return NULL;
     const walk_frame* top = lr->top;
-    uint64_t key =
-        recent_key(top[n - 1].sp, top[n - 1].pc, top[n - 2].pc, top[n - 3].pc, top[n - 4].pc);
+    uint64_t key = recent_key(top[n - 1].sp, top[n - 1].pc, top[n - 2].pc);
     recent_walk* set = recent_set(lr, key);
     recent_walk* e = NULL;
     for (int w = 0; w < RECENT_WAYS && !e; w++)
@@ -206,13 +227,18 @@ static inline recent_walk* recent_keep(local_rules* lr, int n) {
     e->end_sp = lr->top_end_sp;
     e->hash = top[n - 1].hash;
     e->memo = top[n - 1].memo;
+    int nbp = 0;
     for (int j = 0; j < n; j++) {
         e->pc[j] = top[j].pc;
         e->sp[j] = top[j].sp;
-        uint16_t off = j + 1 < n ? top[j + 1].bp_off : 0;
-        e->word_off[j] = off ? off : 8;
-        e->word[j] = off ? top[j].bp : top[j].pc;
+        // As in first_stale: a saved RBP is checked where the walk out reads it.
+        uint16_t off = top[j].check_off;
+        if (off) {
+            e->bp_at[nbp] = top[j].sp - off;
+            e->bp_word[nbp++] = top[j].bp;
+        }
     }
+    e->nbp = nbp;
     return e;
 }
 
