@@ -184,19 +184,45 @@ static inline void count_call(mt_thread* t, mt_call call) {
 // The slot for this thread's next event, or NULL when no buffer can be had. The caller
 // writes the event there and commits it: built in place, the event is not copied from a
 // temporary (whose narrow stores a wide copy cannot forward: a stall on every event).
+// The thread has no buffer (its first event, or none could be had): takes one. Out of line,
+// as the record functions inline their fast path.
+static __attribute__((noinline)) mt_buffer* buffer_for(mt_thread* t) {
+    if (MT_UNLIKELY(mt_core_copied_unseen())) {
+        mt_core_stop_copied();
+        return NULL;
+    }
+    mt_buffer* b = mt_core_buffer_get();
+    if (!b)
+        return NULL;
+    b->owner = t;
+    atomic_store_explicit(&t->cur, b, memory_order_release);
+    return b;
+}
+
 static inline mt_event* next_slot(mt_thread* t) {
     mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_relaxed);
-    if (MT_UNLIKELY(!b)) {
-        if (MT_UNLIKELY(mt_core_copied_unseen())) {
-            mt_core_stop_copied();
-            return NULL;
-        }
-        if (!(b = mt_core_buffer_get()))
-            return NULL;
-        b->owner = t;
-        atomic_store_explicit(&t->cur, b, memory_order_release);
-    }
+    if (MT_UNLIKELY(!b) && !(b = buffer_for(t)))
+        return NULL;
     return &b->ev[atomic_load_explicit(&b->committed, memory_order_relaxed)];
+}
+
+// The thread's buffer b is full: the writer gets it, the thread a fresh one.
+static __attribute__((noinline)) void hand_over_full(mt_thread* t, mt_buffer* b) {
+    // A copy of this process that no writer drains would wait for a buffer forever.
+    if (MT_UNLIKELY(mt_core_copied_unseen())) {
+        b->taken = 0;
+        atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+        mt_core_stop_copied();
+        return;
+    }
+    mt_buffer* nb = mt_core_buffer_get();
+    if (nb)
+        nb->owner = t;
+    // Counted before the next buffer shows: the writer must not take newer events from
+    // it while these older ones wait (writer.c, steal_partials).
+    atomic_fetch_add_explicit(&t->queued, 1, memory_order_release);
+    atomic_store_explicit(&t->cur, nb, memory_order_release);
+    mt_core_buffer_hand_over(b);
 }
 
 // Publishes the event written at `slot` (next_slot's) to the writer; drops it if the buffer
@@ -209,23 +235,8 @@ static inline void commit(mt_thread* t, const mt_event* slot) {
         return;
     uint32_t n = i + 1;
     atomic_store_explicit(&b->committed, n, memory_order_release);
-    if (MT_UNLIKELY(n == MT_BUFFER_EVENTS)) {
-        // A copy of this process that no writer drains would wait for a buffer forever.
-        if (MT_UNLIKELY(mt_core_copied_unseen())) {
-            b->taken = 0;
-            atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
-            mt_core_stop_copied();
-            return;
-        }
-        mt_buffer* nb = mt_core_buffer_get();
-        if (nb)
-            nb->owner = t;
-        // Counted before the next buffer shows: the writer must not take newer events from
-        // it while these older ones wait (writer.c, steal_partials).
-        atomic_fetch_add_explicit(&t->queued, 1, memory_order_release);
-        atomic_store_explicit(&t->cur, nb, memory_order_release);
-        mt_core_buffer_hand_over(b);
-    }
+    if (MT_UNLIKELY(n == MT_BUFFER_EVENTS))
+        hand_over_full(t, b);
 }
 
 static void push(mt_thread* t, const mt_event* ev) {
@@ -252,25 +263,30 @@ typedef struct hook_ctx {
     int saved_errno;
 } hook_ctx;
 
-static inline bool enter(hook_ctx* c) {
+// A thread's first hook: its record, made with the program's signals blocked (a handler's
+// heap call would find no record to queue on yet and pass unseen; let in after, it goes to
+// the side queue as in any hook). NULL when none can be made. Out of line: once a thread.
+static __attribute__((noinline)) mt_thread* enter_first(void) {
+    sigset_t all, old;
+    sigfillset(&all);
+    mt_real.sigprocmask(SIG_BLOCK, &all, &old);
+    mt_thread* t = tls_thread; // a handler let in before the block may have made it
+    if (!t) {
+        mt_guard = 1; // thread_create's own allocations pass through
+        t = thread_create();
+    }
+    mt_guard = t ? MT_GUARD_HOOK : 0;
+    mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
+    return t;
+}
+
+static inline __attribute__((always_inline)) bool enter(hook_ctx* c) {
     // The guard says "inside a hook" only once the thread has a record: a signal handler's
     // heap call then goes to the record's side queue wherever it interrupts the hook. Before,
     // a handler runs a whole hook of its own, as if it had come before this one.
     c->t = tls_thread;
     if (MT_UNLIKELY(!c->t)) {
-        // The program's signals wait: a handler's heap call would find no record to queue
-        // on yet and pass unseen. Let in after, it goes to the side queue as in any hook.
-        sigset_t all, old;
-        sigfillset(&all);
-        mt_real.sigprocmask(SIG_BLOCK, &all, &old);
-        c->t = tls_thread; // a handler let in before the block may have made it
-        if (!c->t) {
-            mt_guard = 1; // thread_create's own allocations pass through
-            c->t = thread_create();
-        }
-        mt_guard = c->t ? MT_GUARD_HOOK : 0;
-        mt_real.sigprocmask(SIG_SETMASK, &old, NULL);
-        if (!c->t)
+        if (!(c->t = enter_first()))
             return false;
     } else {
         atomic_signal_fence(memory_order_seq_cst); // the record is read before the guard rises
@@ -289,7 +305,7 @@ static inline void leave(hook_ctx* c) {
     *c->t->errno_at = c->saved_errno;
 }
 
-static uint32_t capture_stack(mt_thread* t) {
+static inline __attribute__((always_inline)) uint32_t capture_stack(mt_thread* t) {
     mt_stack st;
     mt_unwind(&st, t->pcs, t->sps, mt_cfg.depth, t->stack_hi);
     if (MT_UNLIKELY(mt_pyframes_on))
@@ -297,8 +313,11 @@ static uint32_t capture_stack(mt_thread* t) {
     return mt_trie_intern(&st, &t->trie_cache);
 }
 
-static void record_in(mt_thread* t, int heap, int kind, uint64_t seq, void* addr, size_t size,
-                      uint32_t callsite) {
+// Inlined into each record function: a call with seven arguments cost about a fifth of a
+// free's hook.
+static inline __attribute__((always_inline)) void record_in(mt_thread* t, int heap, int kind,
+                                                            uint64_t seq, void* addr, size_t size,
+                                                            uint32_t callsite) {
     mt_event* ev = next_slot(t);
     if (!ev)
         return;

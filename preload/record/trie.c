@@ -40,7 +40,7 @@ static mt_callsite_row* callsites; // by id - 1
 static size_t ncallsites, capcallsites, callsites_written;
 static mt_frame_row* frames; // by id - 1
 static size_t nframes, capframes, frames_written;
-static _Atomic uint32_t epoch = 1;
+_Atomic uint32_t mt_trie_epoch = 1;
 
 static inline uint64_t mix(uint64_t x) {
     x ^= x >> 32;
@@ -201,11 +201,9 @@ static cache_entry* thread_cache(void** slot) {
     return *slot;
 }
 
-uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
-    uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
+uint32_t mt_trie_intern_hashed(const mt_stack* st, void** cache_slot) {
+    uint32_t ep = atomic_load_explicit(&mt_trie_epoch, memory_order_acquire);
     mt_callsite_memo* memo = st->memo;
-    if (memo && memo->id && memo->epoch == ep)
-        return memo->id;
     uint32_t leaf = 0;
     mt_stackhash hash = st->hash_later ? mt_stackhash_of(st->pcs, st->n) : st->hash;
     uint64_t h1 = mix(hash.h1 ^ (uint64_t)st->n ^ ((uint64_t)st->truncated << 63));
@@ -223,7 +221,7 @@ uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
     } else {
         pthread_mutex_lock(&trie_lock);
         leaf = intern_locked(st->pcs, st->n, st->truncated);
-        ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+        ep = atomic_load_explicit(&mt_trie_epoch, memory_order_relaxed);
         pthread_mutex_unlock(&trie_lock);
         if (e && leaf) {
             e[1] = e[0];
@@ -233,10 +231,6 @@ uint32_t mt_trie_intern(const mt_stack* st, void** cache_slot) {
     if (memo)
         *memo = (mt_callsite_memo){leaf, ep};
     return leaf;
-}
-
-bool mt_trie_memo_valid(const mt_callsite_memo* memo) {
-    return memo->id && memo->epoch == atomic_load_explicit(&epoch, memory_order_acquire);
 }
 
 void mt_trie_init(void) {
@@ -262,7 +256,7 @@ void mt_trie_reset(void) {
     if (frame_tab)
         memset(frame_tab, 0, (frame_mask + 1) * sizeof *frame_tab);
     node_count = frame_count = 0;
-    atomic_fetch_add_explicit(&epoch, 1, memory_order_release);
+    atomic_fetch_add_explicit(&mt_trie_epoch, 1, memory_order_release);
     pthread_mutex_unlock(&trie_lock);
 }
 

@@ -8,6 +8,7 @@
 
 #include "unwind.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,10 +28,10 @@ void mt_trie_init(void);
 // stack gets a synthetic outermost frame (pc 0, "[truncated]").
 // `cache` is the calling thread's cache slot (NULL until the first call maps it); it lives
 // with the thread's record so that a record reused by a new thread keeps it warm.
-uint32_t mt_trie_intern(const mt_stack* st, void** cache);
+static inline uint32_t mt_trie_intern(const mt_stack* st, void** cache);
 // Whether a memo's id is still the callsite of its stack (mt_trie_reset makes every memo
 // stale).
-bool mt_trie_memo_valid(const mt_callsite_memo* memo);
+static inline bool mt_trie_memo_valid(const mt_callsite_memo* memo);
 // After a dlclose: forget every interned frame so addresses reused by another object get
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);
@@ -42,5 +43,21 @@ size_t mt_trie_drain_callsites(mt_callsite_row* out, size_t max);
 void mt_trie_rewrite_all(void);
 void mt_trie_lock(void);
 void mt_trie_unlock(void);
+
+// ---- inline implementation (a stack's memo answers most walks: no call for those)
+
+extern _Atomic uint32_t mt_trie_epoch; // bumped by mt_trie_reset
+// mt_trie_intern past the memo: the thread's cache, then the shared tree.
+uint32_t mt_trie_intern_hashed(const mt_stack* st, void** cache);
+
+static inline bool mt_trie_memo_valid(const mt_callsite_memo* memo) {
+    return memo->id && memo->epoch == atomic_load_explicit(&mt_trie_epoch, memory_order_acquire);
+}
+
+static inline uint32_t mt_trie_intern(const mt_stack* st, void** cache) {
+    if (st->memo && mt_trie_memo_valid(st->memo))
+        return st->memo->id;
+    return mt_trie_intern_hashed(st, cache);
+}
 
 #endif
