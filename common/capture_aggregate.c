@@ -100,9 +100,10 @@ bool mt_capture_writable(mt_capture* cap) {
 }
 
 // Runs sql on a table made by create if missing: ?1 is heap, ?2... the nvals values, then the
-// blob data when not NULL. In a savepoint: a full disk or a lock leaves the capture as it was.
+// nblobs blobs. In a savepoint: a full disk or a lock leaves the capture as it was.
 static int write_row(mt_capture* cap, const char* create, const char* sql, int heap,
-                     const int64_t* vals, int nvals, const void* data, size_t len) {
+                     const int64_t* vals, int nvals, const void* const* blobs, const size_t* lens,
+                     int nblobs) {
     if (!mt_capture_writable(cap))
         return -EROFS;
     sqlite3* db = mt_capture_sqlite(cap);
@@ -117,8 +118,9 @@ static int write_row(mt_capture* cap, const char* create, const char* sql, int h
         sqlite3_bind_int(st, 1, heap);
         for (int i = 0; i < nvals; i++)
             sqlite3_bind_int64(st, 2 + i, vals[i]);
-        if (data)
-            sqlite3_bind_blob64(st, 2 + nvals, data, len, SQLITE_STATIC);
+        for (int i = 0; i < nblobs; i++)
+            sqlite3_bind_blob64(st, 2 + nvals + i, blobs[i] ? blobs[i] : "", lens[i],
+                                SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     }
     sqlite3_finalize(st);
@@ -137,32 +139,36 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
     return write_row(cap, MEMTRACE_AGGREGATE_SQL,
                      "INSERT OR REPLACE INTO aggregate(heap, format, fingerprint, data)"
                      " VALUES(?1, ?2, ?3, ?4)",
-                     heap, vals, 2, data ? data : "", len);
+                     heap, vals, 2, &data, &len, 1);
 }
 
 // ---- checkpoints
 
 int mt_capture_checkpoint_clear(mt_capture* cap, int heap) {
-    // A table without ts_min (memreport's first checkpoints, never released) cannot take
+    // A table without high_seq (memreport's first checkpoints, never released) cannot take
     // rows: it goes, and every heap's checkpoints are stored again when next asked.
     sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_sqlite(cap), "SELECT ts_min FROM checkpoint LIMIT 0", -1, &st,
-                           NULL) == SQLITE_OK)
+    if (sqlite3_prepare_v2(mt_capture_sqlite(cap), "SELECT high_seq FROM checkpoint LIMIT 0", -1,
+                           &st, NULL) == SQLITE_OK)
         sqlite3_finalize(st);
-    else if (write_row(cap, "SELECT 1", "DROP TABLE IF EXISTS checkpoint", heap, NULL, 0, NULL, 0))
+    else if (write_row(cap, "SELECT 1", "DROP TABLE IF EXISTS checkpoint", heap, NULL, 0, NULL,
+                       NULL, 0))
         return -EIO;
     return write_row(cap, MEMTRACE_CHECKPOINT_SQL, "DELETE FROM checkpoint WHERE heap=?1", heap,
-                     NULL, 0, NULL, 0);
+                     NULL, 0, NULL, NULL, 0);
 }
 
-int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
-                                int64_t ts_min, int64_t format, uint64_t fingerprint,
-                                const void* data, size_t len) {
-    const int64_t vals[] = {(int64_t)seq, ts_max, ts_min, format, (int64_t)fingerprint};
+int mt_capture_checkpoint_store(mt_capture* cap, int heap, const mt_checkpoint_row* row) {
+    const int64_t vals[] = {
+        (int64_t)row->seq,      row->ts_max,  row->ts_min, (int64_t)row->high_bytes,
+        (int64_t)row->high_seq, row->high_ts, row->format, (int64_t)row->fingerprint};
+    const void* blobs[] = {row->allocated, row->data};
+    const size_t lens[] = {row->allocated_len, row->len};
     return write_row(cap, MEMTRACE_CHECKPOINT_SQL,
-                     "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, ts_min, format,"
-                     " fingerprint, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                     heap, vals, 5, data ? data : "", len);
+                     "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, ts_min, high_bytes,"
+                     " high_seq, high_ts, format, fingerprint, allocated, data)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     heap, vals, 8, blobs, lens, 2);
 }
 
 int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
@@ -190,31 +196,90 @@ int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uin
     return rc;
 }
 
-int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
-                               int64_t ts_max, uint64_t* seq, uint8_t** data, size_t* len) {
+// The blob of the first row of st (bound: ?1 heap, ?2 format, ?3 fingerprint, ?4 its own),
+// whose columns are seq and the blob: 1 with *seq and *data (data NULL: the seq only), 0
+// when there is none, or -ENOMEM. Finalizes st.
+static int checkpoint_blob(sqlite3_stmt* st, int heap, int64_t format, uint64_t fingerprint,
+                           int64_t arg, uint64_t* seq, uint8_t** data, size_t* len) {
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, format);
+    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
+    sqlite3_bind_int64(st, 4, arg);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
+        if (seq)
+            *seq = (uint64_t)sqlite3_column_int64(st, 0);
+        rc = data ? copy_blob(st, 1, data, len) : 1;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// A capture without the table (or with an older one, which clear drops) has none: 0.
+static sqlite3_stmt* prepare(mt_capture* cap, const char* sql, uint8_t** data, size_t* len) {
     if (data)
         *data = NULL;
     *len = 0;
     sqlite3_stmt* st;
-    // A capture without the table has none. The primary key walks a heap's rows by seq.
+    return sqlite3_prepare_v2(mt_capture_sqlite(cap), sql, -1, &st, NULL) == SQLITE_OK ? st : NULL;
+}
+
+int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               int64_t ts_max, uint64_t* seq, uint8_t** data, size_t* len) {
+    // The primary key walks a heap's rows by seq. high_seq: a table without it has none to
+    // use (clear drops it).
+    sqlite3_stmt* st =
+        prepare(cap,
+                data ? "SELECT seq, data, high_seq FROM checkpoint WHERE heap=?1 AND format=?2 AND"
+                       " fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1"
+                     : "SELECT seq, x'', high_seq FROM checkpoint WHERE heap=?1 AND format=?2 AND"
+                       " fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC LIMIT 1",
+                data, len);
+    return st ? checkpoint_blob(st, heap, format, fingerprint, ts_max, seq, data, len) : 0;
+}
+
+int mt_capture_checkpoint_before(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                 uint64_t seq_max, uint64_t* seq, uint8_t** data, size_t* len) {
+    sqlite3_stmt* st = prepare(cap,
+                               "SELECT seq, data, high_seq FROM checkpoint WHERE heap=?1 AND"
+                               " format=?2 AND fingerprint=?3 AND seq<=?4 ORDER BY seq DESC"
+                               " LIMIT 1",
+                               data, len);
+    return st ? checkpoint_blob(st, heap, format, fingerprint, (int64_t)seq_max, seq, data, len)
+              : 0;
+}
+
+int mt_capture_checkpoint_allocated(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                    uint64_t seq, uint8_t** data, size_t* len) {
+    sqlite3_stmt* st = prepare(cap,
+                               "SELECT seq, allocated FROM checkpoint WHERE heap=?1 AND"
+                               " format=?2 AND fingerprint=?3 AND seq=?4",
+                               data, len);
+    return st ? checkpoint_blob(st, heap, format, fingerprint, (int64_t)seq, NULL, data, len) : 0;
+}
+
+int mt_capture_checkpoint_high(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               uint64_t after_seq, uint64_t upto_seq, uint64_t* bytes,
+                               uint64_t* seq, int64_t* ts) {
+    sqlite3_stmt* st;
+    // high_bytes is stored as a signed integer: no live bytes reach 2^63 (replay.h).
     if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
-                           // ts_min: a table without it has none to use (clear drops it)
-                           data ? "SELECT seq, data, ts_min FROM checkpoint WHERE heap=?1 AND"
-                                  " format=?2 AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC"
-                                  " LIMIT 1"
-                                : "SELECT seq, x'', ts_min FROM checkpoint WHERE heap=?1 AND"
-                                  " format=?2 AND fingerprint=?3 AND ts_max<=?4 ORDER BY seq DESC"
-                                  " LIMIT 1",
+                           "SELECT high_bytes, high_seq, high_ts FROM checkpoint WHERE heap=?1 AND"
+                           " format=?2 AND fingerprint=?3 AND seq>?4 AND seq<=?5"
+                           " ORDER BY high_bytes DESC, seq LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_int(st, 1, heap);
     sqlite3_bind_int64(st, 2, format);
     sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
-    sqlite3_bind_int64(st, 4, ts_max);
+    sqlite3_bind_int64(st, 4, (int64_t)after_seq);
+    sqlite3_bind_int64(st, 5, (int64_t)upto_seq);
     int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
-        *seq = (uint64_t)sqlite3_column_int64(st, 0);
-        rc = data ? copy_blob(st, 1, data, len) : 1;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *bytes = (uint64_t)sqlite3_column_int64(st, 0);
+        *seq = (uint64_t)sqlite3_column_int64(st, 1);
+        *ts = sqlite3_column_int64(st, 2);
+        rc = 1;
     }
     sqlite3_finalize(st);
     return rc;

@@ -71,6 +71,24 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
     return rc;
 }
 
+int mt_capture_heap_seq_until(mt_capture* cap, int heap, int64_t ts, uint64_t* seq) {
+    sqlite3_stmt* st;
+    if (prepare(cap,
+                "SELECT max(seq_last) FROM event_chunk WHERE " MT_HEAP_SQL_MATCH
+                " AND ts_first<=?2",
+                &st))
+        return -EPROTO;
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, ts);
+    int rc = -EPROTO;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        *seq = (uint64_t)sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int read_counters(sqlite3_stmt* st, mt_counter_fn fn, void* ud) {
     int rc = 0, step = SQLITE_DONE;
     while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW)

@@ -51,6 +51,7 @@ run "--replay flamegraph --at 1s" --replay flamegraph "$cap" --at 1s -f -o "$dir
 run "flamegraph --at 1.0485s" flamegraph "$cap" --at 1.0485s -f -o "$dir/at.html"
 run "flow --at 0.5s --at 1.2s --at 2s" flow "$cap" --at 0.5s --at 1.2s --at 2s
 run "top --range 1s..2s" top "$cap" --range 1s..2s
+run "top --range 0.2s..2.3s" top "$cap" --range 0.2s..2.3s
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
 echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"

@@ -133,6 +133,92 @@ int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r,
     return 0;
 }
 
+// ---- the allocations per callsite up to a checkpoint: their count, then each callsite's
+// (from the one before, the first from 0), count and bytes, by callsite; then the checksum
+
+#define ALLOC_K0 0x6d656d7472616365ull
+#define ALLOC_K1 0x616c6c6f63617465ull
+
+static int by_callsite(const void* a, const void* b) {
+    const mr_alloc_sum *x = a, *y = b;
+    return x->callsite < y->callsite ? -1 : x->callsite > y->callsite;
+}
+
+static void put_sum(mr_varbuf* v, uint32_t* last, uint32_t callsite, uint64_t count,
+                    uint64_t bytes) {
+    mr_varbytes_put(v, callsite - *last);
+    mr_varbytes_put(v, count);
+    mr_varbytes_put(v, bytes);
+    *last = callsite;
+}
+
+static uint8_t* encode_allocated(mr_checkpoints_writer* w, size_t* len) {
+    size_t n = 0, nstray = w->stray_count.count;
+    for (size_t c = 0; c < w->nallocated; c++)
+        n += w->allocated[c].count != 0;
+    mr_alloc_sum* strays = nstray ? calloc(nstray, sizeof *strays) : NULL;
+    if (nstray && !strays)
+        return NULL;
+    uint64_t c, count;
+    for (size_t i = 0, k = 0; k < nstray && mr_u64map_next(&w->stray_count, &i, &c, &count);) {
+        const uint64_t* bytes = mr_u64map_get(&w->stray_bytes, c);
+        strays[k++] = (mr_alloc_sum){.callsite = (uint32_t)c, .count = count, .bytes = *bytes};
+    }
+    qsort(strays, nstray, sizeof *strays, by_callsite);
+    mr_varbuf v = {0};
+    mr_varbytes_put(&v, n + nstray);
+    uint32_t last = 0;
+    for (size_t i = 0; i < w->nallocated; i++)
+        if (w->allocated[i].count)
+            put_sum(&v, &last, (uint32_t)i, w->allocated[i].count, w->allocated[i].bytes);
+    for (size_t i = 0; i < nstray; i++) // every stray id is beyond the array's
+        put_sum(&v, &last, strays[i].callsite, strays[i].count, strays[i].bytes);
+    free(strays);
+    return mr_varbytes_seal(&v, ALLOC_K0, ALLOC_K1, len);
+}
+
+// The allocations stored at seq, as encode_allocated wrote them: 0 with *out and *n, or
+// -EPROTO (why) or -ENOMEM.
+static int decode_allocated(const uint8_t* p, size_t len, uint64_t seq, mr_alloc_sum** out,
+                            size_t* n, char* why, size_t whylen) {
+    *out = NULL;
+    *n = 0;
+    mr_varreader v;
+    if (!mr_varbytes_open(p, len, ALLOC_K0, ALLOC_K1, &v))
+        return mr_varbytes_fail(why, whylen, "allocations at seq %llu: checksum mismatch",
+                                (unsigned long long)seq);
+    uint64_t k = mr_varbytes_get(&v);
+    if (v.bad || k > (size_t)(v.end - v.p) / 3)
+        return mr_varbytes_fail(why, whylen, "allocations at seq %llu: truncated",
+                                (unsigned long long)seq);
+    if (k && !(*out = calloc(k, sizeof **out)))
+        return -ENOMEM;
+    uint64_t callsite = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        uint64_t step = mr_varbytes_get(&v);
+        callsite += step;
+        mr_alloc_sum s = {.callsite = (uint32_t)callsite,
+                          .count = mr_varbytes_get(&v),
+                          .bytes = mr_varbytes_get(&v)};
+        if (v.bad || (i && !step) || callsite > UINT32_MAX || !s.count ||
+            s.bytes > MT_EVENT_SIZE_MAX) {
+            free(*out);
+            *out = NULL;
+            return mr_varbytes_fail(why, whylen, "allocations at seq %llu: callsite %llu",
+                                    (unsigned long long)seq, (unsigned long long)i);
+        }
+        (*out)[i] = s;
+    }
+    if (v.bad || v.p != v.end) {
+        free(*out);
+        *out = NULL;
+        return mr_varbytes_fail(why, whylen, "allocations at seq %llu: truncated",
+                                (unsigned long long)seq);
+    }
+    *n = k;
+    return 0;
+}
+
 // ---- stored while the aggregates' replay runs
 
 int mr_checkpoints_begin(mr_checkpoints_writer* w, mt_capture* cap, int heap,
@@ -143,9 +229,58 @@ int mr_checkpoints_begin(mr_checkpoints_writer* w, mt_capture* cap, int heap,
                                  .every = mr_checkpoints_interval(),
                                  .ts_max = INT64_MIN,
                                  .ts_min = INT64_MAX};
-    int rc = mt_capture_checkpoint_clear(cap, heap);
-    w->failed = rc != 0;
+    int64_t max_frame, max_callsite;
+    if (mt_capture_stack_ids(cap, &max_frame, &max_callsite) || max_callsite < 0)
+        max_callsite = 0;
+    w->nallocated = (size_t)max_callsite + 1;
+    int rc = (w->allocated = calloc(w->nallocated, sizeof *w->allocated)) &&
+                     !mr_u64map_init(&w->stray_count) && !mr_u64map_init(&w->stray_bytes)
+                 ? mt_capture_checkpoint_clear(cap, heap)
+                 : -ENOMEM;
+    if (rc)
+        mr_checkpoints_writer_free(w);
     return rc;
+}
+
+// Counts an allocation into its callsite's sums. Returns 0 or -ENOMEM.
+static int count_allocation(mr_checkpoints_writer* w, const mt_event* ev) {
+    if (ev->callsite < w->nallocated) {
+        w->allocated[ev->callsite].count++;
+        w->allocated[ev->callsite].bytes += ev->size;
+        return 0;
+    }
+    uint64_t* count = mr_u64map_get(&w->stray_count, ev->callsite);
+    if (!count)
+        return mr_u64map_put(&w->stray_count, ev->callsite, 1) ||
+                       mr_u64map_put(&w->stray_bytes, ev->callsite, ev->size)
+                   ? -ENOMEM
+                   : 0;
+    (*count)++;
+    *mr_u64map_get(&w->stray_bytes, ev->callsite) += ev->size;
+    return 0;
+}
+
+// Stores the state of r (blocks: NULL for the state before any event) under seq.
+static void store(mr_checkpoints_writer* w, const mr_replay* r, uint64_t seq, int64_t ts_max) {
+    mt_checkpoint_row row = {.seq = seq,
+                             .ts_max = ts_max,
+                             .ts_min = w->ts_min,
+                             .high_bytes = w->high_bytes,
+                             .high_seq = w->high_seq,
+                             .high_ts = w->high_ts,
+                             .format = MR_CHECKPOINTS_FORMAT,
+                             .fingerprint = w->fingerprint};
+    mr_replay empty = {0};
+    mr_checkpoints_writer none = {0};
+    uint8_t* allocated = encode_allocated(seq ? w : &none, &row.allocated_len);
+    uint8_t* data = mr_checkpoint_encode(seq ? r : &empty, &w->blocks, &w->capblocks, &row.len);
+    row.allocated = allocated;
+    row.data = data;
+    // Out of memory or disk: the replay goes on, the set is not whole (never used).
+    if (!allocated || !data || mt_capture_checkpoint_store(w->cap, w->heap, &row))
+        w->failed = true;
+    free(allocated);
+    free(data);
 }
 
 int mr_checkpoints_observe(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
@@ -155,36 +290,38 @@ int mr_checkpoints_observe(mr_replay* r, const mt_event* ev, const mr_block* fre
         w->ts_max = ev->ts;
     if (ev->ts < w->ts_min)
         w->ts_min = ev->ts;
+    if (!w->high_seq || r->live_bytes > w->high_bytes) {
+        w->high_bytes = r->live_bytes;
+        w->high_seq = ev->seq;
+        w->high_ts = ev->ts;
+    }
+    if (w->failed)
+        return 0;
+    if (mt_kind_is_alloc(ev->kind) && count_allocation(w, ev))
+        w->failed = true;
     if (w->failed || r->events % w->every)
         return 0;
-    size_t len;
-    uint8_t* data = mr_checkpoint_encode(r, &w->blocks, &w->capblocks, &len);
-    // Out of memory or disk: the replay goes on, the set is not whole (never used).
-    if (!data || mt_capture_checkpoint_store(w->cap, w->heap, ev->seq, w->ts_max, w->ts_min,
-                                             MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len))
-        w->failed = true;
-    free(data);
+    store(w, r, ev->seq, w->ts_max);
     w->ts_min = INT64_MAX;
+    w->high_seq = 0;
     return 0;
 }
 
 int mr_checkpoints_end(mr_checkpoints_writer* w) {
     if (w->failed)
         return -EIO;
-    mr_replay empty = {0};
-    size_t len;
-    uint8_t* data = mr_checkpoint_encode(&empty, &w->blocks, &w->capblocks, &len);
-    int rc = data ? mt_capture_checkpoint_store(w->cap, w->heap, 0, INT64_MIN, w->ts_min,
-                                                MR_CHECKPOINTS_FORMAT, w->fingerprint, data, len)
-                  : -ENOMEM;
-    free(data);
-    return rc;
+    store(w, NULL, 0, INT64_MIN);
+    return w->failed ? -EIO : 0;
 }
 
 void mr_checkpoints_writer_free(mr_checkpoints_writer* w) {
     free(w->blocks);
+    free(w->allocated);
+    mr_u64map_free(&w->stray_count);
+    mr_u64map_free(&w->stray_bytes);
     w->blocks = NULL;
-    w->capblocks = 0;
+    w->allocated = NULL;
+    w->capblocks = w->nallocated = 0;
 }
 
 bool mr_checkpoints_present(mt_capture* cap, int heap, uint64_t fingerprint) {
@@ -414,8 +551,34 @@ int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_prof
 
 // ---- a range's peak
 
+// The stored checkpoints are damaged: said once, in the words of the first damage found.
+static int damaged(mt_capture* cap, const char* why) {
+    mr_error(mt_capture_path(cap), "the stored checkpoints are damaged (%s); reading the events",
+             why);
+    return 1;
+}
+
+// The checkpoints the range's events lie between, after start: every event after the first
+// is stamped at or after from (mt_capture_checkpoint_settled), every one up to the second at
+// or before to (their ts_max). None (inside_to 0) when they are not two.
+static void inside(mt_capture* cap, const mr_query* q, uint64_t start, mr_range_span* s) {
+    uint64_t first = start, second = 0;
+    size_t len;
+    if ((q->from == INT64_MIN ||
+         mt_capture_checkpoint_settled(cap, q->heap, MR_CHECKPOINTS_FORMAT, s->fingerprint, start,
+                                       q->from - 1, &first) == 1) &&
+        mt_capture_checkpoint_find(cap, q->heap, MR_CHECKPOINTS_FORMAT, s->fingerprint, q->to,
+                                   &second, NULL, &len) == 1 &&
+        second > first &&
+        mt_capture_checkpoint_high(cap, q->heap, MR_CHECKPOINTS_FORMAT, s->fingerprint, first,
+                                   second, &s->high_bytes, &s->high_seq, &s->high_ts) == 1) {
+        s->inside_from = first;
+        s->inside_to = second;
+    }
+}
+
 int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, mr_replay* r,
-                         uint64_t* stop_seq, char* err, size_t errlen) {
+                         mr_range_span* span, char* err, size_t errlen) {
     if (q->moment != MR_AT_PEAK || (q->from == INT64_MIN && q->to == INT64_MAX) || q->tid ||
         q->by_thread || q->observe || q->range_blocks)
         return 1;
@@ -423,6 +586,7 @@ int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, m
     int rc = mr_aggregates_checkpointed(cap, q->heap, q->progress, a, &fingerprint, err, errlen);
     if (rc)
         return rc;
+    *span = (mr_range_span){.fingerprint = fingerprint, .stop_seq = UINT64_MAX};
     uint8_t* data = NULL;
     size_t len = 0;
     // Every event up to the checkpoint stamped before from: each was the range's latest
@@ -437,20 +601,112 @@ int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, m
         else if ((rc = mr_checkpoint_load(data, len, seq, r, why, sizeof why)))
             mr_replay_free(r);
         else if (mt_capture_checkpoint_settled(cap, q->heap, MR_CHECKPOINTS_FORMAT, fingerprint,
-                                               seq, q->to, stop_seq) != 1)
-            *stop_seq = UINT64_MAX;
+                                               seq, q->to, &span->stop_seq) != 1)
+            span->stop_seq = UINT64_MAX;
+        // Closer still, from the chunks' times: the events stamped after to are not read.
+        uint64_t last = 0;
+        if (!rc && q->to != INT64_MAX &&
+            mt_capture_heap_seq_until(cap, q->heap, q->to, &last) >= 0 && last < span->stop_seq)
+            span->stop_seq = last;
+        if (!rc)
+            inside(cap, q, seq, span);
     } else if (rc == 0) { // the seq 0 row was there a moment ago
         rc = 1;
     }
     free(data);
-    if (rc == -EPROTO) {
-        mr_error(mt_capture_path(cap),
-                 "the stored checkpoints are damaged (%s); reading the events", why);
-        rc = 1;
-    }
+    if (rc == -EPROTO)
+        rc = damaged(cap, why);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc)
         mr_aggregates_free(a);
+    return rc;
+}
+
+int mr_checkpoints_state(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t seq,
+                         mr_replay* r, char* err, size_t errlen) {
+    if (mr_replay_init(r, cap, heap)) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    uint64_t at = 0;
+    uint8_t* data = NULL;
+    size_t len = 0;
+    char why[128] = "";
+    int rc = mt_capture_checkpoint_before(cap, heap, MR_CHECKPOINTS_FORMAT, fingerprint, seq, &at,
+                                          &data, &len);
+    if (rc == 1)
+        rc = mr_checkpoint_load(data, len, at, r, why, sizeof why);
+    else if (rc == 0) // the checkpoints were there a moment ago
+        rc = mr_varbytes_fail(why, sizeof why, "no checkpoint before seq %llu",
+                              (unsigned long long)seq);
+    free(data);
+    if (!rc && at < seq && (rc = mr_replay_run(r, seq, NULL, NULL))) {
+        snprintf(err, errlen, "%s", r->err[0] ? r->err : "corrupt capture");
+        mr_replay_free(r);
+        return rc; // the events' own error, not the checkpoint's
+    }
+    if (rc)
+        mr_replay_free(r);
+    if (rc == -EPROTO)
+        return damaged(cap, why);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+// The allocations stored at checkpoint seq: as decode_allocated, and 1 when there are none.
+static int allocated_at(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t seq,
+                        mr_alloc_sum** out, size_t* n, char* why, size_t whylen) {
+    uint8_t* data = NULL;
+    size_t len = 0;
+    int rc = mt_capture_checkpoint_allocated(cap, heap, MR_CHECKPOINTS_FORMAT, fingerprint, seq,
+                                             &data, &len);
+    if (rc == 1)
+        rc = decode_allocated(data, len, seq, out, n, why, whylen);
+    else if (rc == 0)
+        rc = mr_varbytes_fail(why, whylen, "no checkpoint at seq %llu", (unsigned long long)seq);
+    free(data);
+    return rc;
+}
+
+int mr_checkpoints_allocated(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t from_seq,
+                             uint64_t to_seq, mr_alloc_sum** out, size_t* n, char* err,
+                             size_t errlen) {
+    mr_alloc_sum *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0, j = 0, k = 0;
+    char why[128] = "";
+    int rc = allocated_at(cap, heap, fingerprint, from_seq, &a, &na, why, sizeof why);
+    if (!rc)
+        rc = allocated_at(cap, heap, fingerprint, to_seq, &b, &nb, why, sizeof why);
+    // b - a, in place in b: a's callsites are all b's, each with no more than b's (sums
+    // only grow).
+    bool bad = false;
+    for (size_t i = 0; !rc && !bad && i < nb; i++) {
+        mr_alloc_sum d = b[i];
+        if (j < na && a[j].callsite <= d.callsite) {
+            bad = a[j].callsite < d.callsite || a[j].count > d.count || a[j].bytes > d.bytes;
+            d.count -= a[j].count;
+            d.bytes -= a[j++].bytes;
+        }
+        bad |= !d.count && d.bytes;
+        if (d.count)
+            b[k++] = d;
+    }
+    if (!rc && (bad || j < na))
+        rc = mr_varbytes_fail(why, sizeof why, "allocations at seq %llu and %llu",
+                              (unsigned long long)from_seq, (unsigned long long)to_seq);
+    free(a);
+    if (rc) {
+        free(b);
+        b = NULL;
+        k = 0;
+    }
+    *out = b;
+    *n = k;
+    if (rc == -EPROTO)
+        return damaged(cap, why);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
     return rc;
 }

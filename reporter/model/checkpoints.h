@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT
 // A heap's checkpoints: every so many events (mr_checkpoints_interval), the state of its
-// replay then (the counters and every live block), stored with the heap's aggregates when
-// those are computed (docs/capture-format.md, "Checkpoints"). A profile at chosen times of
-// the whole run (--at, flow's moments) then costs one checkpoint and the events after it
-// up to the last time asked; what it needs of the whole run (allocated, live at the end,
-// the peak) comes from the aggregates. Used only where the aggregates are: never with
-// memreport --replay or --skip-corrupt, nor on a capture memreport may not write that has
-// none stored.
+// replay then (the counters and every live block), the allocations so far per callsite and
+// the highest live bytes since the checkpoint before, stored with the heap's aggregates
+// when those are computed (docs/capture-format.md, "Checkpoints"). A profile at chosen
+// times of the whole run (--at, flow's moments) then costs one checkpoint and the events
+// after it up to the last time asked, one at the peak of a range at most three checkpoints
+// and the events near its ends and its peak; what either needs of the whole run
+// (allocated, live at the end, the peak) comes from the aggregates. Used only where the aggregates
+// are: never with memreport --replay or --skip-corrupt, nor on a capture memreport may not write
+// that has none stored.
 #ifndef MR_CHECKPOINTS_H
 #define MR_CHECKPOINTS_H
 
 #include "aggregates.h"
 #include "profile.h"
 #include "replay.h"
+#include "u64map.h"
 
 #include "memtrace/capture.h"
 
@@ -20,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MR_CHECKPOINTS_FORMAT 1
+#define MR_CHECKPOINTS_FORMAT 2
 // The events between two checkpoints (bench/scale/results.txt: the size against the time).
 #define MR_CHECKPOINTS_EVENTS (UINT64_C(4) << 20)
 
@@ -29,6 +32,12 @@
 // MR_CHECKPOINTS_EVENTS). Tests make them dense on small captures this way.
 void mr_checkpoints_every(uint64_t events);
 uint64_t mr_checkpoints_interval(void);
+
+// The allocations of a callsite (counts and bytes), over some part of the run.
+typedef struct mr_alloc_sum {
+    uint32_t callsite;
+    uint64_t count, bytes;
+} mr_alloc_sum;
 
 // ---- storing them, while a replay computes the aggregates
 
@@ -42,10 +51,19 @@ typedef struct mr_checkpoints_writer {
     bool failed;      // a checkpoint could not be stored: the set is not whole
     mr_block* blocks; // scratch: the live blocks, by address
     size_t capblocks;
+    // The most bytes live after one of the events since the last checkpoint, the first
+    // event at it (high_seq 0: no event yet).
+    uint64_t high_bytes, high_seq;
+    int64_t high_ts;
+    // The allocations so far per callsite: an array over the capture's callsite ids, maps
+    // for ids beyond them (only a damaged capture has those).
+    mr_alloc_sum* allocated;
+    size_t nallocated;
+    mr_u64map stray_count, stray_bytes;
 } mr_checkpoints_writer;
 
-// Removes the heap's stored checkpoints and readies w. Returns 0, or -EROFS / -EIO (then
-// nothing is stored).
+// Removes the heap's stored checkpoints and readies w. Returns 0, or -EROFS / -EIO /
+// -ENOMEM (then nothing is stored and w holds nothing).
 int mr_checkpoints_begin(mr_checkpoints_writer* w, mt_capture* cap, int heap, uint64_t fingerprint);
 // An mr_replay_fn (ud: the writer): stores the state after every w->every events. Never
 // stops the replay: a checkpoint that cannot be stored leaves the set not whole.
@@ -75,14 +93,35 @@ int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r,
 int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
                           size_t errlen);
 
+// The checkpoints a range's events lie between. The events in (inside_from, inside_to] are
+// all stamped within the range: a range's report takes them from those two checkpoints
+// (what was allocated between them, the most bytes live after one of them: high_*) and
+// replays the others only.
+typedef struct mr_range_span {
+    uint64_t fingerprint; // of the events, the checkpoints' own
+    uint64_t stop_seq;    // the last event that may be stamped at or before to (UINT64_MAX: all)
+    uint64_t inside_from, inside_to; // inside_to 0: no two such checkpoints
+    uint64_t high_bytes, high_seq;   // of the events inside
+    int64_t high_ts;
+} mr_range_span;
+
 // For mr_profile_build_moments: one query over a time range (from..to, either end set) at
 // its peak, every thread, rows per callsite, no observer. Returns 0 with the heap's
 // aggregates in *a (the whole run: live at the end, the totals), r initialised at the last
 // checkpoint whose events are all stamped before from (the state the range's peak starts
-// from) and *stop_seq the last event that may be stamped at or before to (UINT64_MAX: up to
-// the end); 1 when the query is not one of those or there are no checkpoints to use
+// from) and *span; 1 when the query is not one of those or there are no checkpoints to use
 // (damaged ones said on stderr); or a negative errno with the reason in err.
 int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, mr_replay* r,
-                         uint64_t* stop_seq, char* err, size_t errlen);
+                         mr_range_span* span, char* err, size_t errlen);
+// r initialised with the state after event seq: the checkpoint at or before it, then the
+// events up to seq. Returns 0, 1 when the checkpoint is damaged (said on stderr; r is then
+// empty), or a negative errno with the reason in err (r freed).
+int mr_checkpoints_state(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t seq,
+                         mr_replay* r, char* err, size_t errlen);
+// What was allocated per callsite after checkpoint from_seq up to checkpoint to_seq: *out
+// (malloc'd, by callsite) and *n. Returns as mr_checkpoints_state.
+int mr_checkpoints_allocated(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t from_seq,
+                             uint64_t to_seq, mr_alloc_sum** out, size_t* n, char* err,
+                             size_t errlen);
 
 #endif

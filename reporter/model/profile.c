@@ -344,19 +344,91 @@ static bool share_replay(const mr_query* qs, size_t n) {
     return true;
 }
 
-int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
-                             char* err, size_t errlen) {
-    memset(out, 0, n * sizeof *out);
-    if (n == 0 || n > MR_PROFILE_MAX_MOMENTS || !share_replay(qs, n)) {
-        snprintf(err, errlen, "%zu moments that cannot share a replay", n);
-        return -EINVAL;
+// Every row's live values at the latest mark (row_of does it lazily), so that a row's
+// end_* may then change without a change counted.
+static void save_rows(builder* b) {
+    for (size_t i = 0; i < b->nrows; i++) {
+        brow* r = &b->rows[i];
+        if (r->saved_at != b->mark) {
+            r->row.live_bytes = r->row.end_bytes;
+            r->row.live_blocks = r->row.end_blocks;
+            r->saved_at = b->mark;
+        }
     }
-    // What the heap's aggregates answer costs no event (stored: a read; else stored now).
-    int stored = mr_aggregates_answer(cap, qs, n, out, err, errlen);
-    if (stored > 0) // at times: from the checkpoint before them
-        stored = mr_checkpoints_answer(cap, qs, n, out, err, errlen);
-    if (stored <= 0)
-        return stored;
+}
+
+// Adds live's blocks to their rows' live values (live true) or end values.
+static int tally(builder* b, const mr_heapmap* live, bool at_mark) {
+    const mr_block* blk;
+    for (size_t i = 0; mr_heapmap_next(live, &i, &blk);) {
+        mr_profile_row* row = row_of(b, blk->callsite, blk->tid);
+        if (!row)
+            return -ENOMEM;
+        *(at_mark ? &row->live_bytes : &row->end_bytes) += blk->size;
+        (*(at_mark ? &row->live_blocks : &row->end_blocks))++;
+    }
+    return 0;
+}
+
+// The builder (one moment: a range's peak) after its replay reached span->inside_from, moved
+// to span->inside_to without reading the events between (each within the range): the
+// range's latest candidate is the first to reach their highest live bytes when that is
+// higher than the candidates' before; their allocations are the checkpoints' difference.
+// r, the replay, is left at inside_to. Returns 0, 1 (damaged checkpoints, said), or a
+// negative errno with the reason in err.
+static int skip_inside(builder* b, mr_replay* r, const mr_range_span* span, char* err,
+                       size_t errlen) {
+    mt_capture* cap = r->cap;
+    int heap = r->heap, rc = 0;
+    save_rows(b);
+    mr_replay_free(r); // the rows hold what the range needs of it
+    if (span->high_bytes > b->range_peak) {
+        mr_replay at;
+        if ((rc = mr_checkpoints_state(cap, heap, span->fingerprint, span->high_seq, &at, err,
+                                       errlen)))
+            return rc;
+        b->mark++;
+        for (size_t i = 0; i < b->nrows; i++) {
+            b->rows[i].row.live_bytes = b->rows[i].row.live_blocks = 0;
+            b->rows[i].saved_at = b->mark;
+        }
+        rc = tally(b, &at.live, true);
+        mr_replay_free(&at);
+        b->moment_mark[0] = b->mark;
+        b->out[0].moment_seq = span->high_seq;
+        b->out[0].moment_ts = span->high_ts;
+        b->range_peak = span->high_bytes;
+    }
+    if (!rc && !(rc = mr_checkpoints_state(cap, heap, span->fingerprint, span->inside_to, r, err,
+                                           errlen))) {
+        for (size_t i = 0; i < b->nrows; i++)
+            b->rows[i].row.end_bytes = b->rows[i].row.end_blocks = 0;
+        rc = tally(b, &r->live, false);
+    }
+    mr_alloc_sum* sums = NULL;
+    size_t n = 0;
+    if (!rc)
+        rc = mr_checkpoints_allocated(cap, heap, span->fingerprint, span->inside_from,
+                                      span->inside_to, &sums, &n, err, errlen);
+    for (size_t i = 0; !rc && i < n; i++) {
+        mr_profile_row* row = row_of(b, sums[i].callsite, 0);
+        if (!row) {
+            rc = -ENOMEM;
+        } else {
+            row->alloc_count += sums[i].count;
+            row->alloc_bytes += sums[i].bytes;
+        }
+    }
+    free(sums);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+// mr_profile_build_moments, from the checkpoints where they answer when checkpoints is set.
+// Returns as it does, or 1 when damaged checkpoints were found on the way (said).
+static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, bool checkpoints,
+                 char* err, size_t errlen) {
     const mr_query* q = &qs[0];
     builder b = {.q = q, .qs = qs, .nmoments = n, .out = out};
     for (size_t k = 0; k < n; k++)
@@ -365,8 +437,9 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     // it, the rest of the whole run from the aggregates.
     mr_aggregates whole;
     mr_replay r;
-    uint64_t stop_seq = UINT64_MAX;
-    int ranged = n == 1 ? mr_checkpoints_range(cap, q, &whole, &r, &stop_seq, err, errlen) : 1;
+    mr_range_span span = {.stop_seq = UINT64_MAX};
+    int ranged =
+        n == 1 && checkpoints ? mr_checkpoints_range(cap, q, &whole, &r, &span, err, errlen) : 1;
     if (ranged < 0)
         return ranged;
     if (q->progress && ranged)
@@ -381,10 +454,17 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    int rc = mr_replay_run(&r, stop_seq, on_event, &b);
+    bool skip = !ranged && span.inside_to, skip_failed = false;
+    int rc = mr_replay_run(&r, skip ? span.inside_from : span.stop_seq, on_event, &b);
+    if (!rc && skip) {
+        rc = skip_inside(&b, &r, &span, err, errlen);
+        skip_failed = rc != 0; // worded in err already
+        if (!rc)
+            rc = mr_replay_run(&r, span.stop_seq, on_event, &b);
+    }
     if (q->progress)
         mr_progress(q->progress, -1);
-    if (rc) {
+    if (rc && !skip_failed) {
         snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
         rc = rc < 0 ? rc : -EPROTO;
     }
@@ -415,6 +495,27 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     if (rc)
         for (size_t k = 0; k < n; k++)
             mr_profile_free(&out[k]);
+    return rc;
+}
+
+int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
+                             char* err, size_t errlen) {
+    memset(out, 0, n * sizeof *out);
+    if (n == 0 || n > MR_PROFILE_MAX_MOMENTS || !share_replay(qs, n)) {
+        snprintf(err, errlen, "%zu moments that cannot share a replay", n);
+        return -EINVAL;
+    }
+    // What the heap's aggregates answer costs no event (stored: a read; else stored now).
+    int stored = mr_aggregates_answer(cap, qs, n, out, err, errlen);
+    if (stored > 0) // at times: from the checkpoint before them
+        stored = mr_checkpoints_answer(cap, qs, n, out, err, errlen);
+    if (stored <= 0)
+        return stored;
+    int rc = build(cap, qs, n, out, true, err, errlen);
+    if (rc > 0) { // checkpoints found damaged on the way (said): every event read instead
+        memset(out, 0, n * sizeof *out);
+        rc = build(cap, qs, n, out, false, err, errlen);
+    }
     return rc;
 }
 

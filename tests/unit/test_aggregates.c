@@ -32,8 +32,9 @@ static uint64_t rnd(uint64_t n) {
 // A random capture: a small callsite tree (leaf 12 under the C runtime's loader, so the
 // runtime-held rule has a row to take), 1-4 threads, frees of live and unknown blocks,
 // allocations over a live address (a missed free), realloc pairs, sizes 0 and repeated so
-// that temporaries happen, sometimes a stray callsite id, sometimes sampled.
-static void random_capture(const char* path, unsigned seed) {
+// that temporaries happen, sometimes a stray callsite id, sometimes sampled. long_run: one
+// thread and 400-800 events.
+static void random_capture(const char* path, unsigned seed, bool long_run) {
     rng_state = seed * 0x9e3779b97f4a7c15ULL + 1;
     fx f;
     fx_open(&f, path);
@@ -62,9 +63,9 @@ static void random_capture(const char* path, unsigned seed) {
     if (seed % 5 == 4)
         fx_sql(&f, "INSERT INTO meta VALUES('sample_bytes','4096'),"
                    "('sample_method','poisson-bytes');");
-    uint32_t nthreads = 1 + (uint32_t)rnd(4);
+    uint32_t nthreads = long_run ? 1 : 1 + (uint32_t)rnd(4);
     uint64_t live[NSLOTS] = {0}; // the size+1 of each slot's block, 0: free
-    size_t nevents = 40 + rnd(400);
+    size_t nevents = long_run ? 400 + rnd(400) : 40 + rnd(400);
     for (size_t e = 0; e < nevents; e++) {
         uint32_t tid = 1 + (uint32_t)rnd(nthreads);
         size_t slot = rnd(NSLOTS);
@@ -351,13 +352,21 @@ static sqlite3* open_db(const char* path) {
     return db;
 }
 
-// Flips a random bit in every stored checkpoint.
+// Flips a random bit in every stored checkpoint: in its live blocks, or in its allocations.
 static void damage_checkpoints(const char* path) {
     sqlite3* db = open_db(path);
     sqlite3_stmt *rd = NULL, *wr = NULL;
-    CHECK_EQ_I64(sqlite3_prepare_v2(db, "SELECT seq, data FROM checkpoint", -1, &rd, NULL), 0);
-    CHECK_EQ_I64(
-        sqlite3_prepare_v2(db, "UPDATE checkpoint SET data=?2 WHERE seq=?1", -1, &wr, NULL), 0);
+    bool allocated = rnd(2);
+    CHECK_EQ_I64(sqlite3_prepare_v2(db,
+                                    allocated ? "SELECT seq, allocated FROM checkpoint"
+                                              : "SELECT seq, data FROM checkpoint",
+                                    -1, &rd, NULL),
+                 0);
+    CHECK_EQ_I64(sqlite3_prepare_v2(db,
+                                    allocated ? "UPDATE checkpoint SET allocated=?2 WHERE seq=?1"
+                                              : "UPDATE checkpoint SET data=?2 WHERE seq=?1",
+                                    -1, &wr, NULL),
+                 0);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     while (rd && wr && sqlite3_step(rd) == SQLITE_ROW) {
         size_t len = (size_t)sqlite3_column_bytes(rd, 1);
@@ -380,6 +389,19 @@ static void damage_checkpoints(const char* path) {
 static void drop_tables(const char* path, const char* sql) {
     sqlite3* db = open_db(path);
     CHECK_EQ_I64(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void put_chunk(const char* path, int64_t id, const void* data, int len) {
+    sqlite3* db = open_db(path);
+    sqlite3_stmt* st = NULL;
+    CHECK_EQ_I64(
+        sqlite3_prepare_v2(db, "UPDATE event_chunk SET data=?2 WHERE id=?1", -1, &st, NULL),
+        SQLITE_OK);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_blob(st, 2, data, len, SQLITE_TRANSIENT);
+    CHECK_EQ_I64(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
     sqlite3_close(db);
 }
 
@@ -443,10 +465,109 @@ static void test_checkpoints(const char* path, unsigned seed) {
     mr_checkpoints_every(0);
 }
 
+// Flips a bit in the data of the first chunk whose events all lie in (after, upto] and not
+// in (skip_from, skip_to]: its previous bytes into *saved. Returns the chunk's id, 0 when
+// none.
+static int64_t damage_chunk(const char* path, uint64_t after, uint64_t upto, uint64_t skip_from,
+                            uint64_t skip_to, void** saved, int* len) {
+    sqlite3* db = open_db(path);
+    sqlite3_stmt* st = NULL;
+    int64_t id = 0;
+    CHECK_EQ_I64(sqlite3_prepare_v2(db,
+                                    "SELECT id, data FROM event_chunk WHERE seq_first>?1 AND"
+                                    " seq_last<=?2 AND (seq_last<=?3 OR seq_first>?4)"
+                                    " ORDER BY id LIMIT 1",
+                                    -1, &st, NULL),
+                 SQLITE_OK);
+    sqlite3_bind_int64(st, 1, (int64_t)after);
+    sqlite3_bind_int64(st, 2, (int64_t)upto);
+    sqlite3_bind_int64(st, 3, (int64_t)skip_from);
+    sqlite3_bind_int64(st, 4, (int64_t)skip_to);
+    if (st && sqlite3_step(st) == SQLITE_ROW) {
+        id = sqlite3_column_int64(st, 0);
+        *len = sqlite3_column_bytes(st, 1);
+        *saved = malloc(*len ? (size_t)*len : 1);
+        memcpy(*saved, sqlite3_column_blob(st, 1), (size_t)*len);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (id) {
+        uint8_t* bad = malloc((size_t)*len);
+        memcpy(bad, *saved, (size_t)*len);
+        bad[*len / 2] ^= 0x10;
+        put_chunk(path, id, bad, *len);
+        free(bad);
+    }
+    return id;
+}
+
+// A range spanning several checkpoints: its report takes the events between the first and
+// the last checkpoint inside it from them, and is the replay's all the same. One thread's
+// events, so that which chunks a replay reads is known: a chunk damaged between them (away
+// from the events the replay reads ahead, and from the segment of their peak, which is
+// replayed) is never read.
+static void test_range_inside(unsigned seed) {
+    enum { AHEAD = 24 }; // the replay's lookahead (16 events) and a chunk (3)
+    char path[512];
+    snprintf(path, sizeof path, "%s/long%u.db", fx_tmpdir(), seed);
+    random_capture(path, seed, true);
+    mr_checkpoints_every(2 + rnd(6));
+    mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+    mr_profile truth, got;
+    mr_aggregates_enable(false);
+    mt_capture* cap = open_capture(path);
+    if (!cap)
+        return;
+    profile(cap, MR_AT_END, &truth);
+    q.from = truth.first_ts + (truth.last_ts - truth.first_ts) / 10;
+    q.to = truth.last_ts - (truth.last_ts - truth.first_ts) / 10;
+    mr_profile_free(&truth);
+    build_moments(cap, &q, 1, &truth);
+    mt_capture_close(cap);
+    mr_aggregates_enable(true);
+    cap = open_capture(path);
+    build_moments(cap, &q, 1, &got); // stores the checkpoints
+    same_profile(&got, &truth);
+    mr_profile_free(&got);
+    mr_aggregates a;
+    mr_replay r;
+    mr_range_span span = {0};
+    char err[256] = "";
+    uint64_t high_from = 0;
+    uint8_t* data = NULL;
+    size_t n;
+    CHECK_EQ_I64(mr_checkpoints_range(cap, &q, &a, &r, &span, err, sizeof err), 0);
+    CHECK(span.inside_to > span.inside_from + 2 * AHEAD);
+    CHECK_EQ_I64(mt_capture_checkpoint_before(cap, MT_HEAP_LIBC, MR_CHECKPOINTS_FORMAT,
+                                              span.fingerprint, span.high_seq - 1, &high_from,
+                                              &data, &n),
+                 1);
+    free(data);
+    mr_aggregates_free(&a);
+    mr_replay_free(&r);
+    mt_capture_close(cap);
+    void* saved = NULL;
+    int len = 0;
+    int64_t id = damage_chunk(path, span.inside_from + AHEAD, span.inside_to, high_from,
+                              span.high_seq + AHEAD, &saved, &len);
+    CHECK(id != 0);
+    cap = open_capture(path);
+    build_moments(cap, &q, 1, &got);
+    same_profile(&got, &truth);
+    mr_profile_free(&got);
+    mr_aggregates_enable(false); // and the damage is one a replay finds
+    CHECK(mr_profile_build(cap, &q, &got, err, sizeof err) < 0);
+    mr_aggregates_enable(true);
+    mt_capture_close(cap);
+    free(saved);
+    mr_profile_free(&truth);
+    mr_checkpoints_every(0);
+}
+
 static void test_seed(unsigned seed) {
     char path[512];
     snprintf(path, sizeof path, "%s/r%u.db", fx_tmpdir(), seed);
-    random_capture(path, seed);
+    random_capture(path, seed, false);
     char *replayed[NREPORTS] = {0}, *first[NREPORTS] = {0}, *stored[NREPORTS] = {0};
 
     // The truth: a replay, with no aggregates read or stored.
@@ -494,6 +615,7 @@ static void test_seed(unsigned seed) {
     if (seed % 4 == 0)
         test_forged(path, &truth);
     test_checkpoints(path, seed);
+    test_range_inside(seed);
     mr_aggregates_free(&truth);
     mr_profile_free(&peak);
     mr_profile_free(&end);

@@ -118,6 +118,10 @@ typedef struct mt_heap_span {
     int64_t first_ts, last_ts;
 } mt_heap_span;
 int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out);
+// The last seq of the chunks of one heap holding an event stamped at or before ts (from
+// their headers' ts_first): no event after it is. Returns 1 with *seq, 0 when no chunk
+// holds one, or -EPROTO.
+int mt_capture_heap_seq_until(mt_capture* cap, int heap, int64_t ts, uint64_t* seq);
 
 typedef int (*mt_counter_fn)(void* ud, int track, int64_t ts, int64_t value);
 // The points of one counter track in time order (points of equal time as written).
@@ -198,10 +202,23 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
 // Removes every checkpoint of a heap (the whole table when it has an older layout). Returns
 // 0, -EROFS or -EIO.
 int mt_capture_checkpoint_clear(mt_capture* cap, int heap);
-// Stores (replaces) the checkpoint of a heap at seq. Returns 0, -EROFS or -EIO.
-int mt_capture_checkpoint_store(mt_capture* cap, int heap, uint64_t seq, int64_t ts_max,
-                                int64_t ts_min, int64_t format, uint64_t fingerprint,
-                                const void* data, size_t len);
+
+// One row of the table, as the schema describes its columns.
+typedef struct mt_checkpoint_row {
+    uint64_t seq;
+    int64_t ts_max, ts_min;
+    uint64_t high_bytes, high_seq;
+    int64_t high_ts;
+    int64_t format;
+    uint64_t fingerprint;
+    const void* allocated;
+    size_t allocated_len;
+    const void* data;
+    size_t len;
+} mt_checkpoint_row;
+
+// Stores (replaces) the checkpoint of a heap at row->seq. Returns 0, -EROFS or -EIO.
+int mt_capture_checkpoint_store(mt_capture* cap, int heap, const mt_checkpoint_row* row);
 // The first checkpoint of (format, fingerprint) at or after after_seq past which every event
 // is stamped after ts (the seq 0 row's ts_min speaks for the events after the last one): 1
 // with *seq, 0 when there is none (events up to the end may be stamped ts or before).
@@ -213,6 +230,19 @@ int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uin
 // none, or -ENOMEM.
 int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
                                int64_t ts_max, uint64_t* seq, uint8_t** data, size_t* len);
+// The checkpoint of (format, fingerprint) with the highest seq at most seq_max (the seq 0
+// row when none before it): returns as mt_capture_checkpoint_find.
+int mt_capture_checkpoint_before(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                 uint64_t seq_max, uint64_t* seq, uint8_t** data, size_t* len);
+// Of the events after checkpoint after_seq up to checkpoint upto_seq (both stored), the most
+// bytes live after one and the first event at it (the highest of the rows' high_*, the
+// first row at it): 1 with the three, 0 when there are no such rows (or no such columns).
+int mt_capture_checkpoint_high(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                               uint64_t after_seq, uint64_t upto_seq, uint64_t* bytes,
+                               uint64_t* seq, int64_t* ts);
+// The `allocated` bytes of the checkpoint at seq: returns as mt_capture_checkpoint_find.
+int mt_capture_checkpoint_allocated(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
+                                    uint64_t seq, uint8_t** data, size_t* len);
 
 // Names the frames not named yet and stores the names in the capture, for reports opening
 // a capture whose program was killed before it could (memtrace/symbolize.h). Returns the

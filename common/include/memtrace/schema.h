@@ -201,11 +201,15 @@ static inline const char* mt_leak_kind_name(int kind) {
 // before it. Like the aggregate table, not in MEMTRACE_SCHEMA_SQL. `seq` is the last event
 // applied (0: the state before any event); `ts_max` the latest time of the events up to it;
 // `ts_min` the earliest of the events since the checkpoint before (the seq 0 row: of those
-// after the last checkpoint).
+// after the last checkpoint); `high_bytes` the most bytes live after one of those events and
+// `high_seq`, `high_ts` the first event at it; `allocated` the allocations made up to it,
+// per callsite (the reporter's bytes). The small columns come before the blobs, so that
+// reading them reads no blob's pages.
 #define MEMTRACE_CHECKPOINT_SQL                                                                    \
     "CREATE TABLE IF NOT EXISTS checkpoint(heap INTEGER NOT NULL, seq INTEGER NOT NULL,"           \
-    " ts_max INTEGER NOT NULL, ts_min INTEGER NOT NULL, format INTEGER NOT NULL,"                  \
-    " fingerprint INTEGER NOT NULL,"                                                               \
-    " data BLOB NOT NULL, PRIMARY KEY(heap, seq));"
+    " ts_max INTEGER NOT NULL, ts_min INTEGER NOT NULL, high_bytes INTEGER NOT NULL,"              \
+    " high_seq INTEGER NOT NULL, high_ts INTEGER NOT NULL, format INTEGER NOT NULL,"               \
+    " fingerprint INTEGER NOT NULL, allocated BLOB NOT NULL, data BLOB NOT NULL,"                  \
+    " PRIMARY KEY(heap, seq));"
 
 #endif
