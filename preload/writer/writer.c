@@ -357,17 +357,47 @@ void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
 static mt_procfile statm_file = MT_PROCFILE("/proc/self/statm");
 static mt_procfile stat_file = MT_PROCFILE("/proc/self/stat");
 
-static void sample_memory(int64_t now) {
+// A program at rest (a server waiting, a process stopped) would have a sample and a commit
+// written every 10 ms all the same: 1.9 MB a second of writes to the capture's log for `sleep`.
+// At rest the capture is committed once a second (idle_since_commit): a sample is written when
+// RSS or VSZ changed, with the last one of the old values before it (a line drawn between
+// samples stays flat until the change), and always at the end. Not while recording is started and
+// stopped (MEMTRACE_START, MEMTRACE_SIGNAL), whose samples go on as before.
+typedef struct memory_sample {
+    int64_t ts;
+    unsigned long long rss_pages, vsz_pages;
+} memory_sample;
+
+static memory_sample sample_written, sample_held; // the last written, the last not written
+static bool any_sample_written, sample_is_held, sample_since_commit;
+
+static void write_sample(const memory_sample* m) {
+    if (mt_capwriter_counter(cw, MT_TRACK_RSS, m->ts, (int64_t)(m->rss_pages * page_size)) ||
+        mt_capwriter_counter(cw, MT_TRACK_VSZ, m->ts, (int64_t)(m->vsz_pages * page_size)))
+        mt_writer_fail_sqlite("cannot write counters");
+    sample_written = *m;
+    any_sample_written = sample_since_commit = true;
+    sample_is_held = false;
+}
+
+static void sample_memory(int64_t now, bool always) {
     char buf[128];
     if (mt_procfile_read(&statm_file, buf, sizeof buf) <= 0)
         return;
-    unsigned long long vsz_pages = 0, rss_pages = 0;
-    if (sscanf(buf, "%llu %llu", &vsz_pages, &rss_pages) != 2)
+    memory_sample m = {.ts = now};
+    if (sscanf(buf, "%llu %llu", &m.vsz_pages, &m.rss_pages) != 2)
         return;
-    if (mt_capwriter_counter(cw, MT_TRACK_RSS, now, (int64_t)(rss_pages * page_size)) ||
-        mt_capwriter_counter(cw, MT_TRACK_VSZ, now, (int64_t)(vsz_pages * page_size)))
-        mt_writer_fail_sqlite("cannot write counters");
     last_sample = now;
+    bool same = any_sample_written && m.rss_pages == sample_written.rss_pages &&
+                m.vsz_pages == sample_written.vsz_pages;
+    if (same && !always && !mt_recording_controlled()) {
+        sample_held = m;
+        sample_is_held = true;
+        return;
+    }
+    if (sample_is_held && !same)
+        write_sample(&sample_held);
+    write_sample(&m);
 }
 
 // ---- recording windows (start and stop) and the size limit: recording.h
@@ -437,7 +467,49 @@ static void check_size(int64_t now) {
 
 // ---- the loop
 
+// The counts a commit writes besides the rows of events: summed, to see them change.
+static uint64_t counts_now(void) {
+    uint64_t total[MT_CALL_COUNT_], lost, sum = 0;
+    mt_core_call_totals(total, &lost);
+    for (int k = 0; k < MT_CALL_COUNT_; k++)
+        sum += total[k];
+    return sum + lost + atomic_load(&mt_mmap_file_count) + atomic_load(&mt_mmap_file_bytes) +
+           atomic_load(&mt_core_reports_ignored) + atomic_load(&mt_sampling_set_full);
+}
+
+static uint64_t counts_committed; // counts_now() at the last commit
+// At rest a commit still comes every second, with the capture's duration: `memreport live`
+// draws a second a column.
+#define IDLE_COMMIT_NS 1000000000
+static int64_t last_write; // when commit_all last ran (last_commit: when it last looked)
+
+// Whether a commit now would write nothing new: no event drained since the last one, none
+// waiting in a thread's buffer (one whose seq was taken during that commit shows here at
+// the next look), no thread ending, no mark, no sample, no count changed.
+static bool idle_since_commit(void) {
+    if (events_written != events_committed || sample_since_commit || mt_recording_controlled() ||
+        counts_now() != counts_committed)
+        return false;
+    pthread_mutex_lock(&mark_lock);
+    bool marks = marks_head != NULL;
+    pthread_mutex_unlock(&mark_lock);
+    if (marks)
+        return false;
+    for (mt_thread* t = mt_core_threads(); t; t = t->next) {
+        if (atomic_load_explicit(&t->queued, memory_order_acquire) ||
+            atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_EXITING)
+            return false;
+        mt_buffer* b = atomic_load_explicit(&t->cur, memory_order_acquire);
+        if (b && !atomic_load_explicit(&t->reusable, memory_order_acquire) &&
+            atomic_load_explicit(&b->committed, memory_order_acquire) != b->taken)
+            return false;
+    }
+    return true;
+}
+
 static void commit_all(int64_t now) {
+    counts_committed = counts_now();
+    sample_since_commit = false;
     steal_partials();
     mt_writer_rows_mappings(cw);
     mt_writer_rows_stacks(cw);
@@ -459,7 +531,7 @@ static void commit_all(int64_t now) {
     mt_capwriter_meta_int(cw, "duration_ns", now);
     if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
         mt_writer_fail_sqlite("cannot commit capture");
-    last_commit = now;
+    last_commit = last_write = now;
     events_committed = events_written;
 }
 
@@ -481,15 +553,19 @@ static void tick(bool final) {
     settle_live(now);
     int64_t period = (int64_t)mt_cfg.commit_ms * 1000000;
     if (final || now - last_sample >= (int64_t)mt_cfg.sample_ms * 1000000)
-        sample_memory(now);
+        sample_memory(now, final);
     // A commit every period, with at least a quarter of it for the drain: commits that
     // outlast the period (a checkpoint, the thread descheduled) must not leave one buffer
     // drained per commit.
     int64_t until = last_commit + period;
     drain_full(final ? INT64_MAX : until > now + period / 4 ? until : now + period / 4);
     now = mt_clock_now();
-    if (final || now - last_commit >= period)
-        commit_all(now);
+    if (final || now - last_commit >= period) {
+        if (!final && now - last_write < IDLE_COMMIT_NS && idle_since_commit())
+            last_commit = now;
+        else
+            commit_all(now);
+    }
 }
 
 static _Atomic int fatal_signal; // set by mt_writer_save_before_death
@@ -535,7 +611,7 @@ static bool open_capture(void) {
         // The meta rows and the first sample in one commit: each commit costs page writes.
         if (mt_capwriter_begin(cw) == 0) {
             write_meta();
-            sample_memory(mt_clock_now()); // RSS and VSZ from the start, not one period on
+            sample_memory(mt_clock_now(), true); // RSS and VSZ from the start, not one period on
         }
         if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
             mt_writer_fail_sqlite("cannot write capture");
@@ -845,7 +921,9 @@ int mt_writer_start(const char* path) {
     windows = 0;
     window_open = false;
     first_poll = true;
-    last_commit = last_sample = 0;
+    last_commit = last_sample = last_write = 0;
+    any_sample_written = sample_is_held = sample_since_commit = false;
+    counts_committed = 0;
     mt_live_set_free(live);
     live = mt_cfg.leaks && !mt_sampling ? mt_live_set_new() : NULL;
     settle_at = 0;
