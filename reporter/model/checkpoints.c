@@ -33,8 +33,11 @@ uint64_t mr_checkpoints_interval(void) {
     return v && !*end ? (uint64_t)v : MR_CHECKPOINTS_EVENTS;
 }
 
-// ---- the stored bytes: the replay's counters, then its blocks by address (each address
-// from the one before, each tid from the one before, zigzagged), then the checksum
+// ---- the stored bytes: the replay's counters, then its blocks in MR_HEAPMAP_PARTS runs,
+// one per part of its live-block table, each by address (each address from the one before
+// in the run, each tid from the one before, zigzagged), then the checksum. A run at a time
+// is sorted: a sorted copy of the whole live set would double the memory of the replay
+// that stores them.
 
 static int by_addr(const void* a, const void* b) {
     const mr_block *x = a, *y = b;
@@ -43,14 +46,6 @@ static int by_addr(const void* a, const void* b) {
 
 uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
                               size_t* len) {
-    size_t n = r->live.count;
-    if (MT_VEC_RESERVE(blocks, capblocks, n ? n : 1))
-        return NULL;
-    const mr_block* b;
-    size_t k = 0;
-    for (size_t i = 0; k < n && mr_heapmap_next(&r->live, &i, &b);)
-        (*blocks)[k++] = *b;
-    qsort(*blocks, k, sizeof **blocks, by_addr);
     mr_varbuf v = {0};
     mr_varbytes_put(&v, r->events);
     mr_varbytes_put(&v, r->allocations);
@@ -64,17 +59,30 @@ uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* cap
     mr_varbytes_put(&v, r->last_seq);
     mr_varbytes_put_signed(&v, r->first_ts);
     mr_varbytes_put_signed(&v, r->last_ts);
-    mr_varbytes_put(&v, k);
-    uint64_t addr = 0;
+    mr_varbytes_put(&v, r->live.count);
     uint32_t tid = 0;
-    for (size_t i = 0; i < k; i++) {
-        const mr_block* x = &(*blocks)[i];
-        mr_varbytes_put(&v, x->addr - addr);
-        mr_varbytes_put(&v, x->size);
-        mr_varbytes_put(&v, x->callsite);
-        mr_varbytes_put_signed(&v, (int64_t)x->tid - (int64_t)tid);
-        addr = x->addr;
-        tid = x->tid;
+    for (size_t k = 0; k < MR_HEAPMAP_PARTS; k++) {
+        const mr_heapmap_part* part = &r->live.parts[k];
+        size_t n = 0;
+        if (MT_VEC_RESERVE(blocks, capblocks, part->count ? part->count : 1)) {
+            free(v.p);
+            return NULL;
+        }
+        for (size_t i = 0; part->slots && i <= part->mask && n < part->count; i++)
+            if (part->slots[i].addr)
+                (*blocks)[n++] = part->slots[i];
+        qsort(*blocks, n, sizeof **blocks, by_addr);
+        mr_varbytes_put(&v, n);
+        uint64_t addr = 0;
+        for (size_t i = 0; i < n; i++) {
+            const mr_block* x = &(*blocks)[i];
+            mr_varbytes_put(&v, x->addr - addr);
+            mr_varbytes_put(&v, x->size);
+            mr_varbytes_put(&v, x->callsite);
+            mr_varbytes_put_signed(&v, (int64_t)x->tid - (int64_t)tid);
+            addr = x->addr;
+            tid = x->tid;
+        }
     }
     return mr_varbytes_seal(&v, CKPT_K0, CKPT_K1, len);
 }
@@ -103,23 +111,34 @@ int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r,
     if (v.bad || n > (size_t)(v.end - v.p) / 4)
         return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: truncated",
                                 (unsigned long long)seq);
-    uint64_t addr = 0, bytes = 0, tid = 0; // tid wraps as written: checked below
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t step = mr_varbytes_get(&v), size = mr_varbytes_get(&v);
-        uint64_t callsite = mr_varbytes_get(&v);
-        tid += (uint64_t)mr_varbytes_get_signed(&v);
-        if (v.bad || step == 0 || addr + step < addr || callsite > UINT32_MAX || tid > UINT32_MAX ||
-            size > MT_EVENT_SIZE_MAX - bytes)
-            return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: block %llu",
-                                    (unsigned long long)seq, (unsigned long long)i);
-        addr += step;
-        bytes += size;
-        mr_block b = {
-            .addr = addr, .size = size, .callsite = (uint32_t)callsite, .tid = (uint32_t)tid};
-        if (mr_heapmap_put(&r->live, &b, NULL, NULL))
-            return -ENOMEM;
+    uint64_t bytes = 0, tid = 0, i = 0; // tid wraps as written: checked below
+    for (size_t k = 0; k < MR_HEAPMAP_PARTS; k++) {
+        uint64_t addr = 0, end = mr_varbytes_get(&v);
+        if (v.bad || end > n - i)
+            return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: run %zu",
+                                    (unsigned long long)seq, k);
+        for (end += i; i < end; i++) {
+            uint64_t step = mr_varbytes_get(&v), size = mr_varbytes_get(&v);
+            uint64_t callsite = mr_varbytes_get(&v);
+            tid += (uint64_t)mr_varbytes_get_signed(&v);
+            bool had = false;
+            if (v.bad || step == 0 || addr + step < addr || callsite > UINT32_MAX ||
+                tid > UINT32_MAX || size > MT_EVENT_SIZE_MAX - bytes)
+                return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: block %llu",
+                                        (unsigned long long)seq, (unsigned long long)i);
+            addr += step;
+            bytes += size;
+            mr_block b = {
+                .addr = addr, .size = size, .callsite = (uint32_t)callsite, .tid = (uint32_t)tid};
+            mr_block old;
+            if (mr_heapmap_put(&r->live, &b, &old, &had))
+                return -ENOMEM;
+            if (had) // in two runs
+                return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: block %llu twice",
+                                        (unsigned long long)seq, (unsigned long long)i);
+        }
     }
-    if (v.bad || v.p != v.end)
+    if (v.bad || v.p != v.end || i != n)
         return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: truncated",
                                 (unsigned long long)seq);
     // What a replay's state always is (replay.c), and the seq it was stored at.

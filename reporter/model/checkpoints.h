@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MR_CHECKPOINTS_FORMAT 2
+#define MR_CHECKPOINTS_FORMAT 3
 // The events between two checkpoints (bench/scale/results.txt: the size against the time).
 #define MR_CHECKPOINTS_EVENTS (UINT64_C(4) << 20)
 
@@ -49,7 +49,7 @@ typedef struct mr_checkpoints_writer {
     int64_t ts_max;   // the latest time of the events so far
     int64_t ts_min;   // the earliest time of the events since the last checkpoint
     bool failed;      // a checkpoint could not be stored: the set is not whole
-    mr_block* blocks; // scratch: the live blocks, by address
+    mr_block* blocks; // scratch: a part of the live blocks, by address
     size_t capblocks;
     // The most bytes live after one of the events since the last checkpoint, the first
     // event at it (high_seq 0: no event yet).

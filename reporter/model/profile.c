@@ -357,7 +357,7 @@ static void save_rows(builder* b) {
     }
 }
 
-// Adds live's blocks to their rows' live values (live true) or end values.
+// Adds live's blocks to their rows' live values (at_mark) or end values.
 static int tally(builder* b, const mr_heapmap* live, bool at_mark) {
     const mr_block* blk;
     for (size_t i = 0; mr_heapmap_next(live, &i, &blk);) {
