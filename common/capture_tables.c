@@ -71,21 +71,31 @@ int mt_capture_heap_span(mt_capture* cap, int heap, mt_heap_span* out) {
     return rc;
 }
 
-int mt_capture_heap_seq_until(mt_capture* cap, int heap, int64_t ts, uint64_t* seq) {
+// The value of sql, a `SELECT max(...)` with ?1 and ?2 (when it has one) bound to a1 and
+// a2: 1 with *out, 0 when nothing was there to take it from (0 in *out), or -EPROTO.
+static int select_max(mt_capture* cap, const char* sql, int64_t a1, int64_t a2, int64_t* out) {
     sqlite3_stmt* st;
-    if (prepare(cap,
-                "SELECT max(seq_last) FROM event_chunk WHERE " MT_HEAP_SQL_MATCH
-                " AND ts_first<=?2",
-                &st))
+    *out = 0;
+    if (prepare(cap, sql, &st))
         return -EPROTO;
-    sqlite3_bind_int(st, 1, heap);
-    sqlite3_bind_int64(st, 2, ts);
+    sqlite3_bind_int64(st, 1, a1);
+    if (sqlite3_bind_parameter_count(st) > 1)
+        sqlite3_bind_int64(st, 2, a2);
     int rc = -EPROTO;
     if (sqlite3_step(st) == SQLITE_ROW) {
         rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
-        *seq = (uint64_t)sqlite3_column_int64(st, 0);
+        *out = sqlite3_column_int64(st, 0);
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+int mt_capture_heap_seq_until(mt_capture* cap, int heap, int64_t ts, uint64_t* seq) {
+    int64_t last;
+    int rc = select_max(
+        cap, "SELECT max(seq_last) FROM event_chunk WHERE " MT_HEAP_SQL_MATCH " AND ts_first<=?2",
+        heap, ts, &last);
+    *seq = (uint64_t)last;
     return rc;
 }
 
@@ -130,18 +140,7 @@ int mt_capture_counters_written(mt_capture* cap, int first, int last, mt_counter
 }
 
 int mt_capture_counter_end(mt_capture* cap, int track, int64_t* ts) {
-    sqlite3_stmt* st;
-    *ts = 0;
-    if (prepare(cap, "SELECT max(ts) FROM counter WHERE track=?1", &st))
-        return -EPROTO;
-    sqlite3_bind_int(st, 1, track);
-    int rc = -EPROTO;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        rc = sqlite3_column_type(st, 0) != SQLITE_NULL;
-        *ts = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return select_max(cap, "SELECT max(ts) FROM counter WHERE track=?1", track, 0, ts);
 }
 
 int mt_capture_marks(mt_capture* cap, const mt_mark_query* q, mt_mark_fn fn, void* ud) {
