@@ -24,3 +24,11 @@ add_test(NAME unit.header_names
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_header_names.py
           ${PROJECT_SOURCE_DIR})
 set_tests_properties(unit.header_names PROPERTIES LABELS unit TIMEOUT 60)
+
+# common/ holds only what both sides link (the tracer's copy, or the template's generator).
+add_test(NAME unit.common_shared
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_common_shared.py
+          ${PROJECT_SOURCE_DIR}
+          "$<JOIN:$<TARGET_PROPERTY:memtrace_common_nosan,SOURCES>,|>"
+          "$<JOIN:$<TARGET_PROPERTY:capture_template_gen,SOURCES>,|>")
+set_tests_properties(unit.common_shared PROPERTIES LABELS unit TIMEOUT 60)

@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-ROOTS = ("common", "preload", "launcher", "reporter")
+ROOTS = ("common", "preload", "launcher", "reporter", "sql")
 SOURCE = re.compile(r"\.(c|h|cpp|def)$")
 
 

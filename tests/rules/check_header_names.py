@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """No two headers that are included by their bare name ("output.h") share that name, so
-the name alone says which one a file means. Headers under common/include/ are included
-with their folder ("memtrace/sampling.h") and are apart; a build's include path, which
+the name alone says which one a file means. Headers under common/include/ and
+sql/include/ are included with their folder ("memtrace/sampling.h") and are apart; a build's include path, which
 decides which of two headers of one name a file gets, is never a reader's to work out.
 
 Usage: check_header_names.py SOURCE_DIR
@@ -11,7 +11,7 @@ import collections
 import os
 import sys
 
-ROOTS = ("common", "preload", "launcher", "reporter")
+ROOTS = ("common", "preload", "launcher", "reporter", "sql")
 
 
 def main():
@@ -21,7 +21,7 @@ def main():
         for folder, dirs, files in os.walk(os.path.join(src, root)):
             dirs.sort()
             rel = os.path.relpath(folder, src)
-            if rel.startswith(os.path.join("common", "include")):
+            if rel.startswith((os.path.join("common", "include"), os.path.join("sql", "include"))):
                 continue
             for f in sorted(files):
                 if f.endswith(".h"):

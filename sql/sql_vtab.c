@@ -4,7 +4,7 @@
 // choose which chunks are decoded at all), `allocations` (each allocation paired with its
 // free by replaying a heap in seq order, as the reports' replay pairs them) and `stacks`
 // (each callsite's frames, walked only for the callsites a query names). Built twice: into
-// memtrace_common and, with MT_SQL_EXTENSION, as the loadable SQLite extension
+// memtrace_sql and, with MT_SQL_EXTENSION, as the loadable SQLite extension
 // memtrace_sqlite.so. Reads the capture; never writes it.
 #define _GNU_SOURCE
 #ifdef MT_SQL_EXTENSION
