@@ -251,6 +251,16 @@ const char* mr_cxx_name_display(const char* name, char* buf, size_t len) {
     return mr_cxx_name_short(name, buf, len);
 }
 
+char* mr_cxx_name_display_dup(const char* name) {
+    // Shortening only drops text but for "<>", which reads "<...>": twice the name is room.
+    size_t len = 2 * (name ? strlen(name) : 0) + 16;
+    char* buf = malloc(len);
+    if (buf && mr_cxx_name_display(name, buf, len) == buf)
+        return buf;
+    free(buf);
+    return NULL;
+}
+
 bool mr_cxx_name_is_std(const char* name) {
     const char* p = name_start(name);
     if (starts(p, "::"))

@@ -23,6 +23,10 @@ char* mr_cxx_name_short(const char* name, char* buf, size_t len);
 // shorten, else its short form in buf. Returns one of the two.
 const char* mr_cxx_name_display(const char* name, char* buf, size_t len);
 
+// What a report shows for `name` (as mr_cxx_name_display), whole however long: malloc'd,
+// or NULL when that is name itself (or out of memory): the caller then shows name.
+char* mr_cxx_name_display_dup(const char* name);
+
 // Where the parameter list of a function's name starts ("(unsigned long)"), strlen(name)
 // without one: compact rows (diff's stacks) show names without it.
 size_t mr_cxx_name_params_at(const char* name);

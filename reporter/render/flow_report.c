@@ -267,11 +267,11 @@ static void print_node(FILE* out, json_t* n) {
             (long long)json_integer_value(json_object_get(n, "id")));
     json_array_foreach(lines, k, l) {
         fputs("<tr><td align=\"left\">", out);
-        char shown[1024];
         const char* fn = json_string_value(json_object_get(l, "function"));
-        const char* display = mr_cxx_name_display(fn, shown, sizeof shown);
-        elided |= strcmp(display, fn) != 0;
-        elided |= put_html(out, display);
+        char* shortened = fn ? mr_cxx_name_display_dup(fn) : NULL;
+        elided |= shortened && strcmp(shortened, fn) != 0;
+        elided |= put_html(out, shortened ? shortened : fn);
+        free(shortened);
         json_t* file = json_object_get(l, "file");
         if (json_is_string(file)) {
             fputs(" (", out);

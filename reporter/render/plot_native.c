@@ -26,7 +26,7 @@
 #define LEFT 95
 #define RIGHT 90                       // room for the heap's own axis when it needs one
 #define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
-// A site's name as its legend shows it and --data's short_name gives it.
+// A site's name as its legend shows it (--data's short_name, cut; the legend cuts it shorter).
 #define SITE_LABEL_MAX 512
 
 static const mr_rgb HEAP = {0.12, 0.47, 0.71}, RSS = {1.0, 0.50, 0.05}, VSZ = {0.17, 0.63, 0.17},
@@ -115,10 +115,10 @@ static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_b
         const mr_site_series* s = &nv->sites[k];
         json_t* row = json_object();
         json_object_set_new(row, "name", mr_json_bytes(s->name));
-        char shown[SITE_LABEL_MAX];
-        const char* label = mr_cxx_name_display(s->name, shown, sizeof shown);
-        if (strcmp(label, s->name) != 0) // as the flame graph page's short_names: only these
-            json_object_set_new(row, "short_name", mr_json_bytes(label));
+        char* shortened = mr_cxx_name_display_dup(s->name);
+        if (shortened && strcmp(shortened, s->name) != 0) // as the page's short_names: only these
+            json_object_set_new(row, "short_name", mr_json_bytes(shortened));
+        free(shortened);
         json_object_set_new(row, "peak_bytes", json_integer(json_bytes(s->peak)));
         json_object_set_new(row, "bytes", points_json(&s->bytes));
         json_object_set_new(row, "share_ppm", points_json(&s->share));

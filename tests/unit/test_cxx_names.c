@@ -7,6 +7,7 @@
 
 #include "../check.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define STR "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >"
@@ -72,10 +73,35 @@ int main(void) {
     CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 5), "caf");
     CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 6), "caf\xc3\xa9");
 
+    // Whole however long (flow's boxes elide a long name themselves, its tooltip whole):
+    // 300 parameters of std::string read as std::string, 3,906 bytes from 24,306.
+    char* longest = malloc(30000);
+    char* want = malloc(30000);
+    CHECK(longest && want);
+    strcpy(longest, "app::g(");
+    strcpy(want, "app::g(");
+    for (int i = 0; i < 300; i++) {
+        strcat(longest, i ? ", " : "");
+        strcat(want, i ? ", " : "");
+        strcat(longest, "std::__cxx11::basic_string<char, std::char_traits<char>, "
+                        "std::allocator<char> >");
+        strcat(want, "std::string");
+    }
+    strcat(longest, ")");
+    strcat(want, ")");
+    char* shown = mr_cxx_name_display_dup(longest);
+    CHECK_EQ_STR(shown, want);
+    CHECK_EQ_I64((int64_t)strlen(want), 3906);
+    free(shown);
+    CHECK(mr_cxx_name_display_dup("main") == NULL); // nothing to shorten: shown as it is
+    free(longest);
+    free(want);
+
     // --full-names: every name as demangled.
     mr_cxx_names_set_full(true);
     CHECK(mr_cxx_names_full());
     CHECK(mr_cxx_name_display(cases[0][0], buf, sizeof buf) == cases[0][0]);
+    CHECK(mr_cxx_name_display_dup(cases[0][0]) == NULL);
     mr_cxx_names_set_full(false);
     CHECK_DONE();
 }
