@@ -183,7 +183,8 @@ static uint8_t* encode_allocated(mr_checkpoints_writer* w, size_t* len) {
         const uint64_t* bytes = mr_u64map_get(&w->stray_bytes, c);
         strays[k++] = (mr_alloc_sum){.callsite = (uint32_t)c, .count = count, .bytes = *bytes};
     }
-    qsort(strays, nstray, sizeof *strays, by_callsite);
+    if (nstray) // qsort's array may not be NULL, even empty
+        qsort(strays, nstray, sizeof *strays, by_callsite);
     mr_varbuf v = {0};
     mr_varbytes_put(&v, n + nstray);
     uint32_t last = 0;
