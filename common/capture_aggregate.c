@@ -171,6 +171,15 @@ int mt_capture_checkpoint_store(mt_capture* cap, int heap, const mt_checkpoint_r
                      heap, vals, 8, blobs, lens, 2);
 }
 
+// A checkpoint query's key: ?1 heap, ?2 format, ?3 fingerprint, ?4 its own first argument.
+static void bind_key(sqlite3_stmt* st, int heap, int64_t format, uint64_t fingerprint,
+                     int64_t arg) {
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, format);
+    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
+    sqlite3_bind_int64(st, 4, arg);
+}
+
 int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
                                   uint64_t after_seq, int64_t ts, uint64_t* seq) {
     sqlite3_stmt* st;
@@ -182,10 +191,7 @@ int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uin
                            " AND (d.seq>c.seq OR d.seq=0))>?5 ORDER BY c.seq LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return 0;
-    sqlite3_bind_int(st, 1, heap);
-    sqlite3_bind_int64(st, 2, format);
-    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
-    sqlite3_bind_int64(st, 4, (int64_t)after_seq);
+    bind_key(st, heap, format, fingerprint, (int64_t)after_seq);
     sqlite3_bind_int64(st, 5, ts);
     int rc = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
@@ -201,10 +207,7 @@ int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uin
 // when there is none, or -ENOMEM. Finalizes st.
 static int checkpoint_blob(sqlite3_stmt* st, int heap, int64_t format, uint64_t fingerprint,
                            int64_t arg, uint64_t* seq, uint8_t** data, size_t* len) {
-    sqlite3_bind_int(st, 1, heap);
-    sqlite3_bind_int64(st, 2, format);
-    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
-    sqlite3_bind_int64(st, 4, arg);
+    bind_key(st, heap, format, fingerprint, arg);
     int rc = 0;
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 1) == SQLITE_BLOB) {
         if (seq)
@@ -269,10 +272,7 @@ int mt_capture_checkpoint_high(mt_capture* cap, int heap, int64_t format, uint64
                            " ORDER BY high_bytes DESC, seq LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
         return 0;
-    sqlite3_bind_int(st, 1, heap);
-    sqlite3_bind_int64(st, 2, format);
-    sqlite3_bind_int64(st, 3, (int64_t)fingerprint);
-    sqlite3_bind_int64(st, 4, (int64_t)after_seq);
+    bind_key(st, heap, format, fingerprint, (int64_t)after_seq);
     sqlite3_bind_int64(st, 5, (int64_t)upto_seq);
     int rc = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
