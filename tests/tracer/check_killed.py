@@ -78,9 +78,10 @@ def one_run(launcher, memreport, prog, cap, sig, last):
     if group:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
-        # No launcher is left to wait for the watcher: the capture is polled until it ends.
+        # No launcher is left to wait for the watcher: the capture is polled until it ends
+        # (while the watcher writes it, it is locked and reads no status: []).
         for _ in range(600):
-            if status_of(memreport, cap) != ["recording"] or not exit_watchers(cap):
+            if status_of(memreport, cap) not in (["recording"], []) or not exit_watchers(cap):
                 break
             time.sleep(0.05)
         err = ""
