@@ -567,30 +567,6 @@ static void process_label(const mr_process* p, char* out, size_t len) {
     snprintf(out, len, "pid %lld %s", (long long)p->pid, slash ? slash + 1 : exe);
 }
 
-// Each process's lines on page i: the others' live heaps and their sum, moved to process i's
-// axis. Returns 0 or -ENOMEM.
-static int process_lines(mr_heap_pages* pages, const mr_procs_timeline* pt, size_t i) {
-    int64_t shift = -pt->procs[i].offset;
-    mr_points sum = {0};
-    int e = 0;
-    for (size_t k = 0; e == 0 && k < pt->ntimes; k++) {
-        uint64_t v = 0;
-        for (size_t j = 0; j < pt->n; j++)
-            v += pt->values[k * pt->n + j];
-        e = mr_points_push(&sum, pt->times[k], v);
-    }
-    if (e == 0)
-        e = mr_heap_pages_add_line(pages, i, "all processes (stacked)", &sum, shift);
-    mr_points_free(&sum);
-    for (size_t j = 0; e == 0 && j < pt->n; j++) {
-        char label[256];
-        process_label(pt->procs[j].proc, label, sizeof label);
-        if (j != i)
-            e = mr_heap_pages_add_line(pages, i, label, &pt->procs[j].t.heap, shift);
-    }
-    return e;
-}
-
 int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool force,
                              bool all_frames, const char* help) {
     mr_capture_set s;
@@ -631,11 +607,6 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
             rc = MR_EXIT_IO;
         }
     }
-    for (size_t i = 0; rc == 0 && i < s.n; i++)
-        if (process_lines(pages, &pt, i)) {
-            mr_error(s.procs[i].path, "out of memory");
-            rc = MR_EXIT_IO;
-        }
     if (rc == 0)
         rc = write_pages(pages, paths[0], output, force);
     mr_heap_pages_free(pages);

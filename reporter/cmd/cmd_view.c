@@ -32,8 +32,10 @@ static const char view_help[] =
     "the run, where the numbers are exact (the page says which times it shows); the page\n"
     "stays a few MB whatever the number of events.\n" MR_HELP_PROCS
     "The page then holds a page per process, the header listing them in their tree with\n"
-    "the most they held together at one moment (as memreport summary DIR says it); each\n"
-    "process's timeline draws the others and their stacked sum on its own time axis.\n"
+    "the most they held together at one moment (as memreport summary DIR says it); the\n"
+    "timeline stacks their live heaps on the tree's time axis, a colour each, their sum on\n"
+    "top. A click on a process's band opens its page at that moment; a range drawn across\n"
+    "them is read in each (beside each name), and a name opens its page on it.\n"
     "  --all-frames        open the page with noise frames (allocator internals, start-up\n"
     "                      code) shown\n"
     "  -o, --output FILE   default: memreport-view-NAME.html in the current directory, NAME\n"

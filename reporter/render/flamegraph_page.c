@@ -167,12 +167,6 @@ int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree
     return e;
 }
 
-static json_t* page_data(const mr_heap_pages* p, size_t page) {
-    return page ? json_object_get(json_array_get(json_object_get(p->first, "heap_pages"), page - 1),
-                                  "data")
-                : p->first;
-}
-
 int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
     p->procs = true;
     return p->first && !json_object_set_new(p->first, "proc_tree",
@@ -189,24 +183,6 @@ int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid
                    !json_object_set_new(e, "offset_ns", json_integer(offset)) &&
                    !json_object_set_new(e, "ppid", json_integer(ppid)) &&
                    !json_object_set_new(e, "depth", json_integer(depth))
-               ? 0
-               : -ENOMEM;
-}
-
-int mr_heap_pages_add_line(mr_heap_pages* p, size_t page, const char* name, const mr_points* v,
-                           int64_t shift) {
-    json_t* series = json_object_get(json_object_get(page_data(p, page), "view"), "series");
-    json_t* points = json_array();
-    for (size_t i = 0; points && i < v->n; i++)
-        if (json_array_append_new(points, json_pack("[I,I]", (json_int_t)(v->v[i].x + shift),
-                                                    (json_int_t)v->v[i].y))) {
-            json_decref(points);
-            points = NULL;
-        }
-    return series && points &&
-                   !json_array_append_new(series,
-                                          json_pack("{s:o,s:s,s:o}", "name", mr_json_bytes(name),
-                                                    "kind", "other", "points", points))
                ? 0
                : -ENOMEM;
 }
