@@ -6,13 +6,16 @@
 # - e2e.leak_scan_fails: a scan whose copy times out or dies: the program unharmed, the
 #   blocks unclassified, and why (check_scan_fails.py);
 # - e2e.leak_detach: the scan on demand, at MEMTRACE_LEAK_SIGNAL's signal and at memtrace
-#   --detach (gdb) of a program the launcher started (check_detach.py).
+#   --detach (gdb) of a program the launcher started (check_detach.py);
+# - e2e.leak_roots: each module's writable segments read once, and the tracer's never, where
+#   a bss past its file's last page is an anonymous mapping (check_roots.py).
 if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   add_executable(leaks_kinds leaks/kinds.c)
   target_compile_options(leaks_kinds PRIVATE -O1 -g)
   target_link_libraries(leaks_kinds PRIVATE Threads::Threads)
   add_executable(leaks_held_heap leaks/held_heap.c)
   target_link_libraries(leaks_held_heap PRIVATE Threads::Threads)
+  add_executable(leaks_roots leaks/roots.c)
   function(leak_test name script)
     add_test(NAME e2e.${name} COMMAND ${Python3_EXECUTABLE}
       ${CMAKE_CURRENT_SOURCE_DIR}/leaks/${script} ${ARGN})
@@ -29,6 +32,8 @@ if(TARGET memtrace AND NOT MEMTRACE_SANITIZE)
   leak_test(leak_detach check_detach.py $<TARGET_FILE:memtrace_launcher>
     $<TARGET_FILE:memreport> $<TARGET_FILE:leaks_held_heap>
     ${CMAKE_CURRENT_BINARY_DIR}/leak_detach.d)
+  leak_test(leak_roots check_roots.py $<TARGET_FILE:memtrace> $<TARGET_FILE:memreport>
+    $<TARGET_FILE:leaks_roots> ${CMAKE_CURRENT_BINARY_DIR}/leak_roots.d)
 endif()
 
 # memreport view's leaks by kind in headless chromium, against summary, leaks --kind and

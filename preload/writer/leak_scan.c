@@ -193,6 +193,7 @@ static int push_readable(ranges* rs, const mapping* m, size_t n, uintptr_t lo, u
 
 typedef struct module_walk {
     ranges* roots;
+    ranges* modules; // every module's writable segments, the tracer's own too, whole pages
     const mapping* maps;
     size_t nmaps;
     uintptr_t own;     // an address inside the tracer's own data
@@ -212,16 +213,41 @@ static int each_module(struct dl_phdr_info* info, size_t size, void* ud) {
     }
     if (info->dlpi_tls_data && (uintptr_t)info->dlpi_tls_data < w->tls_low)
         w->tls_low = (uintptr_t)info->dlpi_tls_data;
-    if (own) // the tracer's tables hold the program's addresses: never roots
-        return 0;
     for (int i = 0; i < info->dlpi_phnum && !w->rc; i++) {
         const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
             continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        w->rc = push_readable(w->roots, w->maps, w->nmaps, lo, lo + ph->p_memsz);
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        w->rc = push_range(w->modules, lo & ~(uintptr_t)4095, (hi + 4095) & ~(uintptr_t)4095);
+        if (!w->rc && !own) // the tracer's tables hold the program's addresses: never roots
+            w->rc = push_readable(w->roots, w->maps, w->nmaps, lo, hi);
     }
     return w->rc;
+}
+
+static void sort_ranges(ranges* rs) {
+    for (size_t i = 1; i < rs->n; i++)
+        for (size_t j = i; j > 0 && rs->r[j - 1].lo > rs->r[j].lo; j--) {
+            range t = rs->r[j];
+            rs->r[j] = rs->r[j - 1];
+            rs->r[j - 1] = t;
+        }
+}
+
+// The parts of [lo, hi) outside the modules' segments (sorted), into parts (emptied first):
+// a segment's bss past its file's last page is an anonymous mapping of its own.
+static int outside_modules(ranges* parts, const ranges* modules, uintptr_t lo, uintptr_t hi) {
+    int rc = 0;
+    parts->n = 0;
+    for (size_t i = 0; i < modules->n && lo < hi && !rc; i++) {
+        const range* r = &modules->r[i];
+        if (r->hi <= lo || r->lo >= hi)
+            continue;
+        if (r->lo > lo)
+            rc = push_range(parts, lo, r->lo);
+        lo = r->hi;
+    }
+    return rc || lo >= hi ? rc : push_range(parts, lo, hi);
 }
 
 // glibc's thread descriptor: its size and where it keeps the thread's tid (0 once the
@@ -343,12 +369,28 @@ static int push_between_blocks(ranges* rs, const mt_live_block* b, size_t n, uin
     return rc || lo >= hi ? rc : push_range(rs, lo, hi);
 }
 
+// Adds [lo, hi) but glibc's heaps in it.
+static int push_but_heaps(ranges* roots, const mt_live_block* b, size_t n, uintptr_t lo,
+                          uintptr_t hi) {
+    int rc = 0;
+    for (uintptr_t a = (lo + GLIBC_HEAP_MAX - 1) & ~(GLIBC_HEAP_MAX - 1); a < hi && !rc;
+         a += GLIBC_HEAP_MAX) {
+        if (!glibc_heap_at(a, hi))
+            continue;
+        rc = push_between_blocks(roots, b, n, lo, a);
+        lo = a + GLIBC_HEAP_MAX < hi ? a + GLIBC_HEAP_MAX : hi;
+    }
+    return rc || lo >= hi ? rc : push_between_blocks(roots, b, n, lo, hi);
+}
+
 // memcheck reads every writable mapping that is not its heap as a root: CPython's object
 // arenas, a program's own pools. These are the anonymous ones but the threads' stacks (read
 // from their stack pointers by thread_roots), glibc's heaps (their free chunks keep old
-// pointers; their live blocks are scanned when reached) and the tracer's own pages.
-static int anon_roots(ranges* roots, const mapping* maps, size_t nmaps, const mt_live_block* b,
-                      size_t n) {
+// pointers; their live blocks are scanned when reached), the modules' bss (roots already,
+// or the tracer's) and the tracer's own pages.
+static int anon_roots(ranges* roots, const mapping* maps, size_t nmaps, const ranges* modules,
+                      const mt_live_block* b, size_t n) {
+    ranges parts = {0};
     int rc = 0;
     for (size_t i = 0; i < nmaps && !rc; i++) {
         const mapping* m = &maps[i];
@@ -357,34 +399,29 @@ static int anon_roots(ranges* roots, const mapping* maps, size_t nmaps, const mt
         bool guarded = i > 0 && maps[i - 1].hi == m->lo && !maps[i - 1].readable;
         if (guarded && descriptor_in(m))
             continue;
-        uintptr_t lo = m->lo;
-        for (uintptr_t a = (lo + GLIBC_HEAP_MAX - 1) & ~(GLIBC_HEAP_MAX - 1); a < m->hi && !rc;
-             a += GLIBC_HEAP_MAX) {
-            if (!glibc_heap_at(a, m->hi))
-                continue;
-            rc = push_between_blocks(roots, b, n, lo, a);
-            lo = a + GLIBC_HEAP_MAX < m->hi ? a + GLIBC_HEAP_MAX : m->hi;
-        }
-        if (!rc && lo < m->hi)
-            rc = push_between_blocks(roots, b, n, lo, m->hi);
+        rc = outside_modules(&parts, modules, m->lo, m->hi);
+        for (size_t k = 0; k < parts.n && !rc; k++)
+            rc = push_but_heaps(roots, b, n, parts.r[k].lo, parts.r[k].hi);
     }
+    mt_writer_heap_free(parts.r);
     return rc;
 }
 
 // memcheck reads every writable file mapping and shared memory too: a program's own mapped
-// files and shared pools, but not a module's segments (roots already) nor a device's memory.
-static int file_roots(ranges* files, const mapping* maps, size_t nmaps, const ranges* roots) {
+// files and shared pools, but not a module's segments (roots already, or the tracer's) nor a
+// device's memory.
+static int file_roots(ranges* files, const mapping* maps, size_t nmaps, const ranges* modules) {
+    ranges parts = {0};
     int rc = 0;
     for (size_t i = 0; i < nmaps && !rc; i++) {
         const mapping* m = &maps[i];
         if (!m->readable || !m->writable || m->anon || m->own || m->device || !m->resident)
             continue;
-        bool module = false;
-        for (size_t j = 0; j < roots->n && !module; j++)
-            module = roots->r[j].lo < m->hi && roots->r[j].hi > m->lo;
-        if (!module)
-            rc = push_range(files, m->lo, m->hi);
+        rc = outside_modules(&parts, modules, m->lo, m->hi);
+        for (size_t k = 0; k < parts.n && !rc; k++)
+            rc = push_range(files, parts.r[k].lo, parts.r[k].hi);
     }
+    mt_writer_heap_free(parts.r);
     return rc;
 }
 
@@ -680,12 +717,13 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
     char* text = read_maps(&text_len);
     mapping* maps = text ? parse_maps(text, &nmaps) : NULL;
     mt_writer_heap_free(text);
-    ranges roots = {0};
+    ranges roots = {0}, modules = {0};
     int rc = maps ? 0 : -ENOMEM;
-    module_walk w = {&roots, maps, nmaps, (uintptr_t)&own_data, UINTPTR_MAX, 0};
+    module_walk w = {&roots, &modules, maps, nmaps, (uintptr_t)&own_data, UINTPTR_MAX, 0};
     if (!rc) {
         dl_iterate_phdr(each_module, &w);
         rc = w.rc;
+        sort_ranges(&modules);
     }
     int nregs = 0;
     volatile uintptr_t here = (uintptr_t)&here;
@@ -702,9 +740,9 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
     // Beside another allocator its own mappings would be read as roots, free memory and all.
     ranges mapped = {0}, files = {0};
     if (!rc && s.glibc)
-        rc = anon_roots(&mapped, maps, nmaps, blocks, n);
+        rc = anon_roots(&mapped, maps, nmaps, &modules, blocks, n);
     if (!rc)
-        rc = file_roots(&files, maps, nmaps, &roots);
+        rc = file_roots(&files, maps, nmaps, &modules);
     size_t len = (64 + n * 5 + 4095) & ~(size_t)4095;
     void* shared = MAP_FAILED;
     if (!rc) {
@@ -749,6 +787,7 @@ out:
     if (s.stack && s.stack != MAP_FAILED)
         mt_real.munmap(s.stack, (2 * n + 1) * sizeof *s.stack);
     mt_writer_heap_free(roots.r);
+    mt_writer_heap_free(modules.r);
     mt_writer_heap_free(mapped.r);
     mt_writer_heap_free(files.r);
     mt_writer_heap_free(maps);
