@@ -363,37 +363,48 @@ int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char
     return mt_symbolize_capture_at_exit(w->db, budget_ms, read_files, NULL, err, errlen);
 }
 
+size_t mt_capwriter_encode_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
+                                 uint8_t* scratch, struct mt_chunk_header* h) {
+    if (n == 0 || n > MT_CHUNK_EVENTS_MAX) // more: readers would refuse it
+        return 0;
+    *h = (mt_chunk_header){.heap = heap,
+                           .seq_first = (int64_t)ev[0].seq,
+                           .seq_last = (int64_t)ev[n - 1].seq,
+                           .ts_first = ev[0].ts,
+                           .ts_last = ev[0].ts,
+                           .count = (int64_t)n};
+    for (size_t i = 1; i < n; i++) {
+        if (ev[i].ts < h->ts_first)
+            h->ts_first = ev[i].ts;
+        if (ev[i].ts > h->ts_last)
+            h->ts_last = ev[i].ts;
+    }
+    // The checksum covers the row's columns too: readers verify it before decoding.
+    return mt_chunk_encode(w->coder, w->codec, h, ev, n, scratch);
+}
+
+int mt_capwriter_insert_chunk(mt_capwriter* w, const struct mt_chunk_header* h, const uint8_t* data,
+                              size_t len) {
+    sqlite3_stmt* st = w->chunk;
+    sqlite3_bind_int64(st, 1, h->heap);
+    sqlite3_bind_int64(st, 2, h->seq_first);
+    sqlite3_bind_int64(st, 3, h->seq_last);
+    sqlite3_bind_int64(st, 4, h->ts_first);
+    sqlite3_bind_int64(st, 5, h->ts_last);
+    sqlite3_bind_int64(st, 6, h->count);
+    sqlite3_bind_int(st, 7, w->codec);
+    sqlite3_bind_blob(st, 8, data, (int)len, SQLITE_STATIC);
+    return step_reset(st);
+}
+
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
     if (n == 0)
         return 0;
-    if (n > MT_CHUNK_EVENTS_MAX) // readers would refuse it
+    if (n > MT_CHUNK_EVENTS_MAX)
         return -EINVAL;
-    mt_chunk_header h = {.heap = heap,
-                         .seq_first = (int64_t)ev[0].seq,
-                         .seq_last = (int64_t)ev[n - 1].seq,
-                         .ts_first = ev[0].ts,
-                         .ts_last = ev[0].ts,
-                         .count = (int64_t)n};
-    for (size_t i = 1; i < n; i++) {
-        if (ev[i].ts < h.ts_first)
-            h.ts_first = ev[i].ts;
-        if (ev[i].ts > h.ts_last)
-            h.ts_last = ev[i].ts;
-    }
-    // The checksum covers the row's columns too: readers verify it before decoding.
-    size_t len = mt_chunk_encode(w->coder, w->codec, &h, ev, n, scratch);
-    if (len == 0)
-        return -ENOMEM;
-    sqlite3_stmt* st = w->chunk;
-    sqlite3_bind_int64(st, 1, h.heap);
-    sqlite3_bind_int64(st, 2, h.seq_first);
-    sqlite3_bind_int64(st, 3, h.seq_last);
-    sqlite3_bind_int64(st, 4, h.ts_first);
-    sqlite3_bind_int64(st, 5, h.ts_last);
-    sqlite3_bind_int64(st, 6, h.count);
-    sqlite3_bind_int(st, 7, w->codec);
-    sqlite3_bind_blob(st, 8, scratch, (int)len, SQLITE_STATIC);
-    return step_reset(st);
+    mt_chunk_header h;
+    size_t len = mt_capwriter_encode_chunk(w, heap, ev, n, scratch, &h);
+    return len ? mt_capwriter_insert_chunk(w, &h, scratch, len) : -ENOMEM;
 }
 
 void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit) {

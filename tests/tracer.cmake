@@ -148,6 +148,18 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   set_tests_properties(e2e.killed PROPERTIES LABELS e2e TIMEOUT 180)
 endif()
 
+# A busy program killed at a random moment: the watcher finishes what its writer was doing.
+if(TARGET memtrace AND TARGET memtrace_launcher)
+  add_executable(killed_busy tracer/killed_busy.c)
+  target_link_libraries(killed_busy PRIVATE memtrace_warnings Threads::Threads)
+  target_compile_definitions(killed_busy PRIVATE _GNU_SOURCE)
+  add_test(NAME e2e.killed_busy COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
+    ${CMAKE_CURRENT_BINARY_DIR}/killed_busy.d)
+  set_tests_properties(e2e.killed_busy PROPERTIES LABELS e2e TIMEOUT 300)
+endif()
+
 # Hooks must fit in a thread's small stack, in every unwinding mode.
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_executable(small_stack tracer/small_stack.c)

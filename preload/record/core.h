@@ -218,11 +218,16 @@ void mt_core_retire(mt_thread* t);
 // lost past the side queues (core.h, above).
 void mt_core_call_totals(uint64_t total[MT_CALL_COUNT_], uint64_t* lost);
 
-// Buffers handed over by threads, in hand-over order; the writer drains them.
-mt_buffer* mt_core_take_full(void);
+// Buffers handed over by threads, in hand-over order; the writer drains them. The buffer
+// taken (or NULL) is stored in *hand while the queue still holds it: a writer killed at any
+// moment leaves each buffer in the queue or in its hand (mt_writer_finish_orphaned).
+mt_buffer* mt_core_take_full(mt_buffer* _Atomic* hand);
 void mt_core_recycle(mt_buffer* b);
 // Waits (up to timeout_ms) until some buffer is full or a flush is requested.
 void mt_core_wait_work(int timeout_ms);
+// The process ended unseen (mt_writer_finish_orphaned): threads killed while waiting left
+// the condition variables in a state where a signal waits for them; start them afresh.
+void mt_core_buffers_forget_waiters(void);
 // Wakes the writer now (stop requests, marks).
 void mt_core_wake_writer(void);
 // Reports an internal failure once on stderr and switches to pass-through.

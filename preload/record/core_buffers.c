@@ -64,9 +64,10 @@ void mt_core_buffer_hand_over(mt_buffer* b) {
     pthread_mutex_unlock(&queue_lock);
 }
 
-mt_buffer* mt_core_take_full(void) {
+mt_buffer* mt_core_take_full(mt_buffer* _Atomic* hand) {
     pthread_mutex_lock(&queue_lock);
     mt_buffer* b = full_head;
+    atomic_store(hand, b); // before the queue lets go of it: never in neither
     if (b) {
         full_head = b->next;
         if (!full_head)
@@ -118,8 +119,13 @@ void mt_core_buffers_fork_unlock(void) {
 }
 
 void mt_core_buffers_fork_child(void) {
+    mt_core_buffers_forget_waiters();
+}
+
+void mt_core_buffers_forget_waiters(void) {
     pthread_cond_init(&queue_cond, NULL);
     pthread_cond_init(&recycle_cond, NULL);
+    work_requested = 0;
 }
 
 void mt_core_buffers_drop_queued(void) {

@@ -188,48 +188,93 @@ static int by_seq(const void* a, const void* b) {
     return x < y ? -1 : x > y;
 }
 
-// Writes ev[from, to) of a buffer as one chunk. A signal handler that allocates inside a
-// realloc can leave a buffer slightly out of seq order; chunks must be sorted.
-static void write_events(mt_buffer* b, uint32_t from, uint32_t to) {
+// A program killed by SIGKILL leaves its writer thread wherever it was; the exit watcher then
+// finishes the capture on the same memory (mt_writer_finish_orphaned). It can go on from any
+// point of the writer's work but a few: inside SQLite, whose connection is then half-way
+// through a statement, and in updates of the writer's own state made of several stores.
+// Those run between begin_unresumable and end_unresumable; the rest leaves everything it
+// needs to be done again (a piece, below) until the step that marks it done.
+static _Atomic int unresumable;
+
+static void begin_unresumable(void) {
+    atomic_fetch_add(&unresumable, 1);
+}
+
+static void end_unresumable(void) {
+    atomic_fetch_sub(&unresumable, 1);
+}
+
+// The events being written: b->ev[b->taken, to), and the heaps whose chunk of them is stored
+// already. The buffer itself is never changed until the piece is done.
+typedef struct piece {
+    mt_buffer* _Atomic b;
+    uint32_t to; // 0: not yet chosen (b->committed then)
+    unsigned stored;
+} piece;
+static piece cur_piece;
+static mt_event* heapbuf; // one heap's events of a piece with several
+
+static void store_chunk(int heap, const mt_event* ev, size_t n) {
+    mt_chunk_header h;
+    size_t len = mt_capwriter_encode_chunk(cw, heap, ev, n, scratch, &h);
+    begin_unresumable();
+    if (!len || mt_capwriter_insert_chunk(cw, &h, scratch, len) != 0)
+        mt_writer_fail_sqlite("cannot write events");
+    else
+        cur_piece.stored |= 1u << heap;
+    end_unresumable();
+}
+
+// Writes the piece as one chunk per heap. A signal handler that allocates inside a realloc
+// can leave a buffer slightly out of seq order; chunks must be sorted.
+static void write_piece(void) {
+    mt_buffer* b = atomic_load(&cur_piece.b);
+    uint32_t from = b->taken, to = cur_piece.to;
     // Past MEMTRACE_MAX_MB, events still in buffers are cut too: the file stops growing.
-    if (to <= from || failed || (atomic_load(&mt_events_off) & MT_OFF_FULL))
-        return;
-    size_t n = to - from;
-    // In place: the owner never touches events it has committed.
-    mt_event* ev = b->ev + from;
+    size_t n = to > from && !failed && !(atomic_load(&mt_events_off) & MT_OFF_FULL) ? to - from : 0;
+    memcpy(sortbuf, b->ev + from, n * sizeof *sortbuf);
     bool sorted = true, exact = atomic_load(&exact_times);
     size_t others = 0; // events of the mmap (MEMTRACE_MMAP=1) and python heaps
     for (size_t i = 0; i < n; i++) {
-        ev[i].ts = to_ns(ev[i].ts, exact);
+        sortbuf[i].ts = to_ns(sortbuf[i].ts, exact);
         // The leak scan reads the libc heap's blocks alone (scan_leaks): a python process's
         // objects, most of its events, would cost the writer 60 % more CPU for nothing.
-        if (live && ev[i].heap == MT_HEAP_LIBC)
-            mt_live_set_apply(live, &ev[i]);
-        if (i > 0 && ev[i - 1].seq >= ev[i].seq)
+        if (live && sortbuf[i].heap == MT_HEAP_LIBC)
+            mt_live_set_apply(live, &sortbuf[i]);
+        if (i > 0 && sortbuf[i - 1].seq >= sortbuf[i].seq)
             sorted = false;
-        others += ev[i].heap != MT_HEAP_LIBC;
+        others += sortbuf[i].heap != MT_HEAP_LIBC;
     }
-    if (!sorted || others) {
-        memcpy(sortbuf, ev, n * sizeof *sortbuf);
-        if (!sorted)
-            qsort(sortbuf, n, sizeof *sortbuf, by_seq);
-    }
+    if (!sorted)
+        qsort(sortbuf, n, sizeof *sortbuf, by_seq);
     if (others) {
-        // A chunk holds one heap: each heap's events gathered into the buffer, in seq order.
+        // A chunk holds one heap: each heap's events gathered, in seq order.
         static const int heaps[] = {MT_HEAP_LIBC, MT_HEAP_MMAP, MT_HEAP_PYTHON};
-        for (size_t h = 0; h < sizeof heaps / sizeof *heaps; h++) {
+        for (size_t h = 0; h < sizeof heaps / sizeof *heaps && !failed; h++) {
             size_t k = 0;
             for (size_t i = 0; i < n; i++)
                 if (sortbuf[i].heap == heaps[h])
-                    ev[k++] = sortbuf[i];
-            if (k && mt_capwriter_chunk(cw, heaps[h], ev, k, scratch) != 0) {
-                mt_writer_fail_sqlite("cannot write events");
-                break;
-            }
+                    heapbuf[k++] = sortbuf[i];
+            if (k && !(cur_piece.stored & 1u << heaps[h]))
+                store_chunk(heaps[h], heapbuf, k);
         }
-    } else if (mt_capwriter_chunk(cw, MT_HEAP_LIBC, sorted ? ev : sortbuf, n, scratch) != 0)
-        mt_writer_fail_sqlite("cannot write events");
+    } else if (n && !(cur_piece.stored & 1u << MT_HEAP_LIBC)) {
+        store_chunk(MT_HEAP_LIBC, sortbuf, n);
+    }
+    begin_unresumable();
     events_written += n;
+    b->taken = to > from ? to : from;
+    cur_piece.to = 0;
+    cur_piece.stored = 0;
+    atomic_store(&cur_piece.b, NULL);
+    end_unresumable();
+}
+
+// Writes b->ev[b->taken, to) (write_piece).
+static void write_events(mt_buffer* b, uint32_t to) {
+    atomic_store(&cur_piece.b, b);
+    cur_piece.to = to;
+    write_piece();
 }
 
 // Called by the writer thread with sqlite_lock held, between two SQLite calls: a thread that
@@ -254,8 +299,9 @@ static uint64_t events_committed; // events_written at the last commit
 // threads, and a fork waited behind it for sqlite_lock).
 static void drain_full(int64_t until) {
     mt_buffer* b;
-    while ((b = mt_core_take_full())) {
-        write_events(b, b->taken, atomic_load_explicit(&b->committed, memory_order_acquire));
+    while ((b = mt_core_take_full(&cur_piece.b))) {
+        cur_piece.to = atomic_load_explicit(&b->committed, memory_order_acquire);
+        write_piece();
         mt_core_recycle(b);
         // MEMTRACE_MAX_MB: the size is looked at each commit; a writer catching up with a
         // backlog commits every 64K events, so the capture passes the limit by that at most.
@@ -282,9 +328,7 @@ static void steal_partials(void) {
         bool gone = atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_EXITING &&
                     mt_core_task_gone(t);
         if (b) {
-            uint32_t n = atomic_load_explicit(&b->committed, memory_order_acquire);
-            write_events(b, b->taken, n);
-            b->taken = n;
+            write_events(b, atomic_load_explicit(&b->committed, memory_order_acquire));
             let_forks_in();
         }
         if (gone) {
@@ -372,12 +416,14 @@ static memory_sample sample_written, sample_held; // the last written, the last 
 static bool any_sample_written, sample_is_held, sample_since_commit;
 
 static void write_sample(const memory_sample* m) {
+    begin_unresumable();
     if (mt_capwriter_counter(cw, MT_TRACK_RSS, m->ts, (int64_t)(m->rss_pages * page_size)) ||
         mt_capwriter_counter(cw, MT_TRACK_VSZ, m->ts, (int64_t)(m->vsz_pages * page_size)))
         mt_writer_fail_sqlite("cannot write counters");
     sample_written = *m;
     any_sample_written = sample_since_commit = true;
     sample_is_held = false;
+    end_unresumable();
 }
 
 static void sample_memory(int64_t now, bool always) {
@@ -508,9 +554,10 @@ static bool idle_since_commit(void) {
 }
 
 static void commit_all(int64_t now) {
+    steal_partials();
+    begin_unresumable();
     counts_committed = counts_now();
     sample_since_commit = false;
-    steal_partials();
     mt_writer_rows_mappings(cw);
     mt_writer_rows_stacks(cw);
     mt_writer_rows_threads(cw);
@@ -533,6 +580,7 @@ static void commit_all(int64_t now) {
         mt_writer_fail_sqlite("cannot commit capture");
     last_commit = last_write = now;
     events_committed = events_written;
+    end_unresumable();
 }
 
 // A hook writes its event into its buffer right after taking its seq: a seq taken a second
@@ -548,7 +596,9 @@ static void settle_live(int64_t now) {
 static void tick(bool final) {
     if (failed)
         return;
+    begin_unresumable();
     mt_clock_calibrate();
+    end_unresumable();
     int64_t now = mt_clock_now();
     settle_live(now);
     int64_t period = (int64_t)mt_cfg.commit_ms * 1000000;
@@ -576,6 +626,7 @@ static _Atomic int saved_before_death;
 static void save_before_death(void) {
     pthread_mutex_lock(&sqlite_lock);
     tick(true);
+    begin_unresumable(); // for good: the capture is finished here
     if (!failed) {
         mt_capwriter_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
         mt_capwriter_commit(cw);
@@ -597,6 +648,7 @@ static bool opened; // under sqlite_lock: open_capture has run for this capture
 // it cannot be: the program then runs on untraced.
 static bool open_capture(void) {
     char err[512];
+    begin_unresumable();
     opened = true;
     bool ok = mt_fdguard_install() == 0;
     if (!ok)
@@ -616,6 +668,7 @@ static bool open_capture(void) {
         if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
             mt_writer_fail_sqlite("cannot write capture");
     }
+    end_unresumable();
     return ok;
 }
 
@@ -738,15 +791,26 @@ static void* writer_main(void* arg) {
 void mt_writer_finish_orphaned(pid_t pid) {
     mt_guard = 1;
     mt_writer_heap_thread = true;
-    // A lock taken now is held by a thread that died with it: give up rather than wait.
-    if (!writer_running || pthread_mutex_trylock(&sqlite_lock) != 0)
+    // Every thread is gone. A lock taken now was held by one of them: sqlite_lock's holder
+    // (the writer, mid-drain) left work that can go on unless it was inside SQLite.
+    if (!writer_running)
         return;
+    bool locked = pthread_mutex_trylock(&sqlite_lock) == 0;
     int recording = MT_STATE_RECORDING;
-    if (!failed && mt_writer_heap_free_to_use() &&
+    if (!atomic_load(&unresumable) && (cw || !opened) && !failed && mt_writer_heap_free_to_use() &&
         atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
+        atomic_store(&forks_waiting, 0); // the forking threads are gone too
+        mt_core_buffers_forget_waiters();
+        live = NULL; // no scan: nothing is left to scan (the table's pages go with the process)
         if (!opened) // the program ended before its writer thread ran
             open_capture();
         mt_clock_settle();
+        mt_buffer* b = atomic_load(&cur_piece.b);
+        if (b && !failed) {
+            if (!cur_piece.to)
+                cur_piece.to = atomic_load(&b->committed);
+            write_piece();
+        }
         if (!failed) {
             tick(true);
             if (window_open)
@@ -764,7 +828,8 @@ void mt_writer_finish_orphaned(pid_t pid) {
         }
         cw = NULL;
     }
-    pthread_mutex_unlock(&sqlite_lock);
+    if (locked)
+        pthread_mutex_unlock(&sqlite_lock);
 }
 
 void mt_writer_save_before_death(int sig, int timeout_ms) {
@@ -905,7 +970,9 @@ int mt_writer_start(const char* path) {
         scratch = own_buffer(mt_codec_bound(MT_BUFFER_EVENTS));
     if (!sortbuf)
         sortbuf = own_buffer(MT_BUFFER_EVENTS * sizeof *sortbuf);
-    if (!scratch || !sortbuf) {
+    if (!heapbuf)
+        heapbuf = own_buffer(MT_BUFFER_EVENTS * sizeof *heapbuf);
+    if (!scratch || !sortbuf || !heapbuf) {
         mt_core_fail("cannot start", "out of memory");
         return -ENOMEM;
     }
@@ -917,6 +984,8 @@ int mt_writer_start(const char* path) {
     mt_procfile_open(&stat_file);
     start_ppid = getppid();
     failed = false;
+    atomic_store(&unresumable, 0);
+    cur_piece = (piece){0};
     events_written = events_committed = 0;
     windows = 0;
     window_open = false;
@@ -966,6 +1035,8 @@ static void stop_on_this_thread(void) {
         return;
     }
     tick(true);
+    // From here on the capture ends, for good: the watcher may not go on from any of it.
+    begin_unresumable();
     if (window_open) // recording until the end
         window_edge(false, mt_clock_now(), NULL);
     if (!failed)

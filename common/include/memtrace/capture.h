@@ -335,6 +335,14 @@ int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char
 // scratch must hold mt_codec_bound(n) bytes. n is at most MT_CHUNK_EVENTS_MAX (memtrace/codec.h;
 // more: -EINVAL).
 int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
+// mt_capwriter_chunk in its two steps, for a writer that must know whether the capture was
+// touched: the encoding into scratch (returns its length; 0 for n == 0, n too large or no
+// memory), which changes nothing in the file, and the insert of what it made.
+struct mt_chunk_header;
+size_t mt_capwriter_encode_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
+                                 uint8_t* scratch, struct mt_chunk_header* h);
+int mt_capwriter_insert_chunk(mt_capwriter* w, const struct mt_chunk_header* h, const uint8_t* data,
+                              size_t len);
 // Codec 4: the time unit (ns) of the chunks written from now on whose times are all multiples
 // of it (the tracer's resolution, meta time_resolution_ns); others are written in ns.
 void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit);
