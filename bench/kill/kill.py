@@ -3,8 +3,9 @@
 """What a SIGKILL loses. bench_paced runs traced and is killed at a random moment; its threads
 count the allocations they made in a shared file mapping, with a timeline of the total (one
 point a millisecond), and the time lost is from the moment that total was the number of
-allocations in the capture to the kill. Two parts, each printing the loss in ms (median, p90,
-max) and the captures left with no event:
+allocations in the capture to the kill. The program's exit watcher (docs/tracer.md) finishes
+each capture after the kill; the bench waits for it. Two parts, each printing the loss in ms
+(median, p90, max), the captures left with no event and those left truncated:
 - paced: one thread, one allocation every 100 us, for each commit period (KILL_COMMIT_MS),
   killed 20-500 ms after its start; and how often one killed 20-40 ms after its start left
   any event;
@@ -32,9 +33,27 @@ PERIOD_US = 100
 TIMELINE = 8192  # bench_paced.c: where its timeline starts in the count file
 
 
+def watchers(cap):
+    """The exit watchers still writing `cap` (tasks named memtrace-watch whose environment,
+    the program's, names it)."""
+    want = f"MEMTRACE_OUTPUT={cap}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as f:
+                if f.read().strip() != b"memtrace-watch":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if want in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
     """Runs bench_paced ARGS traced, kills it after delay_s; returns (ms lost, allocations in
-    the capture)."""
+    the capture, whether the capture was finished)."""
     cap = os.path.join(tmp, f"{name}.db")
     count = os.path.join(tmp, f"{name}.count")
     env = dict(os.environ, LD_PRELOAD=os.path.join(build, "preload", "libmemtrace.so"),
@@ -45,6 +64,10 @@ def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
     killed = time.monotonic_ns()  # CLOCK_MONOTONIC, as the timeline's
     p.send_signal(signal.SIGKILL)
     p.wait()
+    for _ in range(400):  # the watcher finishes the capture (10 s at most)
+        if not watchers(cap):
+            break
+        time.sleep(0.05)
     data = b""  # killed before the program made its file
     if os.path.exists(count):
         with open(count, "rb") as f:
@@ -53,7 +76,9 @@ def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
     points = [struct.unpack_from("<QQ", data, TIMELINE + 16 * i) for i in range(n)]
     r = subprocess.run([os.path.join(build, "reporter", "memreport"), "summary", "--json", cap],
                        capture_output=True, text=True)
-    recorded = json.loads(r.stdout)["allocations"] if r.returncode == 0 else 0
+    summary = json.loads(r.stdout) if r.returncode == 0 else {}
+    recorded = summary.get("allocations", 0)
+    finished = summary.get("status") == "complete"
     for f in (cap, cap + "-wal", count):
         if os.path.exists(f):
             os.unlink(f)
@@ -69,14 +94,16 @@ def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
             break
     else:
         at = killed
-    return max(0.0, (killed - at) / 1e6), recorded
+    return max(0.0, (killed - at) / 1e6), recorded, finished
 
 
-def line(what, lost, none):
-    lost = sorted(lost)
+def line(what, runs):
+    lost = sorted(r[0] for r in runs)
+    none = sum(1 for r in runs if not r[1])
+    truncated = sum(1 for r in runs if not r[2])
     return (f"{what}: {len(lost)} kills: lost median {statistics.median(lost):.1f} ms, "
             f"p90 {lost[int(0.9 * (len(lost) - 1))]:.1f} ms, max {lost[-1]:.1f} ms; "
-            f"{none} with no event")
+            f"{none} with no event, {truncated} truncated")
 
 
 def main():
@@ -98,14 +125,13 @@ def main():
                     for n, d in enumerate(delays)]
             kept = sum(1 for n, d in enumerate(early)
                        if one_kill(build, prog, tmp, f"e{ms}.{n}", [str(PERIOD_US)], env, d)[1])
-            print(line(f"paced, MEMTRACE_COMMIT_MS={ms}, killed at 20-500 ms",
-                       [lost for lost, _ in runs], sum(1 for _, r in runs if not r)) +
+            print(line(f"paced, MEMTRACE_COMMIT_MS={ms}, killed at 20-500 ms", runs) +
                   f"; killed at 20-40 ms: {kept}/{len(early)} left events", flush=True)
         for nt in threads if "busy" in parts else []:
             runs = [one_kill(build, prog, tmp, f"b{nt}.{n}", ["0", str(nt)], {}, d)
                     for n, d in enumerate(busy)]
             print(line(f"busy, {nt} thread{'s' if nt > 1 else ''}, killed at {lo:g}-{hi:g} s",
-                       [lost for lost, _ in runs], sum(1 for _, r in runs if not r)), flush=True)
+                       runs), flush=True)
 
 
 if __name__ == "__main__":
