@@ -6,9 +6,9 @@ lock): its exit watcher finishes the capture from where the writer stopped (prel
 writer.c, mt_writer_finish_orphaned). Each finished capture is complete, says it ended
 unseen, and holds every block the threads counted (and at most one more per thread: made,
 not yet counted). The writer stopped inside SQLite cannot be continued (the capture then
-stays truncated, and is named so): that is a short part of its time, so at most 1 of the
-KILLS runs may end so. Before, the watcher gave up whenever the writer held its lock: 5 of
-5 runs ended truncated.
+stays truncated, and is named so): about 1 kill in 8 lands there (bench/kill), so at most 2
+of the KILLS runs may end so (a run that finishes fewer fails about once in 200). Before,
+the watcher gave up whenever the writer held its lock: 4 or 5 of 5 runs ended truncated.
 
 Usage: check_killed_busy.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -90,7 +90,7 @@ def main():
     launcher, memreport, prog, work = sys.argv[1:]
     fresh_dir(work)
     finished = sum(one_run(launcher, memreport, prog, work, i) for i in range(KILLS))
-    check(finished >= KILLS - 1, f"{finished} of {KILLS} captures finished by the watcher")
+    check(finished >= KILLS - 2, f"{finished} of {KILLS} captures finished by the watcher")
     finish()
 
 
