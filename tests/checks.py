@@ -14,10 +14,12 @@ import re
 import select
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 failures = []
 
@@ -195,3 +197,99 @@ def wait_for_commit_after_now(memreport, path):
         if t is not None and (seen is None or t > seen):
             seen = t
         time.sleep(0.05)
+
+
+def png_rows(path):
+    """(width, height, rows of bytes) of an 8-bit RGB/RGBA PNG, decoded with zlib alone."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    pos, idat, hdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if zlib.crc32(kind + body) != struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]:
+            return None
+        if kind == b"IHDR":
+            hdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, color = hdr[:4]
+    if depth != 8 or color not in (2, 6):
+        return w, h, None
+    bpp = 3 if color == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        at = y * (stride + 1)
+        ftype, line = raw[at], bytearray(raw[at + 1:at + 1 + stride])
+        for i in range(stride):  # undo the PNG filters (type 0..4)
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if ftype == 1:
+                line[i] = (line[i] + a) & 255
+            elif ftype == 2:
+                line[i] = (line[i] + b) & 255
+            elif ftype == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, rows
+
+
+def plot_layout(path):
+    """The plot areas of a memreport plot (a cairo PNG) and what is drawn around them:
+    [(left, top, right, bottom, dark_inside, colours_above)], a frame being found by its
+    left and right edges (dark columns of one span, far apart); dark_inside counts the
+    near-black pixels (text: a legend's) inside it (6 px in from the edges, which the axes'
+    ticks may lengthen), colours_above the distinct saturated colours (the legend's
+    swatches) in the 45 rows above it. None when the file is not an 8-bit PNG."""
+    img = png_rows(path)
+    if img is None or img[2] is None:
+        return None
+    w, h, rows = img
+    bpp = len(rows[0]) // w
+
+    def px(x, y):
+        i = x * bpp
+        return rows[y][i], rows[y][i + 1], rows[y][i + 2]
+
+    def dark(c, limit=128):
+        return max(c) < limit
+
+    spans = {}  # (top, bottom) of dark vertical runs of 60 px or more -> their columns
+    for x in range(w):
+        y = 0
+        while y < h:
+            if not dark(px(x, y)):
+                y += 1
+                continue
+            y0 = y
+            while y < h and dark(px(x, y)):
+                y += 1
+            if y - y0 >= 60:  # with the span of about the same rows (a tick may lengthen
+                # an edge by a few pixels), or a new one
+                key = next((k for k in spans if abs(k[0] - y0) <= 6 and abs(k[1] - y + 1) <= 6),
+                           (y0, y - 1))
+                spans.setdefault(key, []).append((x, y0, y - 1))
+    frames = []
+    for cols in spans.values():
+        left, right = min(cols), max(cols)
+        if right[0] - left[0] < w // 2:
+            continue
+        l, r, t, b = left[0], right[0], max(left[1], right[1]), min(left[2], right[2])
+        inside = sum(1 for y in range(t + 6, b - 5) for x in range(l + 6, r - 5)
+                     if dark(px(x, y), 90))
+        above = set()
+        for y in range(max(0, t - 45), t - 1):
+            for x in range(l, r + 1):
+                c = px(x, y)
+                if max(c) - min(c) > 60:  # saturated: a swatch, not text or grey
+                    above.add(tuple(v >> 4 for v in c))
+        frames.append((l, t, r, b, inside, len(above)))
+    return sorted(frames, key=lambda f: f[1])

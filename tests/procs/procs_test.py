@@ -17,7 +17,8 @@
 #        procs_test.py diff MEMTRACE MEMREPORT DIFF_PROG WORKDIR
 # The plot case: `memreport plot DIR -o x.png --data d.json`: each process's series peaks at
 # its summary's peak exactly, times monotonic on the common axis (offsets from the captures'
-# start times), the PNG of the plot's size and not blank, an SVG too; --sites refused.
+# start times), the PNG of the plot's size and not blank, its legend above the plot area
+# (read back from the PNG), an SVG too; --sites and -o x.jpg refused.
 # The diff case: `memreport diff BASE_DIR NEW_DIR` of two shells running diff_prog
 # (tests/diff/diff_prog.c, known differences between its runs 1 and 2): processes matched
 # by program and order, their deltas exact, a process of one run only listed so, the
@@ -33,14 +34,13 @@ import re
 import shutil
 import sqlite3
 import stat
-import struct
 import subprocess
 import sys
 import zlib
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import check, failures, plot_layout, png_rows  # noqa: E402
 
 ADDITIVE = ["allocations", "frees", "bytes_allocated", "leaked_bytes", "leaked_allocations"]
 
@@ -300,49 +300,6 @@ def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
     check(r.returncode == 1, f"top CAPTURE --by-process: a usage error ({r.returncode})")
 
 
-def png_rows(path):
-    """(width, height, rows of bytes) of an 8-bit RGB/RGBA PNG, decoded with zlib alone."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return None
-    pos, idat, hdr = 8, b"", None
-    while pos < len(data):
-        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + n]
-        if zlib.crc32(kind + body) != struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])[0]:
-            return None
-        if kind == b"IHDR":
-            hdr = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + n
-    w, h, depth, color = hdr[:4]
-    if depth != 8 or color not in (2, 6):
-        return w, h, None
-    bpp = 3 if color == 2 else 4
-    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
-    for y in range(h):
-        at = y * (stride + 1)
-        ftype, line = raw[at], bytearray(raw[at + 1:at + 1 + stride])
-        for i in range(stride):  # undo the PNG filters (type 0..4)
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
-            if ftype == 1:
-                line[i] = (line[i] + a) & 255
-            elif ftype == 2:
-                line[i] = (line[i] + b) & 255
-            elif ftype == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif ftype == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        prev = line
-    return w, h, rows
-
-
 def case_plot(memtrace, memreport, leaks, peak, realloc_chain, work):
     progs = [leaks, peak, realloc_chain]
     summary, caps, _ = traced_tree(memtrace, memreport, progs, work, "real")
@@ -380,6 +337,16 @@ def case_plot(memtrace, memreport, leaks, peak, realloc_chain, work):
         w, h, rows = img
         check((w, h) == (1600, 600), f"plot DIR: the PNG is 1600x600 ({w}x{h})")
         check(rows is not None and len(set(rows)) > 10, "plot DIR: the PNG is not blank")
+        frames = plot_layout(png)
+        check(frames is not None and len(frames) == 1 and frames[0][4] == 0 and
+              frames[0][5] >= len(procs) + 1,
+              "plot DIR: the legend (a swatch per process, the peak's) above the plot area, "
+              "none of it on the bands (left, top, right, bottom, dark pixels inside, colours "
+              "above): %r" % frames)
+    jpg = os.path.join(work, "x.jpg")
+    r = run([memreport, "plot", caps, "-o", jpg])
+    check(r.returncode == 1 and r.stderr.startswith(f"memreport: {jpg}: ") and
+          not os.path.exists(jpg), f"plot DIR -o x.jpg: refused ({r.returncode} {r.stderr!r})")
     r = run([memreport, "plot", caps, "-o", svg])
     with open(svg) if r.returncode == 0 else open(os.devnull) as f:
         text = f.read()

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Site labels past allocation wrappers (reporter/sites.h) on a real traced program
 # (progs/xmalloc_sites.c, truth in its header): memreport stats and plot --sites name each
-# row by xmalloc's caller, with the exact bytes of that caller.
+# row by xmalloc's caller, with the exact bytes of that caller. The plot's legends lie above
+# its plot areas, never on them (read back from the PNG); -o x.jpg is refused.
 # Usage: e2e_sites.py MEMTRACE_LAUNCHER MEMREPORT PROG WORKDIR
 import json
 import os
@@ -12,7 +13,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import check, failures, plot_layout  # noqa: E402
 
 TRUTH = {"build_index": 30000, "load_table": 6000, "arena_alloc": 700, "parse_args": 100}
 
@@ -45,12 +46,29 @@ def main():
     check("  29.30 KiB  build_index (" in text, "text names the caller:\n" + text)
 
     data = os.path.join(work, "sites.json")
-    run("plot", cap, "-o", os.path.join(work, "sites.png"), "--sites", "10", "--data", data)
+    png = os.path.join(work, "sites.png")
+    run("plot", cap, "-o", png, "--sites", "10", "--data", data)
     with open(data) as f:
         plot = json.load(f)
     peaks = {s["name"]: s["peak_bytes"] for s in plot["sites"]}
     check({s: peaks.get(s) for s in TRUTH} == TRUTH and "xmalloc" not in peaks,
           "plot --sites: a row per caller with its bytes: %r" % peaks)
+    # Three plot areas (memory, bytes by site, share by site), each with its legend's
+    # swatches above it (the sites' rows: one per site) and no legend text inside it.
+    frames = plot_layout(png)
+    check(frames is not None and len(frames) == 3 and
+          all(f[4] == 0 for f in frames) and frames[0][5] >= 2 and
+          all(f[5] >= len(TRUTH) for f in frames[1:]),
+          "plot --sites: each legend above its plot area, none on the data "
+          "(left, top, right, bottom, dark pixels inside, colours above): %r" % frames)
+
+    jpg = os.path.join(work, "sites.jpg")
+    r = subprocess.run([memreport, "plot", cap, "-o", jpg, "--sites", "3"], capture_output=True,
+                       text=True)
+    check(r.returncode == 1 and r.stderr.startswith("memreport: %s: " % jpg) and
+          r.stderr.count("\n") == 1 and not os.path.exists(jpg),
+          "plot -o x.jpg: refused in one line naming it, nothing written (%d %r)" %
+          (r.returncode, r.stderr))
     return 1 if failures else 0
 
 
