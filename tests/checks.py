@@ -200,9 +200,14 @@ def wait_for_commit_after_now(memreport, path):
 
 
 def png_rows(path):
-    """(width, height, rows of bytes) of an 8-bit RGB/RGBA PNG, decoded with zlib alone."""
+    """png_decode() of a file."""
     with open(path, "rb") as f:
-        data = f.read()
+        return png_decode(f.read())
+
+
+def png_decode(data):
+    """(width, height, rows of bytes) of an 8-bit RGB/RGBA PNG, decoded with zlib alone;
+    rows is None for another kind of PNG, and the whole None for a damaged one."""
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return None
     pos, idat, hdr = 8, b"", None
@@ -216,8 +221,8 @@ def png_rows(path):
         elif kind == b"IDAT":
             idat += body
         pos += 12 + n
-    w, h, depth, color = hdr[:4]
-    if depth != 8 or color not in (2, 6):
+    w, h, depth, color, _, _, interlace = hdr
+    if depth != 8 or color not in (2, 6) or interlace:
         return w, h, None
     bpp = 3 if color == 2 else 4
     raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)

@@ -8,13 +8,15 @@ import json
 import os
 import shutil
 import socket
-import struct
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import checks  # noqa: E402
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
@@ -190,46 +192,10 @@ class Browser:
 
 def decode_png(png):
     """Returns (width, height, rows) with rows a list of bytes objects of RGBA pixels."""
-    if png[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("not a PNG")
-    pos, idat, width = 8, b"", None
-    while pos < len(png):
-        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
-        chunk = png[pos + 8:pos + 8 + n]
-        pos += 12 + n
-        if kind == b"IHDR":
-            width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
-            if depth != 8 or ctype not in (2, 6) or interlace:
-                raise ValueError("unsupported PNG format")
-            bpp = 4 if ctype == 6 else 3
-        elif kind == b"IDAT":
-            idat += chunk
-    raw = zlib.decompress(idat)
-    stride = width * bpp
-    rows, prev = [], bytearray(stride)
-    for y in range(height):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride):
-            a = line[i - bpp] if i >= bpp else 0
-            b = prev[i]
-            c = prev[i - bpp] if i >= bpp else 0
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + (a + b) // 2) & 255
-            elif f == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                line[i] = (line[i] + pred) & 255
-        prev = line
-        if bpp == 3:
-            rgba = bytearray()
-            for i in range(0, stride, 3):
-                rgba += line[i:i + 3] + b"\xff"
-            line = rgba
-        rows.append(bytes(line))
+    img = checks.png_decode(png)
+    if img is None or img[2] is None:
+        raise ValueError("not an 8-bit RGB or RGBA PNG")
+    width, height, rows = img
+    if len(rows[0]) == 3 * width:
+        rows = [b"".join(r[i:i + 3] + b"\xff" for i in range(0, len(r), 3)) for r in rows]
     return width, height, rows
