@@ -48,5 +48,16 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:joint_peak>
             ${CMAKE_CURRENT_BINARY_DIR}/view_procs.d)
   set_tests_properties(e2e.view_procs PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+  # memreport view's looks, light and dark, on one capture and on a tree of ten processes
+  # with long command lines: text contrast, a dozen distinct series colours, names cut with
+  # their title, the keyboard (tests/procs/view_looks.py).
+  add_executable(spawn_all procs/spawn_all.c)
+  target_link_libraries(spawn_all PRIVATE memtrace_warnings)
+  add_test(NAME e2e.view_looks
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/view_looks.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:spawn_all>
+            $<TARGET_FILE:e2e_peak> $<TARGET_FILE:reports_fixture>
+            ${CMAKE_CURRENT_BINARY_DIR}/view_looks.d)
+  set_tests_properties(e2e.view_looks PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
   set_tests_properties(e2e.procs_joint_peak e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # A minimal W3C WebDriver client over urllib (python3 stdlib only): says whether it can run
 # here (missing(), a test's reason to skip), starts chromedriver, opens a headless chromium
-# session, and offers the few commands the page tests need, plus a PNG decoder for
-# screenshot checks. Test-only code.
+# session, and offers the few commands the page tests need (and DevTools commands through
+# chromedriver), plus a PNG decoder for screenshot checks. Test-only code.
 import base64
 import json
 import os
@@ -163,6 +163,10 @@ class Browser:
         for ch in text:
             acts += [{"type": "keyDown", "value": ch}, {"type": "keyUp", "value": ch}]
         self._s("POST", "/actions", {"actions": [{"type": "key", "id": "kbd", "actions": acts}]})
+
+    def cdp(self, cmd, params=None):
+        """A Chrome DevTools Protocol command, through chromedriver (e.g. Emulation.*)."""
+        return self._s("POST", "/goog/cdp/execute", {"cmd": cmd, "params": params or {}})
 
     def screenshot(self):
         return base64.b64decode(self._s("GET", "/screenshot"))

@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# memreport view's looks, in a real browser (headless chromium over WebDriver), light and
+# dark (the system's scheme emulated through DevTools' Emulation.setEmulatedMedia): every
+# text on the page at least 4.5:1 against what it is drawn on; a tree of ten processes
+# (`memtrace -o DIR/` on procs/spawn_all.c starting nine programs with long arguments) whose
+# dozen series (ten bands, RSS, VSZ) have colours at least 20 apart (CIEDE2000) and 3:1
+# against the plot; a name cut with an ellipsis whole in its title, the page never wider
+# than the window; the keyboard: Tab reaches the timeline and the graph, arrows move the
+# moment (the values shown as the mouse shows them), Enter goes to the graph, where arrows
+# go from frame to frame and Enter zooms; on the tree, up and down pick a process's band
+# and Enter opens it. Screenshots of each page and scheme are left in WORKDIR.
+# Usage: view_looks.py MEMTRACE MEMREPORT SPAWN_ALL PROG FIXTURE_TOOL WORKDIR (77: no browser)
+import itertools
+import json
+import math
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "reports"))
+import webdriver  # noqa: E402
+from checks import check, clean_env, finish, fresh_dir  # noqa: E402
+
+LONG_ARG = "--input=/srv/experiments/a-rather-long-directory-name/run-%d/measurements.dat"
+LONG_PROG = "a-program-whose-file-name-is-long-enough-to-be-cut-in-the-legend"
+LONG_MARK = "loading the configuration files and the plugins named in them"
+
+# The colours each visible text is drawn in and on: its own colour over the backgrounds
+# below it (each ancestor's, over the one under it), and an ancestor's opacity blending both
+# into what lies under that ancestor. SVG text is drawn in its fill.
+TEXTS_JS = r"""
+function rgba(s) {
+  var m = (s || '').match(/[\d.]+/g);
+  return !m || s === 'none' ? [0, 0, 0, 0] : [+m[0], +m[1], +m[2], m.length > 3 ? +m[3] : 1];
+}
+function over(top, under) {
+  var a = top[3];
+  return [top[0] * a + under[0] * (1 - a), top[1] * a + under[1] * (1 - a),
+          top[2] * a + under[2] * (1 - a), 1];
+}
+var out = [];
+document.querySelectorAll('body *').forEach(function (e) {
+  if (e.closest('script, style, title, [hidden]')) return;
+  var text = Array.from(e.childNodes).filter(function (n) { return n.nodeType === 3; })
+    .map(function (n) { return n.textContent; }).join('').trim();
+  if (!text || !e.checkVisibility({ opacityProperty: true, visibilityProperty: true })) return;
+  var r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1) return;
+  var chain = [];
+  for (var a = e; a; a = a.parentElement) chain.unshift(a);
+  var bg = [255, 255, 255, 1], faded = [];
+  chain.forEach(function (a) {
+    var cs = getComputedStyle(a), before = bg;
+    bg = over(rgba(cs.backgroundColor), bg);
+    if (+cs.opacity < 1) faded.push([+cs.opacity, before]);
+  });
+  var cs = getComputedStyle(e);
+  var fg = over(rgba(e instanceof SVGElement ? cs.fill : cs.color), bg);
+  for (var i = faded.length - 1; i >= 0; i--) {
+    fg = over([fg[0], fg[1], fg[2], faded[i][0]], faded[i][1]);
+    bg = over([bg[0], bg[1], bg[2], faded[i][0]], faded[i][1]);
+  }
+  out.push([text.slice(0, 50), e.id || e.className.baseVal || e.className || e.tagName, fg, bg]);
+});
+return out;
+"""
+
+# Every element whose text is cut (wider than its box, its overflow hidden): its text and
+# the title nearest to it. A flame graph frame is left out: its tip names it whole.
+CUT_JS = r"""
+var out = [];
+document.querySelectorAll('body *').forEach(function (e) {
+  if (e.closest('.fr, .chart, [hidden], svg') || !e.checkVisibility()) return;
+  var cs = getComputedStyle(e);
+  if (e.scrollWidth <= e.clientWidth + 1 || (cs.overflowX !== 'hidden' && cs.overflowX !== 'clip'))
+    return;
+  var t = e.closest('[title]');
+  out.push([e.id || e.tagName, e.textContent.replace(/\s+/g, ' ').trim(),
+            t ? t.title.replace(/\s+/g, ' ') : null]);
+});
+var marks = Array.from(document.querySelectorAll('#vtl-svg g.mark')).map(function (g) {
+  var t = g.querySelector('text'), title = g.querySelector('title');
+  return [t ? t.textContent : null, title ? title.textContent : null];
+});
+return { cut: out, marks: marks, page: document.documentElement.scrollWidth,
+         window: window.innerWidth };
+"""
+
+SWATCHES_JS = r"""
+var svg = document.getElementById('vtl-svg');
+return {
+  legend: Array.from(document.querySelectorAll('#vtl-legend i')).map(function (i) {
+    return [(i.closest('.proc') || i.parentElement).textContent, getComputedStyle(i).backgroundColor];
+  }),
+  drawn: Array.from(svg.querySelectorAll('path.band, path.series')).map(function (p) {
+    return [p.dataset.proc || p.dataset.kind, getComputedStyle(p).stroke];
+  }),
+  panel: getComputedStyle(svg).backgroundColor
+};
+"""
+
+
+def rgb(s):
+    return tuple(int(float(v)) for v in s.replace("rgba(", "").replace("rgb(", "")
+                 .rstrip(")").split(",")[:3])
+
+
+def luminance(c):
+    lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4
+           for v in c[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a, b):
+    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def lab(c):
+    lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4
+           for v in c[:3]]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def de2000(c1, c2):
+    """CIEDE2000 colour difference (Sharma, Wu and Dalal's formulation)."""
+    (l1, a1, b1), (l2, a2, b2) = lab(c1), lab(c2)
+    cb = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(cb ** 7 / (cb ** 7 + 25 ** 7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1p, c2p = math.hypot(a1, b1), math.hypot(a2, b2)
+    h1, h2 = math.degrees(math.atan2(b1, a1)) % 360, math.degrees(math.atan2(b2, a2)) % 360
+    dh = 0 if c1p * c2p == 0 else (h2 - h1 if abs(h2 - h1) <= 180 else
+                                   h2 - h1 - 360 if h2 > h1 else h2 - h1 + 360)
+    dl, dc = l2 - l1, c2p - c1p
+    dhh = 2 * math.sqrt(c1p * c2p) * math.sin(math.radians(dh / 2))
+    lb, cbp = (l1 + l2) / 2, (c1p + c2p) / 2
+    if c1p * c2p == 0:
+        hb = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        hb = (h1 + h2) / 2
+    else:
+        hb = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (1 - 0.17 * math.cos(math.radians(hb - 30)) + 0.24 * math.cos(math.radians(2 * hb)) +
+         0.32 * math.cos(math.radians(3 * hb + 6)) - 0.20 * math.cos(math.radians(4 * hb - 63)))
+    rc = 2 * math.sqrt(cbp ** 7 / (cbp ** 7 + 25 ** 7))
+    rt = -math.sin(math.radians(60 * math.exp(-((hb - 275) / 25) ** 2))) * rc
+    sl = 1 + 0.015 * (lb - 50) ** 2 / math.sqrt(20 + (lb - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
+    return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 +
+                     rt * (dc / sc) * (dhh / sh))
+
+
+def scheme(b, dark):
+    b.cdp("Emulation.setEmulatedMedia", {"features": [
+        {"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+
+
+def open_page(b, url, dark):
+    b.get("about:blank")
+    scheme(b, dark)
+    b.get(url)
+    return b.until("return document.readyState === 'complete' && !!window.memreport")
+
+
+def texts_readable(b, what):
+    texts = b.js(TEXTS_JS)
+    bad = [(t, cls, round(contrast(fg, bg), 2)) for t, cls, fg, bg in texts
+           if contrast(fg, bg) < 4.5]
+    check(len(texts) > 20 and not bad, "%s: %d texts, each at least 4.5:1 against its "
+          "background: %r" % (what, len(texts), bad[:8]))
+
+
+def names_whole(b, what, at_least, marks_cut=0):
+    d = b.js(CUT_JS)
+    wrong = [c for c in d["cut"] if not c[2] or c[1] not in c[2]]
+    check(len(d["cut"]) >= at_least and not wrong,
+          "%s: %d names cut with an ellipsis, each whole in its title: %r" %
+          (what, len(d["cut"]), wrong[:4] or [c[0] for c in d["cut"]]))
+    cut_marks = [m for m in d["marks"] if m[0] and m[0].endswith("\u2026")]
+    check(len(cut_marks) >= marks_cut and all(m[1] and m[0][:-1] in m[1] for m in cut_marks),
+          "%s: a mark's label cut short is whole in its title: %r" % (what, cut_marks))
+    check(d["page"] <= d["window"], "%s: the page is no wider than the window (%d <= %d)" %
+          (what, d["page"], d["window"]))
+    return d
+
+
+def colours_apart(b, what, want):
+    d = b.js(SWATCHES_JS)
+    panel = rgb(d["panel"])
+    legend = [(n, rgb(c)) for n, c in d["legend"]]
+    check(len(legend) >= want, "%s: %d series in the legend" % (what, len(legend)))
+    close = [(p[0][:30], q[0][:30], round(de2000(p[1], q[1]), 1))
+             for p, q in itertools.combinations(legend, 2) if de2000(p[1], q[1]) < 20]
+    check(not close, "%s: the series' colours at least 20 apart (CIEDE2000): %r" % (what, close))
+    faint = [(n[:30], round(contrast(c, panel), 2)) for n, c in legend if contrast(c, panel) < 3]
+    check(not faint, "%s: each series' colour at least 3:1 against the plot: %r" % (what, faint))
+    drawn = set(rgb(c) for _, c in d["drawn"])
+    check(drawn and drawn <= set(c for _, c in legend),
+          "%s: the plot draws the legend's colours (%d)" % (what, len(drawn)))
+
+
+def tab_reaches(b, ids):
+    b.js("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
+    seen = []
+    for _ in range(120):
+        b.keys("\ue004")  # Tab
+        seen.append(b.js("var e = document.activeElement; return e.id || e.tagName"))
+    check(all(i in seen for i in ids), "Tab reaches %r: %r" % (ids, sorted(set(seen))))
+
+
+def keyboard(b):
+    """Timeline and graph by keys on a one-process page."""
+    b.js("document.getElementById('vtl-svg').focus()")
+    b.keys("\ue011\ue014\ue014\ue014")  # Home, ArrowRight x 3
+    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": 3},
+          "Home then three ArrowRight: the moment at edge 3")
+    tip = b.js("var t = document.getElementById('vtl-tip');"
+               "return [getComputedStyle(t).display, t.textContent]")
+    check(tip[0] == "block" and "live heap" in tip[1],
+          "the keys' moment shows the values, as the mouse does: %r" % tip)
+    b.keys("\ue010\ue012")  # End, ArrowLeft: the edge before the end, where blocks are live
+    nb = b.js("return memreport.view.buckets")
+    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": nb - 1},
+          "End then ArrowLeft: the edge before the end")
+    b.keys("\ue007")  # Enter
+    kbd = b.js("var d = document.querySelector('#chart .fr.kbd');"
+               "return [document.activeElement.id, d && d.dataset.name, d && +d.dataset.depth,"
+               " getComputedStyle(document.getElementById('tip')).display]")
+    check(kbd == ["chart", "all", 0, "block"],
+          "Enter on the timeline: the graph has the keyboard, on its root, described: %r" % kbd)
+    b.keys("\ue015")  # ArrowDown: the root is on top, its callees below
+    first = b.js("var d = document.querySelector('#chart .fr.kbd');"
+                 "return d && [d.dataset.name, +d.dataset.depth, +d.dataset.bytes]")
+    check(first and first[1] == 1, "ArrowDown: a callee of the root: %r" % first)
+    b.keys("\ue014")  # ArrowRight
+    second = b.js("var d = document.querySelector('#chart .fr.kbd');"
+                  "return d && [d.dataset.name, +d.dataset.depth, +d.dataset.bytes]")
+    row = b.js("return Array.from(document.querySelectorAll('#chart .fr'))"
+               ".filter(function (d) { return +d.dataset.depth === 1; }).length")
+    check(second and (row < 2 or (second[1] == 1 and second != first)),
+          "ArrowRight: the next frame of the row: %r" % second)
+    b.keys("\ue007")  # Enter
+    zoom = b.js("var z = memreport.state.zoom; return z && [z.name, z.total]")
+    check(second and zoom == [second[0], second[2]], "Enter zooms into the frame: %r" % zoom)
+    texts_readable(b, "zoomed graph (callers drawn paler)")
+    b.keys("\ue00c")  # Escape
+    check(b.until("return memreport.state.zoom === null"), "Escape zooms out")
+
+
+def tree_keys(b, listed):
+    b.js("document.getElementById('vtl-svg').focus()")
+    b.keys("\ue013\ue013")  # ArrowUp x 2: the first band, then the one above it
+    lane = b.js("return Array.from(document.querySelectorAll('#vtl-svg path.band.lane'))"
+                ".map(function (p) { return p.dataset.proc; })")
+    check(lane == [listed[1]["name"]], "two ArrowUp: the second process's band: %r" % lane)
+    tip = b.js("return document.getElementById('vtl-tip').textContent")
+    check(listed[1]["name"] in tip and "Enter opens" in tip, "the tip names it: %r" % tip[:120])
+    b.keys("\ue007")  # Enter
+    check(b.until("return document.readyState === 'complete' && !!window.memreport && "
+                  "memreport.heap === arguments[0]", listed[1]["name"]),
+          "Enter opens that process's page")
+
+
+def main():
+    launcher, memreport, spawn_all, prog, fixture, work = sys.argv[1:7]
+    if why := webdriver.missing():
+        print("SKIP:", why)
+        return 77
+    fresh_dir(work)
+    # One capture with marks, one a long name.
+    std = os.path.join(work, "std.db")
+    subprocess.run([fixture, std], check=True)
+    db = sqlite3.connect(std)
+    db.executemany("INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid) VALUES "
+                   "(1, ?, ?, ?, ?, 100)",
+                   [("range", LONG_MARK, 2000, 6000), ("mark", "cache warm", 6200, 6200),
+                    ("mark", "done", 13000, 13000)])
+    db.commit()
+    db.close()
+    std_page = os.path.join(work, "std.html")
+    subprocess.run([memreport, "view", std, "-o", std_page], check=True)
+    # One process starting nine with long command lines: ten processes, the nine named
+    # after a program file of a long name.
+    tree = os.path.join(work, "tree") + "/"
+    prog = shutil.copy(prog, os.path.join(work, LONG_PROG))
+    subprocess.run([launcher, "-o", tree, "--", spawn_all, prog] +
+                   [LONG_ARG % i for i in range(9)], check=True, capture_output=True,
+                   env=clean_env())
+    tree_page = os.path.join(work, "tree.html")
+    subprocess.run([memreport, "view", tree, "-o", tree_page], check=True, capture_output=True)
+    s = json.loads(subprocess.run([memreport, "summary", tree, "--json"], check=True,
+                                  capture_output=True, text=True).stdout)
+    check(len(s["processes"]) == 10, "the tree has ten processes: %d" % len(s["processes"]))
+
+    with webdriver.Browser(width=1366, height=768) as b:
+        for dark in (False, True):
+            name = "dark" if dark else "light"
+            check(open_page(b, "file://" + std_page, dark), "%s: the page opens" % name)
+            check(b.js("return matchMedia('(prefers-color-scheme: dark)').matches") == dark,
+                  "%s: the browser reports the %s scheme" % (name, name))
+            check(b.js("return window.__errors") == [], "%s: no script errors" % name)
+            texts_readable(b, "%s, one capture" % name)
+            names_whole(b, "%s, one capture" % name, 0, 1)
+            open(os.path.join(work, "view-%s.png" % name), "wb").write(b.screenshot())
+            if not dark:
+                tab_reaches(b, ["vtl-svg", "chart", "tab-table", "vtl-peak"])
+            keyboard(b)
+            b.type(b.find("#search"), "make")
+            check(b.js("return document.querySelectorAll('#chart .fr.match').length") > 0,
+                  "%s: a search matches a frame" % name)
+            texts_readable(b, "%s, a search's matches" % name)
+
+            check(open_page(b, "file://" + tree_page, dark), "%s: the tree's page opens" % name)
+            check(b.js("return window.__errors") == [], "%s, tree: no script errors" % name)
+            texts_readable(b, "%s, tree" % name)
+            names_whole(b, "%s, tree" % name, 19)  # the title, 9 in the header, 9 above the plot
+            b.js("document.querySelector('#vtl-legend input[data-kind=\"vsz\"]').click()")
+            colours_apart(b, "%s, tree" % name, 12)
+            open(os.path.join(work, "view-tree-%s.png" % name), "wb").write(b.screenshot())
+            listed = b.js("return memreport.heaps")
+            tree_keys(b, listed)
+            texts_readable(b, "%s, tree, the second process" % name)
+        # The scheme changing while the page is open: the series take the other palette.
+        open_page(b, "file://" + tree_page, False)
+        first = b.js("return getComputedStyle(document.querySelector('#vtl-legend i')).backgroundColor")
+        scheme(b, True)
+        check(b.until("return getComputedStyle(document.querySelector('#vtl-legend i'))"
+                      ".backgroundColor !== arguments[0]", first),
+              "light turned dark: the legend changes colours")
+        colours_apart(b, "light turned dark, tree", 12)
+        texts_readable(b, "light turned dark, tree")
+    finish()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
