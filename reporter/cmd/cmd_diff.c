@@ -54,11 +54,9 @@ static const char diff_help[] =
     "  --html            a differential flame graph page (self-contained HTML): the new\n"
     "                    run's stacks at its peak, frames matched by function names from\n"
     "                    the root, red where they grew, blue where they shrank (deeper: a\n"
-    "                    larger change for the frame), grey unchanged; frames gone from\n"
-    "                    the new run show with the page's shape switched to the base\n"
-    "                    run. Zoom, search,\n"
-    "                    inverted mode, orientation and the Functions tab (with base, new\n"
-    "                    and change) as memreport flamegraph's page\n"
+    "                    larger change), grey unchanged; frames gone from the new run show\n"
+    "                    with the page's shape switched to the base run; otherwise as\n"
+    "                    memreport flamegraph's page, its Functions tab with base and new\n"
     "  --top N           the N functions and N stacks that changed most (0: all; default\n"
     "                    20 in text, all in JSON and CSV)\n"
     "  --sort METRIC     order by the change of one metric (peak_bytes, allocated_bytes,\n"
@@ -71,7 +69,8 @@ static const char diff_help[] =
     "                      METRIC>+N[UNIT]  NEW - BASE is above N         allocations>+1000\n"
     "                      METRIC>+N%       NEW - BASE is above N% of BASE  peak_bytes>+5%\n"
     "                    METRIC: peak_bytes, allocated_bytes, allocations, leaked_bytes,\n"
-    "                    definitely_lost_bytes and the other leak kinds' (docs/leaks.md); N:\n"
+    "                    the leak kinds' (definitely_lost_bytes...: docs/leaks.md) and\n"
+    "                    runtime_held_bytes (the C runtime's own blocks at the end); N:\n"
     "                    digits with an optional fraction; UNIT (byte metrics only): B, KiB,\n"
     "                    MiB, GiB, TiB (1024-based), KB, MB, GB, TB (1000-based); a BASE of\n"
     "                    0 breaks +N% as soon as NEW is above 0. Each broken limit is one\n"
@@ -181,7 +180,7 @@ static int parse_args(int argc, char** argv, diff_args* a, const char** base, co
 
 // ---- the gate
 
-// Both runs' totals as one row.
+// Both runs' totals as one row (the C runtime's blocks apart, in each run's held_bytes).
 static mr_diff_row run_totals(const mr_diff_run* base, const mr_diff_run* next) {
     mr_diff_row t = {.in = {true, true}};
     for (int i = 0; i < 2; i++) {
@@ -198,16 +197,19 @@ static mr_diff_row run_totals(const mr_diff_run* base, const mr_diff_run* next) 
 // Whether a limit is on a leak kind, which needs the captures' leak scans.
 static bool limits_on_kinds(const diff_args* a) {
     for (size_t i = 0; i < a->nlimits; i++)
-        if (a->limits[i].metric >= MR_DIFF_NMETRICS)
+        if (a->limits[i].metric >= MR_DIFF_DEFINITELY_LOST_BYTES &&
+            a->limits[i].metric <= MR_DIFF_STILL_REACHABLE_BYTES)
             return true;
     return false;
 }
 
-// The gate's values of one run: the totals' metrics, then its leak kinds' bytes when a limit
-// asks for them (a capture without a leak scan is then refused). Returns an exit code.
-static int gate_values(const diff_args* a, const mr_diff_row* totals, int side, mt_capture* cap,
-                       uint64_t* v) {
+// The gate's values of one run: the totals' metrics and the C runtime's blocks, then its
+// leak kinds' bytes when a limit asks for them (a capture without a leak scan is then
+// refused). Returns an exit code.
+static int gate_values(const diff_args* a, const mr_diff_row* totals, const uint64_t* held,
+                       int side, mt_capture* cap, uint64_t* v) {
     memcpy(v, totals->v[side], MR_DIFF_NMETRICS * sizeof *v);
+    v[MR_DIFF_RUNTIME_HELD_BYTES] = held[side];
     if (!limits_on_kinds(a))
         return MR_EXIT_OK;
     if (!cap) {
@@ -230,15 +232,15 @@ static int gate_values(const diff_args* a, const mr_diff_row* totals, int side, 
 }
 
 // Says each broken limit on stderr. *broken gets the number broken. Returns an exit code.
-static int check_limits(const diff_args* a, const mr_diff_row* totals, mt_capture* base,
-                        mt_capture* next, size_t* broken) {
+static int check_limits(const diff_args* a, const mr_diff_row* totals, const uint64_t* held,
+                        mt_capture* base, mt_capture* next, size_t* broken) {
     uint64_t v[2][MR_DIFF_NGATE] = {{0}};
     *broken = 0;
     if (!a->nlimits)
         return MR_EXIT_OK;
-    int rc = gate_values(a, totals, MR_DIFF_BASE, base, v[MR_DIFF_BASE]);
+    int rc = gate_values(a, totals, held, MR_DIFF_BASE, base, v[MR_DIFF_BASE]);
     if (!rc)
-        rc = gate_values(a, totals, MR_DIFF_NEW, next, v[MR_DIFF_NEW]);
+        rc = gate_values(a, totals, held, MR_DIFF_NEW, next, v[MR_DIFF_NEW]);
     for (size_t i = 0; !rc && i < a->nlimits; i++) {
         const mr_diff_limit* l = &a->limits[i];
         char msg[256];
@@ -267,10 +269,12 @@ static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_ru
     mr_diff_sort(&fns, a->sort_by);
     mr_diff_sort(&stacks, a->sort_by);
     mr_diff_row totals = run_totals(base, next);
+    uint64_t held[2] = {base->held_bytes, next->held_bytes};
     mr_diff_report r = {.base_capture = base->path,
                         .new_capture = next->path,
                         .npu = base->npu,
                         .totals = &totals,
+                        .held = base->npu ? NULL : held,
                         .functions = &fns,
                         .stacks = &stacks,
                         .top = a->top,
@@ -280,7 +284,7 @@ static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_ru
     int rc = mr_diff_report_write(&to, &r);
     size_t broken = 0;
     if (!rc)
-        rc = check_limits(a, &totals, base->cap, next->cap, &broken);
+        rc = check_limits(a, &totals, held, base->cap, next->cap, &broken);
     if (!rc && broken)
         rc = EXIT_LIMIT_BROKEN;
     mr_diff_free(&fns);
@@ -302,6 +306,7 @@ typedef struct run_set {
     const char** keys; // every prefixed key, one after the other
     size_t nkeys;
     mr_diff_row totals; // the sums, in v[MR_DIFF_BASE]
+    uint64_t held;      // the sum of the C runtime's blocks at the end
     bool passed;        // some process's functions passed the plumbing (functions.h)
 } run_set;
 
@@ -363,6 +368,7 @@ static int set_entries(run_set* rs) {
         memcpy(rs->procs[i].v, t.v[0], sizeof t.v[0]);
         for (int m = 0; m < MR_DIFF_NMETRICS; m++)
             rs->totals.v[MR_DIFF_BASE][m] += t.v[0][m];
+        rs->held += r->held_bytes;
         nfn += r->nfns;
         nst += r->nstacks;
         rs->passed |= r->fns.passed;
@@ -457,9 +463,11 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
         mr_diff_row totals = {.in = {true, true}};
         memcpy(totals.v[MR_DIFF_BASE], b.totals.v[MR_DIFF_BASE], sizeof totals.v[0]);
         memcpy(totals.v[MR_DIFF_NEW], n.totals.v[MR_DIFF_BASE], sizeof totals.v[0]);
+        uint64_t held[2] = {b.held, n.held};
         mr_diff_report r = {.base_capture = base_path,
                             .new_capture = new_path,
                             .totals = &totals,
+                            .held = held,
                             .functions = &fns,
                             .stacks = &stacks,
                             .processes = &procs,
@@ -470,7 +478,7 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
         rc = mr_diff_report_write(&to, &r);
         size_t broken = 0;
         if (!rc)
-            rc = check_limits(a, &totals, NULL, NULL, &broken);
+            rc = check_limits(a, &totals, held, NULL, NULL, &broken);
         if (!rc && broken)
             rc = EXIT_LIMIT_BROKEN;
     }
@@ -524,9 +532,10 @@ static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_
         rc = mr_output_file_commit(&out);
     mr_flame_tree_free(&g);
     mr_diff_row totals = run_totals(base, next);
+    uint64_t held[2] = {base->held_bytes, next->held_bytes};
     size_t broken = 0;
     if (!rc)
-        rc = check_limits(a, &totals, base->cap, next->cap, &broken);
+        rc = check_limits(a, &totals, held, base->cap, next->cap, &broken);
     if (!rc && broken)
         rc = EXIT_LIMIT_BROKEN;
     return rc;

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 // One capture with its numbers and the entries the diff matches.
 typedef struct mr_diff_run {
@@ -23,6 +24,7 @@ typedef struct mr_diff_run {
     mr_profile prof;
     mr_functions fns;
     bool npu;
+    uint64_t held_bytes;       // what the C runtime holds for itself at the end (runtime_held.h)
     mr_diff_entry* fn_entries; // one per function with numbers: key (name, file name)
     const char** fn_keys;
     size_t nfns;

@@ -13,7 +13,7 @@
 static const char* const metric_names[MR_DIFF_NGATE] = {
     "peak_bytes",          "allocated_bytes",       "allocations",
     "leaked_bytes",        "definitely_lost_bytes", "indirectly_lost_bytes",
-    "possibly_lost_bytes", "still_reachable_bytes"};
+    "possibly_lost_bytes", "still_reachable_bytes", "runtime_held_bytes"};
 
 const char* mr_diff_metric_name(mr_diff_metric m) {
     return metric_names[m];

@@ -48,6 +48,11 @@ static json_t* build_report(const mr_diff_report* d) {
     json_object_set_new(o, "device", json_string(d->npu ? "npu" : "cpu"));
     json_t* totals = json_object();
     add_metrics(totals, d->totals);
+    if (d->held) {
+        uint64_t b = d->held[MR_DIFF_BASE], n = d->held[MR_DIFF_NEW];
+        json_object_set_new(totals, mr_diff_metric_name(MR_DIFF_RUNTIME_HELD_BYTES),
+                            triple(b, n, n >= b ? (int64_t)(n - b) : -(int64_t)(b - n)));
+    }
     json_object_set_new(o, "totals", totals);
     json_t* arr;
     if (d->processes) { // every process, those of one run only named so
@@ -118,10 +123,16 @@ static char* signed_amount(int64_t d, bool bytes, char* buf, size_t len) {
 }
 
 static void print_totals(FILE* out, json_t* totals) {
-    fprintf(out, "%-16s %14s %14s %14s\n", "", "base", "new", "change");
-    for (int m = 0; m < MR_DIFF_NMETRICS; m++) {
-        const char* name = mr_diff_metric_name((mr_diff_metric)m);
-        bool bytes = mr_diff_metric_is_bytes((mr_diff_metric)m);
+    fprintf(out, "%-18s %14s %14s %14s\n", "", "base", "new", "change");
+    static const mr_diff_metric shown[] = {MR_DIFF_PEAK_BYTES, MR_DIFF_ALLOC_BYTES,
+                                           MR_DIFF_ALLOCATIONS, MR_DIFF_LEAKED_BYTES,
+                                           MR_DIFF_RUNTIME_HELD_BYTES};
+    for (size_t i = 0; i < sizeof shown / sizeof *shown; i++) {
+        mr_diff_metric m = shown[i];
+        const char* name = mr_diff_metric_name(m);
+        if (!json_object_get(totals, name))
+            continue;
+        bool bytes = mr_diff_metric_is_bytes(m);
         json_int_t b = METRIC(totals, name, "base"), n = METRIC(totals, name, "new"),
                    d = METRIC(totals, name, "delta");
         char sb[32], sn[32], sd[48], pct[32] = "";
@@ -134,7 +145,7 @@ static void print_totals(FILE* out, json_t* totals) {
         }
         if (b && d)
             snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * (double)d / (double)b);
-        fprintf(out, "%-16s %14s %14s %14s%s\n", name, sb, sn,
+        fprintf(out, "%-18s %14s %14s %14s%s\n", name, sb, sn,
                 signed_amount(d, bytes, sd, sizeof sd), pct);
     }
 }

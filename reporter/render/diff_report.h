@@ -10,11 +10,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct mr_diff_report {
     const char *base_capture, *new_capture;
     bool npu;                  // two imported NPU logs (device npu), else native (cpu)
     const mr_diff_row* totals; // the whole runs
+    // Bytes the C runtime holds for itself at the end, [MR_DIFF_BASE] and [MR_DIFF_NEW],
+    // which totals' leaked_bytes leave out; NULL for NPU logs (no C runtime).
+    const uint64_t* held;
     const mr_diff *functions, *stacks;
     // Two directories: their processes matched (key: "NAME #N"), functions then keyed
     // (process, name, file) and stacks with the process outermost; else NULL.

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # memreport leaks and summary on a real traced program (progs/runtime_leaks.c): the
 # program's leaks exactly in the main group, stdout's buffer and the thread's DTV in the
-# "held by the C runtime" group, every live block counted once; LeakSanitizer suppressions
+# "held by the C runtime" group, every live block counted once; every view's leaked bytes
+# the same, and diff's total and gate naming the runtime's part; LeakSanitizer suppressions
 # and the report of one that matches nothing.
 # Usage: e2e_runtime.py MEMTRACE_LAUNCHER MEMREPORT PROG WORKDIR
 import json
@@ -19,6 +20,11 @@ from checks import check, failures  # noqa: E402
 
 def functions(group):
     return [f["function"] for f in group["stack"]]
+
+
+def summary_held_text(n):
+    """A byte count as the reports print it: ["4.33", "KiB"]."""
+    return ["%.2f" % (n / 1024), "KiB"] if n >= 1024 else [str(n), "B"]
 
 
 def main():
@@ -75,6 +81,29 @@ def main():
     diff, _ = report("diff", "--json", cap, cap)
     got = diff["totals"]["leaked_bytes"]["new"]
     check(got == 5000, "diff: leaked_bytes %d" % got)
+    got = diff["totals"].get("runtime_held_bytes", {}).get("new")
+    check(got == held["bytes"], "diff: runtime_held_bytes %r, leaks' group %d" %
+          (got, held["bytes"]))
+    text, _ = report("diff", cap, cap)
+    rows = [l.split()[:3] for l in text.splitlines() if l.startswith(("leaked_bytes ",
+                                                                     "runtime_held_bytes "))]
+    check(rows == [["leaked_bytes", "4.88", "KiB"], ["runtime_held_bytes"] +
+                   summary_held_text(held["bytes"])],
+          "diff's text names both totals: %r" % rows)
+    kinds = summary["leak_kinds"]
+    got = sum(k["bytes"] for name, k in kinds.items())
+    check(got == 5000, "summary's leak kinds sum to the leaked bytes: %d" % got)
+    folded, _ = report("export", "--format", "folded", "--leaks", "-o", "-", cap)
+    got = sum(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines() if l)
+    check(got == 5000, "export --leaks (folded): %d bytes" % got)
+    view = os.path.join(work, "view.html")
+    report("view", "-o", view, cap)
+    vhtml = open(view, encoding="utf-8").read()
+    classes = json.loads(re.search(r'"leaks":(\{"scanned".*?\]\})', vhtml).group(1))["classes"]
+    got = {c["name"]: c["bytes"] for c in classes}
+    check(sum(v for k, v in got.items() if k != "runtime_held") == 5000 and
+          got.get("runtime_held") == held["bytes"],
+          "view: the program's kinds sum to 5000, runtime_held apart: %r" % got)
     procs_dir = os.path.join(work, "procs")
     os.makedirs(procs_dir)
     shutil.copy(cap, procs_dir)
@@ -85,6 +114,12 @@ def main():
     gate = [subprocess.run([memreport, "diff", cap, cap, "--fail-if", "leaked_bytes>%d" % n],
                            capture_output=True).returncode for n in (5000, 4999)]
     check(gate == [0, 4], "diff --fail-if leaked_bytes>5000 passes, >4999 fails: %r" % gate)
+    # ... and the runtime's part has a name of its own there, on captures and directories.
+    gate = [subprocess.run([memreport, "diff", a, a, "--fail-if", "runtime_held_bytes>%d" % n],
+                           capture_output=True).returncode
+            for a in (cap, procs_dir) for n in (held["bytes"], held["bytes"] - 1)]
+    check(gate == [0, 4, 0, 4], "diff --fail-if runtime_held_bytes>%d passes, >%d fails: %r" %
+          (held["bytes"], held["bytes"] - 1, gate))
 
     supp = os.path.join(work, "lsan.supp")
     with open(supp, "w") as f:
