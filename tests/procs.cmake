@@ -34,7 +34,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:e2e_leaks> $<TARGET_FILE:e2e_peak> $<TARGET_FILE:e2e_realloc_chain>
             ${CMAKE_CURRENT_BINARY_DIR}/procs_views.d)
   # A parent and child whose heaps overlap (procs/joint_peak.c): summary, flamegraph and
-  # export of DIR headline the most they held at one moment, and name the sum of peaks so.
+  # export, top and stats of DIR headline the most they held at one moment, and name the
+  # sum of peaks so (summary, stats, diff).
   add_executable(joint_peak procs/joint_peak.c)
   target_link_libraries(joint_peak PRIVATE memtrace_warnings)
   add_test(NAME e2e.procs_joint_peak

@@ -43,7 +43,8 @@ static const char stats_help[] =
     "Several captures, or a directory of them (memtrace -o DIR/), are read as the processes\n"
     "of one run: the sites of every process in the same tables, each with its process\n"
     "(COMMAND (pid N)) as the outermost frame, live bytes at each process's own peak; sizes\n"
-    "and totals summed; threads per process.\n";
+    "and totals summed; threads per process. The peak is the most the processes held at\n"
+    "one moment; the sum of each process's own peak is given apart (sum_of_peaks_bytes).\n";
 
 typedef struct site {
     uint64_t count, bytes, temporary, at_peak;
@@ -375,6 +376,9 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
     stats all = {0};
     mr_stats_row* rows = NULL;
     size_t nrows = 0;
+    mr_procs_moment joint = {0};
+    if (!rc)
+        rc = mr_procs_joint_peak(&set, &joint);
     if (!rc && gather(&set, per, aggs, &all, &rows, &nrows)) {
         mr_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
@@ -412,10 +416,13 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
                              .threads = all.threads,
                              .nthreads = all.nthreads,
                              .set = &set,
-                             .first = paths[0]};
+                             .first = paths[0],
+                             .joint_peak = joint.peak,
+                             .joint_ts = joint.ts};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_stats_report_write(&to, &r);
     }
+    mr_procs_moment_free(&joint);
     free(rows);
     free(wrappers);
     free(all.threads);

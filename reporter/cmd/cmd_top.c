@@ -54,9 +54,9 @@ static const char top_help[] =
     "                     name; under recursion the shares may add up to more than "
     "100%\n" MR_HELP_PROCS
     "                     Their functions are summed over the processes (a function is a\n"
-    "                     name and a file, whatever the process), live bytes each process\n"
-    "                     at its own peak; --at, --range, --thread, --callers and --callees\n"
-    "                     take one capture\n"
+    "                     name and a file, whatever the process), live bytes when the\n"
+    "                     processes together held the most; --at, --range, --thread,\n"
+    "                     --callers and --callees take one capture\n"
     "  --by-process       several captures: a row per process and function instead\n"
     "  -j, --json         machine-readable output\n"
     "  --full-names       C++ names as demangled (default: std::string, <...>)\n"
@@ -296,7 +296,6 @@ typedef struct processes_input {
 
 static int processes_report(void* ud, const mr_capture_set* s, const mr_profile* profs,
                             const mr_profile* sum, const mr_procs_moment* joint) {
-    (void)joint; // each process at its own peak
     const processes_input* in = ud;
     const top_args* a = in->args;
     mr_functions fns = {0};
@@ -312,7 +311,8 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
                            .top = a->top,
                            .functions = &fns,
                            .processes = s->n,
-                           .process_of = (const char* const*)labels};
+                           .process_of = (const char* const*)labels,
+                           .joint_ts = joint ? joint->ts : 0};
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_top_report_write(&to, &t);
     }
@@ -332,7 +332,9 @@ static int several_processes(const top_args* a, char* const* paths, int n) {
     mr_query q = MR_QUERY_INIT(0);
     q.progress = "top";
     processes_input in = {a, paths[0], &q};
-    return mr_procs_report(paths, n, top_help, &q, false, processes_report, &in);
+    // Live bytes at the processes' joint peak: a sum of each one's own peak is no moment.
+    return mr_procs_report(paths, n, top_help, &q, a->metric == MR_METRIC_LIVE_BYTES,
+                           processes_report, &in);
 }
 
 int mr_cmd_top(int argc, char** argv) {

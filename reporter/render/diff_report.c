@@ -255,8 +255,12 @@ static void print_text(FILE* out, json_t* o) {
     mr_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
     fputs("\n\n", out);
     print_totals(out, json_object_get(o, "totals"));
-    if (json_object_get(o, "processes"))
+    if (json_object_get(o, "processes")) {
+        fputs("(peak_bytes of processes: each process at its own peak, added; memreport\n"
+              "summary DIR gives the most they held at one moment)\n",
+              out);
         print_list(out, o, "processes");
+    }
     print_list(out, o, "functions");
     print_list(out, o, "stacks");
 }

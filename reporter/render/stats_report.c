@@ -164,12 +164,16 @@ static json_t* build_report(mr_stats_report* s) {
     json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
     json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
     json_object_set_new(o, "frees", json_integer((json_int_t)s->frees));
-    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->peak_bytes));
     // An imported NPU heap counts time in allocation steps, not nanoseconds. Several
-    // processes peak each at its own time: the peak is their sum, at no one time.
+    // processes peak each at its own time: their peak is the most they held together, and
+    // the sum of their own peaks (what the sites show) is named as one.
     bool steps = s->steps;
-    if (!s->set)
-        json_object_set_new(o, steps ? "peak_step" : "peak_time_ns", json_integer(p->peak_ts));
+    json_object_set_new(o, "peak_bytes",
+                        json_integer((json_int_t)(s->set ? s->joint_peak : p->peak_bytes)));
+    json_object_set_new(o, steps ? "peak_step" : "peak_time_ns",
+                        json_integer(s->set ? s->joint_ts : p->peak_ts));
+    if (s->set)
+        json_object_set_new(o, "sum_of_peaks_bytes", json_integer((json_int_t)p->peak_bytes));
     json_object_set_new(o, "time_unit", json_string(steps ? "step" : "ns"));
     json_object_set_new(o, "temporary", json_integer((json_int_t)s->temporary));
     json_object_set_new(o, "rows", json_string(s->by_label ? "sites" : "stacks"));
@@ -286,15 +290,19 @@ static void print_text(FILE* out, json_t* o) {
             INT(o, "temporary"),
             allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
     bool steps = !strcmp(json_string_value(json_object_get(o, "time_unit")), "step");
-    if (json_object_get(o, "processes"))
-        fprintf(out, "peak: %s, each process at its own peak\n",
-                mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a));
-    else
-        fprintf(out, "peak: %s at %s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
-                mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b,
-                               sizeof b));
+    bool procs = json_object_get(o, "processes") != NULL;
+    fprintf(
+        out, "peak: %s at %s%s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+        mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b, sizeof b),
+        procs ? " (the most the processes held at one moment)" : "");
+    if (procs)
+        fprintf(out, "sum of peaks: %s (each process's own peak, as the sites below)\n",
+                mt_format_bytes(INT(o, "sum_of_peaks_bytes"), a, sizeof a));
     print_what(out, o);
-    print_sites(out, o, "by_peak", "top sites by bytes live at the peak:", "peak_bytes", true);
+    print_sites(out, o, "by_peak",
+                procs ? "top sites by bytes live at their process's own peak:"
+                      : "top sites by bytes live at the peak:",
+                "peak_bytes", true);
     print_sites(out, o, "by_bytes", "top sites by bytes allocated:", "bytes_allocated", true);
     print_sites(out, o, "by_count", "top sites by allocations:", "allocations", false);
     print_sites(out, o, "temporary_by_site", "top sites by temporary allocations:", "temporary",

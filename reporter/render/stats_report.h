@@ -57,9 +57,13 @@ typedef struct mr_stats_report {
     const mr_stats_thread* threads; // by tid (by process, then tid, with several)
     size_t nthreads;
     // Several captures: their set (cap is the first process's; the profile holds the sums,
-    // its peak the sum of each process's own) and the first input named; else NULL.
+    // its peak the sum of each process's own) and the first input named; else NULL. Then
+    // the peak shown is the most the processes held at one moment: joint_peak bytes at
+    // joint_ts on the tree's time axis.
     const mr_capture_set* set;
     const char* first;
+    uint64_t joint_peak;
+    int64_t joint_ts;
 } mr_stats_report;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

@@ -133,15 +133,16 @@ static json_t* build_report(const mr_top_report* t) {
     json_object_set_new(o, "time_unit", json_string(t->steps ? "step" : "ns"));
     if (m == MR_METRIC_LIVE_BYTES) {
         json_object_set_new(o, "moment", json_string(t->at_time ? "time" : "peak"));
-        if (!t->processes) // several processes: each at its own peak
-            json_object_set_new(o, "moment_ts", json_integer((json_int_t)t->profile->moment_ts));
+        json_object_set_new(
+            o, "moment_ts",
+            json_integer((json_int_t)(t->processes ? t->joint_ts : t->profile->moment_ts)));
     }
     if (m == MR_METRIC_ALLOC_BYTES || m == MR_METRIC_ALLOC_COUNT || t->range_given) {
         json_object_set_new(o, "range_from", time_json(t->query->from));
         json_object_set_new(o, "range_to", time_json(t->query->to));
     }
     json_object_set_new(o, "thread", t->tid ? json_integer(t->tid) : json_null());
-    if (t->processes) { // live bytes: each process at its own peak
+    if (t->processes) { // live bytes: when the processes together held the most
         json_object_set_new(o, "processes", json_integer((json_int_t)t->processes));
         json_object_set_new(o, "by_process", json_boolean(t->process_of != NULL));
     }
@@ -209,7 +210,8 @@ static void print_what(FILE* out, json_t* o) {
     char a[64], b[64];
     json_t* procs = json_object_get(o, "processes");
     if (procs && !strcmp(metric, "live")) {
-        fprintf(out, "bytes live at the peak of each of %llu processes", U64(o, "processes"));
+        fprintf(out, "bytes live when the %llu processes together held the most (%s)",
+                U64(o, "processes"), time_text(o, json_object_get(o, "moment_ts"), a, sizeof a));
     } else if (!strcmp(metric, "live")) {
         bool peak = !strcmp(json_string_value(json_object_get(o, "moment")), "peak");
         json_t *from = json_object_get(o, "range_from"), *to = json_object_get(o, "range_to");

@@ -33,9 +33,11 @@ typedef struct mr_top_report {
     size_t focus;
     bool callers, callees;
     // Several captures: their number (0 for one), and with --by-process the process label
-    // of each function (functions->v[i]), else NULL.
+    // of each function (functions->v[i]), else NULL. Live bytes are then those of the
+    // moment the processes together held the most, at joint_ts on the tree's time axis.
     size_t processes;
     const char* const* process_of;
+    int64_t joint_ts;
 } mr_top_report;
 
 // The name of a metric in the report and on the command line: live, allocated, count,

@@ -267,8 +267,10 @@ def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
                       any(f["function"] == site for f in g["stack"]))
             check(got == want, f"leaks: {site} leaks {got} = {want} under e2e_leaks's process")
 
-    # top: functions summed over processes; --by-process splits them again.
-    for metric, key, total in (("live", "peak_bytes", "sum_of_peaks_bytes"),
+    # top: functions summed over processes; --by-process splits them again. Live bytes are
+    # those of the moment the processes together held the most (summary's processes then).
+    summary["total"]["at_joint_peak_bytes"] = sum(p["at_joint_peak_bytes"] for p in procs)
+    for metric, key, total in (("live", "at_joint_peak_bytes", "at_joint_peak_bytes"),
                                ("leaked", "leaked_bytes", "leaked_bytes"),
                                ("allocated", "bytes_allocated", "bytes_allocated")):
         summed = report_json(memreport, "top", caps, "--top", "0", "--metric", metric)
@@ -520,9 +522,12 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
     st = report_json(memreport, "stats", caps, "--top", "0")
     if st:
         tot = summary["total"]
-        check((st["allocations"], st["bytes_allocated"], st["frees"], st["peak_bytes"]) ==
+        check((st["allocations"], st["bytes_allocated"], st["frees"],
+               st.get("sum_of_peaks_bytes")) ==
               (tot["allocations"], tot["bytes_allocated"], tot["frees"],
                tot["sum_of_peaks_bytes"]), "stats: the totals are the sums over processes")
+        check((st["peak_bytes"], st.get("peak_time_ns")) ==
+              (tot["peak_bytes"], tot["peak_time_ns"]), "stats: the peak is summary's")
         check(sum(h["count"] for h in st["sizes"]) == tot["allocations"] and
               sum(h["bytes"] for h in st["sizes"]) == tot["bytes_allocated"],
               "stats: the sizes add up to every process's allocations")
@@ -548,7 +553,7 @@ def case_views(memtrace, memreport, leaks, peak, realloc_chain, work):
             got = per_process(st["threads"], field)
             check(got == want(key), f"stats threads {field}: per process {got} = {want(key)}")
         text = run([memreport, "stats", caps])
-        check(text.returncode == 0 and "each process at its own peak" in text.stdout and
+        check(text.returncode == 0 and "held at one moment" in text.stdout and
               f"(pid {leaks_row['pid']})" in text.stdout, "stats DIR as text names the processes")
 
     # export folded: each process the root frame of its stacks, at the processes' joint
@@ -740,7 +745,8 @@ def pprof_totals(path):
 def case_joint(memtrace, memreport, prog, work):
     """A parent holding 1,000,000 B while its child holds 2,000,000 B, then 2,500,000 B alone
     (tests/procs/joint_peak.c): every report of the tree headlines 3,000,000, the most held at
-    one moment, and names 4,500,000 as the sum of each process's own peak."""
+    one moment (summary, the flame graph, pprof, top, stats), and names 4,500,000 as the sum
+    of each process's own peak (summary, stats, diff)."""
     caps = os.path.join(work, "caps")
     r = run([memtrace, "-o", caps + "/", prog])
     check(r.returncode == 0, f"the program ran: {r.returncode} {r.stderr[-300:]!r}")
@@ -773,6 +779,32 @@ def case_joint(memtrace, memreport, prog, work):
         t = pprof_totals(prof)
         check(t.get("inuse_space") == 3000000 and t.get("alloc_space") == 5500000,
               f"pprof: inuse_space 3000000, alloc_space 5500000 ({t})")
+    top = report_json(memreport, "top", caps, "--top", "0", "--by-process")
+    if top:
+        per = {}
+        for f in top["functions"]:
+            per[label_pid(f["process"])] = per.get(label_pid(f["process"]), 0) + f["self"]
+        check(top["total"] == 3000000 and top.get("moment_ts") == total["peak_time_ns"] and
+              sorted(per.values()) == [1000000, 2000000],
+              f"top: 3000000 at the joint peak, 1000000 and 2000000 by process "
+              f"({top['total']}, {top.get('moment_ts')}, {per})")
+    text = run([memreport, "top", caps]).stdout
+    check(re.search(r"^\S+: bytes live when the 2 processes together held the most "
+                    r"\([^)]+\): 3000000 B", text, re.M), f"top text: the joint peak: {text!r}")
+    st = report_json(memreport, "stats", caps)
+    if st:
+        check((st["peak_bytes"], st.get("peak_time_ns"), st.get("sum_of_peaks_bytes")) ==
+              (3000000, total["peak_time_ns"], 4500000),
+              f"stats: peak 3000000 at summary's time, sum of peaks 4500000 "
+              f"({st['peak_bytes']}, {st.get('peak_time_ns')}, {st.get('sum_of_peaks_bytes')})")
+    text = run([memreport, "stats", caps]).stdout
+    check(re.search(r"^peak: 2\.86 MiB at .*one moment", text, re.M) and
+          re.search(r"^sum of peaks: 4\.29 MiB \(each process's own peak", text, re.M),
+          f"stats text: the peak, and the sum named as one: {text!r}")
+    text = run([memreport, "diff", caps, caps]).stdout
+    check(re.search(r"^peak_bytes +4\.29 MiB", text, re.M) and
+          "each process at its own peak, added" in text,
+          f"diff DIR: its peak_bytes named a sum of peaks: {text[:600]!r}")
 
 
 CASES = {"tree": case_tree, "reports": case_reports, "plot": case_plot, "diff": case_diff,
