@@ -441,9 +441,10 @@ static int open_iter(mt_capture* cap, int heap, int64_t after_chunk, int64_t upt
 #define CHUNKS_OF(h)                                                                               \
     "SELECT id, seq_first, count, codec, data, seq_last, ts_first, ts_last, heap"                  \
     " FROM event_chunk WHERE heap=" h " AND id>?2 AND id<=?3 AND seq_last>?4"
-    // MT_HEAP_PROGRAM: the two heaps' chunks merged, each read in order through the index.
+    // MT_HEAP_PROGRAM: the program's heaps' chunks merged, each read in order through the index.
     const char* sql = heap == MT_HEAP_PROGRAM
-                          ? CHUNKS_OF("1") " UNION ALL " CHUNKS_OF("4") " ORDER BY seq_first, id"
+                          ? CHUNKS_OF("1") " UNION ALL " CHUNKS_OF("4") " UNION ALL " CHUNKS_OF(
+                                "5") " ORDER BY seq_first, id"
                           : CHUNKS_OF("?1") " ORDER BY seq_first, id";
 #undef CHUNKS_OF
     if (sqlite3_prepare_v2(cap->db, sql, -1, &it->chunks, NULL) != SQLITE_OK) {

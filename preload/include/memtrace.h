@@ -19,6 +19,7 @@ extern "C" {
 // Implemented by libmemtrace.so; weak so a program runs the same without it.
 void memtrace_impl_mark(const char* name, int what) __attribute__((weak));
 void memtrace_impl_report(int is_alloc, const void* addr, size_t size) __attribute__((weak));
+void memtrace_impl_heap_name(const char* name) __attribute__((weak));
 
 enum {
     MEMTRACE_MARK_POINT = 0,
@@ -56,14 +57,23 @@ static inline void memtrace_resume(void) {
         memtrace_impl_mark(NULL, MEMTRACE_RESUME);
 }
 
-// Blocks of a program's own pool allocator, recorded like malloc/free (with a stack) but
-// apart from them: a block reported inside a malloc'ed arena ends nothing, and is ended only
-// by memtrace_report_free. Both count in the heap's live bytes, as heaptrack counts its
-// annotations. Macros, not functions: the block's stack starts at the line that calls them.
+// Blocks of a program's own pool allocator, recorded like malloc/free (with a stack) in a
+// heap of their own, "pool": a block reported inside a malloc'ed arena ends nothing, and is
+// ended only by memtrace_report_free. Reports count the program's heaps together (the
+// arena and its blocks, as heaptrack counts its annotations), and each alone with --heap.
+// Macros, not functions: the block's stack starts at the line that calls them.
 #define memtrace_report_alloc(addr, size)                                                          \
     (memtrace_impl_report ? memtrace_impl_report(1, (addr), (size)) : (void)0)
 #define memtrace_report_free(addr)                                                                 \
     (memtrace_impl_report ? memtrace_impl_report(0, (addr), 0) : (void)0)
+
+// Names the heap of the reported blocks ("pool" unless named), as reports show it
+// (memreport ... --heap NAME). The name is copied; the last one given is kept. A name of
+// more than 63 bytes, or that of another heap (libc, python, mmap, npu), is ignored.
+static inline void memtrace_report_heap_name(const char* name) {
+    if (memtrace_impl_heap_name)
+        memtrace_impl_heap_name(name);
+}
 
 #ifdef __cplusplus
 }

@@ -610,10 +610,54 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
         return;
     if (!events_off(c.t)) {
         uint32_t cs = is_alloc ? capture_stack(c.t) : 0;
-        record(c.t, is_alloc ? MT_KIND_CUSTOM_ALLOC : MT_KIND_CUSTOM_FREE, mt_core_reserve_seq(),
-               (void*)addr, is_alloc ? size : 0, cs);
+        // A heap of their own (MT_HEAP_POOL): they end no block of libc's, nor one of them
+        // libc's, and the leak scan's table of malloc'ed blocks never sees them.
+        record_in(c.t, MT_HEAP_POOL, is_alloc ? MT_KIND_CUSTOM_ALLOC : MT_KIND_CUSTOM_FREE,
+                  mt_core_reserve_seq(), (void*)addr, is_alloc ? size : 0, cs);
     }
     leave(&c);
+}
+
+// The pool heap's name: a version odd while a name is copied in, so that a reader retries.
+static char pool_name[MT_POOL_NAME_MAX] = "pool";
+static _Atomic uint64_t pool_name_version = 2;
+static atomic_flag pool_name_lock = ATOMIC_FLAG_INIT;
+
+// The names of the heaps a capture has already: a pool may not take one of them.
+static bool heap_name_taken(const char* name) {
+    static const char* const taken[] = {"libc", "npu", "mmap", "python"};
+    for (size_t i = 0; i < sizeof taken / sizeof *taken; i++)
+        if (!strcmp(name, taken[i]))
+            return true;
+    return false;
+}
+
+MT_EXPORT void memtrace_impl_heap_name(const char* name) {
+    size_t len = name ? strnlen(name, MT_POOL_NAME_MAX) : 0;
+    if (len == 0 || len == MT_POOL_NAME_MAX || heap_name_taken(name))
+        return; // ignored, as memtrace.h says
+    while (atomic_flag_test_and_set_explicit(&pool_name_lock, memory_order_acquire))
+        ;
+    atomic_fetch_add_explicit(&pool_name_version, 1, memory_order_acq_rel);
+    for (size_t i = 0; i <= len; i++) // relaxed stores: a reader checks the version around
+        __atomic_store_n(&pool_name[i], i < len ? name[i] : 0, __ATOMIC_RELAXED);
+    atomic_fetch_add_explicit(&pool_name_version, 1, memory_order_acq_rel);
+    atomic_flag_clear_explicit(&pool_name_lock, memory_order_release);
+}
+
+uint64_t mt_core_pool_name(char* buf) {
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&pool_name_version, memory_order_acquire);
+        if (v & 1)
+            continue;
+        for (size_t i = 0; i < MT_POOL_NAME_MAX; i++)
+            buf[i] = __atomic_load_n(&pool_name[i], __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pool_name_version, memory_order_relaxed) == v) {
+            buf[MT_POOL_NAME_MAX - 1] = 0;
+            return v;
+        }
+    }
 }
 
 // ---- other heaps (mmap_track.c): rare calls, so no side queue for signal handlers

@@ -184,6 +184,12 @@ enum mt_mark_what {
 // The annotation API's implementation (memtrace.h calls these through weak symbols).
 MT_EXPORT void memtrace_impl_mark(const char* name, int what);
 MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size);
+MT_EXPORT void memtrace_impl_heap_name(const char* name);
+// The name of heap MT_HEAP_POOL (the reported blocks'), as the program last gave it ("pool"
+// unless it did), copied into buf (MT_POOL_NAME_MAX bytes); returns its version, which
+// changes with each name given, so that the writer rewrites the heap's row.
+#define MT_POOL_NAME_MAX 64
+uint64_t mt_core_pool_name(char* buf);
 // A reported size above this is not recorded but counted (meta reports_ignored): it is more
 // than any Linux address space (2^56 bytes: x86-64 with 5-level paging), a program's bug,
 // and readers bound what a heap allocates in all (docs/capture-format.md, "Limits").

@@ -183,6 +183,20 @@ static int64_t to_ns(int64_t raw, bool exact) {
     return ns - (r < 0 ? r + q : r);
 }
 
+// Heap MT_HEAP_POOL's row, written with its first chunk and again when the program names it
+// anew (memtrace_report_heap_name): the version of the name written, 0 before any.
+static uint64_t pool_row_version;
+
+static void pool_heap_row(void) {
+    char name[MT_POOL_NAME_MAX];
+    uint64_t v = mt_core_pool_name(name);
+    if (v == pool_row_version || failed)
+        return;
+    if (mt_capwriter_heap(cw, MT_HEAP_POOL, name, "pool", "ns"))
+        mt_writer_fail_sqlite("cannot write the pool heap");
+    pool_row_version = v;
+}
+
 static int by_seq(const void* a, const void* b) {
     uint64_t x = ((const mt_event*)a)->seq, y = ((const mt_event*)b)->seq;
     return x < y ? -1 : x > y;
@@ -234,7 +248,8 @@ static void write_piece(void) {
     size_t n = to > from && !failed && !(atomic_load(&mt_events_off) & MT_OFF_FULL) ? to - from : 0;
     memcpy(sortbuf, b->ev + from, n * sizeof *sortbuf);
     bool sorted = true, exact = atomic_load(&exact_times);
-    size_t others = 0; // events of the mmap (MEMTRACE_MMAP=1) and python heaps
+    size_t others = 0; // events of the mmap (MEMTRACE_MMAP=1), python and pool heaps
+    bool pool = false;
     for (size_t i = 0; i < n; i++) {
         sortbuf[i].ts = to_ns(sortbuf[i].ts, exact);
         // The leak scan reads the libc heap's blocks alone (scan_leaks): a python process's
@@ -244,12 +259,18 @@ static void write_piece(void) {
         if (i > 0 && sortbuf[i - 1].seq >= sortbuf[i].seq)
             sorted = false;
         others += sortbuf[i].heap != MT_HEAP_LIBC;
+        pool |= sortbuf[i].heap == MT_HEAP_POOL;
+    }
+    if (pool) {
+        begin_unresumable();
+        pool_heap_row();
+        end_unresumable();
     }
     if (!sorted)
         qsort(sortbuf, n, sizeof *sortbuf, by_seq);
     if (others) {
         // A chunk holds one heap: each heap's events gathered, in seq order.
-        static const int heaps[] = {MT_HEAP_LIBC, MT_HEAP_MMAP, MT_HEAP_PYTHON};
+        static const int heaps[] = {MT_HEAP_LIBC, MT_HEAP_MMAP, MT_HEAP_PYTHON, MT_HEAP_POOL};
         for (size_t h = 0; h < sizeof heaps / sizeof *heaps && !failed; h++) {
             size_t k = 0;
             for (size_t i = 0; i < n; i++)
@@ -566,6 +587,8 @@ static void commit_all(int64_t now) {
     mt_writer_rows_call_counts(cw);
     check_size(now);
     mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
+    if (pool_row_version) // a name given since the pool's row was written
+        pool_heap_row();
     if (mt_cfg.mmap) { // file mappings are not a heap: counted (mmap_track.h)
         mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
         mt_capwriter_meta_int(cw, "mmap_file_bytes", (int64_t)atomic_load(&mt_mmap_file_bytes));
@@ -987,6 +1010,7 @@ int mt_writer_start(const char* path) {
     atomic_store(&unresumable, 0);
     cur_piece = (piece){0};
     events_written = events_committed = 0;
+    pool_row_version = 0;
     windows = 0;
     window_open = false;
     first_poll = true;

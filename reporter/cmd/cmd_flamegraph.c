@@ -487,19 +487,30 @@ static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages*
     return rc;
 }
 
-// The heaps a view page offers, the one it opens with first: a python process's libc and
-// python heaps together, then each alone; the libc heap; the mmap heap (MEMTRACE_MMAP=1).
-// names[k] is the heap's name for mr_capture_want_heap (NULL: the default one), labels[k]
-// what the page calls it. Returns how many.
-static int view_heaps(mt_capture* cap, const char* names[4], const char* labels[4]) {
+// The heaps a view page offers, the one it opens with first: a process's libc heap with its
+// python and pool heaps together, then each alone; the libc heap; the mmap heap
+// (MEMTRACE_MMAP=1). names[k] is the heap's name for mr_capture_want_heap (NULL: the default
+// one), labels[k] what the page calls it; *pool the pool heap's name (malloc'd, or NULL).
+// Returns how many.
+static int view_heaps(mt_capture* cap, const char* names[5], const char* labels[5], char** pool) {
     int n = 0;
     bool python = mr_capture_heap_named(cap, "python") != 0;
+    *pool = mr_capture_heap_name(cap, MT_HEAP_POOL);
     names[n] = NULL;
-    labels[n++] = python ? "libc and python" : "libc";
-    if (python) {
+    labels[n++] = python && *pool ? "libc, python and pool"
+                  : python        ? "libc and python"
+                  : *pool         ? "libc and pool"
+                                  : "libc";
+    if (python || *pool) {
         names[n] = labels[n] = "libc";
         n++;
+    }
+    if (python) {
         names[n] = labels[n] = "python";
+        n++;
+    }
+    if (*pool) {
+        names[n] = labels[n] = *pool;
         n++;
     }
     if (mr_capture_heap_named(cap, "mmap")) {
@@ -540,8 +551,9 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
                        "flamegraph show it");
         rc = MR_EXIT_BAD_INPUT;
     }
-    const char *names[4], *labels[4];
-    int n = rc == 0 ? view_heaps(run.cap, names, labels) : 0;
+    const char *names[5], *labels[5];
+    char* pool = NULL;
+    int n = rc == 0 ? view_heaps(run.cap, names, labels, &pool) : 0;
     mr_heap_pages* pages = mr_heap_pages_new();
     if (rc == 0 && !pages) {
         mr_error(path, "out of memory");
@@ -555,6 +567,7 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     if (rc == 0)
         rc = write_pages(pages, path, output, force);
     mr_heap_pages_free(pages);
+    free(pool);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     return rc;

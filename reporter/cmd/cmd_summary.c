@@ -11,6 +11,8 @@
 #include "memtrace/schema.h"
 
 #include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static const char summary_help[] =
     "usage: memreport summary CAPTURE [--heap NAME] [--json] [-o FILE] [-f]\n"
@@ -45,12 +47,16 @@ static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) 
     return rc;
 }
 
-// A python process's heaps (libc, python, the two together) into h[0..3), each left unread
-// where it is the heap reported (`shown`); got[i] says which were read (to be freed).
-// Returns 0 or an exit code (after the reason).
-static int python_heaps(mt_capture* cap, int shown, mr_aggregates h[3], bool got[3]) {
-    int ids[3] = {MT_HEAP_LIBC, mr_capture_heap_named(cap, "python"), MT_HEAP_PROGRAM};
-    for (int i = 0; ids[1] && i < 3; i++) {
+// The heaps of a process with a python or pool heap (libc, python, pool, all together) into
+// h[0..4), each left unread where the capture has none or it is the heap reported
+// (`shown`); got[i] says which were read (to be freed). Returns 0 or an exit code (after
+// the reason).
+static int program_heaps(mt_capture* cap, int shown, mr_aggregates h[4], bool got[4]) {
+    int ids[4] = {MT_HEAP_LIBC, mr_capture_heap_named(cap, "python"),
+                  mr_capture_heap_id(cap, MT_HEAP_POOL) ? MT_HEAP_POOL : 0, MT_HEAP_PROGRAM};
+    for (int i = 0; (ids[1] || ids[2]) && i < 4; i++) {
+        if (!ids[i] && i < 3)
+            continue;
         int rc = ids[i] == shown ? 0 : mr_aggregates_for(cap, ids[i], "summary", &h[i]);
         if (rc)
             return rc;
@@ -103,21 +109,30 @@ int mr_cmd_summary(int argc, char** argv) {
         if (!rc)
             rc = mmap_heap(cap, heap, &m, &has_mmap);
         sum.mmap = has_mmap ? &m.peak.heap : NULL;
-        mr_aggregates py[3];
-        bool got[3] = {false, false, false};
+        mr_aggregates py[4];
+        bool got[4] = {false, false, false, false};
         if (!rc)
-            rc = python_heaps(cap, heap, py, got);
-        if (got[0] || got[1] || got[2]) {
+            rc = program_heaps(cap, heap, py, got);
+        char* pool_name = mr_capture_heap_name(cap, MT_HEAP_POOL);
+        char total_of[128];
+        bool python = mr_capture_heap_named(cap, "python") != 0;
+        if (got[0] || got[1] || got[2] || got[3]) {
             sum.libc = got[0] ? &py[0].peak.heap : NULL;
             sum.python = got[1] ? &py[1].peak.heap : NULL;
-            sum.total = got[2] ? &py[2].peak.heap : &a.peak.heap;
+            sum.pool = got[2] ? &py[2].peak.heap : NULL;
+            sum.pool_name = pool_name ? pool_name : "pool";
+            sum.total = got[3] ? &py[3].peak.heap : &a.peak.heap;
+            snprintf(total_of, sizeof total_of, "%s%s%s", python ? "libc, python" : "libc",
+                     pool_name ? " and " : " and python", pool_name ? sum.pool_name : "");
+            sum.total_of = total_of;
         }
         mr_report_to to = mr_opts_report_to(&opt);
         if (!rc)
             rc = mr_summary_report_write(&to, &sum);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             if (got[i])
                 mr_aggregates_free(&py[i]);
+        free(pool_name);
         if (has_mmap)
             mr_aggregates_free(&m);
         mr_aggregates_free(&a);

@@ -6,17 +6,20 @@
 #include "memtrace/units.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-// Counts the libc heaps and the heaps of id MT_HEAP_NPU that are NPU heaps.
+// Counts the libc heaps, the heaps of id MT_HEAP_NPU that are NPU heaps, and the heaps
+// read with libc's as the program's (python, pool).
 typedef struct heap_census {
-    int libc, npu;
+    int libc, npu, program;
 } heap_census;
 
 static int count_heap(void* ud, const mt_heap_rec* h) {
     heap_census* c = ud;
     c->libc += h->id == MT_HEAP_LIBC;
     c->npu += h->id == MT_HEAP_NPU && h->kind && !strcmp(h->kind, "npu");
+    c->program += h->id == MT_HEAP_PYTHON || h->id == MT_HEAP_POOL;
     return 0;
 }
 
@@ -37,6 +40,37 @@ int mr_capture_heap_named(mt_capture* cap, const char* name) {
     return mt_capture_heaps(cap, match_heap, &l) == 0 ? l.id : 0;
 }
 
+typedef struct heap_by_id {
+    int id;
+    bool found;
+    char* name;
+} heap_by_id;
+
+static int find_id(void* ud, const mt_heap_rec* h) {
+    heap_by_id* l = ud;
+    if (h->id == l->id && !l->found) {
+        l->found = true;
+        l->name = h->name ? strdup(h->name) : NULL;
+    }
+    return 0;
+}
+
+char* mr_capture_heap_name(mt_capture* cap, int id) {
+    heap_by_id l = {id, false, NULL};
+    if (mt_capture_heaps(cap, find_id, &l)) {
+        free(l.name);
+        return NULL;
+    }
+    return l.name;
+}
+
+bool mr_capture_heap_id(mt_capture* cap, int id) {
+    heap_by_id l = {id, false, NULL};
+    int rc = mt_capture_heaps(cap, find_id, &l);
+    free(l.name);
+    return rc == 0 && l.found;
+}
+
 static const char* wanted_heap; // --heap NAME
 
 void mr_capture_want_heap(const char* name) {
@@ -51,11 +85,13 @@ int mr_capture_default_heap(mt_capture* cap) {
     int wanted = wanted_heap ? mr_capture_heap_named(cap, wanted_heap) : 0;
     if (wanted)
         return wanted;
-    // A python process: its objects are in heap python, the rest in libc's; both together.
-    if (!wanted_heap && mr_capture_heap_named(cap, "python"))
+    // A python process: its objects are in heap python, the rest in libc's; a program's own
+    // pool (memtrace.h) in heap pool. The program's heaps together.
+    heap_census c = {0, 0, 0};
+    int rc = mt_capture_heaps(cap, count_heap, &c);
+    if (!wanted_heap && rc == 0 && c.libc && c.program)
         return MT_HEAP_PROGRAM;
-    heap_census c = {0, 0};
-    if (mt_capture_heaps(cap, count_heap, &c) == 0 && c.libc == 0 && c.npu == 1)
+    if (rc == 0 && c.libc == 0 && c.npu == 1)
         return MT_HEAP_NPU;
     return MT_HEAP_LIBC;
 }

@@ -19,6 +19,10 @@ void mr_capture_want_heap(const char* name);
 const char* mr_wanted_heap_name(void); // NULL: none asked
 // The id of the heap named `name` in the capture, or 0 if it has none.
 int mr_capture_heap_named(mt_capture* cap, const char* name);
+// The name of the capture's heap `id` (malloc'd), or NULL if it has none (or no memory).
+char* mr_capture_heap_name(mt_capture* cap, int id);
+// Whether the capture has heap `id`.
+bool mr_capture_heap_id(mt_capture* cap, int id);
 
 // The extent in time of a capture's heap: a native heap's duration in ns (steps false), or
 // an imported NPU heap's number of allocation steps (steps true; they run 0..end-1).

@@ -153,12 +153,18 @@ static json_t* build_summary(const mr_summary* s) {
         json_object_set_new(o, "libc", heap_object(s->libc));
     if (s->python) // CPython's own allocators (PyMem_Malloc, PyObject_Malloc)
         json_object_set_new(o, "python", heap_object(s->python));
-    if (s->total) // libc's and python's heaps together: the process's own view
+    if (s->pool) { // the program's own pool (memtrace_report_alloc), under its name
+        json_t* pool = heap_object(s->pool);
+        json_object_set_new(pool, "name", mr_json_bytes(s->pool_name));
+        json_object_set_new(o, "pool", pool);
+    }
+    if (s->total) // the program's heaps together: the process's own view
         json_object_set_new(o, "total",
-                            json_pack("{s:I, s:I, s:I}", "peak_bytes",
+                            json_pack("{s:I, s:I, s:I, s:s}", "peak_bytes",
                                       (json_int_t)s->total->peak_bytes, "peak_time_ns",
                                       (json_int_t)s->total->peak_ts, "live_bytes",
-                                      (json_int_t)s->total->live_bytes));
+                                      (json_int_t)s->total->live_bytes, "heaps",
+                                      s->total_of ? s->total_of : "libc and python"));
     char* python = mt_capture_meta_text(cap, "python_allocators");
     if (python) // the CPython seen, and whether its allocators were recorded
         json_object_set_new(o, "python_allocators", mr_json_bytes(python));
@@ -206,37 +212,44 @@ static void print_mmap(FILE* out, json_t* m) {
 #undef MINT
 }
 
-// One heap of a python process (heap_object's): "libc" or "python".
-static void print_heap(FILE* out, json_t* s, const char* name) {
-    json_t* h = json_object_get(s, name);
+// One heap of a process with several (heap_object's): "libc", "python" or "pool" (shown
+// under the name the program gave it).
+static void print_heap(FILE* out, json_t* s, const char* key) {
+    json_t* h = json_object_get(s, key);
     if (!h)
         return;
+    const char* name = json_string_value(json_object_get(h, "name"));
+    name = name ? name : key;
     char a[32], b[32], c[32];
 #define HINT(k) (unsigned long long)json_integer_value(json_object_get(h, k))
-    fprintf(out,
-            "%s:%*speak %s at %s, live at the end %s in %llu block%s (%llu allocations, "
-            "--heap %s)\n",
-            name, (int)(13 - strlen(name)), "", mt_format_bytes(HINT("peak_bytes"), a, sizeof a),
+    mr_fputs_text(out, name);
+    fprintf(out, ":%*speak %s at %s, live at the end %s in %llu block%s (%llu allocations, --heap ",
+            strlen(name) < 13 ? (int)(13 - strlen(name)) : 1, "",
+            mt_format_bytes(HINT("peak_bytes"), a, sizeof a),
             mt_format_duration((int64_t)HINT("peak_time_ns"), b, sizeof b),
             mt_format_bytes(HINT("live_bytes"), c, sizeof c), HINT("live_blocks"),
-            HINT("live_blocks") == 1 ? "" : "s", HINT("allocations"), name);
+            HINT("live_blocks") == 1 ? "" : "s", HINT("allocations"));
+    mr_fputs_text(out, name);
+    fputs(")\n", out);
 #undef HINT
 }
 
-// A python process: each of its heaps, the two together, and the CPython seen.
+// A process with several heaps: each of them, all together, and the CPython seen.
 static void print_python(FILE* out, json_t* s) {
     print_heap(out, s, "libc");
     print_heap(out, s, "python");
+    print_heap(out, s, "pool");
     json_t* t = json_object_get(s, "total");
     char a[32], b[32], c[32];
     if (t)
         fprintf(
-            out, "total:        peak %s at %s, live at the end %s (libc and python)\n",
+            out, "total:        peak %s at %s, live at the end %s (%s)\n",
             mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "peak_bytes")), a,
                             sizeof a),
             mt_format_duration(json_integer_value(json_object_get(t, "peak_time_ns")), b, sizeof b),
             mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "live_bytes")), c,
-                            sizeof c));
+                            sizeof c),
+            json_string_value(json_object_get(t, "heaps")));
     const char* seen = json_string_value(json_object_get(s, "python_allocators"));
     if (seen) {
         fputs("pymalloc:     ", out);

@@ -33,11 +33,16 @@ typedef struct mr_summary {
     uint64_t kind_bytes[MT_LEAK_COUNT_], kind_blocks[MT_LEAK_COUNT_];
     // Else why the capture's scan did not run, as it says (NULL: a capture made before it).
     const char* no_scan;
-    // A python process (heap python): its libc heap and CPython's allocators, each when the
-    // report is of another heap (else NULL), and the two together (else NULL).
+    // A process with a python or pool heap: its libc heap, CPython's allocators and the
+    // blocks of the program's own pool (memtrace.h; named pool_name), each when the capture
+    // has it and the report is of another heap (else NULL), and the heaps together (else
+    // NULL).
     const mr_heap_totals* libc;
     const mr_heap_totals* python;
+    const mr_heap_totals* pool;
+    const char* pool_name;
     const mr_heap_totals* total;
+    const char* total_of; // which heaps total adds up ("libc and python")
 } mr_summary;
 
 // Writes the report. Returns 0 or an exit code (after printing the reason).

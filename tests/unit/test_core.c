@@ -27,12 +27,15 @@ static uint32_t worker_tid;
 
 // The event the core must have recorded for the call just made; seq is the next one taken.
 static void expect(int kind, uint64_t addr, uint64_t size) {
-    expected[nexpected++] = (mt_event){.seq = next_seq++,
-                                       .addr = addr,
-                                       .size = size,
-                                       .tid = (uint32_t)gettid(),
-                                       .kind = (uint8_t)kind,
-                                       .heap = MT_HEAP_LIBC};
+    expected[nexpected++] = (mt_event){
+        .seq = next_seq++,
+        .addr = addr,
+        .size = size,
+        .tid = (uint32_t)gettid(),
+        .kind = (uint8_t)kind,
+        // A program's pool blocks are a heap of their own.
+        .heap = kind == MT_KIND_CUSTOM_ALLOC || kind == MT_KIND_CUSTOM_FREE ? MT_HEAP_POOL
+                                                                            : MT_HEAP_LIBC};
 }
 
 // realloc as the shim records it: the free's seq is taken before the real call.
@@ -122,7 +125,7 @@ static bool callsite_known(uint32_t id) {
 static void check_events(mt_capture* cap) {
     CHECK_EQ_I64(mt_capture_callsites(cap, on_callsite, NULL), 0);
     mt_event_iter* it = NULL;
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &it), 0);
+    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_PROGRAM, &it), 0); // libc's and the pool's
     mt_event ev;
     size_t n = 0, bad = 0;
     int64_t last_ts = 0;
@@ -152,9 +155,11 @@ static void check_events(mt_capture* cap) {
     CHECK_EQ_I64(bad, 0);
     mt_event_iter_close(it);
 
-    mt_heap_span span;
+    mt_heap_span span, pool;
     CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_LIBC, &span), 1);
-    CHECK_EQ_I64(span.events, nexpected);
+    CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_POOL, &pool), 1);
+    CHECK_EQ_I64(pool.events, 2);
+    CHECK_EQ_I64(span.events + pool.events, nexpected);
     CHECK_EQ_I64(mt_capture_meta_int(cap, "events_written", -1), (int64_t)nexpected);
 }
 

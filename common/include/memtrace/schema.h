@@ -117,16 +117,21 @@ static inline const char* mt_leak_kind_name(int kind) {
 
 // Heap ids: heap 1 is the traced process's libc heap; an imported NPU log adds heap 2;
 // MEMTRACE_MMAP=1 adds heap 3, the program's anonymous mmap/munmap/mremap mappings; a CPython
-// process has heap 4, what its own allocators (PyMem_Malloc, PyObject_Malloc) returned.
+// process has heap 4, what its own allocators (PyMem_Malloc, PyObject_Malloc) returned; a
+// program that reports its own pool's blocks (memtrace.h) has heap 5, named "pool" unless
+// the program names it, written when its first block is.
 #define MT_HEAP_LIBC 1
 #define MT_HEAP_NPU 2
 #define MT_HEAP_MMAP 3
 #define MT_HEAP_PYTHON 4
+#define MT_HEAP_POOL 5
 // Not a heap of the capture: what readers take for "every heap the program allocates from"
-// (the libc and python heaps, read together in seq order), a python process's default view.
+// (the libc, python and pool heaps, read together in seq order), the default view of a
+// process that has a python or pool heap.
 #define MT_HEAP_PROGRAM 0
-// The chunks of heap `id` that a reader of `heap` reads (MT_HEAP_PROGRAM: libc's and python's).
-#define MT_HEAP_SQL_MATCH "(heap=?1 OR (?1=0 AND heap IN (1,4)))"
+// The chunks of heap `id` that a reader of `heap` reads (MT_HEAP_PROGRAM: libc's, python's
+// and the pool's).
+#define MT_HEAP_SQL_MATCH "(heap=?1 OR (?1=0 AND heap IN (1,4,5)))"
 
 // Chunk codecs (event_chunk.codec). Schema 1 captures hold codec 1 only, schema 2 codec 2
 // only (the same columns followed by a CRC32C of the row), schema 3 codec 3 only (columns of
