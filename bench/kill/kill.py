@@ -29,26 +29,12 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
+from checks import exit_watchers  # noqa: E402
+
 PERIOD_US = 100
 TIMELINE = 8192  # bench_paced.c: where its timeline starts in the count file
-
-
-def watchers(cap):
-    """The exit watchers still writing `cap` (tasks named memtrace-watch whose environment,
-    the program's, names it)."""
-    want = f"MEMTRACE_OUTPUT={cap}".encode()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/comm", "rb") as f:
-                if f.read().strip() != b"memtrace-watch":
-                    continue
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                if want in f.read().split(b"\0"):
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
@@ -65,7 +51,7 @@ def one_kill(build, prog, tmp, name, args, env_extra, delay_s):
     p.send_signal(signal.SIGKILL)
     p.wait()
     for _ in range(400):  # the watcher finishes the capture (10 s at most)
-        if not watchers(cap):
+        if not exit_watchers(cap):
             break
         time.sleep(0.05)
     data = b""  # killed before the program made its file
