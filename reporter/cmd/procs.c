@@ -13,7 +13,6 @@
 #include "procs_timeline.h"
 #include "procs_views.h"
 #include "profile.h"
-#include "replay.h"
 #include "runtime_held.h"
 #include "symbols.h"
 
@@ -72,6 +71,7 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs
         if (at) {
             pq.moment = MR_AT_TIME;
             pq.at = at->at[built];
+            pq.before_seq = at->before_seq[built];
         }
         if ((rc = p->sym ? mr_program_profile_for(p->path, p->cap, p->sym, &pq, &(*v)[built])
                          : mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
@@ -108,43 +108,6 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
     mr_procs_moment_free(&joint);
     mr_capture_set_free(&s);
     return rc;
-}
-
-// The live bytes at a moment (MR_AT_TIME's: before the first event stamped after it).
-typedef struct live_at {
-    int64_t at;
-    bool past;
-    uint64_t bytes;
-} live_at;
-
-static int follow_live(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    (void)freed;
-    live_at* l = ud;
-    if (!l->past && ev->ts > l->at)
-        l->past = true;
-    if (!l->past)
-        l->bytes = r->live_bytes;
-    return 0;
-}
-
-// A process's live bytes at `at` (< 0: it was not running then, so none), replayed up to
-// that moment. Returns an exit code.
-static int live_at_moment(const mr_process* p, int64_t at, uint64_t* bytes) {
-    *bytes = 0;
-    if (at < 0)
-        return MR_EXIT_OK;
-    mr_replay r;
-    if (mr_replay_init(&r, p->cap, mr_capture_default_heap(p->cap))) {
-        mr_error(p->path, "out of memory");
-        return MR_EXIT_IO;
-    }
-    live_at live = {.at = at};
-    int e = mr_replay_run(&r, UINT64_MAX, follow_live, &live);
-    if (e)
-        mr_error(p->path, "%s", r.err[0] ? r.err : "corrupt capture");
-    *bytes = live.bytes;
-    mr_replay_free(&r);
-    return e ? mr_exit_code(e) : MR_EXIT_OK;
 }
 
 // The numbers of one process, from its aggregates. Returns an exit code.
@@ -186,7 +149,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
         rc = mr_procs_joint_peak(&s, &joint);
     for (size_t i = 0; !rc && i < s.n; i++)
         if (!(rc = numbers_of(&s.procs[i], &nums[i])))
-            rc = live_at_moment(&s.procs[i], joint.at[i], &nums[i].at_joint_peak);
+            nums[i].at_joint_peak = joint.live[i];
     mr_report_to to = mr_opts_report_to(o);
     if (!rc)
         rc = mr_procs_summary_write(&to, &s, nums, &joint);
@@ -199,7 +162,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
 // The flame tree of one process at `at` (the processes' joint peak), or at its end.
 // Returns an exit code.
 static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at,
-                        mr_flame_tree* t) {
+                        uint64_t before_seq, mr_flame_tree* t) {
     mr_symbols* sym = NULL;
     int rc = mr_open_symbols(p->cap, &sym);
     if (rc)
@@ -207,6 +170,7 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
     q.moment = mode == MR_FLAMEGRAPH_LEAKS ? MR_AT_END : MR_AT_TIME;
     q.at = at;
+    q.before_seq = before_seq;
     q.progress = "flamegraph";
     mr_profile prof;
     char err[256];
@@ -251,7 +215,8 @@ static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a,
     int rc = MR_EXIT_OK;
     for (size_t i = 0; !rc && i < s->n; i++) {
         mr_flame_tree t = {0};
-        rc = process_tree(&s->procs[i], a->mode, joint->n ? joint->at[i] : -1, &t);
+        rc = process_tree(&s->procs[i], a->mode, joint->n ? joint->at[i] : -1,
+                          joint->n ? joint->before_seq[i] : 0, &t);
         if (!rc && mr_flame_tree_prune(&t, a->min_width, MAX_NODES)) {
             mr_error(s->procs[i].path, "out of memory");
             rc = MR_EXIT_IO;

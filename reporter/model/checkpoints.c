@@ -454,8 +454,10 @@ static bool at_times(const mr_query* qs, size_t n) {
     bool any = false;
     for (size_t k = 0; k < n; k++) {
         const mr_query* q = &qs[k];
+        // A checkpoint is found by time: one within the nanosecond of `at` may be past
+        // before_seq.
         if (q->from != INT64_MIN || q->to != INT64_MAX || q->tid || q->by_thread || q->observe ||
-            q->range_blocks)
+            q->range_blocks || q->before_seq)
             return false;
         any |= q->moment == MR_AT_TIME;
     }

@@ -360,6 +360,125 @@ void mr_procs_timeline_free(mr_procs_timeline* t) {
 // The buckets only speed up the exact search (exact_peak): the peak does not depend on them.
 #define MOMENT_BUCKETS 1024
 
+// ---- each process's share of the peak
+// The peak is a point in the sum's order of events, which may fall between two events of
+// one nanosecond (of one process, or of two). Each process whose series has a point near
+// the peak's time T is replayed up to T: its live bytes before T and its events stamped T
+// (its end too, when it ends then), merged in the sum's order (tree order, then seq); the
+// cut is where that order first reaches the highest sum, and each process's share is its
+// live bytes at the cut. The others held one value around T, their series' last before it.
+
+typedef struct at_peak {
+    int64_t shift, t; // the process's offset on the common axis; T
+    uint64_t before;  // live bytes after its last event before T
+    change* v;        // its events stamped T
+    size_t n, cap;
+} at_peak;
+
+static int follow_to_peak(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    (void)freed;
+    at_peak* a = ud;
+    int64_t ts = ev->ts + a->shift;
+    if (ts > a->t)
+        return 1; // past T: the rest is not read
+    if (ts < a->t) {
+        a->before = r->live_bytes;
+        return 0;
+    }
+    if (mt_vec_grow(&a->v, &a->cap, a->n + 1, sizeof *a->v))
+        return -ENOMEM;
+    a->v[a->n++] = (change){ts, 0, ev->seq, r->live_bytes};
+    return 0;
+}
+
+// The last value of a series at or before x, and whether it has a point within `near` of x.
+static uint64_t held_at(const mr_points* h, int64_t x, int64_t near, bool* close) {
+    uint64_t y = 0;
+    *close = false;
+    for (size_t k = 0; k < h->n; k++) {
+        if (h->v[k].x >= x - near && h->v[k].x <= x + near)
+            *close = true;
+        if (h->v[k].x <= x)
+            y = h->v[k].y;
+    }
+    return y;
+}
+
+// Fills m's at, before_seq and live for the peak at m->ts of t. `near`: the buckets'
+// width, within which a process with an event at T has a point. Returns 0 or a negative
+// errno with the reason in *err.
+static int cut_at_peak(const mr_capture_set* s, const mr_procs_timeline* t, int64_t near,
+                       mr_procs_moment* m, mr_procs_error* err) {
+    int64_t T = m->ts;
+    change* all = NULL; // the events stamped T of every process replayed, proc set
+    size_t nall = 0, cap = 0;
+    uint64_t sum = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        const mr_proc_series* ps = &t->procs[i];
+        m->at[i] = T >= ps->offset && T <= ps->end ? T - ps->offset : -1;
+        bool close;
+        uint64_t held = held_at(&ps->t.heap, T, near, &close);
+        if (T < ps->offset || T > ps->end + 1 || (!close && T != ps->end + 1)) {
+            m->live[i] = m->at[i] < 0 ? 0 : held;
+            sum += m->live[i];
+            continue;
+        }
+        at_peak a = {.shift = ps->offset, .t = T};
+        mr_replay r;
+        int e = mr_replay_init(&r, s->procs[i].cap, mr_capture_default_heap(s->procs[i].cap));
+        if (!e && (e = mr_replay_run(&r, UINT64_MAX, follow_to_peak, &a)) > 0)
+            e = 0;
+        if (!e && T == ps->end + 1) // it ends here: it drops to 0 after its events
+            e = mt_vec_grow(&a.v, &a.cap, a.n + 1, sizeof *a.v) ? -ENOMEM : 0;
+        if (!e && T == ps->end + 1)
+            a.v[a.n++] = (change){T, 0, UINT64_MAX, 0};
+        if (!e && mt_vec_grow(&all, &cap, nall + a.n, sizeof *all))
+            e = -ENOMEM;
+        for (size_t k = 0; !e && k < a.n; k++) {
+            all[nall] = a.v[k];
+            all[nall++].proc = (uint32_t)i;
+        }
+        m->live[i] = a.before;
+        sum += a.before;
+        if (e)
+            rc = fail(err, s->procs[i].path, e, r.err);
+        free(a.v);
+        mr_replay_free(&r);
+    }
+    if (!rc && nall > 1)
+        qsort(all, nall, sizeof *all, by_time);
+    uint64_t* cur = rc ? NULL : malloc((s->n + 1) * sizeof *cur);
+    if (!rc && !cur)
+        rc = fail(err, s->procs[0].path, -ENOMEM, "");
+    // The cut: after the first event that reaches the highest sum (none: before them all).
+    size_t cut = 0;
+    if (!rc) {
+        memcpy(cur, m->live, s->n * sizeof *cur);
+        uint64_t best = sum;
+        for (size_t k = 0; k < nall; k++) {
+            sum = sum - cur[all[k].proc] + all[k].live;
+            cur[all[k].proc] = all[k].live;
+            if (sum > best) {
+                best = sum;
+                cut = k + 1;
+            }
+        }
+    }
+    for (size_t k = 0; !rc && k < cut; k++)
+        m->live[all[k].proc] = all[k].live;
+    for (size_t k = nall; !rc && k-- > cut;) { // each process's first event after the cut
+        const change* c = &all[k];
+        if (c->seq == UINT64_MAX) // its end, after the cut: it still held its bytes
+            m->at[c->proc] = T - t->procs[c->proc].offset;
+        else
+            m->before_seq[c->proc] = c->seq;
+    }
+    free(cur);
+    free(all);
+    return rc;
+}
+
 int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err) {
     memset(m, 0, sizeof *m);
     mr_procs_timeline t;
@@ -373,16 +492,20 @@ int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_e
     m->n = s->n;
     m->peak = t.total_peak;
     m->ts = t.total_peak_ts;
-    for (size_t i = 0; i < s->n; i++) {
-        const mr_proc_series* ps = &t.procs[i];
-        // As in the sum: a process counts from its start to its end, 0 outside.
-        m->at[i] = m->ts >= ps->offset && m->ts <= ps->end ? m->ts - ps->offset : -1;
-    }
+    if (!(m->before_seq = calloc(s->n + 1, sizeof *m->before_seq)) ||
+        !(m->live = calloc(s->n + 1, sizeof *m->live)))
+        rc = fail(err, s->procs[0].path, -ENOMEM, "");
+    else
+        rc = cut_at_peak(s, &t, t.duration / MOMENT_BUCKETS + 1, m, err);
     mr_procs_timeline_free(&t);
-    return 0;
+    if (rc)
+        mr_procs_moment_free(m);
+    return rc;
 }
 
 void mr_procs_moment_free(mr_procs_moment* m) {
     free(m->at);
+    free(m->before_seq);
+    free(m->live);
     memset(m, 0, sizeof *m);
 }

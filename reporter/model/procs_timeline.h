@@ -57,6 +57,12 @@ typedef struct mr_procs_moment {
     // For s->procs[i], the time on its own capture's axis to ask it about (MR_AT_TIME):
     // at[i] < 0 when it was not running then (not started yet, or ended: nothing live).
     int64_t* at;
+    // and the first of its events stamped at[i] that came after the peak in the sum's
+    // order (mr_query.before_seq; 0: none did), so that two events of one nanosecond are
+    // told apart as the peak was;
+    uint64_t* before_seq;
+    // and its live bytes then: its share of the peak (the shares sum to it).
+    uint64_t* live;
     size_t n;
 } mr_procs_moment;
 

@@ -166,7 +166,8 @@ static inline bool is_candidate(builder* b, size_t k, const mt_event* ev, bool p
         return peak;
     if (q->moment != MR_AT_TIME || b->past[k])
         return false;
-    if (ev->ts > q->at) { // the moment is the state before the first such event
+    if (ev->ts > q->at || (q->before_seq && ev->seq >= q->before_seq)) {
+        // the moment is the state before the first such event
         b->past[k] = true;
         return false;
     }

@@ -27,6 +27,8 @@ typedef struct mr_query {
     int heap;         // MT_HEAP_LIBC, MT_HEAP_NPU
     mr_moment moment; // the moment of the live metrics
     int64_t at;       // MR_AT_TIME: ns since start (steps for an NPU heap)
+    // MR_AT_TIME: and before the event of this seq, one stamped `at` (0: no such bound).
+    uint64_t before_seq;
     int64_t from, to; // allocations counted when from <= ts <= to; MR_AT_PEAK's bounds
     uint32_t tid;     // 0: every thread; else only this thread's blocks and allocations
     // The live and end metrics count only the blocks allocated within from..to (at the

@@ -155,13 +155,13 @@ def case_tree(memtrace, memreport, leaks, peak, realloc_chain, work):
               f"baseline and truth ({want})")
     check(total["sum_of_peaks_bytes"] == sum(p["peak_bytes"] for p in procs),
           "total: the sum of the peaks")
-    # Each process's share is its state at the end of the peak's time stamp (the tracer
-    # stamps whole microseconds): at most the exact joint peak.
-    check(sum(p["at_joint_peak_bytes"] for p in procs) <= total["peak_bytes"] and
+    # Each process's share is its state at the peak, between two events of one time stamp
+    # if the peak falls there (the tracer stamps whole microseconds): they sum to it.
+    check(sum(p["at_joint_peak_bytes"] for p in procs) == total["peak_bytes"] and
           max(p["peak_bytes"] for p in procs) <= total["peak_bytes"] <=
           total["sum_of_peaks_bytes"],
-          "total: the joint peak, at least what each process held then summed, between the "
-          "highest own peak and the sum of them")
+          "total: the joint peak, what each process held then summed, between the "
+          f"highest own peak and the sum of them: {[p['at_joint_peak_bytes'] for p in procs]}")
     text = run([memreport, "summary", caps])
     check(text.returncode == 0 and f"processes:    {len(procs)}" in text.stdout and
           all(f"    {p} [" in text.stdout for p in progs),
@@ -270,6 +270,8 @@ def case_reports(memtrace, memreport, leaks, peak, realloc_chain, work):
     # top: functions summed over processes; --by-process splits them again. Live bytes are
     # those of the moment the processes together held the most (summary's processes then).
     summary["total"]["at_joint_peak_bytes"] = sum(p["at_joint_peak_bytes"] for p in procs)
+    check(summary["total"]["at_joint_peak_bytes"] == summary["total"]["peak_bytes"],
+          "summary: the processes' shares sum to their joint peak")
     for metric, key, total in (("live", "at_joint_peak_bytes", "at_joint_peak_bytes"),
                                ("leaked", "leaked_bytes", "leaked_bytes"),
                                ("allocated", "bytes_allocated", "bytes_allocated")):

@@ -4,6 +4,7 @@
 // known truth (tests/reports/fixture.c: ts = seq * 1000 ns, placed on the common axis by
 // meta start_realtime_ns) and on random ones against a plain merge of every event.
 #include "procs_timeline.h"
+#include "profile.h"
 #include "replay.h"
 
 #include "../check.h"
@@ -70,6 +71,72 @@ static void test_known(void) {
     mr_capture_set_free(&s);
 }
 
+// Process i's live bytes at the moment m says to ask it about, as a report reads it.
+static uint64_t profile_live(const mr_capture_set* s, const mr_procs_moment* m, size_t i) {
+    if (m->at[i] < 0)
+        return 0;
+    mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
+    q.moment = MR_AT_TIME;
+    q.at = m->at[i];
+    q.before_seq = m->before_seq[i];
+    mr_profile p;
+    char err[256];
+    CHECK_EQ_I64(mr_profile_build(s->procs[i].cap, &q, &p, err, sizeof err), 0);
+    uint64_t live = p.live_bytes;
+    mr_profile_free(&p);
+    return live;
+}
+
+// The moment's shares sum to its peak, and each is what a report of that process reads.
+static void check_shares(const mr_capture_set* s, const mr_procs_moment* m) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        sum += m->live[i];
+        CHECK_EQ_I64(profile_live(s, m, i), m->live[i]);
+    }
+    CHECK_EQ_I64(sum, m->peak);
+}
+
+// The peak between two events of one time stamp: A and B start together; at 2 us A
+// allocates 400 (A 1000 + B 300: 1300, the peak), frees them, and B frees its 300. Each
+// process's state at the end of 2 us sums to 600; at the peak, in the sum's order (tree
+// order, then seq), A holds 1000 and B 300.
+static void test_shares_within_a_stamp(void) {
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/pt_sa.db", fx_tmpdir());
+    snprintf(b, sizeof b, "%s/pt_sb.db", fx_tmpdir());
+    fx f;
+    fx_open(&f, a);
+    meta(&f, 0, 30);
+    fx_alloc(&f, 100, 0x1000, 600, 1); // 1 us: 600
+    fx_alloc(&f, 100, 0x2000, 400, 1); // 2 us: 1000
+    fx_free(&f, 100, 0x2000);          // 2 us: 600
+    f.ev[f.n - 1].ts = 2000;
+    fx_free(&f, 100, 0x1000); // 4 us: 0
+    fx_finish(&f, "complete");
+    fx_open(&f, b);
+    meta(&f, 0, 31);
+    fx_alloc(&f, 100, 0x1000, 300, 1); // 1 us: 300
+    fx_free(&f, 100, 0x1000);          // 2 us: 0
+    fx_alloc(&f, 100, 0x2000, 1, 1);   // 3 us: 1
+    fx_finish(&f, "complete");
+    char* paths[] = {a, b};
+    mr_capture_set s;
+    open_set(&s, paths, 2);
+    mr_procs_moment m;
+    mr_procs_error err;
+    CHECK_EQ_I64(mr_procs_moment_find(&s, &m, &err), 0);
+    CHECK_EQ_I64(m.peak, 1300);
+    CHECK_EQ_I64(m.ts, 2000);
+    CHECK_EQ_I64(m.live[0], 1000);
+    CHECK_EQ_I64(m.live[1], 300);
+    CHECK_EQ_I64(m.before_seq[0], 3); // A's free of its 400
+    CHECK_EQ_I64(m.before_seq[1], 2); // B's free of its 300
+    check_shares(&s, &m);
+    mr_procs_moment_free(&m);
+    mr_capture_set_free(&s);
+}
+
 static uint32_t next_random(uint64_t* state) {
     *state = *state * 6364136223846793005u + 1442695040888963407u;
     return (uint32_t)(*state >> 33);
@@ -127,7 +194,8 @@ static uint64_t brute_peak(const mr_capture_set* s, const mr_procs_timeline* t, 
     return best;
 }
 
-// Three processes of random allocations and frees at random offsets, in 1 to 1000 buckets.
+// Three processes of random allocations and frees at random offsets, some two to a time
+// stamp, in 1 to 1000 buckets; the joint peak's shares.
 static void test_random(void) {
     for (uint64_t seed = 1; seed <= 15; seed++) {
         uint64_t rnd = seed;
@@ -151,6 +219,8 @@ static void test_random(void) {
                     fx_alloc(&f, 100, live[nlive++] = next_addr += 0x100,
                              1 + next_random(&rnd) % 1000, 1);
                 }
+                if (f.n > 1 && next_random(&rnd) % 4 == 0) // one stamp for two events
+                    f.ev[f.n - 1].ts = f.ev[f.n - 2].ts;
             }
             total += f.seq;
             fx_finish(&f, "complete");
@@ -164,12 +234,18 @@ static void test_random(void) {
             CHECK_EQ_I64(t.total_peak, brute_peak(&s, &t, total));
             mr_procs_timeline_free(&t);
         }
+        mr_procs_moment m;
+        mr_procs_error err;
+        CHECK_EQ_I64(mr_procs_moment_find(&s, &m, &err), 0);
+        check_shares(&s, &m);
+        mr_procs_moment_free(&m);
         mr_capture_set_free(&s);
     }
 }
 
 int main(void) {
     test_known();
+    test_shares_within_a_stamp();
     test_random();
     CHECK_DONE();
 }
