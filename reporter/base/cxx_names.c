@@ -208,10 +208,16 @@ char* mr_cxx_name_short(const char* name, char* buf, size_t len) {
     put(&a, "", 0);
     put(&b, "", 0);
     put(&c, "", 0);
-    // "> >" as older demanglers close nested templates; ">>" as newer ones do.
-    for (const char* p = name; *p; p++)
-        if (!(p[0] == ' ' && p > name && p[-1] == '>' && p[1] == '>'))
+    // "> >" as older demanglers close nested templates; ">>" as newer ones do. ABI tags
+    // ("[abi:cxx11]": the function returns a std::string of the C++11 ABI) tell overloads
+    // apart for the linker, not for a reader.
+    for (const char* p = name; *p; p++) {
+        const char* tag_end = starts(p, "[abi:") ? strchr(p, ']') : NULL;
+        if (tag_end)
+            p = tag_end;
+        else if (!(p[0] == ' ' && p > name && p[-1] == '>' && p[1] == '>'))
             put(&a, p, 1);
+    }
     aliased(&b, a.p ? a.p : name);
     collapse(&c, name_start(b.p ? b.p : name));
     const char* got = c.p ? c.p : name;
@@ -245,7 +251,8 @@ const char* mr_cxx_name_display(const char* name, char* buf, size_t len) {
     // Only a C++ (or Rust) name has something to shorten: a scope or a parameter list, and
     // template arguments or a return type. C names, Python's <module> and whatever else a
     // program named its functions are shown as they are.
-    if (full_names || !name || (!strchr(name, '<') && !strchr(name, ' ')) ||
+    if (full_names || !name ||
+        (!strchr(name, '<') && !strchr(name, ' ') && !strstr(name, "[abi:")) ||
         (!strstr(name, "::") && !signature(name)))
         return name;
     return mr_cxx_name_short(name, buf, len);

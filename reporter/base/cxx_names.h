@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // C++ names as reports show them (docs/names.md): the standard library's spelled-out
 // types read as their aliases (std::string for std::__cxx11::basic_string<char,
-// std::char_traits<char>, std::allocator<char> >), template arguments collapse to <...>
-// and a function template's return type goes, as IDEs and profilers' call trees show
-// them; --full-names (mr_cxx_names_set_full) keeps names as demangled. Only text and what
-// a page draws are shortened: JSON and hovers carry the full name. Knows no capture and
-// never fails: a name it cannot read is returned as it is.
+// std::char_traits<char>, std::allocator<char> >), template arguments collapse to <...>,
+// a function template's return type and ABI tags ([abi:cxx11]) go, as IDEs and profilers'
+// call trees show them; --full-names (mr_cxx_names_set_full) keeps names as demangled.
+// Only text and what a page draws are shortened: JSON and hovers carry the full name.
+// Knows no capture and never fails: a name it cannot read is returned as it is.
 #ifndef MR_CXX_NAMES_H
 #define MR_CXX_NAMES_H
 

@@ -77,6 +77,11 @@ def main():
     text = run("top", cap, "--top", "0")
     check("app::Store<...>::add(app::Record const&)" in text and "std::" not in text and
           "past the C++ standard library" in text, "top: text names what it passed")
+    # ABI tags ([abi:cxx11]: the function returns a std::string) are the linker's, not the
+    # reader's: text drops them, JSON keeps the name as demangled.
+    check("  app::load_names(int) (" in text and "  app::build_index(int) (" in text and
+          "[abi:" not in text, "top: no ABI tag in text")
+    check(LOAD_NAMES in fns, "top --json: the name with its ABI tag")
     callers = run("top", cap, "--callers", "Store<app::Record>::add")
     check("100.0%  main (" in callers, "top --callers: main calls Store::add, no std:: between")
     st = {r["site"]: r["peak_bytes"] for r in json.loads(run("stats", cap, "--json", "--top", "0"))
@@ -93,9 +98,12 @@ def main():
     check("app::Store<...>::add(app::Record const&)" in text and "std::__cxx11" not in text and
           "wrappers: the C++ standard library" in text,
           "stats: short names in text, the standard library named as what it passed")
+    check("  app::load_names(int) (" in text and "[abi:" not in text, "stats: no ABI tag in text")
     stacks = run("stacks", cap, "--top", "0")
     check("std::vector<...>::push_back(std::string&&)" in stacks and "std::__cxx11" not in stacks,
           "stacks: short names in text")
+    check("app::load_names(int) (" in stacks and "[abi:" not in stacks,
+          "stacks: no ABI tag in text")
 
     diff = run("diff", cap, caps[1], "--top", "0")
     fn_rows = diff.split("stacks, largest change first:")[0].split("function (file)")[-1]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Short C++ names (reporter/base/cxx_names.h) against names g++ 12 and libc++ demangle to,
 // each with the short form written here by hand: the standard aliases, template arguments
-// collapsed, return types dropped, operators kept; Rust, Python and C names left as they
+// collapsed, return types and ABI tags dropped, operators kept; Rust, Python and C names left as they
 // are; --full-names; the standard library's functions recognised; cutting on UTF-8.
 #include "cxx_names.h"
 
@@ -44,6 +44,12 @@ static const char* const cases[][2] = {
     {"core::ptr::drop_in_place::<alloc::vec::Vec<u8>>",
      "core::ptr::drop_in_place::<alloc::vec::Vec<u8>>"},
     {"<() as std::process::Termination>::report", "<() as std::process::Termination>::report"},
+    {"app::load_names[abi:cxx11](int)", "app::load_names(int)"},
+    {"std::map<" STR ", std::vector<int, std::allocator<int> >, std::less<" STR
+     " >, std::allocator<std::pair<" STR " const, std::vector<int, std::allocator<int> > > > > "
+     "app::build_index[abi:cxx11](int)",
+     "app::build_index(int)"},
+    {"app::Tagged[abi:v2][abi:cxx11]::name[abi:cxx11]() const", "app::Tagged::name() const"},
 };
 
 // Names reports leave alone: C, Python, an address, a name a program chose.
