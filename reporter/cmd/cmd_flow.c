@@ -41,7 +41,9 @@ static const char flow_help[] =
     "  --min-share P      hide the lines, and the calls, below P percent of the live bytes\n"
     "                     at every moment (default 1, heapprof's; 0 shows everything); the\n"
     "                     numbers of what is shown do not change\n"
-    "  --all-frames       noise frames (allocator internals, start-up code) are lines too\n"
+    "  --all-frames       noise frames (allocator internals, start-up code) and the C++\n"
+    "                     standard library's are lines too (else what the library\n"
+    "                     allocates is its caller's line's, as in top)\n"
     "  -j, --json         the graph as JSON: moments, nodes with their lines and numbers,\n"
     "                     edges with their bytes\n"
     "  --full-names       C++ names as demangled in the boxes (default: std::string, <...>,\n"
@@ -183,6 +185,13 @@ static int add_profile(stacks* s, const mr_profile* p, size_t t) {
                 return -ENOMEM;
             memcpy(&s->lines[n], ids, k * sizeof *ids);
             n += k;
+        }
+        if (!s->all_frames) { // the allocation plumbing passed, as top passes it (functions.h)
+            size_t kept = 0;
+            for (size_t k = 0; k < n; k++)
+                if (!mr_sites_is_plumbing(s->g->lines[s->lines[k]].function))
+                    s->lines[kept++] = s->lines[k];
+            n = kept ? kept : n; // a stack of plumbing only is shown whole
         }
         if (MT_VEC_RESERVE(&s->lines, &s->lines_cap, n + 2))
             return -ENOMEM;

@@ -137,16 +137,32 @@ def main():
     full = run("live", cap, "--once", "--full-names")
     check(STORE_ADD in full, "live --full-names: the name as demangled")
 
+    # flow passes the standard library as top does: its lines fold into their callers,
+    # which hold its bytes; --all-frames shows them (and what they allocate) again.
     dot = run("flow", cap)
+    labels = re.findall(r"label=<(<table.*?</table>)>", dot)
+    check(any("app::Store&lt;...&gt;::add(app::Record const&amp;)" in lb for lb in labels) and
+          not any("std::" in lb for lb in labels), f"flow: no std:: box: {labels}")
+    flow = json.loads(run("flow", cap, "--json", "--min-share", "0"))
+    local = {}
+    for n in flow["nodes"]:
+        name = n["lines"][-1]["function"]
+        local[name] = local.get(name, 0) + n["local"][0]
+    got = {n: local.get(n) for n in SELF_AT_PEAK}
+    check(got == SELF_AT_PEAK and not any(n.startswith("std::") for n in local),
+          f"flow --json: the program's lines hold top's self {got}, no std:: line")
+    dot = run("flow", cap, "--all-frames")
     labels = re.findall(r"label=<(<table.*?</table>)>", dot)
     tips = [re.sub(r"\\(.)", r"\1", t)  # a tooltip is a DOT string: \" and \\ escaped
             for t in re.findall(r'tooltip="((?:[^"\\]|\\.)*)"', dot)]
     check(any(CONSTRUCT_SHORT in lb for lb in labels) and
           any("app::Store&lt;...&gt;::add(app::Record const&amp;)" in lb for lb in labels) and
-          not any("std::__cxx11" in lb for lb in labels), "flow: short names in the boxes")
+          not any("std::__cxx11" in lb for lb in labels),
+          "flow --all-frames: the standard library's boxes, short names")
     check(any(CONSTRUCT in t for t in tips), "flow: the whole names in the boxes' tooltips")
-    check(CONSTRUCT in html.unescape(run("flow", cap, "--full-names")) and
-          CONSTRUCT in {ln["function"] for n in json.loads(run("flow", cap, "--json"))["nodes"]
+    check(CONSTRUCT in html.unescape(run("flow", cap, "--full-names", "--all-frames")) and
+          CONSTRUCT in {ln["function"] for n in json.loads(run("flow", cap, "--json",
+                                                                "--all-frames"))["nodes"]
                         for ln in n["lines"]}, "flow --full-names and --json: whole names")
 
     png, data = os.path.join(work, "sites.png"), os.path.join(work, "sites.json")
@@ -166,7 +182,7 @@ def main():
     if not failures:
         skip_without("dot")  # flow -o FILE.svg runs Graphviz's dot
     svg = os.path.join(work, "flow.svg")
-    run("flow", cap, "-o", svg)
+    run("flow", cap, "-o", svg, "--all-frames")
     with open(svg) as f:
         text = f.read()
     shown = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", text)]
