@@ -150,3 +150,11 @@ add_test(NAME e2e.view_browser
           $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
           ${CMAKE_CURRENT_BINARY_DIR}/reports-view)
 set_tests_properties(e2e.view_browser PROPERTIES LABELS e2e TIMEOUT 180 SKIP_RETURN_CODE 77)
+
+# A function name of over 3,000 characters: whole in every text view that prints whole
+# names and in JSON, cut visibly where a view cuts by design (tests/reports/long_names_test.py).
+add_test(NAME e2e.long_names
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/long_names_test.py
+          $<TARGET_FILE:memreport> $<TARGET_FILE:reports_fixture>
+          ${CMAKE_CURRENT_BINARY_DIR}/reports-long-names)
+set_tests_properties(e2e.long_names PROPERTIES LABELS e2e TIMEOUT 120)

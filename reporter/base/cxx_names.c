@@ -2,6 +2,8 @@
 // Short C++ names (cxx_names.h).
 #include "cxx_names.h"
 
+#include "escape.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,14 +223,17 @@ char* mr_cxx_name_short(const char* name, char* buf, size_t len) {
     aliased(&b, a.p ? a.p : name);
     collapse(&c, name_start(b.p ? b.p : name));
     const char* got = c.p ? c.p : name;
-    size_t n = strlen(got);
+    static const char ellipsis[] = "\xe2\x80\xa6"; // U+2026
+    size_t n = strlen(got), el = 0;
     if (n > len - 1) {
-        n = len - 1;
+        el = len - 1 >= 2 * (sizeof ellipsis - 1) ? sizeof ellipsis - 1 : 0;
+        n = len - 1 - el;
         while (n > 0 && ((unsigned char)got[n] & 0xC0) == 0x80)
             n--;
     }
     memcpy(buf, got, n);
-    buf[n] = 0;
+    memcpy(buf + n, ellipsis, el);
+    buf[n + el] = 0;
     free(a.p);
     free(b.p);
     free(c.p);
@@ -266,6 +271,12 @@ char* mr_cxx_name_display_dup(const char* name) {
         return buf;
     free(buf);
     return NULL;
+}
+
+void mr_cxx_name_fputs(FILE* out, const char* name) {
+    char* dup = mr_cxx_name_display_dup(name);
+    mr_fputs_text(out, dup ? dup : name);
+    free(dup);
 }
 
 bool mr_cxx_name_is_std(const char* name) {

@@ -11,13 +11,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 // The display form of every name shown from now on: full (--full-names) or short.
 void mr_cxx_names_set_full(bool full);
 bool mr_cxx_names_full(void);
 
-// The short form of `name` into buf (len >= 1), NUL-terminated and cut at len - 1 bytes
-// (never in the middle of a UTF-8 sequence). Returns buf.
+// The short form of `name` into buf (len >= 1), NUL-terminated; one longer than len - 1
+// bytes is cut visibly, ending in "…" (never in the middle of a UTF-8 sequence): for a
+// view that cuts names by design (a plot's legend). Returns buf.
 char* mr_cxx_name_short(const char* name, char* buf, size_t len);
 // What a report shows for `name`: name itself with --full-names or when it has nothing to
 // shorten, else its short form in buf. Returns one of the two.
@@ -26,6 +28,9 @@ const char* mr_cxx_name_display(const char* name, char* buf, size_t len);
 // What a report shows for `name` (as mr_cxx_name_display), whole however long: malloc'd,
 // or NULL when that is name itself (or out of memory): the caller then shows name.
 char* mr_cxx_name_display_dup(const char* name);
+// Writes what a report shows for `name` whole, however long, as terminal text
+// (mr_fputs_text: escaped). A NULL name writes nothing.
+void mr_cxx_name_fputs(FILE* out, const char* name);
 
 // Where the parameter list of a function's name starts ("(unsigned long)"), strlen(name)
 // without one: compact rows (diff's stacks) show names without it.

@@ -247,8 +247,10 @@ static size_t find_site(const native* nv, const char* name) {
         if (!strcmp(nv->rows[i].name, name))
             return i;
     for (size_t i = 0; i < nv->nrows; i++) {
-        char shown[1024];
-        if (!strcmp(mr_cxx_name_display(nv->rows[i].name, shown, sizeof shown), name))
+        char* shown = mr_cxx_name_display_dup(nv->rows[i].name);
+        bool same = shown && !strcmp(shown, name);
+        free(shown);
+        if (same)
             return i;
     }
     return nv->nrows;

@@ -156,13 +156,14 @@ static void print_totals(FILE* out, json_t* totals) {
 #define STACK_ROW_MAX 240
 
 static void print_stack(FILE* out, json_t* stack) {
-    char shown[1024];
     size_t len = 0, n = json_array_size(stack);
     for (size_t k = n; k-- > 0;) {
-        const char* fn = json_string_value(json_array_get(stack, k));
-        fn = fn ? mr_cxx_name_display(fn, shown, sizeof shown) : "??";
+        const char* name = json_string_value(json_array_get(stack, k));
+        char* shown = name ? mr_cxx_name_display_dup(name) : NULL;
+        const char* fn = shown ? shown : name ? name : "??";
         size_t flen = mr_cxx_name_params_at(fn);
         if (k + 1 < n && len + flen > STACK_ROW_MAX) {
+            free(shown);
             fputs(" < ...", out);
             return;
         }
@@ -170,6 +171,7 @@ static void print_stack(FILE* out, json_t* stack) {
         char* part = strndup(fn, flen);
         mr_fputs_text(out, part ? part : fn);
         free(part);
+        free(shown);
         len += flen + 3;
     }
 }
@@ -182,12 +184,10 @@ static void print_row(FILE* out, json_t* r) {
                       mr_diff_metric_is_bytes((mr_diff_metric)m), c[m], sizeof c[m]);
     fprintf(out, "  %12s %12s %8s %12s  ", c[0], c[1], c[2], c[3]);
     json_t* stack = json_object_get(r, "stack");
-    char shown[1024];
     if (stack) {
         print_stack(out, stack);
     } else if (json_object_get(r, "function")) {
-        const char* fn = json_string_value(json_object_get(r, "function"));
-        mr_fputs_text(out, fn ? mr_cxx_name_display(fn, shown, sizeof shown) : fn);
+        mr_cxx_name_fputs(out, json_string_value(json_object_get(r, "function")));
         const char* file = json_string_value(json_object_get(r, "file"));
         if (file) {
             fputs(" (", out);

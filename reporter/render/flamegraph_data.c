@@ -476,14 +476,15 @@ static json_t* short_names(const mr_flame_tree* g, const uint32_t* target) {
     json_t* o = json_object();
     for (size_t i = 0; i < g->n; i++) {
         uint32_t id = g->nodes[i].name;
-        char key[16], shown[1024];
+        char key[16];
         snprintf(key, sizeof key, "%u", id);
         if (target[i] != i || id == MR_FLAME_NO_STRING || json_object_get(o, key))
             continue;
         const char* name = mr_strtab_get(&g->strings, id);
-        const char* s = mr_cxx_name_display(name, shown, sizeof shown);
-        if (s != name && strcmp(s, name) != 0)
+        char* s = mr_cxx_name_display_dup(name); // whole: the page cuts what it draws
+        if (s && strcmp(s, name) != 0)
             json_object_set_new(o, key, mr_json_bytes(s));
+        free(s);
     }
     return o;
 }

@@ -181,7 +181,6 @@ static void print_amount(FILE* out, unsigned long long bytes, unsigned long long
 }
 
 static void print_groups(FILE* out, json_t* groups) {
-    char line[1024];
     size_t i;
     json_t* g;
     json_array_foreach(groups, i, g) {
@@ -196,7 +195,7 @@ static void print_groups(FILE* out, json_t* groups) {
         json_t* f;
         json_array_foreach(stack, k, f) {
             fprintf(out, "    #%zu ", k);
-            mr_fputs_text(out, mr_sites_format_json_frame(f, line, sizeof line));
+            mr_sites_fputs_json_frame(out, f, true);
             fputc('\n', out);
         }
         fputc('\n', out);

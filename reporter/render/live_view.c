@@ -99,8 +99,7 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "  %10s %12" PRIu64 " B %9" PRIu64 " blocks  ",
                 mt_format_bytes(sites[i].bytes, a, sizeof a), sites[i].bytes, sites[i].blocks);
-        char shown[1024];
-        mr_fputs_text(out, mr_cxx_name_display(sites[i].name, shown, sizeof shown));
+        mr_cxx_name_fputs(out, sites[i].name);
         eol(out, v);
     }
     if (n == 0) {

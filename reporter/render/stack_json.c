@@ -3,6 +3,7 @@
 #include "stack_json.h"
 
 #include "cxx_names.h"
+#include "escape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,18 +31,26 @@ json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames)
     return a;
 }
 
-char* mr_sites_format_json_frame(json_t* f, char* buf, size_t len) {
+void mr_sites_fputs_json_frame(FILE* out, json_t* f, bool with_line) {
     const char* fn = json_string_value(json_object_get(f, "function"));
     const char* file = json_string_value(json_object_get(f, "file"));
     const char* module = json_string_value(json_object_get(f, "module"));
-    json_int_t line = json_integer_value(json_object_get(f, "line"));
-    char shown[1024];
-    int n = snprintf(buf, len, "%s", fn ? mr_cxx_name_display(fn, shown, sizeof shown) : "??");
-    if (file && n >= 0 && (size_t)n < len)
-        n += line > 0 ? snprintf(buf + n, len - (size_t)n, " (%s:%lld)", file, (long long)line)
-                      : snprintf(buf + n, len - (size_t)n, " (%s)", file);
+    json_int_t line = with_line ? json_integer_value(json_object_get(f, "line")) : 0;
+    if (fn)
+        mr_cxx_name_fputs(out, fn);
+    else
+        fputs("??", out);
+    if (file) {
+        fputs(" (", out);
+        mr_fputs_text(out, file);
+        if (line > 0)
+            fprintf(out, ":%lld", (long long)line);
+        fputc(')', out);
+    }
     // A Python frame reads `function (file.py:line)`: its file says where it is.
-    if (module && strcmp(module, "[python]") && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, " [%s]", module);
-    return buf;
+    if (module && strcmp(module, "[python]")) {
+        fputs(" [", out);
+        mr_fputs_text(out, module);
+        fputc(']', out);
+    }
 }

@@ -9,11 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 // A stack as a JSON array, leaf first, every frame expanded into its locations (inlined
 // functions first): {"function","file","line","module"}, file/line/module null if unknown.
 json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames);
-// One JSON stack entry as text: "function (file:line) [module]"; returns buf.
-char* mr_sites_format_json_frame(json_t* frame, char* buf, size_t len);
+// Writes one JSON stack entry as terminal text, the function's name whole however long:
+// "function (file:line) [module]" (without the line when `line` is false).
+void mr_sites_fputs_json_frame(FILE* out, json_t* frame, bool line);
 
 #endif

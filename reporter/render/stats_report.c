@@ -202,7 +202,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
     size_t i;
     json_t* s;
     json_array_foreach(a, i, s) {
-        char v[32], line[1024];
+        char v[32];
         if (as_bytes)
             mt_format_bytes(INT(s, field), v, sizeof v);
         else
@@ -220,30 +220,24 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
             if (!found && (!fn || !site_name || strcmp(fn, site_name) != 0))
                 continue;
             found = true;
-            if (nstacks > 1) {
-                json_t* fn_only = json_copy(f);
-                json_object_set_new(fn_only, "line", json_null());
-                mr_sites_format_json_frame(fn_only, line, sizeof line);
-                json_decref(fn_only);
-                size_t len = strlen(line);
-                snprintf(line + len, sizeof line - len, ", %llu stacks", nstacks);
-            } else {
-                mr_sites_format_json_frame(f, line, sizeof line);
-            }
             process_shown |= json_is_true(json_object_get(f, "process"));
             if (shown == 0)
                 fprintf(out, "  %12s  ", v);
             else
                 fprintf(out, "  %12s    from ", "");
-            mr_fputs_text(out, line);
+            mr_sites_fputs_json_frame(out, f, nstacks <= 1);
+            if (nstacks > 1)
+                fprintf(out, ", %llu stacks", nstacks);
             fputc('\n', out);
             if (++shown == 3 || nstacks > 1)
                 break;
         }
         if (!shown) {
             fprintf(out, "  %12s  ", v);
-            mr_fputs_text(out,
-                          site_name ? mr_cxx_name_display(site_name, line, sizeof line) : "??");
+            if (site_name)
+                mr_cxx_name_fputs(out, site_name);
+            else
+                fputs("??", out);
             fputc('\n', out);
         }
         const char* process = json_string_value(json_object_get(s, "process"));
@@ -275,9 +269,8 @@ static void print_what(FILE* out, json_t* o) {
             fprintf(out, " and %zu more", json_array_size(w) - i);
             break;
         }
-        char shown[1024];
         fputs(i ? ", " : "wrappers: ", out);
-        mr_fputs_text(out, mr_cxx_name_display(json_string_value(name), shown, sizeof shown));
+        mr_cxx_name_fputs(out, json_string_value(name));
     }
     fputs(")\n", out);
 }

@@ -243,9 +243,7 @@ static void print_what(FILE* out, json_t* o) {
 }
 
 static void print_name(FILE* out, json_t* e) {
-    char shown[1024];
-    const char* fn = json_string_value(json_object_get(e, "function"));
-    mr_fputs_text(out, fn ? mr_cxx_name_display(fn, shown, sizeof shown) : fn);
+    mr_cxx_name_fputs(out, json_string_value(json_object_get(e, "function")));
     json_t* file = json_object_get(e, "file");
     if (json_is_string(file)) {
         fputs(" (", out);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Short C++ names (reporter/base/cxx_names.h) against names g++ 12 and libc++ demangle to,
 // each with the short form written here by hand: the standard aliases, template arguments
-// collapsed, return types and ABI tags dropped, operators kept; Rust, Python and C names left as they
-// are; --full-names; the standard library's functions recognised; cutting on UTF-8.
+// collapsed, return types and ABI tags dropped, operators kept; Rust, Python and C names left as
+// they are; --full-names; the standard library's functions recognised; cutting on UTF-8.
 #include "cxx_names.h"
 
 #include "../check.h"
@@ -78,6 +78,10 @@ int main(void) {
     // A cut never splits a UTF-8 sequence: "é" is two bytes.
     CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 5), "caf");
     CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 6), "caf\xc3\xa9");
+    // A buffer with room for more than an ellipsis says where it cut (a plot's legend).
+    CHECK_EQ_STR(mr_cxx_name_short("app::abcdefghij::f<int>()", buf, 12), "app::abc\xe2\x80\xa6");
+    CHECK_EQ_STR(mr_cxx_name_short("app::abcdefghij::f<int>()", buf, 26),
+                 "app::abcdefghij::f<...>()");
 
     // Whole however long (flow's boxes elide a long name themselves, its tooltip whole):
     // 300 parameters of std::string read as std::string, 3,906 bytes from 24,306.

@@ -61,6 +61,15 @@ static void check_labels(void) {
     mt_capture_close(cap);
 }
 
+// A frame as mr_sites_fputs_json_frame writes it.
+static const char* frame_text(json_t* f, bool line, char* buf, size_t len) {
+    FILE* out = fmemopen(buf, len, "w");
+    CHECK(out != NULL);
+    mr_sites_fputs_json_frame(out, f, line);
+    fclose(out);
+    return buf;
+}
+
 int main(void) {
     check_labels();
     char path[256], err[256];
@@ -103,9 +112,11 @@ int main(void) {
     CHECK_EQ_STR(GET_STR(json_array_get(st, 2), "function"), "make_node");
     CHECK_EQ_STR(GET_STR(json_array_get(st, 4), "function"), "__libc_start_call_main");
     char buf[128];
-    CHECK_EQ_STR(mr_sites_format_json_frame(json_array_get(st, 2), buf, sizeof buf),
+    CHECK_EQ_STR(frame_text(json_array_get(st, 2), true, buf, sizeof buf),
                  "make_node (tree.c:40) [prog]");
-    CHECK_EQ_STR(mr_sites_format_json_frame(json_array_get(st, 0), buf, sizeof buf),
+    CHECK_EQ_STR(frame_text(json_array_get(st, 2), false, buf, sizeof buf),
+                 "make_node (tree.c) [prog]");
+    CHECK_EQ_STR(frame_text(json_array_get(st, 0), true, buf, sizeof buf),
                  "operator new [libc.so.6]");
     json_decref(st);
     st = mr_sites_stack_json(s, 0, true);
