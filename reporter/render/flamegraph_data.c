@@ -6,6 +6,7 @@
 #include "extent.h"
 #include "json.h"
 #include "sampled.h"
+#include "sites.h"
 #include "view_data.h"
 
 #include "memtrace/units.h"
@@ -489,6 +490,25 @@ static json_t* short_names(const mr_flame_tree* g, const uint32_t* target) {
     return o;
 }
 
+// The string ids of the kept nodes' names that are allocation plumbing (sites.h: the C++
+// standard library's), which the Functions tab passes as memreport top does. NULL when
+// none is, so a page without C++ keeps its data as it was.
+static json_t* plumbing(const mr_flame_tree* g, const uint32_t* target) {
+    json_t* a = NULL;
+    uint8_t* seen = calloc(g->strings.n + 1, 1);
+    for (size_t i = 0; seen && i < g->n; i++) {
+        uint32_t id = g->nodes[i].name;
+        if (target[i] != i || id == MR_FLAME_NO_STRING || id >= g->strings.n || seen[id])
+            continue;
+        seen[id] = 1;
+        if (mr_sites_is_plumbing(mr_strtab_get(&g->strings, id)) &&
+            ((!a && !(a = json_array())) || json_array_append_new(a, json_integer(id))))
+            break;
+    }
+    free(seen);
+    return a;
+}
+
 json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
                                  const mr_flamegraph_view* view) {
     uint32_t* newid = malloc(g->n * sizeof *newid);
@@ -511,6 +531,9 @@ json_t* mr_flamegraph_data_build(const mr_flame_tree* g, mt_capture* cap,
     json_object_set_new(o, "merged_frames", json_integer((json_int_t)g->nmerged));
     json_object_set_new(o, "strings", string_table(&g->strings));
     json_object_set_new(o, "short_names", short_names(g, g->target));
+    json_t* plumb = plumbing(g, g->target);
+    if (plumb)
+        json_object_set_new(o, "plumbing", plumb);
     json_object_set_new(o, "nodes", nodes);
     if (g->split && add_threads(o, cap, &g->threads, g->target, newid)) {
         json_decref(o);
