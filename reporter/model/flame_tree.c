@@ -223,9 +223,29 @@ static int folded_leaf(mr_flame_tree* g, mr_u64map* leaves, uint32_t** target, s
     return mr_u64map_put(leaves, key, id);
 }
 
+// The caller a folded node i's bytes are the self of where the page passes the C++
+// standard library (mr_sites_is_plumbing) as top does: the nearest ancestor below anc
+// that is relevant and not plumbing, when the frames between i and it are noise or
+// plumbing and one at least is plumbing (else none: UINT32_MAX). Its node keeps them
+// that function's however the page hides frames.
+static uint32_t plumbing_caller(const mr_flame_tree* g, uint32_t anc, uint32_t i) {
+    bool plumbing = false;
+    for (uint32_t k = i; k != anc; k = g->nodes[k].parent) {
+        const mr_flame_node* n = &g->nodes[k];
+        bool p = n->name != MR_FLAME_NO_STRING &&
+                 mr_sites_is_plumbing(mr_strtab_get(&g->strings, n->name));
+        if (n->relevant && !p)
+            return plumbing && k != i ? k : UINT32_MAX;
+        plumbing |= p;
+    }
+    return UINT32_MAX;
+}
+
 // Nodes below the threshold fold into their nearest kept ancestor, and the self values of
-// each into a node of its function under that ancestor (folded_leaf). Children always come
-// after their parent in g->nodes, so one backward pass sums and one forward pass decides.
+// each into a node of its function under that ancestor (folded_leaf), under a node of the
+// caller that holds them past the C++ standard library (plumbing_caller) if need be.
+// Children always come after their parent in g->nodes, so one backward pass sums and one
+// forward pass decides.
 int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
     for (size_t i = 0; i < g->n; i++) {
         g->nodes[i].incl = g->nodes[i].self_bytes;
@@ -262,9 +282,15 @@ int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
             continue;
         // Within max_nodes nodes in all, the page's bound; past it, the rest fold into their
         // kept ancestor itself.
-        uint32_t into_id = anc[i];
-        if (!max_nodes || kept + (g->n - n0) < max_nodes)
-            e = folded_leaf(g, &leaves, &target, &cap, anc[i], (uint32_t)i, &into_id);
+        uint32_t into_id = anc[i], under = anc[i];
+        uint32_t caller = plumbing_caller(g, anc[i], (uint32_t)i);
+        size_t used = kept + (g->n - n0);
+        if (caller != UINT32_MAX && max_nodes && used + 1 >= max_nodes)
+            caller = UINT32_MAX; // no room for two
+        if (caller != UINT32_MAX)
+            e = folded_leaf(g, &leaves, &target, &cap, anc[i], caller, &under);
+        if (!e && (!max_nodes || used < max_nodes))
+            e = folded_leaf(g, &leaves, &target, &cap, under, (uint32_t)i, &into_id);
         target[i] = into_id;
         const mr_flame_node* n = &g->nodes[i];
         mr_flame_node* into = &g->nodes[into_id];

@@ -86,8 +86,10 @@ int mr_flame_tree_add_base(mr_flame_tree* g, const mr_flame_tree* base);
 // Sums the inclusive bytes and folds the nodes below min_width of the total (and beyond
 // the max_nodes widest) into their nearest kept ancestor; a node of a differential tree
 // weighs the larger of its two runs' bytes. The self values of a folded node go to a node
-// of its own function under that ancestor (at most max_nodes such nodes are added), so a
-// function's self is the same in the pruned tree as in the whole one. Returns 0 or -ENOMEM.
+// of its own function under that ancestor (at most max_nodes such nodes are added), under
+// a node of the caller that holds them past the C++ standard library when that caller was
+// folded too, so a function's self is the same in the pruned tree as in the whole one
+// however the page shows the library. Returns 0 or -ENOMEM.
 int mr_flame_tree_prune(mr_flame_tree* t, double min_width, size_t max_nodes);
 void mr_flame_tree_free(mr_flame_tree* t);
 
