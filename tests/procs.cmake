@@ -3,6 +3,8 @@
 # e2e programs of capture.cmake; the trust rules of the directory).
 # The processes on one time axis, their sum's exact peak (reporter/model/procs_timeline.h).
 memtrace_unit_test(procs_timeline ${REPORTS_FIXTURE})
+# What a legend calls each process: the arguments that tell it apart (render/procs_report.h).
+memtrace_unit_test(procs_names)
 if(TARGET memtrace AND TARGET memtrace_launcher)
   add_test(NAME e2e.procs_tree
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/procs_test.py tree

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "output_file.h"
 #include "procs.h"
+#include "procs_report.h"
 #include "profile.h"
 #include "runtime_held.h"
 
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -573,13 +575,6 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     return rc;
 }
 
-// A process's name in the page: "pid N PROGRAM" (the program's file name).
-static void process_label(const mr_process* p, char* out, size_t len) {
-    const char* exe = p->exe ? p->exe : p->name;
-    const char* slash = strrchr(exe, '/');
-    snprintf(out, len, "pid %lld %s", (long long)p->pid, slash ? slash + 1 : exe);
-}
-
 int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool force,
                              bool all_frames, const char* help) {
     mr_capture_set s;
@@ -597,6 +592,12 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
     if (rc == 0 && (rc = mr_procs_timeline_build(&s, 1200, &pt, &err)))
         mr_error(err.path, "%s", err.msg);
     rc = mr_exit_code(rc);
+    // A process's name in the page, "pid N PROGRAM ARGS": what tells it apart from the others.
+    char** names = rc == 0 ? calloc(2 * s.n + 1, sizeof *names) : NULL;
+    if (rc == 0 && (!names || mr_procs_legend_names(&s, names, names + s.n))) {
+        mr_error(s.procs[0].path, "out of memory");
+        rc = MR_EXIT_IO;
+    }
     if (rc == 0)
         rc = mr_procs_joint_peak(&s, &joint);
     for (size_t i = 0; rc == 0 && i < s.n; i++) {
@@ -607,21 +608,31 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
             .sym = p->sym,
             .args = {
                 .all_frames = all_frames, .temporal = true, .view = true, .min_width = 0.0001}};
-        char label[256];
-        process_label(p, label, sizeof label);
-        if (mr_capture_extent(p->cap, mr_capture_default_heap(p->cap)).steps) {
+        char *label = NULL, *command = mr_procs_label(p);
+        const char* args = names[s.n + i];
+        if (!command || asprintf(&label, "pid %lld %s%s%s", (long long)p->pid, names[i],
+                                 args[0] ? " " : "", args) < 0) {
+            mr_error(p->path, "out of memory");
+            rc = MR_EXIT_IO;
+        } else if (mr_capture_extent(p->cap, mr_capture_default_heap(p->cap)).steps) {
             mr_error(p->path, "an imported NPU log, timed in allocation steps: memreport plot "
                               "and flamegraph show it");
             rc = MR_EXIT_BAD_INPUT;
         } else if ((rc = view_heap(&run, label, false, pages)) == 0 &&
-                   (mr_heap_pages_place(pages, i, p->pid, p->ppid, p->depth, pt.procs[i].offset) ||
+                   (mr_heap_pages_place(pages, i, p->pid, p->ppid, p->depth, pt.procs[i].offset,
+                                        command, args) ||
                     (i == 0 && mr_heap_pages_procs(pages, joint.peak, joint.ts)))) {
             mr_error(p->path, "out of memory");
             rc = MR_EXIT_IO;
         }
+        free(label);
+        free(command);
     }
     if (rc == 0)
         rc = write_pages(pages, paths[0], output, force);
+    for (size_t i = 0; names && i < 2 * s.n; i++)
+        free(names[i]);
+    free(names);
     mr_heap_pages_free(pages);
     mr_procs_moment_free(&joint);
     mr_procs_timeline_free(&pt);

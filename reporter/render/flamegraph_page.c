@@ -177,9 +177,11 @@ int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
 }
 
 int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid, unsigned depth,
-                        int64_t offset) {
+                        int64_t offset, const char* command, const char* tells) {
     json_t* e = json_array_get(p->list, page);
     return e && !json_object_set_new(e, "pid", json_integer(pid)) &&
+                   !json_object_set_new(e, "command", mr_json_bytes(command)) &&
+                   !json_object_set_new(e, "tells", mr_json_bytes(tells)) &&
                    !json_object_set_new(e, "offset_ns", json_integer(offset)) &&
                    !json_object_set_new(e, "ppid", json_integer(ppid)) &&
                    !json_object_set_new(e, "depth", json_integer(depth))

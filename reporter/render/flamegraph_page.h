@@ -68,12 +68,14 @@ int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree
 // memreport view of a process tree: the pages added are the processes' (the first the one
 // the page opens with), pid, ppid and depth in the tree say where each sits, and the
 // processes' joint peak (the most they held at one moment: peak bytes, at ts on the
-// common axis) is the tree's; offset is the page's process's start on that axis. The pages
+// common axis) is the tree's; offset is the page's process's start on that axis, command
+// its whole command line (shown on hover), tells the end of its page's name that tells it
+// apart from the others (kept in sight when the rest of the name is cut). The pages
 // do not share their series: the page stacks each process's own live heap, moved by its
 // offset, on the common axis. Returns 0 or -ENOMEM.
 int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts);
 int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid, unsigned depth,
-                        int64_t offset);
+                        int64_t offset, const char* command, const char* tells);
 // Says on the page (of the heap added first) why its threads have no pages. 0 or -ENOMEM.
 int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why);
 // Writes the page, as mr_flamegraph_page_write.

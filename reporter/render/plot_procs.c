@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,6 @@
 #define RIGHT 90
 #define BUCKETS (WIDTH - LEFT - RIGHT) // one per pixel column of the plot area
 #define MAX_LEGEND 16                  // processes named in the legend at most
-#define LEGEND_LABEL 64                // bytes of a label in the legend at most
 
 static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MORE = {0.6, 0.6, 0.6};
 // matplotlib's tab10 without its red (the peak's), then three darker ones: a dozen distinct
@@ -65,8 +65,8 @@ static int total_points(const mr_procs_timeline* t, mr_points* out) {
     return 0;
 }
 
-static int write_data(const mr_procs_timeline* t, char* const* labels, const mr_plot_args* a,
-                      mt_byte_unit unit) {
+static int write_data(const mr_procs_timeline* t, char* const* labels, char* const* legend,
+                      const mr_plot_args* a, mt_byte_unit unit) {
     double tscale;
     const char* tname = mr_plot_time_unit(t->duration, &tscale);
     mr_points total;
@@ -85,9 +85,9 @@ static int write_data(const mr_procs_timeline* t, char* const* labels, const mr_
     json_t* procs = json_array();
     for (size_t i = 0; i < t->n; i++) {
         const mr_proc_series* p = &t->procs[i];
-        json_t* j = json_pack("{s:s,s:I,s:s,s:I,s:I}", "label", labels[i], "pid",
-                              (json_int_t)p->proc->pid, "capture", p->proc->name, "offset_ns",
-                              (json_int_t)p->offset, "end_ns", (json_int_t)p->end);
+        json_t* j = json_pack("{s:s,s:s,s:I,s:s,s:I,s:I}", "label", labels[i], "legend", legend[i],
+                              "pid", (json_int_t)p->proc->pid, "capture", p->proc->name,
+                              "offset_ns", (json_int_t)p->offset, "end_ns", (json_int_t)p->end);
         json_object_set_new(
             j, "peak",
             json_pack("{s:I,s:I}", "ts", (json_int_t)p->t.peak_ts, "bytes", json_bytes(p->t.peak)));
@@ -136,21 +136,7 @@ static void fill_band(cairo_t* cr, const mr_frame* f, const mr_procs_timeline* t
         below[k] += (double)t->values[k * t->n + i] / yscale;
 }
 
-// A legend's label: a long command line (a shell's script) cut to its start and its pid,
-// "sh -c TRUTH=... b... (pid N)", never within a UTF-8 character.
-static void legend_label(const char* label, char* out, size_t len) {
-    size_t n = strlen(label);
-    const char* pid = strrchr(label, '(');
-    if (n < len || !pid || (size_t)(label + n - pid) + 8 > len) {
-        snprintf(out, len, "%s", label);
-        return;
-    }
-    size_t keep = len - (size_t)(label + n - pid) - 6;
-    while (keep > 0 && ((unsigned char)label[keep] & 0xc0) == 0x80)
-        keep--;
-    snprintf(out, len, "%.*s... %s", (int)keep, label, pid);
-}
-
+// labels[i]: what the legend calls process i.
 static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, mt_byte_unit unit) {
     double tscale, ys = (double)unit.scale;
     const char* tname = mr_plot_time_unit(t->duration, &tscale);
@@ -170,11 +156,10 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     mr_axes_style st = {
         .title = title, .xlabel = xlabel, .ylabel = ylabel, .max_xticks = 16, .max_yticks = 8};
     mr_legend_item items[MAX_LEGEND + 2];
-    char more[48], shown[MAX_LEGEND][LEGEND_LABEL];
+    char more[48];
     size_t n = 0;
     for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
-        legend_label(labels[i], shown[n], sizeof shown[n]);
-        items[n] = (mr_legend_item){shown[n], BANDS[i % NBANDS], MR_MARK_BAND};
+        items[n] = (mr_legend_item){labels[i], BANDS[i % NBANDS], MR_MARK_BAND};
         n++;
     }
     if (t->n > MAX_LEGEND) {
@@ -210,24 +195,35 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
 
 int mr_plot_procs(const mr_capture_set* s, const mr_plot_args* a) {
     mr_procs_timeline t = {0};
-    char** labels = calloc(s->n + 1, sizeof *labels);
+    // Each process's command line, and what tells it apart from the others in the legend:
+    // "PROGRAM ARGS (pid N)".
+    char** labels = calloc(4 * s->n + 1, sizeof *labels);
+    char** legend = labels ? labels + s->n : NULL;
+    char** prog = labels ? labels + 2 * s->n : NULL;
+    char** args = labels ? labels + 3 * s->n : NULL;
     mr_procs_error err = {.path = s->procs[0].path, .msg = "out of memory"};
     int e = labels ? mr_procs_timeline_build(s, BUCKETS, &t, &err) : -ENOMEM;
+    if (!e)
+        e = mr_procs_legend_names(s, prog, args);
     for (size_t i = 0; !e && i < s->n; i++)
-        if (!(labels[i] = mr_procs_label(&s->procs[i])))
+        if (!(labels[i] = mr_procs_label(&s->procs[i])) ||
+            asprintf(&legend[i], "%s%s%s (pid %lld)", prog[i], args[i][0] ? " " : "", args[i],
+                     (long long)s->procs[i].pid) < 0) {
+            legend[i] = NULL;
             e = -ENOMEM;
+        }
     if (e)
         mr_error(err.path, "%s", err.msg);
     int rc = mr_exit_code(e);
     mt_byte_unit unit = mt_unit_for_bytes(t.total_peak);
     if (!rc && a->data)
-        rc = write_data(&t, labels, a, unit);
+        rc = write_data(&t, labels, legend, a, unit);
     mr_canvas c;
     if (!rc && !(rc = mr_canvas_open(&c, a->output, a->force, WIDTH, HEIGHT))) {
-        draw(&t, labels, c.cr, unit);
+        draw(&t, legend, c.cr, unit);
         rc = mr_canvas_commit(&c);
     }
-    for (size_t i = 0; labels && i < s->n; i++)
+    for (size_t i = 0; labels && i < 4 * s->n; i++)
         free(labels[i]);
     free(labels);
     mr_procs_timeline_free(&t);

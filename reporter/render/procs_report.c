@@ -9,6 +9,8 @@
 
 #include "memtrace/units.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,179 @@ char* mr_procs_label(const mr_process* p) {
         label = NULL;
     free(text);
     return label;
+}
+
+// Bytes of a program's file name and of the arguments that tell it apart, at most, in a
+// legend's name (a laptop's legend shows about 40 characters of one).
+#define NAME_PROG 16
+#define NAME_ARGS 22
+#define ELLIPSIS "\xe2\x80\xa6"
+
+static const char* file_name(const char* path) {
+    const char* slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static size_t char_start(const char* s, size_t i) {
+    while (i > 0 && ((unsigned char)s[i] & 0xc0) == 0x80)
+        i--;
+    return i;
+}
+
+// s cut to about max bytes, keeping what differs from its nearest sibling, which starts at
+// byte at (0: not known, then its start and end are kept): the path component or word
+// holding that byte onwards, after as much of the start as fits, "run-3/data.csv" of
+// "--input=/srv/a-long-path/run-3/data.csv". Malloc'd, or NULL.
+static char* elide(const char* s, size_t at, size_t max) {
+    size_t n = strlen(s);
+    char* out = NULL;
+    if (n <= max)
+        return strdup(s);
+    if (at < n) { // back to the start of its word or path component, if near
+        size_t w = at;
+        while (w > 0 && at - w < 12 && !strchr(" /=,:", s[w - 1]))
+            w--;
+        at = char_start(s, w > 0 && !strchr(" /=,:", s[w - 1]) ? at : w);
+    }
+    if (at == 0 || at >= n) {
+        size_t head = char_start(s, max / 2), tail = n - (max - head);
+        while (tail < n && ((unsigned char)s[tail] & 0xc0) == 0x80)
+            tail++;
+        return asprintf(&out, "%.*s" ELLIPSIS "%s", (int)head, s, s + tail) < 0 ? NULL : out;
+    }
+    if (n - at > max) { // the difference onwards is long: its first max bytes
+        size_t end = char_start(s, at + max);
+        return asprintf(&out, ELLIPSIS "%.*s" ELLIPSIS, (int)(end - at), s + at) < 0 ? NULL : out;
+    }
+    size_t head = char_start(s, max - (n - at));
+    return asprintf(&out, "%.*s" ELLIPSIS "%s", head < 4 ? 0 : (int)head, s, s + at) < 0 ? NULL
+                                                                                         : out;
+}
+
+typedef struct {
+    json_t* argv;
+    const char* prog;
+    char* args;    // the arguments that tell it apart, joined by spaces
+    size_t common; // bytes of args it shares at the start with the most alike sibling
+} proc_words;
+
+static int cmp_str(const void* a, const void* b) {
+    return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+static bool seen_before(json_t* argv, size_t k) {
+    for (size_t m = 1; m < k; m++)
+        if (!strcmp(json_string_value(json_array_get(argv, m)),
+                    json_string_value(json_array_get(argv, k))))
+            return true;
+    return false;
+}
+
+// w[i].args for the processes in group g (ng of them, the same program): the arguments not
+// every one of them has (each once, in order), else all of its arguments. The arguments are
+// counted over the group through one sorted list, so a make of many compilers costs no
+// more than sorting their words.
+static int distinguishing_args(proc_words* w, const size_t* g, size_t ng) {
+    size_t nt = 0, k, at = 0;
+    for (size_t m = 0; m < ng; m++)
+        nt += json_array_size(w[g[m]].argv);
+    const char** words = malloc((nt + 1) * sizeof *words);
+    if (!words)
+        return -ENOMEM;
+    for (size_t m = 0; m < ng; m++)
+        for (k = 1; k < json_array_size(w[g[m]].argv); k++)
+            if (!seen_before(w[g[m]].argv, k))
+                words[at++] = json_string_value(json_array_get(w[g[m]].argv, k));
+    qsort(words, at, sizeof *words, cmp_str);
+    int rc = 0;
+    for (size_t m = 0; rc == 0 && m < ng; m++) {
+        json_t* argv = w[g[m]].argv;
+        size_t len = 0, cap = 1;
+        for (k = 1; k < json_array_size(argv); k++)
+            cap += strlen(json_string_value(json_array_get(argv, k))) + 1;
+        char* line = calloc(cap, 1);
+        if (!line) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (int pass = 0; pass < 2 && !len; pass++)
+            for (k = 1; k < json_array_size(argv); k++) {
+                const char* a = json_string_value(json_array_get(argv, k));
+                const char** first = bsearch(&a, words, at, sizeof *words, cmp_str);
+                while (first && first > words && !strcmp(first[-1], a))
+                    first--;
+                size_t count = 0;
+                while (first && first + count < words + at && !strcmp(first[count], a))
+                    count++;
+                if (seen_before(argv, k) || (pass == 0 && count >= ng))
+                    continue;
+                len += (size_t)snprintf(line + len, cap - len, "%s%s", len ? " " : "", a);
+            }
+        w[g[m]].args = line;
+    }
+    free(words);
+    return rc;
+}
+
+static size_t common_start(const char* a, const char* b) {
+    size_t n = 0;
+    while (a[n] && a[n] == b[n])
+        n++;
+    return n;
+}
+
+int mr_procs_legend_names(const mr_capture_set* s, char** prog, char** args) {
+    proc_words* w = calloc(s->n + 1, sizeof *w);
+    size_t* g = calloc(s->n + 1, sizeof *g);
+    bool* done = calloc(s->n + 1, sizeof *done);
+    int rc = w && g && done ? 0 : -ENOMEM;
+    for (size_t i = 0; rc == 0 && i < s->n; i++) {
+        prog[i] = args[i] = NULL;
+        w[i].argv = command_of(&s->procs[i]);
+        const char* argv0 = json_string_value(json_array_get(w[i].argv, 0));
+        w[i].prog = file_name(argv0 ? argv0 : s->procs[i].name);
+    }
+    for (size_t i = 0; rc == 0 && i < s->n; i++) {
+        if (done[i])
+            continue;
+        size_t ng = 0;
+        for (size_t j = i; j < s->n; j++)
+            if (!done[j] && !strcmp(w[i].prog, w[j].prog)) {
+                g[ng++] = j;
+                done[j] = true;
+            }
+        if ((rc = distinguishing_args(w, g, ng)))
+            break;
+        for (size_t m = 0; m < ng; m++)
+            for (size_t o = 0; o < ng; o++) {
+                size_t c = o == m ? 0 : common_start(w[g[m]].args, w[g[o]].args);
+                if (c > w[g[m]].common && w[g[m]].args[c])
+                    w[g[m]].common = c;
+            }
+    }
+    for (size_t i = 0; rc == 0 && i < s->n; i++) {
+        char* p = elide(w[i].prog, 0, NAME_PROG);
+        char* a = elide(w[i].args, w[i].common, NAME_ARGS);
+        // A cut or the command itself may leave invalid UTF-8: made valid.
+        if (!p || !a || !(prog[i] = mr_escape(p, strlen(p), MR_ESCAPE_UTF8)) ||
+            !(args[i] = mr_escape(a, strlen(a), MR_ESCAPE_UTF8)))
+            rc = -ENOMEM;
+        free(p);
+        free(a);
+    }
+    for (size_t i = 0; w && i < s->n; i++) {
+        json_decref(w[i].argv);
+        free(w[i].args);
+        if (rc) {
+            free(prog[i]);
+            free(args[i]);
+            prog[i] = args[i] = NULL;
+        }
+    }
+    free(w);
+    free(g);
+    free(done);
+    return rc;
 }
 
 #define SET_U(o, k, v) json_object_set_new(o, k, json_integer((json_int_t)(v)))

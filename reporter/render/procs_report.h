@@ -33,4 +33,12 @@ int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
 // or NULL (out of memory).
 char* mr_procs_label(const mr_process* p);
 
+// For a legend, what tells each process of s apart from the others besides its pid: its
+// program's file name (prog[i]) and, when others run the same program, the arguments they
+// do not all share (args[i]: "foo.c" of "cc1 foo.c", "bar.c" of "cc1 bar.c"; else all its
+// arguments, "" when none), each cut in the middle to a few dozen bytes keeping where it
+// differs from the most alike one, as valid UTF-8 (malloc'd) for s->procs[i]. Returns 0 or
+// -ENOMEM (then both hold nothing).
+int mr_procs_legend_names(const mr_capture_set* s, char** prog, char** args);
+
 #endif

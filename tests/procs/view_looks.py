@@ -13,8 +13,8 @@
 # Usage: view_looks.py MEMTRACE MEMREPORT SPAWN_ALL PROG FIXTURE_TOOL WORKDIR (77: no browser)
 import itertools
 import json
-import math
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "reports"))
 import webdriver  # noqa: E402
-from checks import check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import check, clean_env, contrast, de2000, finish, fresh_dir, rgb  # noqa: E402
 
 LONG_ARG = "--input=/srv/experiments/a-rather-long-directory-name/run-%d/measurements.dat"
 LONG_PROG = "a-program-whose-file-name-is-long-enough-to-be-cut-in-the-legend"
@@ -106,59 +106,58 @@ return {
 """
 
 
-def rgb(s):
-    return tuple(int(float(v)) for v in s.replace("rgba(", "").replace("rgb(", "")
-                 .rstrip(")").split(",")[:3])
+# Each process's button (header and legend): its page's name, the texts shown whole in it
+# (spans neither cut nor pushed out of the button), and its title.
+NAMES_JS = r"""
+return Array.from(document.querySelectorAll('#heap-list button, #vtl-legend .proc button'))
+  .map(function (bt) {
+    var r = bt.getBoundingClientRect();
+    var whole = Array.from(bt.querySelectorAll('span')).filter(function (sp) {
+      var q = sp.getBoundingClientRect(), text = document.createRange();
+      text.selectNodeContents(sp);  // the text's own width, the part cut off included
+      return q.width > 0 && text.getBoundingClientRect().width <= q.width + 0.01 &&
+        q.right <= r.right + 0.01;
+    }).map(function (sp) { return sp.textContent; });
+    return [bt.dataset.heap, whole.join(' '), bt.title];
+  });
+"""
 
 
-def luminance(c):
-    lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4
-           for v in c[:3]]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+def told_apart(names, what):
+    """names: [(pid, shown, whole command or title)] of the nine programs run-0..run-8: each
+    one's shown name says its run (what tells them apart) and its pid, no two alike without
+    their pid, and its whole command is given."""
+    runs = [next((str(k) for k in range(9) if LONG_ARG % k in n[2]), None) for n in names]
+    check(len(names) == 9 and all(runs), "%s: nine, each with its whole command" % what)
+    check(all(re.findall(r"run-(\d+)", n[1]) == [r] for n, r in zip(names, runs)),
+          "%s: each says its run (its only distinct argument): %r" % (what, [n[1] for n in names]))
+    check(all(str(n[0]) in n[1] for n in names), "%s: each keeps its pid: %r" %
+          (what, [n[1] for n in names][:3]))
+    bare = set(n[1].replace(str(n[0]), "") for n in names)
+    check(len(bare) == 9, "%s: no two alike but for their pid: %r" % (what, sorted(bare)[:3]))
 
 
-def contrast(a, b):
-    la, lb = sorted((luminance(a), luminance(b)), reverse=True)
-    return (la + 0.05) / (lb + 0.05)
+def plot_names(memreport, tree, work):
+    """The PNG plot's legend of the tree: each process by what tells it apart."""
+    png, data = os.path.join(work, "tree.png"), os.path.join(work, "tree.json")
+    subprocess.run([memreport, "plot", tree, "-o", png, "--data", data], check=True,
+                   capture_output=True)
+    with open(data) as f:
+        procs = json.load(f)["processes"]
+    kids = [(p["pid"], p.get("legend") or "", p["label"]) for p in procs
+            if LONG_PROG in p["label"].split(" ")[0]]
+    told_apart(kids, "plot DIR's legend")
+    check(all(len(k[1]) <= 60 and k[1].endswith("(pid %d)" % k[0]) for k in kids),
+          "plot DIR's legend: short names ending in the pid: %r" % [k[1] for k in kids][:3])
 
 
-def lab(c):
-    lin = [v / 255 / 12.92 if v / 255 <= 0.04045 else ((v / 255 + 0.055) / 1.055) ** 2.4
-           for v in c[:3]]
-    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
-    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
-    f = [t ** (1 / 3) if t > 216 / 24389 else (24389 / 27 * t + 16) / 116 for t in (x, y, z)]
-    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
-
-
-def de2000(c1, c2):
-    """CIEDE2000 colour difference (Sharma, Wu and Dalal's formulation)."""
-    (l1, a1, b1), (l2, a2, b2) = lab(c1), lab(c2)
-    cb = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
-    g = 0.5 * (1 - math.sqrt(cb ** 7 / (cb ** 7 + 25 ** 7)))
-    a1, a2 = (1 + g) * a1, (1 + g) * a2
-    c1p, c2p = math.hypot(a1, b1), math.hypot(a2, b2)
-    h1, h2 = math.degrees(math.atan2(b1, a1)) % 360, math.degrees(math.atan2(b2, a2)) % 360
-    dh = 0 if c1p * c2p == 0 else (h2 - h1 if abs(h2 - h1) <= 180 else
-                                   h2 - h1 - 360 if h2 > h1 else h2 - h1 + 360)
-    dl, dc = l2 - l1, c2p - c1p
-    dhh = 2 * math.sqrt(c1p * c2p) * math.sin(math.radians(dh / 2))
-    lb, cbp = (l1 + l2) / 2, (c1p + c2p) / 2
-    if c1p * c2p == 0:
-        hb = h1 + h2
-    elif abs(h1 - h2) <= 180:
-        hb = (h1 + h2) / 2
-    else:
-        hb = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
-    t = (1 - 0.17 * math.cos(math.radians(hb - 30)) + 0.24 * math.cos(math.radians(2 * hb)) +
-         0.32 * math.cos(math.radians(3 * hb + 6)) - 0.20 * math.cos(math.radians(4 * hb - 63)))
-    rc = 2 * math.sqrt(cbp ** 7 / (cbp ** 7 + 25 ** 7))
-    rt = -math.sin(math.radians(60 * math.exp(-((hb - 275) / 25) ** 2))) * rc
-    sl = 1 + 0.015 * (lb - 50) ** 2 / math.sqrt(20 + (lb - 50) ** 2)
-    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
-    return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 +
-                     rt * (dc / sc) * (dhh / sh))
+def page_names(b):
+    """The page's header and legend: each process by what tells it apart, its pid and what
+    tells it apart in sight, its whole command on hover."""
+    rows = [r for r in b.js(NAMES_JS) if "spawn_all" not in r[0]]
+    pid = lambda r: int(re.match(r"pid (\d+)", r[0]).group(1))  # noqa: E731
+    for where, part in (("header", rows[:len(rows) // 2]), ("legend", rows[len(rows) // 2:])):
+        told_apart([(pid(r), r[1], r[2]) for r in part], "page's " + where)
 
 
 def scheme(b, dark):
@@ -303,6 +302,8 @@ def main():
                                   capture_output=True, text=True).stdout)
     check(len(s["processes"]) == 10, "the tree has ten processes: %d" % len(s["processes"]))
 
+    plot_names(memreport, tree, work)
+
     with webdriver.Browser(width=1366, height=768) as b:
         for dark in (False, True):
             name = "dark" if dark else "light"
@@ -328,6 +329,8 @@ def main():
             b.js("document.querySelector('#vtl-legend input[data-kind=\"vsz\"]').click()")
             colours_apart(b, "%s, tree" % name, 12)
             open(os.path.join(work, "view-tree-%s.png" % name), "wb").write(b.screenshot())
+            if not dark:
+                page_names(b)
             listed = b.js("return memreport.heaps")
             tree_keys(b, listed)
             texts_readable(b, "%s, tree, the second process" % name)
