@@ -303,6 +303,9 @@ def plot_layout(path):
 
 # Colours, (r, g, b) of 0..255: how far apart two look (CIEDE2000) and how well one reads on
 # the other (WCAG contrast), for the checks of the pages' and the plots' series.
+SERIES_APART = 20  # the least CIEDE2000 distance between two series of a plot or a page
+
+
 def rgb(s):
     """(r, g, b) of a CSS rgb() or rgba() value."""
     return tuple(int(float(v)) for v in s.replace("rgba(", "").replace("rgb(", "")
@@ -357,3 +360,42 @@ def de2000(c1, c2):
     sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
     return math.sqrt((dl / sl) ** 2 + (dc / sc) ** 2 + (dhh / sh) ** 2 +
                      rt * (dc / sc) * (dhh / sh))
+
+
+def legend_colours(path):
+    """The series' colours of each legend of a memreport plot (a cairo PNG), read from its
+    pixels: [[(r, g, b), ...] per plot area, in the legend's order], or None when the file is
+    not an 8-bit PNG. A legend's swatch (a line sample or a band's rectangle) is a run of at
+    least 20 pixels of one colour on a row, which no letter makes; a line's anti-aliased
+    edges are runs too, paler, so each swatch gives the colour farthest from white of its
+    runs. A marker (the peak's dot) is no run: it is not a series. The legend is what lies
+    between a plot area and the one above it (or the image's top)."""
+    img = png_rows(path)
+    frames = plot_layout(path)
+    if img is None or img[2] is None or frames is None:
+        return None
+    w, _, rows = img
+    bpp = len(rows[0]) // w
+    out, above = [], 0  # the rows between the plot area above (or the top) and this one
+    for left, top, right, bottom, _, _ in frames:
+        swatches = {}  # (first column, last column, row of the swatch) -> its colour
+        rows_above, above = range(above, top - 1), bottom + 8  # past the axis line
+        for y in rows_above:
+            x = left
+            while x <= right:
+                c = tuple(rows[y][x * bpp:x * bpp + 3])
+                end = x
+                while end + 1 <= right and tuple(rows[y][(end + 1) * bpp:(end + 1) * bpp + 3]) == c:
+                    end += 1
+                if end - x + 1 >= 20 and c != (255, 255, 255):
+                    # The runs of one swatch start and end at the same columns, on rows next
+                    # to each other.
+                    key = next((k for k in swatches if abs(k[0] - x) <= 1 and abs(k[1] - end) <= 1
+                                and abs(k[2] - y) <= 16), (x, end, y))
+                    old = swatches.get(key)
+                    if old is None or sum(c) < sum(old):
+                        swatches[key] = c
+                x = end + 1
+        out.append([c for _, c in sorted(swatches.items(), key=lambda kv: (kv[0][2] // 12,
+                                                                           kv[0][0]))])
+    return out

@@ -62,5 +62,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:e2e_peak> $<TARGET_FILE:reports_fixture>
             ${CMAKE_CURRENT_BINARY_DIR}/view_looks.d)
   set_tests_properties(e2e.view_looks PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+  # memreport plot's series colours read back from its PNGs: a tree of twelve processes and
+  # --sites 10, each series at least 20 apart from the others (tests/procs/plot_colours.py).
+  add_test(NAME e2e.plot_colours
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/procs/plot_colours.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:spawn_all>
+            $<TARGET_FILE:e2e_peak> $<TARGET_FILE:reports_deep_fixture>
+            ${CMAKE_CURRENT_BINARY_DIR}/plot_colours.d)
+  set_tests_properties(e2e.plot_colours PROPERTIES LABELS e2e TIMEOUT 120)
   set_tests_properties(e2e.procs_joint_peak e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()

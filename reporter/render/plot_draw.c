@@ -379,6 +379,19 @@ void mr_polyline_free(mr_polyline* p) {
 
 // ---- markers and legend
 
+// The view page's light palette (flamegraph_template.html, PALETTES.light), then a dark
+// grey-violet as far from those twelve as a colour that reads on white can be.
+static const unsigned char SERIES[][3] = {
+    {0x00, 0x72, 0xb2}, {0xd5, 0x5e, 0x00}, {0x00, 0x9e, 0x73}, {0xe7, 0x23, 0xbf},
+    {0x45, 0x13, 0xaa}, {0x69, 0x64, 0x16}, {0x9c, 0x11, 0x2d}, {0x14, 0x5d, 0x58},
+    {0x8c, 0x8c, 0x8c}, {0xcd, 0x6a, 0x70}, {0x65, 0x35, 0x0b}, {0x77, 0x9c, 0x11},
+    {0x50, 0x48, 0x58}};
+
+mr_rgb mr_draw_series_colour(size_t k) {
+    const unsigned char* c = SERIES[k % (sizeof SERIES / sizeof *SERIES)];
+    return (mr_rgb){c[0] / 255.0, c[1] / 255.0, c[2] / 255.0};
+}
+
 void mr_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_rgb color) {
     cairo_save(cr);
     cairo_set_source_rgb(cr, color.r, color.g, color.b);
@@ -396,8 +409,8 @@ void mr_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_
         cairo_close_path(cr);
         cairo_fill(cr);
         break;
-    case MR_MARK_BAND: // as the bands are filled (plot_procs.c), so each reads as its own
-        cairo_set_source_rgba(cr, color.r, color.g, color.b, 0.85);
+    case MR_MARK_BAND: // as the bands are filled (plot_procs.c): opaque, in the series' colour
+        cairo_set_source_rgb(cr, color.r, color.g, color.b);
         cairo_rectangle(cr, x - size, y - r, 2 * size, 2 * r);
         cairo_fill(cr);
         break;

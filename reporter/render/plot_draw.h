@@ -98,6 +98,10 @@ void mr_polyline_free(mr_polyline* p);
 
 enum { MR_MARK_NONE, MR_MARK_LINE, MR_MARK_CIRCLE, MR_MARK_TRIANGLE, MR_MARK_BAND };
 
+// The colour of a plot's k-th series (a band, a line): those of `memreport view`'s light
+// page, at least 20 apart (CIEDE2000) and 3:1 against the white plot, thirteen before one
+// repeats.
+mr_rgb mr_draw_series_colour(size_t k);
 // One marker of diameter size px centred at device (x, y).
 void mr_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_rgb color);
 

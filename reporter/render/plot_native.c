@@ -29,15 +29,12 @@
 // A site's name as its legend shows it (--data's short_name, cut; the legend cuts it shorter).
 #define SITE_LABEL_MAX 512
 
-static const mr_rgb HEAP = {0.12, 0.47, 0.71}, RSS = {1.0, 0.50, 0.05}, VSZ = {0.17, 0.63, 0.17},
-                    PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {0.58, 0.40, 0.74};
-// Site rows: matplotlib's tab10 minus the colours above.
-static const mr_rgb SITE_COLOURS[] = {{0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76},
-                                      {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
-                                      {0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
-                                      {0.84, 0.15, 0.16}};
+static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {0.58, 0.40, 0.74};
+// The series' colours (plot_draw.h): the live heap, RSS and VSZ, then the sites, each of its
+// own (a site's line never in the live heap's colour).
+enum { HEAP_SERIES, RSS_SERIES, VSZ_SERIES, FIRST_SITE_SERIES };
 static mr_rgb site_colour(size_t k) {
-    return SITE_COLOURS[k % (sizeof SITE_COLOURS / sizeof *SITE_COLOURS)];
+    return mr_draw_series_colour(FIRST_SITE_SERIES + k);
 }
 
 // ---- output
@@ -264,6 +261,8 @@ static void draw_peak(cairo_t* cr, const mr_frame* f, const mr_heap_timeline* nv
 static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* cr,
                           mt_byte_unit unit, time_unit tu) {
     const mr_timeline_mark* marks = nv->marks;
+    mr_rgb heap_c = mr_draw_series_colour(HEAP_SERIES), rss_c = mr_draw_series_colour(RSS_SERIES),
+           vsz_c = mr_draw_series_colour(VSZ_SERIES);
     size_t nmarks = nv->nmarks;
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
     bool own = heap_own_axis(nv); // then its scale is on the right axis, in its colour
@@ -288,16 +287,16 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     size_t n = 0;
     items[n++] = (mr_legend_item){own ? "live heap (requested bytes, right axis)"
                                       : "live heap (requested bytes)",
-                                  HEAP, MR_MARK_LINE};
+                                  heap_c, MR_MARK_LINE};
     if (nv->rss.n)
-        items[n++] = (mr_legend_item){own ? "RSS (left axis)" : "RSS", RSS, MR_MARK_LINE};
+        items[n++] = (mr_legend_item){own ? "RSS (left axis)" : "RSS", rss_c, MR_MARK_LINE};
     char vl[64], vb[32];
     // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
     // is scaled to the heap and RSS and the legend says how far VSZ goes.
     if (vmax > ymax)
         snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)", mt_format_bytes(vmax, vb, sizeof vb));
     if (nv->vsz.n)
-        items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", VSZ, MR_MARK_LINE};
+        items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", vsz_c, MR_MARK_LINE};
     items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
     // Above the plot, where it covers no data.
     double legend_top = mr_legend_make_room(cr, &f, &st, items, n);
@@ -306,12 +305,12 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     cairo_clip(cr);
     draw_marks(cr, &f, marks, nmarks, tu.scale, true);
     mr_polyline lv, lr, lh;
-    stroke_points(cr, &f, &nv->vsz, tu.scale, ys, VSZ, MR_PT(3), false, &lv);
-    stroke_points(cr, &f, &nv->rss, tu.scale, ys, RSS, 0, false, &lr);
+    stroke_points(cr, &f, &nv->vsz, tu.scale, ys, vsz_c, MR_PT(3), false, &lv);
+    stroke_points(cr, &f, &nv->rss, tu.scale, ys, rss_c, 0, false, &lr);
     mr_frame hf = f; // the heap's frame: the same box, maybe its own scale
     if (own)
         hf.ymax = hmax;
-    stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, HEAP, 0, true, &lh);
+    stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, heap_c, 0, true, &lh);
     double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
     double py = mr_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
     draw_peak(cr, &f, nv, px, py);
@@ -320,7 +319,7 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     char hl[48];
     snprintf(hl, sizeof hl, "live heap, own scale [%s]", hu.name);
     if (own)
-        mr_draw_right_axis(cr, &f, hmax, 8, hl, HEAP);
+        mr_draw_right_axis(cr, &f, hmax, 8, hl, heap_c);
     mr_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
     mr_polyline_free(&lv);
     mr_polyline_free(&lr);

@@ -27,13 +27,6 @@
 #define MAX_LEGEND 16                  // processes named in the legend at most
 
 static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MORE = {0.6, 0.6, 0.6};
-// matplotlib's tab10 without its red (the peak's), then three darker ones: a dozen distinct
-// processes before a colour repeats.
-static const mr_rgb BANDS[] = {{0.12, 0.47, 0.71}, {1.0, 0.50, 0.05},  {0.17, 0.63, 0.17},
-                               {0.58, 0.40, 0.74}, {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76},
-                               {0.50, 0.50, 0.50}, {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81},
-                               {0.10, 0.20, 0.45}, {0.00, 0.42, 0.36}, {0.45, 0.30, 0.00}};
-#define NBANDS (sizeof BANDS / sizeof *BANDS)
 
 static json_int_t json_bytes(uint64_t v) {
     return v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v;
@@ -130,7 +123,8 @@ static void fill_band(cairo_t* cr, const mr_frame* f, const mr_procs_timeline* t
         cairo_line_to(cr, x, mr_frame_y(f, floor_prev));
     }
     cairo_close_path(cr);
-    cairo_set_source_rgba(cr, c.r, c.g, c.b, 0.85);
+    // Opaque: a band over white in its series' colour, as the legend's swatch shows it.
+    cairo_set_source_rgb(cr, c.r, c.g, c.b);
     cairo_fill(cr);
     for (size_t k = 0; k < nt; k++)
         below[k] += (double)t->values[k * t->n + i] / yscale;
@@ -159,7 +153,7 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     char more[48];
     size_t n = 0;
     for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
-        items[n] = (mr_legend_item){labels[i], BANDS[i % NBANDS], MR_MARK_BAND};
+        items[n] = (mr_legend_item){labels[i], mr_draw_series_colour(i), MR_MARK_BAND};
         n++;
     }
     if (t->n > MAX_LEGEND) {
@@ -175,7 +169,7 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
     for (size_t i = 0; below && pts && i < t->n; i++)
-        fill_band(cr, &f, t, i, tscale, ys, below, pts, BANDS[i % NBANDS]);
+        fill_band(cr, &f, t, i, tscale, ys, below, pts, mr_draw_series_colour(i));
     double px = mr_frame_x(&f, (double)t->total_peak_ts / tscale);
     double py = mr_frame_y(&f, (double)t->total_peak / ys);
     mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);

@@ -25,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "reports"))
 import webdriver  # noqa: E402
-from checks import check, clean_env, contrast, de2000, finish, fresh_dir, rgb  # noqa: E402
+from checks import (SERIES_APART, check, clean_env, contrast, de2000, finish,  # noqa: E402
+                    fresh_dir, rgb)
 
 LONG_ARG = "--input=/srv/experiments/a-rather-long-directory-name/run-%d/measurements.dat"
 LONG_PROG = "a-program-whose-file-name-is-long-enough-to-be-cut-in-the-legend"
@@ -200,8 +201,9 @@ def colours_apart(b, what, want):
     legend = [(n, rgb(c)) for n, c in d["legend"]]
     check(len(legend) >= want, "%s: %d series in the legend" % (what, len(legend)))
     close = [(p[0][:30], q[0][:30], round(de2000(p[1], q[1]), 1))
-             for p, q in itertools.combinations(legend, 2) if de2000(p[1], q[1]) < 20]
-    check(not close, "%s: the series' colours at least 20 apart (CIEDE2000): %r" % (what, close))
+             for p, q in itertools.combinations(legend, 2) if de2000(p[1], q[1]) < SERIES_APART]
+    check(not close, "%s: the series' colours at least %d apart (CIEDE2000): %r" %
+          (what, SERIES_APART, close))
     faint = [(n[:30], round(contrast(c, panel), 2)) for n, c in legend if contrast(c, panel) < 3]
     check(not faint, "%s: each series' colour at least 3:1 against the plot: %r" % (what, faint))
     drawn = set(rgb(c) for _, c in d["drawn"])

@@ -160,8 +160,8 @@ static void test_plot(const char* db) {
     cairo_surface_t* img = cairo_image_surface_create_from_png(a.output);
     CHECK_EQ_I64(cairo_image_surface_get_width(img), 1600);
     CHECK_EQ_I64(cairo_image_surface_get_height(img), 600);
-    CHECK(count_colour(img, 31, 120, 181) > 300); // the heap line
-    CHECK(count_colour(img, 255, 127, 14) > 300); // RSS
+    CHECK(count_colour(img, 0, 114, 178) > 300); // the heap line
+    CHECK(count_colour(img, 213, 94, 0) > 300);  // RSS
     CHECK(count_colour(img, 255, 255, 255) < 1600u * 600u - 10000u);
     cairo_surface_destroy(img);
 
@@ -324,7 +324,7 @@ static int columns_heap_above_rss(cairo_surface_t* img) {
         int heap_top = -1, rss_top = -1;
         for (int y = 50; y < h - 75 && (heap_top < 0 || rss_top < 0); y++) {
             uint32_t px = ((const uint32_t*)(const void*)(data + (size_t)y * stride))[x];
-            if (heap_top < 0 && is_colour(px, 31, 120, 181))
+            if (heap_top < 0 && is_colour(px, 0, 114, 178))
                 heap_top = y;
             if (rss_top < 0 && is_colour(px, 255, 127, 14))
                 rss_top = y;
@@ -363,10 +363,10 @@ static void test_axes(void) {
             CHECK_EQ_STR(json_string_value(json_object_get(right, "side")), "right");
             CHECK_EQ_STR(json_string_value(json_array_get(json_object_get(right, "series"), 0)),
                          "heap");
-            CHECK(count_colour_in(img, 1510, 1600, 31, 120, 181) > 100); // right axis drawn
+            CHECK(count_colour_in(img, 1510, 1600, 0, 114, 178) > 100); // right axis drawn
         } else {
-            CHECK_EQ_I64(count_colour_in(img, 1510, 1600, 31, 120, 181), 0); // no right axis
-            CHECK(count_colour_in(img, 100, 1500, 31, 120, 181) > 300);      // the heap line
+            CHECK_EQ_I64(count_colour_in(img, 1510, 1600, 0, 114, 178), 0); // no right axis
+            CHECK(count_colour_in(img, 100, 1500, 0, 114, 178) > 300);      // the heap line
             int above = columns_heap_above_rss(img);
             if (above >= 100)
                 fprintf(stderr, "%s: heap drawn above RSS in %d columns\n", cases[k].name, above);
