@@ -70,5 +70,14 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
             $<TARGET_FILE:e2e_peak> $<TARGET_FILE:reports_deep_fixture>
             ${CMAKE_CURRENT_BINARY_DIR}/plot_colours.d)
   set_tests_properties(e2e.plot_colours PROPERTIES LABELS e2e TIMEOUT 120)
+  # memreport view of the program with hostile names and hostile arguments, alone and as a
+  # tree, in headless chromium: every name as text, nothing runs (tests/reports/view_hostile.py).
+  add_test(NAME e2e.view_hostile_names
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/reports/view_hostile.py
+            $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
+            $<TARGET_FILE:hostile_names> $<TARGET_FILE:spawn_all>
+            ${CMAKE_CURRENT_BINARY_DIR}/view_hostile.d)
+  set_tests_properties(e2e.view_hostile_names PROPERTIES LABELS e2e TIMEOUT 180
+                       SKIP_RETURN_CODE 77)
   set_tests_properties(e2e.procs_joint_peak e2e.procs_tree e2e.procs_reports e2e.procs_plot e2e.procs_diff e2e.procs_trust e2e.procs_views PROPERTIES LABELS e2e TIMEOUT 180)
 endif()
