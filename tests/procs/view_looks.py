@@ -6,8 +6,9 @@
 # (`memtrace -o DIR/` on procs/spawn_all.c starting nine programs with long arguments) whose
 # dozen series (ten bands, RSS, VSZ) have colours at least 20 apart (CIEDE2000) and 3:1
 # against the plot; a name cut with an ellipsis whole in its title, the page never wider
-# than the window; the keyboard: Tab reaches the timeline and the graph, arrows move the
-# moment (the values shown as the mouse shows them), Enter goes to the graph, where arrows
+# than the window; the keyboard: Tab reaches the timeline and the graph, arrows move a
+# cursor (drawn, the values shown as the mouse shows them) that Enter selects and Escape
+# leaves, Enter without one goes to the graph, where arrows
 # go from frame to frame and Enter zooms; on the tree, up and down pick a process's band
 # and Enter opens it. Screenshots of each page and scheme are left in WORKDIR.
 # Usage: view_looks.py MEMTRACE MEMREPORT SPAWN_ALL PROG FIXTURE_TOOL WORKDIR (77: no browser)
@@ -224,17 +225,29 @@ def keyboard(b):
     """Timeline and graph by keys on a one-process page."""
     b.js("document.getElementById('vtl-svg').focus()")
     b.keys("\ue011\ue014\ue014\ue014")  # Home, ArrowRight x 3
-    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": 3},
-          "Home then three ArrowRight: the moment at edge 3")
-    tip = b.js("var t = document.getElementById('vtl-tip');"
-               "return [getComputedStyle(t).display, t.textContent]")
-    check(tip[0] == "block" and "live heap" in tip[1],
-          "the keys' moment shows the values, as the mouse does: %r" % tip)
-    b.keys("\ue010\ue012")  # End, ArrowLeft: the edge before the end, where blocks are live
+    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": 0},
+          "Home then three ArrowRight: the moment at the start, the cursor moved on")
+    x3 = b.js("var g = memreport.view.geometry();"
+              "return g.x(memreport.view.edgeTime(3))")
+    tip = b.js("var t = document.getElementById('vtl-tip'),"
+               "    c = document.querySelector('#vtl-svg line.cursor');"
+               "return [getComputedStyle(t).display, t.textContent, c && +c.getAttribute('x1')]")
+    check(tip[0] == "block" and "live heap" in tip[1] and "Enter selects" in tip[1] and
+          tip[2] is not None and abs(tip[2] - x3) < 0.5,
+          "the cursor at edge 3 drawn, its values shown as the mouse shows them: %r" % tip)
+    b.keys("\ue007")  # Enter
+    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": 3} and
+          not b.js("return !!document.querySelector('#vtl-svg line.cursor')"),
+          "Enter selects the cursor's moment, edge 3")
+    b.keys("\ue014\ue00c")  # ArrowRight, Escape: the cursor left, nothing selected
+    check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": 3} and
+          not b.js("return !!document.querySelector('#vtl-svg line.cursor')"),
+          "Escape leaves the cursor, the selection stays")
+    b.keys("\ue010\ue012\ue007")  # End, ArrowLeft, Enter: the edge before the end
     nb = b.js("return memreport.view.buckets")
     check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": nb - 1},
-          "End then ArrowLeft: the edge before the end")
-    b.keys("\ue007")  # Enter
+          "End, ArrowLeft and Enter: the edge before the end")
+    b.keys("\ue007")  # Enter, no cursor
     kbd = b.js("var d = document.querySelector('#chart .fr.kbd');"
                "return [document.activeElement.id, d && d.dataset.name, d && +d.dataset.depth,"
                " getComputedStyle(document.getElementById('tip')).display]")

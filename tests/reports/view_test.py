@@ -4,7 +4,8 @@
 # fixture capture: the header against `memreport summary`; a click on the timeline and a
 # drag across it, the flame graph's root, the functions table and the top stacks against
 # `memreport top --at` and `--range` at the times the page says it shows; the selection
-# kept in the URL and reopened from it; the arrow keys; the layout (legend, plot, marks'
+# kept in the URL and reopened from it; the keys (an arrow moves a cursor, Enter selects
+# it); the layout (legend, plot, marks'
 # labels and the graph never overlapping, both axes labelled); hostile names as text.
 # Usage: view_test.py MEMREPORT FIXTURE_TOOL WORKDIR   (exit 77 = skipped: no browser)
 import json
@@ -211,9 +212,14 @@ def main():
         leaks = report("summary", cap, "--json")["leaked_bytes"]
         root = b.js("return +document.querySelector('#chart .fr[data-name=\"all\"]').dataset.bytes")
         check(root == leaks, "at the end the graph holds the leaks: %r" % root)
-        b.keys("\ue012")  # ArrowLeft
+        b.keys("\ue012")  # ArrowLeft: the cursor one edge back, nothing selected yet
+        check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": nb} and
+              b.js("return +document.querySelector('#chart .fr[data-name=\"all\"]')"
+                   ".dataset.bytes") == leaks,
+              "ArrowLeft moves the cursor, the selection and the graph stay")
+        b.keys("\ue007")  # Enter
         check(b.js("return memreport.view.selection()") == {"kind": "moment", "k": nb - 1},
-              "ArrowLeft steps one edge back")
+              "Enter selects the cursor's moment, one edge back")
         b.js("memreport.showTab('leaks')")
         leaked = b.js("return Array.from(document.querySelectorAll('#leaks-table tbody tr'))"
                       ".reduce(function (s, t) { return s + +t.dataset.bytes; }, 0)")
