@@ -84,7 +84,7 @@ static json_t* build(const mr_stacks_report* r) {
 }
 
 static void print_text(FILE* out, json_t* o) {
-    char a[32], b[32], c[32], line[2048];
+    char a[32], b[32], c[32];
     size_t i, j;
     json_t *s, *f;
 #define U64(obj, k) (uint64_t) json_integer_value(json_object_get(obj, k))
