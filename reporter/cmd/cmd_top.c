@@ -176,6 +176,22 @@ static size_t match(const mr_functions* fns, const char* name, int how, size_t* 
     return n;
 }
 
+// An error line lists up to 8 functions, each name and file cut visibly past this many
+// bytes so that every one shows.
+#define LISTED_NAME_MAX 200
+
+// s (malloc'd, escaped) cut past LISTED_NAME_MAX bytes, ending in "…" (never inside a
+// UTF-8 sequence).
+static void cut_visibly(char* s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n <= LISTED_NAME_MAX)
+        return;
+    n = LISTED_NAME_MAX - 3;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    memcpy(s + n, "\xe2\x80\xa6", 4); // U+2026
+}
+
 // "a (file), b, ... and N more" for an error line, names escaped for a terminal.
 static void list_names(const mr_functions* fns, const size_t* idx, size_t n, char* buf,
                        size_t len) {
@@ -185,6 +201,8 @@ static void list_names(const mr_functions* fns, const size_t* idx, size_t n, cha
         const mr_function* f = &fns->v[idx[i]];
         char* name = mr_escape(f->name, strlen(f->name), MR_ESCAPE_TERMINAL);
         char* file = f->file ? mr_escape(f->file, strlen(f->file), MR_ESCAPE_TERMINAL) : NULL;
+        cut_visibly(name);
+        cut_visibly(file);
         used +=
             (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s", i ? ", " : "", name ? name : "?",
                              file ? " (" : "", file ? file : "", file ? ")" : "");
@@ -208,7 +226,7 @@ static int find_function(const mr_functions* fns, const char* option, const char
     if (n == 0)
         n = match(fns, name, 1, idx);
     int rc = MR_EXIT_OK;
-    char names[1024];
+    char names[8 * (2 * LISTED_NAME_MAX + 8) + 64];
     char* shown = mr_escape(name, strlen(name), MR_ESCAPE_TERMINAL);
     if (n == 1) {
         *out = idx[0];

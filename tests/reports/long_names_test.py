@@ -4,7 +4,8 @@
 # is never cut silently: the text views that print whole names (top, stats, stacks, leaks,
 # live, diff's function rows) print it whole, short form included; JSON and the flame graph
 # page's data keep it whole; a view that cuts by design (a diff stack row, past its
-# innermost function) says so ("< ...").
+# innermost function; top's list of the functions a name could mean) says so ("< ...",
+# "…").
 # The standard report fixture (reports_fixture) with make_node renamed.
 # Usage: long_names_test.py MEMREPORT REPORTS_FIXTURE WORKDIR
 import json
@@ -57,6 +58,14 @@ def main():
     check(rows and all(SPACE + "::make_node<...> < ..." in r for r in rows),
           "diff: a stack row shows its innermost function whole, then cuts the rest by "
           "design, visibly")
+
+    # top's "ambiguous" line lists its candidates, each cut visibly so that all show.
+    r = subprocess.run([memreport, "top", cap, "--callers", "a"], capture_output=True, text=True)
+    line = r.stderr.splitlines()[0] if r.stderr else ""
+    check(r.returncode == 1 and "5 functions match: app::nnnn" in line and
+          "n\u2026 (tree.c), cache_put (cache.c), load_config (config.c), main (prog.c), "
+          "parse_file (parse.c)" in line and len(line) < 500,
+          f"top --callers: every candidate listed, the long one cut visibly: {line[-150:]!r}")
 
     page = os.path.join(work, "page.html")
     run("flamegraph", cap, "-o", page)
