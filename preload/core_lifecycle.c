@@ -151,6 +151,7 @@ static void fork_child(void) {
     mt_writer_fork_unlock();
     mt_core_buffers_fork_child();
     mt_mmap_fork_child();
+    mt_seq_fork_child();
     mt_exit_watch_forget();
     mt_exit_watch_note_main(); // this thread is all the child has
     traced_pid = getpid();
@@ -286,6 +287,7 @@ static void init_modules(void) {
     mt_sampling_init();
     mt_clock_init();
     mt_core_threads_init();
+    mt_seq_init();
     mt_trie_init();
     mt_clock_zero();
     mt_maps_init();

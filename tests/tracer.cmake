@@ -1,11 +1,12 @@
 # Tracer tests: unit tests of the preload modules linked without the shim (tests/unit:
-# the callsite trie, the clock mapping, the core's event path), and traced programs:
+# the callsite trie, the clock mapping, the event order's counter, the core's event path),
+# and traced programs:
 # MEMTRACE_UNWIND=auto must give exactly libunwind's stacks, on code built with and without
 # frame pointers (libstdc++ and libc have none on Debian).
 
 # The preload base objects alone (the core with its writer and SQLite is test_core's); no
 # shim, so the test's own malloc is not interposed.
-foreach(module trie clock)
+foreach(module trie clock seq)
   add_executable(test_${module} unit/test_${module}.c $<TARGET_OBJECTS:memtrace_preload_base>)
   target_include_directories(test_${module} PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
   target_compile_definitions(test_${module} PRIVATE _GNU_SOURCE)

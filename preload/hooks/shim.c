@@ -135,7 +135,7 @@ MT_EXPORT void* realloc(void* old, size_t size) {
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, size);
     // Sampling: the old block leaves the set before the real call may free it (0: not sampled).
-    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_core_reserve_seq() : 0;
+    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_seq_take() : 0;
     void* p = mt_real.realloc(old, size);
     mt_core_on_realloc(MT_KIND_REALLOC, MT_KIND_REALLOC_FREE, MT_CALL_REALLOC, free_seq, old, p,
                        size);
@@ -162,7 +162,7 @@ MT_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
     if (!mt_recording() && !mt_interrupting_hook())
         return mt_real.realloc(old, total);
     // Sampling: the old block leaves the set before the real call may free it (0: not sampled).
-    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_core_reserve_seq() : 0;
+    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_seq_take() : 0;
     void* p = mt_real.realloc(old, total);
     mt_core_on_realloc(MT_KIND_REALLOCARRAY, MT_KIND_REALLOCARRAY_FREE, MT_CALL_REALLOCARRAY,
                        free_seq, old, p, total);

@@ -40,7 +40,6 @@ _Atomic int mt_state;
 _Atomic int mt_core_attached;
 static __thread mt_thread* tls_thread __attribute__((tls_model("initial-exec")));
 
-static _Atomic uint64_t seq_counter;
 static _Atomic(mt_thread*) threads_head;
 static pthread_key_t thread_key;
 
@@ -337,14 +336,6 @@ static inline void record(mt_thread* t, int kind, uint64_t seq, void* addr, size
     record_in(t, MT_HEAP_LIBC, kind, seq, addr, size, callsite);
 }
 
-uint64_t mt_core_seq_now(void) {
-    return atomic_load_explicit(&seq_counter, memory_order_relaxed);
-}
-
-uint64_t mt_core_reserve_seq(void) {
-    return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed) + 1;
-}
-
 // Sampling's cheap path (core.h): a call that records nothing is counted without the rest
 // of a hook (no errno to keep: nothing here calls libc). The caller raised the guard, so a
 // signal handler's heap call meanwhile went to the side queue, drained here as a hook
@@ -400,7 +391,7 @@ void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size) {
     if (addr && !events_off(c.t) && mt_sampling_keep_alloc(addr, size)) {
         uint32_t cs = capture_stack(c.t);
         // The seq is taken after the real allocation returned (docs/capture-format.md, Events).
-        record(c.t, kind, mt_core_reserve_seq(), addr, size, cs);
+        record(c.t, kind, mt_seq_take(), addr, size, cs);
     }
     leave(&c);
 }
@@ -412,7 +403,7 @@ void mt_core_on_free(int kind, mt_call call, void* addr, size_t size) {
     count_call(c.t, call);
     // Sampling: a sampled block leaves the set even while events are off.
     if (addr && mt_sampling_keep_free(addr) && !events_off(c.t))
-        record(c.t, kind, mt_core_reserve_seq(), addr, size, 0);
+        record(c.t, kind, mt_seq_take(), addr, size, 0);
     leave(&c);
 }
 
@@ -442,7 +433,7 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
             record(c.t, free_kind, free_seq, old, 0, 0);
         if (new_ptr && mt_sampling_keep_alloc(new_ptr, size)) {
             uint32_t cs = capture_stack(c.t);
-            record(c.t, alloc_kind, mt_core_reserve_seq(), new_ptr, size, cs);
+            record(c.t, alloc_kind, mt_seq_take(), new_ptr, size, cs);
         }
     }
     leave(&c);
@@ -457,7 +448,7 @@ void mt_core_on_heap_alloc(int heap, int kind, mt_call call, void* addr, size_t 
     count_call(c.t, call);
     if (!events_off(c.t) && mt_sampling_keep_alloc(addr, size)) {
         uint32_t cs = capture_stack(c.t);
-        record_in(c.t, heap, kind, mt_core_reserve_seq(), addr, size, cs);
+        record_in(c.t, heap, kind, mt_seq_take(), addr, size, cs);
     }
     leave(&c);
 }
@@ -468,7 +459,7 @@ void mt_core_on_heap_free(int heap, void* addr) {
         return;
     count_call(c.t, MT_CALL_PY_FREE);
     if (mt_sampling_keep_free(addr) && !events_off(c.t))
-        record_in(c.t, heap, MT_KIND_FREE, mt_core_reserve_seq(), addr, 0, 0);
+        record_in(c.t, heap, MT_KIND_FREE, mt_seq_take(), addr, 0, 0);
     leave(&c);
 }
 
@@ -485,7 +476,7 @@ void mt_core_on_heap_realloc(int heap, uint64_t free_seq, void* old, void* new_p
             record_in(c.t, heap, MT_KIND_REALLOC_FREE, free_seq, old, 0, 0);
         if (mt_sampling_keep_alloc(new_ptr, size)) {
             uint32_t cs = capture_stack(c.t);
-            record_in(c.t, heap, MT_KIND_REALLOC, mt_core_reserve_seq(), new_ptr, size, cs);
+            record_in(c.t, heap, MT_KIND_REALLOC, mt_seq_take(), new_ptr, size, cs);
         }
     }
     leave(&c);
@@ -536,7 +527,7 @@ void mt_core_on_nested(int kind, int call, void* addr, size_t size, uint64_t seq
     }
     e->call = call;
     e->npcs = stack && addr ? mt_unwind_fp_only(e->pcs, MT_NESTED_FRAMES, t->stack_hi) : 0;
-    e->ev = (mt_event){.seq = addr ? (seq ? seq : mt_core_reserve_seq()) : 0,
+    e->ev = (mt_event){.seq = addr ? (seq ? seq : mt_seq_take()) : 0,
                        .ts = mt_clock_raw(),
                        .addr = (uint64_t)(uintptr_t)addr,
                        .size = size,
@@ -613,7 +604,7 @@ MT_EXPORT void memtrace_impl_report(int is_alloc, const void* addr, size_t size)
         // A heap of their own (MT_HEAP_POOL): they end no block of libc's, nor one of them
         // libc's, and the leak scan's table of malloc'ed blocks never sees them.
         record_in(c.t, MT_HEAP_POOL, is_alloc ? MT_KIND_CUSTOM_ALLOC : MT_KIND_CUSTOM_FREE,
-                  mt_core_reserve_seq(), (void*)addr, is_alloc ? size : 0, cs);
+                  mt_seq_take(), (void*)addr, is_alloc ? size : 0, cs);
     }
     leave(&c);
 }
@@ -675,7 +666,7 @@ void mt_core_on_heap_ops(int heap, mt_heap_op* ops, int n) {
             walked = true;
             ops[i].callsite = here;
         }
-        mt_event ev = {.seq = ops[i].seq ? ops[i].seq : mt_core_reserve_seq(),
+        mt_event ev = {.seq = ops[i].seq ? ops[i].seq : mt_seq_take(),
                        .ts = mt_clock_raw(),
                        .addr = ops[i].addr,
                        .size = ops[i].size,

@@ -7,6 +7,7 @@
 #define MT_CORE_H
 
 #include "bootstrap.h"
+#include "seq.h"
 
 #include "memtrace/event.h"
 
@@ -132,11 +133,8 @@ static inline bool mt_recording(void) {
 // guard, keep errno, count the call, and push an event when `addr` is not NULL.
 void mt_core_on_alloc(int kind, mt_call call, void* addr, size_t size);
 void mt_core_on_free(int kind, mt_call call, void* addr, size_t size);
-// realloc family: seq for the free is taken before the real call (mt_core_reserve_seq),
+// realloc family: seq for the free is taken before the real call (mt_seq_take, seq.h),
 // both events are pushed after it returns.
-uint64_t mt_core_reserve_seq(void);
-// The last seq taken (the writer's live set: live_set.h).
-uint64_t mt_core_seq_now(void);
 void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t free_seq, void* old,
                         void* new_ptr, size_t size);
 void mt_core_count_call(mt_call call);

@@ -100,7 +100,7 @@ static void* wrap_realloc(void* ctx, void* old, size_t size) {
     if (!mt_recording())
         return a->realloc(a->ctx, old, size);
     // Sampling: the old block leaves the set before the call may free it (0: not sampled).
-    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_core_reserve_seq() : 0;
+    uint64_t free_seq = old && mt_sampling_keep_free(old) ? mt_seq_take() : 0;
     mt_guard = 1;
     void* p = a->realloc(a->ctx, old, size);
     mt_guard = 0;

@@ -612,7 +612,7 @@ static void settle_live(int64_t now) {
     if (!live || now < settle_at)
         return;
     mt_live_set_settle(live, settle_seq);
-    settle_seq = mt_core_seq_now();
+    settle_seq = mt_seq_now();
     settle_at = now + 1000000000;
 }
 

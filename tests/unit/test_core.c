@@ -40,7 +40,7 @@ static void expect(int kind, uint64_t addr, uint64_t size) {
 
 // realloc as the shim records it: the free's seq is taken before the real call.
 static void realloc_call(uint64_t old, uint64_t new_ptr, size_t size) {
-    uint64_t free_seq = old ? mt_core_reserve_seq() : 0;
+    uint64_t free_seq = old ? mt_seq_take() : 0;
     mt_core_on_realloc(MT_KIND_REALLOC, MT_KIND_REALLOC_FREE, MT_CALL_REALLOC, free_seq,
                        (void*)(uintptr_t)old, (void*)(uintptr_t)new_ptr, size);
 }
