@@ -82,6 +82,34 @@ def overlaps(a, b):
     return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
+def texts_inside(b, what="layout"):
+    """As drawn (rotated titles too), against the timeline's own box: nothing cut at its edges."""
+    out = b.js("""var s = document.getElementById('vtl-svg').getBoundingClientRect();
+      return Array.from(document.querySelectorAll('#vtl-svg text')).filter(function (t) {
+        var r = t.getBoundingClientRect();
+        return r.left < s.left - 0.5 || r.right > s.right + 0.5; }).map(function (t) {
+        return t.textContent; });""")
+    check(not out, "%s: every text inside the timeline: %r" % (what, out))
+
+
+def ends_on_a_tick(cap, work):
+    """A run of 2.5 s has a tick at its end, labelled "2500 ms" at the plot's right edge."""
+    round_cap = os.path.join(work, "round.db")
+    shutil.copy(cap, round_cap)
+    db = sqlite3.connect(round_cap)
+    db.execute("UPDATE meta SET value = 2500000000 WHERE key = 'duration_ns'")
+    db.commit()
+    db.close()
+    page = os.path.join(work, "round.html")
+    subprocess.run([MEMREPORT, "view", round_cap, "-o", page], check=True)
+    with webdriver.Browser(width=1366, height=768) as b:
+        b.get("file://" + page)
+        words = b.js("return Array.from(document.querySelectorAll('#vtl-svg text'))"
+                     ".map(function (t) { return t.textContent; })")
+        check("2500 ms" in words, "a run of 2.5 s has a tick at its end: %r" % words)
+        texts_inside(b, "a run that ends on a tick")
+
+
 def layout(b):
     boxes = b.js("""return ['vtl-legend', 'vtl-svg', 'vtl-bar', 'viewbar', 'chart', 'facts']
       .map(function (id) { var r = document.getElementById(id).getBoundingClientRect();
@@ -93,6 +121,7 @@ def layout(b):
     texts = b.js("""return Array.from(document.querySelectorAll('#vtl-svg text')).map(
       function (t) { var r = t.getBBox(); return [t.textContent, r.x, r.y, r.width, r.height,
                      t.closest('g.mark') ? 1 : 0]; });""")
+    texts_inside(b)
     labels = [t for t in texts if t[5]]
     check(len(labels) >= 4, "layout: marks and ranges labelled: %r" % [t[0] for t in labels])
     for i in range(len(labels)):
@@ -227,6 +256,7 @@ def main():
         check(b.js("return window.__errors") == [], "no script errors after all that")
 
     threads(cap, page)
+    ends_on_a_tick(cap, work)
     hostile(fixture, work)
     refusals(cap, work)
     print("%d failures" % len(failures))
