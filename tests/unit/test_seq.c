@@ -121,18 +121,23 @@ static int reuse_in_child(void) {
     return wrong;
 }
 
-int main(void) {
-    mt_seq_init();
-    for (int r = 0; r < 4; r++) {
+// Runs round in a fork's child, rounds times: each child's counter starts as the fork left it.
+static void in_children(int rounds, int (*round)(void)) {
+    for (int r = 0; r < rounds; r++) {
         pid_t pid = fork();
         if (pid == 0) {
             mt_seq_fork_child();
-            _exit(reuse_in_child() ? 1 : 0);
+            _exit(round() ? 1 : 0);
         }
         int status = 0;
         waitpid(pid, &status, 0);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
+}
+
+int main(void) {
+    mt_seq_init();
+    in_children(4, reuse_in_child);
     // Alone, in this process: consecutive seqs, the fast way where the kernel offers it.
     for (uint64_t i = 1; i <= 1000; i++)
         CHECK_EQ_I64(mt_seq_take(), i);
@@ -140,16 +145,7 @@ int main(void) {
         printf("SKIP: no rseq or membarrier here: every seq takes the locked way\n");
         return 77;
     }
-    for (int r = 0; r < ROUNDS; r++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            mt_seq_fork_child();
-            _exit(round_in_child() ? 1 : 0);
-        }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
+    in_children(ROUNDS, round_in_child);
     // The fork children's seqs were their own: this process still counts alone from 1000.
     CHECK_EQ_I64(mt_seq_take(), 1001);
     printf("%d checks, %d failed\n", check_count, check_failures);
