@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// When a capture starts and ends: initialisation, shutdown, internal failure, fork (the
-// child's own capture), exec (finish before the image is replaced) and fatal signals (save
-// the capture, then die as the program would have). Never on the event path; called with
-// the guard set, so the tracer's own allocations here pass through untraced.
+// When a capture starts and ends: initialisation (it hands the event path the writer's
+// functions the event path cannot call), shutdown, fork (the child's own capture), exec
+// (finish before the image is replaced) and fatal signals (save the capture, then die as
+// the program would have). Never on the event path; called with the guard set, so the
+// tracer's own allocations here pass through untraced.
 #include "bootstrap.h"
 #include "clock.h"
 #include "config.h"
@@ -26,71 +27,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-static pid_t traced_pid;
-// A page the kernel empties in a child whose memory is a copy of ours (MADV_WIPEONFORK):
-// fork()'s child handler sets it again; a child made by clone() without CLONE_VM, clone3 or
-// a raw fork system call runs no handler and finds it empty. A vfork child shares our memory
-// and finds it set. NULL where the kernel lacks the advice (before Linux 4.14): the pid then.
-static _Atomic int* own_memory;
-
-static void mark_own_memory(void) {
-    if (!own_memory) {
-        // Raw system calls: the tracer's page is no mapping of the program's (MEMTRACE_MMAP).
-        long p = syscall(SYS_mmap, NULL, (size_t)4096, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == -1 || (p > -4096 && p < 0))
-            return;
-        if (syscall(SYS_madvise, (void*)p, (size_t)4096, MADV_WIPEONFORK) != 0) {
-            syscall(SYS_munmap, (void*)p, (size_t)4096);
-            return;
-        }
-        own_memory = (_Atomic int*)p;
-    }
-    atomic_store(own_memory, 1);
-}
-
-bool mt_core_copied_unseen(void) {
-    _Atomic int* p = own_memory;
-    return p ? !atomic_load_explicit(p, memory_order_relaxed)
-             : traced_pid && getpid() != traced_pid;
-}
-
-void mt_core_stop_copied(void) {
-    int saved_errno = errno, saved_guard = mt_guard;
-    mt_guard = 1; // the message's calls are the tracer's
-    mt_core_fail("no capture",
-                 "a child made without fork() (clone, clone3, a fork system call) is not traced");
-    mt_guard = saved_guard;
-    errno = saved_errno;
-}
-
-// ---- failure: one line, then pass-through
-
-void mt_core_fail(const char* what, const char* why) {
-    static _Atomic int reported;
-    atomic_store(&mt_state, MT_STATE_STOPPED);
-    if (atomic_exchange(&reported, 1))
-        return;
-    char line[512];
-    size_t n = 0;
-    const char* parts[] = {"memtrace: ", what, ": ", why, "; the program continues untraced\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
-        for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
-            line[n++] = *p;
-    // Under the launcher, it says so at the end; the program's stderr stays the program's.
-    // Attached to a running process (memtrace --pid), never its stderr: the launcher
-    // reports what memtrace_attach returns.
-    line[n - 1] = 0;
-    if (!mt_output_report_failure(line + strlen("memtrace: ")) && !atomic_load(&mt_core_attached)) {
-        line[n - 1] = '\n';
-        mt_say(line, n);
-    }
-}
 
 // ---- start
 
@@ -98,12 +36,12 @@ void mt_core_fail(const char* what, const char* why) {
 static int start_capture(int child) {
     char path[4096];
     if (mt_output_root_changed()) { // a fork after chroot: paths name files of the new root
-        mt_core_fail("no capture", "the process changed its root directory (chroot)");
+        mt_writer_fail("no capture", "the process changed its root directory (chroot)");
         return -EXDEV;
     }
     int rc = mt_output_create(child, path, sizeof path);
     if (rc != 0) {
-        mt_core_fail(path, strerror(-rc));
+        mt_writer_fail(path, strerror(-rc));
         return rc;
     }
     mt_clock_zero();
@@ -154,8 +92,7 @@ static void fork_child(void) {
     mt_seq_fork_child();
     mt_exit_watch_forget();
     mt_exit_watch_note_main(); // this thread is all the child has
-    traced_pid = getpid();
-    mark_own_memory(); // emptied in this child too
+    mt_core_mark_traced();     // this process now, its page emptied in this child too
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     atomic_store(&mt_state, MT_STATE_STOPPED);
     mt_writer_forget();
@@ -212,7 +149,7 @@ static _Atomic int stopped_for_exec;
 
 void mt_core_before_exec(void) {
     // A vfork child shares our memory: the capture is its parent's, not its own.
-    if (getpid() != traced_pid || atomic_load(&mt_state) != MT_STATE_RECORDING)
+    if (getpid() != mt_core_traced_pid() || atomic_load(&mt_state) != MT_STATE_RECORDING)
         return;
     int saved = errno;
     mt_core_shutdown();
@@ -238,7 +175,8 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static void on_fatal_signal(int sig) {
     // Not when the crash is inside the tracer itself (its locks may be held) or in a child
     // that shares our memory without being the traced process.
-    if (!mt_guard && atomic_load(&mt_state) == MT_STATE_RECORDING && getpid() == traced_pid) {
+    if (!mt_guard && atomic_load(&mt_state) == MT_STATE_RECORDING &&
+        getpid() == mt_core_traced_pid()) {
         int saved = errno;
         mt_guard = 1;
         atomic_store(&mt_state, MT_STATE_STOPPED);
@@ -279,10 +217,11 @@ static void init_modules(void) {
     static _Atomic int initialised;
     if (atomic_exchange(&initialised, 1))
         return;
-    traced_pid = getpid();
-    if (gettid() == traced_pid) // not an attach's thread
+    mt_core_on_failure(mt_writer_fail); // before a copied child can be seen
+    mt_core_on_mark(mt_writer_mark);
+    mt_core_mark_traced();
+    if (gettid() == mt_core_traced_pid()) // not an attach's thread
         mt_exit_watch_note_main();
-    mark_own_memory();
     mt_config_load();
     mt_sampling_init();
     mt_clock_init();
@@ -321,7 +260,7 @@ int mt_core_attach(const char* output, const char* report) {
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
         return -EALREADY;
     mt_bootstrap_resolve();
-    bool again = traced_pid != 0;
+    bool again = mt_core_traced_pid() != 0;
     init_modules();
     if (again) { // this attach's settings, read anew (memtrace_attach gave them)
         forget_written();
@@ -342,7 +281,7 @@ int mt_core_attach(const char* output, const char* report) {
 
 void mt_core_shutdown(void) {
     // A vfork child shares our memory and must not touch the parent's capture.
-    if (getpid() != traced_pid)
+    if (getpid() != mt_core_traced_pid())
         return;
     int expected = MT_STATE_RECORDING;
     if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_STATE_STOPPED))

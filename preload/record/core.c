@@ -14,7 +14,6 @@
 #include "sampling.h"
 #include "trie.h"
 #include "unwind.h"
-#include "writer.h"
 
 #include "memtrace/schema.h"
 
@@ -49,6 +48,66 @@ mt_thread* mt_core_threads(void) {
 
 mt_thread* mt_core_this_thread(void) {
     return tls_thread;
+}
+
+// ---- the traced process, and what the floors above do for the event path
+
+static pid_t traced_pid;
+// A page the kernel empties in a child whose memory is a copy of ours (MADV_WIPEONFORK):
+// fork()'s child handler sets it again; a child made by clone() without CLONE_VM, clone3 or
+// a raw fork system call runs no handler and finds it empty. A vfork child shares our memory
+// and finds it set. NULL where the kernel lacks the advice (before Linux 4.14): the pid then.
+static _Atomic int* own_memory;
+// Set by core_lifecycle.c before the first capture (this floor cannot call the writer's).
+static void (*fail_capture)(const char* what, const char* why);
+static void (*queue_mark)(const char* name, int what, int64_t ts, uint32_t tid);
+
+void mt_core_on_failure(void (*fail)(const char* what, const char* why)) {
+    fail_capture = fail;
+}
+
+void mt_core_on_mark(void (*mark)(const char* name, int what, int64_t ts, uint32_t tid)) {
+    queue_mark = mark;
+}
+
+void mt_core_mark_traced(void) {
+    traced_pid = getpid();
+    if (!own_memory) {
+        // Raw system calls: the tracer's page is no mapping of the program's (MEMTRACE_MMAP).
+        long p = syscall(SYS_mmap, NULL, (size_t)4096, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == -1 || (p > -4096 && p < 0))
+            return;
+        if (syscall(SYS_madvise, (void*)p, (size_t)4096, MADV_WIPEONFORK) != 0) {
+            syscall(SYS_munmap, (void*)p, (size_t)4096);
+            return;
+        }
+        own_memory = (_Atomic int*)p;
+    }
+    atomic_store(own_memory, 1);
+}
+
+pid_t mt_core_traced_pid(void) {
+    return traced_pid;
+}
+
+// Whether this process is a child made without fork() (clone() without CLONE_VM, clone3, a
+// raw fork system call): a copy of the traced process whose buffers no writer drains, as no
+// fork handler ran in it. A vfork child shares the traced process's memory: false there.
+static bool copied_unseen(void) {
+    _Atomic int* p = own_memory;
+    return p ? !atomic_load_explicit(p, memory_order_relaxed)
+             : traced_pid && getpid() != traced_pid;
+}
+
+// Stops recording in such a child (it is not traced) and says why, once.
+static void stop_copied(void) {
+    int saved_errno = errno, saved_guard = mt_guard;
+    mt_guard = 1; // the message's calls are the tracer's
+    fail_capture("no capture",
+                 "a child made without fork() (clone, clone3, a fork system call) is not traced");
+    mt_guard = saved_guard;
+    errno = saved_errno;
 }
 
 // ---- threads
@@ -186,8 +245,8 @@ static inline void count_call(mt_thread* t, mt_call call) {
 // The thread has no buffer (its first event, or none could be had): takes one. Out of line,
 // as the record functions inline their fast path.
 static __attribute__((noinline)) mt_buffer* buffer_for(mt_thread* t) {
-    if (MT_UNLIKELY(mt_core_copied_unseen())) {
-        mt_core_stop_copied();
+    if (MT_UNLIKELY(copied_unseen())) {
+        stop_copied();
         return NULL;
     }
     mt_buffer* b = mt_core_buffer_get();
@@ -208,10 +267,10 @@ static inline mt_event* next_slot(mt_thread* t) {
 // The thread's buffer b is full: the writer gets it, the thread a fresh one.
 static __attribute__((noinline)) void hand_over_full(mt_thread* t, mt_buffer* b) {
     // A copy of this process that no writer drains would wait for a buffer forever.
-    if (MT_UNLIKELY(mt_core_copied_unseen())) {
+    if (MT_UNLIKELY(copied_unseen())) {
         b->taken = 0;
         atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
-        mt_core_stop_copied();
+        stop_copied();
         return;
     }
     mt_buffer* nb = mt_core_buffer_get();
@@ -583,7 +642,7 @@ MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
     else if (what == MT_MARK_RESUME)
         c.t->paused = 0;
     else if (name)
-        mt_writer_mark(name, what, mt_clock_raw(), c.t->tid); // the events' clock
+        queue_mark(name, what, mt_clock_raw(), c.t->tid); // the events' clock
     leave(&c);
 }
 

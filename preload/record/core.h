@@ -234,7 +234,5 @@ void mt_core_wait_work(int timeout_ms);
 void mt_core_buffers_forget_waiters(void);
 // Wakes the writer now (stop requests, marks).
 void mt_core_wake_writer(void);
-// Reports an internal failure once on stderr and switches to pass-through.
-void mt_core_fail(const char* what, const char* why);
 
 #endif

@@ -17,15 +17,17 @@ void mt_core_forget_counts(void);
 void mt_core_threads_init(void);
 // Pushes the side queue's events of t (core.h) into t's buffer.
 void mt_core_drain_nested(mt_thread* t);
-
-// ---- core_lifecycle.c
-
-// Whether this process is a child made without fork() (clone() without CLONE_VM, clone3, a
-// raw fork system call): a copy of the traced process whose buffers no writer drains, as no
-// fork handler ran in it. A vfork child shares the traced process's memory: false there.
-bool mt_core_copied_unseen(void);
-// Stops recording in such a child (it is not traced) and says why, once.
-void mt_core_stop_copied(void);
+// This process is the traced one from now on (at initialisation, in fork's child): a child
+// made from it without fork() (clone() without CLONE_VM, clone3, a raw fork system call) is
+// a copy whose buffers no writer drains, and stops recording at its first buffer.
+void mt_core_mark_traced(void);
+// The traced process (mt_core_mark_traced), 0 before.
+pid_t mt_core_traced_pid(void);
+// What the event path asks of the floors above, which it cannot call: fail the capture
+// (report once, stop tracing), queue a user mark (memtrace.h) for the writer. Registered
+// before the first capture starts.
+void mt_core_on_failure(void (*fail)(const char* what, const char* why));
+void mt_core_on_mark(void (*mark)(const char* name, int what, int64_t ts, uint32_t tid));
 
 // ---- core_buffers.c
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The writer thread (see writer.h). Runs with the guard set for its whole life, so SQLite's
 // and libdw's allocations pass through untraced, and with all signals blocked. Nothing here
-// runs inside a hook except mt_writer_mark's queue push.
+// runs inside a hook except mt_writer_mark's queue push and mt_writer_fail's one line (the
+// event path calls both through what lifecycle registered: record/core_internal.h).
 #include "writer.h"
 
 #include "bootstrap.h"
@@ -110,6 +111,27 @@ void mt_writer_fork_unlock(void) {
 
 // ---- failures: report once, keep what was committed, stop tracing
 
+void mt_writer_fail(const char* what, const char* why) {
+    static _Atomic int reported;
+    atomic_store(&mt_state, MT_STATE_STOPPED);
+    if (atomic_exchange(&reported, 1))
+        return;
+    char line[512];
+    size_t n = 0;
+    const char* parts[] = {"memtrace: ", what, ": ", why, "; the program continues untraced\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        for (const char* p = parts[i]; p && *p && n < sizeof line; p++)
+            line[n++] = *p;
+    // Under the launcher, it says so at the end; the program's stderr stays the program's.
+    // Attached to a running process (memtrace --pid), never its stderr: the launcher
+    // reports what memtrace_attach returns.
+    line[n - 1] = 0;
+    if (!mt_output_report_failure(line + strlen("memtrace: ")) && !atomic_load(&mt_core_attached)) {
+        line[n - 1] = '\n';
+        mt_say(line, n);
+    }
+}
+
 void mt_writer_fail_sqlite(const char* what) {
     if (failed)
         return;
@@ -124,7 +146,7 @@ void mt_writer_fail_sqlite(const char* what) {
         snprintf(why + n, sizeof why - (size_t)n,
                  " (the file size limit, ulimit -f, is %llu bytes)",
                  (unsigned long long)fsize.rlim_cur);
-    mt_core_fail(what, why);
+    mt_writer_fail(what, why);
 }
 
 // ---- meta
@@ -681,7 +703,7 @@ static bool open_capture(void) {
     if (!ok) {
         cw = NULL;
         failed = true;
-        mt_core_fail(capture_path, err);
+        mt_writer_fail(capture_path, err);
     } else {
         // The meta rows and the first sample in one commit: each commit costs page writes.
         if (mt_capwriter_begin(cw) == 0) {
@@ -996,7 +1018,7 @@ int mt_writer_start(const char* path) {
     if (!heapbuf)
         heapbuf = own_buffer(MT_BUFFER_EVENTS * sizeof *heapbuf);
     if (!scratch || !sortbuf || !heapbuf) {
-        mt_core_fail("cannot start", "out of memory");
+        mt_writer_fail("cannot start", "out of memory");
         return -ENOMEM;
     }
     snprintf(capture_path, sizeof capture_path, "%s", path);
@@ -1026,7 +1048,7 @@ int mt_writer_start(const char* path) {
     unsigned gen = atomic_fetch_add(&generation, 1) + 1;
     int rc = create_writer_thread(gen);
     if (rc != 0) {
-        mt_core_fail("cannot start the writer thread", strerror(rc));
+        mt_writer_fail("cannot start the writer thread", strerror(rc));
         return -rc;
     }
     writer_pid = getpid();
@@ -1083,7 +1105,7 @@ static void stop_on_this_thread(void) {
     } else {
         mt_capwriter_commit(cw);
         if (mt_capwriter_finish(cw, "complete") != 0)
-            mt_core_fail("cannot finalize capture", "SQLite error");
+            mt_writer_fail("cannot finalize capture", "SQLite error");
         else
             mt_output_report_finished(getpid(), capture_path);
     }
@@ -1206,7 +1228,7 @@ static void writer_resume(void) {
     int rc = create_writer_thread(atomic_load(&generation));
     // Without a writer the program runs on untraced; the exit still writes what was recorded.
     if (rc != 0)
-        mt_core_fail("cannot restart the writer thread", strerror(rc));
+        mt_writer_fail("cannot restart the writer thread", strerror(rc));
 }
 
 void mt_writer_step_aside(mt_writer_away* away) {

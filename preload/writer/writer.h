@@ -59,6 +59,10 @@ void mt_writer_save_before_death(int sig, int timeout_ms);
 // lock it needs was held by a thread that died (then the capture stays truncated).
 void mt_writer_finish_orphaned(pid_t pid);
 
+// Reports an internal failure once on stderr (or to the launcher) and switches to
+// pass-through.
+void mt_writer_fail(const char* what, const char* why);
+
 // A user mark (memtrace.h), queued for the writer. `name` is copied; `ts` is mt_clock_raw's,
 // converted by the writer as events are.
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid);
