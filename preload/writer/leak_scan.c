@@ -22,7 +22,9 @@
 #include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,6 +432,33 @@ static int file_roots(ranges* files, const mapping* maps, size_t nmaps, const ra
 // libc's and the tracer's, and their unwritten slots hold what earlier calls left (the hooks'
 // own locals: the address of each block allocated), which memcheck, knowing them undefined,
 // never counts. The callee-saved registers as that frame had them go into regs.
+// The loaded module that holds an address: its load base and path ("" for the program).
+typedef struct module {
+    uintptr_t base;
+    const char* name; // NULL: no module holds it
+} module;
+
+static int module_holds(struct dl_phdr_info* info, size_t size, void* data) {
+    (void)size;
+    module* m = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && m->base >= lo && m->base - lo < ph->p_memsz) {
+            *m = (module){info->dlpi_addr, info->dlpi_name ? info->dlpi_name : ""};
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static module module_of(uintptr_t a) {
+    module m = {a, NULL};
+    if (!dl_iterate_phdr(module_holds, &m))
+        m = (module){0, NULL};
+    return m;
+}
+
 static uintptr_t program_frame(uintptr_t* regs, int* nregs) {
     static const int saved[] = {UNW_X86_64_RBX, UNW_X86_64_RBP, UNW_X86_64_R12,
                                 UNW_X86_64_R13, UNW_X86_64_R14, UNW_X86_64_R15};
@@ -438,20 +467,19 @@ static uintptr_t program_frame(uintptr_t* regs, int* nregs) {
     *nregs = 0;
     if (unw_getcontext(&ctx) || unw_init_local(&cur, &ctx))
         return 0;
-    Dl_info self;
-    if (!dladdr((void*)&own_data, &self))
+    module self = module_of((uintptr_t)&own_data);
+    if (!self.name)
         return 0;
     for (int depth = 0; depth < 256 && unw_step(&cur) > 0; depth++) {
         unw_word_t ip, sp;
-        Dl_info info;
         if (unw_get_reg(&cur, UNW_REG_IP, &ip) || unw_get_reg(&cur, UNW_REG_SP, &sp))
             return 0;
-        if (!dladdr((void*)(ip - 1), &info) || !info.dli_fname)
+        module m = module_of(ip - 1);
+        if (!m.name)
             continue;
-        const char* base = strrchr(info.dli_fname, '/');
-        base = base ? base + 1 : info.dli_fname;
-        if (info.dli_fbase == self.dli_fbase || !strncmp(base, "libc.so", 7) ||
-            !strncmp(base, "ld-linux", 8))
+        const char* base = strrchr(m.name, '/');
+        base = base ? base + 1 : m.name;
+        if (m.base == self.base || !strncmp(base, "libc.so", 7) || !strncmp(base, "ld-linux", 8))
             continue;
         for (size_t i = 0; i < sizeof saved / sizeof *saved; i++) {
             unw_word_t v;
@@ -649,11 +677,19 @@ static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ran
 
 // ---- the parent's side
 
+// By the loader's list of modules: dladdr would also search the module's symbols, most of
+// a tiny program's exit in libc's case.
 bool mt_leak_scan_reads_mapped(void) {
-    Dl_info info;
-    void* fn;
-    memcpy(&fn, &mt_real.malloc, sizeof fn); // ISO C has no cast from a function pointer
-    return dladdr(fn, &info) && info.dli_fname && strstr(info.dli_fname, "libc.so");
+    static _Atomic int known; // 0: not yet, 1: libc's malloc, 2: another's
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (!k) {
+        uintptr_t fn;
+        memcpy(&fn, &mt_real.malloc, sizeof fn); // ISO C has no cast from a function pointer
+        module m = module_of(fn);
+        k = m.name && strstr(m.name, "libc.so") ? 1 : 2;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 1;
 }
 
 static bool seccomp_filtered(void) {
@@ -668,10 +704,30 @@ static bool seccomp_filtered(void) {
     return p && strtol(p + 9, NULL, 10) == 2;
 }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+// Sleeps until the copy may have ended: on a pidfd of it, which wakes the moment it exits,
+// else (a kernel before 5.3) for a millisecond, which a tiny program's exit would wait in full.
+static void await_copy(int pidfd, int64_t deadline) {
+    int64_t left = deadline - now_ns();
+    if (pidfd >= 0 && left > 0) {
+        struct pollfd p = {.fd = pidfd, .events = POLLIN};
+        struct timespec ts = {left / 1000000000, left % 1000000000};
+        syscall(SYS_ppoll, &p, 1, &ts, NULL, 0);
+        return;
+    }
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+}
+
 static int wait_copy(pid_t pid, int timeout_ms, int64_t* cpu_ns, char* why, size_t cap) {
     int status = 0;
     struct rusage ru = {0};
     int64_t deadline = now_ns() + (int64_t)timeout_ms * 1000000;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int rc = 0;
     for (;;) {
         pid_t r = (pid_t)syscall(SYS_wait4, pid, &status, __WALL | WNOHANG, &ru);
         if (r == pid) {
@@ -681,17 +737,22 @@ static int wait_copy(pid_t pid, int timeout_ms, int64_t* cpu_ns, char* why, size
         }
         if (r < 0 && errno != EINTR) {
             snprintf(why, cap, "the scanning copy could not be waited for: %s", strerror(errno));
-            return -ECHILD;
+            rc = -ECHILD;
+            break;
         }
         if (now_ns() > deadline) {
             syscall(SYS_kill, pid, SIGKILL);
             syscall(SYS_wait4, pid, &status, __WALL, NULL);
             snprintf(why, cap, "timeout: the scan took more than %d ms", timeout_ms);
-            return -ETIMEDOUT;
+            rc = -ETIMEDOUT;
+            break;
         }
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
+        await_copy(pidfd, deadline);
     }
+    if (pidfd >= 0)
+        close(pidfd);
+    if (rc)
+        return rc;
     if (WIFSIGNALED(status)) {
         snprintf(why, cap, "the scanning copy died of signal %d", WTERMSIG(status));
         return -EIO;
@@ -708,6 +769,10 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
                                                char* why, size_t cap) {
     int64_t t0 = now_ns();
     memset(out, 0, sizeof *out);
+    if (!n) { // nothing to classify: no copy to make
+        out->ns = now_ns() - t0;
+        return 0;
+    }
     if (seccomp_filtered()) {
         snprintf(why, cap, "a seccomp filter is in force: no copy of the process is made");
         return -EPERM;
