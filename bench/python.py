@@ -3,8 +3,10 @@
 """What tracing a Python program costs: bench/python/workload.py (json round trip, 30-deep
 recursion) run natively (pymalloc, and PYTHONMALLOC=malloc), traced as it is (CPython's
 allocators recorded as heap python), traced with --python-malloc (every object a malloc),
-each with Python frames (MEMTRACE_PYTHON=1) and without (MEMTRACE_PYTHON=0), and under
-heaptrack; median wall and CPU (user + sys, the writer thread's included) of BENCH_REPS (5)
+each with Python frames (MEMTRACE_PYTHON=1) and without (MEMTRACE_PYTHON=0), sampled
+(MEMTRACE_SAMPLE_BYTES=524288), beside Python's own tracemalloc (-X tracemalloc=1: every
+allocation with its innermost Python line, and =25 with BENCH_TRACEMALLOC_DEEP=1: each run
+takes about a minute) and heaptrack; median wall and CPU (user + sys, the writer thread's included) of BENCH_REPS (5)
 runs, each against the native pymalloc run, and the CPU the Python walk adds per allocation.
 
 Usage: bench/python.py [BUILD_DIR] [PYTHON]    (default build/, python3)
@@ -51,13 +53,25 @@ def traced(name, extra_opts, frames):
             {"MEMTRACE_PYTHON": "1" if frames else "0"}, cap)
 
 
+def sampled(name, interval):
+    """A traced mode sampled by bytes: its capture's count is of sampled allocations only."""
+    _name, wrap, env, _cap = traced(name, [], True)
+    return (name, wrap, dict(env, MEMTRACE_SAMPLE_BYTES=str(interval)), None)
+
+
 # (name, argv of the workload's argv, environment added, capture)
 MODES = [("native", lambda argv: argv, {}, None),
          ("native PYTHONMALLOC=malloc", lambda argv: argv, {"PYTHONMALLOC": "malloc"}, None),
          traced("heap python", [], True),
          traced("heap python, no frames", [], False),
          traced("--python-malloc", ["--python-malloc"], True),
-         traced("--python-malloc, no frames", ["--python-malloc"], False)]
+         traced("--python-malloc, no frames", ["--python-malloc"], False),
+         sampled("heap python, sampled 512 KiB", 524288),
+         ("tracemalloc 1 frame", lambda argv: argv[:1] + ["-X", "tracemalloc=1"] + argv[1:], {},
+          None)]
+if os.environ.get("BENCH_TRACEMALLOC_DEEP") == "1":
+    MODES.append(("tracemalloc 25 frames",
+                  lambda argv: argv[:1] + ["-X", "tracemalloc=25"] + argv[1:], {}, None))
 if shutil.which("heaptrack"):
     ht = os.path.join(work, "ht")
     MODES += [("heaptrack", lambda argv: ["heaptrack", "-o", ht] + argv, {}, None),
