@@ -20,7 +20,7 @@ endforeach()
 # The core's event path: the base and core objects without the shim or the constructor that
 # starts tracing at load (autostart.c); the test starts the core itself. Unsanitized, like
 # the tracer (it links the tracer's own common library).
-add_executable(test_core unit/test_core.c ${MEMTRACE_PRELOAD_OBJECTS})
+add_executable(test_core unit/test_core.c tmpdir.c ${MEMTRACE_PRELOAD_OBJECTS})
 target_include_directories(test_core PRIVATE ${MEMTRACE_PRELOAD_INCLUDES})
 target_compile_definitions(test_core PRIVATE _GNU_SOURCE)
 target_compile_options(test_core PRIVATE -ftls-model=initial-exec -fno-omit-frame-pointer)

@@ -7,7 +7,6 @@
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
 
-#include <ftw.h>
 #include <getopt.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -195,30 +194,6 @@ int fx_run(int (*cmd)(int, char**), const char* arg0, ...) {
     optind = 0; // glibc: 0 re-initializes getopt for a new argument vector
     fflush(stdout);
     return cmd(argc, argv);
-}
-
-static char tmpdir[] = "/tmp/mt-reports-XXXXXX";
-
-static int remove_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void remove_tmpdir(void) {
-    nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-const char* fx_tmpdir(void) {
-    static bool made;
-    if (!made) {
-        if (!mkdtemp(tmpdir))
-            die("mkdtemp", "cannot create a temporary directory");
-        made = true;
-        atexit(remove_tmpdir);
-    }
-    return tmpdir;
 }
 
 char* fx_read(const char* path) {

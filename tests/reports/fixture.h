@@ -39,8 +39,6 @@ void fx_hostile(const char* path);
 // Runs a memreport subcommand in-process with a NULL-terminated argument list (argv[0] is
 // the subcommand name), resetting getopt between runs. Returns its exit code.
 int fx_run(int (*cmd)(int, char**), const char* arg0, ...);
-// A fresh temporary directory for a test's files, removed at exit.
-const char* fx_tmpdir(void);
 // Reads a whole file (NULL when missing); the caller frees.
 char* fx_read(const char* path);
 

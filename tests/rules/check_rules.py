@@ -6,7 +6,8 @@ list of tests (`ctest --show-only=json-v1`) and on the test area files:
 - every test has a label, unit, e2e or fuzz, and a timeout;
 - every test is skipped by exit code 77 and by nothing else: SKIP_RETURN_CODE is 77, and no
   test is disabled, skipped by a regular expression or turned into its opposite;
-- no test area is included OPTIONAL: a renamed file must fail the configure.
+- no test area is included OPTIONAL: a renamed file must fail the configure;
+- no unit test makes a temporary directory of its own: tmpdir.h's test_tmpdir is the one.
 
 Usage: check_rules.py CTEST BUILD_DIR TESTS_SOURCE_DIR
 """
@@ -45,6 +46,12 @@ def main():
         for n, line in enumerate(open(path, encoding="utf-8"), 1):
             if re.match(r"\s*include\(.*\bOPTIONAL\b", line):
                 bad.append(f"{os.path.basename(path)}:{n}: include(... OPTIONAL)")
+    own_dirs = glob.glob(os.path.join(source, "unit", "*.c")) + \
+        glob.glob(os.path.join(source, "reports", "*.c"))
+    for path in sorted(own_dirs):
+        for n, line in enumerate(open(path, encoding="utf-8"), 1):
+            if re.search(r"\bmkdtemp\s*\(", line):
+                bad.append(f"{os.path.relpath(path, source)}:{n}: mkdtemp (use test_tmpdir)")
     for b in bad:
         print("FAIL:", b)
     print(f"{len(tests)} tests, {len(bad)} broken rules")

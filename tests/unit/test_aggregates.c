@@ -11,6 +11,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <errno.h>
@@ -183,7 +184,7 @@ static const report reports[] = {
 
 static void run_reports(const char* cap, char** texts) {
     char out[512];
-    snprintf(out, sizeof out, "%s/out", fx_tmpdir());
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
     for (size_t i = 0; i < NREPORTS; i++) {
         const char* const* a = reports[i].args;
         int rc = fx_run(reports[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], NULL);
@@ -219,7 +220,7 @@ static void store(mt_capture* cap, const uint8_t* data, size_t len, bool other_e
 // stderr to a file while fn runs; returns what it wrote.
 static char* stderr_of(void (*fn)(mt_capture*, mr_aggregates*), mt_capture* cap, mr_aggregates* a) {
     char path[512];
-    snprintf(path, sizeof path, "%s/stderr", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/stderr", test_tmpdir());
     fflush(stderr);
     int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
@@ -328,7 +329,7 @@ static const report at_reports[] = {
 // The --at reports at time t (ns), into texts.
 static void run_at_reports(const char* cap, int64_t t, char** texts) {
     char out[512], at[32], range[64];
-    snprintf(out, sizeof out, "%s/out", fx_tmpdir());
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
     snprintf(at, sizeof at, "%lldns", (long long)t);
     snprintf(range, sizeof range, "%lldns..%lldns", (long long)t / 2, (long long)t);
     for (size_t i = 0; i < NAT; i++) {
@@ -510,7 +511,7 @@ static int64_t damage_chunk(const char* path, uint64_t after, uint64_t upto, uin
 static void test_range_inside(unsigned seed) {
     enum { AHEAD = 24 }; // the replay's lookahead (16 events) and a chunk (3)
     char path[512];
-    snprintf(path, sizeof path, "%s/long%u.db", fx_tmpdir(), seed);
+    snprintf(path, sizeof path, "%s/long%u.db", test_tmpdir(), seed);
     random_capture(path, seed, true);
     mr_checkpoints_every(2 + rnd(6));
     mr_query q = MR_QUERY_INIT(MT_HEAP_LIBC);
@@ -598,7 +599,7 @@ static void test_block_twice(void) {
 
 static void test_seed(unsigned seed) {
     char path[512];
-    snprintf(path, sizeof path, "%s/r%u.db", fx_tmpdir(), seed);
+    snprintf(path, sizeof path, "%s/r%u.db", test_tmpdir(), seed);
     random_capture(path, seed, false);
     char *replayed[NREPORTS] = {0}, *first[NREPORTS] = {0}, *stored[NREPORTS] = {0};
 

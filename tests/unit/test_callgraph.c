@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <stdio.h>
@@ -87,7 +88,7 @@ static void make_graph(const char* path) {
 
 static void test_graph(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/callgraph.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/callgraph.db", test_tmpdir());
     make_graph(path);
     mt_capture* cap;
     mr_symbols* sy;
@@ -123,7 +124,7 @@ static void test_graph(void) {
 // Without recursion: callers add up to the total, callees plus self too.
 static void test_sums(bool all_frames) {
     char path[512];
-    snprintf(path, sizeof path, "%s/standard.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/standard.db", test_tmpdir());
     fx_standard(path);
     mt_capture* cap;
     mr_symbols* sy;

@@ -5,6 +5,7 @@
 #include "capture_sql.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -17,16 +18,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char dir[64] = "/tmp/mt_test_capture.XXXXXX";
-
-static char* path_in_dir(const char* name) {
-    static char buf[8][256];
-    static int next;
-    char* p = buf[next++ % 8];
-    snprintf(p, 256, "%s/%s", dir, name);
-    return p;
-}
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t next_rand(void) {
@@ -294,89 +285,90 @@ static void overwrite_chunk(const char* path, int nth, int byte) {
 }
 
 static void test_rejections(const char* good) {
-    expect_open_fails("missing", path_in_dir("no-such-file.db"), -ENOENT,
+    expect_open_fails("missing", test_tmppath("no-such-file.db"), -ENOENT,
                       "No such file or directory");
-    expect_open_fails("directory", dir, -EISDIR, "is a directory");
+    expect_open_fails("directory", test_tmpdir(), -EISDIR, "is a directory");
 
-    write_file(path_in_dir("empty.db"), "", 0);
-    expect_open_fails("empty", path_in_dir("empty.db"), -EPROTO, "empty file");
+    write_file(test_tmppath("empty.db"), "", 0);
+    expect_open_fails("empty", test_tmppath("empty.db"), -EPROTO, "empty file");
 
     const char text[] = "time,bytes\n0,100\n1,200\n"
                         "this is a text file that is long enough to fill an SQLite header, "
                         "so only the magic string tells it apart\n";
-    write_file(path_in_dir("text.db"), text, sizeof text - 1);
-    expect_open_fails("text", path_in_dir("text.db"), -EPROTO, "not an SQLite database");
+    write_file(test_tmppath("text.db"), text, sizeof text - 1);
+    expect_open_fails("text", test_tmppath("text.db"), -EPROTO, "not an SQLite database");
 
-    sql(path_in_dir("other.db"), "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
-    expect_open_fails("foreign sqlite", path_in_dir("other.db"), -EPROTO, "not a memtrace capture");
+    sql(test_tmppath("other.db"), "CREATE TABLE t(x); INSERT INTO t VALUES(1);");
+    expect_open_fails("foreign sqlite", test_tmppath("other.db"), -EPROTO,
+                      "not a memtrace capture");
 
-    copy_file(good, path_in_dir("newer.db"), -1);
-    sql(path_in_dir("newer.db"), "PRAGMA user_version=99");
-    expect_open_fails("newer schema", path_in_dir("newer.db"), -ENOTSUP,
+    copy_file(good, test_tmppath("newer.db"), -1);
+    sql(test_tmppath("newer.db"), "PRAGMA user_version=99");
+    expect_open_fails("newer schema", test_tmppath("newer.db"), -ENOTSUP,
                       "schema version 99 is newer");
 
-    copy_file(good, path_in_dir("v0.db"), -1);
-    sql(path_in_dir("v0.db"), "PRAGMA user_version=0");
-    expect_open_fails("schema 0", path_in_dir("v0.db"), -EPROTO, "schema version 0");
+    copy_file(good, test_tmppath("v0.db"), -1);
+    sql(test_tmppath("v0.db"), "PRAGMA user_version=0");
+    expect_open_fails("schema 0", test_tmppath("v0.db"), -EPROTO, "schema version 0");
 
     struct stat st;
     CHECK_EQ_I64(stat(good, &st), 0);
-    copy_file(good, path_in_dir("half.db"), st.st_size / 2);
-    expect_open_fails("truncated", path_in_dir("half.db"), -EPROTO, "truncated");
+    copy_file(good, test_tmppath("half.db"), st.st_size / 2);
+    expect_open_fails("truncated", test_tmppath("half.db"), -EPROTO, "truncated");
 
     // Garbage over the middle of the file (B-tree pages): the integrity check catches it.
-    copy_file(good, path_in_dir("garbage.db"), -1);
-    int fd = open(path_in_dir("garbage.db"), O_WRONLY);
+    copy_file(good, test_tmppath("garbage.db"), -1);
+    int fd = open(test_tmppath("garbage.db"), O_WRONLY);
     static char junk[65536];
     memset(junk, 0x5a, sizeof junk);
     CHECK_EQ_I64(pwrite(fd, junk, sizeof junk, st.st_size / 2 - 65536 / 2), (int64_t)sizeof junk);
     close(fd);
-    expect_open_fails("garbage pages", path_in_dir("garbage.db"), -EPROTO,
+    expect_open_fails("garbage pages", test_tmppath("garbage.db"), -EPROTO,
                       "the SQLite file is damaged (quick_check: ");
 
     // Chunk payloads are not covered by SQLite's checks: the checksum must catch them.
-    copy_file(good, path_in_dir("badbytes.db"), -1);
-    overwrite_chunk(path_in_dir("badbytes.db"), 5, 0xff);
-    expect_iter_fails("corrupt chunk bytes", path_in_dir("badbytes.db"), "checksum mismatch");
+    copy_file(good, test_tmppath("badbytes.db"), -1);
+    overwrite_chunk(test_tmppath("badbytes.db"), 5, 0xff);
+    expect_iter_fails("corrupt chunk bytes", test_tmppath("badbytes.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("cutblob.db"), -1);
-    sql(path_in_dir("cutblob.db"),
+    copy_file(good, test_tmppath("cutblob.db"), -1);
+    sql(test_tmppath("cutblob.db"),
         "UPDATE event_chunk SET data = substr(data, 1, length(data) - 3)"
         " WHERE id = (SELECT id FROM event_chunk WHERE heap=1 ORDER BY seq_first LIMIT 1"
         " OFFSET 9)");
-    expect_iter_fails("cut chunk", path_in_dir("cutblob.db"), "checksum mismatch");
+    expect_iter_fails("cut chunk", test_tmppath("cutblob.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("liar.db"), -1);
-    sql(path_in_dir("liar.db"),
+    copy_file(good, test_tmppath("liar.db"), -1);
+    sql(test_tmppath("liar.db"),
         "UPDATE event_chunk SET count = count + 1 WHERE id = (SELECT id FROM event_chunk"
         " WHERE heap=1 ORDER BY seq_first LIMIT 1 OFFSET 3)");
-    expect_iter_fails("count + 1", path_in_dir("liar.db"), "checksum mismatch");
+    expect_iter_fails("count + 1", test_tmppath("liar.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("liar2.db"), -1);
-    sql(path_in_dir("liar2.db"),
+    copy_file(good, test_tmppath("liar2.db"), -1);
+    sql(test_tmppath("liar2.db"),
         "UPDATE event_chunk SET count = count - 1 WHERE id = (SELECT id FROM event_chunk"
         " WHERE heap=1 AND count > 1 ORDER BY seq_first LIMIT 1 OFFSET 3)");
-    expect_iter_fails("count - 1", path_in_dir("liar2.db"), "checksum mismatch");
+    expect_iter_fails("count - 1", test_tmppath("liar2.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("liar3.db"), -1);
-    sql(path_in_dir("liar3.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
-    expect_iter_fails("huge count", path_in_dir("liar3.db"), "checksum mismatch");
+    copy_file(good, test_tmppath("liar3.db"), -1);
+    sql(test_tmppath("liar3.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
+    expect_iter_fails("huge count", test_tmppath("liar3.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("liar4.db"), -1);
-    sql(path_in_dir("liar4.db"), "UPDATE event_chunk SET seq_first = seq_first + 1 WHERE id = 4");
-    expect_iter_fails("seq_first lies", path_in_dir("liar4.db"), "checksum mismatch");
+    copy_file(good, test_tmppath("liar4.db"), -1);
+    sql(test_tmppath("liar4.db"), "UPDATE event_chunk SET seq_first = seq_first + 1 WHERE id = 4");
+    expect_iter_fails("seq_first lies", test_tmppath("liar4.db"), "checksum mismatch");
 
-    copy_file(good, path_in_dir("codec.db"), -1);
-    sql(path_in_dir("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
-    expect_iter_fails("unknown codec", path_in_dir("codec.db"), "(codec 77, not 4)");
+    copy_file(good, test_tmppath("codec.db"), -1);
+    sql(test_tmppath("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
+    expect_iter_fails("unknown codec", test_tmppath("codec.db"), "(codec 77, not 4)");
 
     // Two chunks holding the same seq: the merge must notice, not report it twice.
-    copy_file(good, path_in_dir("dup.db"), -1);
-    sql(path_in_dir("dup.db"),
+    copy_file(good, test_tmppath("dup.db"), -1);
+    sql(test_tmppath("dup.db"),
         "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first, ts_last, count, codec,"
         " data) SELECT heap, seq_first, seq_last, ts_first, ts_last, count, codec, data"
         " FROM event_chunk WHERE id = 6");
-    expect_iter_fails("duplicate chunk", path_in_dir("dup.db"), "appears twice");
+    expect_iter_fails("duplicate chunk", test_tmppath("dup.db"), "appears twice");
 }
 
 // ---- checksums: every flipped bit of a chunk (its data or its columns) is caught
@@ -412,7 +404,7 @@ static void test_bit_flips(const char* good) {
     CHECK(nchunks > 10);
     int detected = 0;
     for (int f = 0; f < FLIPS && nchunks > 0; f++) {
-        const char* p = path_in_dir("flip.db");
+        const char* p = test_tmppath("flip.db");
         copy_file(good, p, -1);
         CHECK_EQ_I64(sqlite3_open(p, &db), SQLITE_OK);
         int64_t id = 1 + (int64_t)(next_rand() % (uint64_t)nchunks);
@@ -501,7 +493,7 @@ static void on_skip(const char* path, const char* what) {
 }
 
 static void test_skip_corrupt(const char* good) {
-    const char* p = path_in_dir("skip.db");
+    const char* p = test_tmppath("skip.db");
     copy_file(good, p, -1);
     sql(p, "UPDATE event_chunk SET data = zeroblob(length(data)) WHERE id = 5");
     mt_capture_skip_corrupt_chunks(on_skip);
@@ -544,34 +536,34 @@ static void make_v1(const char* v2, const char* v1) {
 }
 
 static void test_schema_v1(void) {
-    const char* v2 = path_in_dir("v2.db");
+    const char* v2 = test_tmppath("v2.db");
     write_codec = MT_CODEC_VARINT_COLUMNS_CRC32C;
     CHECK_EQ_I64(write_capture(v2, true), 0);
     write_codec = 0;
     check_readback(v2, false);
-    copy_file(v2, path_in_dir("v2codec.db"), -1);
-    sql(path_in_dir("v2codec.db"), "UPDATE event_chunk SET codec = 3 WHERE id = 3");
-    expect_iter_fails("v2 codec 3", path_in_dir("v2codec.db"), "(codec 3, not 2)");
-    const char* v1 = path_in_dir("v1.db");
+    copy_file(v2, test_tmppath("v2codec.db"), -1);
+    sql(test_tmppath("v2codec.db"), "UPDATE event_chunk SET codec = 3 WHERE id = 3");
+    expect_iter_fails("v2 codec 3", test_tmppath("v2codec.db"), "(codec 3, not 2)");
+    const char* v1 = test_tmppath("v1.db");
     make_v1(v2, v1);
     check_readback(v1, false);
     // Without checksums the decoder's own checks are what catches damage.
-    copy_file(v1, path_in_dir("v1bad.db"), -1);
-    overwrite_chunk(path_in_dir("v1bad.db"), 5, 0xff); // varints that never end
-    expect_iter_fails("v1 corrupt chunk bytes", path_in_dir("v1bad.db"), "do not decode");
-    copy_file(v1, path_in_dir("v1count.db"), -1);
-    sql(path_in_dir("v1count.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
-    expect_iter_fails("v1 huge count", path_in_dir("v1count.db"), "impossible event count");
+    copy_file(v1, test_tmppath("v1bad.db"), -1);
+    overwrite_chunk(test_tmppath("v1bad.db"), 5, 0xff); // varints that never end
+    expect_iter_fails("v1 corrupt chunk bytes", test_tmppath("v1bad.db"), "do not decode");
+    copy_file(v1, test_tmppath("v1count.db"), -1);
+    sql(test_tmppath("v1count.db"), "UPDATE event_chunk SET count = 1000000000 WHERE id = 2");
+    expect_iter_fails("v1 huge count", test_tmppath("v1count.db"), "impossible event count");
     // A schema 1 capture holds codec 1 only, a schema 2 capture codec 2 only.
-    copy_file(v1, path_in_dir("v1codec.db"), -1);
-    sql(path_in_dir("v1codec.db"), "UPDATE event_chunk SET codec = 2 WHERE id = 3");
-    expect_iter_fails("v1 codec 2", path_in_dir("v1codec.db"), "(codec 2, not 1)");
+    copy_file(v1, test_tmppath("v1codec.db"), -1);
+    sql(test_tmppath("v1codec.db"), "UPDATE event_chunk SET codec = 2 WHERE id = 3");
+    expect_iter_fails("v1 codec 2", test_tmppath("v1codec.db"), "(codec 2, not 1)");
 }
 
 // ---- callsites must form a tree
 
 static void test_callsite_cycles(const char* good) {
-    const char* ok = path_in_dir("tree.db");
+    const char* ok = test_tmppath("tree.db");
     copy_file(good, ok, -1);
     // A tree whose parents have larger ids than their children is still a tree.
     sql(ok, "INSERT INTO callsite VALUES(10, 0, 1, 1), (5, 10, 2, 2), (7, 5, 3, 3),"
@@ -581,12 +573,12 @@ static void test_callsite_cycles(const char* good) {
     CHECK_EQ_I64(mt_capture_open(ok, &cap, err, sizeof err), 0);
     mt_capture_close(cap);
 
-    const char* cyc = path_in_dir("cycle.db");
+    const char* cyc = test_tmppath("cycle.db");
     copy_file(ok, cyc, -1);
     sql(cyc, "INSERT INTO callsite VALUES(20, 22, 1, 1), (21, 20, 2, 2), (22, 21, 3, 3),"
              " (23, 21, 4, 4)");
     expect_open_fails("callsite cycle", cyc, -EPROTO, "the callsite table has a cycle");
-    const char* self = path_in_dir("self.db");
+    const char* self = test_tmppath("self.db");
     copy_file(ok, self, -1);
     sql(self, "INSERT INTO callsite VALUES(30, 30, 1, 1)");
     expect_open_fails("callsite parent of itself", self, -EPROTO,
@@ -596,7 +588,7 @@ static void test_callsite_cycles(const char* good) {
 // ---- an unfinished capture: the tracer's process died with its -wal beside the file
 
 static void test_unfinished(void) {
-    const char* p = path_in_dir("killed.db");
+    const char* p = test_tmppath("killed.db");
     pid_t pid = fork();
     if (pid == 0) {
         mt_capwriter* w;
@@ -774,7 +766,7 @@ static void write_tables(const char* path) {
 }
 
 static void test_typed_reads(void) {
-    const char* p = path_in_dir("tables.db");
+    const char* p = test_tmppath("tables.db");
     write_tables(p);
     char err[512];
     mt_capture* cap = NULL;
@@ -849,26 +841,15 @@ static void test_typed_reads(void) {
     mt_capture_close(cap);
 }
 
-static void cleanup(void) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cannot remove %s\n", dir);
-}
-
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     make_events();
     char good[256], rec[256];
-    snprintf(good, sizeof good, "%s", path_in_dir("good.db"));
-    snprintf(rec, sizeof rec, "%s", path_in_dir("recording.db"));
+    snprintf(good, sizeof good, "%s", test_tmppath("good.db"));
+    snprintf(rec, sizeof rec, "%s", test_tmppath("recording.db"));
     CHECK_EQ_I64(write_capture(good, true), 0);
     // finish leaves one self-contained file
-    CHECK(access(path_in_dir("good.db-wal"), F_OK) != 0);
-    CHECK(access(path_in_dir("good.db-shm"), F_OK) != 0);
+    CHECK(access(test_tmppath("good.db-wal"), F_OK) != 0);
+    CHECK(access(test_tmppath("good.db-shm"), F_OK) != 0);
     check_readback(good, false);
 
     // A capture never finished (the program was killed) reads, and reads as truncated.
@@ -884,6 +865,5 @@ int main(void) {
     test_typed_reads();
     // The good capture still reads after all that (the copies were independent).
     check_readback(good, false);
-    cleanup();
     CHECK_DONE();
 }

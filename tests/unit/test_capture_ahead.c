@@ -7,6 +7,7 @@
 #include "task_list.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -25,7 +26,6 @@ enum { NTHREADS = 3, CHUNKS_PER_THREAD = 300, PER_CHUNK = 100 };
 enum { NEVENTS = NTHREADS * CHUNKS_PER_THREAD * PER_CHUNK };
 
 static mt_event truth[NEVENTS]; // in seq order
-static char dir[64] = "/tmp/mt_test_capture_ahead.XXXXXX";
 static char good[128];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -81,7 +81,7 @@ static bool same_event(const mt_event* a, const mt_event* b) {
 // seq_first of ids[0], lost[k] the event count of ids[k].
 static const char* damaged(const char* name, const int64_t* ids, size_t n, uint64_t* first) {
     static char path[128];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), name);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", good, path);
     CHECK_EQ_I64(system(cmd), 0);
@@ -292,11 +292,7 @@ static void test_worker_takes_no_signals(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    snprintf(good, sizeof good, "%s/good.db", dir);
+    snprintf(good, sizeof good, "%s/good.db", test_tmpdir());
     write_good();
     test_exact();
     test_corrupt_middle();
@@ -304,8 +300,5 @@ int main(void) {
     test_close_early();
     test_two_iterators();
     test_worker_takes_no_signals();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_EQ_I64(system(cmd), 0);
     CHECK_DONE();
 }

@@ -9,6 +9,7 @@
 #include "task_list.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -32,7 +33,6 @@ static mt_event truth[NEVENTS];        // in seq order
 static int64_t chunk_of[NEVENTS];      // the id of the chunk holding truth[i]
 static int64_t by_seq[NCHUNKS];        // chunk ids in the reader's order (seq_first, id)
 static uint64_t first_of[NCHUNKS + 1]; // seq_first of chunk id
-static char dir[64] = "/tmp/mt_test_capture_ahead_edges.XXXXXX";
 static char good[128];
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -132,7 +132,7 @@ static bool in_list(int64_t id, const int64_t* ids, size_t n) {
 
 // A copy of the good capture to damage; returns an open connection to it.
 static sqlite3* copy_of(const char* name, char* path, size_t len) {
-    snprintf(path, len, "%s/%s", dir, name);
+    snprintf(path, len, "%s/%s", test_tmpdir(), name);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", good, path);
     CHECK_EQ_I64(system(cmd), 0);
@@ -529,11 +529,7 @@ static void test_failures(void) {
 #endif
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    snprintf(good, sizeof good, "%s/good.db", dir);
+    snprintf(good, sizeof good, "%s/good.db", test_tmpdir());
     write_good();
     size_t n;
     char msg[256];
@@ -544,8 +540,5 @@ int main(void) {
     test_batches_while_written();
     test_no_thread_after_close();
     test_failures();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_EQ_I64(system(cmd), 0);
     CHECK_DONE();
 }

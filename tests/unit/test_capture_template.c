@@ -4,6 +4,7 @@
 // creation), and it holds exactly what the schema's statements make (tables, indexes, their
 // SQL, the event kinds, the meta rows, the pragmas), in WAL mode with no -shm.
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/capture_schema.h"
 
@@ -13,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[64] = "/tmp/mt_test_capture_template.XXXXXX";
 static int creates_run; // CREATE statements run by any connection since the last reset
 
 static int on_statement(unsigned type, void* ctx, void* stmt, void* sql) {
@@ -61,8 +61,8 @@ static const char* const QUERIES[] = {
 
 static void test_copy_of_the_schema(void) {
     char made[160], copied[160];
-    snprintf(made, sizeof made, "%s/made.db", dir);
-    snprintf(copied, sizeof copied, "%s/copied.db", dir);
+    snprintf(made, sizeof made, "%s/made.db", test_tmpdir());
+    snprintf(copied, sizeof copied, "%s/copied.db", test_tmpdir());
     sqlite3* db;
     CHECK(sqlite3_open(made, &db) == SQLITE_OK);
     CHECK_EQ_I64(mt_capture_create_schema(db), 0);
@@ -97,12 +97,7 @@ static void test_copy_of_the_schema(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_copy_of_the_schema();
-    rmdir(dir);
     printf("%d checks, %d failures\n", check_count, check_failures);
     return check_failures != 0;
 }

@@ -4,6 +4,7 @@
 // its name and thread only, that bulk counters keep every point in order, and the thread
 // reader and the sidecar removal of common/.
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/schema.h"
 
@@ -14,8 +15,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char dir[64] = "/tmp/mt_test_capture_write.XXXXXX";
 
 // The first column of the first row of sql as text ("NULL" for NULL, "none" for no row).
 static const char* query(sqlite3* db, const char* sql) {
@@ -133,7 +132,7 @@ static void add_thread(void* ud, int64_t tid, const char* name) {
 
 static void test_rows(void) {
     char path[128], err[256];
-    snprintf(path, sizeof path, "%s/rows.db", dir);
+    snprintf(path, sizeof path, "%s/rows.db", test_tmpdir());
     mt_capwriter* w;
     CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
     if (!w)
@@ -159,7 +158,7 @@ static void test_rows(void) {
 
 static void test_remove_sidecars(void) {
     char path[128], side[160];
-    snprintf(path, sizeof path, "%s/s.db", dir);
+    snprintf(path, sizeof path, "%s/s.db", test_tmpdir());
     static const char* const suffix[] = {"-wal", "-shm", "-journal"};
     for (int i = 0; i < 3; i++) {
         snprintf(side, sizeof side, "%s%s", path, suffix[i]);
@@ -181,12 +180,12 @@ static void test_remove_sidecars(void) {
 // into and out of WAL mode before).
 static void test_files_created(void) {
     char path[128], names[512] = "";
-    snprintf(path, sizeof path, "%s/f.db", dir);
+    snprintf(path, sizeof path, "%s/f.db", test_tmpdir());
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     CHECK(fd >= 0);
     if (fd < 0)
         return;
-    CHECK(inotify_add_watch(fd, dir, IN_CREATE) >= 0);
+    CHECK(inotify_add_watch(fd, test_tmpdir(), IN_CREATE) >= 0);
     mt_capwriter* w;
     char err[256];
     CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
@@ -214,14 +213,9 @@ static void test_files_created(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_rows();
     test_remove_sidecars();
     test_files_created();
-    rmdir(dir);
     printf("%d checks, %d failures\n", check_count, check_failures);
     return check_failures != 0;
 }

@@ -9,6 +9,7 @@
 #include "core.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/schema.h"
 
@@ -219,15 +220,8 @@ static void check_threads_and_marks(mt_capture* cap) {
 }
 
 int main(void) {
-    char dir[1024];
-    const char* tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/memtrace_test_core.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     char path[1100];
-    snprintf(path, sizeof path, "%s/core.db", dir);
+    snprintf(path, sizeof path, "%s/core.db", test_tmpdir());
     setenv("MEMTRACE_OUTPUT", path, 1);
     setenv("MEMTRACE_SYMBOLIZE", "0", 1); // names are not the event path's business
     unsetenv("MEMTRACE_REPORT");
@@ -252,7 +246,5 @@ int main(void) {
     } else {
         fprintf(stderr, "%s: %s\n", path, err);
     }
-    unlink(path);
-    rmdir(dir);
     CHECK_DONE();
 }

@@ -9,6 +9,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -102,7 +103,7 @@ static bool terminal_safe(const char* text) {
 
 static char* run_report(int (*cmd)(int, char**), const char* name, const char* cap, bool json) {
     char out[512];
-    snprintf(out, sizeof out, "%s/%s%s.out", fx_tmpdir(), name, json ? "-json" : "");
+    snprintf(out, sizeof out, "%s/%s%s.out", test_tmpdir(), name, json ? "-json" : "");
     int rc = json ? fx_run(cmd, name, cap, "--json", "-f", "-o", out, NULL)
                   : fx_run(cmd, name, cap, "-f", "-o", out, NULL);
     CHECK_EQ_I64(rc, 0);
@@ -126,7 +127,7 @@ static void strings_of(json_t* v, char* acc, size_t cap) {
 
 static void test_reports(void) {
     char cap[512];
-    snprintf(cap, sizeof cap, "%s/hostile.db", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/hostile.db", test_tmpdir());
     fx_hostile(cap);
     static const struct {
         const char* name;
@@ -172,7 +173,7 @@ static void test_reports(void) {
 
     // The flame graph page: names kept, no < > & in the embedded data.
     char page[512];
-    snprintf(page, sizeof page, "%s/hostile.html", fx_tmpdir());
+    snprintf(page, sizeof page, "%s/hostile.html", test_tmpdir());
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "-f", "-o", page, NULL), 0);
     char* html = fx_read(page);
     const char* open = html ? strstr(html, "id=\"fg-data\">") : NULL;

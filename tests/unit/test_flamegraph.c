@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <jansson.h>
@@ -70,8 +71,8 @@ static int64_t sum_self(json_t* d) {
 
 int main(void) {
     char cap[256], out[256];
-    snprintf(cap, sizeof cap, "%s/std.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/fg.html", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/std.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/fg.html", test_tmpdir());
     fx_standard(cap);
 
     // Peak (default): 10364 bytes in 5 blocks at seq 7.
@@ -121,7 +122,7 @@ int main(void) {
     // A time without its unit, past the end of the capture or in steps (for an NPU log) is a
     // usage error and writes nothing.
     char late[256];
-    snprintf(late, sizeof late, "%s/late.html", fx_tmpdir());
+    snprintf(late, sizeof late, "%s/late.html", test_tmpdir());
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "3000", "-o", late, NULL), 1);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "99s", "-o", late, NULL), 1);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, "--at", "step 3", "-o", late, NULL),
@@ -192,7 +193,7 @@ int main(void) {
     // Default output name in the current directory; refusal to overwrite; option errors.
     char cwd[512];
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
-    CHECK_EQ_I64(chdir(fx_tmpdir()), 0);
+    CHECK_EQ_I64(chdir(test_tmpdir()), 0);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, NULL), 0);
     CHECK(access("memreport-flamegraph-std.html", F_OK) == 0);
     CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", cap, NULL), 3);
@@ -204,7 +205,7 @@ int main(void) {
 
     // A hostile frame name cannot close the data script; many equal leaves stay bounded.
     char big[256];
-    snprintf(big, sizeof big, "%s/big.db", fx_tmpdir());
+    snprintf(big, sizeof big, "%s/big.db", test_tmpdir());
     fx f;
     fx_open(&f, big);
     fx_sql(&f, "INSERT INTO frame VALUES(1,NULL,1,1,'</script><script>alert(1)</script>',"
@@ -236,7 +237,7 @@ int main(void) {
 
     // The page is the same on every run, though the live-block map is keyed at random.
     char again[256];
-    snprintf(again, sizeof again, "%s/fg-again.html", fx_tmpdir());
+    snprintf(again, sizeof again, "%s/fg-again.html", test_tmpdir());
     const char* inputs[] = {big, cap};
     for (size_t i = 0; i < 2; i++) {
         CHECK_EQ_I64(fx_run(mr_cmd_flamegraph, "flamegraph", inputs[i], "--split-threads", "-f",

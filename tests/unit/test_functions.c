@@ -6,6 +6,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <stdio.h>
@@ -106,7 +107,7 @@ static void make_recursive(const char* path) {
 
 static void test_recursive(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/recursive.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/recursive.db", test_tmpdir());
     make_recursive(path);
     mt_capture* cap;
     mr_symbols* sy;
@@ -129,7 +130,7 @@ static void test_recursive(void) {
 
 int main(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/standard.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/standard.db", test_tmpdir());
     fx_standard(path);
     mt_capture* cap;
     mr_symbols* sy;

@@ -10,6 +10,7 @@
 #include "replay.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/schema.h"
 
@@ -23,16 +24,6 @@
 #ifndef NPU_FIXTURES
 #error "NPU_FIXTURES must name tests/fixtures/npu"
 #endif
-
-static char tmpdir[] = "/tmp/test_import_npu.XXXXXX";
-
-static char* tmp_path(const char* name) {
-    static char buf[4][512];
-    static int k;
-    char* p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
 
 static void write_file(const char* path, const char* data, size_t n) {
     FILE* fp = fopen(path, "wb");
@@ -231,13 +222,13 @@ static void test_newlines(void) {
         crlf[k++] = lf[i];
         cr[i] = lf[i] == '\n' ? '\r' : lf[i];
     }
-    write_file(tmp_path("crlf.log"), crlf, k);
-    write_file(tmp_path("cr.log"), cr, n);
+    write_file(test_tmppath("crlf.log"), crlf, k);
+    write_file(test_tmppath("cr.log"), cr, n);
     mr_npu_series a, b, c;
     char err[256];
     CHECK_EQ_I64(load(NPU_FIXTURES "/corner.log", &a, NULL, err, sizeof err), 0);
-    CHECK_EQ_I64(load(tmp_path("crlf.log"), &b, NULL, err, sizeof err), 0);
-    CHECK_EQ_I64(load(tmp_path("cr.log"), &c, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("crlf.log"), &b, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("cr.log"), &c, NULL, err, sizeof err), 0);
     CHECK(same_series(&a, &b));
     CHECK(same_series(&a, &c));
     mr_npu_series_free(&a);
@@ -274,10 +265,10 @@ static void test_units(void) {
                  {1ull << 30, "GB", 1ull << 30},
                  {5ull << 40, "GB", 1ull << 30}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        step_log(tmp_path("unit.log"), cases[i].peak);
+        step_log(test_tmppath("unit.log"), cases[i].peak);
         mr_npu_series s;
         char err[256];
-        CHECK_EQ_I64(load(tmp_path("unit.log"), &s, NULL, err, sizeof err), 0);
+        CHECK_EQ_I64(load(test_tmppath("unit.log"), &s, NULL, err, sizeof err), 0);
         CHECK_EQ_STR(s.unit.name, cases[i].unit);
         CHECK_EQ_I64(s.unit.scale, cases[i].scale);
         CHECK_EQ_I64(s.peak, cases[i].peak);
@@ -313,9 +304,9 @@ static void test_legacy(void) {
     char* both = malloc(n + sizeof more);
     memcpy(both, text, n);
     memcpy(both + n, more, sizeof more);
-    write_file(tmp_path("legacy_more.log"), both, n + sizeof more - 1);
+    write_file(test_tmppath("legacy_more.log"), both, n + sizeof more - 1);
     mr_npu_series t;
-    CHECK_EQ_I64(load(tmp_path("legacy_more.log"), &t, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("legacy_more.log"), &t, NULL, err, sizeof err), 0);
     CHECK(strstr(text, "End Pass StaticAllocation") != NULL);
     CHECK(same_series(&s, &t));
     mr_npu_series_free(&t);
@@ -336,23 +327,23 @@ static void expect_error(const char* path, const char* needle) {
 }
 
 static void test_errors(void) {
-    write_file(tmp_path("empty.log"), "", 0);
-    expect_error(tmp_path("empty.log"), "no 'Start Pass StaticAllocation' line");
+    write_file(test_tmppath("empty.log"), "", 0);
+    expect_error(test_tmppath("empty.log"), "no 'Start Pass StaticAllocation' line");
     static const char nogate[] = "[TRACE] [memory-usage-info]   main: Max allocated size 5 B\n";
-    write_file(tmp_path("nogate.log"), nogate, sizeof nogate - 1);
-    expect_error(tmp_path("nogate.log"), "no 'Start Pass StaticAllocation' line");
+    write_file(test_tmppath("nogate.log"), nogate, sizeof nogate - 1);
+    expect_error(test_tmppath("nogate.log"), "no 'Start Pass StaticAllocation' line");
     char buf[2048];
     int n = snprintf(buf, sizeof buf,
                      "%s[TRACE] [memory-usage-info]   init: Max allocated size 5 B\n"
                      "[TRACE] [memory-usage-info]   main: Buffer size to allocate      5 B\n"
                      "[TRACE] [memory-usage-info]   main: DDR free memory    0 0.00%%\n",
                      gate);
-    write_file(tmp_path("nodata.log"), buf, (size_t)n);
-    expect_error(tmp_path("nodata.log"), "no memory-usage lines");
+    write_file(test_tmppath("nodata.log"), buf, (size_t)n);
+    expect_error(test_tmppath("nodata.log"), "no memory-usage lines");
     n = snprintf(buf, sizeof buf, "%s[TRACE] [m]   main: Max allocated size %s B\n", gate,
                  "123456789012345678901234567890");
-    write_file(tmp_path("huge.log"), buf, (size_t)n);
-    expect_error(tmp_path("huge.log"), "line 2: number larger than");
+    write_file(test_tmppath("huge.log"), buf, (size_t)n);
+    expect_error(test_tmppath("huge.log"), "line 2: number larger than");
     // Binary garbage (NULs, invalid UTF-8, no newlines for long stretches).
     char* junk = malloc(3 << 20);
     uint64_t x = 88172645463325252ull;
@@ -362,12 +353,12 @@ static void test_errors(void) {
         x ^= x << 17;
         junk[i] = (char)(x >> 32);
     }
-    write_file(tmp_path("junk.log"), junk, 3u << 20);
-    expect_error(tmp_path("junk.log"), "no 'Start Pass StaticAllocation' line");
+    write_file(test_tmppath("junk.log"), junk, 3u << 20);
+    expect_error(test_tmppath("junk.log"), "no 'Start Pass StaticAllocation' line");
     free(junk);
     mr_npu_log log;
     char err[256];
-    CHECK(mr_npu_parse_file(tmp_path("missing.log"), true, &log, err, sizeof err) == -ENOENT);
+    CHECK(mr_npu_parse_file(test_tmppath("missing.log"), true, &log, err, sizeof err) == -ENOENT);
 }
 
 // Upstream's \b before a key is Python's: '²' (U+00B2) and the Hebrew letter alef are word
@@ -383,11 +374,11 @@ static void test_word_boundaries(void) {
                      "[TRACE] [m]   \u05b0part1: DDR free memory    0 0.00%%\n"
                      "[TRACE] [m]   main: Max allocated size 50 B\n",
                      gate);
-    write_file(tmp_path("words.log"), buf, (size_t)n);
+    write_file(test_tmppath("words.log"), buf, (size_t)n);
     mr_npu_series s;
     mr_npu_log log;
     char err[256];
-    CHECK_EQ_I64(load(tmp_path("words.log"), &s, &log, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("words.log"), &s, &log, err, sizeof err), 0);
     CHECK_EQ_I64(log.nfuncs, 2);
     if (log.nfuncs == 2) {
         CHECK_EQ_STR(log.funcs[0], "part1");
@@ -411,11 +402,11 @@ static void test_long_line(void) {
     k += (size_t)sprintf(text + k,
                          "\n[TRACE] [memory-usage-info]   main: Max allocated size 2048 B\n"
                          "[TRACE] [memory-usage-info]   main: DDR free memory    0 0.00%%\n");
-    write_file(tmp_path("long.log"), text, k);
+    write_file(test_tmppath("long.log"), text, k);
     mr_npu_series s;
     mr_npu_log log;
     char err[256];
-    CHECK_EQ_I64(load(tmp_path("long.log"), &s, &log, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("long.log"), &s, &log, err, sizeof err), 0);
     CHECK_EQ_I64(log.long_lines, 1);
     CHECK_EQ_I64(log.lines, 4);
     CHECK_POINTS(s.max, {0, 2048});
@@ -426,7 +417,7 @@ static void test_long_line(void) {
 
 // Region labels narrower than 0.25 % of the timeline are hidden (the line stays).
 static void test_hidden_label(void) {
-    FILE* fp = fopen(tmp_path("narrow.log"), "w");
+    FILE* fp = fopen(test_tmppath("narrow.log"), "w");
     fputs(gate, fp);
     fputs("[TRACE] [m]   part1: Max allocated size 10 B\n[TRACE] [m]   part1: DDR free memory  0 "
           "0%\n",
@@ -439,7 +430,7 @@ static void test_hidden_label(void) {
     fclose(fp);
     mr_npu_series s;
     char err[256];
-    CHECK_EQ_I64(load(tmp_path("narrow.log"), &s, NULL, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("narrow.log"), &s, NULL, err, sizeof err), 0);
     CHECK_EQ_I64(s.total_steps, 1001);
     CHECK_EQ_I64(s.nregions, 2);
     CHECK(!s.regions[0].label_drawn); // span 1 < 2.5025
@@ -452,7 +443,7 @@ static void test_hidden_label(void) {
 // function (checked against a naive search), unmatched frees get ids never allocated.
 static void test_pairing(void) {
     static const char* names[] = {"part1", "part2", "main"};
-    FILE* fp = fopen(tmp_path("pairs.log"), "w");
+    FILE* fp = fopen(test_tmppath("pairs.log"), "w");
     fputs(gate, fp);
     uint64_t x = 12345;
     for (int i = 0; i < 20000; i++) {
@@ -474,7 +465,7 @@ static void test_pairing(void) {
     mr_npu_series s;
     mr_npu_log log;
     char err[256];
-    CHECK_EQ_I64(load(tmp_path("pairs.log"), &s, &log, err, sizeof err), 0);
+    CHECK_EQ_I64(load(test_tmppath("pairs.log"), &s, &log, err, sizeof err), 0);
     CHECK(log.nev > 15000);
     mr_npu_event* live = calloc(log.nev, sizeof *live);
     size_t nlive = 0, bad = 0, unmatched = 0;
@@ -510,7 +501,7 @@ static void test_capture_roundtrip(const char* fixture) {
     mr_npu_log log;
     char err[256];
     CHECK_EQ_I64(load(fixture, &s, &log, err, sizeof err), 0);
-    const char* db = tmp_path("rt.db");
+    const char* db = test_tmppath("rt.db");
     CHECK_EQ_I64(mr_npu_write_capture(db, &log, fixture, err, sizeof err), 0);
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
@@ -555,10 +546,6 @@ static void test_capture_roundtrip(const char* fixture) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_sample();
     test_corner();
     test_newlines();
@@ -572,9 +559,5 @@ int main(void) {
     test_capture_roundtrip(NPU_FIXTURES "/sample.log");
     test_capture_roundtrip(NPU_FIXTURES "/corner.log");
     test_capture_roundtrip(NPU_FIXTURES "/legacy_2025.log");
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
     CHECK_DONE();
 }

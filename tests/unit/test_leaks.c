@@ -8,6 +8,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/units.h"
 
 #include <fcntl.h>
@@ -148,10 +149,10 @@ static void write_file(const char* path, const char* text) {
 
 static void test_runtime_held(void) {
     char cap[256], out[256], err[256], supp[256], want[1024], a[32], b[32];
-    snprintf(cap, sizeof cap, "%s/runtime.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/runtime.out", fx_tmpdir());
-    snprintf(err, sizeof err, "%s/runtime.err", fx_tmpdir());
-    snprintf(supp, sizeof supp, "%s/runtime.supp", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/runtime.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/runtime.out", test_tmpdir());
+    snprintf(err, sizeof err, "%s/runtime.err", test_tmpdir());
+    snprintf(supp, sizeof supp, "%s/runtime.supp", test_tmpdir());
     runtime_capture(cap);
 
     // The program's leaks and the runtime's, apart; together every live block.
@@ -302,10 +303,10 @@ static void test_runtime_held(void) {
 
 int main(void) {
     char cap[256], out[256], supp[256], txt[256];
-    snprintf(cap, sizeof cap, "%s/std.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/leaks.json", fx_tmpdir());
-    snprintf(supp, sizeof supp, "%s/supp.txt", fx_tmpdir());
-    snprintf(txt, sizeof txt, "%s/leaks.txt", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/std.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/leaks.json", test_tmpdir());
+    snprintf(supp, sizeof supp, "%s/supp.txt", test_tmpdir());
+    snprintf(txt, sizeof txt, "%s/leaks.txt", test_tmpdir());
     fx_standard(cap);
 
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "--json", "--all-frames", "-o", out, NULL), 0);

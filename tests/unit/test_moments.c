@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <stdio.h>
@@ -239,7 +240,7 @@ static void test_random(void) {
     for (uint64_t seed = 1; seed <= 12; seed++) {
         uint64_t rnd = seed;
         char path[512];
-        snprintf(path, sizeof path, "%s/moments%llu.db", fx_tmpdir(), (unsigned long long)seed);
+        snprintf(path, sizeof path, "%s/moments%llu.db", test_tmpdir(), (unsigned long long)seed);
         fx f;
         fx_open(&f, path);
         uint64_t addrs[64], next_addr = 0x10000;
@@ -289,7 +290,7 @@ static void test_random(void) {
 
 int main(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/standard.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/standard.db", test_tmpdir());
     fx_standard(path);
     mt_capture* cap;
     char err[256];

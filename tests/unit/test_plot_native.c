@@ -8,6 +8,7 @@
 #include "plot_draw.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -18,16 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char tmpdir[] = "/tmp/test_plot_native.XXXXXX";
-
-static char* tmp_path(const char* name) {
-    static char buf[4][512];
-    static int k;
-    char* p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
 
 #define NEV 6000
 static mt_event ev[NEV];
@@ -116,7 +107,7 @@ static void test_plot(const char* db) {
     mt_capture* cap;
     char err[256];
     CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
-    mr_plot_args a = {.input = db, .output = tmp_path("n.png"), .data = tmp_path("n.json")};
+    mr_plot_args a = {.input = db, .output = test_tmppath("n.png"), .data = test_tmppath("n.json")};
     CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
     json_error_t je;
     json_t* j = json_load_file(a.data, 0, &je);
@@ -227,8 +218,8 @@ static void test_crafted(const char* db) {
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
     mr_plot_args a = {.input = db,
-                      .output = tmp_path("crafted.png"),
-                      .data = tmp_path("crafted.json"),
+                      .output = test_tmppath("crafted.png"),
+                      .data = test_tmppath("crafted.json"),
                       .force = true,
                       .top_sites = 1};
     CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
@@ -263,7 +254,7 @@ static json_t* plot_ratio(const char* name, uint64_t heap, uint64_t rss, cairo_s
     snprintf(png, sizeof png, "%s.png", name);
     snprintf(data, sizeof data, "%s.json", name);
     mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(tmp_path(db), &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capwriter_open(test_tmppath(db), &w, err, sizeof err), 0);
     mt_capwriter_begin(w);
     mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
     mt_capwriter_meta_text(w, "symbolized", "1");
@@ -284,8 +275,9 @@ static json_t* plot_ratio(const char* name, uint64_t heap, uint64_t rss, cairo_s
     mt_capwriter_commit(w);
     CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
     mt_capture* cap;
-    CHECK_EQ_I64(mt_capture_open(tmp_path(db), &cap, err, sizeof err), 0);
-    mr_plot_args a = {.input = tmp_path(db), .output = tmp_path(png), .data = tmp_path(data)};
+    CHECK_EQ_I64(mt_capture_open(test_tmppath(db), &cap, err, sizeof err), 0);
+    mr_plot_args a = {
+        .input = test_tmppath(db), .output = test_tmppath(png), .data = test_tmppath(data)};
     CHECK_EQ_I64(mr_plot_native(cap, &a), 0);
     mt_capture_close(cap);
     json_error_t je;
@@ -434,26 +426,18 @@ static void test_picture_name(const char* capture) {
     mt_capture* cap;
     char err[256];
     CHECK_EQ_I64(mt_capture_open(capture, &cap, err, sizeof err), 0);
-    mr_plot_args a = {.input = capture, .output = tmp_path("picture.jpg")};
+    mr_plot_args a = {.input = capture, .output = test_tmppath("picture.jpg")};
     CHECK(mr_plot_native(cap, &a) != 0);
-    CHECK(access(tmp_path("picture.jpg"), F_OK) != 0);
+    CHECK(access(test_tmppath("picture.jpg"), F_OK) != 0);
     mt_capture_close(cap);
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    build_capture(tmp_path("native.db"));
-    test_plot(tmp_path("native.db"));
-    test_crafted(tmp_path("crafted.db"));
+    build_capture(test_tmppath("native.db"));
+    test_plot(test_tmppath("native.db"));
+    test_crafted(test_tmppath("crafted.db"));
     test_axes();
     test_legend_above();
-    test_picture_name(tmp_path("native.db"));
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
+    test_picture_name(test_tmppath("native.db"));
     CHECK_DONE();
 }

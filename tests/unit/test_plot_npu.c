@@ -7,6 +7,7 @@
 #include "plot.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 
 #include <cairo.h>
@@ -17,16 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static char tmpdir[] = "/tmp/test_plot_npu.XXXXXX";
-
-static char* tmp_path(const char* name) {
-    static char buf[4][512];
-    static int k;
-    char* p = buf[k++ % 4];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
 
 static int load(const char* path, mr_npu_series* s) {
     mr_npu_log log;
@@ -60,7 +51,7 @@ static void test_png(const char* fixture) {
     mr_npu_series s;
     CHECK_EQ_I64(load(fixture, &s), 0);
     mr_plot_args a = {
-        .input = fixture, .output = tmp_path("heap.png"), .data = tmp_path("heap.json")};
+        .input = fixture, .output = test_tmppath("heap.png"), .data = test_tmppath("heap.json")};
     unlink(a.output);
     unlink(a.data);
     CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
@@ -117,7 +108,7 @@ static void test_png(const char* fixture) {
     a.force = true;
     CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
     // SVG by extension.
-    a.output = tmp_path("heap.svg");
+    a.output = test_tmppath("heap.svg");
     CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
     FILE* fp = fopen(a.output, "r");
     char head[512] = "";
@@ -130,7 +121,7 @@ static void test_png(const char* fixture) {
 
 // The sample imported, then changed by sql: what mr_npu_series_from_capture returns.
 static int from_crafted(const char* sql, mr_npu_series* s, char* err, size_t errlen) {
-    const char* db = tmp_path("crafted.db");
+    const char* db = test_tmppath("crafted.db");
     mr_npu_log log;
     unlink(db);
     CHECK_EQ_I64(mr_npu_parse_file(NPU_FIXTURES "/sample.log", true, &log, err, errlen), 0);
@@ -193,8 +184,8 @@ static void test_crafted_capture(void) {
     if (s.frag.n == 1)
         CHECK_EQ_I64(s.frag.v[0].x, MR_NPU_MAX_STEP);
     mr_plot_args a = {.input = "crafted.db",
-                      .output = tmp_path("crafted.png"),
-                      .data = tmp_path("crafted.json"),
+                      .output = test_tmppath("crafted.png"),
+                      .data = test_tmppath("crafted.json"),
                       .force = true};
     CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
     mr_npu_series_free(&s);
@@ -216,16 +207,8 @@ static void test_crafted_capture(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_png(NPU_FIXTURES "/sample.log");
     test_png(NPU_FIXTURES "/corner.log");
     test_crafted_capture();
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmpdir);
     CHECK_DONE();
 }

@@ -9,6 +9,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <stdio.h>
@@ -39,8 +40,8 @@ static void open_set(mr_capture_set* s, char** paths, size_t n) {
 // highest and last points per bucket, so a sum of held points would read 2000 there.
 static void test_known(void) {
     char a[512], b[512];
-    snprintf(a, sizeof a, "%s/pt_a.db", fx_tmpdir());
-    snprintf(b, sizeof b, "%s/pt_b.db", fx_tmpdir());
+    snprintf(a, sizeof a, "%s/pt_a.db", test_tmpdir());
+    snprintf(b, sizeof b, "%s/pt_b.db", test_tmpdir());
     fx f;
     fx_open(&f, a);
     meta(&f, 0, 10);
@@ -103,8 +104,8 @@ static void check_shares(const mr_capture_set* s, const mr_procs_moment* m) {
 // order, then seq), A holds 1000 and B 300.
 static void test_shares_within_a_stamp(void) {
     char a[512], b[512];
-    snprintf(a, sizeof a, "%s/pt_sa.db", fx_tmpdir());
-    snprintf(b, sizeof b, "%s/pt_sb.db", fx_tmpdir());
+    snprintf(a, sizeof a, "%s/pt_sa.db", test_tmpdir());
+    snprintf(b, sizeof b, "%s/pt_sb.db", test_tmpdir());
     fx f;
     fx_open(&f, a);
     meta(&f, 0, 30);
@@ -203,7 +204,7 @@ static void test_random(void) {
         char* paths[3];
         size_t total = 0;
         for (int i = 0; i < 3; i++) {
-            snprintf(names[i], sizeof names[i], "%s/pt_r%d.db", fx_tmpdir(), i);
+            snprintf(names[i], sizeof names[i], "%s/pt_r%d.db", test_tmpdir(), i);
             paths[i] = names[i];
             fx f;
             fx_open(&f, names[i]);

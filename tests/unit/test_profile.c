@@ -5,6 +5,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <errno.h>
@@ -167,7 +168,7 @@ static void test_range(mt_capture* cap) {
 // block leaves its row when the second replaces it, as it leaves the replay's live set.
 static void test_replaced(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/replaced.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/replaced.db", test_tmpdir());
     fx f;
     fx_open(&f, path);
     fx_alloc(&f, 100, 0x1000, 100, A); // seq 1: the peak, 100 bytes
@@ -310,7 +311,7 @@ static void test_moments_random(void) {
     for (uint64_t seed = 1; seed <= 20; seed++) {
         uint64_t rnd = seed;
         char path[512];
-        snprintf(path, sizeof path, "%s/random%llu.db", fx_tmpdir(), (unsigned long long)seed);
+        snprintf(path, sizeof path, "%s/random%llu.db", test_tmpdir(), (unsigned long long)seed);
         fx f;
         fx_open(&f, path);
         uint64_t live[64];
@@ -368,7 +369,7 @@ static void test_moments_random(void) {
 
 int main(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/standard.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/standard.db", test_tmpdir());
     fx_standard(path);
     mt_capture* cap;
     char err[256];

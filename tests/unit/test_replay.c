@@ -6,6 +6,7 @@
 #include "replay.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -15,7 +16,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static char dir[64] = "/tmp/mt_test_replay.XXXXXX";
 static int files;
 
 static uint64_t rng = 0x9fb21c651e98df25ull;
@@ -67,7 +67,7 @@ static void write_capture(const char* path, const mt_event* ev, size_t n, size_t
 
 static mt_capture* open_events(const mt_event* ev, size_t n, size_t per_chunk) {
     char path[128], err[256];
-    snprintf(path, sizeof path, "%s/c%d.db", dir, files++);
+    snprintf(path, sizeof path, "%s/c%d.db", test_tmpdir(), files++);
     write_capture(path, ev, n, per_chunk);
     mt_capture* cap = NULL;
     int rc = mt_capture_open(path, &cap, err, sizeof err);
@@ -376,10 +376,6 @@ static void test_empty_and_corrupt(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_basic();
     test_stop_and_ties();
     test_missed_free();
@@ -388,8 +384,5 @@ int main(void) {
     test_random();
     test_empty_and_corrupt();
     test_callback_error();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK_EQ_I64(system(cmd), 0);
     CHECK_DONE();
 }

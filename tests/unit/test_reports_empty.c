@@ -6,6 +6,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -13,8 +14,8 @@
 
 int main(void) {
     char cap[512], out[512];
-    snprintf(cap, sizeof cap, "%s/empty.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/out", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/empty.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
     fx f;
     fx_open(&f, cap);
     fx_sql(&f, "INSERT INTO meta VALUES('symbolized','1');");

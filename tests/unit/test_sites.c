@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 // called from main only, and use_vec, whose "allocator" is in its parameters, are not.
 static void check_labels(void) {
     char path[256], err[256];
-    snprintf(path, sizeof path, "%s/labels.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/labels.db", test_tmpdir());
     fx f;
     fx_open(&f, path);
     fx_sql(&f, "INSERT INTO meta VALUES('symbolized','1');"
@@ -73,7 +74,7 @@ static const char* frame_text(json_t* f, bool line, char* buf, size_t len) {
 int main(void) {
     check_labels();
     char path[256], err[256];
-    snprintf(path, sizeof path, "%s/sites.db", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/sites.db", test_tmpdir());
     fx_standard(path);
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);

@@ -5,6 +5,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/schema.h"
 
 #include <jansson.h>
@@ -30,8 +31,8 @@ static void check_table(json_t* r, const char* table, const char* field, size_t 
 // f_b callsite 3, both under main.
 static void check_temporaries(void) {
     char cap[256], out[256];
-    snprintf(cap, sizeof cap, "%s/temporary.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/temporary.json", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/temporary.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/temporary.json", test_tmpdir());
     fx f;
     fx_open(&f, cap);
     fx_sql(&f, "INSERT INTO meta VALUES('symbolized','1');"
@@ -79,9 +80,9 @@ static void check_temporaries(void) {
 int main(void) {
     check_temporaries();
     char cap[256], out[256], txt[256];
-    snprintf(cap, sizeof cap, "%s/std.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/stats.json", fx_tmpdir());
-    snprintf(txt, sizeof txt, "%s/stats.txt", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/std.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/stats.json", test_tmpdir());
+    snprintf(txt, sizeof txt, "%s/stats.txt", test_tmpdir());
     fx_standard(cap);
     CHECK_EQ_I64(fx_run(mr_cmd_stats, "stats", cap, "--json", "-o", out, NULL), 0);
     json_error_t je;

@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/sampling.h"
 
 #include <jansson.h>
@@ -16,8 +17,8 @@
 
 int main(void) {
     char cap[256], out[256];
-    snprintf(cap, sizeof cap, "%s/sampled.db", fx_tmpdir());
-    snprintf(out, sizeof out, "%s/stats.json", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/sampled.db", test_tmpdir());
+    snprintf(out, sizeof out, "%s/stats.json", test_tmpdir());
     fx f;
     fx_open(&f, cap);
     fx_sql(&f, "INSERT INTO meta VALUES('symbolized','1'),('sample_bytes',4096),"

@@ -10,6 +10,7 @@
 #include "symbols.h"
 
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/symbolize.h"
 
@@ -331,8 +332,7 @@ static void* run_lib(const char* tmp, const char* name, int base, int* lines) {
 int main(int argc, char** argv) {
     (void)argc;
     ra[S_MAIN_CALLER] = __builtin_return_address(0); // libc's start-up code calls main
-    char tmp[] = "/tmp/test_symbolize.XXXXXX";
-    CHECK(mkdtemp(tmp) != NULL);
+    const char* tmp = test_tmpdir();
 
     plain_caller();
     inline_outer();
@@ -523,9 +523,6 @@ int main(int argc, char** argv) {
     CHECK_EQ_I64(file_size(said), 0);
     mt_capture_close(cap);
 
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK_EQ_I64(system(cmd), 0);
     (void)argv;
     CHECK_DONE();
 }

@@ -4,6 +4,7 @@
 // fraction of a millisecond: ext4 looks for a recently freed inode), and still finds what
 // an earlier process put.
 #include "../check.h"
+#include "../tmpdir.h"
 #include "memtrace/symcache.h"
 
 #include <sqlite3.h>
@@ -14,9 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char dir[64] = "/tmp/mt_test_symcache.XXXXXX";
-
-// The names created or deleted in dir since the last call, "name+;" or "name-;" each.
+// The names created or deleted in the test's directory since the last call, "name+;" or "name-;"
+// each.
 static void drain_events(int fd, char* names, size_t len) {
     _Alignas(struct inotify_event) char buf[4096];
     ssize_t n;
@@ -33,7 +33,7 @@ static void drain_events(int fd, char* names, size_t len) {
 
 static void test_reopen_creates_no_file(void) {
     char path[128], names[1024] = "";
-    snprintf(path, sizeof path, "%s/symbols.db", dir);
+    snprintf(path, sizeof path, "%s/symbols.db", test_tmpdir());
     setenv("MEMTRACE_SYMBOL_CACHE", path, 1);
     mt_symcache* c = mt_symcache_open(); // the first process: creates the cache
     CHECK(c != NULL);
@@ -47,7 +47,7 @@ static void test_reopen_creates_no_file(void) {
     CHECK(fd >= 0);
     if (fd < 0)
         return;
-    CHECK(inotify_add_watch(fd, dir, IN_CREATE | IN_DELETE) >= 0);
+    CHECK(inotify_add_watch(fd, test_tmpdir(), IN_CREATE | IN_DELETE) >= 0);
     for (int process = 0; process < 2; process++) { // later processes: only read
         c = mt_symcache_open();
         CHECK(c != NULL);
@@ -100,7 +100,7 @@ static void test_wal_emptied_by_last_reader(void) {
     mt_symcache_close(writer); // not the last: its frames stay in the -wal
     mt_symcache_close(reader);
     char wal[160];
-    snprintf(wal, sizeof wal, "%s/symbols.db-wal", dir);
+    snprintf(wal, sizeof wal, "%s/symbols.db-wal", test_tmpdir());
     struct stat st;
     CHECK(stat(wal, &st) == 0);
     CHECK_EQ_I64(st.st_size, 0);
@@ -158,21 +158,10 @@ static void test_inlined_vetted_on_demand(void) {
 }
 
 int main(void) {
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
     test_reopen_creates_no_file();
     test_put_after_reopen();
     test_wal_emptied_by_last_reader();
     test_inlined_vetted_on_demand();
-    static const char* const files[] = {"symbols.db", "symbols.db-wal", "symbols.db-shm"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char p[160];
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
     printf("%d checks, %d failures\n", check_count, check_failures);
     return check_failures != 0;
 }

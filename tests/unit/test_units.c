@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../tmpdir.h"
 #include "memtrace/units.h"
 
 #include <fcntl.h>
@@ -44,7 +45,7 @@ static void test_bytes(void) {
 // What a call printed on stderr (the caller frees).
 static char* err_path(void) {
     static char path[512];
-    snprintf(path, sizeof path, "%s/stderr.txt", fx_tmpdir());
+    snprintf(path, sizeof path, "%s/stderr.txt", test_tmpdir());
     return path;
 }
 static int saved_stderr = -1;
@@ -169,7 +170,7 @@ static mr_extent extent_of(const char* path) {
 static void test_extent(void) {
     // Native: the recorded duration (events at 1, 2, 3 us; the fixture records 4 us).
     char cap[512];
-    snprintf(cap, sizeof cap, "%s/native.db", fx_tmpdir());
+    snprintf(cap, sizeof cap, "%s/native.db", test_tmpdir());
     fx f;
     fx_open(&f, cap);
     fx_alloc(&f, 1, 0x1000, 10, 0);
@@ -191,7 +192,7 @@ static void test_extent(void) {
     // An imported NPU log: its steps as upstream counts them (the sample has 5: 0 to 4; its
     // last frees are stamped step 5, after the last step).
     char npu[512];
-    snprintf(npu, sizeof npu, "%s/sample.db", fx_tmpdir());
+    snprintf(npu, sizeof npu, "%s/sample.db", test_tmpdir());
     CHECK_EQ_I64(fx_run(mr_cmd_import, "import", NPU_FIXTURES "/sample.log", "-o", npu, NULL), 0);
     e = extent_of(npu);
     CHECK_EQ_I64(e.end, 5);
