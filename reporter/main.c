@@ -2,7 +2,7 @@
 // memreport: the offline reporter. Dispatches to one subcommand per module.
 #include "aggregates.h"
 #include "commands.h"
-#include "options.h"
+#include "opts.h"
 #include "output_file.h"
 
 #include "memtrace/capture.h"

@@ -12,7 +12,8 @@
 #include "flame_tree.h"
 #include "flamegraph_page.h"
 #include "functions.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "output_file.h"
 #include "procs.h"
 #include "profile.h"
@@ -102,18 +103,18 @@ static int parse_sort(const char* value, diff_args* a) {
             a->sort_by = m;
             return MR_OPT_NEXT;
         }
-    return mr_usage_error(diff_help,
-                          "diff: --sort: expected peak_bytes, allocated_bytes, allocations or "
-                          "leaked_bytes, got '%s'",
-                          value);
+    return mr_opts_usage_error(diff_help,
+                               "diff: --sort: expected peak_bytes, allocated_bytes, allocations or "
+                               "leaked_bytes, got '%s'",
+                               value);
 }
 
 static int parse_limit(const char* value, diff_args* a) {
     if (a->nlimits == MAX_LIMITS)
-        return mr_usage_error(diff_help, "diff: --fail-if: at most %d limits", MAX_LIMITS);
+        return mr_opts_usage_error(diff_help, "diff: --fail-if: at most %d limits", MAX_LIMITS);
     char err[256];
     if (mr_diff_limit_parse(value, &a->limits[a->nlimits], err, sizeof err))
-        return mr_usage_error(diff_help, "diff: --fail-if %s", err);
+        return mr_opts_usage_error(diff_help, "diff: --fail-if %s", err);
     a->nlimits++;
     return MR_OPT_NEXT;
 }
@@ -124,13 +125,14 @@ static int parse_option(int c, diff_args* a) {
     case 'c':
     case 'H':
         if (a->format != FORMAT_TEXT)
-            return mr_usage_error(diff_help, "diff: --json, --csv and --html exclude each other");
+            return mr_opts_usage_error(diff_help,
+                                       "diff: --json, --csv and --html exclude each other");
         a->format = c == 'j' ? FORMAT_JSON : c == 'c' ? FORMAT_CSV : FORMAT_HTML;
         a->opt.json = c == 'j'; // the report's switch between text and JSON
         return MR_OPT_NEXT;
     case 't':
         a->top_given = true;
-        return mr_parse_top(optarg, diff_help, &a->top) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_top(optarg, diff_help, &a->top) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 's':
         return parse_sort(optarg, a);
     case 'i':
@@ -169,8 +171,8 @@ static int parse_args(int argc, char** argv, diff_args* a, const char** base, co
             return rc;
     }
     if (argc - optind != 2)
-        return mr_usage_error(diff_help, "diff takes two captures, BASE and NEW, got %d",
-                              argc - optind);
+        return mr_opts_usage_error(diff_help, "diff takes two captures, BASE and NEW, got %d",
+                                   argc - optind);
     if (!a->top_given && a->format == FORMAT_TEXT)
         a->top = MR_TOP_DEFAULT;
     *base = argv[optind];
@@ -218,7 +220,7 @@ static int gate_values(const diff_args* a, const mr_diff_row* totals, const uint
     }
     bool scanned;
     uint64_t bytes[MT_LEAK_COUNT_], blocks[MT_LEAK_COUNT_];
-    int rc = mr_leak_totals_at_end(cap, &scanned, bytes, blocks);
+    int rc = mr_load_leak_totals(cap, &scanned, bytes, blocks);
     if (!rc && !scanned) {
         char* why = mt_capture_meta_text(cap, "leak_scan_why");
         mr_error(mt_capture_path(cap), "--fail-if: no leak kinds: %s (docs/leaks.md)",
@@ -442,7 +444,7 @@ static int set_numbers(run_set* b, run_set* n, const diff_args* a) {
 // Matches both sides' processes, functions and stacks; writes and gates as compare().
 static int compare_sets(const diff_args* a, const char* base_path, const char* new_path) {
     if (a->format == FORMAT_HTML)
-        return mr_usage_error(diff_help, "diff: --html takes two captures, not directories");
+        return mr_opts_usage_error(diff_help, "diff: --html takes two captures, not directories");
     run_set b, n = {0};
     int rc = open_set(&b, base_path);
     if (!rc)

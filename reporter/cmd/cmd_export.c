@@ -4,11 +4,13 @@
 // one writer per format (render/export_<format>.c) writes them.
 #include "commands.h"
 #include "export.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "output_file.h"
 #include "procs.h"
 #include "procs_report.h"
 #include "profile.h"
+#include "when.h"
 
 #include "memtrace/schema.h"
 
@@ -92,7 +94,7 @@ static int parse_format(const char* name, export_args* a) {
             a->format = &formats[i];
             return MR_OPT_NEXT;
         }
-    return mr_usage_error(export_help(), "export: unknown format '%s'", name);
+    return mr_opts_usage_error(export_help(), "export: unknown format '%s'", name);
 }
 
 static int parse_option(int c, export_args* a, int* moments) {
@@ -101,18 +103,19 @@ static int parse_option(int c, export_args* a, int* moments) {
         return parse_format(optarg, a);
     case 'a':
         ++*moments;
-        return mr_parse_at(optarg, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_at(optarg, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'l':
         ++*moments;
         a->when.moment = MR_AT_END;
         return MR_OPT_NEXT;
     case 'r':
-        return mr_parse_range(optarg, export_help(), &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_range(optarg, export_help(), &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'm':
-        return mr_parse_metric(optarg, export_help(), false, &a->metric) ? MR_EXIT_USAGE
-                                                                         : MR_OPT_NEXT;
+        return mr_opts_parse_metric(optarg, export_help(), false, &a->metric) ? MR_EXIT_USAGE
+                                                                              : MR_OPT_NEXT;
     case 't':
-        return mr_parse_thread(optarg, export_help(), &a->when.tid) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_thread(optarg, export_help(), &a->when.tid) ? MR_EXIT_USAGE
+                                                                         : MR_OPT_NEXT;
     case 'A':
         a->all_frames = true;
         return MR_OPT_NEXT;
@@ -141,7 +144,7 @@ static int parse_args(int argc, char** argv, export_args* a) {
             return rc;
     }
     if (moments > 1)
-        return mr_usage_error(export_help(), "export: --at and --leaks exclude each other");
+        return mr_opts_usage_error(export_help(), "export: --at and --leaks exclude each other");
     return MR_OPT_NEXT;
 }
 
@@ -242,14 +245,14 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
 
 static int export_processes(const export_args* a, char* const* paths, int n) {
     if (!a->format->several)
-        return mr_usage_error(export_help(),
-                              "export: several captures take folded, pprof, speedscope, "
-                              "chrome or csv, not %s",
-                              a->format->name);
+        return mr_opts_usage_error(export_help(),
+                                   "export: several captures take folded, pprof, speedscope, "
+                                   "chrome or csv, not %s",
+                                   a->format->name);
     if (a->when.moment == MR_AT_TIME || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->when.tid)
-        return mr_usage_error(export_help(), "export: several captures take --leaks or each "
-                                             "process's peak, not --at, --range or --thread");
+        return mr_opts_usage_error(export_help(), "export: several captures take --leaks or each "
+                                                  "process's peak, not --at, --range or --thread");
     mr_query q = MR_QUERY_INIT(0);
     q.moment = a->when.moment == MR_AT_END ? MR_AT_END : MR_AT_PEAK;
     q.progress = "export";
@@ -275,15 +278,15 @@ int mr_cmd_export(int argc, char** argv) {
     if (!path)
         return MR_EXIT_USAGE;
     if (!a.format)
-        return mr_usage_error(export_help(), "export: --format is required");
+        return mr_opts_usage_error(export_help(), "export: --format is required");
     if (a.format->binary && !strcmp(a.opt.output, "-") && isatty(STDOUT_FILENO))
-        return mr_usage_error(export_help(), "export: %s is binary: name a file with -o",
-                              a.format->name);
+        return mr_opts_usage_error(export_help(), "export: %s is binary: name a file with -o",
+                                   a.format->name);
     if (several)
         return export_processes(&a, argv + optind, argc - optind);
     mt_capture* cap;
     mr_symbols* sym;
-    if ((rc = mr_open_capture_symbols(path, &cap, &sym)))
+    if ((rc = mr_load_capture_symbols(path, &cap, &sym)))
         return rc;
     mr_query q;
     mr_profile prof;
@@ -295,8 +298,8 @@ int mr_cmd_export(int argc, char** argv) {
                           .metric = a.metric,
                           .all_frames = a.all_frames};
     memset(&prof, 0, sizeof prof);
-    if (!(rc = mr_query_for(&a.when, path, cap, &q, &in.steps)) &&
-        !(rc = a.format->streams ? 0 : mr_program_profile_for(path, cap, sym, &q, &prof)))
+    if (!(rc = mr_when_query(&a.when, path, cap, &q, &in.steps)) &&
+        !(rc = a.format->streams ? 0 : mr_load_program_profile(path, cap, sym, &q, &prof)))
         rc = write_export(&a, &in);
     mr_profile_free(&prof);
     mr_symbols_free(sym);

@@ -5,17 +5,20 @@
 // non-relevant frames and the thread filter happen in the page itself.
 #include "commands.h"
 #include "cxx_names.h"
+#include "extent.h"
 #include "flame_tree.h"
 #include "flamegraph_page.h"
 #include "flamegraph_run.h"
 #include "heap_timeline.h"
 #include "leak_kinds.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "output_file.h"
 #include "procs.h"
 #include "procs_report.h"
 #include "profile.h"
 #include "runtime_held.h"
+#include "when.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/units.h"
@@ -128,13 +131,13 @@ static int parse_option(int c, fg_args* a, int* modes) {
         ++*modes;
         break;
     case 'a':
-        if ((rc = mr_parse_at(optarg, &a->when)))
+        if ((rc = mr_opts_parse_at(optarg, &a->when)))
             return rc;
         a->mode = MR_FLAMEGRAPH_AT;
         ++*modes;
         break;
     case 'r':
-        if ((rc = mr_parse_range(optarg, flamegraph_help, &a->when)))
+        if ((rc = mr_opts_parse_range(optarg, flamegraph_help, &a->when)))
             return rc;
         break;
     case 'l':
@@ -147,10 +150,11 @@ static int parse_option(int c, fg_args* a, int* modes) {
     case 'K': {
         char bad[64];
         if (!(a->kinds = mr_leak_kinds_mask(optarg, bad, sizeof bad)))
-            return mr_usage_error(flamegraph_help,
-                                  "--kind: not a leak kind: '%s' (definite, indirect, possible, "
-                                  "reachable, all)",
-                                  bad);
+            return mr_opts_usage_error(
+                flamegraph_help,
+                "--kind: not a leak kind: '%s' (definite, indirect, possible, "
+                "reachable, all)",
+                bad);
         break;
     }
     case 'A':
@@ -188,7 +192,7 @@ static int parse_option(int c, fg_args* a, int* modes) {
         fputs(flamegraph_help, stdout);
         return MR_EXIT_OK;
     default: // getopt said what is wrong
-        mr_usage_hint(flamegraph_help);
+        mr_opts_usage_hint(flamegraph_help);
         return MR_EXIT_USAGE;
     }
     return MR_OPT_NEXT;
@@ -222,15 +226,16 @@ static int parse_args(int argc, char** argv, fg_args* a) {
             return rc;
     }
     if (modes > 1)
-        return mr_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
+        return mr_opts_usage_error(flamegraph_help, "--peak, --at and --leaks exclude each other");
     if (a->when.from_arg || a->when.to_arg) // a range has its own highest point
         if (a->mode != MR_FLAMEGRAPH_PEAK)
-            return mr_usage_error(flamegraph_help, "--range excludes --at and --leaks");
+            return mr_opts_usage_error(flamegraph_help, "--range excludes --at and --leaks");
     if (a->kinds && (a->mode != MR_FLAMEGRAPH_LEAKS || a->split))
-        return mr_usage_error(flamegraph_help, "--kind takes --leaks, without --split-threads");
+        return mr_opts_usage_error(flamegraph_help,
+                                   "--kind takes --leaks, without --split-threads");
     if (a->temporal && (modes || a->split || a->when.from_arg || a->when.to_arg))
-        return mr_usage_error(flamegraph_help, "--temporal excludes --peak, --at, --leaks, "
-                                               "--range and --split-threads");
+        return mr_opts_usage_error(flamegraph_help, "--temporal excludes --peak, --at, --leaks, "
+                                                    "--range and --split-threads");
     return MR_OPT_NEXT;
 }
 
@@ -250,12 +255,12 @@ typedef struct fg_run {
 
 // Opens the capture and its symbols and places --at and --range in it. Returns an exit code.
 static int open_input(fg_run* run) {
-    int rc = mr_open_capture_symbols(run->path, &run->cap, &run->sym);
+    int rc = mr_load_capture_symbols(run->path, &run->cap, &run->sym);
     if (rc)
         return rc;
     run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
     bool steps;
-    return mr_query_for(&run->args.when, run->path, run->cap, &run->query, &steps);
+    return mr_when_query(&run->args.when, run->path, run->cap, &run->query, &steps);
 }
 
 // --kind: each callsite's blocks live at the end cut to those of the kinds asked, from the
@@ -388,9 +393,9 @@ static int write_output(const fg_run* run) {
 static int several_processes(const fg_args* a, char* const* paths, int n) {
     if (a->mode == MR_FLAMEGRAPH_AT || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->split || a->temporal || a->kinds)
-        return mr_usage_error(flamegraph_help, "several captures take --peak or --leaks, not "
-                                               "--at, --range, --split-threads, --temporal or "
-                                               "--kind");
+        return mr_opts_usage_error(flamegraph_help, "several captures take --peak or --leaks, not "
+                                                    "--at, --range, --split-threads, --temporal or "
+                                                    "--kind");
     mr_procs_flame_args p = {.output = a->output,
                              .force = a->force,
                              .all_frames = a->all_frames,

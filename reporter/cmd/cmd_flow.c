@@ -7,13 +7,15 @@
 #include "flow_report.h"
 #include "flowgraph.h"
 #include "functions.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "procs_report.h"
 #include "profile.h"
 #include "sites.h"
 #include "symbols.h"
 #include "u64map.h"
+#include "when.h"
 
 #include "memtrace/vec.h"
 
@@ -76,21 +78,21 @@ static int parse_option(int c, flow_args* a) {
     switch (c) {
     case 'a': {
         if (a->nt == MAX_MOMENTS)
-            return mr_usage_error(flow_help, "flow: at most %d --at", MAX_MOMENTS);
+            return mr_opts_usage_error(flow_help, "flow: at most %d --at", MAX_MOMENTS);
         mr_when* w = &a->when[a->nt];
         *w = (mr_when)MR_WHEN_INIT;
         a->names[a->nt++] = optarg;
         if (!strcmp(optarg, "peak"))
             return MR_OPT_NEXT;
-        return mr_parse_at(optarg, w) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_at(optarg, w) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     }
     case 'm': {
         char* end;
         errno = 0;
         double p = strtod(optarg, &end);
         if (end == optarg || *end || errno || !(p >= 0 && p <= 100))
-            return mr_usage_error(flow_help,
-                                  "flow: --min-share: expected a percent 0..100, got '%s'", optarg);
+            return mr_opts_usage_error(
+                flow_help, "flow: --min-share: expected a percent 0..100, got '%s'", optarg);
         a->min_share = p;
         return MR_OPT_NEXT;
     }
@@ -128,8 +130,8 @@ static int parse_args(int argc, char** argv, flow_args* a) {
     const char* out = a->opt.output;
     a->svg = ends_with(out, ".svg");
     if (!a->opt.json && strcmp(out, "-") && !a->svg && !ends_with(out, ".dot"))
-        return mr_usage_error(flow_help, "flow: -o %s: expected FILE.dot or FILE.svg (or --json)",
-                              out);
+        return mr_opts_usage_error(flow_help,
+                                   "flow: -o %s: expected FILE.dot or FILE.svg (or --json)", out);
     return MR_OPT_NEXT;
 }
 
@@ -214,7 +216,7 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
     mr_query qs[MAX_MOMENTS];
     mr_profile ps[MAX_MOMENTS];
     for (size_t t = 0; t < a->nt; t++) {
-        int rc = mr_query_for(&a->when[t], path, cap, &qs[t], steps);
+        int rc = mr_when_query(&a->when[t], path, cap, &qs[t], steps);
         if (rc)
             return rc;
     }
@@ -346,8 +348,8 @@ int mr_cmd_flow(int argc, char** argv) {
     if (!path)
         return MR_EXIT_USAGE;
     if (several && (a.nt > 1 || strcmp(a.names[0], "peak")))
-        return mr_usage_error(flow_help, "flow: several captures are shown each at its own "
-                                         "peak, not --at");
+        return mr_opts_usage_error(flow_help, "flow: several captures are shown each at its own "
+                                              "peak, not --at");
     if (a.svg && !a.opt.json && !mr_flow_have_dot()) {
         mr_error("flow", MR_FLOW_NO_DOT);
         return MR_EXIT_IO;
@@ -361,7 +363,7 @@ int mr_cmd_flow(int argc, char** argv) {
     }
     mt_capture* cap;
     mr_symbols* sy;
-    if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
+    if ((rc = mr_load_capture_symbols(path, &cap, &sy)))
         return rc;
     rc = run(&a, path, cap, sy);
     mr_symbols_free(sy);

@@ -2,7 +2,7 @@
 // memreport import: an NPU compiler memory-usage log into a capture (npu/npu_import.c).
 #include "commands.h"
 #include "npu.h"
-#include "options.h"
+#include "opts.h"
 #include "output_file.h"
 
 #include <getopt.h>

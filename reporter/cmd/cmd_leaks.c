@@ -5,13 +5,16 @@
 // The blocks come from the aggregation model (profile.h) at the end of the run.
 #include "commands.h"
 #include "escape.h"
+#include "extent.h"
 #include "leak_kinds.h"
 #include "leaks_report.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "profile.h"
 #include "runtime_held.h"
 #include "sites.h"
+#include "when.h"
 
 #include "memtrace/input.h"
 #include "memtrace/schema.h"
@@ -401,7 +404,7 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
                   unsigned mask, const mr_when* when) {
     mr_query q;
     bool steps;
-    int krc = mr_query_for(when, path, cap, &q, &steps);
+    int krc = mr_when_query(when, path, cap, &q, &steps);
     if (krc)
         return krc;
     q.moment = MR_AT_END;
@@ -411,7 +414,7 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     if ((krc = load_kinds(path, cap, sites, mask, &q, &kinds)))
         return krc;
     mr_profile p;
-    int e = mr_profile_for(path, cap, &q, &p);
+    int e = mr_load_profile(path, cap, &q, &p);
     if (e) {
         mr_leak_kinds_free(&kinds);
         return e;
@@ -473,21 +476,22 @@ int mr_cmd_leaks(int argc, char** argv) {
         case 'k': {
             char bad[64];
             if (!(mask = mr_leak_kinds_mask(optarg, bad, sizeof bad)))
-                return mr_usage_error(leaks_help,
-                                      "leaks: --kind: not a leak kind: '%s' (definite, indirect, "
-                                      "possible, reachable, all)",
-                                      bad);
+                return mr_opts_usage_error(
+                    leaks_help,
+                    "leaks: --kind: not a leak kind: '%s' (definite, indirect, "
+                    "possible, reachable, all)",
+                    bad);
             break;
         }
         case 't':
-            if (mr_parse_top(optarg, leaks_help, &top))
+            if (mr_opts_parse_top(optarg, leaks_help, &top))
                 return MR_EXIT_USAGE;
             break;
         case 's':
             supp_path = optarg;
             break;
         case 'r':
-            if (mr_parse_range(optarg, leaks_help, &when))
+            if (mr_opts_parse_range(optarg, leaks_help, &when))
                 return MR_EXIT_USAGE;
             break;
         case 'a':
@@ -507,7 +511,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     suppressions supp = {0};
     int rc = supp_path ? load_suppressions(supp_path, &supp) : MR_EXIT_OK;
     if (several && (when.from_arg || when.to_arg))
-        return mr_usage_error(leaks_help, "leaks: --range takes one capture");
+        return mr_opts_usage_error(leaks_help, "leaks: --range takes one capture");
     if (several) {
         processes_input in = {argv[optind], &opt, top, &supp, supp_path, all_frames, mask};
         if (!rc)
@@ -517,7 +521,7 @@ int mr_cmd_leaks(int argc, char** argv) {
     }
     mt_capture* cap = NULL;
     mr_symbols* sites = NULL;
-    if (rc || (rc = mr_open_capture_symbols(path, &cap, &sites))) {
+    if (rc || (rc = mr_load_capture_symbols(path, &cap, &sites))) {
         suppressions_free(&supp);
         return rc;
     }

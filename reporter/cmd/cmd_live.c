@@ -7,7 +7,7 @@
 #include "live.h"
 #include "live_view.h"
 #include "messages.h"
-#include "options.h"
+#include "opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -67,10 +67,10 @@ static int parse_args(int argc, char** argv, live_args* a) {
         if (c == 'i') {
             a->interval = strtod(optarg, &end);
             if (end == optarg || *end || !(a->interval >= 0.1 && a->interval <= 3600))
-                return mr_usage_error(live_help, "--interval: '%s' is not 0.1 to 3600 seconds",
-                                      optarg);
+                return mr_opts_usage_error(live_help, "--interval: '%s' is not 0.1 to 3600 seconds",
+                                           optarg);
         } else if (c == 't') {
-            if (mr_parse_top(optarg, live_help, &a->top))
+            if (mr_opts_parse_top(optarg, live_help, &a->top))
                 return MR_EXIT_USAGE;
         } else if (c == '1') {
             a->once = true;

@@ -4,7 +4,9 @@
 // heap plot (npu/npu_plot.c); any other capture the native time plot (plot_native.c).
 #include "commands.h"
 #include "cxx_names.h"
-#include "options.h"
+#include "extent.h"
+#include "load.h"
+#include "opts.h"
 #include "output_file.h"
 #include "plot.h"
 #include "plot_procs.h"
@@ -59,7 +61,7 @@ static bool is_sqlite(const char* path, int* err, char* msg, size_t msglen) {
 
 static int plot_capture(const mr_plot_args* a) {
     mt_capture* cap;
-    int rc = mr_open_capture(a->input, &cap);
+    int rc = mr_load_capture(a->input, &cap);
     if (rc)
         return rc;
     if (mr_capture_default_heap(cap) == MT_HEAP_NPU)
@@ -73,13 +75,13 @@ static int plot_capture(const mr_plot_args* a) {
 // Several captures, or a directory of them: their processes stacked (plot_procs.h).
 static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
     if (a->top_sites || a->nsites)
-        return mr_usage_error(plot_help, "--sites and --site take one capture, not several");
+        return mr_opts_usage_error(plot_help, "--sites and --site take one capture, not several");
     mr_capture_set s;
     int rc = mr_procs_open(&s, paths, n, plot_help, false);
     if (rc)
         return rc;
     if (!a->output)
-        rc = mr_usage_error(plot_help, "several captures: name the picture with -o FILE");
+        rc = mr_opts_usage_error(plot_help, "several captures: name the picture with -o FILE");
     for (int i = 0; !rc && i < n; i++)
         if (strcmp(a->output, paths[i]) == 0 || (a->data && strcmp(a->data, paths[i]) == 0)) {
             mr_error(paths[i], "refusing to overwrite the input");
@@ -88,7 +90,8 @@ static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
     // An NPU heap's plot is over allocation steps, not time: it does not stack.
     for (size_t i = 0; !rc && i < s.n; i++)
         if (mr_capture_default_heap(s.procs[i].cap) == MT_HEAP_NPU)
-            rc = mr_usage_error(plot_help, "%s: an NPU capture is plotted alone", s.procs[i].path);
+            rc = mr_opts_usage_error(plot_help, "%s: an NPU capture is plotted alone",
+                                     s.procs[i].path);
     if (!rc)
         rc = mr_plot_procs(&s, a);
     mr_capture_set_free(&s);
@@ -170,7 +173,7 @@ int mr_cmd_plot(int argc, char** argv) {
             rc = MR_EXIT_OK;
             break;
         default: // getopt said what is wrong
-            mr_usage_hint(plot_help);
+            mr_opts_usage_hint(plot_help);
             rc = MR_EXIT_USAGE;
             break;
         }

@@ -5,7 +5,7 @@
 #include "capture_set.h"
 #include "commands.h"
 #include "escape.h"
-#include "options.h"
+#include "opts.h"
 #include "output_file.h"
 #include "sql_json.h"
 
@@ -415,8 +415,8 @@ int mr_cmd_sql(int argc, char** argv) {
         if (c == 'T' || c == 'M') {
             long long* v = c == 'T' ? &timeout_s : &max_mib;
             if (!whole_number(optarg, c == 'T' ? UINT_MAX : INT64_MAX >> 20, v))
-                return mr_usage_error(sql_help, "sql: --%s takes a whole number, got '%s'",
-                                      c == 'T' ? "timeout" : "max-memory", optarg);
+                return mr_opts_usage_error(sql_help, "sql: --%s takes a whole number, got '%s'",
+                                           c == 'T' ? "timeout" : "max-memory", optarg);
             continue;
         }
         int orc = mr_opts_handle(&o, c, sql_help);
@@ -424,11 +424,11 @@ int mr_cmd_sql(int argc, char** argv) {
             return orc;
     }
     if (csv && o.json)
-        return mr_usage_error(sql_help, "sql: --csv and --json exclude each other");
+        return mr_opts_usage_error(sql_help, "sql: --csv and --json exclude each other");
     int npos = argc - optind;
     if (npos < 1 || npos > 2)
-        return mr_usage_error(sql_help, "sql takes one capture and at most one query, got %d",
-                              npos);
+        return mr_opts_usage_error(sql_help, "sql takes one capture and at most one query, got %d",
+                                   npos);
     session s = {.path = argv[optind]};
     const char* query = npos == 2 ? argv[optind + 1] : NULL;
     if (mr_capture_set_wanted(1, argv + optind)) { // a process tree's directory

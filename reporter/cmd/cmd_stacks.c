@@ -4,7 +4,9 @@
 // fully symbolized (inlined frames expanded), as text or JSON. Noise frames are hidden
 // unless --all-frames; stacks that differ only in hidden frames are merged.
 #include "commands.h"
-#include "options.h"
+#include "extent.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "profile.h"
 #include "sites.h"
@@ -144,7 +146,7 @@ static int parse_args(int argc, char** argv, stacks_args* a) {
             a->all_frames = true;
             break;
         case 't':
-            if (mr_parse_top(optarg, stacks_help, &a->top))
+            if (mr_opts_parse_top(optarg, stacks_help, &a->top))
                 return MR_EXIT_USAGE;
             break;
         default: {
@@ -186,7 +188,7 @@ static int report(const stacks_args* a, const char* path, mt_capture* cap, const
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
     q.progress = "stacks";
     mr_profile p;
-    int e = mr_program_profile_for(path, cap, sy, &q, &p);
+    int e = mr_load_program_profile(path, cap, sy, &q, &p);
     if (e)
         return e;
     int rc = write_stacks(a, path, sy, &p);
@@ -266,7 +268,7 @@ int mr_cmd_stacks(int argc, char** argv) {
         return MR_EXIT_USAGE;
     mt_capture* cap;
     mr_symbols* sy;
-    if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
+    if ((rc = mr_load_capture_symbols(path, &cap, &sy)))
         return rc;
     rc = report(&a, path, cap, sy);
     mr_symbols_free(sy);

@@ -5,7 +5,9 @@
 // rows at the peak and the measures observed during its replay, stored in the capture.
 #include "aggregates.h"
 #include "commands.h"
-#include "options.h"
+#include "extent.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "procs_views.h"
 #include "profile.h"
@@ -221,7 +223,7 @@ static int parse_args(int argc, char** argv, stats_args* a) {
             a->by_stack = true;
             break;
         case 't':
-            if (mr_parse_top(optarg, stats_help, &a->top))
+            if (mr_opts_parse_top(optarg, stats_help, &a->top))
                 return MR_EXIT_USAGE;
             break;
         default: {
@@ -448,7 +450,7 @@ int mr_cmd_stats(int argc, char** argv) {
         return MR_EXIT_USAGE;
     mt_capture* cap;
     mr_symbols* sites;
-    if ((rc = mr_open_capture_symbols(path, &cap, &sites)))
+    if ((rc = mr_load_capture_symbols(path, &cap, &sites)))
         return rc;
     stats s;
     if (stats_init(&s, &a, sites)) {

@@ -3,8 +3,10 @@
 // entry point), as text for people or JSON for scripts.
 #include "aggregates.h"
 #include "commands.h"
+#include "extent.h"
 #include "leak_kinds.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "summary_report.h"
 
@@ -42,7 +44,7 @@ static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) 
     int id = mr_capture_heap_named(cap, "mmap");
     if (!id || id == shown)
         return 0;
-    int rc = mr_aggregates_for(cap, id, "summary", m);
+    int rc = mr_load_aggregates(cap, id, "summary", m);
     *found = rc == 0;
     return rc;
 }
@@ -57,7 +59,7 @@ static int program_heaps(mt_capture* cap, int shown, mr_aggregates h[4], bool go
     for (int i = 0; (ids[1] || ids[2]) && i < 4; i++) {
         if (!ids[i] && i < 3)
             continue;
-        int rc = ids[i] == shown ? 0 : mr_aggregates_for(cap, ids[i], "summary", &h[i]);
+        int rc = ids[i] == shown ? 0 : mr_load_aggregates(cap, ids[i], "summary", &h[i]);
         if (rc)
             return rc;
         got[i] = ids[i] != shown;
@@ -88,18 +90,18 @@ int mr_cmd_summary(int argc, char** argv) {
     if (!path)
         return MR_EXIT_USAGE;
     mt_capture* cap;
-    int rc = mr_open_capture(path, &cap);
+    int rc = mr_load_capture(path, &cap);
     if (rc)
         return rc;
     int heap = mr_capture_default_heap(cap);
     mr_aggregates a;
-    if (!(rc = mr_aggregates_for(cap, heap, "summary", &a))) {
+    if (!(rc = mr_load_aggregates(cap, heap, "summary", &a))) {
         mr_summary sum = {.cap = cap, .totals = &a.peak.heap, .threads = a.nthreads};
         sum.runtime_held = heap != MT_HEAP_NPU;
         if (sum.runtime_held)
-            rc = mr_runtime_held_at_end(cap, &a, &sum.held_bytes, &sum.held_blocks);
+            rc = mr_load_runtime_held(cap, &a, &sum.held_bytes, &sum.held_blocks);
         if (!rc && heap != MT_HEAP_NPU)
-            rc = mr_leak_totals_at_end(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
+            rc = mr_load_leak_totals(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
         char why[256];
         if (!rc && heap != MT_HEAP_NPU && !sum.scanned &&
             mr_leak_scan_skipped(cap, why, sizeof why))

@@ -8,13 +8,15 @@
 #include "commands.h"
 #include "escape.h"
 #include "functions.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "procs.h"
 #include "procs_report.h"
 #include "procs_views.h"
 #include "profile.h"
 #include "symbols.h"
 #include "top_report.h"
+#include "when.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -77,19 +79,20 @@ typedef struct top_args {
 static int parse_option(int c, top_args* a) {
     switch (c) {
     case 'a':
-        return mr_parse_at(optarg, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_at(optarg, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'r':
-        return mr_parse_range(optarg, top_help, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_range(optarg, top_help, &a->when) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 'm':
-        return mr_parse_metric(optarg, top_help, true, &a->metric) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_metric(optarg, top_help, true, &a->metric) ? MR_EXIT_USAGE
+                                                                        : MR_OPT_NEXT;
     case 'T':
-        return mr_parse_thread(optarg, top_help, &a->when.tid) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_thread(optarg, top_help, &a->when.tid) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 't':
-        return mr_parse_top(optarg, top_help, &a->top) ? MR_EXIT_USAGE : MR_OPT_NEXT;
+        return mr_opts_parse_top(optarg, top_help, &a->top) ? MR_EXIT_USAGE : MR_OPT_NEXT;
     case 's':
         if (strcmp(optarg, "self") && strcmp(optarg, "total"))
-            return mr_usage_error(top_help, "top: --sort: expected self or total, got '%s'",
-                                  optarg);
+            return mr_opts_usage_error(top_help, "top: --sort: expected self or total, got '%s'",
+                                       optarg);
         a->sort_total = !strcmp(optarg, "total");
         return MR_OPT_NEXT;
     case 'A':
@@ -113,10 +116,10 @@ static int parse_option(int c, top_args* a) {
 static int check_args(const top_args* a) {
     const char* metric = mr_top_report_metric_name(a->metric);
     if (a->when.at_arg && a->metric != MR_METRIC_LIVE_BYTES)
-        return mr_usage_error(top_help, "top: --at applies to --metric live, not %s", metric);
+        return mr_opts_usage_error(top_help, "top: --at applies to --metric live, not %s", metric);
     if (a->callers && a->callees && strcmp(a->callers, a->callees))
-        return mr_usage_error(top_help,
-                              "top: --callers and --callees name two functions: give one");
+        return mr_opts_usage_error(top_help,
+                                   "top: --callers and --callees name two functions: give one");
     return MR_OPT_NEXT;
 }
 
@@ -232,17 +235,17 @@ static int find_function(const mr_functions* fns, const char* option, const char
         *out = idx[0];
     } else if (n > 1) {
         list_names(fns, idx, n, names, sizeof names);
-        rc = mr_usage_error(top_help, "top: %s '%s' is ambiguous: %zu functions match: %s", option,
-                            shown ? shown : "?", n, names);
+        rc = mr_opts_usage_error(top_help, "top: %s '%s' is ambiguous: %zu functions match: %s",
+                                 option, shown ? shown : "?", n, names);
     } else if ((n = match(fns, name, 2, idx)) > 0) {
         list_names(fns, idx, n, names, sizeof names);
-        rc = mr_usage_error(top_help, "top: %s '%s': no such function; did you mean: %s", option,
-                            shown ? shown : "?", names);
+        rc = mr_opts_usage_error(top_help, "top: %s '%s': no such function; did you mean: %s",
+                                 option, shown ? shown : "?", names);
     } else {
-        rc = mr_usage_error(top_help,
-                            "top: %s '%s': no such function ('memreport top CAPTURE --top 0' "
-                            "lists them)",
-                            option, shown ? shown : "?");
+        rc = mr_opts_usage_error(top_help,
+                                 "top: %s '%s': no such function ('memreport top CAPTURE --top 0' "
+                                 "lists them)",
+                                 option, shown ? shown : "?");
     }
     free(shown);
     free(idx);
@@ -344,9 +347,9 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
 static int several_processes(const top_args* a, char* const* paths, int n) {
     if (a->when.at_arg || a->when.from_arg || a->when.to_arg || a->when.range_named ||
         a->when.tid || a->callers || a->callees)
-        return mr_usage_error(top_help, "top: several captures take --metric, --sort, --top, "
-                                        "--all-frames and --by-process, not --at, --range, "
-                                        "--thread, --callers or --callees");
+        return mr_opts_usage_error(top_help, "top: several captures take --metric, --sort, --top, "
+                                             "--all-frames and --by-process, not --at, --range, "
+                                             "--thread, --callers or --callees");
     mr_query q = MR_QUERY_INIT(0);
     q.progress = "top";
     processes_input in = {a, paths[0], &q};
@@ -363,14 +366,14 @@ int mr_cmd_top(int argc, char** argv) {
     if (mr_capture_set_wanted(argc - optind, argv + optind))
         return several_processes(&a, argv + optind, argc - optind);
     if (a.by_process)
-        return mr_usage_error(top_help, "top: --by-process takes several captures or a "
-                                        "directory");
+        return mr_opts_usage_error(top_help, "top: --by-process takes several captures or a "
+                                             "directory");
     const char* path = mr_opts_input(argc, argv, top_help);
     if (!path)
         return MR_EXIT_USAGE;
     mt_capture* cap;
     mr_symbols* sy;
-    if ((rc = mr_open_capture_symbols(path, &cap, &sy)))
+    if ((rc = mr_load_capture_symbols(path, &cap, &sy)))
         return rc;
     mr_query q;
     mr_profile p = {0};
@@ -386,10 +389,10 @@ int mr_cmd_top(int argc, char** argv) {
                        .top = a.top,
                        .callers = a.callers != NULL,
                        .callees = a.callees != NULL};
-    if (!(rc = mr_query_for(&a.when, path, cap, &q, &t.steps))) {
+    if (!(rc = mr_when_query(&a.when, path, cap, &q, &t.steps))) {
         q.progress = "top";
         q.range_blocks = t.range_given && a.metric == MR_METRIC_END_BYTES;
-        if (!(rc = mr_program_profile_for(path, cap, sy, &q, &p)))
+        if (!(rc = mr_load_program_profile(path, cap, sy, &q, &p)))
             rc = write_top(&t, &a, sy);
     }
     mr_profile_free(&p);

@@ -7,7 +7,7 @@
 #include "capture_set.h"
 #include "commands.h"
 #include "flamegraph_run.h"
-#include "options.h"
+#include "opts.h"
 #include "procs.h"
 
 #include <getopt.h>
@@ -66,7 +66,7 @@ int mr_cmd_view(int argc, char** argv) {
             fputs(view_help, stdout);
             return MR_EXIT_OK;
         default: // getopt said what is wrong
-            mr_usage_hint(view_help);
+            mr_opts_usage_hint(view_help);
             return MR_EXIT_USAGE;
         }
     }

@@ -4,7 +4,8 @@
 #include "diff_run.h"
 
 #include "extent.h"
-#include "options.h"
+#include "load.h"
+#include "opts.h"
 #include "runtime_held.h"
 #include "sites.h"
 
@@ -178,9 +179,9 @@ int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_pat
                       const char* new_path, bool all_frames, bool inclusive) {
     *base = (mr_diff_run){.path = base_path};
     *next = (mr_diff_run){.path = new_path};
-    int rc = mr_open_capture_symbols(base_path, &base->cap, &base->sy);
+    int rc = mr_load_capture_symbols(base_path, &base->cap, &base->sy);
     if (!rc)
-        rc = mr_open_capture_symbols(new_path, &next->cap, &next->sy);
+        rc = mr_load_capture_symbols(new_path, &next->cap, &next->sy);
     mr_diff_run* both[] = {base, next};
     return rc ? rc : mr_diff_runs_numbers(both, 2, all_frames, inclusive);
 }

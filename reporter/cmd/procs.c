@@ -8,6 +8,7 @@
 #include "extent.h"
 #include "flame_procs.h"
 #include "flame_tree.h"
+#include "load.h"
 #include "output_file.h"
 #include "procs_report.h"
 #include "procs_timeline.h"
@@ -30,7 +31,7 @@ static int open_set(mr_capture_set* s, char* const* paths, int n, const char* he
     if (!e)
         return MR_EXIT_OK;
     if (e == -EINVAL) // the command line names a capture twice
-        return mr_usage_error(help, "%s: %s", bad, err);
+        return mr_opts_usage_error(help, "%s: %s", bad, err);
     mr_error(bad, "%s", err);
     return mr_exit_code(e);
 }
@@ -48,7 +49,7 @@ int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help
     if (rc || !symbols)
         return rc;
     for (size_t i = 0; !rc && i < s->n; i++)
-        rc = s->procs[i].sym ? MR_EXIT_OK : mr_open_symbols(s->procs[i].cap, &s->procs[i].sym);
+        rc = s->procs[i].sym ? MR_EXIT_OK : mr_load_symbols(s->procs[i].cap, &s->procs[i].sym);
     if (rc)
         mr_capture_set_free(s);
     return rc;
@@ -73,8 +74,8 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs
             pq.at = at->at[built];
             pq.before_seq = at->before_seq[built];
         }
-        if ((rc = p->sym ? mr_program_profile_for(p->path, p->cap, p->sym, &pq, &(*v)[built])
-                         : mr_profile_for(p->path, p->cap, &pq, &(*v)[built])))
+        if ((rc = p->sym ? mr_load_program_profile(p->path, p->cap, p->sym, &pq, &(*v)[built])
+                         : mr_load_profile(p->path, p->cap, &pq, &(*v)[built])))
             break;
         mr_procs_profile_add(sum, &(*v)[built]);
     }
@@ -113,12 +114,12 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
 // The numbers of one process, from its aggregates. Returns an exit code.
 static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
     mr_aggregates a;
-    int rc = mr_aggregates_for(p->cap, mr_capture_default_heap(p->cap), "summary", &a);
+    int rc = mr_load_aggregates(p->cap, mr_capture_default_heap(p->cap), "summary", &a);
     if (rc)
         return rc;
     const mr_heap_totals* t = &a.peak.heap;
     uint64_t held_bytes = 0, held_blocks = 0; // the program's leaks only, as summary's
-    rc = mr_runtime_held_at_end(p->cap, &a, &held_bytes, &held_blocks);
+    rc = mr_load_runtime_held(p->cap, &a, &held_bytes, &held_blocks);
     int64_t duration = mt_capture_meta_int(p->cap, "duration_ns", -1);
     *out = (mr_proc_numbers){.truncated = mt_capture_truncated(p->cap),
                              .events = t->events,
@@ -164,7 +165,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
 static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at,
                         uint64_t before_seq, mr_flame_tree* t) {
     mr_symbols* sym = NULL;
-    int rc = mr_open_symbols(p->cap, &sym);
+    int rc = mr_load_symbols(p->cap, &sym);
     if (rc)
         return rc;
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));

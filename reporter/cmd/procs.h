@@ -7,7 +7,7 @@
 
 #include "capture_set.h"
 #include "flamegraph_page.h"
-#include "options.h"
+#include "opts.h"
 #include "procs_timeline.h"
 #include "profile.h"
 

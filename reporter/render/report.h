@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Where a report renderer (render/*_report.h) writes: the output file ("-" = stdout),
 // whether it may replace an existing one, and JSON or text. Commands fill it from their
-// shared options (cmd/options.h, mr_opts_report_to).
+// shared options (cmd/opts.h, mr_opts_report_to).
 #ifndef MR_REPORT_H
 #define MR_REPORT_H
 

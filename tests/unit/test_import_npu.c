@@ -4,8 +4,9 @@
 // log's exact upstream output, newline styles, units, the legacy format (§5), errors,
 // bounded lines, events with synthetic addresses, and the capture round trip.
 #include "capture_sql.h"
+#include "extent.h"
 #include "npu.h"
-#include "options.h"
+#include "opts.h"
 #include "output_file.h"
 #include "replay.h"
 

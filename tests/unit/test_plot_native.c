@@ -2,7 +2,7 @@
 // Tests of the native time plot (reporter/plot_native.c) on a capture built here with the
 // capture writer: exact peak, heap series points that are real (time, live bytes) states,
 // RSS/VSZ counters, marks and ranges, site rows, errors, and the PNG read back with cairo.
-#include "options.h"
+#include "opts.h"
 #include "output_file.h"
 #include "plot.h"
 #include "plot_draw.h"

@@ -3,7 +3,7 @@
 // cairo (size, not blank, every series' colour present), the SVG, the --data JSON, and the
 // refusal to overwrite without --force.
 #include "npu.h"
-#include "options.h"
+#include "opts.h"
 #include "plot.h"
 
 #include "../check.h"

@@ -3,7 +3,10 @@
 // NPU plot alone keeps upstream's KB/MB/GB), the one parser of time arguments (--at) with
 // its messages, and how far a native or an imported NPU capture reaches in time.
 #include "commands.h"
-#include "options.h"
+#include "extent.h"
+#include "load.h"
+#include "opts.h"
+#include "when.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
@@ -66,7 +69,7 @@ static char* restore_stderr(void) {
 static void parses(const char* value, int64_t want, bool step) {
     mr_time t = {-1, !step};
     capture_stderr();
-    int rc = mr_parse_time("--at", value, &t);
+    int rc = mr_opts_parse_time("--at", value, &t);
     char* err = restore_stderr();
     CHECK_EQ_I64(rc, 0);
     CHECK_EQ_I64(t.value, want);
@@ -79,7 +82,7 @@ static void parses(const char* value, int64_t want, bool step) {
 static void refused(const char* value, const char* message) {
     mr_time t;
     capture_stderr();
-    int rc = mr_parse_time("--at", value, &t);
+    int rc = mr_opts_parse_time("--at", value, &t);
     char* err = restore_stderr();
     CHECK_EQ_I64(rc, MR_EXIT_USAGE);
     CHECK_EQ_STR(err, message);
@@ -120,14 +123,14 @@ static void test_parse(void) {
             "number\n");
 }
 
-// mr_time_in_capture: rc, *ts and stderr.
+// mr_when_check_time: rc, *ts and stderr.
 static void in_capture(const char* value, mr_extent extent, int want_rc, int64_t want_ts,
                        const char* message) {
     mr_time t;
-    CHECK_EQ_I64(mr_parse_time("--at", value, &t), 0);
+    CHECK_EQ_I64(mr_opts_parse_time("--at", value, &t), 0);
     int64_t ts = -1;
     capture_stderr();
-    int rc = mr_time_in_capture("--at", value, t, "app.db", extent, &ts);
+    int rc = mr_when_check_time("--at", value, t, "app.db", extent, &ts);
     char* err = restore_stderr();
     CHECK_EQ_I64(rc, want_rc);
     CHECK_EQ_I64(ts, want_ts);
@@ -160,7 +163,7 @@ static void test_in_capture(void) {
 static mr_extent extent_of(const char* path) {
     mt_capture* cap = NULL;
     mr_extent e = {-1, false};
-    CHECK_EQ_I64(mr_open_capture(path, &cap), 0);
+    CHECK_EQ_I64(mr_load_capture(path, &cap), 0);
     if (cap)
         e = mr_capture_extent(cap, mr_capture_default_heap(cap));
     mt_capture_close(cap);
