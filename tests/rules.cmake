@@ -32,3 +32,9 @@ add_test(NAME unit.common_shared
           "$<JOIN:$<TARGET_PROPERTY:memtrace_common_nosan,SOURCES>,|>"
           "$<JOIN:$<TARGET_PROPERTY:capture_template_gen,SOURCES>,|>")
 set_tests_properties(unit.common_shared PROPERTIES LABELS unit TIMEOUT 60)
+
+# The model says nothing itself: messages go into the caller's buffer (check_model_quiet.py).
+add_test(NAME unit.model_quiet
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_model_quiet.py
+          ${CMAKE_NM} $<TARGET_FILE:memreport_model>)
+set_tests_properties(unit.model_quiet PROPERTIES LABELS unit TIMEOUT 60)

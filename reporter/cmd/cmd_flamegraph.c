@@ -300,10 +300,12 @@ static int live_graph(fg_run* run) {
     q.by_thread = run->args.split;
     q.progress = "flamegraph";
     mr_profile p;
-    char err[256];
+    char err[256] = "";
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
-    if (e == 0)
-        e = mr_profile_runtime_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL);
+    if (e == 0 && err[0]) // a note: damaged stored aggregates, read anew
+        mr_error(run->path, "%s", err);
+    if (e == 0 && (e = mr_profile_runtime_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL)))
+        snprintf(err, sizeof err, "out of memory");
     if (e == 0 && run->args.kinds)
         e = keep_kinds(run, &p, err, sizeof err);
     if (e == 0) {

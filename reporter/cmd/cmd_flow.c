@@ -221,12 +221,12 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
             return rc;
     }
     qs[0].progress = "flow";
-    char err[256];
+    char err[256] = "";
     int e = mr_profile_build_moments(cap, qs, a->nt, ps, err, sizeof err);
-    if (e) {
+    if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
         mr_error(path, "%s", err);
+    if (e)
         return mr_exit_code(e);
-    }
     int rc = MR_EXIT_OK;
     for (size_t t = 0; t < a->nt; t++) {
         totals[t] = ps[t].live_bytes;

@@ -261,13 +261,13 @@ static void stats_free(stats* s) {
 // Returns an exit code.
 static int report(const char* path, mt_capture* cap, stats* s, const stats_args* a) {
     mr_aggregates agg;
-    char err[256];
+    char err[256] = "";
     int heap = mr_capture_default_heap(cap);
     int e = mr_aggregates_get(cap, heap, "stats", &agg, err, sizeof err);
-    if (e) {
+    if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
         mr_error(path, "%s", err);
+    if (e)
         return mr_exit_code(e);
-    }
     int rc;
     size_t n;
     mr_stats_row* rows = add_aggregates(s, &agg) ? NULL : site_rows(s, &n);
@@ -342,13 +342,13 @@ static int gather(const mr_capture_set* set, stats* per, const mr_aggregates* ag
 static int process_aggregates(const mr_capture_set* set, mr_aggregates* aggs, mr_profile* sum) {
     for (size_t i = 0; i < set->n; i++) {
         const mr_process* p = &set->procs[i];
-        char err[256];
+        char err[256] = "";
         int e = mr_aggregates_get(p->cap, mr_capture_default_heap(p->cap), "stats", &aggs[i], err,
                                   sizeof err);
-        if (e) {
+        if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
             mr_error(p->path, "%s", err);
+        if (e)
             return mr_exit_code(e);
-        }
         if (p->sym && mr_profile_runtime_apart(&aggs[i].peak, p->sym, false, NULL, NULL)) {
             mr_error(p->path, "out of memory");
             return MR_EXIT_IO;

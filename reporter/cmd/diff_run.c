@@ -114,7 +114,7 @@ void mr_diff_run_close(mr_diff_run* r) {
         mt_capture_close(r->cap);
 }
 
-// The numbers of an open capture at its peak, with what went wrong in r->err. progress:
+// The numbers of an open capture at its peak, with what went wrong (or a note) in r->err. progress:
 // whether a terminal may show this side's progress. Returns an exit code.
 static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progress) {
     r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
@@ -166,10 +166,11 @@ int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inc
     work(&p, true); // without a second thread, this one does them all
     if (threaded)
         pthread_join(t, NULL);
-    // Messages from this thread only: the first failed run's, as one run after the other.
+    // Messages from this thread only, as one run after the other: each run's note (damaged
+    // stored aggregates), up to the first failed run's reason.
     int rc = MR_EXIT_OK;
     for (size_t i = 0; !rc && i < n; i++)
-        if ((rc = p.rc[i]))
+        if ((rc = p.rc[i]) || runs[i]->err[0])
             mr_error(runs[i]->path, "%s", runs[i]->err);
     free(p.rc);
     return rc;

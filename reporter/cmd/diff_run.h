@@ -30,7 +30,7 @@ typedef struct mr_diff_run {
     size_t nfns;
     mr_diff_entry* stack_entries; // one per profile row: key (functions, outermost first)
     size_t nstacks;
-    char err[256]; // what went wrong computing the numbers
+    char err[256]; // what went wrong computing the numbers, else a note (mr_profile_build)
 } mr_diff_run;
 
 // Computes the numbers of open captures (each run's cap, sy and path set) at their peaks

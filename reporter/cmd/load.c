@@ -53,9 +53,9 @@ int mr_load_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym
 }
 
 int mr_load_profile(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p) {
-    char err[256];
+    char err[256] = "";
     int e = mr_profile_build(cap, q, p, err, sizeof err);
-    if (e)
+    if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
         mr_error(path, "%s", err);
     return !e ? MR_EXIT_OK : mr_exit_code(e);
 }
@@ -90,9 +90,9 @@ int mr_load_runtime_held(mt_capture* cap, const mr_aggregates* a, uint64_t* byte
 }
 
 int mr_load_aggregates(mt_capture* cap, int heap, const char* progress, mr_aggregates* a) {
-    char err[256];
+    char err[256] = "";
     int e = mr_aggregates_get(cap, heap, progress, a, err, sizeof err);
-    if (e)
+    if (e || err[0])
         mr_error(mt_capture_path(cap), "%s", err);
     return e ? mr_exit_code(e) : MR_EXIT_OK;
 }

@@ -4,7 +4,6 @@
 #include "aggregates.h"
 
 #include "checkpoints.h"
-#include "messages.h"
 #include "varbytes.h"
 
 #include "memtrace/schema.h"
@@ -434,8 +433,9 @@ int mr_aggregates_decode(const uint8_t* p, size_t len, int heap, mr_aggregates* 
 // ---- stored, or computed
 
 // Stored aggregates of the capture's events as they are now, checked: 0 with *out, 1 when
-// there are none to use (said on stderr when they are damaged), or -ENOMEM.
-static int load(mt_capture* cap, int heap, uint64_t fingerprint, mr_aggregates* out) {
+// there are none to use (when they are damaged, with the note in err), or -ENOMEM.
+static int load(mt_capture* cap, int heap, uint64_t fingerprint, mr_aggregates* out, char* err,
+                size_t errlen) {
     int64_t format = 0;
     uint64_t stored_fp = 0;
     uint8_t* data;
@@ -462,8 +462,7 @@ static int load(mt_capture* cap, int heap, uint64_t fingerprint, mr_aggregates* 
         rc = 1;
     }
     if (rc == -EPROTO) {
-        mr_error(mt_capture_path(cap), "the stored aggregates are damaged (%s); reading the events",
-                 why);
+        snprintf(err, errlen, "the stored aggregates are damaged (%s); reading the events", why);
         rc = 1;
     }
     free(data);
@@ -479,7 +478,7 @@ static int aggregates_for(mt_capture* cap, int heap, const char* progress, bool 
                           size_t errlen) {
     *fp = 0;
     bool usable = !disabled && mt_capture_aggregate_fingerprint(cap, heap, fp) == 0;
-    int rc = usable ? load(cap, heap, *fp, out) : 1;
+    int rc = usable ? load(cap, heap, *fp, out, err, errlen) : 1;
     if (rc == 0 && checkpoints && !mr_checkpoints_present(cap, heap, *fp)) {
         mr_aggregates_free(out); // stored before checkpoints were, or not whole
         rc = 1;

@@ -7,7 +7,9 @@
 // open when the handle may write it (docs/capture-format.md, "Aggregates"), so later
 // reports read them and touch no event. Stored aggregates are used only when they are
 // those of the capture's events as they are now (a fingerprint of the chunks' headers)
-// and add up (every sum checked); else the events are replayed, with a message.
+// and add up (every sum checked); else the events are replayed, with a note for people in
+// err ("the stored aggregates are damaged (why); reading the events") when they were of
+// these events but did not add up.
 #ifndef MR_AGGREGATES_H
 #define MR_AGGREGATES_H
 
@@ -77,22 +79,23 @@ void mr_aggregates_enable(bool on);
 
 // A heap's aggregates: stored ones when valid, else from a replay (progress: the label of
 // its progress indicator, or NULL), stored when the handle may write (silently not when
-// it may not). Returns 0, or a negative errno with the reason in err (as
-// mr_profile_build).
+// it may not). Returns 0 (err: empty as the caller left it, or the note of damaged stored
+// ones), or a negative errno with the reason in err (as mr_profile_build).
 int mr_aggregates_get(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
                       char* err, size_t errlen);
 void mr_aggregates_free(mr_aggregates* a);
 // The same for a profile from the checkpoints (checkpoints.h): aggregates whose checkpoints
 // are stored, computed again with them when they are not and the handle may write. Returns
 // 0 (*fingerprint: of the events, as the checkpoints are stored under), 1 when there are
-// none to use, or a negative errno with the reason in err.
+// none to use (either with a note in err as mr_aggregates_get), or a negative errno with the
+// reason in err.
 int mr_aggregates_checkpointed(mt_capture* cap, int heap, const char* progress, mr_aggregates* out,
                                uint64_t* fingerprint, char* err, size_t errlen);
 
 // mr_profile_build_moments' shortcut: the n queries answered from the heap's aggregates
 // when every one is a default query (profile.h) and the aggregates are stored, or can be
-// stored now. Returns 0 (out[] filled), 1 when the queries need a replay, or a negative
-// errno with the reason in err.
+// stored now. Returns 0 (out[] filled), 1 when the queries need a replay (either with a
+// note in err as mr_aggregates_get), or a negative errno with the reason in err.
 int mr_aggregates_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
                          size_t errlen);
 

@@ -4,7 +4,6 @@
 #include "checkpoints.h"
 
 #include "aggregates.h"
-#include "messages.h"
 #include "varbytes.h"
 
 #include "memtrace/schema.h"
@@ -464,9 +463,16 @@ static bool at_times(const mr_query* qs, size_t n) {
     return any;
 }
 
+// Damaged checkpoints, in the words of the first damage found: the note for the caller to
+// print, in err. Returns 1 (the events are read instead).
+static int damaged_note(const char* why, char* err, size_t errlen) {
+    snprintf(err, errlen, "the stored checkpoints are damaged (%s); reading the events", why);
+    return 1;
+}
+
 // The replay from the checkpoint before the next moment's time, taking that moment and the
 // next ones on the way until one has a checkpoint of its own ahead (s->jump). Returns 0, 1
-// (not answered: damaged checkpoints, said on stderr), or a negative errno.
+// (not answered: damaged checkpoints, the note in err), or a negative errno.
 static int replay_from_checkpoint(at_run* s, char* err, size_t errlen) {
     uint64_t seq = 0;
     uint8_t* data = NULL;
@@ -513,11 +519,8 @@ static int replay_from_checkpoint(at_run* s, char* err, size_t errlen) {
     while (!rc && !s->jump && s->next < s->ntimes) // the events end before these times
         rc = take_moment(s, s->order[s->next++]);
     mr_replay_free(&r);
-    if (damaged) {
-        mr_error(mt_capture_path(s->cap),
-                 "the stored checkpoints are damaged (%s); reading the events", why);
-        return 1;
-    }
+    if (damaged)
+        return damaged_note(why, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     return rc;
@@ -572,13 +575,6 @@ int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_prof
 }
 
 // ---- a range's peak
-
-// The stored checkpoints are damaged: said once, in the words of the first damage found.
-static int damaged(mt_capture* cap, const char* why) {
-    mr_error(mt_capture_path(cap), "the stored checkpoints are damaged (%s); reading the events",
-             why);
-    return 1;
-}
 
 // The checkpoints the range's events lie between, after start: every event after the first
 // is stamped at or after from (mt_capture_checkpoint_settled), every one up to the second at
@@ -637,7 +633,7 @@ int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, m
     }
     free(data);
     if (rc == -EPROTO)
-        rc = damaged(cap, why);
+        rc = damaged_note(why, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc)
@@ -671,7 +667,7 @@ int mr_checkpoints_state(mt_capture* cap, int heap, uint64_t fingerprint, uint64
     if (rc)
         mr_replay_free(r);
     if (rc == -EPROTO)
-        return damaged(cap, why);
+        return damaged_note(why, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     return rc;
@@ -727,7 +723,7 @@ int mr_checkpoints_allocated(mt_capture* cap, int heap, uint64_t fingerprint, ui
     *out = b;
     *n = k;
     if (rc == -EPROTO)
-        return damaged(cap, why);
+        return damaged_note(why, err, errlen);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     return rc;

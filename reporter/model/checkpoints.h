@@ -89,7 +89,9 @@ int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r,
 // per callsite, no observer, at least one at a time (the others at the peak or the end):
 // answered from the heap's aggregates and the replay from the last checkpoint before the
 // earliest time. Returns 0 (out[] filled), 1 when the queries need a full replay (other
-// queries, or no checkpoints to use), or a negative errno with the reason in err.
+// queries, or no checkpoints to use; damaged ones with a note in err, "the stored
+// checkpoints are damaged (why); reading the events"), or a negative errno with the reason
+// in err.
 int mr_checkpoints_answer(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, char* err,
                           size_t errlen);
 
@@ -110,11 +112,11 @@ typedef struct mr_range_span {
 // aggregates in *a (the whole run: live at the end, the totals), r initialised at the last
 // checkpoint whose events are all stamped before from (the state the range's peak starts
 // from) and *span; 1 when the query is not one of those or there are no checkpoints to use
-// (damaged ones said on stderr); or a negative errno with the reason in err.
+// (damaged ones: the note in err); or a negative errno with the reason in err.
 int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, mr_replay* r,
                          mr_range_span* span, char* err, size_t errlen);
 // r initialised with the state after event seq: the checkpoint at or before it, then the
-// events up to seq. Returns 0, 1 when the checkpoint is damaged (said on stderr; r is then
+// events up to seq. Returns 0, 1 when the checkpoint is damaged (the note in err; r is then
 // empty), or a negative errno with the reason in err (r freed).
 int mr_checkpoints_state(mt_capture* cap, int heap, uint64_t fingerprint, uint64_t seq,
                          mr_replay* r, char* err, size_t errlen);

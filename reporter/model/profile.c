@@ -375,8 +375,8 @@ static int tally(builder* b, const mr_heapmap* live, bool at_mark) {
 // to span->inside_to without reading the events between (each within the range): the
 // range's latest candidate is the first to reach their highest live bytes when that is
 // higher than the candidates' before; their allocations are the checkpoints' difference.
-// r, the replay, is left at inside_to. Returns 0, 1 (damaged checkpoints, said), or a
-// negative errno with the reason in err.
+// r, the replay, is left at inside_to. Returns 0, 1 (damaged checkpoints: the note in err),
+// or a negative errno with the reason in err.
 static int skip_inside(builder* b, mr_replay* r, const mr_range_span* span, char* err,
                        size_t errlen) {
     mt_capture* cap = r->cap;
@@ -427,7 +427,7 @@ static int skip_inside(builder* b, mr_replay* r, const mr_range_span* span, char
 }
 
 // mr_profile_build_moments, from the checkpoints where they answer when checkpoints is set.
-// Returns as it does, or 1 when damaged checkpoints were found on the way (said).
+// Returns as it does, or 1 when damaged checkpoints were found on the way (the note in err).
 static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out, bool checkpoints,
                  char* err, size_t errlen) {
     const mr_query* q = &qs[0];
@@ -513,7 +513,7 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     if (stored <= 0)
         return stored;
     int rc = build(cap, qs, n, out, true, err, errlen);
-    if (rc > 0) { // checkpoints found damaged on the way (said): every event read instead
+    if (rc > 0) { // damaged checkpoints on the way (the note in err): every event read instead
         memset(out, 0, n * sizeof *out);
         rc = build(cap, qs, n, out, false, err, errlen);
     }

@@ -80,7 +80,9 @@ typedef struct mr_profile {
 
 // Replays the heap once: a row's live metrics are saved lazily when it first changes after
 // a candidate moment (each new peak, each event up to `at`). Returns 0, or a negative errno with
-// the reason in err (-ENOMEM "out of memory", -EPROTO a corrupt capture).
+// the reason in err (-ENOMEM "out of memory", -EPROTO a corrupt capture). On success err is
+// as the caller left it (empty), or holds a note for people: stored aggregates or
+// checkpoints found damaged, and the events read instead (aggregates.h, checkpoints.h).
 int mr_profile_build(mt_capture* cap, const mr_query* q, mr_profile* p, char* err, size_t errlen);
 
 // Several moments from the same one replay: out[k] is what mr_profile_build(qs[k]) gives.

@@ -217,23 +217,48 @@ static void store(mt_capture* cap, const uint8_t* data, size_t len, bool other_e
                  0);
 }
 
-// stderr to a file while fn runs; returns what it wrote.
-static char* stderr_of(void (*fn)(mt_capture*, mr_aggregates*), mt_capture* cap, mr_aggregates* a) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/stderr", test_tmpdir());
+// The note mr_aggregates_get left in err (get_noted), empty when none.
+static char note[256];
+
+static void get_noted(mt_capture* cap, mr_aggregates* a) {
+    note[0] = 0;
+    CHECK_EQ_I64(mr_aggregates_get(cap, MT_HEAP_LIBC, NULL, a, note, sizeof note), 0);
+}
+
+// stderr to a file until stderr_back, which returns what was written.
+static int stderr_away(void) {
     fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int saved = dup(2), fd = open(test_tmppath("stderr"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
     close(fd);
-    fn(cap, a);
+    return saved;
+}
+
+static char* stderr_back(int saved) {
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    return fx_read(path);
+    return fx_read(test_tmppath("stderr"));
+}
+
+// stderr to a file while fn runs; returns what it wrote.
+static char* stderr_of(void (*fn)(mt_capture*, mr_aggregates*), mt_capture* cap, mr_aggregates* a) {
+    int saved = stderr_away();
+    fn(cap, a);
+    return stderr_back(saved);
+}
+
+// How many times line occurs in text.
+static int count_lines(const char* text, const char* line) {
+    int n = 0;
+    for (const char* p = text; p && (p = strstr(p, line)); p += strlen(line))
+        n++;
+    return n;
 }
 
 // Stored aggregates that are damaged, that do not add up, or that are of other events:
-// each time the replay's figures, and a message unless they were of other events.
+// each time the replay's figures, and a note unless they were of other events. The model
+// prints nothing: the note is in err, and memreport prints it once as "memreport: FILE:".
 static void test_forged(const char* path, const mr_aggregates* truth) {
     mt_capture* cap = open_capture(path);
     if (!cap)
@@ -262,17 +287,30 @@ static void test_forged(const char* path, const mr_aggregates* truth) {
             n = len / 2;
         }
         store(cap, data, n, kind == 3);
-        free(data);
         mr_aggregates a;
-        char* said = stderr_of(get, cap, &a);
+        char* said = stderr_of(get_noted, cap, &a);
         same_aggregates(&a, truth);
         // Of other events: replaced without a word, as the events were read anyway.
-        bool told = said && strstr(said, "stored aggregates") && strstr(said, "reading the events");
-        CHECK(kind == 3 ? said && !*said : told);
+        bool told = strstr(note, "stored aggregates") && strstr(note, "reading the events");
+        CHECK(kind == 3 ? !*note : told);
         if (kind != 3 && !told)
-            fprintf(stderr, "forgery %d: said '%s'\n", kind, said ? said : "");
+            fprintf(stderr, "forgery %d: noted '%s'\n", kind, note);
+        CHECK(said && !*said);
         free(said);
         mr_aggregates_free(&a);
+        // The same damage under a report: memreport says the note once.
+        store(cap, data, n, kind == 3);
+        free(data);
+        char line[1024];
+        snprintf(line, sizeof line, "memreport: %s: %s\n", path, note);
+        int saved = stderr_away();
+        CHECK_EQ_I64(
+            fx_run(mr_cmd_summary, "summary", path, "-f", "-o", test_tmppath("summary"), NULL), 0);
+        said = stderr_back(saved);
+        CHECK(said != NULL);
+        CHECK_EQ_I64(count_lines(said, line), kind == 3 ? 0 : 1);
+        CHECK(kind != 3 || (said && !strstr(said, "damaged")));
+        free(said);
         mr_aggregates b; // stored anew by that replay: read back as they are
         char* again = stderr_of(get, cap, &b);
         same_aggregates(&b, truth);
@@ -310,12 +348,33 @@ static void random_moments(mr_query* qs, size_t* n) {
     }
 }
 
+// The note left in err goes to `note`.
 static void build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out) {
-    char err[256] = "";
-    int rc = mr_profile_build_moments(cap, qs, n, out, err, sizeof err);
+    note[0] = 0;
+    int rc = mr_profile_build_moments(cap, qs, n, out, note, sizeof note);
     if (rc)
-        fprintf(stderr, "mr_profile_build_moments: %s\n", err);
+        fprintf(stderr, "mr_profile_build_moments: %s\n", note);
     CHECK_EQ_I64(rc, 0);
+}
+
+#define CHECKPOINTS_DAMAGED "the stored checkpoints are damaged ("
+
+// Whether every line of text that says "damaged" is the damaged checkpoints' note, as
+// memreport prints it for the capture path (and, when none may, no line says it).
+static bool damage_said_well(const char* text, const char* path, bool may) {
+    char head[512];
+    snprintf(head, sizeof head, "memreport: %s: " CHECKPOINTS_DAMAGED, path);
+    for (const char* line = text; line && *line;) {
+        const char* end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char* one = strndup(line, len);
+        bool bad = one && strstr(one, "damaged") && (!may || strncmp(one, head, strlen(head)));
+        free(one);
+        if (bad)
+            return false;
+        line = end ? end + 1 : NULL;
+    }
+    return true;
 }
 
 static const report at_reports[] = {
@@ -438,18 +497,33 @@ static void test_checkpoints(const char* path, unsigned seed) {
         if (pass == 3)
             damage_checkpoints(path);
         cap = open_capture(path);
+        // The model prints nothing; what it found damaged is a note in err.
+        int saved = stderr_away();
         for (size_t i = 0; cap && i < NQ; i++) {
             build_moments(cap, qs[i], nq[i], got[i]);
+            CHECK(!*note ||
+                  (pass == 3 && !strncmp(note, CHECKPOINTS_DAMAGED, strlen(CHECKPOINTS_DAMAGED))));
             for (size_t k = 0; k < nq[i]; k++) {
                 same_profile(&got[i][k], &truth[i][k]);
                 mr_profile_free(&got[i][k]);
             }
         }
+        char* said = stderr_back(saved);
+        CHECK(said && !*said);
+        if (said && *said)
+            fprintf(stderr, "seed %u pass %d: the model printed '%s'\n", seed, pass, said);
+        free(said);
         uint64_t fp = 0;
         CHECK(cap && !mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp) &&
               mr_checkpoints_present(cap, MT_HEAP_LIBC, fp));
         mt_capture_close(cap);
+        saved = stderr_away();
         run_at_reports(path, at, read);
+        said = stderr_back(saved);
+        CHECK(said && damage_said_well(said, path, pass == 3));
+        if (said && !damage_said_well(said, path, pass == 3))
+            fprintf(stderr, "seed %u pass %d: the reports said '%s'\n", seed, pass, said);
+        free(said);
         for (size_t i = 0; i < NAT; i++) {
             if (!read[i] || !replayed[i] || strcmp(read[i], replayed[i])) {
                 CHECK(false);
