@@ -182,7 +182,7 @@ static inline void set_moment(builder* b, size_t k, const mt_event* ev) {
 
 // Marks the state after ev (one mark number) for each moment it is a candidate of.
 static void mark_moments(builder* b, const mr_replay* r, const mt_event* ev) {
-    if (b->nmoments == 1) { // the common case, kept as cheap as it was before several
+    if (b->nmoments == 1) { // the common case: one moment, no loop over them
         if (b->q->moment == MR_AT_PEAK ? is_peak(b, r, ev) : is_candidate(b, 0, ev, false)) {
             b->mark++;
             set_moment(b, 0, ev);

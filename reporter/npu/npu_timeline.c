@@ -187,8 +187,8 @@ static int assemble(parser* p, mr_npu_log* log) {
         log->nfuncs++;
         pl.rank[k] = i;
         pl.offset[k] = offset;
-        // Functions with neither a max nor a free point get no region (§2.4 step 2);
-        // the old script drew none at all.
+        // Functions with neither a max nor a free point get no region (§2.4 step 2), as
+        // the plotter draws none.
         pl.kept[k] = f->nmax > 0 || f->nfree > 0;
         if (!pl.kept[k])
             continue;

@@ -165,8 +165,8 @@ def case_terminal_output_path(a, w):
 
 def case_output_device(a, w):
     """memreport -o naming (through a symlink planted there) a device that is not a terminal
-    or /dev/null writes nothing into it, with or without -f (base/output.c: it was opened and
-    written as a FIFO is: as root, a disk or /dev/mem)."""
+    or /dev/null writes nothing into it, with or without -f (base/output_file.c): written as
+    a FIFO is, it would be a disk or /dev/mem for a report run as root."""
     cap = fixture(a, w, "dev.db")
     link = os.path.join(w, "report.txt")
     os.symlink("/dev/zero", link)
