@@ -7,7 +7,8 @@ list of tests (`ctest --show-only=json-v1`) and on the test area files:
 - every test is skipped by exit code 77 and by nothing else: SKIP_RETURN_CODE is 77, and no
   test is disabled, skipped by a regular expression or turned into its opposite;
 - no test area is included OPTIONAL: a renamed file must fail the configure;
-- no unit test makes a temporary directory of its own: tmpdir.h's test_tmpdir is the one.
+- no unit test makes a temporary directory of its own (tmpdir.h's test_tmpdir is the
+  one), nor a random generator of its own (rng.h's test_rng and test_lcg are the ones).
 
 Usage: check_rules.py CTEST BUILD_DIR TESTS_SOURCE_DIR
 """
@@ -52,6 +53,8 @@ def main():
         for n, line in enumerate(open(path, encoding="utf-8"), 1):
             if re.search(r"\bmkdtemp\s*\(", line):
                 bad.append(f"{os.path.relpath(path, source)}:{n}: mkdtemp (use test_tmpdir)")
+            if re.search(r"<<\s*13\s*;|6364136223846793005|1103515245", line):
+                bad.append(f"{os.path.relpath(path, source)}:{n}: a random generator (use rng.h)")
     for b in bad:
         print("FAIL:", b)
     print(f"{len(tests)} tests, {len(bad)} broken rules")

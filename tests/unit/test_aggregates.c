@@ -11,6 +11,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/schema.h"
 
@@ -27,8 +28,7 @@ enum { NCALLSITES = 12, NSLOTS = 24 };
 static uint64_t rng_state;
 
 static uint64_t rnd(uint64_t n) {
-    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (rng_state >> 33) % n;
+    return (test_lcg(&rng_state) >> 33) % n;
 }
 
 // A random capture: a small callsite tree (leaf 12 under the C runtime's loader, so the

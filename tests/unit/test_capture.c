@@ -5,6 +5,7 @@
 #include "capture_sql.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -20,12 +21,6 @@
 #include <unistd.h>
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 // ---- a capture with NTHREADS threads whose events interleave in seq order
 
@@ -36,14 +31,14 @@ static mt_event events[NEVENTS]; // in seq order, the truth
 static void make_events(void) {
     uint64_t seq = 0;
     for (size_t i = 0; i < NEVENTS; i++) {
-        seq += 1 + next_rand() % 3; // gaps are allowed
+        seq += 1 + test_rng(&rng) % 3; // gaps are allowed
         events[i] = (mt_event){.seq = seq,
                                .ts = (int64_t)(seq * 37),
-                               .addr = 0x555500000000ull + (next_rand() % 50000) * 16,
-                               .size = next_rand() % 100000,
-                               .callsite = (uint32_t)(next_rand() % 1000),
-                               .tid = 4000 + (uint32_t)(next_rand() % NTHREADS),
-                               .kind = (uint8_t)(1 + next_rand() % 14),
+                               .addr = 0x555500000000ull + (test_rng(&rng) % 50000) * 16,
+                               .size = test_rng(&rng) % 100000,
+                               .callsite = (uint32_t)(test_rng(&rng) % 1000),
+                               .tid = 4000 + (uint32_t)(test_rng(&rng) % NTHREADS),
+                               .kind = (uint8_t)(1 + test_rng(&rng) % 14),
                                .heap = MT_HEAP_LIBC};
     }
 }
@@ -78,12 +73,12 @@ static int write_capture(const char* path, bool finish) {
     for (;;) {
         // Pick a thread with events left, from the last thread first half of the time, so
         // later-seq chunks are often inserted before earlier ones.
-        int t = (int)(next_rand() % NTHREADS), tries = 0;
+        int t = (int)(test_rng(&rng) % NTHREADS), tries = 0;
         while (done[t] == n[t] && tries++ < NTHREADS)
             t = (t + 1) % NTHREADS;
         if (done[t] == n[t])
             break;
-        size_t len = 1 + next_rand() % 700;
+        size_t len = 1 + test_rng(&rng) % 700;
         if (len > n[t] - done[t])
             len = n[t] - done[t];
         CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, per[t] + done[t], len, scratch), 0);
@@ -407,15 +402,15 @@ static void test_bit_flips(const char* good) {
         const char* p = test_tmppath("flip.db");
         copy_file(good, p, -1);
         CHECK_EQ_I64(sqlite3_open(p, &db), SQLITE_OK);
-        int64_t id = 1 + (int64_t)(next_rand() % (uint64_t)nchunks);
+        int64_t id = 1 + (int64_t)(test_rng(&rng) % (uint64_t)nchunks);
         char stmt[256];
         if (f % 5 == 4) {
             static const char* const cols[] = {"seq_first", "seq_last", "ts_first",
                                                "ts_last",   "count",    "heap"};
             // A bit of a column the checksum covers; SQL has no xor: (a | b) - (a & b).
             char col[16];
-            snprintf(col, sizeof col, "%s", cols[next_rand() % 6]);
-            long long bit = 1ll << (next_rand() % 40);
+            snprintf(col, sizeof col, "%s", cols[test_rng(&rng) % 6]);
+            long long bit = 1ll << (test_rng(&rng) % 40);
             snprintf(stmt, sizeof stmt,
                      "UPDATE event_chunk SET %s = (%s | %lld) - (%s & %lld) WHERE id = %lld", col,
                      col, bit, col, bit, (long long)id);
@@ -430,7 +425,7 @@ static void test_bit_flips(const char* good) {
             unsigned char* data = malloc((size_t)len);
             memcpy(data, sqlite3_column_blob(st, 0), (size_t)len);
             sqlite3_finalize(st);
-            data[next_rand() % (uint64_t)len] ^= (unsigned char)(1u << (next_rand() % 8));
+            data[test_rng(&rng) % (uint64_t)len] ^= (unsigned char)(1u << (test_rng(&rng) % 8));
             CHECK_EQ_I64(
                 sqlite3_prepare_v2(db, "UPDATE event_chunk SET data=?1 WHERE id=?2", -1, &st, NULL),
                 SQLITE_OK);

@@ -7,6 +7,7 @@
 #include "task_list.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -29,12 +30,6 @@ static mt_event truth[NEVENTS]; // in seq order
 static char good[128];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 // Events of threads picked at random; each thread's chunks written in turn, so the chunk
 // ids do not follow seq.
@@ -43,16 +38,16 @@ static void write_good(void) {
     size_t n[NTHREADS] = {0};
     size_t i = 0;
     for (uint64_t seq = 1; i < NEVENTS; seq++) {
-        int t = (int)(next_rand() % NTHREADS);
+        int t = (int)(test_rng(&rng) % NTHREADS);
         if (n[t] == CHUNKS_PER_THREAD * PER_CHUNK)
             continue;
         truth[i] = (mt_event){.seq = seq,
                               .ts = (int64_t)seq * 10,
-                              .addr = 0x10000 + (next_rand() % 4096) * 16,
-                              .size = 1 + next_rand() % 5000,
-                              .callsite = (uint32_t)(1 + next_rand() % 50),
+                              .addr = 0x10000 + (test_rng(&rng) % 4096) * 16,
+                              .size = 1 + test_rng(&rng) % 5000,
+                              .callsite = (uint32_t)(1 + test_rng(&rng) % 50),
                               .tid = 100 + (uint32_t)t,
-                              .kind = (uint8_t)(next_rand() % 2 ? MT_KIND_MALLOC : MT_KIND_FREE),
+                              .kind = (uint8_t)(test_rng(&rng) % 2 ? MT_KIND_MALLOC : MT_KIND_FREE),
                               .heap = MT_HEAP_LIBC};
         per[t][n[t]++] = truth[i++];
     }

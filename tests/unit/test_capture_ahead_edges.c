@@ -9,6 +9,7 @@
 #include "task_list.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -36,12 +37,6 @@ static uint64_t first_of[NCHUNKS + 1]; // seq_first of chunk id
 static char good[128];
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static void must_exec(sqlite3* db, const char* sql) {
     char* msg = NULL;
@@ -60,16 +55,16 @@ static void write_good(void) {
     size_t n[NTHREADS] = {0};
     size_t i = 0;
     for (uint64_t seq = 1; i < NEVENTS; seq++) {
-        int t = (int)(next_rand() % NTHREADS);
+        int t = (int)(test_rng(&rng) % NTHREADS);
         if (n[t] == CHUNKS_PER_THREAD * PER_CHUNK)
             continue;
         truth[i] = (mt_event){.seq = seq,
                               .ts = (int64_t)seq * 7,
-                              .addr = 0x20000 + (next_rand() % 8192) * 16,
-                              .size = 1 + next_rand() % 3000,
-                              .callsite = (uint32_t)(1 + next_rand() % 40),
+                              .addr = 0x20000 + (test_rng(&rng) % 8192) * 16,
+                              .size = 1 + test_rng(&rng) % 3000,
+                              .callsite = (uint32_t)(1 + test_rng(&rng) % 40),
                               .tid = 200 + (uint32_t)t,
-                              .kind = (uint8_t)(next_rand() % 2 ? MT_KIND_MALLOC : MT_KIND_FREE),
+                              .kind = (uint8_t)(test_rng(&rng) % 2 ? MT_KIND_MALLOC : MT_KIND_FREE),
                               .heap = MT_HEAP_LIBC};
         index_of[t][n[t]] = i;
         per[t][n[t]++] = truth[i++];

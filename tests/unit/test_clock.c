@@ -7,6 +7,7 @@
 #include "clock.h"
 
 #include "../check.h"
+#include "../rng.h"
 
 #define SAMPLES 64
 #define TOLERANCE_NS 1000000
@@ -98,10 +99,7 @@ static void test_converted_before_a_point(void) {
 // by the machine's timing, never the verdict.
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static unsigned next_random(unsigned below) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng % below);
+    return (unsigned)(test_rng(&rng) % below);
 }
 
 // Writer passes as the writer makes them: calibrate, then convert what was recorded, including

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Codec round trips (random and edge values) and rejection of corrupt blobs, for codecs 1-3.
 #include "../check.h"
+#include "../rng.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 
@@ -11,12 +12,6 @@
 #include <zstd.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static void roundtrip(const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_bound(n));
@@ -55,7 +50,7 @@ static void test_crc32c(void) {
     CHECK_EQ_I64(mt_crc32c(0, "", 0), 0);
     uint8_t buf[1000];
     for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)next_rand();
+        buf[i] = (uint8_t)test_rng(&rng);
     for (size_t len = 0; len <= sizeof buf; len += 1 + len / 3) {
         CHECK_EQ_I64(mt_crc32c(0, buf, len), mt_crc32c_portable(0, buf, len));
         // In pieces: the same as at once.
@@ -147,7 +142,7 @@ static void test_time_unit(mt_chunk_coder* c) {
     mt_event* ev = calloc(N, sizeof *ev);
     int64_t ts = 7000;
     for (size_t i = 0; i < N; i++) {
-        ts += 150 + (int64_t)(next_rand() % 700);
+        ts += 150 + (int64_t)(test_rng(&rng) % 700);
         bool alloc = i % 2 == 0;
         ev[i] = (mt_event){.seq = 1 + i,
                            .ts = ts - ts % 1000,
@@ -219,9 +214,9 @@ static void test_loop_compresses(mt_chunk_coder* c) {
     for (size_t i = 0; i < N; i++) {
         size_t k = i % 8 / 2; // alloc k, free k, for 4 pairs per iteration
         bool alloc = i % 2 == 0;
-        ts += 80 + (int64_t)(next_rand() % 64);
+        ts += 80 + (int64_t)(test_rng(&rng) % 64);
         if (alloc)
-            live[k] = 0x55550000ull + k * 0x40 + (next_rand() % 3 == 0 ? i * 0x40 : 0);
+            live[k] = 0x55550000ull + k * 0x40 + (test_rng(&rng) % 3 == 0 ? i * 0x40 : 0);
         ev[i] = (mt_event){.seq = 100 + i,
                            .ts = ts,
                            .addr = live[k],
@@ -298,14 +293,14 @@ int main(void) {
     mt_event* ev = calloc(N, sizeof *ev);
     uint64_t seq = 10;
     for (size_t i = 0; i < N; i++) {
-        seq += 1 + next_rand() % 3;
+        seq += 1 + test_rng(&rng) % 3;
         ev[i] = (mt_event){.seq = seq,
-                           .ts = (int64_t)(seq * 100 + next_rand() % 50),
-                           .addr = 0x7f0000000000ull + (next_rand() % 100000) * 16,
-                           .size = next_rand() % 70000,
-                           .callsite = (uint32_t)(next_rand() % 4000),
+                           .ts = (int64_t)(seq * 100 + test_rng(&rng) % 50),
+                           .addr = 0x7f0000000000ull + (test_rng(&rng) % 100000) * 16,
+                           .size = test_rng(&rng) % 70000,
+                           .callsite = (uint32_t)(test_rng(&rng) % 4000),
                            .tid = 1000 + (uint32_t)(i / 700),
-                           .kind = (uint8_t)(1 + next_rand() % 7)};
+                           .kind = (uint8_t)(1 + test_rng(&rng) % 7)};
     }
     roundtrip(ev, N);
     roundtrip(ev, 1);

@@ -5,16 +5,11 @@
 #include "heapmap.h"
 
 #include "../check.h"
+#include "../rng.h"
 
 #include <stdlib.h>
 
 static uint64_t rng = 0x853c49e6748fea9bull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 // Sum and maximum of the distances between each entry's home slot and where it sits: what
 // every lookup of that entry costs in extra probes. The home is the part named by the hash's
@@ -99,10 +94,10 @@ static void test_model(void) {
     CHECK_EQ_I64(mr_heapmap_init(&m), 0);
     size_t live = 0, bad = 0;
     for (size_t op = 0; op < OPS; op++) {
-        size_t k = (size_t)(next_rand() % SPACE);
+        size_t k = (size_t)(test_rng(&rng) % SPACE);
         uint64_t addr = 0x7f0000000000ull + (uint64_t)k * 16;
-        if (next_rand() % 3 != 0) {
-            mr_block b = {.addr = addr, .size = next_rand() % 5000, .tid = (uint32_t)op};
+        if (test_rng(&rng) % 3 != 0) {
+            mr_block b = {.addr = addr, .size = test_rng(&rng) % 5000, .tid = (uint32_t)op};
             bool had;
             mr_block old;
             CHECK_EQ_I64(mr_heapmap_put(&m, &b, &old, &had), 0);

@@ -11,6 +11,7 @@
 #include "replay.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/schema.h"
@@ -349,10 +350,7 @@ static void test_errors(void) {
     char* junk = malloc(3 << 20);
     uint64_t x = 88172645463325252ull;
     for (size_t i = 0; i < (3u << 20); i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        junk[i] = (char)(x >> 32);
+        junk[i] = (char)(test_rng(&x) >> 32);
     }
     write_file(test_tmppath("junk.log"), junk, 3u << 20);
     expect_error(test_tmppath("junk.log"), "no 'Start Pass StaticAllocation' line");
@@ -448,7 +446,7 @@ static void test_pairing(void) {
     fputs(gate, fp);
     uint64_t x = 12345;
     for (int i = 0; i < 20000; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        test_lcg(&x);
         const char* f = names[(x >> 33) % 3];
         uint64_t size = 64 * (1 + (x >> 40) % 150); // many keys: collisions, shifts
         if ((x >> 50) % 2)

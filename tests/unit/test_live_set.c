@@ -8,6 +8,7 @@
 #include "writer_heap.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "memtrace/schema.h"
 
 #include <stdlib.h>
@@ -21,13 +22,6 @@ static size_t count[THREADS];
 static uint64_t truth_size[ADDRS + 1];
 static uint64_t truth_seq[ADDRS + 1];
 static uint32_t truth_cs[ADDRS + 1];
-
-static uint64_t rnd(uint64_t* x) {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
 
 static int check_block(const mt_live_block* b, void* ud) {
     int* bad = ud;
@@ -50,10 +44,10 @@ static void interleaved(uint64_t seed) {
     uint64_t live_bytes = 0;
     size_t live_n = 0;
     for (uint64_t seq = 1; seq <= EVENTS * THREADS / 2; seq++) {
-        int t = (int)(rnd(&x) % THREADS);
+        int t = (int)(test_rng(&x) % THREADS);
         if (count[t] == EVENTS)
             break;
-        uint64_t a = 1 + rnd(&x) % ADDRS;
+        uint64_t a = 1 + test_rng(&x) % ADDRS;
         mt_event* e = &per_thread[t][count[t]++];
         *e = (mt_event){.seq = seq, .addr = a * 16, .tid = (uint32_t)t, .heap = MT_HEAP_LIBC};
         if (live[a]) {
@@ -64,8 +58,8 @@ static void interleaved(uint64_t seed) {
             truth_size[a] = 0;
         } else {
             e->kind = MT_KIND_MALLOC;
-            e->size = 1 + rnd(&x) % 1000;
-            e->callsite = (uint32_t)(rnd(&x) % 50);
+            e->size = 1 + test_rng(&x) % 1000;
+            e->callsite = (uint32_t)(test_rng(&x) % 50);
             live[a] = true;
             truth_size[a] = e->size;
             truth_seq[a] = seq;
@@ -83,8 +77,8 @@ static void interleaved(uint64_t seed) {
             left += at[t] < count[t];
         if (!left)
             break;
-        int t = (int)(rnd(&x) % THREADS);
-        size_t n = 1 + rnd(&x) % 300; // a piece of a buffer
+        int t = (int)(test_rng(&x) % THREADS);
+        size_t n = 1 + test_rng(&x) % 300; // a piece of a buffer
         for (; n && at[t] < count[t]; n--)
             CHECK_EQ_I64(mt_live_set_apply(s, &per_thread[t][at[t]++]), 0);
     }

@@ -7,6 +7,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/schema.h"
 
@@ -90,8 +91,7 @@ static void test_empty_buckets(mt_capture* cap) {
 }
 
 static uint32_t next_random(uint64_t* state) {
-    *state = *state * 6364136223846793005u + 1442695040888963407u;
-    return (uint32_t)(*state >> 33);
+    return (uint32_t)(test_lcg(state) >> 33);
 }
 
 // The live rows after event `seq` (ts = seq * 1000), from a build of their own.

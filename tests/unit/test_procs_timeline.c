@@ -9,6 +9,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/schema.h"
 
@@ -139,8 +140,7 @@ static void test_shares_within_a_stamp(void) {
 }
 
 static uint32_t next_random(uint64_t* state) {
-    *state = *state * 6364136223846793005u + 1442695040888963407u;
-    return (uint32_t)(*state >> 33);
+    return (uint32_t)(test_lcg(state) >> 33);
 }
 
 // The truth by brute force: every event of every process on the common axis, merged.

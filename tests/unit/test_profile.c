@@ -5,6 +5,7 @@
 
 #include "../check.h"
 #include "../reports/fixture.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/schema.h"
 
@@ -300,8 +301,7 @@ static void test_moments_fixture(mt_capture* cap) {
 }
 
 static uint32_t next_random(uint64_t* state) {
-    *state = *state * 6364136223846793005u + 1442695040888963407u;
-    return (uint32_t)(*state >> 33);
+    return (uint32_t)(test_lcg(state) >> 33);
 }
 
 // Random streams of allocations, frees (some of blocks of other threads, some of unknown

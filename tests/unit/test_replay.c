@@ -6,6 +6,7 @@
 #include "replay.h"
 
 #include "../check.h"
+#include "../rng.h"
 #include "../tmpdir.h"
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
@@ -19,12 +20,6 @@
 static int files;
 
 static uint64_t rng = 0x9fb21c651e98df25ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 // Writes events (in seq order) as a capture: each thread's events cut into chunks of at
 // most `per_chunk`, threads written last-tid-first so file order is not seq order.
@@ -257,29 +252,29 @@ static void test_random(void) {
     uint64_t nlive = 0;
     size_t n = 0;
     while (n < N - 1) {
-        size_t i = (size_t)(next_rand() % SLOTS);
+        size_t i = (size_t)(test_rng(&rng) % SLOTS);
         uint64_t addr = 0x7f1200000000ull + i * 32;
-        uint32_t tid = 100 + (uint32_t)(next_rand() % 4);
-        seq += 1 + next_rand() % 2;
+        uint32_t tid = 100 + (uint32_t)(test_rng(&rng) % 4);
+        seq += 1 + test_rng(&rng) % 2;
         if (!size_of[i]) {
-            uint64_t sz = next_rand() % 4096;
+            uint64_t sz = test_rng(&rng) % 4096;
             ev[n++] = EV(seq, MALLOC, addr, sz, tid);
             size_of[i] = sz + 1;
             live += sz;
             nlive++;
             allocs++;
             bytes += sz;
-        } else if (next_rand() % 2) {
+        } else if (test_rng(&rng) % 2) {
             ev[n++] = EV(seq, FREE, addr, 0, tid);
             live -= size_of[i] - 1;
             size_of[i] = 0;
             nlive--;
             frees++;
         } else { // realloc to another free slot
-            size_t j = (size_t)(next_rand() % SLOTS);
+            size_t j = (size_t)(test_rng(&rng) % SLOTS);
             if (size_of[j] && j != i)
                 continue;
-            uint64_t sz = next_rand() % 8192;
+            uint64_t sz = test_rng(&rng) % 8192;
             ev[n++] = EV(seq, REALLOC_FREE, addr, 0, tid);
             live -= size_of[i] - 1;
             size_of[i] = 0;

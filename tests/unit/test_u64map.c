@@ -6,17 +6,12 @@
 #include "u64map.h"
 
 #include "../check.h"
+#include "../rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static void test_basic(void) {
     mr_u64map m;
@@ -54,8 +49,8 @@ static void test_model(void) {
     CHECK_EQ_I64(mr_u64map_init(&m), 0);
     size_t keys = 0, bad = 0;
     for (size_t op = 0; op < OPS; op++) {
-        size_t k = (size_t)(next_rand() % SPACE);
-        uint64_t v = next_rand() % 1000000;
+        size_t k = (size_t)(test_rng(&rng) % SPACE);
+        uint64_t v = test_rng(&rng) % 1000000;
         uint64_t* have = mr_u64map_get(&m, k * 4096);
         if ((have != NULL) != (model[k] != 0) || (have && *have + 1 != model[k]))
             bad++;
