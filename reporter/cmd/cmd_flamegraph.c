@@ -304,7 +304,7 @@ static int live_graph(fg_run* run) {
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
     if (e == 0 && err[0]) // a note: damaged stored aggregates, read anew
         mr_error(run->path, "%s", err);
-    if (e == 0 && (e = mr_profile_runtime_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL)))
+    if (e == 0 && (e = mr_runtime_held_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL)))
         snprintf(err, sizeof err, "out of memory");
     if (e == 0 && run->args.kinds)
         e = keep_kinds(run, &p, err, sizeof err);

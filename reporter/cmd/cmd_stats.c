@@ -349,7 +349,7 @@ static int process_aggregates(const mr_capture_set* set, mr_aggregates* aggs, mr
             mr_error(p->path, "%s", err);
         if (e)
             return mr_exit_code(e);
-        if (p->sym && mr_profile_runtime_apart(&aggs[i].peak, p->sym, false, NULL, NULL)) {
+        if (p->sym && mr_runtime_held_apart(&aggs[i].peak, p->sym, false, NULL, NULL)) {
             mr_error(p->path, "out of memory");
             return MR_EXIT_IO;
         }

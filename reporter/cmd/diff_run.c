@@ -121,7 +121,7 @@ static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progres
     mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
     q.progress = progress ? "diff" : NULL;
     int e = mr_profile_build(r->cap, &q, &r->prof, r->err, sizeof r->err);
-    if (!e && (e = mr_profile_runtime_apart(&r->prof, r->sy, false, &r->held_bytes, NULL)))
+    if (!e && (e = mr_runtime_held_apart(&r->prof, r->sy, false, &r->held_bytes, NULL)))
         snprintf(r->err, sizeof r->err, "out of memory");
     if (e)
         return mr_exit_code(e);

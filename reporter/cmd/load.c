@@ -63,7 +63,7 @@ int mr_load_profile(const char* path, mt_capture* cap, const mr_query* q, mr_pro
 int mr_load_program_profile(const char* path, mt_capture* cap, const mr_symbols* sym,
                             const mr_query* q, mr_profile* p) {
     int rc = mr_load_profile(path, cap, q, p);
-    if (!rc && mr_profile_runtime_apart(p, sym, q->moment == MR_AT_END, NULL, NULL)) {
+    if (!rc && mr_runtime_held_apart(p, sym, q->moment == MR_AT_END, NULL, NULL)) {
         mr_profile_free(p);
         mr_error(path, "out of memory");
         rc = MR_EXIT_IO;
@@ -80,7 +80,7 @@ int mr_load_runtime_held(mt_capture* cap, const mr_aggregates* a, uint64_t* byte
     int rc = mr_load_symbols(cap, &sym);
     mr_profile end = {0};
     if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
-                mr_profile_runtime_apart(&end, sym, true, bytes, blocks))) {
+                mr_runtime_held_apart(&end, sym, true, bytes, blocks))) {
         mr_error(mt_capture_path(cap), "out of memory");
         rc = MR_EXIT_IO;
     }

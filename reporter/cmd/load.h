@@ -28,7 +28,7 @@ int mr_load_symbols(mt_capture* cap, mr_symbols** sym);
 int mr_load_profile(const char* path, mt_capture* cap, const mr_query* q, mr_profile* p);
 
 // mr_load_profile, with the blocks the C runtime holds at the end apart from the leaks
-// (mr_profile_runtime_apart): what every view but `leaks` (which shows them as a group of
+// (mr_runtime_held_apart): what every view but `leaks` (which shows them as a group of
 // their own) counts as leaked.
 int mr_load_program_profile(const char* path, mt_capture* cap, const mr_symbols* sym,
                             const mr_query* q, mr_profile* p);

@@ -178,7 +178,7 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at
     int e = mr_profile_build(p->cap, &q, &prof, err, sizeof err);
     if (!e && err[0]) // a note: damaged stored aggregates, read anew
         mr_error(p->path, "%s", err);
-    if (!e && (e = mr_profile_runtime_apart(&prof, sym, q.moment == MR_AT_END, NULL, NULL)))
+    if (!e && (e = mr_runtime_held_apart(&prof, sym, q.moment == MR_AT_END, NULL, NULL)))
         snprintf(err, sizeof err, "out of memory");
     if (!e) {
         e = mr_flame_tree_build(t, sym, &prof, false);

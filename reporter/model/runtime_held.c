@@ -73,8 +73,8 @@ bool mr_runtime_held(const mr_symbols* s, uint32_t leaf) {
     return false;
 }
 
-int mr_profile_runtime_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
-                             uint64_t* blocks) {
+int mr_runtime_held_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
+                          uint64_t* blocks) {
     uint64_t held_bytes = 0, held_blocks = 0;
     uint32_t ncallsites = mr_symbols_callsite_count(s);
     // Per callsite: 0 not classified yet, 1 the program's, 2 the runtime's.

@@ -29,7 +29,7 @@ bool mr_runtime_held(const mr_symbols* s, uint32_t leaf);
 // leave the rows' end metrics (and, at_end, the live metrics of a profile built at
 // MR_AT_END), and the profile's sums. Their total goes to *bytes and *blocks (may be NULL).
 // Returns 0, or -ENOMEM.
-int mr_profile_runtime_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
-                             uint64_t* blocks);
+int mr_runtime_held_apart(mr_profile* p, const mr_symbols* s, bool at_end, uint64_t* bytes,
+                          uint64_t* blocks);
 
 #endif

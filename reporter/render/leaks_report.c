@@ -33,7 +33,7 @@ static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group*
         json_object_set_new(o, "kind", json_string(mt_leak_kind_name(g->kind)));
     json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
     json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
-    json_t* stack = mr_sites_stack_json(g->process ? g->process->sym : s, g->callsite, all_frames);
+    json_t* stack = mr_stack_json_make(g->process ? g->process->sym : s, g->callsite, all_frames);
     if (g->process) // the process is the outermost frame, as in the flame graph
         json_array_append_new(stack, mr_procs_frame_json(g->process));
     json_object_set_new(o, "stack", stack);
@@ -195,7 +195,7 @@ static void print_groups(FILE* out, json_t* groups) {
         json_t* f;
         json_array_foreach(stack, k, f) {
             fprintf(out, "    #%zu ", k);
-            mr_sites_fputs_json_frame(out, f, true);
+            mr_stack_json_fputs_frame(out, f, true);
             fputc('\n', out);
         }
         fputc('\n', out);

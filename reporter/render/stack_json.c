@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames) {
+json_t* mr_stack_json_make(const mr_symbols* s, uint32_t leaf, bool all_frames) {
     uint32_t frames[MR_SITES_MAX_DEPTH];
     size_t n = mr_symbols_stack(s, leaf, all_frames, frames, MR_SITES_MAX_DEPTH);
     if (n > MR_SITES_MAX_DEPTH)
@@ -31,7 +31,7 @@ json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames)
     return a;
 }
 
-void mr_sites_fputs_json_frame(FILE* out, json_t* f, bool with_line) {
+void mr_stack_json_fputs_frame(FILE* out, json_t* f, bool with_line) {
     const char* fn = json_string_value(json_object_get(f, "function"));
     const char* file = json_string_value(json_object_get(f, "file"));
     const char* module = json_string_value(json_object_get(f, "module"));

@@ -13,9 +13,9 @@
 
 // A stack as a JSON array, leaf first, every frame expanded into its locations (inlined
 // functions first): {"function","file","line","module"}, file/line/module null if unknown.
-json_t* mr_sites_stack_json(const mr_symbols* s, uint32_t leaf, bool all_frames);
+json_t* mr_stack_json_make(const mr_symbols* s, uint32_t leaf, bool all_frames);
 // Writes one JSON stack entry as terminal text, the function's name whole however long:
 // "function (file:line) [module]" (without the line when `line` is false).
-void mr_sites_fputs_json_frame(FILE* out, json_t* frame, bool line);
+void mr_stack_json_fputs_frame(FILE* out, json_t* frame, bool line);
 
 #endif

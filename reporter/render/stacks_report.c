@@ -118,7 +118,7 @@ static void print_text(FILE* out, json_t* o) {
             fputs("    (no stack)\n", out);
         json_array_foreach(frames, j, f) {
             fprintf(out, "    %s", json_is_true(json_object_get(f, "inlined")) ? "(inlined) " : "");
-            mr_sites_fputs_json_frame(out, f, true);
+            mr_stack_json_fputs_frame(out, f, true);
             fputc('\n', out);
         }
     }

@@ -41,7 +41,7 @@ static json_t* site_json(const mr_symbols* sites, const mr_stats_row* r, bool al
     json_object_set_new(o, "allocations", json_integer((json_int_t)r->count));
     json_object_set_new(o, "temporary", json_integer((json_int_t)r->temporary));
     json_t* stack =
-        mr_sites_stack_json(r->process ? r->process->sym : sites, r->callsite, all_frames);
+        mr_stack_json_make(r->process ? r->process->sym : sites, r->callsite, all_frames);
     if (r->process) { // the process is the outermost frame, as in stacks and the flame graph
         json_array_append_new(stack, mr_procs_frame_json(r->process));
         char* label = mr_procs_label(r->process);
@@ -225,7 +225,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
                 fprintf(out, "  %12s  ", v);
             else
                 fprintf(out, "  %12s    from ", "");
-            mr_sites_fputs_json_frame(out, f, nstacks <= 1);
+            mr_stack_json_fputs_frame(out, f, nstacks <= 1);
             if (nstacks > 1)
                 fprintf(out, ", %llu stacks", nstacks);
             fputc('\n', out);

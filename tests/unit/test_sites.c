@@ -62,11 +62,11 @@ static void check_labels(void) {
     mt_capture_close(cap);
 }
 
-// A frame as mr_sites_fputs_json_frame writes it.
+// A frame as mr_stack_json_fputs_frame writes it.
 static const char* frame_text(json_t* f, bool line, char* buf, size_t len) {
     FILE* out = fmemopen(buf, len, "w");
     CHECK(out != NULL);
-    mr_sites_fputs_json_frame(out, f, line);
+    mr_stack_json_fputs_frame(out, f, line);
     fclose(out);
     return buf;
 }
@@ -104,7 +104,7 @@ int main(void) {
     // Only non-relevant frames: the leaf names the site.
     CHECK_EQ_STR(mr_sites_site_name(s, 1), "__libc_start_call_main");
 
-    json_t* st = mr_sites_stack_json(s, 6, true);
+    json_t* st = mr_stack_json_make(s, 6, true);
     CHECK_EQ_I64(json_array_size(st), 5);
     CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "function"), "operator new");
     CHECK_EQ_STR(GET_STR(json_array_get(st, 0), "module"), "libc.so.6");
@@ -120,7 +120,7 @@ int main(void) {
     CHECK_EQ_STR(frame_text(json_array_get(st, 0), true, buf, sizeof buf),
                  "operator new [libc.so.6]");
     json_decref(st);
-    st = mr_sites_stack_json(s, 0, true);
+    st = mr_stack_json_make(s, 0, true);
     CHECK_EQ_I64(json_array_size(st), 0);
     json_decref(st);
     uint32_t* canon = mr_sites_canonical(s);
