@@ -175,7 +175,7 @@ static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j)
     if (payload < 0)
         return;
     // Codecs 1 and 2 take at least 3 bytes an event (kind, ts and addr; a free omits size and
-    // callsite); codecs 3 and 4 are compressed, and their decoder bounds what it inflates.
+    // callsite); codecs 3 to 5 are compressed, and their decoder bounds what it inflates.
     int64_t count = j->h.count;
     j->why = "impossible event count";
     if (count > MT_CHUNK_EVENTS_MAX) {

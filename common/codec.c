@@ -301,7 +301,8 @@ int mt_codec_of_schema(int64_t version) {
     return version <= 1   ? MT_CODEC_VARINT_COLUMNS
            : version == 2 ? MT_CODEC_VARINT_COLUMNS_CRC32C
            : version == 3 ? MT_CODEC_ZSTD_COLUMNS_CRC32C
-                          : MT_CODEC_ZSTD_UNITS_CRC32C;
+           : version == 4 ? MT_CODEC_ZSTD_UNITS_CRC32C
+                          : MT_CODEC_ZSTD_RUNS_CRC32C;
 }
 
 size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,
@@ -312,7 +313,8 @@ size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, c
     case MT_CODEC_VARINT_COLUMNS_CRC32C:
         return mt_chunk_seal(h, out, mt_codec_encode(ev, n, out));
     case MT_CODEC_ZSTD_COLUMNS_CRC32C:
-    case MT_CODEC_ZSTD_UNITS_CRC32C: {
+    case MT_CODEC_ZSTD_UNITS_CRC32C:
+    case MT_CODEC_ZSTD_RUNS_CRC32C: {
         size_t len = c ? mt_codec_zstd_encode(c, codec, ev, n, out) : 0;
         return len ? mt_chunk_seal(h, out, len) : 0;
     }
@@ -325,7 +327,8 @@ int mt_chunk_decode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, cons
                     size_t len, mt_event* out) {
     if (h->count <= 0 || h->heap < 0 || h->heap > 255)
         return -EPROTO;
-    bool zstd = codec == MT_CODEC_ZSTD_COLUMNS_CRC32C || codec == MT_CODEC_ZSTD_UNITS_CRC32C;
+    bool zstd = codec == MT_CODEC_ZSTD_COLUMNS_CRC32C || codec == MT_CODEC_ZSTD_UNITS_CRC32C ||
+                codec == MT_CODEC_ZSTD_RUNS_CRC32C;
     if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C || zstd) {
         long payload = mt_chunk_verify(h, data, len);
         if (payload < 0)

@@ -7,7 +7,10 @@
 // one iteration of a loop to the next, and zstd then finds those iterations as repeats.
 // Every field of every event is kept exactly (docs/capture-format.md, codec 3). Codec 4 adds
 // the chunk's time unit to the header: the tracer records times in whole microseconds by
-// default, and deltas counted in units take a byte where nanoseconds took two.
+// default, and deltas counted in units take a byte where nanoseconds took two. Codec 5 writes
+// those deltas as runs: at 1 us most are 0 or 1, a byte each was more than a bit an event
+// (zstd's literals take a whole bit at least), where a run of zeros and the step that ends it
+// take a byte for several events.
 // The coder allocates (zstd contexts, column buffers) once, when made; encoding and decoding
 // then allocate nothing. Decoding never trusts its input: chunks come from files.
 #include "codec_varint.h"
@@ -34,9 +37,9 @@ enum {
 enum {
     COL_KIND,     // one byte per event
     COL_GAP,      // seq delta - 1 per event after the first
-    COL_TS_LO,    // ts delta, low byte (0xff with TS_HI 0xff: see COL_TS_WIDE)
-    COL_TS_HI,    // ts delta, high byte
-    COL_TS_WIDE,  // zigzag ts delta when it is negative or >= 0xffff
+    COL_TS_LO,    // ts delta, low byte (0xff with TS_HI 0xff: see COL_TS_WIDE); codec 5: runs
+    COL_TS_HI,    // ts delta, high byte; empty in codec 5
+    COL_TS_WIDE,  // zigzag ts delta when it is negative or >= 0xffff; codec 5: not 0 or 1
     COL_TID,      // run-length pairs (tid, run)
     COL_ADDR_REF, // 0: a new address (COL_ADDR), else d: the address of the event d back
     COL_ADDR,     // zigzag delta from the previous new address
@@ -46,10 +49,15 @@ enum {
     NCOLS
 };
 
+// Codec 5's time column COL_TS_RUN: per run, (events whose delta is 0) << 1, then 1 if the
+// delta that ends the run is not 1 (in COL_TS_WIDE then); a run at the chunk's end has no
+// delta after it.
+#define COL_TS_RUN COL_TS_LO
+
 // Worst-case bytes per event in each column (varints of 64 bits take 10 bytes; a tid run is
 // two varints).
-static const size_t col_max[NCOLS] = {1, 10, 1, 1, 10, 15, 10, 10, 10, 10, 10};
-#define EVENT_MAX 88 // the sum of col_max
+static const size_t col_max[NCOLS] = {1, 10, 10, 1, 10, 15, 10, 10, 10, 10, 10};
+#define EVENT_MAX 97 // the sum of col_max
 // count, first seq, flags, the time unit (codec 4) and the column lengths.
 #define HEADER_MAX (10 + 10 + 1 + 10 + NCOLS * 10)
 // The largest time unit a chunk may declare (1 s): readers refuse more, so that a delta
@@ -130,6 +138,11 @@ void mt_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit) {
 
 // The unit a codec 4 chunk of these events is written in: the coder's, if every time is a
 // multiple of it (a chunk made by another writer, or an NPU import, may not be), else 1.
+static bool known_codec(int codec) {
+    return codec == MT_CODEC_ZSTD_COLUMNS_CRC32C || codec == MT_CODEC_ZSTD_UNITS_CRC32C ||
+           codec == MT_CODEC_ZSTD_RUNS_CRC32C;
+}
+
 static int64_t time_unit(const mt_chunk_coder* c, const mt_event* ev, size_t n) {
     if (c->unit == 1)
         return 1;
@@ -206,10 +219,10 @@ static size_t compress_columns(mt_chunk_coder* c, const uint8_t* buf, const uint
 
 size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n,
                             uint8_t* out) {
-    if (n == 0 || n > UINT32_MAX || reserve(c, n, true) ||
-        (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C))
+    if (n == 0 || n > UINT32_MAX || !known_codec(codec) || reserve(c, n, true))
         return 0;
-    int64_t unit = codec == MT_CODEC_ZSTD_UNITS_CRC32C ? time_unit(c, ev, n) : 1;
+    bool runs = codec == MT_CODEC_ZSTD_RUNS_CRC32C;
+    int64_t unit = codec == MT_CODEC_ZSTD_COLUMNS_CRC32C ? 1 : time_unit(c, ev, n);
     if (++c->gen == 0) { // after 2^32 chunks: old slots could look current
         memset(c->addrs, 0, REF_SLOTS * sizeof *c->addrs);
         memset(c->pairs, 0, REF_SLOTS * sizeof *c->pairs);
@@ -228,6 +241,7 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
     uint64_t prev_addr = 0;
     int64_t prev_ts = 0, prev_cs = 0;
     size_t run = 0;
+    uint64_t zeros = 0; // codec 5: the ts deltas of 0 since the last other one
     for (size_t i = 0; i < n; i++) {
         const mt_event* e = &ev[i];
         if (i + PREFETCH < n) { // the slots a few events ahead: their misses overlap
@@ -242,11 +256,22 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
         int64_t t = e->ts / unit; // exact: a multiple of unit
         int64_t dt = (int64_t)((uint64_t)t - (uint64_t)prev_ts);
         prev_ts = t;
-        bool narrow = dt >= 0 && dt < 0xffff;
-        *col[COL_TS_LO]++ = narrow ? (uint8_t)dt : 0xff;
-        *col[COL_TS_HI]++ = narrow ? (uint8_t)(dt >> 8) : 0xff;
-        if (!narrow)
-            col[COL_TS_WIDE] = put_varint(col[COL_TS_WIDE], zigzag(dt));
+        if (runs) {
+            if (dt == 0) {
+                zeros++;
+            } else {
+                col[COL_TS_RUN] = put_varint(col[COL_TS_RUN], zeros << 1 | (dt != 1));
+                if (dt != 1)
+                    col[COL_TS_WIDE] = put_varint(col[COL_TS_WIDE], zigzag(dt));
+                zeros = 0;
+            }
+        } else {
+            bool narrow = dt >= 0 && dt < 0xffff;
+            *col[COL_TS_LO]++ = narrow ? (uint8_t)dt : 0xff;
+            *col[COL_TS_HI]++ = narrow ? (uint8_t)(dt >> 8) : 0xff;
+            if (!narrow)
+                col[COL_TS_WIDE] = put_varint(col[COL_TS_WIDE], zigzag(dt));
+        }
         run++;
         if (i + 1 == n || ev[i + 1].tid != e->tid) {
             col[COL_TID] = put_varint(col[COL_TID], e->tid);
@@ -270,10 +295,12 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
             prev_cs = e->callsite;
         }
     }
+    if (zeros)
+        col[COL_TS_RUN] = put_varint(col[COL_TS_RUN], zeros << 1);
     uint8_t* p = put_varint(c->buf, n);
     p = put_varint(p, ev[0].seq);
     *p++ = flags;
-    if (codec == MT_CODEC_ZSTD_UNITS_CRC32C)
+    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C)
         p = put_varint(p, (uint64_t)unit);
     for (int k = 0; k < NCOLS; k++)
         p = put_varint(p, (uint64_t)(col[k] - start[k]));
@@ -298,7 +325,7 @@ static int read_header(int codec, const uint8_t* data, size_t len, size_t n, uin
         return -EPROTO;
     *seq = get_varint(&h);
     *flags = get_byte(&h);
-    *unit = codec == MT_CODEC_ZSTD_UNITS_CRC32C ? get_varint(&h) : 1;
+    *unit = codec != MT_CODEC_ZSTD_COLUMNS_CRC32C ? get_varint(&h) : 1;
     if (h.bad || *flags & ~FLAG_BARE_FREES || *unit < 1 || *unit > UNIT_MAX)
         return -EPROTO;
     uint64_t lens[NCOLS];
@@ -326,6 +353,8 @@ static int decode_precoded(int codec, const uint8_t* data, size_t len, size_t n,
     uint64_t addr = 0;
     int64_t ts = 0, cs = 0;
     uint64_t tid = 0, run = 0;
+    bool runs = codec == MT_CODEC_ZSTD_RUNS_CRC32C, in_run = false, wide = false;
+    uint64_t zeros = 0;
     for (size_t i = 0; i < n; i++) {
         mt_event* e = &out[i];
         e->heap = heap;
@@ -333,9 +362,28 @@ static int decode_precoded(int codec, const uint8_t* data, size_t len, size_t n,
         if (i > 0)
             seq += get_varint(&col[COL_GAP]) + 1;
         e->seq = seq;
-        uint8_t lo = get_byte(&col[COL_TS_LO]), hi = get_byte(&col[COL_TS_HI]);
-        uint64_t dt = lo == 0xff && hi == 0xff ? (uint64_t)unzigzag(get_varint(&col[COL_TS_WIDE]))
-                                               : (uint64_t)hi << 8 | lo;
+        uint64_t dt;
+        if (runs) {
+            if (!in_run) {
+                uint64_t v = get_varint(&col[COL_TS_RUN]);
+                zeros = v >> 1;
+                wide = v & 1;
+                in_run = true;
+                if (zeros > n - i)
+                    return -EPROTO;
+            }
+            if (zeros) {
+                dt = 0;
+                zeros--;
+            } else {
+                dt = wide ? (uint64_t)unzigzag(get_varint(&col[COL_TS_WIDE])) : 1;
+                in_run = false;
+            }
+        } else {
+            uint8_t lo = get_byte(&col[COL_TS_LO]), hi = get_byte(&col[COL_TS_HI]);
+            dt = lo == 0xff && hi == 0xff ? (uint64_t)unzigzag(get_varint(&col[COL_TS_WIDE]))
+                                          : (uint64_t)hi << 8 | lo;
+        }
         ts = (int64_t)((uint64_t)ts + dt);
         // Wraps rather than overflows on a corrupt chunk; the readers' bounds then refuse it.
         e->ts = (int64_t)((uint64_t)ts * unit);
@@ -387,8 +435,7 @@ static int decode_precoded(int codec, const uint8_t* data, size_t len, size_t n,
 
 int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size_t len,
                          size_t count, uint8_t heap, mt_event* out) {
-    if (count == 0 || count > UINT32_MAX ||
-        (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C))
+    if (count == 0 || count > UINT32_MAX || !known_codec(codec))
         return -EPROTO;
     // One frame, nothing after it, and no more content than count events can take.
     unsigned long long size = ZSTD_getFrameContentSize(data, len);

@@ -180,7 +180,7 @@ static void columns(void) {
     int codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
     const char* const* names = col_names3;
     size_t ncols = sizeof col_names3 / sizeof *col_names3;
-    if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C && codec != MT_CODEC_ZSTD_UNITS_CRC32C) {
+    if (codec < MT_CODEC_ZSTD_COLUMNS_CRC32C || codec > MT_CODEC_ZSTD_RUNS_CRC32C) {
         printf("(columns: the tool does not know codec %d's columns)\n", codec);
         return;
     }
@@ -206,7 +206,7 @@ static void columns(void) {
         get_varint(&p, end);
         get_varint(&p, end);
         p++;
-        if (codec == MT_CODEC_ZSTD_UNITS_CRC32C)
+        if (codec != MT_CODEC_ZSTD_COLUMNS_CRC32C)
             get_varint(&p, end);
         uint64_t lens[MAXCOLS];
         for (size_t k = 0; k < ncols; k++)

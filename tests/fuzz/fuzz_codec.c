@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: the event chunk decoders (mt_codec_decode of codecs 1 and 2,
-// mt_codec_zstd_decode of codecs 3 and 4) on arbitrary blobs.
+// mt_codec_zstd_decode of codecs 3 to 5) on arbitrary blobs.
 // Input: 2 bytes little-endian, the event count the caller claims (event_chunk.count),
 // then the blob, given to both decoders. The decoders are fuzzed on their own (the chunk
 // checksum, which readers verify first, would reject nearly every mutation); the checksum
@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static mt_chunk_coder* coder; // kept from input to input, as a reader keeps it
     if (!coder && !(coder = mt_chunk_coder_new()))
         abort();
-    for (int codec = MT_CODEC_ZSTD_COLUMNS_CRC32C; codec <= MT_CODEC_ZSTD_UNITS_CRC32C; codec++) {
+    for (int codec = MT_CODEC_ZSTD_COLUMNS_CRC32C; codec <= MT_CODEC_ZSTD_RUNS_CRC32C; codec++) {
         if (mt_codec_zstd_decode(coder, codec, blob, len, count, 1, ev) != 0)
             continue;
         uint8_t* enc = malloc(mt_codec_bound(count));
@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (sealed == 0 || sealed > mt_codec_bound(count) ||
             mt_chunk_decode(coder, codec, &h, enc, sealed, again) != 0 ||
             !same_events(ev, again, count))
-            abort(); // codec 3 or 4 is inconsistent
+            abort(); // codec 3, 4 or 5 is inconsistent
         free(again);
         free(enc);
     }

@@ -355,7 +355,7 @@ static void test_rejections(const char* good) {
 
     copy_file(good, test_tmppath("codec.db"), -1);
     sql(test_tmppath("codec.db"), "UPDATE event_chunk SET codec = 77 WHERE id = 3");
-    expect_iter_fails("unknown codec", test_tmppath("codec.db"), "(codec 77, not 4)");
+    expect_iter_fails("unknown codec", test_tmppath("codec.db"), "(codec 77, not 5)");
 
     // Two chunks holding the same seq: the merge must notice, not report it twice.
     copy_file(good, test_tmppath("dup.db"), -1);
@@ -553,6 +553,24 @@ static void test_schema_v1(void) {
     copy_file(v1, test_tmppath("v1codec.db"), -1);
     sql(test_tmppath("v1codec.db"), "UPDATE event_chunk SET codec = 2 WHERE id = 3");
     expect_iter_fails("v1 codec 2", test_tmppath("v1codec.db"), "(codec 2, not 1)");
+}
+
+// Schemas 3 and 4 (codecs 3 and 4: zstd, times in ns or in a unit) still read, each holding
+// its own codec only.
+static void test_schema_v3_v4(void) {
+    for (int codec = MT_CODEC_ZSTD_COLUMNS_CRC32C; codec <= MT_CODEC_ZSTD_UNITS_CRC32C; codec++) {
+        char name[32], other[32], want[32];
+        snprintf(name, sizeof name, "v%d.db", codec);
+        snprintf(other, sizeof other, "v%dcodec.db", codec);
+        write_codec = codec;
+        CHECK_EQ_I64(write_capture(test_tmppath(name), true), 0);
+        write_codec = 0;
+        check_readback(test_tmppath(name), false);
+        copy_file(test_tmppath(name), test_tmppath(other), -1);
+        sql(test_tmppath(other), "UPDATE event_chunk SET codec = 5 WHERE id = 3");
+        snprintf(want, sizeof want, "(codec 5, not %d)", codec);
+        expect_iter_fails("older schema, codec 5", test_tmppath(other), want);
+    }
 }
 
 // ---- callsites must form a tree
@@ -855,6 +873,7 @@ int main(void) {
     test_bit_flips(good);
     test_skip_corrupt(good);
     test_schema_v1();
+    test_schema_v3_v4();
     test_callsite_cycles(good);
     test_unfinished();
     test_typed_reads();

@@ -322,7 +322,7 @@ static void test_decode_errors(void) {
                  (long long)bad[1]);
         CHECK_EQ_STR(what[3 * pass + 1], want);
         snprintf(want, sizeof want,
-                 "event chunk %lld is corrupt (codec 2, not 4); skipped its 100 events",
+                 "event chunk %lld is corrupt (codec 2, not 5); skipped its 100 events",
                  (long long)bad[2]);
         CHECK_EQ_STR(what[3 * pass + 2], want);
     }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Codec round trips (random and edge values) and rejection of corrupt blobs, for codecs 1-3.
+// Codec round trips (random and edge values) and rejection of corrupt blobs, for codecs 1-5.
 #include "../check.h"
 #include "../rng.h"
 #include "memtrace/codec.h"
@@ -98,7 +98,7 @@ static void check_same(const mt_event* got, const mt_event* want, size_t n, uint
     CHECK_EQ_I64(bad, 0);
 }
 
-// Codecs 3 and 4: a round trip through zstd; every truncation, and every flipped byte of the
+// Codecs 3 to 5: a round trip through zstd; every truncation, and every flipped byte of the
 // compressed payload, is rejected or decodes to something (never out of bounds: ASan).
 // Returns the payload's size.
 static size_t roundtrip_codec(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n) {
@@ -131,6 +131,7 @@ static size_t roundtrip_codec(mt_chunk_coder* c, int codec, const mt_event* ev, 
 static size_t roundtrip_zstd(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     size_t len = roundtrip_codec(c, MT_CODEC_ZSTD_COLUMNS_CRC32C, ev, n);
     roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, n);
+    roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, n);
     return len;
 }
 
@@ -158,6 +159,11 @@ static void test_time_unit(mt_chunk_coder* c) {
     size_t ns = roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
     fprintf(stderr, "time unit: %zu bytes in ns, %zu in us\n", ns, us);
     CHECK(us * 10 < ns * 8);
+    // Codec 5: the same us deltas (0 or 1, a few 2) as runs of zeros take less than a byte each.
+    mt_chunk_coder_set_time_unit(c, 1000);
+    size_t runs = roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, N);
+    fprintf(stderr, "time unit: %zu bytes in us runs\n", runs);
+    CHECK(runs * 10 < us * 9);
     // Not every time a multiple of the unit: written in ns, as codec 3 would be.
     ev[N / 2].ts++;
     mt_chunk_coder_set_time_unit(c, 1000);
@@ -167,8 +173,31 @@ static void test_time_unit(mt_chunk_coder* c) {
     for (size_t i = 0; i < N; i++)
         ev[i].ts = ((int64_t)i - 7) * 1000000000 * 1000;
     roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
+    roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, N);
     mt_chunk_coder_set_time_unit(c, 1);
     free(ev);
+}
+
+// Codec 5's runs: a chunk that ends in a run of equal times, or in a step; deltas of 1, of
+// more, backwards, from a first time of 0 or not; a run as long as the chunk.
+static void test_time_runs(mt_chunk_coder* c) {
+    enum { N = 300 };
+    mt_event ev[N];
+    static const int64_t steps[] = {0, 1, 2, -1, 1000, -5000, 0, 0, 1, 1};
+    for (int shape = 0; shape < 6; shape++) {
+        int64_t ts = shape % 2 ? 0 : 123;
+        for (size_t i = 0; i < N; i++) {
+            int64_t dt = shape == 4 ? 0 : steps[(i * (size_t)(shape + 1)) % 10];
+            ts += i == 0 ? 0 : dt;
+            ev[i] =
+                (mt_event){.seq = 1 + i, .ts = ts, .addr = 16 * i, .tid = 1, .kind = MT_KIND_FREE};
+        }
+        if (shape == 5) // ends in a step
+            ev[N - 1].ts = ev[N - 2].ts + 1;
+        for (size_t n = 1; n <= N; n += n < 4 ? 1 : 37)
+            roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, n);
+        roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, N);
+    }
 }
 
 // Whole chunks of each codec: encode, seal, verify and decode agree; a flipped bit is a
@@ -176,7 +205,7 @@ static void test_time_unit(mt_chunk_coder* c) {
 static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_bound(n));
     mt_event* out = calloc(n, sizeof *out);
-    for (int codec = 1; codec <= 4; codec++) {
+    for (int codec = 1; codec <= 5; codec++) {
         mt_chunk_header h = {2, (int64_t)ev[0].seq, (int64_t)ev[n - 1].seq, 0, 0, (int64_t)n};
         size_t len = mt_chunk_encode(c, codec, &h, ev, n, buf);
         CHECK(len > 0 && len <= mt_codec_bound(n));
@@ -187,7 +216,7 @@ static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
             CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EBADMSG);
             buf[len / 2] ^= 4;
         }
-        CHECK(mt_chunk_decode(c, codec % 4 + 1, &h, buf, len, out) != 0); // another codec
+        CHECK(mt_chunk_decode(c, codec % 5 + 1, &h, buf, len, out) != 0); // another codec
         h.seq_first++;
         if (codec == 1) // no checksum: the decoder compares the first seq
             CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
@@ -199,6 +228,7 @@ static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     CHECK_EQ_I64(mt_codec_of_schema(2), MT_CODEC_VARINT_COLUMNS_CRC32C);
     CHECK_EQ_I64(mt_codec_of_schema(3), MT_CODEC_ZSTD_COLUMNS_CRC32C);
     CHECK_EQ_I64(mt_codec_of_schema(4), MT_CODEC_ZSTD_UNITS_CRC32C);
+    CHECK_EQ_I64(mt_codec_of_schema(5), MT_CODEC_ZSTD_RUNS_CRC32C);
     free(buf);
     free(out);
 }
@@ -289,6 +319,7 @@ int main(void) {
     CHECK(coder != NULL);
     test_loop_compresses(coder);
     test_time_unit(coder);
+    test_time_runs(coder);
     enum { N = 5000 };
     mt_event* ev = calloc(N, sizeof *ev);
     uint64_t seq = 10;

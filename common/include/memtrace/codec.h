@@ -5,8 +5,9 @@
 // because SQLite checks its pages' structure, not the bytes of a BLOB. Codec 3 (schema 3):
 // columns in which repeated addresses and (size, callsite) pairs are references, compressed
 // with zstd, then the CRC32C. Codec 4 (schema 4): codec 3 whose times are counted in a unit
-// the chunk states (the tracer's time resolution, 1 us by default). Writers use
-// mt_chunk_encode, readers mt_chunk_decode.
+// the chunk states (the tracer's time resolution, 1 us by default). Codec 5 (schema 5): codec
+// 4 whose time deltas are runs of zeros, each ended by a step. Writers use mt_chunk_encode,
+// readers mt_chunk_decode.
 // mt_codec_* of codecs 1 and 2 are pure functions (no allocation, no I/O); codec 3 needs an
 // mt_chunk_coder, which allocates once when made. All are safe on the tracer's writer thread.
 #ifndef MEMTRACE_CODEC_H
@@ -62,7 +63,7 @@ size_t mt_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len);
 // events before it, or -EBADMSG when the checksum does not match (or there is none).
 long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len);
 
-// ---- codecs 3 and 4
+// ---- codecs 3, 4 and 5
 
 // zstd's contexts and the buffers of one thread that writes or reads codec 3 chunks.
 typedef struct mt_chunk_coder mt_chunk_coder;
@@ -75,15 +76,15 @@ void mt_chunk_coder_set_level(mt_chunk_coder* c, int level);
 // whose every time is a multiple of it; other chunks are written in ns. Default 1.
 void mt_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit);
 
-// Worst-case codec 3 or 4 payload of n events (without the checksum).
+// Worst-case codec 3, 4 or 5 payload of n events (without the checksum).
 size_t mt_codec_zstd_bound(size_t n);
 
-// Encodes n >= 1 events (seq strictly increasing) as a payload of `codec` (3 or 4) into out,
+// Encodes n >= 1 events (seq strictly increasing) as a payload of `codec` (3 to 5) into out,
 // which holds mt_codec_zstd_bound(n) bytes. Returns the bytes written, 0 when out of memory.
 size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, size_t n,
                             uint8_t* out);
 
-// Decodes a payload of `codec` (3 or 4) of exactly `count` events into out (count events);
+// Decodes a payload of `codec` (3 to 5) of exactly `count` events into out (count events);
 // `heap` is copied into each event. Returns 0, -EPROTO when it is corrupt, -ENOMEM.
 int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size_t len,
                          size_t count, uint8_t heap, mt_event* out);
@@ -91,10 +92,10 @@ int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size
 // ---- whole chunks
 
 // The codec every chunk of a capture of schema `version` has: a schema 1 capture holds codec
-// 1 only, schema 2 codec 2 only, schema 3 codec 3 only, schema 4 codec 4 only.
+// 1 only, schema 2 codec 2 only, and so on to schema 5, codec 5 only.
 int mt_codec_of_schema(int64_t version);
 
-// Encodes n >= 1 events as a chunk of `codec` (1 to 4) whose row has the columns h (the
+// Encodes n >= 1 events as a chunk of `codec` (1 to 5) whose row has the columns h (the
 // checksum covers them) into out (mt_codec_bound(n) bytes). c may be NULL for codecs 1 and 2.
 // Returns the BLOB's length, 0 when out of memory or for an unknown codec.
 size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 // 2: event chunks carry a checksum (codec 2). 3: event chunks are compressed (codec 3).
-// 4: their times are counted in a unit each chunk states (codec 4). Readers still read
-// versions 1 (codec 1), 2 (codec 2) and 3 (codec 3).
-#define MEMTRACE_SCHEMA_VERSION 4
+// 4: their times are counted in a unit each chunk states (codec 4). 5: those times as runs
+// (codec 5). Readers still read versions 1 to 4 (codecs 1 to 4).
+#define MEMTRACE_SCHEMA_VERSION 5
 #define MEMTRACE_SCHEMA_VERSION_OLDEST 1
 // 'MTRC' in PRAGMA application_id, so `file`-like checks can tell a capture from any SQLite file.
 #define MEMTRACE_APPLICATION_ID 0x4d545243
@@ -136,11 +136,13 @@ static inline const char* mt_leak_kind_name(int kind) {
 // Chunk codecs (event_chunk.codec). Schema 1 captures hold codec 1 only, schema 2 codec 2
 // only (the same columns followed by a CRC32C of the row), schema 3 codec 3 only (columns of
 // references compressed with zstd, then the CRC32C), schema 4 codec 4 only (codec 3 with
-// times in a unit the chunk states): memtrace/codec.h.
+// times in a unit the chunk states), schema 5 codec 5 only (codec 4 with runs of equal times):
+// memtrace/codec.h.
 #define MT_CODEC_VARINT_COLUMNS 1
 #define MT_CODEC_VARINT_COLUMNS_CRC32C 2
 #define MT_CODEC_ZSTD_COLUMNS_CRC32C 3
 #define MT_CODEC_ZSTD_UNITS_CRC32C 4
+#define MT_CODEC_ZSTD_RUNS_CRC32C 5
 
 // Counter tracks (counter_track.id) with fixed meaning.
 #define MT_TRACK_RSS 1
