@@ -9,6 +9,10 @@
 // - encodes the events again with one field made constant (ts 0, one tid, seq without gaps,
 //   address 0, size 0, callsite 0, kinds reduced to malloc/free): the bytes that field adds.
 // - CODEC_FIELDS_QUANTA=1: the bytes per event with timestamps rounded to coarser clocks.
+// - CODEC_FIELDS_DICT=1: the chunks' precoded columns compressed with a dictionary shared by
+//   the capture's chunks: the previous chunk as a prefix (a dictionary's best case), or one
+//   trained on the first chunks and stored once.
+// - CODEC_FIELDS_CODEC=N: encode in codec N (3 to 5) instead of the current one.
 // Asserts nothing. Usage: codec_fields CAPTURE [LEVEL...] (levels default: 1 3 -1).
 #define _GNU_SOURCE
 #include "memtrace/codec.h"
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zdict.h>
 #include <zstd.h>
 
 #define REPS 3
@@ -33,6 +38,7 @@ typedef struct chunk {
 static chunk* chunks;
 static size_t nchunks, nevents, stored_bytes;
 static int64_t unit = 1; // codec 4's time unit: the capture's resolution (CODEC_FIELDS_UNIT)
+static int codec_used;   // the codec chunks are encoded in (CODEC_FIELDS_CODEC)
 
 static void die(const char* what) {
     fprintf(stderr, "codec_fields: %s\n", what);
@@ -96,8 +102,7 @@ static mt_chunk_coder* coder;
 static size_t encode(const chunk* k, const mt_event* ev) {
     mt_chunk_header h = {k->heap, (int64_t)ev[0].seq, (int64_t)ev[k->n - 1].seq, 0,
                          0,       (int64_t)k->n};
-    size_t len =
-        mt_chunk_encode(coder, mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION), &h, ev, k->n, scratch);
+    size_t len = mt_chunk_encode(coder, codec_used, &h, ev, k->n, scratch);
     if (!len)
         die("encoding failed");
     return len;
@@ -177,7 +182,7 @@ static void zstd_ways(const uint8_t* pre, size_t len, const size_t* ends, size_t
 }
 
 static void columns(void) {
-    int codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
+    int codec = codec_used;
     const char* const* names = col_names3;
     size_t ncols = sizeof col_names3 / sizeof *col_names3;
     if (codec < MT_CODEC_ZSTD_COLUMNS_CRC32C || codec > MT_CODEC_ZSTD_RUNS_CRC32C) {
@@ -244,6 +249,100 @@ static void columns(void) {
                wb[l][1] / (double)nevents, wns[l][1] / (double)nevents);
     ZSTD_freeCCtx(zc);
     free(pre);
+    free(z);
+}
+
+// The precoded content of chunk i (its zstd frame decompressed) into *pre; its length.
+static size_t precoded(size_t i, uint8_t** pre, size_t* cap) {
+    size_t len = encode(&chunks[i], chunks[i].ev) - MT_CHUNK_CHECKSUM_BYTES;
+    unsigned long long size = ZSTD_getFrameContentSize(scratch, len);
+    if (size > *cap) {
+        *cap = size;
+        *pre = realloc(*pre, *cap);
+    }
+    size_t got = ZSTD_decompress(*pre, *cap, scratch, len);
+    if (ZSTD_isError(got))
+        die("a chunk does not decompress");
+    return got;
+}
+
+// A dictionary shared by the chunks (CODEC_FIELDS_DICT): each chunk's precoded columns as one
+// zstd frame at level 3 (one block: a dictionary applies to the frame), without a dictionary,
+// with the previous chunk as a prefix, and with a dictionary trained on the first chunks (a
+// tenth of them, at most 100) and counted once. B/event and CPU ns/event of each.
+static void dictionary(void) {
+    uint8_t *pre = NULL, *prev = NULL, *z = NULL;
+    size_t cap = 0, prev_len = 0, zcap = 0;
+    ZSTD_CCtx* dz = ZSTD_createCCtx();
+    // Training samples: the first chunks' precoded bytes, end to end.
+    size_t ntrain = nchunks / 10 > 100 ? 100 : nchunks / 10 + 1, train_len = 0;
+    uint8_t* train = NULL;
+    size_t* sizes = malloc(ntrain * sizeof *sizes);
+    for (size_t i = 0; i < ntrain; i++) {
+        size_t len = precoded(i, &pre, &cap);
+        train = realloc(train, train_len + len);
+        memcpy(train + train_len, pre, len);
+        train_len += len;
+        sizes[i] = len;
+    }
+    static const size_t dict_sizes[] = {4096, 16384, 65536};
+    ZSTD_CDict* cdict[3] = {NULL};
+    size_t dict_len[3] = {0};
+    for (int d = 0; d < 3; d++) {
+        uint8_t* dict = malloc(dict_sizes[d]);
+        dict_len[d] = ZDICT_trainFromBuffer(dict, dict_sizes[d], train, sizes, (unsigned)ntrain);
+        if (ZDICT_isError(dict_len[d]))
+            dict_len[d] = 0;
+        else
+            cdict[d] = ZSTD_createCDict(dict, dict_len[d], 3);
+        free(dict);
+    }
+    free(train);
+    free(sizes);
+    double bytes[5] = {0}, ns[5] = {0};
+    for (size_t i = 0; i < nchunks; i++) {
+        size_t len = precoded(i, &pre, &cap);
+        if (ZSTD_compressBound(len) > zcap) {
+            zcap = ZSTD_compressBound(len);
+            z = realloc(z, zcap);
+        }
+        for (int way = 0; way < 5; way++) {
+            double t0 = thread_ns();
+            size_t got;
+            if (way == 0) {
+                got = ZSTD_compressCCtx(dz, z, zcap, pre, len, 3);
+            } else if (way == 1) {
+                ZSTD_CCtx_reset(dz, ZSTD_reset_session_only);
+                ZSTD_CCtx_setParameter(dz, ZSTD_c_compressionLevel, 3);
+                if (prev_len)
+                    ZSTD_CCtx_refPrefix(dz, prev, prev_len);
+                got = ZSTD_compress2(dz, z, zcap, pre, len);
+            } else {
+                got = cdict[way - 2]
+                          ? ZSTD_compress_usingCDict(dz, z, zcap, pre, len, cdict[way - 2])
+                          : 0;
+            }
+            ns[way] += thread_ns() - t0;
+            bytes[way] += ZSTD_isError(got) ? 0 : (double)got;
+        }
+        prev = realloc(prev, len);
+        memcpy(prev, pre, len);
+        prev_len = len;
+    }
+    printf("dictionary (precoded chunks, one frame each, level 3)   B/event   ns/event\n");
+    printf("none                                                    %7.3f   %8.1f\n",
+           bytes[0] / (double)nevents, ns[0] / (double)nevents);
+    printf("the previous chunk as a prefix                          %7.3f   %8.1f\n",
+           bytes[1] / (double)nevents, ns[1] / (double)nevents);
+    for (int d = 0; d < 3; d++)
+        printf("trained on %3zu chunks, %5zu B (counted once)           %7.3f   %8.1f\n", ntrain,
+               dict_len[d], (bytes[2 + d] + (double)dict_len[d]) / (double)nevents,
+               ns[2 + d] / (double)nevents);
+    for (int d = 0; d < 3; d++)
+        ZSTD_freeCDict(cdict[d]);
+    ZSTD_freeCCtx(dz);
+    free(pre);
+    free(prev);
     free(z);
 }
 
@@ -438,6 +537,8 @@ int main(int argc, char** argv) {
         merge_chunks((size_t)atoi(getenv("CODEC_FIELDS_MERGE")));
     coder = mt_chunk_coder_new();
     scratch = malloc(mt_codec_bound(1 << 22));
+    codec_used = getenv("CODEC_FIELDS_CODEC") ? atoi(getenv("CODEC_FIELDS_CODEC"))
+                                              : mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
     if (!coder || !scratch)
         die("out of memory");
     if (getenv("CODEC_FIELDS_UNIT"))
@@ -455,6 +556,21 @@ int main(int argc, char** argv) {
     }
     if (getenv("CODEC_FIELDS_QUANTA")) {
         ts_quanta();
+        return 0;
+    }
+    if (getenv("CODEC_FIELDS_SIZES")) { // each chunk's row length, a line each, for tests of
+        // the SQLite pages they take
+        FILE* f = fopen(getenv("CODEC_FIELDS_SIZES"), "w");
+        if (!f)
+            die("cannot write CODEC_FIELDS_SIZES");
+        for (size_t i = 0; i < nchunks; i++)
+            fprintf(f, "%d %zu %zu\n", chunks[i].heap, chunks[i].n,
+                    encode(&chunks[i], chunks[i].ev));
+        fclose(f);
+        return 0;
+    }
+    if (getenv("CODEC_FIELDS_DICT")) {
+        dictionary();
         return 0;
     }
     if (getenv("CODEC_FIELDS_QUICK")) { // size and columns at the default level only

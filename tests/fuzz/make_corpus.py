@@ -48,7 +48,7 @@ def main():
         db = sqlite3.connect(f"file:{dst}?mode=ro", uri=True)
         rows = db.execute("SELECT id, count, codec, data FROM event_chunk WHERE count < 65536")
         for _, count, codec, data in rows:
-            if codec in (2, 3, 4):  # the chunk's CRC32C (4 bytes) follows what the decoders read
+            if codec in (2, 3, 4, 5):  # the chunk's CRC32C (4 bytes) follows what the decoders read
                 data = data[:-4]
             seed = count.to_bytes(2, "little") + data
             # Named by content: the same events in two captures make one seed.
