@@ -61,15 +61,13 @@ uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* cap
     mr_varbytes_put(&v, r->live.count);
     uint32_t tid = 0;
     for (size_t k = 0; k < MR_HEAPMAP_PARTS; k++) {
-        const mr_heapmap_part* part = &r->live.parts[k];
-        size_t n = 0;
-        if (MT_VEC_RESERVE(blocks, capblocks, part->count ? part->count : 1)) {
+        size_t n = r->live.parts[k].count;
+        if (MT_VEC_RESERVE(blocks, capblocks, n ? n : 1)) {
             free(v.p);
             return NULL;
         }
-        for (size_t i = 0; part->slots && i <= part->mask && n < part->count; i++)
-            if (part->slots[i].addr)
-                (*blocks)[n++] = part->slots[i];
+        if (n)
+            mr_heapmap_part_blocks(&r->live, k, *blocks);
         qsort(*blocks, n, sizeof **blocks, by_addr);
         mr_varbytes_put(&v, n);
         uint64_t addr = 0;
@@ -498,9 +496,9 @@ static int replay_from_checkpoint(at_run* s, char* err, size_t errlen) {
     s->last_seq = r.last_seq;
     s->jump = false;
     memset(s->live, 0, 2 * (s->whole->nrows ? s->whole->nrows : 1) * sizeof *s->live);
-    const mr_block* b;
+    mr_block b;
     for (size_t i = 0; !rc && mr_heapmap_next(&r.live, &i, &b);)
-        if (!count(s, b->callsite, b->size, 1))
+        if (!count(s, b.callsite, b.size, 1))
             rc = mr_varbytes_fail(why, sizeof why, "checkpoint at seq %llu: a block of no callsite",
                                   (unsigned long long)seq);
     bool damaged = rc == -EPROTO; // the checkpoint's; the events' are worded in err

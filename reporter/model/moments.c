@@ -236,13 +236,13 @@ static int ends(tracker* t, const mr_replay* r) {
     if (mr_u64map_init(&at))
         return -ENOMEM;
     size_t cap = 0;
-    const mr_block* b;
+    mr_block b;
     int e = 0;
     for (size_t i = 0; e == 0 && mr_heapmap_next(&r->live, &i, &b);) {
-        if (!(b->tid & TAG_MINE))
+        if (!(b.tid & TAG_MINE))
             continue;
-        uint32_t bucket = b->tid & TAG_BUCKET, kind = (b->tid & ~TAG_MINE) >> TAG_KIND_SHIFT;
-        uint64_t key = (uint64_t)bucket << 35 | (uint64_t)kind << 32 | b->callsite;
+        uint32_t bucket = b.tid & TAG_BUCKET, kind = (b.tid & ~TAG_MINE) >> TAG_KIND_SHIFT;
+        uint64_t key = (uint64_t)bucket << 35 | (uint64_t)kind << 32 | b.callsite;
         uint64_t* k = mr_u64map_get(&at, key);
         if (!k) {
             if (mt_vec_grow(&m->ends, &cap, m->nends + 1, sizeof *m->ends) ||
@@ -250,10 +250,10 @@ static int ends(tracker* t, const mr_replay* r) {
                 e = -ENOMEM;
                 break;
             }
-            m->ends[m->nends++] = (mr_moment_end){bucket, b->callsite, (int)kind, 0, 0};
+            m->ends[m->nends++] = (mr_moment_end){bucket, b.callsite, (int)kind, 0, 0};
             k = mr_u64map_get(&at, key);
         }
-        m->ends[*k - 1].bytes += b->size;
+        m->ends[*k - 1].bytes += b.size;
         m->ends[*k - 1].blocks++;
     }
     mr_u64map_free(&at);

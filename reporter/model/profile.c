@@ -274,12 +274,12 @@ static void builder_free(builder* b) {
 // The builder at a checkpoint's state (r, loaded): each live block in its row, and that
 // state the range's latest candidate unless it is the state before any event.
 static int start_at(builder* b, const mr_replay* r) {
-    const mr_block* blk;
+    mr_block blk;
     for (size_t i = 0; mr_heapmap_next(&r->live, &i, &blk);) {
-        mr_profile_row* row = row_of(b, blk->callsite, blk->tid);
+        mr_profile_row* row = row_of(b, blk.callsite, blk.tid);
         if (!row)
             return -ENOMEM;
-        row->end_bytes += blk->size;
+        row->end_bytes += blk.size;
         row->end_blocks++;
     }
     if (r->events) {
@@ -360,12 +360,12 @@ static void save_rows(builder* b) {
 
 // Adds live's blocks to their rows' live values (at_mark) or end values.
 static int tally(builder* b, const mr_heapmap* live, bool at_mark) {
-    const mr_block* blk;
+    mr_block blk;
     for (size_t i = 0; mr_heapmap_next(live, &i, &blk);) {
-        mr_profile_row* row = row_of(b, blk->callsite, blk->tid);
+        mr_profile_row* row = row_of(b, blk.callsite, blk.tid);
         if (!row)
             return -ENOMEM;
-        *(at_mark ? &row->live_bytes : &row->end_bytes) += blk->size;
+        *(at_mark ? &row->live_bytes : &row->end_bytes) += blk.size;
         (*(at_mark ? &row->live_blocks : &row->end_blocks))++;
     }
     return 0;

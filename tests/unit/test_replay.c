@@ -106,7 +106,7 @@ static void test_basic(void) {
         CHECK_EQ_I64(r.peak_ts, 60);
         CHECK_EQ_I64(r.live_bytes, 50);
         CHECK_EQ_I64(r.live.count, 1);
-        CHECK(mr_heapmap_get(&r.live, 0xd0) != NULL);
+        CHECK(mr_heapmap_get(&r.live, 0xd0, NULL));
         CHECK_EQ_I64(r.last_seq, 10);
         CHECK_EQ_I64(r.first_ts, 10);
         CHECK_EQ_I64(r.last_ts, 100);
