@@ -9,6 +9,7 @@
 #include "memtrace/schema.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,10 +101,13 @@ bool mt_capture_writable(mt_capture* cap) {
 }
 
 // Runs sql on a table made by create if missing: ?1 is heap, ?2... the nvals values, then the
-// nblobs blobs. In a savepoint: a full disk or a lock leaves the capture as it was.
+// nblobs blobs. With data_of set, sql inserts one row into that table and the last blob is
+// its column `data`: bound as zeroes, then written into the row's pages, so that SQLite does
+// not copy a checkpoint of megabytes into a record first (the replay storing it is at its
+// largest then). In a savepoint: a full disk or a lock leaves the capture as it was.
 static int write_row(mt_capture* cap, const char* create, const char* sql, int heap,
                      const int64_t* vals, int nvals, const void* const* blobs, const size_t* lens,
-                     int nblobs) {
+                     int nblobs, const char* data_of) {
     if (!mt_capture_writable(cap))
         return -EROFS;
     sqlite3* db = mt_capture_sqlite(cap);
@@ -118,12 +122,27 @@ static int write_row(mt_capture* cap, const char* create, const char* sql, int h
         sqlite3_bind_int(st, 1, heap);
         for (int i = 0; i < nvals; i++)
             sqlite3_bind_int64(st, 2 + i, vals[i]);
-        for (int i = 0; i < nblobs; i++)
-            sqlite3_bind_blob64(st, 2 + nvals + i, blobs[i] ? blobs[i] : "", lens[i],
-                                SQLITE_STATIC);
+        for (int i = 0; i < nblobs; i++) {
+            if (data_of && i == nblobs - 1)
+                sqlite3_bind_zeroblob64(st, 2 + nvals + i, lens[i]);
+            else
+                sqlite3_bind_blob64(st, 2 + nvals + i, blobs[i] ? blobs[i] : "", lens[i],
+                                    SQLITE_STATIC);
+        }
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     }
     sqlite3_finalize(st);
+    if (!rc && data_of && nblobs && lens[nblobs - 1]) {
+        sqlite3_blob* b = NULL;
+        rc = sqlite3_blob_open(db, "main", data_of, "data", sqlite3_last_insert_rowid(db), 1, &b) ==
+                         SQLITE_OK &&
+                     lens[nblobs - 1] <= INT_MAX &&
+                     sqlite3_blob_write(b, blobs[nblobs - 1], (int)lens[nblobs - 1], 0) == SQLITE_OK
+                 ? 0
+                 : -EIO;
+        if (sqlite3_blob_close(b) != SQLITE_OK)
+            rc = -EIO;
+    }
     if (!rc && sqlite3_exec(db, "RELEASE mt_derived", NULL, NULL, NULL) != SQLITE_OK)
         rc = -EIO;
     if (rc) {
@@ -139,7 +158,7 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
     return write_row(cap, MEMTRACE_AGGREGATE_SQL,
                      "INSERT OR REPLACE INTO aggregate(heap, format, fingerprint, data)"
                      " VALUES(?1, ?2, ?3, ?4)",
-                     heap, vals, 2, &data, &len, 1);
+                     heap, vals, 2, &data, &len, 1, NULL);
 }
 
 // ---- checkpoints
@@ -152,10 +171,10 @@ int mt_capture_checkpoint_clear(mt_capture* cap, int heap) {
                            &st, NULL) == SQLITE_OK)
         sqlite3_finalize(st);
     else if (write_row(cap, "SELECT 1", "DROP TABLE IF EXISTS checkpoint", heap, NULL, 0, NULL,
-                       NULL, 0))
+                       NULL, 0, NULL))
         return -EIO;
     return write_row(cap, MEMTRACE_CHECKPOINT_SQL, "DELETE FROM checkpoint WHERE heap=?1", heap,
-                     NULL, 0, NULL, NULL, 0);
+                     NULL, 0, NULL, NULL, 0, NULL);
 }
 
 int mt_capture_checkpoint_store(mt_capture* cap, int heap, const mt_checkpoint_row* row) {
@@ -168,7 +187,7 @@ int mt_capture_checkpoint_store(mt_capture* cap, int heap, const mt_checkpoint_r
                      "INSERT OR REPLACE INTO checkpoint(heap, seq, ts_max, ts_min, high_bytes,"
                      " high_seq, high_ts, format, fingerprint, allocated, data)"
                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                     heap, vals, 8, blobs, lens, 2);
+                     heap, vals, 8, blobs, lens, 2, "checkpoint");
 }
 
 // A checkpoint query's key: ?1 heap, ?2 format, ?3 fingerprint, ?4 its own first argument.
