@@ -38,14 +38,46 @@ uint64_t mr_checkpoints_interval(void) {
 // is sorted: a sorted copy of the whole live set would double the memory of the replay
 // that stores them.
 
-static int by_addr(const void* a, const void* b) {
-    const mr_block *x = a, *y = b;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+// Sorts a[0..n) by address (the addresses of a part are distinct) with tmp[0..n) as the
+// other buffer of a bottom-up merge sort: no allocation per sort, unlike qsort's own buffer
+// of the run's size (made and freed 16 times a checkpoint).
+static void sort_by_addr(mr_block* a, mr_block* tmp, size_t n) {
+    enum { RUN = 16 };
+    for (size_t lo = 0; lo < n; lo += RUN) { // insertion sort of each run
+        size_t hi = lo + RUN < n ? lo + RUN : n;
+        for (size_t i = lo + 1; i < hi; i++) {
+            mr_block x = a[i];
+            size_t j = i;
+            for (; j > lo && a[j - 1].addr > x.addr; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+    }
+    mr_block *from = a, *to = tmp;
+    for (size_t width = RUN; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = mid + width < n ? mid + width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                to[k++] = from[i].addr < from[j].addr ? from[i++] : from[j++];
+            while (i < mid)
+                to[k++] = from[i++];
+            while (j < hi)
+                to[k++] = from[j++];
+        }
+        mr_block* t = from;
+        from = to;
+        to = t;
+    }
+    if (from != a)
+        memcpy(a, from, n * sizeof *a);
 }
 
 uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
-                              size_t* len) {
-    mr_varbuf v = {0};
+                              mr_varbuf* buf, size_t* len) {
+    mr_varbuf v = *buf;
+    v.n = 0;
     mr_varbytes_put(&v, r->events);
     mr_varbytes_put(&v, r->allocations);
     mr_varbytes_put(&v, r->frees);
@@ -60,15 +92,16 @@ uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* cap
     mr_varbytes_put_signed(&v, r->last_ts);
     mr_varbytes_put(&v, r->live.count);
     uint32_t tid = 0;
-    for (size_t k = 0; k < MR_HEAPMAP_PARTS; k++) {
+    for (size_t k = 0; k < MR_HEAPMAP_PARTS && !v.oom; k++) {
         size_t n = r->live.parts[k].count;
-        if (MT_VEC_RESERVE(blocks, capblocks, n ? n : 1)) {
-            free(v.p);
-            return NULL;
+        // The part's blocks, and as many again for the sort's other buffer.
+        if (MT_VEC_RESERVE(blocks, capblocks, n ? 2 * n : 1)) {
+            v.oom = true;
+            break;
         }
         if (n)
             mr_heapmap_part_blocks(&r->live, k, *blocks);
-        qsort(*blocks, n, sizeof **blocks, by_addr);
+        sort_by_addr(*blocks, *blocks + n, n);
         mr_varbytes_put(&v, n);
         uint64_t addr = 0;
         for (size_t i = 0; i < n; i++) {
@@ -81,7 +114,9 @@ uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* cap
             tid = x->tid;
         }
     }
-    return mr_varbytes_seal(&v, CKPT_K0, CKPT_K1, len);
+    uint8_t* p = mr_varbytes_seal(&v, CKPT_K0, CKPT_K1, len);
+    *buf = p ? v : (mr_varbuf){0}; // sealing frees the bytes when it fails
+    return p;
 }
 
 int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
@@ -290,14 +325,14 @@ static void store(mr_checkpoints_writer* w, const mr_replay* r, uint64_t seq, in
     mr_replay empty = {0};
     mr_checkpoints_writer none = {0};
     uint8_t* allocated = encode_allocated(seq ? w : &none, &row.allocated_len);
-    uint8_t* data = mr_checkpoint_encode(seq ? r : &empty, &w->blocks, &w->capblocks, &row.len);
+    uint8_t* data =
+        mr_checkpoint_encode(seq ? r : &empty, &w->blocks, &w->capblocks, &w->encoded, &row.len);
     row.allocated = allocated;
     row.data = data;
     // Out of memory or disk: the replay goes on, the set is not whole (never used).
     if (!allocated || !data || mt_capture_checkpoint_store(w->cap, w->heap, &row))
         w->failed = true;
     free(allocated);
-    free(data);
 }
 
 int mr_checkpoints_observe(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
@@ -333,6 +368,8 @@ int mr_checkpoints_end(mr_checkpoints_writer* w) {
 
 void mr_checkpoints_writer_free(mr_checkpoints_writer* w) {
     free(w->blocks);
+    free(w->encoded.p);
+    w->encoded = (mr_varbuf){0};
     free(w->allocated);
     mr_u64map_free(&w->stray_count);
     mr_u64map_free(&w->stray_bytes);

@@ -16,6 +16,7 @@
 #include "profile.h"
 #include "replay.h"
 #include "u64map.h"
+#include "varbytes.h"
 
 #include "memtrace/capture.h"
 
@@ -49,8 +50,9 @@ typedef struct mr_checkpoints_writer {
     int64_t ts_max;   // the latest time of the events so far
     int64_t ts_min;   // the earliest time of the events since the last checkpoint
     bool failed;      // a checkpoint could not be stored: the set is not whole
-    mr_block* blocks; // scratch: a part of the live blocks, by address
+    mr_block* blocks; // scratch: a part of the live blocks, by address, and the sort's
     size_t capblocks;
+    mr_varbuf encoded; // the last checkpoint's bytes, its memory kept for the next
     // The most bytes live after one of the events since the last checkpoint, the first
     // event at it (high_seq 0: no event yet).
     uint64_t high_bytes, high_seq;
@@ -78,10 +80,11 @@ bool mr_checkpoints_present(mt_capture* cap, int heap, uint64_t fingerprint);
 
 // The stored bytes of the replay's state (blocks: scratch, grown as needed), and that
 // state put back into r (initialised, empty) from them: r then replays the events after
-// seq. encode returns a malloc'd buffer or NULL; load returns 0, -ENOMEM, or -EPROTO with
-// what is wrong in why.
+// seq. encode writes them into buf (its bytes replaced, its memory reused; the caller frees
+// buf->p) and returns buf->p, or NULL (buf then emptied); load returns 0, -ENOMEM, or
+// -EPROTO with what is wrong in why.
 uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
-                              size_t* len);
+                              mr_varbuf* buf, size_t* len);
 int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
                        size_t whylen);
 
