@@ -284,7 +284,7 @@ MT_EXPORT int munmap(void* addr, size_t len) {
     mt_pyframes_before_release(true);
     if (MT_LIKELY(!tracing_mappings()))
         return mt_real.munmap(addr, len);
-    return mt_munmap_traced(addr, len);
+    return mt_mmap_munmap_traced(addr, len);
 }
 
 MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
@@ -300,7 +300,7 @@ MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...
         return (void*)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
     if (MT_LIKELY(!tracing_mappings()))
         return mt_real.mremap(old, old_len, new_len, flags, new_addr);
-    return mt_mremap_traced(old, old_len, new_len, flags, new_addr);
+    return mt_mmap_mremap_traced(old, old_len, new_len, flags, new_addr);
 }
 
 // ---- module maps follow dlopen/dlclose

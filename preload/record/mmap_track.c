@@ -200,7 +200,7 @@ void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t 
     return p;
 }
 
-int mt_munmap_traced(void* addr, size_t len) {
+int mt_mmap_munmap_traced(void* addr, size_t len) {
     // The kernel refuses these (EINVAL) and unmaps nothing: nothing to record.
     if (((uintptr_t)addr & page_mask()) || !len || !lock())
         return mt_real.munmap(addr, len);
@@ -215,7 +215,7 @@ int mt_munmap_traced(void* addr, size_t len) {
     return rc;
 }
 
-void* mt_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr) {
+void* mt_mmap_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr) {
     if (((uintptr_t)old & page_mask()) || !lock())
         return mt_real.mremap(old, old_len, new_len, flags, new_addr);
     uintptr_t lo = (uintptr_t)old, hi = lo + page_up(old_len);

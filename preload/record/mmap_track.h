@@ -11,8 +11,8 @@
 #include <sys/types.h>
 
 void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off);
-int mt_munmap_traced(void* addr, size_t len);
-void* mt_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr);
+int mt_mmap_munmap_traced(void* addr, size_t len);
+void* mt_mmap_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr);
 // The real mmap, also before the real functions are resolved (then the system call).
 void* mt_mmap_real(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 // In a forked child (core_lifecycle.c's fork handler): the table empty and unlocked.

@@ -183,7 +183,7 @@ static int parse_option(int c, fg_args* a, int* modes) {
         break;
     }
     case 'H':
-        mr_capture_want_heap(optarg);
+        mr_extent_want_heap(optarg);
         break;
     case MR_OPT_FULL_NAMES:
         mr_cxx_names_set_full(true);
@@ -258,7 +258,7 @@ static int open_input(fg_run* run) {
     int rc = mr_load_capture_symbols(run->path, &run->cap, &run->sym);
     if (rc)
         return rc;
-    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
+    run->extent = mr_extent_of(run->cap, mr_extent_default_heap(run->cap));
     bool steps;
     return mr_when_query(&run->args.when, run->path, run->cap, &run->query, &steps);
 }
@@ -460,8 +460,8 @@ static size_t busiest_threads(const mr_moments* m, uint32_t tids[VIEW_THREADS]) 
 // memreport view: one heap's pages (with `threads`, its busiest threads' too), added to
 // the pages. Returns an exit code.
 static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages* pages) {
-    run->extent = mr_capture_extent(run->cap, mr_capture_default_heap(run->cap));
-    run->query = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(run->cap));
+    run->extent = mr_extent_of(run->cap, mr_extent_default_heap(run->cap));
+    run->query = (mr_query)MR_QUERY_INIT(mr_extent_default_heap(run->cap));
     // One series point per pixel column of a wide laptop screen at most.
     mr_timeline_opts topts = {.buckets = 1200};
     char msg[1024];
@@ -498,13 +498,13 @@ static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages*
 
 // The heaps a view page offers, the one it opens with first: a process's libc heap with its
 // python and pool heaps together, then each alone; the libc heap; the mmap heap
-// (MEMTRACE_MMAP=1). names[k] is the heap's name for mr_capture_want_heap (NULL: the default
+// (MEMTRACE_MMAP=1). names[k] is the heap's name for mr_extent_want_heap (NULL: the default
 // one), labels[k] what the page calls it; *pool the pool heap's name (malloc'd, or NULL).
 // Returns how many.
 static int view_heaps(mt_capture* cap, const char* names[5], const char* labels[5], char** pool) {
     int n = 0;
-    bool python = mr_capture_heap_named(cap, "python") != 0;
-    *pool = mr_capture_heap_name(cap, MT_HEAP_POOL);
+    bool python = mr_extent_heap_named(cap, "python") != 0;
+    *pool = mr_extent_heap_name(cap, MT_HEAP_POOL);
     names[n] = NULL;
     labels[n++] = python && *pool ? "libc, python and pool"
                   : python        ? "libc and python"
@@ -522,7 +522,7 @@ static int view_heaps(mt_capture* cap, const char* names[5], const char* labels[
         names[n] = labels[n] = *pool;
         n++;
     }
-    if (mr_capture_heap_named(cap, "mmap")) {
+    if (mr_extent_heap_named(cap, "mmap")) {
         names[n] = labels[n] = "mmap";
         n++;
     }
@@ -569,10 +569,10 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
         rc = MR_EXIT_IO;
     }
     for (int k = 0; rc == 0 && k < n; k++) {
-        mr_capture_want_heap(names[k]);
+        mr_extent_want_heap(names[k]);
         rc = view_heap(&run, labels[k], k == 0, pages);
     }
-    mr_capture_want_heap(NULL);
+    mr_extent_want_heap(NULL);
     if (rc == 0)
         rc = write_pages(pages, path, output, force);
     mr_heap_pages_free(pages);
@@ -621,7 +621,7 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
                                  args[0] ? " " : "", args) < 0) {
             mr_error(p->path, "out of memory");
             rc = MR_EXIT_IO;
-        } else if (mr_capture_extent(p->cap, mr_capture_default_heap(p->cap)).steps) {
+        } else if (mr_extent_of(p->cap, mr_extent_default_heap(p->cap)).steps) {
             mr_error(p->path, "an imported NPU log, timed in allocation steps: memreport plot "
                               "and flamegraph show it");
             rc = MR_EXIT_BAD_INPUT;

@@ -320,7 +320,7 @@ static int add_process(const mr_process* p, const mr_profile* prof, suppressions
                        unsigned mask, bool* scanned, mr_leaks_group** all, size_t* n) {
     size_t k = 0;
     mr_leak_kinds kinds;
-    mr_query whole = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
+    mr_query whole = MR_QUERY_INIT(mr_extent_default_heap(p->cap));
     int rc = load_kinds(p->path, p->cap, p->sym, mask, &whole, &kinds);
     if (rc)
         return rc;

@@ -64,7 +64,7 @@ static int plot_capture(const mr_plot_args* a) {
     int rc = mr_load_capture(a->input, &cap);
     if (rc)
         return rc;
-    if (mr_capture_default_heap(cap) == MT_HEAP_NPU)
+    if (mr_extent_default_heap(cap) == MT_HEAP_NPU)
         rc = mr_plot_npu_capture(cap, a);
     else
         rc = mr_plot_native(cap, a);
@@ -89,7 +89,7 @@ static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
         }
     // An NPU heap's plot is over allocation steps, not time: it does not stack.
     for (size_t i = 0; !rc && i < s.n; i++)
-        if (mr_capture_default_heap(s.procs[i].cap) == MT_HEAP_NPU)
+        if (mr_extent_default_heap(s.procs[i].cap) == MT_HEAP_NPU)
             rc = mr_opts_usage_error(plot_help, "%s: an NPU capture is plotted alone",
                                      s.procs[i].path);
     if (!rc)
@@ -160,7 +160,7 @@ int mr_cmd_plot(int argc, char** argv) {
             sites[a.nsites++] = optarg;
             break;
         case OPT_HEAP:
-            mr_capture_want_heap(optarg);
+            mr_extent_want_heap(optarg);
             break;
         case MR_OPT_FULL_NAMES:
             mr_cxx_names_set_full(true);

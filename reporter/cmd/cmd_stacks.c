@@ -185,7 +185,7 @@ static int write_stacks(const stacks_args* a, const char* path, const mr_symbols
 // The model's rows at the peak: allocations of the whole run, live at the peak and at the
 // end. Returns an exit code.
 static int report(const stacks_args* a, const char* path, mt_capture* cap, const mr_symbols* sy) {
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(cap));
+    mr_query q = MR_QUERY_INIT(mr_extent_default_heap(cap));
     q.progress = "stacks";
     mr_profile p;
     int e = mr_load_program_profile(path, cap, sy, &q, &p);

@@ -262,7 +262,7 @@ static void stats_free(stats* s) {
 static int report(const char* path, mt_capture* cap, stats* s, const stats_args* a) {
     mr_aggregates agg;
     char err[256] = "";
-    int heap = mr_capture_default_heap(cap);
+    int heap = mr_extent_default_heap(cap);
     int e = mr_aggregates_get(cap, heap, "stats", &agg, err, sizeof err);
     if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
         mr_error(path, "%s", err);
@@ -343,7 +343,7 @@ static int process_aggregates(const mr_capture_set* set, mr_aggregates* aggs, mr
     for (size_t i = 0; i < set->n; i++) {
         const mr_process* p = &set->procs[i];
         char err[256] = "";
-        int e = mr_aggregates_get(p->cap, mr_capture_default_heap(p->cap), "stats", &aggs[i], err,
+        int e = mr_aggregates_get(p->cap, mr_extent_default_heap(p->cap), "stats", &aggs[i], err,
                                   sizeof err);
         if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
             mr_error(p->path, "%s", err);

@@ -41,7 +41,7 @@ static const char summary_help[] =
 // that heap and the report is of another. Returns 0 or an exit code after the reason.
 static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) {
     *found = false;
-    int id = mr_capture_heap_named(cap, "mmap");
+    int id = mr_extent_heap_named(cap, "mmap");
     if (!id || id == shown)
         return 0;
     int rc = mr_load_aggregates(cap, id, "summary", m);
@@ -54,8 +54,8 @@ static int mmap_heap(mt_capture* cap, int shown, mr_aggregates* m, bool* found) 
 // (`shown`); got[i] says which were read (to be freed). Returns 0 or an exit code (after
 // the reason).
 static int program_heaps(mt_capture* cap, int shown, mr_aggregates h[4], bool got[4]) {
-    int ids[4] = {MT_HEAP_LIBC, mr_capture_heap_named(cap, "python"),
-                  mr_capture_heap_id(cap, MT_HEAP_POOL) ? MT_HEAP_POOL : 0, MT_HEAP_PROGRAM};
+    int ids[4] = {MT_HEAP_LIBC, mr_extent_heap_named(cap, "python"),
+                  mr_extent_has_heap(cap, MT_HEAP_POOL) ? MT_HEAP_POOL : 0, MT_HEAP_PROGRAM};
     for (int i = 0; (ids[1] || ids[2]) && i < 4; i++) {
         if (!ids[i] && i < 3)
             continue;
@@ -77,7 +77,7 @@ int mr_cmd_summary(int argc, char** argv) {
     int c;
     while ((c = getopt_long(argc, argv, "jo:fh", opts, NULL)) != -1) {
         if (c == OPT_HEAP) {
-            mr_capture_want_heap(optarg);
+            mr_extent_want_heap(optarg);
             continue;
         }
         int orc = mr_opts_handle(&opt, c, summary_help);
@@ -93,7 +93,7 @@ int mr_cmd_summary(int argc, char** argv) {
     int rc = mr_load_capture(path, &cap);
     if (rc)
         return rc;
-    int heap = mr_capture_default_heap(cap);
+    int heap = mr_extent_default_heap(cap);
     mr_aggregates a;
     if (!(rc = mr_load_aggregates(cap, heap, "summary", &a))) {
         mr_summary sum = {.cap = cap, .totals = &a.peak.heap, .threads = a.nthreads};
@@ -115,9 +115,9 @@ int mr_cmd_summary(int argc, char** argv) {
         bool got[4] = {false, false, false, false};
         if (!rc)
             rc = program_heaps(cap, heap, py, got);
-        char* pool_name = mr_capture_heap_name(cap, MT_HEAP_POOL);
+        char* pool_name = mr_extent_heap_name(cap, MT_HEAP_POOL);
         char total_of[128];
-        bool python = mr_capture_heap_named(cap, "python") != 0;
+        bool python = mr_extent_heap_named(cap, "python") != 0;
         if (got[0] || got[1] || got[2] || got[3]) {
             sum.libc = got[0] ? &py[0].peak.heap : NULL;
             sum.python = got[1] ? &py[1].peak.heap : NULL;

@@ -117,8 +117,8 @@ void mr_diff_run_close(mr_diff_run* r) {
 // The numbers of an open capture at its peak, with what went wrong (or a note) in r->err. progress:
 // whether a terminal may show this side's progress. Returns an exit code.
 static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progress) {
-    r->npu = mr_capture_default_heap(r->cap) == MT_HEAP_NPU;
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(r->cap));
+    r->npu = mr_extent_default_heap(r->cap) == MT_HEAP_NPU;
+    mr_query q = MR_QUERY_INIT(mr_extent_default_heap(r->cap));
     q.progress = progress ? "diff" : NULL;
     int e = mr_profile_build(r->cap, &q, &r->prof, r->err, sizeof r->err);
     if (!e && (e = mr_runtime_held_apart(&r->prof, r->sy, false, &r->held_bytes, NULL)))

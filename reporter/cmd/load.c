@@ -17,8 +17,8 @@
 int mr_load_capture(const char* path, mt_capture** out) {
     char err[512];
     int rc = mt_capture_open(path, out, err, sizeof err);
-    const char* heap = mr_wanted_heap_name();
-    if (rc == 0 && heap && !mr_capture_heap_named(*out, heap)) { // --heap NAME
+    const char* heap = mr_extent_wanted_heap();
+    if (rc == 0 && heap && !mr_extent_heap_named(*out, heap)) { // --heap NAME
         mr_error(path, "no heap named '%s'%s", heap,
                  strcmp(heap, "mmap") ? "" : " (recorded with MEMTRACE_MMAP=1 only)");
         mt_capture_close(*out);
@@ -112,7 +112,7 @@ int mr_load_leak_totals(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_
         return rc;
     mr_leak_kinds kinds;
     char err[256];
-    int e = mr_leak_kinds_load(cap, mr_capture_default_heap(cap), mr_symbols_callsite_count(sym),
+    int e = mr_leak_kinds_load(cap, mr_extent_default_heap(cap), mr_symbols_callsite_count(sym),
                                &kinds, err, sizeof err);
     if (e) {
         mr_error(mt_capture_path(cap), "%s", err);

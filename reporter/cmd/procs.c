@@ -68,7 +68,7 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs
     for (; !rc && built < s->n; built++) {
         const mr_process* p = &s->procs[built];
         mr_query pq = *q;
-        pq.heap = mr_capture_default_heap(p->cap);
+        pq.heap = mr_extent_default_heap(p->cap);
         if (at) {
             pq.moment = MR_AT_TIME;
             pq.at = at->at[built];
@@ -114,7 +114,7 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
 // The numbers of one process, from its aggregates. Returns an exit code.
 static int numbers_of(const mr_process* p, mr_proc_numbers* out) {
     mr_aggregates a;
-    int rc = mr_load_aggregates(p->cap, mr_capture_default_heap(p->cap), "summary", &a);
+    int rc = mr_load_aggregates(p->cap, mr_extent_default_heap(p->cap), "summary", &a);
     if (rc)
         return rc;
     const mr_heap_totals* t = &a.peak.heap;
@@ -168,7 +168,7 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at
     int rc = mr_load_symbols(p->cap, &sym);
     if (rc)
         return rc;
-    mr_query q = MR_QUERY_INIT(mr_capture_default_heap(p->cap));
+    mr_query q = MR_QUERY_INIT(mr_extent_default_heap(p->cap));
     q.moment = mode == MR_FLAMEGRAPH_LEAKS ? MR_AT_END : MR_AT_TIME;
     q.at = at;
     q.before_seq = before_seq;

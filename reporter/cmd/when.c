@@ -86,7 +86,7 @@ static void marks_free(mark_list* l) {
 
 // Reads the heap's marks. Returns 0 or an exit code after the reason.
 static int marks_load(mt_capture* cap, int heap, const char* path, mark_list* l) {
-    mr_extent extent = mr_capture_extent(cap, heap);
+    mr_extent extent = mr_extent_of(cap, heap);
     l->capture_end = extent.steps ? extent.end - 1 : extent.end;
     l->steps = extent.steps;
     mt_mark_query mq = {.heap = heap, .by_time = true};
@@ -127,10 +127,10 @@ static const named_mark* nth_named(const mark_list* l, const char* name, size_t 
 static const char* describe_mark(const named_mark* m, bool steps, char* buf, size_t len) {
     char a[32], b[32];
     if (m->range)
-        snprintf(buf, len, "range %s..%s", mr_format_time(m->begin, steps, a, sizeof a),
-                 mr_format_time(m->end, steps, b, sizeof b));
+        snprintf(buf, len, "range %s..%s", mr_extent_format_time(m->begin, steps, a, sizeof a),
+                 mr_extent_format_time(m->end, steps, b, sizeof b));
     else
-        snprintf(buf, len, "mark at %s", mr_format_time(m->begin, steps, a, sizeof a));
+        snprintf(buf, len, "mark at %s", mr_extent_format_time(m->begin, steps, a, sizeof a));
     return buf;
 }
 
@@ -220,10 +220,10 @@ static int mark_time(const mark_ctx* c, const char* option, const char* value, c
 }
 
 int mr_when_query(const mr_when* w, const char* path, mt_capture* cap, mr_query* q, bool* steps) {
-    *q = (mr_query)MR_QUERY_INIT(mr_capture_default_heap(cap));
+    *q = (mr_query)MR_QUERY_INIT(mr_extent_default_heap(cap));
     q->moment = w->moment;
     q->tid = w->tid;
-    mr_extent extent = mr_capture_extent(cap, q->heap);
+    mr_extent extent = mr_extent_of(cap, q->heap);
     *steps = extent.steps;
     mark_list marks = {0};
     int rc = 0;

@@ -35,7 +35,7 @@ static int match_heap(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
-int mr_capture_heap_named(mt_capture* cap, const char* name) {
+int mr_extent_heap_named(mt_capture* cap, const char* name) {
     heap_lookup l = {name, 0};
     return mt_capture_heaps(cap, match_heap, &l) == 0 ? l.id : 0;
 }
@@ -55,7 +55,7 @@ static int find_id(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
-char* mr_capture_heap_name(mt_capture* cap, int id) {
+char* mr_extent_heap_name(mt_capture* cap, int id) {
     heap_by_id l = {id, false, NULL};
     if (mt_capture_heaps(cap, find_id, &l)) {
         free(l.name);
@@ -64,7 +64,7 @@ char* mr_capture_heap_name(mt_capture* cap, int id) {
     return l.name;
 }
 
-bool mr_capture_heap_id(mt_capture* cap, int id) {
+bool mr_extent_has_heap(mt_capture* cap, int id) {
     heap_by_id l = {id, false, NULL};
     int rc = mt_capture_heaps(cap, find_id, &l);
     free(l.name);
@@ -73,16 +73,16 @@ bool mr_capture_heap_id(mt_capture* cap, int id) {
 
 static const char* wanted_heap; // --heap NAME
 
-void mr_capture_want_heap(const char* name) {
+void mr_extent_want_heap(const char* name) {
     wanted_heap = name;
 }
 
-const char* mr_wanted_heap_name(void) {
+const char* mr_extent_wanted_heap(void) {
     return wanted_heap;
 }
 
-int mr_capture_default_heap(mt_capture* cap) {
-    int wanted = wanted_heap ? mr_capture_heap_named(cap, wanted_heap) : 0;
+int mr_extent_default_heap(mt_capture* cap) {
+    int wanted = wanted_heap ? mr_extent_heap_named(cap, wanted_heap) : 0;
     if (wanted)
         return wanted;
     // A python process: its objects are in heap python, the rest in libc's; a program's own
@@ -96,7 +96,7 @@ int mr_capture_default_heap(mt_capture* cap) {
     return MT_HEAP_LIBC;
 }
 
-mr_extent mr_capture_extent(mt_capture* cap, int heap) {
+mr_extent mr_extent_of(mt_capture* cap, int heap) {
     mt_heap_span span;
     int64_t last_event = mt_capture_heap_span(cap, heap, &span) == 1 ? span.last_ts : -1;
     if (heap == MT_HEAP_NPU) {
@@ -111,7 +111,7 @@ mr_extent mr_capture_extent(mt_capture* cap, int heap) {
     return (mr_extent){d > last_event ? d : last_event > 0 ? last_event : 0, false};
 }
 
-char* mr_format_time(int64_t t, bool steps, char* buf, size_t len) {
+char* mr_extent_format_time(int64_t t, bool steps, char* buf, size_t len) {
     if (steps)
         snprintf(buf, len, "step %lld", (long long)t);
     else

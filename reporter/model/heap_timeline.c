@@ -202,8 +202,8 @@ static int read_track(native* nv, int track, mr_points* out) {
 
 static uint64_t count_events(native* nv) {
     mt_heap_span span;
-    return mt_capture_heap_span(nv->cap, mr_capture_default_heap(nv->cap), &span) < 0 ? 0
-                                                                                      : span.events;
+    return mt_capture_heap_span(nv->cap, mr_extent_default_heap(nv->cap), &span) < 0 ? 0
+                                                                                     : span.events;
 }
 
 // The end of the latest mark or range (begin of one still open) outside the NPU heap.
@@ -224,7 +224,7 @@ static int64_t max_ts(native* nv) {
     mt_heap_span span;
     int64_t rss, vsz, t = 0;
     latest mark = {false, 0};
-    int has_events = mt_capture_heap_span(nv->cap, mr_capture_default_heap(nv->cap), &span);
+    int has_events = mt_capture_heap_span(nv->cap, mr_extent_default_heap(nv->cap), &span);
     int has_rss = mt_capture_counter_end(nv->cap, MT_TRACK_RSS, &rss);
     int has_vsz = mt_capture_counter_end(nv->cap, MT_TRACK_VSZ, &vsz);
     mt_mark_query q = {.heap = MT_HEAP_NPU, .other_heaps = true};
@@ -358,7 +358,7 @@ static int sites_init(native* nv) {
 // Pass 1: the heap series, the peak, every site's peak. Returns 0 or a negative errno.
 static int heap_pass(native* nv) {
     mr_replay r;
-    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap))) {
+    if (mr_replay_init(&r, nv->cap, mr_extent_default_heap(nv->cap))) {
         snprintf(nv->msg, nv->msglen, "out of memory");
         return -ENOMEM;
     }
@@ -383,7 +383,7 @@ static int sites_pass(native* nv) {
     nv->pass2 = true;
     nv->row_bucket = -1;
     mr_replay r;
-    if (mr_replay_init(&r, nv->cap, mr_capture_default_heap(nv->cap))) {
+    if (mr_replay_init(&r, nv->cap, mr_extent_default_heap(nv->cap))) {
         snprintf(nv->msg, nv->msglen, "out of memory");
         return -ENOMEM;
     }

@@ -164,7 +164,7 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     mt_event_iter* it = NULL;
     int64_t upto = l->last_chunk + BATCH_CHUNKS;
     // A python process's heap is its libc and python heaps together, as in every report.
-    int heap = mr_capture_default_heap(cap) == MT_HEAP_PROGRAM ? MT_HEAP_PROGRAM : MT_HEAP_LIBC;
+    int heap = mr_extent_default_heap(cap) == MT_HEAP_PROGRAM ? MT_HEAP_PROGRAM : MT_HEAP_LIBC;
     rc = mt_event_iter_open_chunks(cap, heap, l->last_chunk, upto, &it);
     mt_event ev;
     int more = 0;

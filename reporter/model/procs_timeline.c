@@ -218,7 +218,7 @@ static int search_round(peak_search* ps, const mr_capture_set* s, mr_procs_error
         rec.proc = (uint32_t)i;
         rec.shift = t->procs[i].offset;
         mr_replay r;
-        int e = mr_replay_init(&r, s->procs[i].cap, mr_capture_default_heap(s->procs[i].cap));
+        int e = mr_replay_init(&r, s->procs[i].cap, mr_extent_default_heap(s->procs[i].cap));
         if (!e)
             e = mr_replay_run(&r, UINT64_MAX, record, &rec);
         size_t b = bucket_at(ps, t->procs[i].end + 1);
@@ -426,7 +426,7 @@ static int cut_at_peak(const mr_capture_set* s, const mr_procs_timeline* t, int6
         }
         at_peak a = {.shift = ps->offset, .t = T};
         mr_replay r;
-        int e = mr_replay_init(&r, s->procs[i].cap, mr_capture_default_heap(s->procs[i].cap));
+        int e = mr_replay_init(&r, s->procs[i].cap, mr_extent_default_heap(s->procs[i].cap));
         if (!e && (e = mr_replay_run(&r, UINT64_MAX, follow_to_peak, &a)) > 0)
             e = 0;
         if (!e && T == ps->end + 1) // it ends here: it drops to 0 after its events

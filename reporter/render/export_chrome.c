@@ -239,7 +239,7 @@ int mr_export_chrome(FILE* out, const mr_export_input* in, char* err, size_t err
         rc = put_process(&c, err, errlen);
     for (size_t i = 0; !rc && i < in->nprocs; i++) { // each process under its pid
         c.cap = in->procs[i].cap;
-        c.heap = mr_capture_default_heap(c.cap);
+        c.heap = mr_extent_default_heap(c.cap);
         c.shift = in->procs[i].offset;
         rc = put_process(&c, err, errlen);
     }

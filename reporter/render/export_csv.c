@@ -568,7 +568,7 @@ int mr_export_csv(FILE* out, const mr_export_input* in, char* err, size_t errlen
         rc = write_capture(&w, in, err, errlen);
     for (size_t i = 0; !rc && !w.write_err && i < in->nprocs; i++) { // each process in turn
         mr_query q = *in->query;
-        q.heap = mr_capture_default_heap(in->procs[i].cap);
+        q.heap = mr_extent_default_heap(in->procs[i].cap);
         mr_export_input one = *in;
         one.cap = in->procs[i].cap;
         one.sym = in->procs[i].sym;

@@ -432,7 +432,7 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
                  (unsigned long long)g->blocks);
         json_object_set_new(o, "what", json_string("the leaked bytes"));
     } else if (v->processes) {
-        mr_format_time(v->t, false, when, sizeof when);
+        mr_extent_format_time(v->t, false, when, sizeof when);
         snprintf(sub, sizeof sub, "Peak: %s live at %s, the most the processes held at one moment",
                  bytes, when);
         json_object_set_new(
@@ -440,7 +440,7 @@ static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view*
         json_object_set_new(o, "time_ns", json_integer(v->t));
     } else {
         bool peak = v->mode == MR_FLAMEGRAPH_PEAK;
-        mr_format_time(v->t, v->steps, when, sizeof when);
+        mr_extent_format_time(v->t, v->steps, when, sizeof when);
         snprintf(sub, sizeof sub, "%s: %s live at %s", peak ? "Peak" : "Live heap", bytes, when);
         json_object_set_new(
             o, "what", json_string(peak ? "the bytes live at the peak" : "the bytes live then"));

@@ -315,7 +315,7 @@ static void print_text(FILE* out, json_t* r) {
             GET_U(total, "events"), GET_U(total, "allocations"),
             mt_format_bytes(GET_U(total, "bytes_allocated"), a, sizeof a), GET_U(total, "frees"));
     char when[32];
-    mr_format_time((int64_t)GET_U(total, "peak_time_ns"), false, when, sizeof when);
+    mr_extent_format_time((int64_t)GET_U(total, "peak_time_ns"), false, when, sizeof when);
     fprintf(out, "peak:         %s at %s (the most the processes held at one moment)\n",
             mt_format_bytes(GET_U(total, "peak_bytes"), a, sizeof a), when);
     fprintf(out, "sum of peaks: %s (each process's own peak, reached at different moments)\n",

@@ -284,10 +284,10 @@ static void print_text(FILE* out, json_t* o) {
             allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
     bool steps = !strcmp(json_string_value(json_object_get(o, "time_unit")), "step");
     bool procs = json_object_get(o, "processes") != NULL;
-    fprintf(
-        out, "peak: %s at %s%s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
-        mr_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b, sizeof b),
-        procs ? " (the most the processes held at one moment)" : "");
+    fprintf(out, "peak: %s at %s%s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+            mr_extent_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b,
+                                  sizeof b),
+            procs ? " (the most the processes held at one moment)" : "");
     if (procs)
         fprintf(out, "sum of peaks: %s (each process's own peak, as the sites below)\n",
                 mt_format_bytes(INT(o, "sum_of_peaks_bytes"), a, sizeof a));

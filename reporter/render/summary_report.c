@@ -38,7 +38,7 @@ static void npu_origin(json_t* o, mt_capture* cap, const mr_heap_totals* r) {
         o, "format",
         json_string(format && !strcmp(format, "npu-log-legacy") ? "legacy" : "current"));
     free(format);
-    json_object_set_new(o, "steps", json_integer(mr_capture_extent(cap, r->heap).end));
+    json_object_set_new(o, "steps", json_integer(mr_extent_of(cap, r->heap).end));
 }
 
 static void process_origin(json_t* o, mt_capture* cap, const mr_heap_totals* r) {
@@ -265,8 +265,9 @@ static void print_text(FILE* out, json_t* s) {
     fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
     bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
     print_origin(out, s, steps);
-    mr_format_time(json_integer_value(json_object_get(s, steps ? "peak_step" : "peak_time_ns")),
-                   steps, b, sizeof b);
+    mr_extent_format_time(
+        json_integer_value(json_object_get(s, steps ? "peak_step" : "peak_time_ns")), steps, b,
+        sizeof b);
 #define INT(k) (unsigned long long)json_integer_value(json_object_get(s, k))
     if (!steps)
         fprintf(out, "threads:      %llu\n", INT("threads"));

@@ -507,7 +507,7 @@ static void test_capture_roundtrip(const char* fixture) {
     if (!cap)
         return;
     CHECK(!mt_capture_truncated(cap));
-    CHECK_EQ_I64(mr_capture_default_heap(cap), MT_HEAP_NPU);
+    CHECK_EQ_I64(mr_extent_default_heap(cap), MT_HEAP_NPU);
     char* fmt = mt_capture_meta_text(cap, "format");
     CHECK_EQ_STR(fmt, log.legacy ? "npu-log-legacy" : "npu-log");
     free(fmt);

@@ -156,8 +156,8 @@ static void test_in_capture(void) {
                "memreport: --at 3ns: app.db is an imported NPU log, timed in allocation steps: "
                "expected step N (0 to 4)\n");
     char buf[32];
-    CHECK_EQ_STR(mr_format_time(3, true, buf, sizeof buf), "step 3");
-    CHECK_EQ_STR(mr_format_time(2500000, false, buf, sizeof buf), "2.5 ms");
+    CHECK_EQ_STR(mr_extent_format_time(3, true, buf, sizeof buf), "step 3");
+    CHECK_EQ_STR(mr_extent_format_time(2500000, false, buf, sizeof buf), "2.5 ms");
 }
 
 static mr_extent extent_of(const char* path) {
@@ -165,7 +165,7 @@ static mr_extent extent_of(const char* path) {
     mr_extent e = {-1, false};
     CHECK_EQ_I64(mr_load_capture(path, &cap), 0);
     if (cap)
-        e = mr_capture_extent(cap, mr_capture_default_heap(cap));
+        e = mr_extent_of(cap, mr_extent_default_heap(cap));
     mt_capture_close(cap);
     return e;
 }
