@@ -297,6 +297,26 @@ static void wait_for_exit_watchers(const mt_attach_report* r) {
     }
 }
 
+// A process that had a mount namespace of its own has exited: the kernel detaches that
+// namespace's mounts a moment after the process is a zombie, and until then its captures
+// still look reachable from here. Waits for them to go, at most a second (a namespace that
+// other processes share keeps its mounts).
+static void wait_for_namespace_end(const mt_attach_report* r, pid_t ns_pid, int n) {
+    if (!mt_launcher_process_gone(ns_pid))
+        return; // detached: it runs on, and so does its namespace
+    struct timespec ms10 = {0, 10000000};
+    for (int tries = 0; tries < 100; tries++) {
+        bool reachable = false;
+        for (int i = 0; i < n && !reachable; i++)
+            reachable =
+                lines[i][0] == '+' &&
+                faccessat(r->root, mt_launcher_in_root(r, strchr(lines[i], ' ') + 1), F_OK, 0) == 0;
+        if (!reachable)
+            return;
+        nanosleep(&ms10, NULL);
+    }
+}
+
 // Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
 // ("-pid why"): a capture whose process then failed is named as incomplete, with the reason;
 // one never finished (no ".pid path" line: the process and its exit watcher were killed, or
@@ -307,6 +327,8 @@ static void wait_for_exit_watchers(const mt_attach_report* r) {
 static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid, int main_status) {
     wait_for_exit_watchers(r);
     int n = read_report(r), written = 0, main_images = 0;
+    if (ns_pid)
+        wait_for_namespace_end(r, ns_pid, n);
     const char* last = NULL; // the capture written (in lines), to say how to look at it
     // The finished capture of the program's last image: a wrapper (a pyenv shim, env, a
     // script that ends in exec) runs the program the user means last, in the same process.

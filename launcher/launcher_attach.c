@@ -172,7 +172,7 @@ static char process_state(pid_t pid) {
     return end && end[1] == ' ' ? end[2] : 0;
 }
 
-static bool process_gone(pid_t pid) {
+bool mt_launcher_process_gone(pid_t pid) {
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return true;
     char state = process_state(pid);
@@ -414,9 +414,9 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
                 "that namespace's filesystem (from here /proc/%d/root%s, while it runs)\n",
                 (int)pid, path, (int)pid, path);
     struct timespec tick = {0, 50 * 1000 * 1000};
-    while (!interrupted && !process_gone(pid) && !detached_by_someone(report, pid))
+    while (!interrupted && !mt_launcher_process_gone(pid) && !detached_by_someone(report, pid))
         nanosleep(&tick, NULL);
-    if (interrupted && !process_gone(pid))
+    if (interrupted && !mt_launcher_process_gone(pid))
         return mt_launcher_detach(pid);
     return 0;
 }

@@ -41,5 +41,7 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
                        const mt_attach_report* report, const char* settings, bool* attached);
 // Stops the recording in `pid` and finishes its capture. Returns the exit code.
 int mt_launcher_detach(pid_t pid);
+// Whether the process has exited (a zombie too: it has no memory or namespaces left).
+bool mt_launcher_process_gone(pid_t pid);
 
 #endif
