@@ -44,7 +44,5 @@ void mt_core_buffers_fork_unlock(void);
 void mt_core_buffers_fork_child(void);
 // Fork child starting its own capture: forgets the parent's queued buffers.
 void mt_core_buffers_drop_queued(void);
-// Shutdown: wakes producers waiting for a buffer, so they see the state and stop waiting.
-void mt_core_buffers_release_waiters(void);
 
 #endif

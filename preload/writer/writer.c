@@ -114,6 +114,7 @@ void mt_writer_fork_unlock(void) {
 void mt_writer_fail(const char* what, const char* why) {
     static _Atomic int reported;
     atomic_store(&mt_state, MT_STATE_STOPPED);
+    mt_core_buffers_release_waiters();
     if (atomic_exchange(&reported, 1))
         return;
     char line[512];
