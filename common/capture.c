@@ -32,7 +32,7 @@ static uint32_t be32(const unsigned char* p) {
 
 // One line in words for an SQLite failure; returns -EIO for trouble reading the disk or a
 // lock held by another process (exit 3), -EPROTO for a damaged file (exit 2).
-int mt_capture_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen) {
+int mt_capture_db_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen) {
     int code = sqlite3_errcode(db) & 0xff;
     const char* msg = sqlite3_errmsg(db);
     switch (code) {
@@ -134,7 +134,7 @@ static int quick_check(sqlite3* db, char* err, size_t errlen) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        int rc = mt_capture_sql_problem(db, "checking its structure", err, errlen);
+        int rc = mt_capture_db_sql_problem(db, "checking its structure", err, errlen);
         sqlite3_finalize(st);
         return rc;
     }
@@ -160,7 +160,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
                            "SELECT id, heap FROM event_chunk"
                            " WHERE heap NOT IN (SELECT id FROM heap) LIMIT 1",
                            -1, &st, NULL) != SQLITE_OK)
-        return mt_capture_sql_problem(db, "reading its event chunks", err, errlen);
+        return mt_capture_db_sql_problem(db, "reading its event chunks", err, errlen);
     int step = sqlite3_step(st), rc = 0;
     if (step == SQLITE_ROW) {
         snprintf(err, errlen,
@@ -168,7 +168,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
                  (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
         rc = -EPROTO;
     } else if (step != SQLITE_DONE) {
-        rc = mt_capture_sql_problem(db, "reading its event chunks", err, errlen);
+        rc = mt_capture_db_sql_problem(db, "reading its event chunks", err, errlen);
     }
     sqlite3_finalize(st);
     return rc;
@@ -180,7 +180,7 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
 static int check_callsites(sqlite3* db, char* err, size_t errlen) {
     int64_t n = 0;
     if (query_int(db, "SELECT count(*) FROM callsite", &n))
-        return mt_capture_sql_problem(db, "reading its callsites", err, errlen);
+        return mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
     if (n == 0)
         return 0;
     int64_t* id = malloc((size_t)n * sizeof *id);
@@ -195,7 +195,7 @@ static int check_callsites(sqlite3* db, char* err, size_t errlen) {
     }
     if (sqlite3_prepare_v2(db, "SELECT id, parent_id FROM callsite ORDER BY id", -1, &st, NULL) !=
         SQLITE_OK) {
-        rc = mt_capture_sql_problem(db, "reading its callsites", err, errlen);
+        rc = mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
         goto out;
     }
     int64_t rows = 0, step;
@@ -241,7 +241,7 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
     int64_t app_id = 0, version = 0;
     if (query_int(db, "PRAGMA application_id", &app_id) ||
         query_int(db, "PRAGMA user_version", &version))
-        return mt_capture_sql_problem(db, "reading its header", err, errlen);
+        return mt_capture_db_sql_problem(db, "reading its header", err, errlen);
     if (app_id != MEMTRACE_APPLICATION_ID) {
         snprintf(err, errlen, "not a memtrace capture (an SQLite database of another kind)");
         return -EPROTO;
@@ -262,7 +262,7 @@ static int validate(mt_capture* cap, off_t size, char* err, size_t errlen) {
     int64_t n;
     if (query_int(db, "SELECT count(*) FROM meta", &n) ||
         query_int(db, "SELECT count(*) FROM heap", &n))
-        return mt_capture_sql_problem(db, "reading its tables", err, errlen);
+        return mt_capture_db_sql_problem(db, "reading its tables", err, errlen);
     if (size <= (off_t)QUICK_CHECK_MAX_BYTES) {
         int rc = quick_check(db, err, errlen);
         if (rc)
@@ -292,7 +292,7 @@ static int open_unfinished(mt_capture* cap, char* err, size_t errlen) {
     sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     sqlite3_wal_autocheckpoint(cap->db, 0);
     if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
-        return mt_capture_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
+        return mt_capture_db_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
     return 0;
 }
 
@@ -430,7 +430,7 @@ int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t e
     sqlite3_db_config(cap->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
     distrust_schema(cap->db);
     if (sqlite3_exec(cap->db, "PRAGMA locking_mode=EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = mt_capture_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
+        rc = mt_capture_db_sql_problem(cap->db, "opening its write-ahead log", err, errlen);
         mt_capture_close(cap);
         return rc;
     }
@@ -464,7 +464,7 @@ void mt_capture_close(mt_capture* cap) {
     free(cap);
 }
 
-sqlite3* mt_capture_sqlite(mt_capture* cap) {
+sqlite3* mt_capture_db_sqlite(mt_capture* cap) {
     return cap->db;
 }
 

@@ -32,7 +32,7 @@ static uint64_t mix_text(uint64_t h, const unsigned char* s) {
 }
 
 int mt_capture_aggregate_fingerprint(mt_capture* cap, int heap, uint64_t* out) {
-    sqlite3* db = mt_capture_sqlite(cap);
+    sqlite3* db = mt_capture_db_sqlite(cap);
     sqlite3_stmt* st;
     // length(data) comes from the row's header: no chunk's bytes are read.
     if (sqlite3_prepare_v2(db,
@@ -81,7 +81,7 @@ int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64
     *len = 0;
     sqlite3_stmt* st;
     // A capture without the table (older, killed, or never opened writable) has none.
-    if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
+    if (sqlite3_prepare_v2(mt_capture_db_sqlite(cap),
                            "SELECT format, fingerprint, data FROM aggregate WHERE heap=?1", -1, &st,
                            NULL) != SQLITE_OK)
         return 0;
@@ -97,7 +97,7 @@ int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64
 }
 
 bool mt_capture_writable(mt_capture* cap) {
-    return !cap->live && sqlite3_db_readonly(mt_capture_sqlite(cap), "main") == 0;
+    return !cap->live && sqlite3_db_readonly(mt_capture_db_sqlite(cap), "main") == 0;
 }
 
 // Runs sql on a table made by create if missing: ?1 is heap, ?2... the nvals values, then the
@@ -110,7 +110,7 @@ static int write_row(mt_capture* cap, const char* create, const char* sql, int h
                      int nblobs, const char* data_of) {
     if (!mt_capture_writable(cap))
         return -EROFS;
-    sqlite3* db = mt_capture_sqlite(cap);
+    sqlite3* db = mt_capture_db_sqlite(cap);
     if (sqlite3_exec(db, "SAVEPOINT mt_derived", NULL, NULL, NULL) != SQLITE_OK)
         return -EIO;
     sqlite3_stmt* st = NULL;
@@ -167,7 +167,7 @@ int mt_capture_checkpoint_clear(mt_capture* cap, int heap) {
     // A table without high_seq (memreport's first checkpoints, never released) cannot take
     // rows: it goes, and every heap's checkpoints are stored again when next asked.
     sqlite3_stmt* st;
-    if (sqlite3_prepare_v2(mt_capture_sqlite(cap), "SELECT high_seq FROM checkpoint LIMIT 0", -1,
+    if (sqlite3_prepare_v2(mt_capture_db_sqlite(cap), "SELECT high_seq FROM checkpoint LIMIT 0", -1,
                            &st, NULL) == SQLITE_OK)
         sqlite3_finalize(st);
     else if (write_row(cap, "SELECT 1", "DROP TABLE IF EXISTS checkpoint", heap, NULL, 0, NULL,
@@ -203,7 +203,7 @@ int mt_capture_checkpoint_settled(mt_capture* cap, int heap, int64_t format, uin
                                   uint64_t after_seq, int64_t ts, uint64_t* seq) {
     sqlite3_stmt* st;
     // A few dozen rows a heap: the suffix minimum of each is computed on the spot.
-    if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
+    if (sqlite3_prepare_v2(mt_capture_db_sqlite(cap),
                            "SELECT c.seq FROM checkpoint c WHERE c.heap=?1 AND c.format=?2 AND"
                            " c.fingerprint=?3 AND c.seq>=?4 AND (SELECT min(d.ts_min) FROM"
                            " checkpoint d WHERE d.heap=?1 AND d.format=?2 AND d.fingerprint=?3"
@@ -243,7 +243,8 @@ static sqlite3_stmt* prepare(mt_capture* cap, const char* sql, uint8_t** data, s
         *data = NULL;
     *len = 0;
     sqlite3_stmt* st;
-    return sqlite3_prepare_v2(mt_capture_sqlite(cap), sql, -1, &st, NULL) == SQLITE_OK ? st : NULL;
+    return sqlite3_prepare_v2(mt_capture_db_sqlite(cap), sql, -1, &st, NULL) == SQLITE_OK ? st
+                                                                                          : NULL;
 }
 
 int mt_capture_checkpoint_find(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
@@ -285,7 +286,7 @@ int mt_capture_checkpoint_high(mt_capture* cap, int heap, int64_t format, uint64
                                uint64_t* seq, int64_t* ts) {
     sqlite3_stmt* st;
     // high_bytes is stored as a signed integer: no live bytes reach 2^63 (replay.h).
-    if (sqlite3_prepare_v2(mt_capture_sqlite(cap),
+    if (sqlite3_prepare_v2(mt_capture_db_sqlite(cap),
                            "SELECT high_bytes, high_seq, high_ts FROM checkpoint WHERE heap=?1 AND"
                            " format=?2 AND fingerprint=?3 AND seq>?4 AND seq<=?5"
                            " ORDER BY high_bytes DESC, seq LIMIT 1",

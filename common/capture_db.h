@@ -29,10 +29,10 @@ struct mt_capture {
     char problem[96];
 };
 
-sqlite3* mt_capture_sqlite(mt_capture* cap);
+sqlite3* mt_capture_db_sqlite(mt_capture* cap);
 
 // Words a failed SQLite call on db into err ("corrupt capture: DOING: ...", "locked by
 // another process", ...) and returns -EPROTO (damaged file) or -EIO.
-int mt_capture_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen);
+int mt_capture_db_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen);
 
 #endif

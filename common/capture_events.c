@@ -67,12 +67,12 @@ struct mt_event_iter {
     heap_entry* heap; // min-heap on seq
     size_t nheap, capheap;
     uint64_t last_seq;
-    uint64_t after_seq; // events up to this seq are not given (mt_event_iter_open_after)
+    uint64_t after_seq; // events up to this seq are not given (mt_capture_iter_open_after)
     bool any;
     mt_chunk_coder* coder; // made at the first chunk; the worker's once it runs
     int64_t last_chunk;    // the highest chunk id seen
     uint64_t sample_bytes; // a sampled capture's mean interval: allocations weighed (0: not)
-    bool requested;        // mt_event_iter_requested_sizes: not weighed
+    bool requested;        // mt_capture_iter_requested_sizes: not weighed
     // Jobs fetched, decoded and taken, counted from the start: job k is in jobs[k % AHEAD],
     // fetched - taken <= AHEAD; the worker decodes jobs [decoded, fetched) in order.
     chunk_job jobs[AHEAD];
@@ -169,8 +169,9 @@ static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j)
         j->why = j->why_buf;
         return;
     }
-    long payload = j->codec == MT_CODEC_VARINT_COLUMNS ? (long)j->len
-                                                       : mt_chunk_verify(&j->h, j->data, j->len);
+    long payload = j->codec == MT_CODEC_VARINT_COLUMNS
+                       ? (long)j->len
+                       : mt_codec_chunk_verify(&j->h, j->data, j->len);
     j->why = "checksum mismatch";
     if (payload < 0)
         return;
@@ -190,12 +191,12 @@ static void decode_job(mt_chunk_coder** coder, int64_t want_codec, chunk_job* j)
     j->rc = -ENOMEM;
     cursor* c = calloc(1, sizeof *c);
     if (!c || !(c->ev = malloc((size_t)count * sizeof *c->ev)) ||
-        (!*coder && !(*coder = mt_chunk_coder_new()))) {
+        (!*coder && !(*coder = mt_codec_chunk_coder_new()))) {
         cursor_free(c);
         return;
     }
     c->n = (size_t)count;
-    int rc = mt_chunk_decode(*coder, (int)j->codec, &j->h, j->data, j->len, c->ev);
+    int rc = mt_codec_chunk_decode(*coder, (int)j->codec, &j->h, j->data, j->len, c->ev);
     free(j->data); // the events are out: the blob is not needed any more
     j->data = NULL;
     if (rc != 0) {
@@ -283,8 +284,8 @@ static void fetch_rows(mt_event_iter* it, uint64_t want) {
         if (rc != SQLITE_ROW) {
             it->fetch_ended = true;
             if (rc != SQLITE_DONE)
-                it->fetch_rc = mt_capture_sql_problem(it->cap->db, "reading event chunks",
-                                                      it->fetch_err, sizeof it->fetch_err);
+                it->fetch_rc = mt_capture_db_sql_problem(it->cap->db, "reading event chunks",
+                                                         it->fetch_err, sizeof it->fetch_err);
             return;
         }
         sqlite3_stmt* st = it->chunks;
@@ -410,23 +411,23 @@ static int read_sampling(mt_event_iter* it) {
     return known ? 0 : -EPROTO;
 }
 
-void mt_event_iter_requested_sizes(mt_event_iter* it) {
+void mt_capture_iter_requested_sizes(mt_event_iter* it) {
     it->requested = true;
 }
 
-int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
-    return mt_event_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
+int mt_capture_iter_open(mt_capture* cap, int heap, mt_event_iter** out) {
+    return mt_capture_iter_open_chunks(cap, heap, 0, INT64_MAX, out);
 }
 
 static int open_iter(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
                      uint64_t after_seq, mt_event_iter** out);
 
-int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
-                              mt_event_iter** out) {
+int mt_capture_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                                mt_event_iter** out) {
     return open_iter(cap, heap, after_chunk, upto_chunk, 0, out);
 }
 
-int mt_event_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out) {
+int mt_capture_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out) {
     return open_iter(cap, heap, 0, INT64_MAX, after_seq, out);
 }
 
@@ -509,7 +510,7 @@ static int next_event(mt_event_iter* it, mt_event* ev) {
     return 1;
 }
 
-int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
+int mt_capture_iter_next(mt_event_iter* it, mt_event* ev) {
     int rc;
     // A chunk that holds after_seq holds events before it too: those are passed over.
     while ((rc = next_event(it, ev)) == 1 && it->after_seq && ev->seq <= it->after_seq)
@@ -517,15 +518,15 @@ int mt_event_iter_next(mt_event_iter* it, mt_event* ev) {
     return rc;
 }
 
-int64_t mt_event_iter_last_chunk(const mt_event_iter* it) {
+int64_t mt_capture_iter_last_chunk(const mt_event_iter* it) {
     return it->last_chunk;
 }
 
-const char* mt_event_iter_error(const mt_event_iter* it) {
+const char* mt_capture_iter_error(const mt_event_iter* it) {
     return it->err[0] ? it->err : "corrupt capture";
 }
 
-void mt_event_iter_close(mt_event_iter* it) {
+void mt_capture_iter_close(mt_event_iter* it) {
     if (!it)
         return;
     stop_worker(it); // a report may stop early: the worker and its jobs end here
@@ -534,7 +535,7 @@ void mt_event_iter_close(mt_event_iter* it) {
     for (size_t i = 0; i < it->nheap; i++)
         cursor_free(it->heap[i].c);
     free(it->heap);
-    mt_chunk_coder_free(it->coder);
+    mt_codec_chunk_coder_free(it->coder);
     sqlite3_finalize(it->chunks);
     free(it);
 }

@@ -34,7 +34,7 @@ static int insert_event_kinds(sqlite3* db) {
     return rc;
 }
 
-int mt_capture_create_schema(sqlite3* db) {
+int mt_capture_schema_create(sqlite3* db) {
     char sql[256];
     // Chunk blobs (tens of KB) live in overflow page chains; small pages waste only the
     // tail of each chain (64 KiB pages left ~12% of the file empty). WAL keeps each commit

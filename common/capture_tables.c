@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 const char* mt_capture_error(mt_capture* cap) {
-    return cap->problem[0] ? cap->problem : sqlite3_errmsg(mt_capture_sqlite(cap));
+    return cap->problem[0] ? cap->problem : sqlite3_errmsg(mt_capture_db_sqlite(cap));
 }
 
 static const char* column_text(sqlite3_stmt* st, int col) {
@@ -27,7 +27,8 @@ static int rows_done(sqlite3_stmt* st, int rc, int step) {
 }
 
 static int prepare(mt_capture* cap, const char* sql, sqlite3_stmt** st) {
-    return sqlite3_prepare_v2(mt_capture_sqlite(cap), sql, -1, st, NULL) == SQLITE_OK ? 0 : -EPROTO;
+    return sqlite3_prepare_v2(mt_capture_db_sqlite(cap), sql, -1, st, NULL) == SQLITE_OK ? 0
+                                                                                         : -EPROTO;
 }
 
 int mt_capture_heaps(mt_capture* cap, mt_heap_fn fn, void* ud) {
@@ -264,11 +265,11 @@ int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud) {
 int mt_capture_symbolize(mt_capture* cap, char* err, size_t errlen) {
     if (cap->live)
         return 0; // never written while its program runs: names come when it exits
-    return mt_symbolize_capture(mt_capture_sqlite(cap), 0, err, errlen);
+    return mt_symbolize_capture(mt_capture_db_sqlite(cap), 0, err, errlen);
 }
 
 int mt_capture_symbolize_in_memory(mt_capture* cap, char* err, size_t errlen) {
-    return mt_symbolize_capture(mt_capture_sqlite(cap), MT_SYMBOLIZE_IN_MEMORY, err, errlen);
+    return mt_symbolize_capture(mt_capture_db_sqlite(cap), MT_SYMBOLIZE_IN_MEMORY, err, errlen);
 }
 
 int mt_capture_leaks(mt_capture* cap, mt_leak_fn fn, void* ud) {

@@ -14,7 +14,7 @@ static int build_image(const char* path) {
     unlink(path);
     int ok =
         sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
-        mt_capture_create_schema(db) == 0;
+        mt_capture_schema_create(db) == 0;
     if (!ok)
         fprintf(stderr, "capture_template_gen: %s: %s\n", path,
                 db ? sqlite3_errmsg(db) : "out of memory");

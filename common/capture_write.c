@@ -22,7 +22,7 @@
 // threads, call counts, marks) keep their statement; the second group is prepared on first use.
 #define COUNTER_ROWS 128 // points per multi-row counter INSERT
 
-struct mt_capwriter {
+struct mt_capture_writer {
     sqlite3* db;
     sqlite3_stmt* chunk;
     sqlite3_stmt* counter;
@@ -30,7 +30,7 @@ struct mt_capwriter {
     sqlite3_stmt *counters, *frame, *callsite, *mapping, *thread, *call_count, *mark, *mark_end,
         *leak;
     mt_chunk_coder* coder;
-    int codec; // of the chunks written: the schema's (mt_capwriter_set_codec)
+    int codec; // of the chunks written: the schema's (mt_capture_writer_set_codec)
 };
 
 static int exec(sqlite3* db, const char* sql) {
@@ -75,9 +75,9 @@ static int open_settings(sqlite3* db) {
     return exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=OFF;");
 }
 
-int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen) {
+int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err, size_t errlen) {
     *out = NULL;
-    mt_capwriter* w = calloc(1, sizeof *w);
+    mt_capture_writer* w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -98,7 +98,7 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
     mt_capture_remove_sidecars(path);
     int rc = -EIO;
     w->codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
-    if (!(w->coder = mt_chunk_coder_new())) {
+    if (!(w->coder = mt_codec_chunk_coder_new())) {
         snprintf(err, errlen, "out of memory");
         free(w);
         return -ENOMEM;
@@ -116,7 +116,7 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
                            &w->meta, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot create capture: %s",
                  w->db ? sqlite3_errmsg(w->db) : "out of memory");
-        mt_capwriter_abandon(w);
+        mt_capture_writer_abandon(w);
         unlink(path);
         mt_capture_remove_sidecars(path);
         return rc;
@@ -125,23 +125,23 @@ int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t er
     return 0;
 }
 
-sqlite3* mt_capwriter_db(mt_capwriter* w) {
+sqlite3* mt_capture_writer_db(mt_capture_writer* w) {
     return w->db;
 }
 
-int mt_capwriter_no_journal(mt_capwriter* w) {
+int mt_capture_writer_no_journal(mt_capture_writer* w) {
     return exec(w->db, "PRAGMA journal_mode=OFF");
 }
 
-const char* mt_capwriter_error(mt_capwriter* w) {
+const char* mt_capture_writer_error(mt_capture_writer* w) {
     return sqlite3_errmsg(w->db);
 }
 
-int mt_capwriter_begin(mt_capwriter* w) {
+int mt_capture_writer_begin(mt_capture_writer* w) {
     return exec(w->db, "BEGIN");
 }
 
-int mt_capwriter_commit(mt_capwriter* w) {
+int mt_capture_writer_commit(mt_capture_writer* w) {
     return exec(w->db, "COMMIT");
 }
 
@@ -152,20 +152,20 @@ static int step_reset(sqlite3_stmt* st) {
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-int mt_capwriter_meta_text(mt_capwriter* w, const char* key, const char* value) {
+int mt_capture_writer_meta_text(mt_capture_writer* w, const char* key, const char* value) {
     sqlite3_bind_text(w->meta, 1, key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(w->meta, 2, value, -1, SQLITE_TRANSIENT);
     return step_reset(w->meta);
 }
 
-int mt_capwriter_meta_int(mt_capwriter* w, const char* key, int64_t value) {
+int mt_capture_writer_meta_int(mt_capture_writer* w, const char* key, int64_t value) {
     sqlite3_bind_text(w->meta, 1, key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(w->meta, 2, value);
     return step_reset(w->meta);
 }
 
-int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kind,
-                      const char* time_unit) {
+int mt_capture_writer_heap(mt_capture_writer* w, int id, const char* name, const char* kind,
+                           const char* time_unit) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO heap VALUES(?1,?2,?3,?4)", -1, &st,
                            NULL) != SQLITE_OK)
@@ -179,8 +179,8 @@ int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kin
     return rc;
 }
 
-int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* name,
-                               const char* unit) {
+int mt_capture_writer_counter_track(mt_capture_writer* w, int id, int heap, const char* name,
+                                    const char* unit) {
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO counter_track VALUES(?1,?2,?3,?4)", -1,
                            &st, NULL) != SQLITE_OK)
@@ -194,7 +194,7 @@ int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* na
     return rc;
 }
 
-int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value) {
+int mt_capture_writer_counter(mt_capture_writer* w, int track, int64_t ts, int64_t value) {
     sqlite3_bind_int(w->counter, 1, track);
     sqlite3_bind_int64(w->counter, 2, ts);
     sqlite3_bind_int64(w->counter, 3, value);
@@ -202,7 +202,7 @@ int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value) 
 }
 
 // The statement *st, prepared on first use.
-static sqlite3_stmt* prepared(mt_capwriter* w, sqlite3_stmt** st, const char* sql) {
+static sqlite3_stmt* prepared(mt_capture_writer* w, sqlite3_stmt** st, const char* sql) {
     if (!*st && sqlite3_prepare_v2(w->db, sql, -1, st, NULL) != SQLITE_OK)
         *st = NULL;
     return *st;
@@ -215,7 +215,8 @@ static void bind_text_or_null(sqlite3_stmt* st, int i, const char* s) {
         sqlite3_bind_null(st, i);
 }
 
-int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p, size_t n) {
+int mt_capture_writer_counters(mt_capture_writer* w, int track, const mt_counter_point* p,
+                               size_t n) {
     size_t i = 0;
     if (n >= COUNTER_ROWS) {
         char sql[COUNTER_ROWS * 8 + 64];
@@ -237,12 +238,12 @@ int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p,
         }
     }
     for (; i < n; i++)
-        if (mt_capwriter_counter(w, track, p[i].ts, p[i].value))
+        if (mt_capture_writer_counter(w, track, p[i].ts, p[i].value))
             return -EIO;
     return 0;
 }
 
-int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f) {
+int mt_capture_writer_frame(mt_capture_writer* w, const mt_frame_rec* f) {
     sqlite3_stmt* st = prepared(w, &w->frame,
                                 "INSERT OR REPLACE INTO frame(id, mapping_id, pc, rel_pc, function,"
                                 " file, line) VALUES(?1,?2,?3,?4,?5,?6,?7)");
@@ -263,7 +264,7 @@ int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f) {
     return step_reset(st);
 }
 
-int mt_capwriter_callsite(mt_capwriter* w, const mt_callsite_rec* c) {
+int mt_capture_writer_callsite(mt_capture_writer* w, const mt_callsite_rec* c) {
     sqlite3_stmt* st =
         prepared(w, &w->callsite, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)");
     if (!st)
@@ -275,7 +276,7 @@ int mt_capwriter_callsite(mt_capwriter* w, const mt_callsite_rec* c) {
     return step_reset(st);
 }
 
-int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m) {
+int mt_capture_writer_mapping(mt_capture_writer* w, const mt_mapping_rec* m) {
     sqlite3_stmt* st =
         prepared(w, &w->mapping, "INSERT OR REPLACE INTO mapping VALUES(?1,?2,?3,?4,?5,?6,?7,?8)");
     if (!st)
@@ -292,7 +293,7 @@ int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m) {
     return step_reset(st);
 }
 
-int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name) {
+int mt_capture_writer_thread(mt_capture_writer* w, int64_t tid, const char* name) {
     sqlite3_stmt* st =
         prepared(w, &w->thread, "INSERT OR REPLACE INTO thread(tid, name) VALUES(?1,?2)");
     if (!st)
@@ -302,7 +303,7 @@ int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name) {
     return step_reset(st);
 }
 
-int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count) {
+int mt_capture_writer_call_count(mt_capture_writer* w, const char* call, int64_t count) {
     sqlite3_stmt* st =
         prepared(w, &w->call_count, "INSERT OR REPLACE INTO call_count VALUES(?1,?2)");
     if (!st)
@@ -312,7 +313,7 @@ int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count) {
     return step_reset(st);
 }
 
-int mt_capwriter_leak(mt_capwriter* w, uint64_t seq, int kind, uint64_t holder_seq) {
+int mt_capture_writer_leak(mt_capture_writer* w, uint64_t seq, int kind, uint64_t holder_seq) {
     if (!w->leak && exec(w->db, MEMTRACE_LEAK_TABLE_SQL))
         return -EIO;
     sqlite3_stmt* st = prepared(w, &w->leak, "INSERT OR REPLACE INTO leak VALUES(?1,?2,?3)");
@@ -327,7 +328,7 @@ int mt_capwriter_leak(mt_capwriter* w, uint64_t seq, int kind, uint64_t holder_s
     return step_reset(st);
 }
 
-int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m) {
+int mt_capture_writer_mark(mt_capture_writer* w, const mt_mark_rec* m) {
     sqlite3_stmt* st = prepared(w, &w->mark,
                                 "INSERT INTO mark(heap, kind, name, ts_begin, ts_end, tid, attrs)"
                                 " VALUES(?1,?2,?3,?4,?5,?6,?7)");
@@ -346,7 +347,7 @@ int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m) {
     return step_reset(st);
 }
 
-int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts) {
+int mt_capture_writer_mark_end(mt_capture_writer* w, const char* name, int64_t tid, int64_t ts) {
     sqlite3_stmt* st = prepared(w, &w->mark_end,
                                 "UPDATE mark SET ts_end=?1 WHERE id=(SELECT max(id) FROM mark"
                                 " WHERE kind='range' AND name=?2 AND tid=?3 AND ts_end IS NULL)");
@@ -358,13 +359,13 @@ int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_
     return step_reset(st);
 }
 
-int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char* err,
-                           size_t errlen) {
+int mt_capture_writer_symbolize(mt_capture_writer* w, int budget_ms, bool read_files, char* err,
+                                size_t errlen) {
     return mt_symbolize_capture_at_exit(w->db, budget_ms, read_files, NULL, err, errlen);
 }
 
-size_t mt_capwriter_encode_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
-                                 uint8_t* scratch, struct mt_chunk_header* h) {
+size_t mt_capture_writer_encode_chunk(mt_capture_writer* w, int heap, const mt_event* ev, size_t n,
+                                      uint8_t* scratch, struct mt_chunk_header* h) {
     if (n == 0 || n > MT_CHUNK_EVENTS_MAX) // more: readers would refuse it
         return 0;
     *h = (mt_chunk_header){.heap = heap,
@@ -380,11 +381,11 @@ size_t mt_capwriter_encode_chunk(mt_capwriter* w, int heap, const mt_event* ev, 
             h->ts_last = ev[i].ts;
     }
     // The checksum covers the row's columns too: readers verify it before decoding.
-    return mt_chunk_encode(w->coder, w->codec, h, ev, n, scratch);
+    return mt_codec_chunk_encode(w->coder, w->codec, h, ev, n, scratch);
 }
 
-int mt_capwriter_insert_chunk(mt_capwriter* w, const struct mt_chunk_header* h, const uint8_t* data,
-                              size_t len) {
+int mt_capture_writer_insert_chunk(mt_capture_writer* w, const struct mt_chunk_header* h,
+                                   const uint8_t* data, size_t len) {
     sqlite3_stmt* st = w->chunk;
     sqlite3_bind_int64(st, 1, h->heap);
     sqlite3_bind_int64(st, 2, h->seq_first);
@@ -397,21 +398,22 @@ int mt_capwriter_insert_chunk(mt_capwriter* w, const struct mt_chunk_header* h, 
     return step_reset(st);
 }
 
-int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch) {
+int mt_capture_writer_chunk(mt_capture_writer* w, int heap, const mt_event* ev, size_t n,
+                            uint8_t* scratch) {
     if (n == 0)
         return 0;
     if (n > MT_CHUNK_EVENTS_MAX)
         return -EINVAL;
     mt_chunk_header h;
-    size_t len = mt_capwriter_encode_chunk(w, heap, ev, n, scratch, &h);
-    return len ? mt_capwriter_insert_chunk(w, &h, scratch, len) : -ENOMEM;
+    size_t len = mt_capture_writer_encode_chunk(w, heap, ev, n, scratch, &h);
+    return len ? mt_capture_writer_insert_chunk(w, &h, scratch, len) : -ENOMEM;
 }
 
-void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit) {
-    mt_chunk_coder_set_time_unit(w->coder, unit);
+void mt_capture_writer_set_time_unit(mt_capture_writer* w, int64_t unit) {
+    mt_codec_chunk_coder_set_time_unit(w->coder, unit);
 }
 
-int mt_capwriter_set_codec(mt_capwriter* w, int codec) {
+int mt_capture_writer_set_codec(mt_capture_writer* w, int codec) {
     for (int version = MEMTRACE_SCHEMA_VERSION_OLDEST; version <= MEMTRACE_SCHEMA_VERSION;
          version++) {
         if (mt_codec_of_schema(version) != codec)
@@ -426,7 +428,7 @@ int mt_capwriter_set_codec(mt_capwriter* w, int codec) {
     return -EINVAL;
 }
 
-static void finalize_statements(mt_capwriter* w) {
+static void finalize_statements(mt_capture_writer* w) {
     sqlite3_finalize(w->chunk);
     sqlite3_finalize(w->counter);
     sqlite3_finalize(w->meta);
@@ -449,8 +451,8 @@ static bool wal_removable(sqlite3* db) {
     return ok;
 }
 
-int mt_capwriter_finish(mt_capwriter* w, const char* status) {
-    int rc = mt_capwriter_meta_text(w, "capture_status", status);
+int mt_capture_writer_finish(mt_capture_writer* w, const char* status) {
+    int rc = mt_capture_writer_meta_text(w, "capture_status", status);
     finalize_statements(w);
     if (!wal_removable(w->db)) {
         // Everything into the capture file and the -wal emptied, left beside it, in place.
@@ -464,16 +466,16 @@ int mt_capwriter_finish(mt_capwriter* w, const char* status) {
     }
     if (sqlite3_close(w->db) != SQLITE_OK)
         rc = -EIO;
-    mt_chunk_coder_free(w->coder);
+    mt_codec_chunk_coder_free(w->coder);
     free(w);
     return rc;
 }
 
-void mt_capwriter_abandon(mt_capwriter* w) {
+void mt_capture_writer_abandon(mt_capture_writer* w) {
     if (!w)
         return;
     finalize_statements(w);
     sqlite3_close(w->db);
-    mt_chunk_coder_free(w->coder);
+    mt_codec_chunk_coder_free(w->coder);
     free(w);
 }

@@ -252,7 +252,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const 
 }
 #endif
 
-uint32_t mt_crc32c(uint32_t crc, const void* data, size_t len) {
+uint32_t mt_codec_crc32c(uint32_t crc, const void* data, size_t len) {
     pthread_once(&crc_once, crc_init);
     crc = ~crc;
 #if defined(__x86_64__)
@@ -262,7 +262,7 @@ uint32_t mt_crc32c(uint32_t crc, const void* data, size_t len) {
     return ~crc_soft(crc, data, len);
 }
 
-uint32_t mt_crc32c_portable(uint32_t crc, const void* data, size_t len) {
+uint32_t mt_codec_crc32c_portable(uint32_t crc, const void* data, size_t len) {
     pthread_once(&crc_once, crc_init);
     return ~crc_soft(~crc, data, len);
 }
@@ -275,17 +275,17 @@ static uint32_t chunk_checksum(const mt_chunk_header* h, const uint8_t* data, si
     for (size_t i = 0; i < 6; i++)
         for (size_t b = 0; b < 8; b++)
             le[i * 8 + b] = (uint8_t)((uint64_t)cols[i] >> (8 * b));
-    return mt_crc32c(mt_crc32c(0, le, sizeof le), data, len);
+    return mt_codec_crc32c(mt_codec_crc32c(0, le, sizeof le), data, len);
 }
 
-size_t mt_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len) {
+size_t mt_codec_chunk_seal(const mt_chunk_header* h, uint8_t* data, size_t len) {
     uint32_t crc = chunk_checksum(h, data, len);
     for (size_t b = 0; b < MT_CHUNK_CHECKSUM_BYTES; b++)
         data[len + b] = (uint8_t)(crc >> (8 * b));
     return len + MT_CHUNK_CHECKSUM_BYTES;
 }
 
-long mt_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len) {
+long mt_codec_chunk_verify(const mt_chunk_header* h, const uint8_t* data, size_t len) {
     if (len < MT_CHUNK_CHECKSUM_BYTES)
         return -EBADMSG;
     size_t payload = len - MT_CHUNK_CHECKSUM_BYTES;
@@ -305,32 +305,32 @@ int mt_codec_of_schema(int64_t version) {
                           : MT_CODEC_ZSTD_RUNS_CRC32C;
 }
 
-size_t mt_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const mt_event* ev,
-                       size_t n, uint8_t* out) {
+size_t mt_codec_chunk_encode(mt_chunk_coder* c, int codec, const mt_chunk_header* h,
+                             const mt_event* ev, size_t n, uint8_t* out) {
     switch (codec) {
     case MT_CODEC_VARINT_COLUMNS:
         return mt_codec_encode(ev, n, out);
     case MT_CODEC_VARINT_COLUMNS_CRC32C:
-        return mt_chunk_seal(h, out, mt_codec_encode(ev, n, out));
+        return mt_codec_chunk_seal(h, out, mt_codec_encode(ev, n, out));
     case MT_CODEC_ZSTD_COLUMNS_CRC32C:
     case MT_CODEC_ZSTD_UNITS_CRC32C:
     case MT_CODEC_ZSTD_RUNS_CRC32C: {
         size_t len = c ? mt_codec_zstd_encode(c, codec, ev, n, out) : 0;
-        return len ? mt_chunk_seal(h, out, len) : 0;
+        return len ? mt_codec_chunk_seal(h, out, len) : 0;
     }
     default:
         return 0;
     }
 }
 
-int mt_chunk_decode(mt_chunk_coder* c, int codec, const mt_chunk_header* h, const uint8_t* data,
-                    size_t len, mt_event* out) {
+int mt_codec_chunk_decode(mt_chunk_coder* c, int codec, const mt_chunk_header* h,
+                          const uint8_t* data, size_t len, mt_event* out) {
     if (h->count <= 0 || h->heap < 0 || h->heap > 255)
         return -EPROTO;
     bool zstd = codec == MT_CODEC_ZSTD_COLUMNS_CRC32C || codec == MT_CODEC_ZSTD_UNITS_CRC32C ||
                 codec == MT_CODEC_ZSTD_RUNS_CRC32C;
     if (codec == MT_CODEC_VARINT_COLUMNS_CRC32C || zstd) {
-        long payload = mt_chunk_verify(h, data, len);
+        long payload = mt_codec_chunk_verify(h, data, len);
         if (payload < 0)
             return -EBADMSG;
         len = (size_t)payload;

@@ -99,7 +99,7 @@ struct mt_chunk_coder {
     int64_t unit; // codec 4: the time unit its chunks use when every time is a multiple of it
 };
 
-mt_chunk_coder* mt_chunk_coder_new(void) {
+mt_chunk_coder* mt_codec_chunk_coder_new(void) {
     mt_chunk_coder* c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -110,13 +110,13 @@ mt_chunk_coder* mt_chunk_coder_new(void) {
     c->level = ZSTD_LEVEL;
     c->unit = 1;
     if (!c->cctx || !c->dctx || !c->addrs || !c->pairs) {
-        mt_chunk_coder_free(c);
+        mt_codec_chunk_coder_free(c);
         return NULL;
     }
     return c;
 }
 
-void mt_chunk_coder_free(mt_chunk_coder* c) {
+void mt_codec_chunk_coder_free(mt_chunk_coder* c) {
     if (!c)
         return;
     ZSTD_freeCCtx(c->cctx);
@@ -128,11 +128,11 @@ void mt_chunk_coder_free(mt_chunk_coder* c) {
     free(c);
 }
 
-void mt_chunk_coder_set_level(mt_chunk_coder* c, int level) {
+void mt_codec_chunk_coder_set_level(mt_chunk_coder* c, int level) {
     c->level = level;
 }
 
-void mt_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit) {
+void mt_codec_chunk_coder_set_time_unit(mt_chunk_coder* c, int64_t unit) {
     c->unit = unit >= 1 && unit <= UNIT_MAX ? unit : 1;
 }
 

@@ -106,7 +106,7 @@ static bool dwarf_affordable(module* m, const bounds* b) {
     int64_t now = monotonic_ns();
     if (m->has_dwarf == 1)
         return now <= b->deadline_ns;
-    long long bytes = mt_sym_dwarf_bytes(m);
+    long long bytes = mt_symbolize_frame_dwarf_bytes(m);
     if (bytes == 0)
         return true;
     if (now + bytes / DWARF_BYTES_PER_MS * 1000000 > b->deadline_ns) {
@@ -127,7 +127,7 @@ typedef struct frame_row {
 // Names a frame from its module's DWARF, else from symname (the symbol table's name for the
 // call, taken over), else as module+offset.
 static void resolve(const frame_row* f, module* m, char* symname, result* res) {
-    if (mt_sym_module_dwfl(m)) {
+    if (mt_symbolize_frame_module_dwfl(m)) {
         // A return address: the call is the instruction before it. Except in the frame a
         // signal interrupted: there the kernel pushed the signal trampoline's own address
         // (__restore_rt, an entry point), and pc-1 falls into the padding before it; so
@@ -136,18 +136,18 @@ static void resolve(const frame_row* f, module* m, char* symname, result* res) {
             Dwarf_Addr addr = f->rel_pc - (attempt == 0 && f->rel_pc ? 1 : 0);
             free(res->inlined.p);
             memset(&res->inlined, 0, sizeof res->inlined);
-            mt_sym_resolve_dwarf(m, addr, res);
+            mt_symbolize_frame_resolve_dwarf(m, addr, res);
             if (!res->function && attempt == 0 && f->rel_pc) {
                 res->function = symname;
                 symname = NULL;
             } else if (!res->function) {
-                res->function = mt_sym_symtab_name(m, addr);
+                res->function = mt_symbolize_frame_symtab_name(m, addr);
             }
         }
         // Nothing names it (a stripped binary): the function holding the call, after both
         // attempts, so a signal frame's __restore_rt keeps its name.
         if (!res->function && f->rel_pc)
-            res->function = mt_sym_fde_name(m, f->rel_pc - 1);
+            res->function = mt_symbolize_frame_fde_name(m, f->rel_pc - 1);
     }
     free(symname);
     if (!res->function && f->pc == 0 && !m) {
@@ -182,7 +182,7 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         // A name from the symbol table alone is worth a second look once a debug file is
         // installed, unless the frame is noise: those are named from the symbol table anyway
         // (below), and looking again would sort the module's whole table in every process.
-        if (e.from_dwarf || !e.relevant || !mt_sym_debug_file_installed(m)) {
+        if (e.from_dwarf || !e.relevant || !mt_symbolize_frame_debug_file_installed(m)) {
             *res = (result){
                 .function = e.function, .file = e.file, .line = e.line, .relevant = e.relevant};
             if (e.inlined)
@@ -195,11 +195,11 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
     // The module's file is needed from here on, through libdw, which the tracer loads only
     // now (symbolize_dw.h). Where it cannot (not installed), the frame is left to memreport,
     // as when the budget runs out.
-    if (m && (b->cache_only || mt_sym_dw_load() != 0)) {
+    if (m && (b->cache_only || mt_symbolize_dw_load() != 0)) {
         b->deferred++;
         return;
     }
-    char* symname = f->rel_pc ? mt_sym_symtab_name(m, f->rel_pc - 1) : NULL;
+    char* symname = f->rel_pc ? mt_symbolize_frame_symtab_name(m, f->rel_pc - 1) : NULL;
     bool from_dwarf = false;
     if (symname && is_noise(m->base, symname)) {
         res->function = symname;
@@ -210,7 +210,7 @@ static void symbolize_one(const frame_row* f, module* mods, mt_symcache* cache, 
         return;
     } else {
         resolve(f, m, symname, res);
-        from_dwarf = mt_sym_module_has_dwarf(m);
+        from_dwarf = mt_symbolize_frame_module_has_dwarf(m);
     }
     // Only what the module's own file said: a missing or replaced file gives module+offset,
     // which is no name for that build-id.
@@ -248,7 +248,7 @@ static module* find_module(module** mods, size_t* nmods, size_t* cap, const char
         free(m->build_id);
         return NULL;
     }
-    m->base = mt_sym_basename(m->path);
+    m->base = mt_symbolize_frame_basename(m->path);
     (*nmods)++;
     return m;
 }
@@ -436,7 +436,7 @@ static int symbolize(sqlite3* db, unsigned flags, bounds* b, char* err, size_t e
         mt_symcache_close(cache); // keeps what was learnt, even when this capture failed
     }
     for (size_t i = 0; i < fs.nmods; i++)
-        mt_sym_module_close(&fs.mods[i]);
+        mt_symbolize_frame_module_close(&fs.mods[i]);
     free(fs.mods);
     free(fs.rows);
     return rc ? rc : (int)(fs.nrows - b->deferred);

@@ -38,7 +38,7 @@ static void load(void) {
     load_rc = 0;
 }
 
-int mt_sym_dw_load(void) {
+int mt_symbolize_dw_load(void) {
     pthread_once(&load_once, load);
     return load_rc;
 }

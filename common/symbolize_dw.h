@@ -3,7 +3,7 @@
 // memreport links libdw. The tracer's copy of common (built with MEMTRACE_LAZY_LIBDW) does
 // not: libdw, libelf, libz and libbz2 would be mapped and relocated at every traced
 // program's start, while a program whose frames all come from the symbol cache never calls
-// them. There each name below stands for a pointer in mt_dw, which mt_sym_dw_load fills from
+// them. There each name below stands for a pointer in mt_dw, which mt_symbolize_dw_load fills from
 // dlopen("libdw.so.1") when a frame first needs its module's file (symbolize_dw.c).
 // Included after the elfutils headers: their declarations give the pointers' types, so no
 // signature is written twice.
@@ -67,7 +67,7 @@ extern struct mt_dw_api mt_dw;
 // functions cannot be found (every pointer stays NULL then; the caller leaves the frame
 // unnamed, for memreport). Thread-safe. Allocates and takes the loader's lock: call it with
 // the tracer's guard set, never from a signal handler.
-int mt_sym_dw_load(void);
+int mt_symbolize_dw_load(void);
 
 #ifndef MT_DW_LOADER // the loader itself names the members
 #define dwarf_attr (mt_dw.dwarf_attr)
@@ -110,7 +110,7 @@ int mt_sym_dw_load(void);
 
 #else // memreport and the unit tests: linked with libdw
 
-static inline int mt_sym_dw_load(void) {
+static inline int mt_symbolize_dw_load(void) {
     return 0;
 }
 

@@ -40,8 +40,8 @@ static void resolve_demangler(void) {
     memcpy(&demangler, &f, sizeof f);
 }
 
-char* mt_sym_demangle(const char* name) {
-    char* rust = mt_sym_demangle_rust(name);
+char* mt_symbolize_frame_demangle(const char* name) {
+    char* rust = mt_symbolize_frame_demangle_rust(name);
     if (rust)
         return rust;
     if (name[0] == '_' && name[1] == 'Z') {
@@ -249,7 +249,7 @@ static void module_open(module* m) {
     // Pseudo files ([vdso], [heap], anonymous code) have no file to read.
     if (m->path[0] != '/')
         return;
-    if (mt_sym_dw_load() != 0)
+    if (mt_symbolize_dw_load() != 0)
         return;
     pthread_once(&debuginfo_path_once, read_debuginfo_path);
     pthread_once(&dwfl_callbacks_once, fill_dwfl_callbacks);
@@ -276,8 +276,8 @@ static void module_open(module* m) {
         m->mod = NULL; // replaced binary: its names would be wrong, keep module+offset
 }
 
-void mt_sym_module_close(module* m) {
-    mt_sym_symtab_free(m->syms);
+void mt_symbolize_frame_module_close(module* m) {
+    mt_symbolize_frame_symtab_free(m->syms);
     for (size_t i = 0; i < m->ncus; i++)
         cu_index_free(&m->cus[i]);
     free(m->cus);
@@ -295,7 +295,7 @@ typedef struct loc {
     int line;
 } loc;
 
-const char* mt_sym_basename(const char* path) {
+const char* mt_symbolize_frame_basename(const char* path) {
     const char* s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
@@ -311,7 +311,7 @@ static char* die_function_name(Dwarf_Die* die) {
         n = dwarf_formstring(&attr);
     if (!n)
         n = dwarf_diename(die);
-    return n ? mt_sym_demangle(n) : NULL;
+    return n ? mt_symbolize_frame_demangle(n) : NULL;
 }
 
 // File and line where an inlined instance was called, from DW_AT_call_file/call_line.
@@ -328,7 +328,7 @@ static void call_site(Dwarf_Die* inl, Dwarf_Files* files, size_t nfiles, loc* ou
 
 // DWARF lookup: fills res with the physical function, its file:line and the inlined chain.
 // Leaves res->function NULL when there is no function DIE (no debug info, assembly).
-void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
+void mt_symbolize_frame_resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
     Dwfl_Module* mod = m->mod;
     Dwarf_Addr bias;
     Dwarf_Die* cu = dwfl_module_addrdie(mod, addr, &bias);
@@ -391,7 +391,7 @@ void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res) {
 }
 
 // The module's libdwfl handle, opened on first use; NULL when its file cannot serve.
-Dwfl_Module* mt_sym_module_dwfl(module* m) {
+Dwfl_Module* mt_symbolize_frame_module_dwfl(module* m) {
     if (!m)
         return NULL;
     if (!m->opened)
@@ -399,8 +399,8 @@ Dwfl_Module* mt_sym_module_dwfl(module* m) {
     return m->mod;
 }
 
-bool mt_sym_module_has_dwarf(module* m) {
-    if (!mt_sym_module_dwfl(m))
+bool mt_symbolize_frame_module_has_dwarf(module* m) {
+    if (!mt_symbolize_frame_module_dwfl(m))
         return false;
     if (m->has_dwarf < 0) {
         Dwarf_Addr bias;
@@ -433,14 +433,14 @@ static long long build_id_debug_file_size(module* m) {
 
 // Whether a debug file for m's build-id is installed: a name cached while the module had no
 // DWARF is stale then.
-bool mt_sym_debug_file_installed(module* m) {
+bool mt_symbolize_frame_debug_file_installed(module* m) {
     if (m->debug_installed < 0)
         m->debug_installed = build_id_debug_file_size(m) >= 0;
     return m->debug_installed;
 }
 
-long long mt_sym_dwarf_bytes(module* m) {
-    if (!mt_sym_module_dwfl(m))
+long long mt_symbolize_frame_dwarf_bytes(module* m) {
+    if (!mt_symbolize_frame_module_dwfl(m))
         return 0;
     long long n = 0;
     GElf_Addr bias;

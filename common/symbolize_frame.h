@@ -51,31 +51,31 @@ typedef struct result {
 } result;
 
 // The module's libdwfl handle, opened on first use; NULL when its file cannot serve.
-Dwfl_Module* mt_sym_module_dwfl(module* m);
-bool mt_sym_module_has_dwarf(module* m);
-void mt_sym_module_close(module* m);
+Dwfl_Module* mt_symbolize_frame_module_dwfl(module* m);
+bool mt_symbolize_frame_module_has_dwarf(module* m);
+void mt_symbolize_frame_module_close(module* m);
 // Fills res->function, file, line and inlined from the DWARF at addr (a file address).
-void mt_sym_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
+void mt_symbolize_frame_resolve_dwarf(module* m, Dwarf_Addr addr, result* res);
 // The symbol table's name for addr, demangled, without symbol version; NULL when none (or
 // when the module's file cannot serve). In symbolize_symtab.c, as is the next one.
-char* mt_sym_symtab_name(module* m, Dwarf_Addr addr);
+char* mt_symbolize_frame_symtab_name(module* m, Dwarf_Addr addr);
 // For an address no symbol names (a stripped binary): "MODULE!0xSTART", START the start of
 // the function holding it, read from its .eh_frame FDE (every FDE covers one function),
 // so every return address in one function gets one name; NULL when no FDE covers it.
-char* mt_sym_fde_name(module* m, Dwarf_Addr addr);
+char* mt_symbolize_frame_fde_name(module* m, Dwarf_Addr addr);
 // Frees a module's symbol table (NULL: none was built).
-void mt_sym_symtab_free(struct sym_index* x);
+void mt_symbolize_frame_symtab_free(struct sym_index* x);
 // Returns a malloc'd demangled name, or a copy of name when it is not mangled C++ or Rust.
-char* mt_sym_demangle(const char* name);
+char* mt_symbolize_frame_demangle(const char* name);
 // A Rust symbol (legacy _ZN...17h<hash>E or v0 _R...) as rustfilt prints it, without the
 // hash; NULL when name is neither (symbolize_rust.c).
-char* mt_sym_demangle_rust(const char* name);
+char* mt_symbolize_frame_demangle_rust(const char* name);
 // Whether a debug file for m's build-id is installed in a .build-id tree of the debug path.
-bool mt_sym_debug_file_installed(module* m);
+bool mt_symbolize_frame_debug_file_installed(module* m);
 // What reading m's DWARF would read, in bytes, without reading it: its file's .debug_*
 // sections, else its build-id debug file (0: no DWARF found that way). A debug file found
 // only through .gnu_debuglink is not seen.
-long long mt_sym_dwarf_bytes(module* m);
-const char* mt_sym_basename(const char* path);
+long long mt_symbolize_frame_dwarf_bytes(module* m);
+const char* mt_symbolize_frame_basename(const char* path);
 
 #endif

@@ -633,7 +633,7 @@ static char* v0_name(const char* name) {
     return o.p;
 }
 
-char* mt_sym_demangle_rust(const char* name) {
+char* mt_symbolize_frame_demangle_rust(const char* name) {
     if (!strncmp(name, "_R", 2))
         return v0_name(name);
     if (!strncmp(name, "_ZN", 3)) {

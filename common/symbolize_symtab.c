@@ -97,7 +97,7 @@ static struct sym_index* build_sym_index(Dwfl_Module* mod) {
     return x;
 }
 
-void mt_sym_symtab_free(struct sym_index* x) {
+void mt_symbolize_frame_symtab_free(struct sym_index* x) {
     if (x) {
         free(x->e);
         free(x);
@@ -153,8 +153,8 @@ static const char* lookup_symbol(const struct sym_index* x, GElf_Addr addr) {
 
 // The name the symbol table gives addr (.symtab, else .dynsym), demangled, without a symbol
 // version ("__libc_start_main@@GLIBC_2.34"); NULL when none covers it.
-char* mt_sym_symtab_name(module* m, Dwarf_Addr addr) {
-    if (!mt_sym_module_dwfl(m))
+char* mt_symbolize_frame_symtab_name(module* m, Dwarf_Addr addr) {
+    if (!mt_symbolize_frame_module_dwfl(m))
         return NULL;
     if (!m->syms && !(m->syms = build_sym_index(m->mod)))
         return NULL;
@@ -164,7 +164,7 @@ char* mt_sym_symtab_name(module* m, Dwarf_Addr addr) {
     char* plain = strndup(s, strcspn(s, "@"));
     if (!plain)
         return NULL;
-    char* name = mt_sym_demangle(plain);
+    char* name = mt_symbolize_frame_demangle(plain);
     free(plain);
     return name;
 }
@@ -222,9 +222,9 @@ static bool fde_start(Elf* elf, GElf_Addr addr, GElf_Addr* start) {
     return false;
 }
 
-char* mt_sym_fde_name(module* m, Dwarf_Addr addr) {
+char* mt_symbolize_frame_fde_name(module* m, Dwarf_Addr addr) {
     Dwarf_Addr bias;
-    Dwarf_CFI* cfi = mt_sym_module_dwfl(m) ? dwfl_module_eh_cfi(m->mod, &bias) : NULL;
+    Dwarf_CFI* cfi = mt_symbolize_frame_module_dwfl(m) ? dwfl_module_eh_cfi(m->mod, &bias) : NULL;
     Dwarf_Frame* frame = NULL;
     // An FDE covers addr (the frame state found), so the last one starting at or below it is
     // that FDE: FDEs never overlap.

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-mt_byte_unit mt_unit_for_bytes(uint64_t peak) {
+mt_byte_unit mt_units_for_bytes(uint64_t peak) {
     static const char* const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     unsigned i = 0;
     while (i + 1 < sizeof names / sizeof *names && peak >= (1ull << (10 * (i + 1))))
@@ -12,7 +12,7 @@ mt_byte_unit mt_unit_for_bytes(uint64_t peak) {
     return (mt_byte_unit){names[i], 1ull << (10 * i)};
 }
 
-mt_byte_unit mt_npu_unit_for_bytes(uint64_t peak) {
+mt_byte_unit mt_units_npu_for_bytes(uint64_t peak) {
     if (peak >= (1ull << 30))
         return (mt_byte_unit){"GB", 1ull << 30};
     if (peak >= (1ull << 20))
@@ -22,8 +22,8 @@ mt_byte_unit mt_npu_unit_for_bytes(uint64_t peak) {
     return (mt_byte_unit){"B", 1};
 }
 
-char* mt_format_bytes(uint64_t bytes, char* buf, size_t len) {
-    mt_byte_unit u = mt_unit_for_bytes(bytes);
+char* mt_units_format_bytes(uint64_t bytes, char* buf, size_t len) {
+    mt_byte_unit u = mt_units_for_bytes(bytes);
     if (u.scale == 1)
         snprintf(buf, len, "%llu B", (unsigned long long)bytes);
     else
@@ -31,7 +31,7 @@ char* mt_format_bytes(uint64_t bytes, char* buf, size_t len) {
     return buf;
 }
 
-char* mt_format_duration(int64_t ns, char* buf, size_t len) {
+char* mt_units_format_duration(int64_t ns, char* buf, size_t len) {
     double v = (double)ns;
     if (ns >= 1000000000)
         snprintf(buf, len, "%.3f s", v / 1e9);

@@ -79,7 +79,7 @@ void mt_sql_merge_free(chunk_merge* m) {
     merge_reset(m);
     sqlite3_finalize(m->blob);
     m->blob = NULL;
-    mt_chunk_coder_free(m->coder);
+    mt_codec_chunk_coder_free(m->coder);
     m->coder = NULL;
 }
 
@@ -176,14 +176,14 @@ static int load_chunk(chunk_merge* m) {
     size_t len = (size_t)sqlite3_column_bytes(m->blob, 0);
     chunk_events* ce = sqlite3_malloc(sizeof *ce);
     mt_event* ev = sqlite3_malloc64((uint64_t)c->h.count * sizeof *ev);
-    if (!ce || !ev || (!m->coder && !(m->coder = mt_chunk_coder_new()))) {
+    if (!ce || !ev || (!m->coder && !(m->coder = mt_codec_chunk_coder_new()))) {
         sqlite3_free(ce);
         sqlite3_free(ev);
         sqlite3_reset(m->blob);
         return mt_sql_merge_fail(m, SQLITE_NOMEM, "out of memory", 0);
     }
     *ce = (chunk_events){ev, (size_t)c->h.count, 0};
-    rc = mt_chunk_decode(m->coder, (int)c->codec, &c->h, data, len, ev);
+    rc = mt_codec_chunk_decode(m->coder, (int)c->codec, &c->h, data, len, ev);
     sqlite3_reset(m->blob);
     if (rc != 0) {
         chunk_events_free(ce);

@@ -54,7 +54,7 @@ static void load(const char* path) {
                            " data FROM event_chunk ORDER BY id",
                            -1, &st, NULL) != SQLITE_OK)
         die("cannot read the capture's event_chunk table");
-    mt_chunk_coder* c = mt_chunk_coder_new();
+    mt_chunk_coder* c = mt_codec_chunk_coder_new();
     size_t cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         mt_chunk_header h = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
@@ -66,7 +66,7 @@ static void load(const char* path) {
         if (h.count <= 0 || h.count > (1 << 22))
             die("a chunk with a bad count");
         mt_event* ev = malloc((size_t)h.count * sizeof *ev);
-        if (!ev || mt_chunk_decode(c, codec, &h, data, len, ev) != 0)
+        if (!ev || mt_codec_chunk_decode(c, codec, &h, data, len, ev) != 0)
             die("a chunk does not decode");
         if (nchunks == cap) {
             cap = cap ? 2 * cap : 1024;
@@ -85,7 +85,7 @@ static void load(const char* path) {
         unit = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
-    mt_chunk_coder_free(c);
+    mt_codec_chunk_coder_free(c);
     if (!nevents)
         die("no events");
 }
@@ -102,7 +102,7 @@ static mt_chunk_coder* coder;
 static size_t encode(const chunk* k, const mt_event* ev) {
     mt_chunk_header h = {k->heap, (int64_t)ev[0].seq, (int64_t)ev[k->n - 1].seq, 0,
                          0,       (int64_t)k->n};
-    size_t len = mt_chunk_encode(coder, codec_used, &h, ev, k->n, scratch);
+    size_t len = mt_codec_chunk_encode(coder, codec_used, &h, ev, k->n, scratch);
     if (!len)
         die("encoding failed");
     return len;
@@ -115,7 +115,7 @@ static void levels(int argc, char** argv) {
     int nl = argc > 2 ? argc - 2 : 3;
     for (int l = 0; l < nl; l++) {
         int level = atoi(argc > 2 ? argv[l + 2] : dflt[l]);
-        mt_chunk_coder_set_level(coder, level);
+        mt_codec_chunk_coder_set_level(coder, level);
         double ns[REPS];
         size_t bytes = 0;
         for (int r = 0; r < REPS; r++) {
@@ -135,7 +135,7 @@ static void levels(int argc, char** argv) {
         printf("%11d  %8.3f   %6.1f (%.1f-%.1f)\n", level, (double)bytes / (double)nevents,
                ns[REPS / 2], ns[0], ns[REPS - 1]);
     }
-    mt_chunk_coder_set_level(coder, 3);
+    mt_codec_chunk_coder_set_level(coder, 3);
 }
 
 static uint64_t get_varint(const uint8_t** p, const uint8_t* end) {
@@ -512,7 +512,7 @@ static void ts_quanta(void) {
     for (size_t k = 0; k < sizeof quanta / sizeof *quanta; k++) {
         size_t bytes[2] = {0};
         for (int way = 0; way < 2; way++) {
-            mt_chunk_coder_set_time_unit(coder, way ? quanta[k] : 1);
+            mt_codec_chunk_coder_set_time_unit(coder, way ? quanta[k] : 1);
             for (size_t i = 0; i < nchunks; i++) {
                 memcpy(copy, chunks[i].ev, chunks[i].n * sizeof *copy);
                 for (size_t j = 0; j < chunks[i].n; j++)
@@ -523,7 +523,7 @@ static void ts_quanta(void) {
         printf("%13lld   %13.3f   %14.3f\n", (long long)quanta[k],
                (double)bytes[0] / (double)nevents, (double)bytes[1] / (double)nevents);
     }
-    mt_chunk_coder_set_time_unit(coder, unit);
+    mt_codec_chunk_coder_set_time_unit(coder, unit);
     free(copy);
 }
 
@@ -535,7 +535,7 @@ int main(int argc, char** argv) {
     load(argv[1]);
     if (getenv("CODEC_FIELDS_MERGE"))
         merge_chunks((size_t)atoi(getenv("CODEC_FIELDS_MERGE")));
-    coder = mt_chunk_coder_new();
+    coder = mt_codec_chunk_coder_new();
     scratch = malloc(mt_codec_bound(1 << 22));
     codec_used = getenv("CODEC_FIELDS_CODEC") ? atoi(getenv("CODEC_FIELDS_CODEC"))
                                               : mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
@@ -543,7 +543,7 @@ int main(int argc, char** argv) {
         die("out of memory");
     if (getenv("CODEC_FIELDS_UNIT"))
         unit = atoll(getenv("CODEC_FIELDS_UNIT"));
-    mt_chunk_coder_set_time_unit(coder, unit);
+    mt_codec_chunk_coder_set_time_unit(coder, unit);
     printf("%s: %zu events in %zu chunks (%.1f a chunk), stored %.3f B/event\n", argv[1], nevents,
            nchunks, (double)nevents / (double)nchunks, (double)stored_bytes / (double)nevents);
     if (getenv("CODEC_FIELDS_LEVELS")) { // the levels' sizes and times only

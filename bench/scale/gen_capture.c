@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // scale_gen_capture OUT.db [EVENTS] [THREADS]: writes a synthetic capture of EVENTS heap
-// events (default 100 million) straight through mt_capwriter, for timing memreport at
+// events (default 100 million) straight through mt_capture_writer, for timing memreport at
 // scale. Threads allocate and free with per-thread chunks whose seq ranges interleave (as the
 // tracer's do), over a callsite tree of ~20000 stacks; the live set rises to about a million
 // blocks mid-run, then drains, leaving some leaks. Deterministic (fixed PRNG seed).
@@ -101,15 +101,15 @@ int main(int argc, char** argv) {
     if (nthreads < 1 || nthreads > 64)
         die("THREADS", "1..64");
     char err[256];
-    mt_capwriter* w;
-    if (mt_capwriter_open(argv[1], &w, err, sizeof err))
+    mt_capture_writer* w;
+    if (mt_capture_writer_open(argv[1], &w, err, sizeof err))
         die(argv[1], err);
-    sqlite3* db = mt_capwriter_db(w);
-    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "native", "ns");
+    sqlite3* db = mt_capture_writer_db(w);
+    mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "native", "ns");
     exec_sql(db, "BEGIN");
-    mt_capwriter_meta_text(w, "exe", "/usr/bin/scale-app");
-    mt_capwriter_meta_text(w, "cmdline", "[\"scale-app\",\"--synthetic\"]");
-    mt_capwriter_meta_text(w, "symbolized", "1");
+    mt_capture_writer_meta_text(w, "exe", "/usr/bin/scale-app");
+    mt_capture_writer_meta_text(w, "cmdline", "[\"scale-app\",\"--synthetic\"]");
+    mt_capture_writer_meta_text(w, "symbolized", "1");
     uint32_t leaves[4096];
     write_stacks(db, leaves, 4096);
     gen_thread* th = calloc(nthreads, sizeof *th);
@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
     // Live target per thread: rises to 1/nthreads of a million blocks at half the run, then
     // falls to 5% (the leaks).
     while (written < total) {
-        if (mt_capwriter_begin(w))
-            die("begin", mt_capwriter_error(w));
+        if (mt_capture_writer_begin(w))
+            die("begin", mt_capture_writer_error(w));
         for (unsigned t = 0; t < nthreads && written < total; t++) {
             gen_thread* g = &th[t];
             size_t n = total - written < CHUNK ? (size_t)(total - written) : CHUNK;
@@ -163,21 +163,21 @@ int main(int argc, char** argv) {
                     g->live[k] = g->live[--g->nlive];
                 }
             }
-            if (mt_capwriter_chunk(w, MT_HEAP_LIBC, ev, n, scratch))
-                die("chunk", mt_capwriter_error(w));
+            if (mt_capture_writer_chunk(w, MT_HEAP_LIBC, ev, n, scratch))
+                die("chunk", mt_capture_writer_error(w));
             written += n;
         }
         seq += (uint64_t)CHUNK * nthreads;
-        if (mt_capwriter_commit(w))
-            die("commit", mt_capwriter_error(w));
+        if (mt_capture_writer_commit(w))
+            die("commit", mt_capture_writer_error(w));
         if ((written / CHUNK) % 2048 == 0)
             fprintf(stderr, "\r%llu / %llu events", (unsigned long long)written,
                     (unsigned long long)total);
     }
     fputc('\n', stderr);
-    mt_capwriter_meta_int(w, "events_written", (int64_t)written);
-    mt_capwriter_meta_int(w, "duration_ns", (int64_t)(seq + 1) * 25);
-    if (mt_capwriter_finish(w, "complete"))
+    mt_capture_writer_meta_int(w, "events_written", (int64_t)written);
+    mt_capture_writer_meta_int(w, "duration_ns", (int64_t)(seq + 1) * 25);
+    if (mt_capture_writer_finish(w, "complete"))
         die(argv[1], "cannot finish");
     for (unsigned t = 0; t < nthreads; t++) {
         free(th[t].live);

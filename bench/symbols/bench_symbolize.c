@@ -80,12 +80,12 @@ int main(int argc, char** argv) {
         return 1;
     close(fd);
     char err[512];
-    mt_capwriter* w;
-    if (mt_capwriter_open(path, &w, err, sizeof err)) {
+    mt_capture_writer* w;
+    if (mt_capture_writer_open(path, &w, err, sizeof err)) {
         fprintf(stderr, "bench_symbolize: %s\n", err);
         return 1;
     }
-    sqlite3* db = mt_capwriter_db(w);
+    sqlite3* db = mt_capture_writer_db(w);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     uint64_t* pcs = malloc(total * sizeof *pcs);
     size_t have = 0, frame_id = 1;
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
            done, t1 - t0, (t1 - t0) * 1e6 / (done ? done : 1), sqlite3_column_int64(st, 1),
            sqlite3_column_int64(st, 2));
     sqlite3_finalize(st);
-    mt_capwriter_abandon(w);
+    mt_capture_writer_abandon(w);
     unlink(path);
     free(pcs);
     return 0;

@@ -48,7 +48,7 @@
 
 #define BATCH 4096
 
-static mt_capwriter* cw;
+static mt_capture_writer* cw;
 static pthread_t writer_thread;
 static bool writer_running;
 static bool writer_joinable; // writer_thread exists and nobody joined or detached it yet
@@ -138,7 +138,7 @@ void mt_writer_fail_sqlite(const char* what) {
         return;
     failed = true;
     char why[512];
-    int n = snprintf(why, sizeof why, "%s", cw ? mt_capwriter_error(cw) : "unknown error");
+    int n = snprintf(why, sizeof why, "%s", cw ? mt_capture_writer_error(cw) : "unknown error");
     // A write past the process's file size limit fails with EFBIG, which SQLite reports as
     // a bare "disk I/O error" (its errno is gone by then): name the limit.
     struct rlimit fsize;
@@ -154,46 +154,46 @@ void mt_writer_fail_sqlite(const char* what) {
 
 static void write_meta(void) {
     char buf[16384];
-    mt_capwriter_meta_text(cw, "tool_version", "memtrace " MEMTRACE_VERSION_STRING);
-    mt_capwriter_meta_int(cw, "pid", getpid());
-    mt_capwriter_meta_int(cw, "ppid", start_ppid);
+    mt_capture_writer_meta_text(cw, "tool_version", "memtrace " MEMTRACE_VERSION_STRING);
+    mt_capture_writer_meta_int(cw, "pid", getpid());
+    mt_capture_writer_meta_int(cw, "ppid", start_ppid);
     if (parent_capture[0])
-        mt_capwriter_meta_text(cw, "parent_capture", parent_capture);
+        mt_capture_writer_meta_text(cw, "parent_capture", parent_capture);
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
     buf[n > 0 ? n : 0] = 0;
-    mt_capwriter_meta_text(cw, "exe", buf);
-    mt_capwriter_meta_text(cw, "cmdline", start_cmdline);
+    mt_capture_writer_meta_text(cw, "exe", buf);
+    mt_capture_writer_meta_text(cw, "cmdline", start_cmdline);
     if (start_cwd[0])
-        mt_capwriter_meta_text(cw, "cwd", start_cwd);
+        mt_capture_writer_meta_text(cw, "cwd", start_cwd);
     if (gethostname(buf, sizeof buf) == 0)
-        mt_capwriter_meta_text(cw, "hostname", buf);
+        mt_capture_writer_meta_text(cw, "hostname", buf);
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    mt_capwriter_meta_int(cw, "start_realtime_ns",
-                          (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - mt_clock_now());
-    mt_capwriter_meta_int(cw, "page_size", page_size);
-    mt_capwriter_meta_text(cw, "unwinder", mt_config_unwind_name(mt_cfg.unwind));
-    mt_capwriter_meta_int(cw, "depth", mt_cfg.depth);
-    mt_capwriter_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
-    mt_capwriter_meta_int(cw, "commit_ms", mt_cfg.commit_ms);
-    mt_capwriter_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
-    mt_capwriter_meta_int(cw, "time_resolution_ns", mt_cfg.time_ns > 1 ? mt_cfg.time_ns : 1);
-    mt_capwriter_set_time_unit(cw, mt_cfg.time_ns);
+    mt_capture_writer_meta_int(cw, "start_realtime_ns",
+                               (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec - mt_clock_now());
+    mt_capture_writer_meta_int(cw, "page_size", page_size);
+    mt_capture_writer_meta_text(cw, "unwinder", mt_config_unwind_name(mt_cfg.unwind));
+    mt_capture_writer_meta_int(cw, "depth", mt_cfg.depth);
+    mt_capture_writer_meta_int(cw, "sample_ms", mt_cfg.sample_ms);
+    mt_capture_writer_meta_int(cw, "commit_ms", mt_cfg.commit_ms);
+    mt_capture_writer_meta_int(cw, "follow_fork", mt_cfg.follow_fork);
+    mt_capture_writer_meta_int(cw, "time_resolution_ns", mt_cfg.time_ns > 1 ? mt_cfg.time_ns : 1);
+    mt_capture_writer_set_time_unit(cw, mt_cfg.time_ns);
     if (atomic_load(&mt_core_attached)) // memtrace --pid: blocks from before may be freed
-        mt_capwriter_meta_int(cw, "attached", 1);
+        mt_capture_writer_meta_int(cw, "attached", 1);
     if (mt_sampling) { // readers weigh each allocation by its probability (capture-format.md)
-        mt_capwriter_meta_int(cw, "sample_bytes", mt_cfg.sample_bytes);
-        mt_capwriter_meta_text(cw, "sample_method", "poisson-bytes");
+        mt_capture_writer_meta_int(cw, "sample_bytes", mt_cfg.sample_bytes);
+        mt_capture_writer_meta_text(cw, "sample_method", "poisson-bytes");
     }
-    mt_capwriter_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
-    mt_capwriter_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
-    mt_capwriter_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
+    mt_capture_writer_heap(cw, MT_HEAP_LIBC, "libc", "native", "ns");
+    mt_capture_writer_counter_track(cw, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes");
+    mt_capture_writer_counter_track(cw, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes");
     if (mt_cfg.mmap)
-        mt_capwriter_heap(cw, MT_HEAP_MMAP, "mmap", "mmap", "ns");
+        mt_capture_writer_heap(cw, MT_HEAP_MMAP, "mmap", "mmap", "ns");
     if (mt_python_heap_on())
-        mt_capwriter_heap(cw, MT_HEAP_PYTHON, "python", "python", "ns");
+        mt_capture_writer_heap(cw, MT_HEAP_PYTHON, "python", "python", "ns");
     if (mt_python_status()) // the CPython seen, and whether its allocators are recorded
-        mt_capwriter_meta_text(cw, "python_allocators", mt_python_status());
+        mt_capture_writer_meta_text(cw, "python_allocators", mt_python_status());
 }
 
 // ---- events
@@ -215,7 +215,7 @@ static void pool_heap_row(void) {
     uint64_t v = mt_core_pool_name(name);
     if (v == pool_row_version || failed)
         return;
-    if (mt_capwriter_heap(cw, MT_HEAP_POOL, name, "pool", "ns"))
+    if (mt_capture_writer_heap(cw, MT_HEAP_POOL, name, "pool", "ns"))
         mt_writer_fail_sqlite("cannot write the pool heap");
     pool_row_version = v;
 }
@@ -253,9 +253,9 @@ static mt_event* heapbuf; // one heap's events of a piece with several
 
 static void store_chunk(int heap, const mt_event* ev, size_t n) {
     mt_chunk_header h;
-    size_t len = mt_capwriter_encode_chunk(cw, heap, ev, n, scratch, &h);
+    size_t len = mt_capture_writer_encode_chunk(cw, heap, ev, n, scratch, &h);
     begin_unresumable();
-    if (!len || mt_capwriter_insert_chunk(cw, &h, scratch, len) != 0)
+    if (!len || mt_capture_writer_insert_chunk(cw, &h, scratch, len) != 0)
         mt_writer_fail_sqlite("cannot write events");
     else
         cur_piece.stored |= 1u << heap;
@@ -390,7 +390,7 @@ static void steal_partials(void) {
 static int write_mark(const pending_mark* m) {
     int64_t ts = to_ns(m->ts, true); // as events are: it keeps its place among them
     if (m->what == MT_MARK_RANGE_END)
-        return mt_capwriter_mark_end(cw, m->name, m->tid, ts);
+        return mt_capture_writer_mark_end(cw, m->name, m->tid, ts);
     bool range = m->what == MT_MARK_RANGE_BEGIN;
     mt_mark_rec r = {.heap = MT_HEAP_LIBC,
                      .kind = range ? "range" : "mark",
@@ -400,7 +400,7 @@ static int write_mark(const pending_mark* m) {
                      .ts_end = ts,
                      .has_tid = true,
                      .tid = m->tid};
-    return mt_capwriter_mark(cw, &r);
+    return mt_capture_writer_mark(cw, &r);
 }
 
 static void write_marks(void) {
@@ -410,7 +410,7 @@ static void write_marks(void) {
     pthread_mutex_unlock(&mark_lock);
     if (m && !exact_times_noted && mt_cfg.time_ns > 1) {
         exact_times_noted = true;
-        mt_capwriter_meta_int(cw, "time_resolution_ns", 1);
+        mt_capture_writer_meta_int(cw, "time_resolution_ns", 1);
     }
     while (m) {
         pending_mark* next = m->next;
@@ -461,8 +461,8 @@ static bool any_sample_written, sample_is_held, sample_since_commit;
 
 static void write_sample(const memory_sample* m) {
     begin_unresumable();
-    if (mt_capwriter_counter(cw, MT_TRACK_RSS, m->ts, (int64_t)(m->rss_pages * page_size)) ||
-        mt_capwriter_counter(cw, MT_TRACK_VSZ, m->ts, (int64_t)(m->vsz_pages * page_size)))
+    if (mt_capture_writer_counter(cw, MT_TRACK_RSS, m->ts, (int64_t)(m->rss_pages * page_size)) ||
+        mt_capture_writer_counter(cw, MT_TRACK_VSZ, m->ts, (int64_t)(m->vsz_pages * page_size)))
         mt_writer_fail_sqlite("cannot write counters");
     sample_written = *m;
     any_sample_written = sample_since_commit = true;
@@ -507,10 +507,10 @@ static void window_edge(bool begin, int64_t ts, void* ud) {
                          .ts_begin = ts,
                          .has_tid = true,
                          .tid = tid};
-        rc = mt_capwriter_mark(cw, &r);
+        rc = mt_capture_writer_mark(cw, &r);
         windows++;
     } else if (!begin && window_open) {
-        rc = mt_capwriter_mark_end(cw, "recording", tid, ts);
+        rc = mt_capture_writer_mark_end(cw, "recording", tid, ts);
     }
     window_open = begin;
     if (rc)
@@ -521,7 +521,7 @@ static void poll_windows(int64_t now) {
     mt_recording_poll(now, first_poll, window_edge, NULL);
     first_poll = false;
     if (mt_recording_controlled())
-        mt_capwriter_meta_int(cw, "recording_windows", windows);
+        mt_capture_writer_meta_int(cw, "recording_windows", windows);
 }
 
 // The capture's size on disk: the database and its write-ahead log.
@@ -541,9 +541,9 @@ static void check_size(int64_t now) {
         capture_bytes() < ((int64_t)mt_cfg.max_mb << 20))
         return;
     atomic_fetch_or(&mt_events_off, MT_OFF_FULL);
-    mt_capwriter_meta_int(cw, "events_stopped_at_mb", mt_cfg.max_mb);
-    mt_capwriter_meta_int(cw, "events_stopped_ns", now);
-    mt_capwriter_meta_text(cw, "events_stopped_reason", "max_mb");
+    mt_capture_writer_meta_int(cw, "events_stopped_at_mb", mt_cfg.max_mb);
+    mt_capture_writer_meta_int(cw, "events_stopped_ns", now);
+    mt_capture_writer_meta_text(cw, "events_stopped_reason", "max_mb");
     char msg[128];
     snprintf(msg, sizeof msg,
              "events stopped at %d MiB (MEMTRACE_MAX_MB); calls only counted since", mt_cfg.max_mb);
@@ -609,20 +609,23 @@ static void commit_all(int64_t now) {
     poll_windows(now);
     mt_writer_rows_call_counts(cw);
     check_size(now);
-    mt_capwriter_meta_int(cw, "events_written", (int64_t)events_written);
+    mt_capture_writer_meta_int(cw, "events_written", (int64_t)events_written);
     if (pool_row_version) // a name given since the pool's row was written
         pool_heap_row();
     if (mt_cfg.mmap) { // file mappings are not a heap: counted (mmap_track.h)
-        mt_capwriter_meta_int(cw, "mmap_file_count", (int64_t)atomic_load(&mt_mmap_file_count));
-        mt_capwriter_meta_int(cw, "mmap_file_bytes", (int64_t)atomic_load(&mt_mmap_file_bytes));
+        mt_capture_writer_meta_int(cw, "mmap_file_count",
+                                   (int64_t)atomic_load(&mt_mmap_file_count));
+        mt_capture_writer_meta_int(cw, "mmap_file_bytes",
+                                   (int64_t)atomic_load(&mt_mmap_file_bytes));
     }
     if (atomic_load(&mt_core_reports_ignored))
-        mt_capwriter_meta_int(cw, "reports_ignored",
-                              (int64_t)atomic_load(&mt_core_reports_ignored));
+        mt_capture_writer_meta_int(cw, "reports_ignored",
+                                   (int64_t)atomic_load(&mt_core_reports_ignored));
     if (atomic_load(&mt_sampling_set_full))
-        mt_capwriter_meta_int(cw, "sample_set_full", (int64_t)atomic_load(&mt_sampling_set_full));
-    mt_capwriter_meta_int(cw, "duration_ns", now);
-    if (!failed && (mt_capwriter_commit(cw) || mt_capwriter_begin(cw)))
+        mt_capture_writer_meta_int(cw, "sample_set_full",
+                                   (int64_t)atomic_load(&mt_sampling_set_full));
+    mt_capture_writer_meta_int(cw, "duration_ns", now);
+    if (!failed && (mt_capture_writer_commit(cw) || mt_capture_writer_begin(cw)))
         mt_writer_fail_sqlite("cannot commit capture");
     last_commit = last_write = now;
     events_committed = events_written;
@@ -674,9 +677,9 @@ static void save_before_death(void) {
     tick(true);
     begin_unresumable(); // for good: the capture is finished here
     if (!failed) {
-        mt_capwriter_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
-        mt_capwriter_commit(cw);
-        if (mt_capwriter_finish(cw, "complete") == 0)
+        mt_capture_writer_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
+        mt_capture_writer_commit(cw);
+        if (mt_capture_writer_finish(cw, "complete") == 0)
             mt_output_report_finished(getpid(), capture_path);
     }
     cw = NULL;
@@ -700,18 +703,18 @@ static bool open_capture(void) {
     if (!ok)
         snprintf(err, sizeof err, "cannot guard the capture's file descriptors");
     else
-        ok = mt_capwriter_open(capture_path, &cw, err, sizeof err) == 0;
+        ok = mt_capture_writer_open(capture_path, &cw, err, sizeof err) == 0;
     if (!ok) {
         cw = NULL;
         failed = true;
         mt_writer_fail(capture_path, err);
     } else {
         // The meta rows and the first sample in one commit: each commit costs page writes.
-        if (mt_capwriter_begin(cw) == 0) {
+        if (mt_capture_writer_begin(cw) == 0) {
             write_meta();
             sample_memory(mt_clock_now(), true); // RSS and VSZ from the start, not one period on
         }
-        if (!failed && (mt_capwriter_commit(cw) != 0 || mt_capwriter_begin(cw) != 0))
+        if (!failed && (mt_capture_writer_commit(cw) != 0 || mt_capture_writer_begin(cw) != 0))
             mt_writer_fail_sqlite("cannot write capture");
     }
     end_unresumable();
@@ -863,13 +866,13 @@ void mt_writer_finish_orphaned(pid_t pid) {
                 window_edge(false, mt_clock_now(), NULL);
         }
         if (!failed) {
-            mt_capwriter_meta_int(cw, "ended_unseen", 1);
-            mt_capwriter_meta_text(cw, "leak_scan", "not run");
-            mt_capwriter_meta_text(cw, "leak_scan_why",
-                                   "the process ended without its exit handler (a raw "
-                                   "exit_group or a signal): no copy of it to scan");
-            mt_capwriter_commit(cw);
-            if (mt_capwriter_finish(cw, "complete") == 0)
+            mt_capture_writer_meta_int(cw, "ended_unseen", 1);
+            mt_capture_writer_meta_text(cw, "leak_scan", "not run");
+            mt_capture_writer_meta_text(cw, "leak_scan_why",
+                                        "the process ended without its exit handler (a raw "
+                                        "exit_group or a signal): no copy of it to scan");
+            mt_capture_writer_commit(cw);
+            if (mt_capture_writer_finish(cw, "complete") == 0)
                 mt_output_report_finished(pid, capture_path);
         }
         cw = NULL;
@@ -1076,7 +1079,7 @@ static void stop_on_this_thread(void) {
     mt_clock_settle(); // a no-op unless the writer opened it but never ran on
     if (failed) {
         // Keep what was committed; the status stays 'recording', i.e. truncated.
-        mt_capwriter_abandon(cw);
+        mt_capture_writer_abandon(cw);
         cw = NULL;
         pthread_mutex_unlock(&sqlite_lock);
         return;
@@ -1094,18 +1097,19 @@ static void stop_on_this_thread(void) {
     // alone there, libdw (and the debuginfod client it loads) is never loaded into it.
     // Not in a process that chrooted: the binaries' paths and the symbol cache's would name
     // files of its new root (the cache was made there); memreport names the frames.
-    if (!failed && mt_cfg.symbolize && !mt_output_root_changed() && mt_capwriter_commit(cw) == 0) {
+    if (!failed && mt_cfg.symbolize && !mt_output_root_changed() &&
+        mt_capture_writer_commit(cw) == 0) {
         char err[256];
         bool read_files = !atomic_load(&mt_core_attached);
-        (void)mt_capwriter_symbolize(cw, mt_cfg.symbolize_ms, read_files, err, sizeof err);
-        if (mt_capwriter_begin(cw) != 0)
+        (void)mt_capture_writer_symbolize(cw, mt_cfg.symbolize_ms, read_files, err, sizeof err);
+        if (mt_capture_writer_begin(cw) != 0)
             mt_writer_fail_sqlite("cannot write capture");
     }
     if (failed) {
-        mt_capwriter_abandon(cw);
+        mt_capture_writer_abandon(cw);
     } else {
-        mt_capwriter_commit(cw);
-        if (mt_capwriter_finish(cw, "complete") != 0)
+        mt_capture_writer_commit(cw);
+        if (mt_capture_writer_finish(cw, "complete") != 0)
             mt_writer_fail("cannot finalize capture", "SQLite error");
         else
             mt_output_report_finished(getpid(), capture_path);
@@ -1156,20 +1160,20 @@ static void scan_leaks(void) {
         gap = rc ? why : NULL;
     }
     if (gap) {
-        mt_capwriter_meta_text(cw, "leak_scan", "not run");
-        mt_capwriter_meta_text(cw, "leak_scan_why", gap);
+        mt_capture_writer_meta_text(cw, "leak_scan", "not run");
+        mt_capture_writer_meta_text(cw, "leak_scan_why", gap);
     } else {
         for (size_t i = 0; i < n && !failed; i++) {
             uint32_t h = r.holder[i];
-            if (mt_capwriter_leak(cw, b[i].seq, r.kind[i], h < n ? b[h].seq : 0))
+            if (mt_capture_writer_leak(cw, b[i].seq, r.kind[i], h < n ? b[h].seq : 0))
                 mt_writer_fail_sqlite("cannot write leak verdicts");
         }
-        mt_capwriter_meta_text(cw, "leak_scan", "complete");
-        mt_capwriter_meta_int(cw, "leak_scan_blocks", (int64_t)n);
-        mt_capwriter_meta_int(cw, "leak_scan_roots_bytes", (int64_t)r.roots_bytes);
-        mt_capwriter_meta_int(cw, "leak_scan_bytes", (int64_t)r.scanned_bytes);
-        mt_capwriter_meta_int(cw, "leak_scan_ns", r.ns);
-        mt_capwriter_meta_int(cw, "leak_scan_cpu_ns", r.cpu_ns);
+        mt_capture_writer_meta_text(cw, "leak_scan", "complete");
+        mt_capture_writer_meta_int(cw, "leak_scan_blocks", (int64_t)n);
+        mt_capture_writer_meta_int(cw, "leak_scan_roots_bytes", (int64_t)r.roots_bytes);
+        mt_capture_writer_meta_int(cw, "leak_scan_bytes", (int64_t)r.scanned_bytes);
+        mt_capture_writer_meta_int(cw, "leak_scan_ns", r.ns);
+        mt_capture_writer_meta_int(cw, "leak_scan_cpu_ns", r.cpu_ns);
         mt_leak_scan_release(&r);
     }
     mt_writer_heap_free(b);

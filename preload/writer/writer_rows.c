@@ -58,22 +58,22 @@ void mt_writer_cmdline_json(char* out, size_t cap) {
     out[n] = 0;
 }
 
-void mt_writer_rows_stacks(mt_capwriter* cw) {
+void mt_writer_rows_stacks(mt_capture_writer* cw) {
     static mt_frame_row frames[ROW_BATCH];
     static mt_callsite_row sites[ROW_BATCH];
-    static mt_capwriter* python_said; // the capture meta `python` was written to
+    static mt_capture_writer* python_said; // the capture meta `python` was written to
     static uint64_t failed_said;
     size_t n;
     const char* python = mt_pyframes_status();
     if (python && python_said != cw) {
         python_said = cw;
-        if (mt_capwriter_meta_text(cw, "python", python))
+        if (mt_capture_writer_meta_text(cw, "python", python))
             mt_writer_fail_sqlite("cannot write meta");
     }
     uint64_t failed = mt_pyframes_failed();
     if (failed != failed_said) {
         failed_said = failed;
-        mt_capwriter_meta_int(cw, "python_walks_failed", (int64_t)failed);
+        mt_capture_writer_meta_int(cw, "python_walks_failed", (int64_t)failed);
     }
     while ((n = mt_trie_drain_frames(frames, ROW_BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
@@ -84,7 +84,7 @@ void mt_writer_rows_stacks(mt_capwriter* cw) {
                               .rel_pc = frames[i].rel_pc};
             // A Python frame comes named: the symbolizer leaves it as it is.
             mt_pyframes_name(frames[i].pc, &f.function, &f.file, &f.line);
-            if (mt_capwriter_frame(cw, &f))
+            if (mt_capture_writer_frame(cw, &f))
                 mt_writer_fail_sqlite("cannot write frames");
         }
     }
@@ -94,14 +94,14 @@ void mt_writer_rows_stacks(mt_capwriter* cw) {
                                  .parent_id = sites[i].parent,
                                  .frame_id = sites[i].frame,
                                  .depth = sites[i].depth};
-            if (mt_capwriter_callsite(cw, &c))
+            if (mt_capture_writer_callsite(cw, &c))
                 mt_writer_fail_sqlite("cannot write callsites");
         }
     }
 }
 
 static void write_mapping(const mt_mapping* m, void* ud) {
-    mt_capwriter* cw = ud;
+    mt_capture_writer* cw = ud;
     mt_mapping_rec r = {.id = m->id,
                         .path = m->path,
                         .start = m->start,
@@ -110,15 +110,15 @@ static void write_mapping(const mt_mapping* m, void* ud) {
                         .build_id = m->build_id,
                         .ts_loaded = m->ts_loaded,
                         .ts_unloaded = m->ts_unloaded};
-    if (mt_capwriter_mapping(cw, &r))
+    if (mt_capture_writer_mapping(cw, &r))
         mt_writer_fail_sqlite("cannot write mappings");
 }
 
-void mt_writer_rows_mappings(mt_capwriter* cw) {
+void mt_writer_rows_mappings(mt_capture_writer* cw) {
     mt_maps_drain(write_mapping, cw);
 }
 
-void mt_writer_rows_threads(mt_capwriter* cw) {
+void mt_writer_rows_threads(mt_capture_writer* cw) {
     for (mt_thread* t = mt_core_threads(); t; t = t->next) {
         if (atomic_load_explicit(&t->reusable, memory_order_acquire))
             continue;
@@ -138,7 +138,7 @@ void mt_writer_rows_threads(mt_capwriter* cw) {
             name[r > 0 ? r : 0] = 0;
             name[strcspn(name, "\n")] = 0;
         }
-        if (mt_capwriter_thread(cw, t->tid, name))
+        if (mt_capture_writer_thread(cw, t->tid, name))
             mt_writer_fail_sqlite("cannot write threads");
         atomic_store(&t->written, 1);
         if (gone)
@@ -146,13 +146,13 @@ void mt_writer_rows_threads(mt_capwriter* cw) {
     }
 }
 
-void mt_writer_rows_call_counts(mt_capwriter* cw) {
+void mt_writer_rows_call_counts(mt_capture_writer* cw) {
     uint64_t total[MT_CALL_COUNT_], lost;
     mt_core_call_totals(total, &lost);
     // Heap calls of signal handlers nested deeper than the side queue holds (core.h).
     if (lost)
-        mt_capwriter_meta_int(cw, "events_lost", (int64_t)lost);
+        mt_capture_writer_meta_int(cw, "events_lost", (int64_t)lost);
     for (int k = 0; k < MT_CALL_COUNT_; k++)
-        if (mt_capwriter_call_count(cw, mt_call_names[k], (int64_t)total[k]))
+        if (mt_capture_writer_call_count(cw, mt_call_names[k], (int64_t)total[k]))
             mt_writer_fail_sqlite("cannot write call counts");
 }

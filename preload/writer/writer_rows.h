@@ -12,12 +12,12 @@
 // /proc/self/cmdline as a JSON array of strings, cut to fit out[cap].
 void mt_writer_cmdline_json(char* out, size_t cap);
 // What the callsite trie and the module maps gained since the last call.
-void mt_writer_rows_stacks(mt_capwriter* cw);
-void mt_writer_rows_mappings(mt_capwriter* cw);
+void mt_writer_rows_stacks(mt_capture_writer* cw);
+void mt_writer_rows_mappings(mt_capture_writer* cw);
 // Threads not yet written, named from /proc (or from their name at exit).
-void mt_writer_rows_threads(mt_capwriter* cw);
+void mt_writer_rows_threads(mt_capture_writer* cw);
 // Each entry point's calls summed over the threads, and the nested events lost.
-void mt_writer_rows_call_counts(mt_capwriter* cw);
+void mt_writer_rows_call_counts(mt_capture_writer* cw);
 
 // In writer.c: reports a failed write once, keeps what was committed, stops tracing.
 void mt_writer_fail_sqlite(const char* what);

@@ -38,7 +38,7 @@ int mr_when_check_time(const char* option, const char* value, mr_time t, const c
     }
     if (!extent.steps && t.value > extent.end) {
         mr_error(NULL, "%s %s: past the end of %s (duration %s)", option, value, path,
-                 mt_format_duration(extent.end, a, sizeof a));
+                 mt_units_format_duration(extent.end, a, sizeof a));
         return MR_EXIT_USAGE;
     }
     *ts = t.value;

@@ -234,7 +234,7 @@ static void format_amount(mr_diff_metric m, uint64_t v, char* buf, size_t len) {
         snprintf(buf, len, "%llu", (unsigned long long)v);
         return;
     }
-    mt_byte_unit u = mt_unit_for_bytes(v);
+    mt_byte_unit u = mt_units_for_bytes(v);
     if (u.scale == 1)
         snprintf(buf, len, "%llu B", (unsigned long long)v);
     else

@@ -115,6 +115,6 @@ char* mr_extent_format_time(int64_t t, bool steps, char* buf, size_t len) {
     if (steps)
         snprintf(buf, len, "step %lld", (long long)t);
     else
-        mt_format_duration(t, buf, len);
+        mt_units_format_duration(t, buf, len);
     return buf;
 }

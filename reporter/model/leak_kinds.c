@@ -63,9 +63,9 @@ int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int
     if (!out->bytes || !out->blocks)
         rc = -ENOMEM;
     else
-        rc = mt_event_iter_open(cap, heap, &it);
+        rc = mt_capture_iter_open(cap, heap, &it);
     mt_event ev;
-    while (!rc && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    while (!rc && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         rc = 0;
         bool in_range = ev.ts >= from && ev.ts <= to;
         uint64_t* kind =
@@ -79,7 +79,7 @@ int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int
         out->total_blocks[*kind]++;
     }
     if (it)
-        mt_event_iter_close(it);
+        mt_capture_iter_close(it);
     mr_u64map_free(&verdicts);
     if (rc) {
         snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : "cannot read the events");

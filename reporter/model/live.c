@@ -165,10 +165,10 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     int64_t upto = l->last_chunk + BATCH_CHUNKS;
     // A python process's heap is its libc and python heaps together, as in every report.
     int heap = mr_extent_default_heap(cap) == MT_HEAP_PROGRAM ? MT_HEAP_PROGRAM : MT_HEAP_LIBC;
-    rc = mt_event_iter_open_chunks(cap, heap, l->last_chunk, upto, &it);
+    rc = mt_capture_iter_open_chunks(cap, heap, l->last_chunk, upto, &it);
     mt_event ev;
     int more = 0;
-    while (!rc && (more = mt_event_iter_next(it, &ev)) == 1) {
+    while (!rc && (more = mt_capture_iter_next(it, &ev)) == 1) {
         if (MT_VEC_RESERVE(&buf, &cap_n, n + 1)) {
             rc = -ENOMEM;
             break;
@@ -178,11 +178,11 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
     if (!rc && more < 0)
         rc = more;
     if (rc && it)
-        snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : mt_event_iter_error(it));
+        snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : mt_capture_iter_error(it));
     // Chunk ids have no holes: a batch reaching its last id may have more after it.
-    int64_t last = rc ? l->last_chunk : mt_event_iter_last_chunk(it);
+    int64_t last = rc ? l->last_chunk : mt_capture_iter_last_chunk(it);
     bool batch_full = last == upto;
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     if (!rc && !batch_full &&
         (mt_capture_counters_after(cap, MT_TRACK_RSS, l->rss_ts, add_counter, l) ||
          mt_capture_counters_after(cap, MT_TRACK_VSZ, l->vsz_ts, add_counter, l))) {

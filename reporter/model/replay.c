@@ -130,10 +130,10 @@ static void describe_callback_error(mr_replay* r, int rc) {
 
 int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
     mt_event_iter* it = NULL;
-    int rc = mt_event_iter_open_after(r->cap, r->heap, r->after_seq, &it);
+    int rc = mt_capture_iter_open_after(r->cap, r->heap, r->after_seq, &it);
     if (rc) {
-        snprintf(r->err, sizeof r->err, "%s", it ? mt_event_iter_error(it) : "corrupt capture");
-        mt_event_iter_close(it);
+        snprintf(r->err, sizeof r->err, "%s", it ? mt_capture_iter_error(it) : "corrupt capture");
+        mt_capture_iter_close(it);
         return rc;
     }
     // Reading LOOKAHEAD events ahead and prefetching their hash slots turns the replay from
@@ -146,7 +146,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
     for (;;) {
         while (more == 1 && queued < LOOKAHEAD) {
             size_t i = (head + queued) % LOOKAHEAD;
-            if ((more = mt_event_iter_next(it, &ring[i])) == 1) {
+            if ((more = mt_capture_iter_next(it, &ring[i])) == 1) {
                 hash[i] = mr_heapmap_prefetch(&r->live, mr_replay_key(&ring[i]));
                 queued++;
             }
@@ -182,7 +182,7 @@ int mr_replay_run(mr_replay* r, uint64_t stop_seq, mr_replay_fn fn, void* ud) {
         rc = 0;
     }
     if (rc < 0 && !r->err[0])
-        snprintf(r->err, sizeof r->err, "%s", mt_event_iter_error(it));
-    mt_event_iter_close(it);
+        snprintf(r->err, sizeof r->err, "%s", mt_capture_iter_error(it));
+    mt_capture_iter_close(it);
     return rc;
 }

@@ -69,7 +69,7 @@ void mr_sampled_line(size_t i, char* buf, size_t len) {
     uint64_t n;
     mr_sampled_get(i, &path, &n);
     char interval[32], who[4200] = "";
-    mt_format_bytes(n, interval, sizeof interval);
+    mt_units_format_bytes(n, interval, sizeof interval);
     if (nsampled > 1 && mr_sampled_lines() == 1) // a process tree sampled alike: one line
         snprintf(who, sizeof who, "%zu of %zu captures: ", nsampled, nnoted);
     else if (nnoted > 1)

@@ -114,7 +114,7 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_po
         s->peak = s->max.n ? s->max.v[s->max.n - 1].y : 0;
     }
     s->total_steps = s->max.n ? saturating_sub(s->max.v[s->max.n - 1].x, -1) : 0;
-    s->unit = mt_npu_unit_for_bytes(s->peak); // upstream's labels (KB = 1024 B)
+    s->unit = mt_units_npu_for_bytes(s->peak); // upstream's labels (KB = 1024 B)
     for (size_t i = 0; i < s->nregions; i++) {
         mr_npu_region* r = &s->regions[i];
         int64_t end = i + 1 < s->nregions ? s->regions[i + 1].start : s->total_steps;

@@ -115,7 +115,7 @@ static char* signed_amount(int64_t d, bool bytes, char* buf, size_t len) {
     uint64_t mag = d < 0 ? (uint64_t)-d : (uint64_t)d;
     char a[32];
     if (bytes)
-        mt_format_bytes(mag, a, sizeof a);
+        mt_units_format_bytes(mag, a, sizeof a);
     else
         snprintf(a, sizeof a, "%llu", (unsigned long long)mag);
     snprintf(buf, len, "%s%s", d > 0 ? "+" : d < 0 ? "-" : "", d ? a : "0");
@@ -137,8 +137,8 @@ static void print_totals(FILE* out, json_t* totals) {
                    d = METRIC(totals, name, "delta");
         char sb[32], sn[32], sd[48], pct[32] = "";
         if (bytes) {
-            mt_format_bytes((uint64_t)b, sb, sizeof sb);
-            mt_format_bytes((uint64_t)n, sn, sizeof sn);
+            mt_units_format_bytes((uint64_t)b, sb, sizeof sb);
+            mt_units_format_bytes((uint64_t)n, sn, sizeof sn);
         } else {
             snprintf(sb, sizeof sb, "%lld", (long long)b);
             snprintf(sn, sizeof sn, "%lld", (long long)n);

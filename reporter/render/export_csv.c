@@ -396,7 +396,7 @@ typedef struct event_window {
 static int window_next(event_window* win, mt_event* out, uint64_t* hash) {
     while (win->count < LOOKAHEAD && win->rc == 1) {
         size_t i = (win->head + win->count) % LOOKAHEAD;
-        win->rc = mt_event_iter_next(win->it, &win->ring[i]);
+        win->rc = mt_capture_iter_next(win->it, &win->ring[i]);
         if (win->rc != 1)
             break;
         win->hash[i] = mr_heapmap_prefetch(win->live, mr_replay_key(&win->ring[i]));
@@ -428,7 +428,7 @@ static void tell_progress(csv_writer* w, uint64_t seen, uint64_t total) {
     if (whole < (double)WARN_OVER)
         return;
     char bytes[32];
-    mt_format_bytes((uint64_t)whole, bytes, sizeof bytes);
+    mt_units_format_bytes((uint64_t)whole, bytes, sizeof bytes);
     mr_progress("export", -1); // the line it is on
     mr_error(mt_capture_path(w->in->cap),
              "export --format csv: about %s for the %llu events; --range FROM..TO or --thread "
@@ -477,7 +477,7 @@ static int write_rows(csv_writer* w, mt_event_iter* it, mr_heapmap* live, char* 
             return -ENOMEM;
     }
     if (rc < 0) {
-        snprintf(err, errlen, "%s", mt_event_iter_error(it));
+        snprintf(err, errlen, "%s", mt_capture_iter_error(it));
         return rc;
     }
     while (next_mark < w->nmarks)
@@ -504,14 +504,14 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
     if (mr_heapmap_init(&live))
         return -ENOMEM;
     mt_event_iter* it;
-    rc = mt_event_iter_open(in->cap, in->query->heap, &it);
+    rc = mt_capture_iter_open(in->cap, in->query->heap, &it);
     if (rc)
-        snprintf(err, errlen, "%s", it ? mt_event_iter_error(it) : "cannot read the events");
+        snprintf(err, errlen, "%s", it ? mt_capture_iter_error(it) : "cannot read the events");
     else {
         int64_t n = mt_capture_meta_int(in->cap, "sample_bytes", 0); // the iterator checked it
         w->sample_bytes = n > 0 ? (uint64_t)n : 0;
-        mt_event_iter_requested_sizes(it); // sizes as asked; estimated_size says the weight
-        if (!w->header)                    // several processes: once
+        mt_capture_iter_requested_sizes(it); // sizes as asked; estimated_size says the weight
+        if (!w->header)                      // several processes: once
             PUT_LITERAL(w, csv_header);
         w->header = true;
         rc = write_rows(w, it, &live, err, errlen);
@@ -522,7 +522,7 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
             rc = -EIO;
         }
     }
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     mr_heapmap_free(&live);
     return rc;
 }

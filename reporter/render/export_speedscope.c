@@ -114,7 +114,7 @@ static char* format_time(const mr_export_input* in, int64_t t, char* buf, size_t
     if (in->steps)
         snprintf(buf, len, "step %" PRId64, t);
     else
-        mt_format_duration(t, buf, len);
+        mt_units_format_duration(t, buf, len);
     return buf;
 }
 

@@ -397,9 +397,9 @@ static json_t* temporal_data(const mr_flame_tree* g, const uint32_t* newid, size
 static void describe_diff(json_t* o, const mr_flame_tree* g, const mr_flamegraph_view* v) {
     char base[32], next[32], delta[32], pct[32] = "", sub[256];
     uint64_t b = g->nodes[0].base_incl, n = g->nodes[0].incl;
-    mt_format_bytes(b, base, sizeof base);
-    mt_format_bytes(n, next, sizeof next);
-    mt_format_bytes(n >= b ? n - b : b - n, delta, sizeof delta);
+    mt_units_format_bytes(b, base, sizeof base);
+    mt_units_format_bytes(n, next, sizeof next);
+    mt_units_format_bytes(n >= b ? n - b : b - n, delta, sizeof delta);
     if (b)
         snprintf(pct, sizeof pct, ", %+.1f%%", 100.0 * ((double)n - (double)b) / (double)b);
     snprintf(sub, sizeof sub, "Peak of each run: base %s, new %s (%s%s%s)", base, next,
@@ -420,7 +420,7 @@ static void describe_diff(json_t* o, const mr_flame_tree* g, const mr_flamegraph
 static json_t* describe_moment(const mr_flame_tree* g, const mr_flamegraph_view* v) {
     json_t* o = json_object();
     char bytes[32], when[32], sub[256];
-    mt_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
+    mt_units_format_bytes(g->nodes[0].incl, bytes, sizeof bytes);
     static const char* const modes[] = {"peak", "at", "leaks", "diff"};
     json_object_set_new(o, "mode", json_string(modes[v->mode]));
     if (v->mode == MR_FLAMEGRAPH_DIFF) {

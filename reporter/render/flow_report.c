@@ -205,9 +205,10 @@ static void moment_text(json_t* doc, json_t* m, char* buf, size_t len) {
     if (!strcmp(unit, "step"))
         snprintf(b, sizeof b, "step %lld", (long long)json_integer_value(json_object_get(m, "ts")));
     else
-        mt_format_duration((int64_t)json_integer_value(json_object_get(m, "ts")), b, sizeof b);
+        mt_units_format_duration((int64_t)json_integer_value(json_object_get(m, "ts")), b,
+                                 sizeof b);
     char total[32];
-    mt_format_bytes(U64(json_object_get(m, "total")), total, sizeof total);
+    mt_units_format_bytes(U64(json_object_get(m, "total")), total, sizeof total);
     snprintf(buf, len, " (%s): %s live", b, total);
 }
 
@@ -287,8 +288,8 @@ static void print_node(FILE* out, json_t* n) {
         double p = json_real_value(json_array_get(pct, t));
         share_color(p / 100.0, color);
         fprintf(out, "<tr><td bgcolor=\"%s\">%s / %s = %.1f%%</td></tr>", color,
-                mt_format_bytes(U64(json_array_get(local, t)), a, sizeof a),
-                mt_format_bytes(U64(json_array_get(cum, t)), b, sizeof b), p);
+                mt_units_format_bytes(U64(json_array_get(local, t)), a, sizeof a),
+                mt_units_format_bytes(U64(json_array_get(cum, t)), b, sizeof b), p);
     }
     fputs("</table>>", out);
     if (elided)
@@ -308,7 +309,7 @@ static void print_edge(FILE* out, json_t* e, json_t* moments) {
         uint64_t total = U64(json_object_get(json_array_get(moments, t), "total"));
         double s = total ? (double)v / (double)total : 0;
         share = s > share ? s : share;
-        fprintf(out, "%s%s", t ? " / " : "", mt_format_bytes(v, a, sizeof a));
+        fprintf(out, "%s%s", t ? " / " : "", mt_units_format_bytes(v, a, sizeof a));
     }
     fprintf(out, "\", penwidth=%.2f];\n", 1.0 + 5.0 * share);
 }

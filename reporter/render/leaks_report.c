@@ -176,7 +176,7 @@ static void print_amount(FILE* out, unsigned long long bytes, unsigned long long
                          unsigned long long stacks) {
     char a[32];
     fprintf(out, "%s (%llu byte%s) in %llu block%s from %llu stack%s",
-            mt_format_bytes(bytes, a, sizeof a), bytes, bytes == 1 ? "" : "s", blocks,
+            mt_units_format_bytes(bytes, a, sizeof a), bytes, bytes == 1 ? "" : "s", blocks,
             blocks == 1 ? "" : "s", stacks, stacks == 1 ? "" : "s");
 }
 
@@ -186,8 +186,8 @@ static void print_groups(FILE* out, json_t* groups) {
     json_array_foreach(groups, i, g) {
         char a[32];
         fprintf(out, "%s (%llu bytes) in %llu block%s allocated at:\n",
-                mt_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"), INT(g, "blocks"),
-                INT(g, "blocks") == 1 ? "" : "s");
+                mt_units_format_bytes(INT(g, "bytes"), a, sizeof a), INT(g, "bytes"),
+                INT(g, "blocks"), INT(g, "blocks") == 1 ? "" : "s");
         json_t* stack = json_object_get(g, "stack");
         if (json_array_size(stack) == 0)
             fputs("    (no stack recorded)\n", out);

@@ -36,8 +36,8 @@ static void plot(FILE* out, const mr_live* l, const mr_live_view* v) {
             top = l->bucket[b % MR_LIVE_BUCKETS];
     char t1[32], t2[32];
     fprintf(out, "heap over the last %s (top %s):",
-            mt_format_duration((l->bucket_last - first + 1) * l->bucket_ns, t1, sizeof t1),
-            mt_format_bytes(top, t2, sizeof t2));
+            mt_units_format_duration((l->bucket_last - first + 1) * l->bucket_ns, t1, sizeof t1),
+            mt_units_format_bytes(top, t2, sizeof t2));
     eol(out, v);
     // Eighths of a cell per level: U+2581..U+2588.
     static const char* const blocks[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
@@ -71,18 +71,18 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
         mr_fputs_text(out, line);
         eol(out, v);
     }
-    fprintf(out, "time:     %s", mt_format_duration(l->now_ns, a, sizeof a));
+    fprintf(out, "time:     %s", mt_units_format_duration(l->now_ns, a, sizeof a));
     eol(out, v);
     fprintf(out, "heap:     %s live (%" PRIu64 " bytes in %zu blocks), peak %s (%" PRIu64 " bytes)",
-            mt_format_bytes(l->heap.live_bytes, a, sizeof a), l->heap.live_bytes,
-            l->heap.live.count, mt_format_bytes(l->heap.peak_bytes, b, sizeof b),
+            mt_units_format_bytes(l->heap.live_bytes, a, sizeof a), l->heap.live_bytes,
+            l->heap.live.count, mt_units_format_bytes(l->heap.peak_bytes, b, sizeof b),
             l->heap.peak_bytes);
     eol(out, v);
     if (l->has_rss)
         fprintf(out, "rss:      %s (peak %s), vsz %s",
-                mt_format_bytes((uint64_t)l->rss, a, sizeof a),
-                mt_format_bytes((uint64_t)l->rss_peak, b, sizeof b),
-                mt_format_bytes((uint64_t)l->vsz, c, sizeof c));
+                mt_units_format_bytes((uint64_t)l->rss, a, sizeof a),
+                mt_units_format_bytes((uint64_t)l->rss_peak, b, sizeof b),
+                mt_units_format_bytes((uint64_t)l->vsz, c, sizeof c));
     else
         fputs("rss:      (no sample yet)", out);
     eol(out, v);
@@ -98,7 +98,8 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
     eol(out, v);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "  %10s %12" PRIu64 " B %9" PRIu64 " blocks  ",
-                mt_format_bytes(sites[i].bytes, a, sizeof a), sites[i].bytes, sites[i].blocks);
+                mt_units_format_bytes(sites[i].bytes, a, sizeof a), sites[i].bytes,
+                sites[i].blocks);
         mr_cxx_name_fputs(out, sites[i].name);
         eol(out, v);
     }

@@ -158,7 +158,7 @@ static char* title_of(mt_capture* cap) {
     int64_t n = mt_capture_meta_int(cap, "sample_bytes", 0);
     if (n > 0)
         snprintf(sampled, sizeof sampled, " [sampled every %s: heap estimated]",
-                 mt_format_bytes((uint64_t)n, interval, sizeof interval));
+                 mt_units_format_bytes((uint64_t)n, interval, sizeof interval));
     if (asprintf(&t, "Memory over time: %s (pid %lld)%s%s", base, (long long)pid,
                  mt_capture_truncated(cap) ? " [capture truncated]" : "", sampled) < 0)
         t = NULL;
@@ -209,7 +209,7 @@ static json_t* axes_json(const mr_heap_timeline* nv, mt_byte_unit unit) {
     json_array_append_new(axes, left);
     if (own)
         json_array_append_new(axes, json_pack("{s:s,s:s,s:[s]}", "side", "right", "unit",
-                                              mt_unit_for_bytes(nv->peak).name, "series", "heap"));
+                                              mt_units_for_bytes(nv->peak).name, "series", "heap"));
     return axes;
 }
 
@@ -250,8 +250,8 @@ static void draw_peak(cairo_t* cr, const mr_frame* f, const mr_heap_timeline* nv
                       double py) {
     mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
     char b1[32], b2[32], label[96];
-    snprintf(label, sizeof label, "peak %s at %s", mt_format_bytes(nv->peak, b1, sizeof b1),
-             mt_format_duration(nv->peak_ts, b2, sizeof b2));
+    snprintf(label, sizeof label, "peak %s at %s", mt_units_format_bytes(nv->peak, b1, sizeof b1),
+             mt_units_format_duration(nv->peak_ts, b2, sizeof b2));
     double ha = px > (f->x0 + f->x1) / 2 ? 1 : 0;
     mr_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f->y0 + 2), MR_PT(9), 0, ha,
                  py - 6 < f->y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
@@ -266,7 +266,7 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     size_t nmarks = nv->nmarks;
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
     bool own = heap_own_axis(nv); // then its scale is on the right axis, in its colour
-    mt_byte_unit hu = own ? mt_unit_for_bytes(nv->peak) : unit;
+    mt_byte_unit hu = own ? mt_units_for_bytes(nv->peak) : unit;
     double hs = (double)hu.scale, hmax = own ? (double)nv->peak / hs * 1.08 : 0;
     double ys = (double)unit.scale, xmax = (double)nv->duration / tu.scale;
     mr_frame f = {.x0 = LEFT,
@@ -294,7 +294,8 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     // VSZ (libraries, reserved arenas, thread stacks) often dwarfs the heap; then the axis
     // is scaled to the heap and RSS and the legend says how far VSZ goes.
     if (vmax > ymax)
-        snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)", mt_format_bytes(vmax, vb, sizeof vb));
+        snprintf(vl, sizeof vl, "VSZ (off scale, up to %s)",
+                 mt_units_format_bytes(vmax, vb, sizeof vb));
     if (nv->vsz.n)
         items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", vsz_c, MR_MARK_LINE};
     items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
@@ -338,7 +339,7 @@ static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax,
     for (size_t k = 0; k < nv->nsites; k++)
         if (nv->sites[k].peak > smax)
             smax = nv->sites[k].peak;
-    mt_byte_unit su = mt_unit_for_bytes(smax);
+    mt_byte_unit su = mt_units_for_bytes(smax);
     char sl[32];
     snprintf(sl, sizeof sl, "Held by site [%s]", su.name);
     for (int row = 0; row < 2; row++) {
@@ -401,7 +402,7 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
         mr_error(mt_capture_path(cap), "%s", msg);
     if (rc)
         return mr_exit_code(rc);
-    mt_byte_unit unit = mt_unit_for_bytes(axis_max(&t));
+    mt_byte_unit unit = mt_units_for_bytes(axis_max(&t));
     time_unit tu = time_unit_for(t.duration);
     int height = MAIN_HEIGHT + (t.nsites ? 2 * ROW_HEIGHT : 0);
     mr_canvas c;

@@ -175,8 +175,8 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
     char b1[32], b2[32], label[96];
     snprintf(label, sizeof label, "total peak %s at %s",
-             mt_format_bytes(t->total_peak, b1, sizeof b1),
-             mt_format_duration(t->total_peak_ts, b2, sizeof b2));
+             mt_units_format_bytes(t->total_peak, b1, sizeof b1),
+             mt_units_format_duration(t->total_peak_ts, b2, sizeof b2));
     double ha = px > (f.x0 + f.x1) / 2 ? 1 : 0;
     mr_draw_text(cr, label, px + (ha ? -8 : 8), py - 6 < f.y0 + 20 ? f.y0 + 2 : py - 6, MR_PT(9), 0,
                  ha, py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
@@ -209,7 +209,7 @@ int mr_plot_procs(const mr_capture_set* s, const mr_plot_args* a) {
     if (e)
         mr_error(err.path, "%s", err.msg);
     int rc = mr_exit_code(e);
-    mt_byte_unit unit = mt_unit_for_bytes(t.total_peak);
+    mt_byte_unit unit = mt_units_for_bytes(t.total_peak);
     if (!rc && a->data)
         rc = write_data(&t, labels, legend, a, unit);
     mr_canvas c;

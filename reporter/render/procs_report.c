@@ -296,10 +296,10 @@ static void print_text(FILE* out, json_t* r) {
     json_t *p, *arg;
     json_array_foreach(procs, i, p) {
         fprintf(out, "%-8llu %-8llu %10llu %12s %10s %10s  %*s", GET_U(p, "pid"), GET_U(p, "ppid"),
-                GET_U(p, "events"), mt_format_bytes(GET_U(p, "bytes_allocated"), a, sizeof a),
-                mt_format_bytes(GET_U(p, "peak_bytes"), b, sizeof b),
-                mt_format_bytes(GET_U(p, "leaked_bytes"), c, sizeof c), 2 * (int)GET_U(p, "depth"),
-                "");
+                GET_U(p, "events"), mt_units_format_bytes(GET_U(p, "bytes_allocated"), a, sizeof a),
+                mt_units_format_bytes(GET_U(p, "peak_bytes"), b, sizeof b),
+                mt_units_format_bytes(GET_U(p, "leaked_bytes"), c, sizeof c),
+                2 * (int)GET_U(p, "depth"), "");
         json_array_foreach(json_object_get(p, "command"), k, arg) {
             if (k)
                 fputc(' ', out);
@@ -313,15 +313,16 @@ static void print_text(FILE* out, json_t* r) {
     }
     fprintf(out, "total:        %llu events, %llu allocations (%s), %llu frees\n",
             GET_U(total, "events"), GET_U(total, "allocations"),
-            mt_format_bytes(GET_U(total, "bytes_allocated"), a, sizeof a), GET_U(total, "frees"));
+            mt_units_format_bytes(GET_U(total, "bytes_allocated"), a, sizeof a),
+            GET_U(total, "frees"));
     char when[32];
     mr_extent_format_time((int64_t)GET_U(total, "peak_time_ns"), false, when, sizeof when);
     fprintf(out, "peak:         %s at %s (the most the processes held at one moment)\n",
-            mt_format_bytes(GET_U(total, "peak_bytes"), a, sizeof a), when);
+            mt_units_format_bytes(GET_U(total, "peak_bytes"), a, sizeof a), when);
     fprintf(out, "sum of peaks: %s (each process's own peak, reached at different moments)\n",
-            mt_format_bytes(GET_U(total, "sum_of_peaks_bytes"), a, sizeof a));
+            mt_units_format_bytes(GET_U(total, "sum_of_peaks_bytes"), a, sizeof a));
     fprintf(out, "leaked:       %s in %llu blocks\n",
-            mt_format_bytes(GET_U(total, "leaked_bytes"), a, sizeof a),
+            mt_units_format_bytes(GET_U(total, "leaked_bytes"), a, sizeof a),
             GET_U(total, "leaked_allocations"));
     if (GET_U(total, "truncated"))
         fprintf(out,

@@ -92,25 +92,26 @@ static void print_text(FILE* out, json_t* o) {
     json_t* procs = json_object_get(o, "processes");
     fprintf(out, "%llu distinct allocation stacks, %s in %llu allocations, %s %s\n",
             (unsigned long long)U64(o, "stacks_total"),
-            mt_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
+            mt_units_format_bytes(U64(o, "bytes_allocated"), a, sizeof a),
             (unsigned long long)U64(o, "allocations"), procs ? "sum of peaks" : "peak",
-            mt_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
+            mt_units_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
     json_array_foreach(procs, i, s) {
         fputs("  ", out);
         mr_fputs_text(out, json_string_value(json_object_get(s, "process")));
         fprintf(out, ": %s in %llu allocations, peak %s\n",
-                mt_format_bytes(U64(s, "bytes_allocated"), a, sizeof a),
+                mt_units_format_bytes(U64(s, "bytes_allocated"), a, sizeof a),
                 (unsigned long long)U64(s, "allocations"),
-                mt_format_bytes(U64(s, "peak_bytes"), b, sizeof b));
+                mt_units_format_bytes(U64(s, "peak_bytes"), b, sizeof b));
     }
     if (shown_n < U64(o, "stacks_total"))
         fprintf(out, "(top %zu of %llu by bytes allocated; --top 0 shows all)\n", shown_n,
                 (unsigned long long)U64(o, "stacks_total"));
     json_array_foreach(json_object_get(o, "stacks"), i, s) {
         fprintf(out, "\n#%zu %s in %llu allocations; at peak %s; leaked %s in %llu%s\n", i + 1,
-                mt_format_bytes(U64(s, "bytes"), a, sizeof a), (unsigned long long)U64(s, "count"),
-                mt_format_bytes(U64(s, "peak_bytes"), b, sizeof b),
-                mt_format_bytes(U64(s, "leaked_bytes"), c, sizeof c),
+                mt_units_format_bytes(U64(s, "bytes"), a, sizeof a),
+                (unsigned long long)U64(s, "count"),
+                mt_units_format_bytes(U64(s, "peak_bytes"), b, sizeof b),
+                mt_units_format_bytes(U64(s, "leaked_bytes"), c, sizeof c),
                 (unsigned long long)U64(s, "leaked_count"),
                 json_is_true(json_object_get(s, "truncated")) ? " (stack truncated)" : "");
         json_t* frames = json_object_get(s, "frames");

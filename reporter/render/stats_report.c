@@ -204,7 +204,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
     json_array_foreach(a, i, s) {
         char v[32];
         if (as_bytes)
-            mt_format_bytes(INT(s, field), v, sizeof v);
+            mt_units_format_bytes(INT(s, field), v, sizeof v);
         else
             snprintf(v, sizeof v, "%llu", INT(s, field));
         // The site frame, then the next two frames towards main for context; a row of
@@ -279,18 +279,18 @@ static void print_text(FILE* out, json_t* o) {
     char a[32], b[32], c[32];
     unsigned long long allocs = INT(o, "allocations");
     fprintf(out, "allocations: %llu (%s), frees: %llu, temporary: %llu (%.1f%%)\n", allocs,
-            mt_format_bytes(INT(o, "bytes_allocated"), a, sizeof a), INT(o, "frees"),
+            mt_units_format_bytes(INT(o, "bytes_allocated"), a, sizeof a), INT(o, "frees"),
             INT(o, "temporary"),
             allocs ? 100.0 * (double)INT(o, "temporary") / (double)allocs : 0.0);
     bool steps = !strcmp(json_string_value(json_object_get(o, "time_unit")), "step");
     bool procs = json_object_get(o, "processes") != NULL;
-    fprintf(out, "peak: %s at %s%s\n", mt_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
+    fprintf(out, "peak: %s at %s%s\n", mt_units_format_bytes(INT(o, "peak_bytes"), a, sizeof a),
             mr_extent_format_time((int64_t)INT(o, steps ? "peak_step" : "peak_time_ns"), steps, b,
                                   sizeof b),
             procs ? " (the most the processes held at one moment)" : "");
     if (procs)
         fprintf(out, "sum of peaks: %s (each process's own peak, as the sites below)\n",
-                mt_format_bytes(INT(o, "sum_of_peaks_bytes"), a, sizeof a));
+                mt_units_format_bytes(INT(o, "sum_of_peaks_bytes"), a, sizeof a));
     print_what(out, o);
     print_sites(out, o, "by_peak",
                 procs ? "top sites by bytes live at their process's own peak:"
@@ -312,8 +312,9 @@ static void print_text(FILE* out, json_t* o) {
         if (INT(h, "max") == 0)
             snprintf(range, sizeof range, "0");
         else
-            snprintf(range, sizeof range, "%s - <%s", mt_format_bytes(INT(h, "min"), a, sizeof a),
-                     mt_format_bytes(INT(h, "max") + 1, b, sizeof b));
+            snprintf(range, sizeof range, "%s - <%s",
+                     mt_units_format_bytes(INT(h, "min"), a, sizeof a),
+                     mt_units_format_bytes(INT(h, "max") + 1, b, sizeof b));
         size_t w = (size_t)((double)INT(h, "count") * 40.0 / (double)maxc + 0.5);
         memset(bar, '#', w);
         bar[w] = 0;
@@ -331,8 +332,9 @@ static void print_text(FILE* out, json_t* o) {
             name = "-";
         char* shown = mr_escape(name, strlen(name), MR_ESCAPE_TERMINAL);
         fprintf(out, "  %-9llu %-16s %12llu %12s %12llu %14s\n", INT(h, "tid"), shown ? shown : "?",
-                INT(h, "allocations"), mt_format_bytes(INT(h, "bytes_allocated"), a, sizeof a),
-                INT(h, "frees"), mt_format_bytes(INT(h, "live_bytes"), c, sizeof c));
+                INT(h, "allocations"),
+                mt_units_format_bytes(INT(h, "bytes_allocated"), a, sizeof a), INT(h, "frees"),
+                mt_units_format_bytes(INT(h, "live_bytes"), c, sizeof c));
         free(shown);
     }
 }

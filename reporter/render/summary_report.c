@@ -192,9 +192,9 @@ static void print_origin(FILE* out, json_t* s, bool steps) {
         }
         fprintf(out, "\npid:          %lld\n",
                 (long long)json_integer_value(json_object_get(s, "pid")));
-        fprintf(
-            out, "duration:     %s\n",
-            mt_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a, sizeof a));
+        fprintf(out, "duration:     %s\n",
+                mt_units_format_duration(json_integer_value(json_object_get(s, "duration_ns")), a,
+                                         sizeof a));
     }
 }
 
@@ -202,13 +202,13 @@ static void print_origin(FILE* out, json_t* s, bool steps) {
 static void print_mmap(FILE* out, json_t* m) {
     char a[32], b[32], c[32];
 #define MINT(k) (unsigned long long)json_integer_value(json_object_get(m, k))
-    mt_format_bytes(MINT("peak_bytes"), a, sizeof a);
-    mt_format_duration(json_integer_value(json_object_get(m, "peak_time_ns")), b, sizeof b);
+    mt_units_format_bytes(MINT("peak_bytes"), a, sizeof a);
+    mt_units_format_duration(json_integer_value(json_object_get(m, "peak_time_ns")), b, sizeof b);
     fprintf(out, "mmap:         peak %s at %s, live at the end %s in %llu mapping%s\n", a, b,
-            mt_format_bytes(MINT("live_bytes"), c, sizeof c), MINT("live_mappings"),
+            mt_units_format_bytes(MINT("live_bytes"), c, sizeof c), MINT("live_mappings"),
             MINT("live_mappings") == 1 ? "" : "s");
     fprintf(out, "file mmaps:   %llu (%s, not in the mmap heap)\n", MINT("file_mappings"),
-            mt_format_bytes(MINT("file_bytes"), a, sizeof a));
+            mt_units_format_bytes(MINT("file_bytes"), a, sizeof a));
 #undef MINT
 }
 
@@ -225,9 +225,9 @@ static void print_heap(FILE* out, json_t* s, const char* key) {
     mr_fputs_text(out, name);
     fprintf(out, ":%*speak %s at %s, live at the end %s in %llu block%s (%llu allocations, --heap ",
             strlen(name) < 13 ? (int)(13 - strlen(name)) : 1, "",
-            mt_format_bytes(HINT("peak_bytes"), a, sizeof a),
-            mt_format_duration((int64_t)HINT("peak_time_ns"), b, sizeof b),
-            mt_format_bytes(HINT("live_bytes"), c, sizeof c), HINT("live_blocks"),
+            mt_units_format_bytes(HINT("peak_bytes"), a, sizeof a),
+            mt_units_format_duration((int64_t)HINT("peak_time_ns"), b, sizeof b),
+            mt_units_format_bytes(HINT("live_bytes"), c, sizeof c), HINT("live_blocks"),
             HINT("live_blocks") == 1 ? "" : "s", HINT("allocations"));
     mr_fputs_text(out, name);
     fputs(")\n", out);
@@ -242,14 +242,14 @@ static void print_python(FILE* out, json_t* s) {
     json_t* t = json_object_get(s, "total");
     char a[32], b[32], c[32];
     if (t)
-        fprintf(
-            out, "total:        peak %s at %s, live at the end %s (%s)\n",
-            mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "peak_bytes")), a,
-                            sizeof a),
-            mt_format_duration(json_integer_value(json_object_get(t, "peak_time_ns")), b, sizeof b),
-            mt_format_bytes((uint64_t)json_integer_value(json_object_get(t, "live_bytes")), c,
-                            sizeof c),
-            json_string_value(json_object_get(t, "heaps")));
+        fprintf(out, "total:        peak %s at %s, live at the end %s (%s)\n",
+                mt_units_format_bytes(
+                    (uint64_t)json_integer_value(json_object_get(t, "peak_bytes")), a, sizeof a),
+                mt_units_format_duration(json_integer_value(json_object_get(t, "peak_time_ns")), b,
+                                         sizeof b),
+                mt_units_format_bytes(
+                    (uint64_t)json_integer_value(json_object_get(t, "live_bytes")), c, sizeof c),
+                json_string_value(json_object_get(t, "heaps")));
     const char* seen = json_string_value(json_object_get(s, "python_allocators"));
     if (seen) {
         fputs("pymalloc:     ", out);
@@ -273,7 +273,7 @@ static void print_text(FILE* out, json_t* s) {
         fprintf(out, "threads:      %llu\n", INT("threads"));
     fprintf(out, "events:       %llu\n", INT("events"));
     fprintf(out, "allocations:  %llu (%s in total)\n", INT("allocations"),
-            mt_format_bytes(INT("bytes_allocated"), a, sizeof a));
+            mt_units_format_bytes(INT("bytes_allocated"), a, sizeof a));
     fprintf(out, "frees:        %llu\n", INT("frees"));
     if (json_is_true(json_object_get(s, "attached")))
         fprintf(out,
@@ -296,17 +296,18 @@ static void print_text(FILE* out, json_t* s) {
                 "ignored:      %llu memtrace_report_alloc call%s of over 2^56 bytes (more than "
                 "any address space), not recorded\n",
                 INT("reports_ignored"), INT("reports_ignored") == 1 ? "" : "s");
-    fprintf(out, "peak:         %s at %s\n", mt_format_bytes(INT("peak_bytes"), c, sizeof c), b);
+    fprintf(out, "peak:         %s at %s\n", mt_units_format_bytes(INT("peak_bytes"), c, sizeof c),
+            b);
     // The program's leaks, then what the C runtime holds for itself (runtime_held.h).
     unsigned long long held = INT("runtime_held_bytes"),
                        held_blocks = INT("runtime_held_allocations");
     unsigned long long own_blocks = INT("leaked_allocations");
     fprintf(out, "leaked:       %s in %llu block%s",
-            mt_format_bytes(INT("leaked_bytes"), a, sizeof a), own_blocks,
+            mt_units_format_bytes(INT("leaked_bytes"), a, sizeof a), own_blocks,
             own_blocks == 1 ? "" : "s");
     if (held_blocks)
         fprintf(out, " (+%s in %llu block%s held by the C runtime)",
-                mt_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
+                mt_units_format_bytes(held, c, sizeof c), held_blocks, held_blocks == 1 ? "" : "s");
     fputc('\n', out);
     const char* kind;
     json_t* k;
@@ -318,10 +319,10 @@ static void print_text(FILE* out, json_t* s) {
         snprintf(name, sizeof name, "%s:", kind);
         for (char* u = name; *u; u++)
             *u = *u == '_' ? ' ' : *u;
-        fprintf(
-            out, "  %-16s %s in %llu block%s\n", name,
-            mt_format_bytes((uint64_t)json_integer_value(json_object_get(k, "bytes")), a, sizeof a),
-            n, n == 1 ? "" : "s");
+        fprintf(out, "  %-16s %s in %llu block%s\n", name,
+                mt_units_format_bytes((uint64_t)json_integer_value(json_object_get(k, "bytes")), a,
+                                      sizeof a),
+                n, n == 1 ? "" : "s");
     }
     const char* no_scan = json_string_value(json_object_get(s, "no_leak_kinds"));
     if (no_scan) {

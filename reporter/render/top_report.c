@@ -200,7 +200,7 @@ static const char* time_text(json_t* o, json_t* t, char* buf, size_t len) {
     if (!strcmp(json_string_value(json_object_get(o, "time_unit")), "step"))
         snprintf(buf, len, "step %lld", (long long)json_integer_value(t));
     else
-        mt_format_duration((int64_t)json_integer_value(t), buf, len);
+        mt_units_format_duration((int64_t)json_integer_value(t), buf, len);
     return buf;
 }
 
@@ -280,7 +280,7 @@ static void print_text(FILE* out, json_t* o) {
     print_what(out, o);
     bool bytes = !strcmp(json_string_value(json_object_get(o, "unit")), "bytes");
     fprintf(out, ": %llu%s%s%s\n", U64(o, "total"), bytes ? " B (" : "",
-            bytes ? mt_format_bytes(U64(o, "total"), a, sizeof a) : "", bytes ? ")" : "");
+            bytes ? mt_units_format_bytes(U64(o, "total"), a, sizeof a) : "", bytes ? ")" : "");
     json_t *fns = json_object_get(o, "functions"), *e;
     size_t i;
     if (fns) {

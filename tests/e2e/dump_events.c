@@ -22,19 +22,19 @@ int main(int argc, char** argv) {
         return 2;
     }
     mt_event_iter* it;
-    int rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
+    int rc = mt_capture_iter_open(cap, MT_HEAP_LIBC, &it);
     if (rc != 0) {
         fprintf(stderr, "e2e_dump_events: %s: cannot read events (%d)\n", argv[1], rc);
         mt_capture_close(cap);
         return 2;
     }
     mt_event ev;
-    while ((rc = mt_event_iter_next(it, &ev)) == 1)
+    while ((rc = mt_capture_iter_next(it, &ev)) == 1)
         printf("%" PRIu64 " %" PRId64 " %s %" PRIu64 "\n", ev.seq, ev.ts, mt_kind_name(ev.kind),
                ev.size);
     if (rc < 0)
-        fprintf(stderr, "e2e_dump_events: %s: %s\n", argv[1], mt_event_iter_error(it));
-    mt_event_iter_close(it);
+        fprintf(stderr, "e2e_dump_events: %s: %s\n", argv[1], mt_capture_iter_error(it));
+    mt_capture_iter_close(it);
     mt_capture_close(cap);
     return rc < 0 ? 2 : 0;
 }

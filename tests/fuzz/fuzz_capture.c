@@ -74,14 +74,14 @@ static void read_capture(void) {
     for (int heap = 0; heap <= 3; heap++) {
         // A failed open may still hand back the iterator (to read its message): close it.
         mt_event_iter* it = NULL;
-        int rc = mt_event_iter_open(cap, heap, &it);
+        int rc = mt_capture_iter_open(cap, heap, &it);
         mt_event ev;
         if (rc == 0)
-            while ((rc = mt_event_iter_next(it, &ev)) == 1) {
+            while ((rc = mt_capture_iter_next(it, &ev)) == 1) {
             }
         if (rc < 0 && it)
-            (void)mt_event_iter_error(it);
-        mt_event_iter_close(it);
+            (void)mt_capture_iter_error(it);
+        mt_capture_iter_close(it);
     }
     mt_capture_close(cap);
 }

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!ev)
         return 0;
     mt_chunk_header h = {.heap = 1, .count = (int64_t)count};
-    long payload = mt_chunk_verify(&h, blob, len);
+    long payload = mt_codec_chunk_verify(&h, blob, len);
     if (payload > (long)len)
         abort(); // the checksummed part cannot be longer than the blob
     if (mt_codec_decode(blob, len, count, 1, ev) == 0) {
@@ -45,15 +45,15 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!enc || !again)
             abort();
         size_t n = mt_codec_encode(ev, count, enc);
-        size_t sealed = mt_chunk_seal(&h, enc, n);
-        if (sealed > mt_codec_bound(count) || mt_chunk_verify(&h, enc, sealed) != (long)n ||
+        size_t sealed = mt_codec_chunk_seal(&h, enc, n);
+        if (sealed > mt_codec_bound(count) || mt_codec_chunk_verify(&h, enc, sealed) != (long)n ||
             mt_codec_decode(enc, n, count, 1, again) != 0 || !same_events(ev, again, count))
             abort(); // a decoded chunk that does not round-trip: the codec is inconsistent
         free(again);
         free(enc);
     }
     static mt_chunk_coder* coder; // kept from input to input, as a reader keeps it
-    if (!coder && !(coder = mt_chunk_coder_new()))
+    if (!coder && !(coder = mt_codec_chunk_coder_new()))
         abort();
     for (int codec = MT_CODEC_ZSTD_COLUMNS_CRC32C; codec <= MT_CODEC_ZSTD_RUNS_CRC32C; codec++) {
         if (mt_codec_zstd_decode(coder, codec, blob, len, count, 1, ev) != 0)
@@ -63,9 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!enc || !again)
             abort();
         h.seq_first = (int64_t)ev[0].seq;
-        size_t sealed = mt_chunk_encode(coder, codec, &h, ev, count, enc);
+        size_t sealed = mt_codec_chunk_encode(coder, codec, &h, ev, count, enc);
         if (sealed == 0 || sealed > mt_codec_bound(count) ||
-            mt_chunk_decode(coder, codec, &h, enc, sealed, again) != 0 ||
+            mt_codec_chunk_decode(coder, codec, &h, enc, sealed, again) != 0 ||
             !same_events(ev, again, count))
             abort(); // codec 3, 4 or 5 is inconsistent
         free(again);

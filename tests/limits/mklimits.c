@@ -73,7 +73,7 @@ static void times(fx* f, const char* which) {
 static void chunk_bomb(fx* f, uint32_t N, int CHUNKS) {
     mt_event* ev = malloc(N * sizeof *ev);
     uint8_t* blob = malloc(mt_codec_bound(N));
-    mt_chunk_coder* coder = mt_chunk_coder_new();
+    mt_chunk_coder* coder = mt_codec_chunk_coder_new();
     if (!ev || !blob || !coder) {
         fputs("limits_fixture: out of memory\n", stderr);
         exit(99);
@@ -89,8 +89,8 @@ static void chunk_bomb(fx* f, uint32_t N, int CHUNKS) {
                            .heap = MT_HEAP_LIBC};
     mt_chunk_header h = {MT_HEAP_LIBC, 1, N, 0, N - 1, N};
     size_t len =
-        mt_chunk_encode(coder, mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION), &h, ev, N, blob);
-    sqlite3* db = mt_capwriter_db(f->w);
+        mt_codec_chunk_encode(coder, mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION), &h, ev, N, blob);
+    sqlite3* db = mt_capture_writer_db(f->w);
     sqlite3_stmt* st;
     if (!len || sqlite3_prepare_v2(db,
                                    "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first,"
@@ -112,7 +112,7 @@ static void chunk_bomb(fx* f, uint32_t N, int CHUNKS) {
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    mt_chunk_coder_free(coder);
+    mt_codec_chunk_coder_free(coder);
     free(blob);
     free(ev);
 }
@@ -136,7 +136,7 @@ static void long_name(fx* f) {
         }
     }
     memcpy(name + n, "_end", 5);
-    sqlite3* db = mt_capwriter_db(f->w);
+    sqlite3* db = mt_capture_writer_db(f->w);
     sqlite3_stmt* st;
     if (sqlite3_prepare_v2(db, "UPDATE frame SET function=?1 WHERE id=2", -1, &st, NULL) !=
             SQLITE_OK ||

@@ -23,15 +23,15 @@ static void die(const char* what, const char* msg) {
 void fx_open(fx* f, const char* path) {
     char err[256];
     memset(f, 0, sizeof *f);
-    if (mt_capwriter_open(path, &f->w, err, sizeof err))
+    if (mt_capture_writer_open(path, &f->w, err, sizeof err))
         die(path, err);
-    if (mt_capwriter_heap(f->w, MT_HEAP_LIBC, "libc", "native", "ns"))
+    if (mt_capture_writer_heap(f->w, MT_HEAP_LIBC, "libc", "native", "ns"))
         die(path, "heap row");
 }
 
 void fx_sql(fx* f, const char* sql) {
     char* err = NULL;
-    if (sqlite3_exec(mt_capwriter_db(f->w), sql, NULL, NULL, &err) != SQLITE_OK)
+    if (sqlite3_exec(mt_capture_writer_db(f->w), sql, NULL, NULL, &err) != SQLITE_OK)
         die(sql, err ? err : "?");
 }
 
@@ -62,8 +62,8 @@ void fx_finish(fx* f, const char* status) {
     uint8_t* scratch = malloc(mt_codec_bound(f->n + 1));
     if (!part || !scratch)
         die("finish", "out of memory");
-    if (mt_capwriter_begin(f->w))
-        die("finish", mt_capwriter_error(f->w));
+    if (mt_capture_writer_begin(f->w))
+        die("finish", mt_capture_writer_error(f->w));
     // One chunk per thread and per run of 3 events: several chunks overlap in seq.
     bool* done = calloc(f->n + 1, sizeof *done);
     for (size_t i = 0; i < f->n; i++) {
@@ -75,14 +75,14 @@ void fx_finish(fx* f, const char* status) {
                 part[k++] = f->ev[j];
                 done[j] = true;
             }
-        if (mt_capwriter_chunk(f->w, MT_HEAP_LIBC, part, k, scratch))
-            die("chunk", mt_capwriter_error(f->w));
+        if (mt_capture_writer_chunk(f->w, MT_HEAP_LIBC, part, k, scratch))
+            die("chunk", mt_capture_writer_error(f->w));
     }
-    if (mt_capwriter_meta_int(f->w, "events_written", (int64_t)f->n) ||
-        mt_capwriter_meta_int(f->w, "duration_ns", (int64_t)f->seq * 1000 + 1000) ||
-        mt_capwriter_commit(f->w))
-        die("finish", mt_capwriter_error(f->w));
-    if (mt_capwriter_finish(f->w, status))
+    if (mt_capture_writer_meta_int(f->w, "events_written", (int64_t)f->n) ||
+        mt_capture_writer_meta_int(f->w, "duration_ns", (int64_t)f->seq * 1000 + 1000) ||
+        mt_capture_writer_commit(f->w))
+        die("finish", mt_capture_writer_error(f->w));
+    if (mt_capture_writer_finish(f->w, status))
         die("finish", "cannot finish the capture");
     free(done);
     free(part);

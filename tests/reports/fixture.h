@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Captures with known truth for the report tests, written with mt_capwriter plus SQL rows
+// Captures with known truth for the report tests, written with mt_capture_writer plus SQL rows
 // for threads, mappings, frames and callsites. Test-only; aborts on any setup failure.
 #ifndef MT_REPORTS_FIXTURE_H
 #define MT_REPORTS_FIXTURE_H
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 typedef struct fx {
-    mt_capwriter* w;
+    mt_capture_writer* w;
     mt_event* ev;
     size_t n, cap;
     uint64_t seq;

@@ -11,7 +11,7 @@ int main(void) {
     char line[65536];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = 0;
-        char* d = mt_sym_demangle(line);
+        char* d = mt_symbolize_frame_demangle(line);
         printf("%s\n", d ? d : line);
         free(d);
     }

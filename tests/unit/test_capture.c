@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The capture reader against files written by mt_capwriter: exact read-back in seq order
+// The capture reader against files written by mt_capture_writer: exact read-back in seq order
 // across interleaved per-thread chunks, and rejection (message and return code) of every
 // kind of bad file. Files live in a private temporary directory removed at the end.
 #include "capture_sql.h"
@@ -46,21 +46,21 @@ static void make_events(void) {
 // Writes each thread's events as a sequence of chunks of random sizes, the chunks of all
 // threads inserted in an order that is not seq order (as a writer draining per-thread
 // buffers produces), plus a few heap-2 events that must not show up in heap 1.
-static int write_codec; // 0: the current codec; else an older one (mt_capwriter_set_codec)
+static int write_codec; // 0: the current codec; else an older one (mt_capture_writer_set_codec)
 
 static int write_capture(const char* path, bool finish) {
     char err[256];
-    mt_capwriter* w;
-    int rc = mt_capwriter_open(path, &w, err, sizeof err);
+    mt_capture_writer* w;
+    int rc = mt_capture_writer_open(path, &w, err, sizeof err);
     CHECK_EQ_I64(rc, 0);
     if (rc)
         return rc;
     if (write_codec)
-        CHECK_EQ_I64(mt_capwriter_set_codec(w, write_codec), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
-    CHECK_EQ_I64(mt_capwriter_meta_int(w, "pid", 4242), 0);
-    CHECK_EQ_I64(mt_capwriter_meta_text(w, "exe", "/bin/true"), 0);
+        CHECK_EQ_I64(mt_capture_writer_set_codec(w, write_codec), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
+    CHECK_EQ_I64(mt_capture_writer_meta_int(w, "pid", 4242), 0);
+    CHECK_EQ_I64(mt_capture_writer_meta_text(w, "exe", "/bin/true"), 0);
 
     static mt_event per[NTHREADS][NEVENTS];
     size_t n[NTHREADS] = {0}, done[NTHREADS] = {0};
@@ -69,7 +69,7 @@ static int write_capture(const char* path, bool finish) {
         per[t][n[t]++] = events[i];
     }
     uint8_t* scratch = malloc(mt_codec_bound(NEVENTS));
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
     for (;;) {
         // Pick a thread with events left, from the last thread first half of the time, so
         // later-seq chunks are often inserted before earlier ones.
@@ -81,37 +81,37 @@ static int write_capture(const char* path, bool finish) {
         size_t len = 1 + test_rng(&rng) % 700;
         if (len > n[t] - done[t])
             len = n[t] - done[t];
-        CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, per[t] + done[t], len, scratch), 0);
+        CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, per[t] + done[t], len, scratch), 0);
         done[t] += len;
     }
     mt_event npu[3] = {
         {.seq = 1, .ts = 1, .addr = 1, .size = 10, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
         {.seq = 2, .ts = 2, .addr = 2, .size = 20, .tid = 1, .kind = MT_KIND_NPU_ALLOC},
         {.seq = 3, .ts = 3, .addr = 1, .tid = 1, .kind = MT_KIND_NPU_FREE}};
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_NPU, npu, 3, scratch), 0);
-    CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
-    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 5, 1 << 20), 0);
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_NPU, npu, 3, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter(w, MT_TRACK_RSS, 5, 1 << 20), 0);
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
     free(scratch);
     if (finish)
-        return mt_capwriter_finish(w, "complete");
-    mt_capwriter_abandon(w);
+        return mt_capture_writer_finish(w, "complete");
+    mt_capture_writer_abandon(w);
     return 0;
 }
 
 static size_t read_all(mt_capture* cap, int heap, mt_event* out, size_t max, int* rc_out) {
     mt_event_iter* it = NULL;
     size_t n = 0;
-    int rc = mt_event_iter_open(cap, heap, &it);
+    int rc = mt_capture_iter_open(cap, heap, &it);
     mt_event ev;
-    while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         if (n < max)
             out[n] = ev;
         n++;
         rc = 0;
     }
     *rc_out = rc;
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     return n;
 }
 
@@ -200,19 +200,19 @@ static void expect_iter_fails(const char* what, const char* path, const char* wa
     mt_event_iter* it = NULL;
     mt_event ev;
     size_t n = 0;
-    rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
-    while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    rc = mt_capture_iter_open(cap, MT_HEAP_LIBC, &it);
+    while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         n++;
         rc = 0;
     }
-    const char* msg = it ? mt_event_iter_error(it) : "";
+    const char* msg = it ? mt_capture_iter_error(it) : "";
     if (rc != -EPROTO || !strstr(msg, want_msg))
         fprintf(stderr, "%s: got rc %d after %zu events \"%s\", want -EPROTO \"...%s...\"\n", what,
                 rc, n, msg, want_msg);
     CHECK_EQ_I64(rc, -EPROTO);
     CHECK(strstr(msg, want_msg) != NULL);
     CHECK(n < NEVENTS);
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     mt_capture_close(cap);
 }
 
@@ -459,14 +459,14 @@ static void test_bit_flips(const char* good) {
         while (sqlite3_step(heaps) == SQLITE_ROW) {
             mt_event_iter* it = NULL;
             mt_event ev;
-            int rc = mt_event_iter_open(cap, sqlite3_column_int(heaps, 0), &it);
-            while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1)
+            int rc = mt_capture_iter_open(cap, sqlite3_column_int(heaps, 0), &it);
+            while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1)
                 rc = 0;
-            if (rc == -EPROTO && strcmp(mt_event_iter_error(it), want) == 0)
+            if (rc == -EPROTO && strcmp(mt_capture_iter_error(it), want) == 0)
                 seen = true;
             else if (rc != 0)
-                fprintf(stderr, "flip %d: %s\n", f, mt_event_iter_error(it));
-            mt_event_iter_close(it);
+                fprintf(stderr, "flip %d: %s\n", f, mt_capture_iter_error(it));
+            mt_capture_iter_close(it);
         }
         sqlite3_finalize(heaps);
         sqlite3_close(raw);
@@ -604,17 +604,18 @@ static void test_unfinished(void) {
     const char* p = test_tmppath("killed.db");
     pid_t pid = fork();
     if (pid == 0) {
-        mt_capwriter* w;
+        mt_capture_writer* w;
         char err[256];
-        if (mt_capwriter_open(p, &w, err, sizeof err) ||
-            mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns") || mt_capwriter_begin(w) ||
-            mt_capwriter_meta_int(w, "pid", 4242) || mt_capwriter_commit(w))
+        if (mt_capture_writer_open(p, &w, err, sizeof err) ||
+            mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns") ||
+            mt_capture_writer_begin(w) || mt_capture_writer_meta_int(w, "pid", 4242) ||
+            mt_capture_writer_commit(w))
             _exit(1);
         uint8_t* scratch = malloc(mt_codec_bound(1000));
         for (size_t i = 0; i < NEVENTS; i += 1000)
-            if (mt_capwriter_begin(w) ||
-                mt_capwriter_chunk(w, MT_HEAP_LIBC, events + i, 1000, scratch) ||
-                mt_capwriter_commit(w))
+            if (mt_capture_writer_begin(w) ||
+                mt_capture_writer_chunk(w, MT_HEAP_LIBC, events + i, 1000, scratch) ||
+                mt_capture_writer_commit(w))
                 _exit(1);
         _exit(0); // no finish, no close: as if killed
     }
@@ -658,7 +659,7 @@ static void test_unfinished(void) {
     free(wal1);
 }
 
-// ---- typed reads of the tables: what mt_capwriter wrote comes back, in the promised order
+// ---- typed reads of the tables: what mt_capture_writer wrote comes back, in the promised order
 
 // A collector for every row reader: the rows as one line of text each, appended.
 typedef struct rows {
@@ -717,18 +718,18 @@ static int on_callsite(void* ud, const mt_callsite_rec* c) {
 
 static void write_tables(const char* path) {
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
-    CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
-    CHECK_EQ_I64(mt_capwriter_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes"), 0);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "RSS", "bytes"), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "VSZ", "bytes"), 0);
     // Written out of time order, two points at ts 20 (read back as written).
-    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 30, 3), 0);
-    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_VSZ, 5, 50), 0);
-    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 20, 2), 0);
-    CHECK_EQ_I64(mt_capwriter_counter(w, MT_TRACK_RSS, 20, 1), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter(w, MT_TRACK_RSS, 30, 3), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter(w, MT_TRACK_VSZ, 5, 50), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter(w, MT_TRACK_RSS, 20, 2), 0);
+    CHECK_EQ_I64(mt_capture_writer_counter(w, MT_TRACK_RSS, 20, 1), 0);
     mt_mark_rec marks[] = {
         {.heap = MT_HEAP_LIBC, .kind = "range", .name = "load", .ts_begin = 40},
         {.heap = MT_HEAP_LIBC,
@@ -746,16 +747,16 @@ static void write_tables(const char* path) {
          .attrs = "{\"bytes\":1}"},
     };
     for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
-        CHECK_EQ_I64(mt_capwriter_mark(w, &marks[i]), 0);
-    CHECK_EQ_I64(mt_capwriter_call_count(w, "malloc", 12), 0);
-    CHECK_EQ_I64(mt_capwriter_call_count(w, "free", 9), 0);
+        CHECK_EQ_I64(mt_capture_writer_mark(w, &marks[i]), 0);
+    CHECK_EQ_I64(mt_capture_writer_call_count(w, "malloc", 12), 0);
+    CHECK_EQ_I64(mt_capture_writer_call_count(w, "free", 9), 0);
     mt_mapping_rec map = {.id = 1,
                           .path = "/lib/x.so",
                           .start = 0x1000,
                           .end = 0x9000,
                           .load_bias = 0x1000,
                           .ts_unloaded = -1};
-    CHECK_EQ_I64(mt_capwriter_mapping(w, &map), 0);
+    CHECK_EQ_I64(mt_capture_writer_mapping(w, &map), 0);
     mt_frame_rec frames[] = {{.id = 1, .mapping_id = 1, .pc = 0x1234},
                              {.id = 2,
                               .mapping_id = 1,
@@ -765,16 +766,16 @@ static void write_tables(const char* path) {
                               .function = "g"},
                              {.id = 3, .pc = 0x77}};
     for (size_t i = 0; i < 3; i++)
-        CHECK_EQ_I64(mt_capwriter_frame(w, &frames[i]), 0);
+        CHECK_EQ_I64(mt_capture_writer_frame(w, &frames[i]), 0);
     mt_callsite_rec cs[] = {{1, 0, 3, 1}, {2, 1, 2, 2}};
     for (size_t i = 0; i < 2; i++)
-        CHECK_EQ_I64(mt_capwriter_callsite(w, &cs[i]), 0);
+        CHECK_EQ_I64(mt_capture_writer_callsite(w, &cs[i]), 0);
     uint8_t* scratch = malloc(mt_codec_bound(NEVENTS));
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, events, 100, scratch), 0);
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, events + 100, 50, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, events, 100, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, events + 100, 50, scratch), 0);
     free(scratch);
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     sql(path, "UPDATE frame SET file='g.c', line=5, inlined='[]', relevant=0 WHERE id=2");
 }
 

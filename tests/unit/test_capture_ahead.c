@@ -52,17 +52,18 @@ static void write_good(void) {
         per[t][n[t]++] = truth[i++];
     }
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(good, &w, err, sizeof err), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(good, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
     uint8_t* scratch = malloc(mt_codec_bound(PER_CHUNK));
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
     for (size_t c = 0; c < CHUNKS_PER_THREAD; c++)
         for (int t = NTHREADS - 1; t >= 0; t--)
-            CHECK_EQ_I64(
-                mt_capwriter_chunk(w, MT_HEAP_LIBC, per[t] + c * PER_CHUNK, PER_CHUNK, scratch), 0);
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+            CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, per[t] + c * PER_CHUNK, PER_CHUNK,
+                                                 scratch),
+                         0);
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     free(scratch);
 }
 
@@ -112,10 +113,10 @@ static mt_capture* open_capture(const char* path) {
 // over). Returns the iterator's last answer; *message gets its error.
 static int read_checked(mt_capture* cap, size_t* count, char* message, size_t len) {
     mt_event_iter* it = NULL;
-    int rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
+    int rc = mt_capture_iter_open(cap, MT_HEAP_LIBC, &it);
     size_t n = 0, pos = 0;
     mt_event ev;
-    while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         while (pos < NEVENTS && truth[pos].seq < ev.seq)
             pos++;
         if (pos == NEVENTS || !same_event(&ev, &truth[pos])) {
@@ -127,8 +128,8 @@ static int read_checked(mt_capture* cap, size_t* count, char* message, size_t le
         n++;
         rc = 0;
     }
-    snprintf(message, len, "%s", rc < 0 ? mt_event_iter_error(it) : "");
-    mt_event_iter_close(it);
+    snprintf(message, len, "%s", rc < 0 ? mt_capture_iter_error(it) : "");
+    mt_capture_iter_close(it);
     *count = n;
     return rc;
 }
@@ -201,15 +202,15 @@ static void test_close_early(void) {
     static const size_t stops[] = {0, 1, 1700, 1701, 1702, 5000, NEVENTS / 2, NEVENTS - 1};
     for (size_t k = 0; k < sizeof stops / sizeof *stops; k++) {
         mt_event_iter* it = NULL;
-        CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &it), 0);
+        CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_LIBC, &it), 0);
         mt_event ev;
         for (size_t i = 0; i < stops[k]; i++) {
-            if (mt_event_iter_next(it, &ev) != 1 || !same_event(&ev, &truth[i])) {
+            if (mt_capture_iter_next(it, &ev) != 1 || !same_event(&ev, &truth[i])) {
                 CHECK(0);
                 break;
             }
         }
-        mt_event_iter_close(it);
+        mt_capture_iter_close(it);
     }
     mt_capture_close(cap);
 }
@@ -218,25 +219,25 @@ static void test_close_early(void) {
 static void test_two_iterators(void) {
     mt_capture* cap = open_capture(good);
     mt_event_iter *a = NULL, *b = NULL;
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &a), 0);
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &b), 0);
+    CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_LIBC, &a), 0);
+    CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_LIBC, &b), 0);
     size_t na = 0, nb = 0;
     int ra = 1, rb = 1;
     mt_event ev;
     while (ra == 1 || rb == 1) {
         for (int i = 0; i < 37 && ra == 1; i++)
-            if ((ra = mt_event_iter_next(a, &ev)) == 1 && !same_event(&ev, &truth[na++]))
+            if ((ra = mt_capture_iter_next(a, &ev)) == 1 && !same_event(&ev, &truth[na++]))
                 ra = -1;
         for (int i = 0; i < 53 && rb == 1; i++)
-            if ((rb = mt_event_iter_next(b, &ev)) == 1 && !same_event(&ev, &truth[nb++]))
+            if ((rb = mt_capture_iter_next(b, &ev)) == 1 && !same_event(&ev, &truth[nb++]))
                 rb = -1;
     }
     CHECK_EQ_I64(ra, 0);
     CHECK_EQ_I64(rb, 0);
     CHECK_EQ_I64(na, NEVENTS);
     CHECK_EQ_I64(nb, NEVENTS);
-    mt_event_iter_close(a);
-    mt_event_iter_close(b);
+    mt_capture_iter_close(a);
+    mt_capture_iter_close(b);
     mt_capture_close(cap);
 }
 
@@ -274,15 +275,15 @@ static void test_worker_takes_no_signals(void) {
     tids before = threads_now(); // a sanitizer may run threads of its own
     mt_capture* cap = open_capture(good);
     mt_event_iter* it = NULL;
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_LIBC, &it), 0);
+    CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_LIBC, &it), 0);
     mt_event ev;
     for (size_t i = 0; i < NEVENTS / 2; i++)
-        CHECK_EQ_I64(mt_event_iter_next(it, &ev), 1);
+        CHECK_EQ_I64(mt_capture_iter_next(it, &ev), 1);
     int n, blocking;
     new_threads(&before, &n, &blocking);
     CHECK_EQ_I64(n, 1); // the decoding thread runs
     CHECK_EQ_I64(blocking, 1);
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     mt_capture_close(cap);
 }
 

@@ -70,23 +70,24 @@ static void write_good(void) {
         per[t][n[t]++] = truth[i++];
     }
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(good, &w, err, sizeof err), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(good, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
     uint8_t* scratch = malloc(mt_codec_bound(PER_CHUNK));
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
     int64_t id = 0;
     for (size_t c = 0; c < CHUNKS_PER_THREAD; c++)
         for (int t = 0; t < NTHREADS; t++) {
-            CHECK_EQ_I64(
-                mt_capwriter_chunk(w, MT_HEAP_LIBC, per[t] + c * PER_CHUNK, PER_CHUNK, scratch), 0);
+            CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, per[t] + c * PER_CHUNK, PER_CHUNK,
+                                                 scratch),
+                         0);
             id++;
             for (size_t k = 0; k < PER_CHUNK; k++)
                 chunk_of[index_of[t][c * PER_CHUNK + k]] = id;
             first_of[id] = per[t][c * PER_CHUNK].seq;
         }
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     free(scratch);
     // The ids as the file has them, in the reader's order.
     sqlite3* db;
@@ -150,10 +151,10 @@ static int read_checked(const char* path, const int64_t* left, size_t nleft, siz
         return rc;
     }
     mt_event_iter* it = NULL;
-    rc = mt_event_iter_open(cap, MT_HEAP_LIBC, &it);
+    rc = mt_capture_iter_open(cap, MT_HEAP_LIBC, &it);
     size_t n = 0, pos = 0;
     mt_event ev;
-    while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         while (pos < NEVENTS && in_list(chunk_of[pos], left, nleft))
             pos++;
         if (pos == NEVENTS || !same_event(&ev, &truth[pos])) {
@@ -166,8 +167,8 @@ static int read_checked(const char* path, const int64_t* left, size_t nleft, siz
         n++;
         rc = 0;
     }
-    snprintf(message, len, "%s", rc < 0 && it ? mt_event_iter_error(it) : "");
-    mt_event_iter_close(it);
+    snprintf(message, len, "%s", rc < 0 && it ? mt_capture_iter_error(it) : "");
+    mt_capture_iter_close(it);
     mt_capture_close(cap);
     *count = n;
     return rc;
@@ -258,7 +259,7 @@ static void reseal_with_lying_count(sqlite3* db, int64_t id) {
     uint8_t* data = malloc(len + MT_CHUNK_CHECKSUM_BYTES);
     memcpy(data, sqlite3_column_blob(st, 6), len);
     sqlite3_finalize(st);
-    len = mt_chunk_seal(&h, data, len);
+    len = mt_codec_chunk_seal(&h, data, len);
     sqlite3_prepare_v2(db, "UPDATE event_chunk SET count=?1, data=?2 WHERE id=?3", -1, &st, NULL);
     sqlite3_bind_int64(st, 1, h.count);
     sqlite3_bind_blob(st, 2, data, (int)len, SQLITE_TRANSIENT);
@@ -361,9 +362,9 @@ static void test_batches_while_written(void) {
             if (!cap)
                 return;
             mt_event_iter* it = NULL;
-            int rc = mt_event_iter_open_chunks(cap, MT_HEAP_LIBC, last, last + 64, &it);
+            int rc = mt_capture_iter_open_chunks(cap, MT_HEAP_LIBC, last, last + 64, &it);
             mt_event ev;
-            while (rc == 0 && (rc = mt_event_iter_next(it, &ev)) == 1) {
+            while (rc == 0 && (rc = mt_capture_iter_next(it, &ev)) == 1) {
                 if (n < NEVENTS)
                     got[n] = ev;
                 n++;
@@ -371,9 +372,9 @@ static void test_batches_while_written(void) {
             }
             CHECK_EQ_I64(rc, 0);
             int64_t end = last + 64 < written ? last + 64 : written;
-            CHECK_EQ_I64(mt_event_iter_last_chunk(it), end);
+            CHECK_EQ_I64(mt_capture_iter_last_chunk(it), end);
             last = end;
-            mt_event_iter_close(it);
+            mt_capture_iter_close(it);
             mt_capture_close(cap);
         }
     }
@@ -418,16 +419,16 @@ static int read_some(const char* const* paths, size_t ncap, size_t stop, const t
     char err[256];
     for (size_t k = 0; k < ncap; k++) {
         CHECK_EQ_I64(mt_capture_open(paths[k], &cap[k], err, sizeof err), 0);
-        CHECK_EQ_I64(mt_event_iter_open(cap[k], MT_HEAP_LIBC, &it[k]), 0);
+        CHECK_EQ_I64(mt_capture_iter_open(cap[k], MT_HEAP_LIBC, &it[k]), 0);
     }
     mt_event ev;
     for (size_t i = 0; i < stop; i++)
         for (size_t k = 0; k < ncap; k++)
-            if (it[k] && mt_event_iter_next(it[k], &ev) != 1)
+            if (it[k] && mt_capture_iter_next(it[k], &ev) != 1)
                 i = stop;
     int during = new_threads(before);
     for (size_t k = 0; k < ncap; k++) {
-        mt_event_iter_close(it[k]);
+        mt_capture_iter_close(it[k]);
         mt_capture_close(cap[k]);
     }
     return during;

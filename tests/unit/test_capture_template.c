@@ -65,17 +65,17 @@ static void test_copy_of_the_schema(void) {
     snprintf(copied, sizeof copied, "%s/copied.db", test_tmpdir());
     sqlite3* db;
     CHECK(sqlite3_open(made, &db) == SQLITE_OK);
-    CHECK_EQ_I64(mt_capture_create_schema(db), 0);
+    CHECK_EQ_I64(mt_capture_schema_create(db), 0);
     sqlite3_close(db);
 
     creates_run = 0;
     sqlite3_auto_extension((void (*)(void))trace_connection);
-    mt_capwriter* w;
+    mt_capture_writer* w;
     char err[256];
-    CHECK_EQ_I64(mt_capwriter_open(copied, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_open(copied, &w, err, sizeof err), 0);
     sqlite3_cancel_auto_extension((void (*)(void))trace_connection);
     CHECK_EQ_I64(creates_run, 0);
-    mt_capwriter_abandon(w); // closed as it was made: in WAL mode, 'recording'
+    mt_capture_writer_abandon(w); // closed as it was made: in WAL mode, 'recording'
     char shm[170];
     snprintf(shm, sizeof shm, "%s-shm", copied);
     CHECK(access(shm, F_OK) != 0);

@@ -35,20 +35,20 @@ static const char* query(sqlite3* db, const char* sql) {
     return out;
 }
 
-static void write_rows(mt_capwriter* w) {
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+static void write_rows(mt_capture_writer* w) {
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
     mt_frame_rec native = {
         .id = 1, .mapping_id = 3, .pc = 0x1234, .has_rel_pc = true, .rel_pc = 0x34};
     mt_frame_rec outside = {.id = 2, .pc = 0x99, .has_rel_pc = true, .rel_pc = 0x99};
     mt_frame_rec named = {.id = 3, .pc = 3, .function = "npu_func"};
-    CHECK_EQ_I64(mt_capwriter_frame(w, &native), 0);
-    CHECK_EQ_I64(mt_capwriter_frame(w, &native), 0); // again: replaces, one row
-    CHECK_EQ_I64(mt_capwriter_frame(w, &outside), 0);
-    CHECK_EQ_I64(mt_capwriter_frame(w, &named), 0);
+    CHECK_EQ_I64(mt_capture_writer_frame(w, &native), 0);
+    CHECK_EQ_I64(mt_capture_writer_frame(w, &native), 0); // again: replaces, one row
+    CHECK_EQ_I64(mt_capture_writer_frame(w, &outside), 0);
+    CHECK_EQ_I64(mt_capture_writer_frame(w, &named), 0);
     mt_callsite_rec root = {.id = 1, .parent_id = 0, .frame_id = 1, .depth = 1};
     mt_callsite_rec leaf = {.id = 2, .parent_id = 1, .frame_id = 2, .depth = 2};
-    CHECK_EQ_I64(mt_capwriter_callsite(w, &root), 0);
-    CHECK_EQ_I64(mt_capwriter_callsite(w, &leaf), 0);
+    CHECK_EQ_I64(mt_capture_writer_callsite(w, &root), 0);
+    CHECK_EQ_I64(mt_capture_writer_callsite(w, &leaf), 0);
     mt_mapping_rec loaded = {.id = 3,
                              .path = "/lib/a.so",
                              .start = 0x1000,
@@ -64,35 +64,35 @@ static void write_rows(mt_capwriter* w) {
                                .build_id = "abcd",
                                .ts_loaded = 6,
                                .ts_unloaded = 9};
-    CHECK_EQ_I64(mt_capwriter_mapping(w, &loaded), 0);
-    CHECK_EQ_I64(mt_capwriter_mapping(w, &unloaded), 0);
-    CHECK_EQ_I64(mt_capwriter_thread(w, 42, "worker"), 0);
-    CHECK_EQ_I64(mt_capwriter_thread(w, 7, "main"), 0);
-    CHECK_EQ_I64(mt_capwriter_thread(w, 42, "renamed"), 0);
-    CHECK_EQ_I64(mt_capwriter_call_count(w, "malloc", 10), 0);
-    CHECK_EQ_I64(mt_capwriter_call_count(w, "malloc", 12), 0);
+    CHECK_EQ_I64(mt_capture_writer_mapping(w, &loaded), 0);
+    CHECK_EQ_I64(mt_capture_writer_mapping(w, &unloaded), 0);
+    CHECK_EQ_I64(mt_capture_writer_thread(w, 42, "worker"), 0);
+    CHECK_EQ_I64(mt_capture_writer_thread(w, 7, "main"), 0);
+    CHECK_EQ_I64(mt_capture_writer_thread(w, 42, "renamed"), 0);
+    CHECK_EQ_I64(mt_capture_writer_call_count(w, "malloc", 10), 0);
+    CHECK_EQ_I64(mt_capture_writer_call_count(w, "malloc", 12), 0);
     // Two open ranges "r" on thread 42, one on thread 43: mark_end closes the later of 42's.
     mt_mark_rec r = {
         .heap = MT_HEAP_LIBC, .kind = "range", .name = "r", .has_tid = true, .tid = 42};
     r.ts_begin = 100;
-    CHECK_EQ_I64(mt_capwriter_mark(w, &r), 0);
+    CHECK_EQ_I64(mt_capture_writer_mark(w, &r), 0);
     r.ts_begin = 200;
-    CHECK_EQ_I64(mt_capwriter_mark(w, &r), 0);
+    CHECK_EQ_I64(mt_capture_writer_mark(w, &r), 0);
     r.tid = 43;
     r.ts_begin = 300;
-    CHECK_EQ_I64(mt_capwriter_mark(w, &r), 0);
-    CHECK_EQ_I64(mt_capwriter_mark_end(w, "r", 42, 250), 0);
+    CHECK_EQ_I64(mt_capture_writer_mark(w, &r), 0);
+    CHECK_EQ_I64(mt_capture_writer_mark_end(w, "r", 42, 250), 0);
     mt_mark_rec flag = {.heap = MT_HEAP_NPU,
                         .kind = "fragmentation",
                         .name = "fragmentation",
                         .ts_begin = 7,
                         .attrs = "{\"bytes\":5}"};
-    CHECK_EQ_I64(mt_capwriter_mark(w, &flag), 0);
+    CHECK_EQ_I64(mt_capture_writer_mark(w, &flag), 0);
     mt_counter_point pts[300];
     for (int i = 0; i < 300; i++)
         pts[i] = (mt_counter_point){.ts = i, .value = 1000 + i};
-    CHECK_EQ_I64(mt_capwriter_counters(w, MT_TRACK_RSS, pts, 300), 0); // 2 blocks + 44 rows
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_counters(w, MT_TRACK_RSS, pts, 300), 0); // 2 blocks + 44 rows
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
 }
 
 static void check_rows(sqlite3* db) {
@@ -133,12 +133,12 @@ static void add_thread(void* ud, int64_t tid, const char* name) {
 static void test_rows(void) {
     char path[128], err[256];
     snprintf(path, sizeof path, "%s/rows.db", test_tmpdir());
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
     if (!w)
         return;
     write_rows(w);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     sqlite3* db;
     CHECK(sqlite3_open(path, &db) == SQLITE_OK);
     check_rows(db);
@@ -186,12 +186,12 @@ static void test_files_created(void) {
     if (fd < 0)
         return;
     CHECK(inotify_add_watch(fd, test_tmpdir(), IN_CREATE) >= 0);
-    mt_capwriter* w;
+    mt_capture_writer* w;
     char err[256];
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
     if (w) {
         write_rows(w);
-        CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+        CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     }
     _Alignas(struct inotify_event) char buf[4096];
     ssize_t n;

@@ -45,17 +45,18 @@ static void roundtrip(const mt_event* ev, size_t n) {
 
 // CRC32C: the standard check value, and the CPU's instruction agrees with the table.
 static void test_crc32c(void) {
-    CHECK_EQ_I64(mt_crc32c(0, "123456789", 9), 0xe3069283);
-    CHECK_EQ_I64(mt_crc32c_portable(0, "123456789", 9), 0xe3069283);
-    CHECK_EQ_I64(mt_crc32c(0, "", 0), 0);
+    CHECK_EQ_I64(mt_codec_crc32c(0, "123456789", 9), 0xe3069283);
+    CHECK_EQ_I64(mt_codec_crc32c_portable(0, "123456789", 9), 0xe3069283);
+    CHECK_EQ_I64(mt_codec_crc32c(0, "", 0), 0);
     uint8_t buf[1000];
     for (size_t i = 0; i < sizeof buf; i++)
         buf[i] = (uint8_t)test_rng(&rng);
     for (size_t len = 0; len <= sizeof buf; len += 1 + len / 3) {
-        CHECK_EQ_I64(mt_crc32c(0, buf, len), mt_crc32c_portable(0, buf, len));
+        CHECK_EQ_I64(mt_codec_crc32c(0, buf, len), mt_codec_crc32c_portable(0, buf, len));
         // In pieces: the same as at once.
-        CHECK_EQ_I64(mt_crc32c(mt_crc32c(0, buf, len / 3), buf + len / 3, len - len / 3),
-                     mt_crc32c(0, buf, len));
+        CHECK_EQ_I64(
+            mt_codec_crc32c(mt_codec_crc32c(0, buf, len / 3), buf + len / 3, len - len / 3),
+            mt_codec_crc32c(0, buf, len));
     }
 }
 
@@ -65,26 +66,26 @@ static void test_seal(const mt_event* ev, size_t n) {
     uint8_t* buf = malloc(mt_codec_bound(n));
     mt_chunk_header h = {1, (int64_t)ev[0].seq, (int64_t)ev[n - 1].seq, 5, 9, (int64_t)n};
     size_t payload = mt_codec_encode(ev, n, buf);
-    size_t len = mt_chunk_seal(&h, buf, payload);
+    size_t len = mt_codec_chunk_seal(&h, buf, payload);
     CHECK_EQ_I64(len, payload + MT_CHUNK_CHECKSUM_BYTES);
     CHECK(len <= mt_codec_bound(n));
-    CHECK_EQ_I64(mt_chunk_verify(&h, buf, len), (long)payload);
+    CHECK_EQ_I64(mt_codec_chunk_verify(&h, buf, len), (long)payload);
     size_t missed = 0;
     for (size_t bit = 0; bit < len * 8; bit++) {
         buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
-        missed += mt_chunk_verify(&h, buf, len) != -EBADMSG;
+        missed += mt_codec_chunk_verify(&h, buf, len) != -EBADMSG;
         buf[bit / 8] ^= (uint8_t)(1u << bit % 8);
     }
     int64_t* cols[] = {&h.heap, &h.seq_first, &h.seq_last, &h.ts_first, &h.ts_last, &h.count};
     for (size_t c = 0; c < 6; c++)
         for (int bit = 0; bit < 64; bit++) {
             *cols[c] = (int64_t)((uint64_t)*cols[c] ^ (1ull << bit));
-            missed += mt_chunk_verify(&h, buf, len) != -EBADMSG;
+            missed += mt_codec_chunk_verify(&h, buf, len) != -EBADMSG;
             *cols[c] = (int64_t)((uint64_t)*cols[c] ^ (1ull << bit));
         }
     CHECK_EQ_I64(missed, 0);
     for (size_t cut = 0; cut < len; cut++)
-        CHECK_EQ_I64(mt_chunk_verify(&h, buf, cut), -EBADMSG);
+        CHECK_EQ_I64(mt_codec_chunk_verify(&h, buf, cut), -EBADMSG);
     free(buf);
 }
 
@@ -153,28 +154,28 @@ static void test_time_unit(mt_chunk_coder* c) {
                            .tid = 5,
                            .kind = alloc ? MT_KIND_MALLOC : MT_KIND_FREE};
     }
-    mt_chunk_coder_set_time_unit(c, 1000);
+    mt_codec_chunk_coder_set_time_unit(c, 1000);
     size_t us = roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
-    mt_chunk_coder_set_time_unit(c, 1);
+    mt_codec_chunk_coder_set_time_unit(c, 1);
     size_t ns = roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
     fprintf(stderr, "time unit: %zu bytes in ns, %zu in us\n", ns, us);
     CHECK(us * 10 < ns * 8);
     // Codec 5: the same us deltas (0 or 1, a few 2) as runs of zeros take less than a byte each.
-    mt_chunk_coder_set_time_unit(c, 1000);
+    mt_codec_chunk_coder_set_time_unit(c, 1000);
     size_t runs = roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, N);
     fprintf(stderr, "time unit: %zu bytes in us runs\n", runs);
     CHECK(runs * 10 < us * 9);
     // Not every time a multiple of the unit: written in ns, as codec 3 would be.
     ev[N / 2].ts++;
-    mt_chunk_coder_set_time_unit(c, 1000);
+    mt_codec_chunk_coder_set_time_unit(c, 1000);
     CHECK(roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N) > us);
     // The largest unit, and times far from 0 in it, negative ones too.
-    mt_chunk_coder_set_time_unit(c, 1000000000);
+    mt_codec_chunk_coder_set_time_unit(c, 1000000000);
     for (size_t i = 0; i < N; i++)
         ev[i].ts = ((int64_t)i - 7) * 1000000000 * 1000;
     roundtrip_codec(c, MT_CODEC_ZSTD_UNITS_CRC32C, ev, N);
     roundtrip_codec(c, MT_CODEC_ZSTD_RUNS_CRC32C, ev, N);
-    mt_chunk_coder_set_time_unit(c, 1);
+    mt_codec_chunk_coder_set_time_unit(c, 1);
     free(ev);
 }
 
@@ -207,23 +208,23 @@ static void test_chunks(mt_chunk_coder* c, const mt_event* ev, size_t n) {
     mt_event* out = calloc(n, sizeof *out);
     for (int codec = 1; codec <= 5; codec++) {
         mt_chunk_header h = {2, (int64_t)ev[0].seq, (int64_t)ev[n - 1].seq, 0, 0, (int64_t)n};
-        size_t len = mt_chunk_encode(c, codec, &h, ev, n, buf);
+        size_t len = mt_codec_chunk_encode(c, codec, &h, ev, n, buf);
         CHECK(len > 0 && len <= mt_codec_bound(n));
-        CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), 0);
+        CHECK_EQ_I64(mt_codec_chunk_decode(c, codec, &h, buf, len, out), 0);
         check_same(out, ev, n, 2);
         if (codec > 1) {
             buf[len / 2] ^= 4;
-            CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EBADMSG);
+            CHECK_EQ_I64(mt_codec_chunk_decode(c, codec, &h, buf, len, out), -EBADMSG);
             buf[len / 2] ^= 4;
         }
-        CHECK(mt_chunk_decode(c, codec % 5 + 1, &h, buf, len, out) != 0); // another codec
+        CHECK(mt_codec_chunk_decode(c, codec % 5 + 1, &h, buf, len, out) != 0); // another codec
         h.seq_first++;
         if (codec == 1) // no checksum: the decoder compares the first seq
-            CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
+            CHECK_EQ_I64(mt_codec_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
         h.count = 0;
-        CHECK_EQ_I64(mt_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
+        CHECK_EQ_I64(mt_codec_chunk_decode(c, codec, &h, buf, len, out), -EPROTO);
     }
-    CHECK_EQ_I64(mt_chunk_encode(c, 77, &(mt_chunk_header){0}, ev, n, buf), 0);
+    CHECK_EQ_I64(mt_codec_chunk_encode(c, 77, &(mt_chunk_header){0}, ev, n, buf), 0);
     CHECK_EQ_I64(mt_codec_of_schema(1), MT_CODEC_VARINT_COLUMNS);
     CHECK_EQ_I64(mt_codec_of_schema(2), MT_CODEC_VARINT_COLUMNS_CRC32C);
     CHECK_EQ_I64(mt_codec_of_schema(3), MT_CODEC_ZSTD_COLUMNS_CRC32C);
@@ -315,7 +316,7 @@ static void test_block_per_column(mt_chunk_coder* c, const mt_event* ev, size_t 
 
 int main(void) {
     test_crc32c();
-    mt_chunk_coder* coder = mt_chunk_coder_new();
+    mt_chunk_coder* coder = mt_codec_chunk_coder_new();
     CHECK(coder != NULL);
     test_loop_compresses(coder);
     test_time_unit(coder);
@@ -377,7 +378,7 @@ int main(void) {
     roundtrip(edge, 3);
     roundtrip_zstd(coder, edge, 3);
     test_chunks(coder, edge, 3);
-    mt_chunk_coder_free(coder);
+    mt_codec_chunk_coder_free(coder);
     free(ev);
     CHECK_DONE();
 }

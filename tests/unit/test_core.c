@@ -126,12 +126,12 @@ static bool callsite_known(uint32_t id) {
 static void check_events(mt_capture* cap) {
     CHECK_EQ_I64(mt_capture_callsites(cap, on_callsite, NULL), 0);
     mt_event_iter* it = NULL;
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_PROGRAM, &it), 0); // libc's and the pool's
+    CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_PROGRAM, &it), 0); // libc's and the pool's
     mt_event ev;
     size_t n = 0, bad = 0;
     int64_t last_ts = 0;
     int rc;
-    while (it && (rc = mt_event_iter_next(it, &ev)) == 1) {
+    while (it && (rc = mt_capture_iter_next(it, &ev)) == 1) {
         if (n < nexpected) {
             const mt_event* e = &expected[n];
             bool is_alloc = e->kind != MT_KIND_FREE && e->kind != MT_KIND_REALLOC_FREE &&
@@ -154,7 +154,7 @@ static void check_events(mt_capture* cap) {
     CHECK_EQ_I64(rc, 0);
     CHECK_EQ_I64(n, nexpected);
     CHECK_EQ_I64(bad, 0);
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
 
     mt_heap_span span, pool;
     CHECK_EQ_I64(mt_capture_heap_span(cap, MT_HEAP_LIBC, &span), 1);

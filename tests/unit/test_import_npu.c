@@ -519,10 +519,10 @@ static void test_capture_roundtrip(const char* fixture) {
     CHECK_EQ_I64(mr_npu_series_from_capture(cap, &t, err, sizeof err), 0);
     CHECK(same_series(&s, &t));
     mt_event_iter* it;
-    CHECK_EQ_I64(mt_event_iter_open(cap, MT_HEAP_NPU, &it), 0);
+    CHECK_EQ_I64(mt_capture_iter_open(cap, MT_HEAP_NPU, &it), 0);
     mt_event ev;
     size_t i = 0;
-    while (mt_event_iter_next(it, &ev) == 1 && i < log.nev) {
+    while (mt_capture_iter_next(it, &ev) == 1 && i < log.nev) {
         CHECK_EQ_I64(ev.ts, log.ev[i].step);
         CHECK_EQ_I64(ev.addr, log.ev[i].addr);
         CHECK_EQ_I64(ev.kind, log.ev[i].is_free ? MT_KIND_NPU_FREE : MT_KIND_NPU_ALLOC);
@@ -530,7 +530,7 @@ static void test_capture_roundtrip(const char* fixture) {
         i++;
     }
     CHECK_EQ_I64(i, log.nev);
-    mt_event_iter_close(it);
+    mt_capture_iter_close(it);
     mr_replay r;
     CHECK_EQ_I64(mr_replay_init(&r, cap, MT_HEAP_NPU), 0);
     CHECK_EQ_I64(mr_replay_run(&r, UINT64_MAX, NULL, NULL), 0);

@@ -193,11 +193,11 @@ static void test_runtime_held(void) {
     CHECK_EQ_I64(fx_run(mr_cmd_leaks, "leaks", cap, "-f", "-o", out, NULL), 0);
     char* t = fx_read(out);
     snprintf(want, sizeof want, "leaked: %s (3516 bytes) in 7 blocks from 4 stacks\n",
-             mt_format_bytes(3516, a, sizeof a));
+             mt_units_format_bytes(3516, a, sizeof a));
     CHECK(t && strstr(t, want));
     snprintf(want, sizeof want,
              "held by the C runtime: %s (78194 bytes) in 4 blocks from 4 stacks\n",
-             mt_format_bytes(78194, a, sizeof a));
+             mt_units_format_bytes(78194, a, sizeof a));
     CHECK(t && strstr(t, want));
     const char* section = t ? strstr(t, "Held by the C runtime") : NULL;
     CHECK(section && section > strstr(t, "leak_a") && section < strstr(t, "_IO_file_doallocate"));
@@ -215,7 +215,7 @@ static void test_runtime_held(void) {
     t = fx_read(out);
     snprintf(want, sizeof want,
              "leaked:       %s in 7 blocks (+%s in 4 blocks held by the C runtime)\n",
-             mt_format_bytes(3516, a, sizeof a), mt_format_bytes(78194, b, sizeof b));
+             mt_units_format_bytes(3516, a, sizeof a), mt_units_format_bytes(78194, b, sizeof b));
     CHECK(t && strstr(t, want));
     free(t);
 
@@ -262,7 +262,7 @@ static void test_runtime_held(void) {
     snprintf(want, sizeof want,
              "leaked: %s (44 bytes) in 3 blocks from 2 stacks; %s (77200 bytes) in 5 blocks "
              "from 3 stacks suppressed\n",
-             mt_format_bytes(44, a, sizeof a), mt_format_bytes(77200, b, sizeof b));
+             mt_units_format_bytes(44, a, sizeof a), mt_units_format_bytes(77200, b, sizeof b));
     CHECK(t && strstr(t, want));
     free(t);
     t = fx_read(err);
@@ -277,14 +277,14 @@ static void test_runtime_held(void) {
     snprintf(want, sizeof want,
              "leaked: %s (472 bytes) in 1 block from 1 stack; %s (76772 bytes) in 7 blocks "
              "from 4 stacks suppressed\n",
-             mt_format_bytes(472, a, sizeof a), mt_format_bytes(76772, b, sizeof b));
+             mt_units_format_bytes(472, a, sizeof a), mt_units_format_bytes(76772, b, sizeof b));
     CHECK(t && strstr(t, want));
     free(t);
     write_file(supp, "leak:libstdc++\n");
     CHECK_EQ_I64(leaks_stderr(err, cap, supp, out, false), 0);
     t = fx_read(out);
     snprintf(want, sizeof want, "; %s (73728 bytes) in 1 block from 1 stack suppressed\n",
-             mt_format_bytes(73728, a, sizeof a));
+             mt_units_format_bytes(73728, a, sizeof a));
     CHECK(t && strstr(t, want));
     free(t);
 

@@ -28,16 +28,16 @@ static uint64_t live_after[NEV]; // live bytes after each event (the naive repla
 // small blocks, "leak" (3) keeps a few. Time: 1 ms per event.
 static void build_capture(const char* path) {
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
-    sqlite3* db = mt_capwriter_db(w);
-    mt_capwriter_begin(w);
-    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
-    mt_capwriter_meta_text(w, "exe", "/usr/bin/testprog");
-    mt_capwriter_meta_int(w, "pid", 4242);
-    mt_capwriter_meta_text(w, "symbolized", "1");
-    mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
-    mt_capwriter_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "vsz", "bytes");
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
+    sqlite3* db = mt_capture_writer_db(w);
+    mt_capture_writer_begin(w);
+    mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capture_writer_meta_text(w, "exe", "/usr/bin/testprog");
+    mt_capture_writer_meta_int(w, "pid", 4242);
+    mt_capture_writer_meta_text(w, "symbolized", "1");
+    mt_capture_writer_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
+    mt_capture_writer_counter_track(w, MT_TRACK_VSZ, MT_HEAP_LIBC, "vsz", "bytes");
     sqlite3_exec(db,
                  "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
                  " (1, NULL, 4096, 'grow', 1), (2, NULL, 8192, 'churn', 1),"
@@ -78,14 +78,14 @@ static void build_capture(const char* path) {
     }
     uint8_t* scratch = malloc(mt_codec_bound(1000));
     for (int i = 0; i < NEV; i += 1000)
-        CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, ev + i, 1000, scratch), 0);
+        CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, ev + i, 1000, scratch), 0);
     free(scratch);
     for (int i = 0; i < 600; i++) { // every 10 ms
-        mt_capwriter_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000, 4000000 + i * 1000);
-        mt_capwriter_counter(w, MT_TRACK_VSZ, (int64_t)i * 10000000, 9000000);
+        mt_capture_writer_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000, 4000000 + i * 1000);
+        mt_capture_writer_counter(w, MT_TRACK_VSZ, (int64_t)i * 10000000, 9000000);
     }
-    mt_capwriter_commit(w);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    mt_capture_writer_commit(w);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
 }
 
 static size_t count_colour(cairo_surface_t* img, int r, int g, int b) {
@@ -193,12 +193,12 @@ static void test_plot(const char* db) {
 // "Limits"; a 0-byte block beside it), marks at the int64 extremes.
 static void test_crafted(const char* db) {
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(db, &w, err, sizeof err), 0);
-    mt_capwriter_begin(w);
-    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
-    mt_capwriter_meta_text(w, "symbolized", "1");
-    sqlite3_exec(mt_capwriter_db(w),
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(db, &w, err, sizeof err), 0);
+    mt_capture_writer_begin(w);
+    mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capture_writer_meta_text(w, "symbolized", "1");
+    sqlite3_exec(mt_capture_writer_db(w),
                  "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
                  " (1, NULL, 4096, 'huge', 1);"
                  "INSERT INTO callsite VALUES (1, 0, 1, 1);"
@@ -210,10 +210,10 @@ static void test_crafted(const char* db) {
                      {2, 2000, 0x2000, 0, 1, 7, MT_KIND_MALLOC, 1},
                      {3, 3000, 0x2000, 0, 0, 7, MT_KIND_FREE, 1}};
     uint8_t* scratch = malloc(mt_codec_bound(3));
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, e, 3, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, e, 3, scratch), 0);
     free(scratch);
-    mt_capwriter_commit(w);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    mt_capture_writer_commit(w);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
 
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(db, &cap, err, sizeof err), 0);
@@ -253,13 +253,13 @@ static json_t* plot_ratio(const char* name, uint64_t heap, uint64_t rss, cairo_s
     snprintf(db, sizeof db, "%s.db", name);
     snprintf(png, sizeof png, "%s.png", name);
     snprintf(data, sizeof data, "%s.json", name);
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(test_tmppath(db), &w, err, sizeof err), 0);
-    mt_capwriter_begin(w);
-    mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
-    mt_capwriter_meta_text(w, "symbolized", "1");
-    mt_capwriter_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
-    sqlite3_exec(mt_capwriter_db(w),
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(test_tmppath(db), &w, err, sizeof err), 0);
+    mt_capture_writer_begin(w);
+    mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns");
+    mt_capture_writer_meta_text(w, "symbolized", "1");
+    mt_capture_writer_counter_track(w, MT_TRACK_RSS, MT_HEAP_LIBC, "rss", "bytes");
+    sqlite3_exec(mt_capture_writer_db(w),
                  "INSERT INTO frame(id, mapping_id, pc, function, relevant) VALUES"
                  " (1, NULL, 4096, 'f', 1);"
                  "INSERT INTO callsite VALUES (1, 0, 1, 1);",
@@ -267,13 +267,13 @@ static json_t* plot_ratio(const char* name, uint64_t heap, uint64_t rss, cairo_s
     mt_event e[2] = {{1, 100000000, 0x1000, heap, 1, 7, MT_KIND_MALLOC, 1},
                      {2, 900000000, 0x1000, 0, 0, 7, MT_KIND_FREE, 1}};
     uint8_t* scratch = malloc(mt_codec_bound(2));
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, e, 2, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, e, 2, scratch), 0);
     free(scratch);
     for (int i = 0; i <= 100; i++)
-        mt_capwriter_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000,
-                             (int64_t)(rss / 2 + rss / 2 * (uint64_t)i / 100));
-    mt_capwriter_commit(w);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+        mt_capture_writer_counter(w, MT_TRACK_RSS, (int64_t)i * 10000000,
+                                  (int64_t)(rss / 2 + rss / 2 * (uint64_t)i / 100));
+    mt_capture_writer_commit(w);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     mt_capture* cap;
     CHECK_EQ_I64(mt_capture_open(test_tmppath(db), &cap, err, sizeof err), 0);
     mr_plot_args a = {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Event replay on captures written with mt_capwriter: live bytes, peak and when, counts,
+// Event replay on captures written with mt_capture_writer: live bytes, peak and when, counts,
 // unmatched frees, realloc as free + alloc, cross-thread address reuse across chunks,
 // partial replay (stop_seq), the per-event callback, and a random stream against a model.
 #include "capture_sql.h"
@@ -25,11 +25,11 @@ static uint64_t rng = 0x9fb21c651e98df25ull;
 // most `per_chunk`, threads written last-tid-first so file order is not seq order.
 static void write_capture(const char* path, const mt_event* ev, size_t n, size_t per_chunk) {
     char err[256];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
-    CHECK_EQ_I64(mt_capwriter_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
-    CHECK_EQ_I64(mt_capwriter_begin(w), 0);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_LIBC, "libc", "libc", "ns"), 0);
+    CHECK_EQ_I64(mt_capture_writer_heap(w, MT_HEAP_NPU, "npu", "npu", "step"), 0);
+    CHECK_EQ_I64(mt_capture_writer_begin(w), 0);
     uint32_t tids[64];
     size_t ntids = 0;
     for (size_t i = 0; i < n; i++) {
@@ -48,14 +48,14 @@ static void write_capture(const char* path, const mt_event* ev, size_t n, size_t
                 buf[m++] = ev[i];
         for (size_t off = 0; off < m; off += per_chunk) {
             size_t len = m - off < per_chunk ? m - off : per_chunk;
-            CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_LIBC, buf + off, len, scratch), 0);
+            CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_LIBC, buf + off, len, scratch), 0);
         }
     }
     // An NPU event with a colliding address: other heaps never leak into heap 1.
     mt_event npu = {.seq = 1, .ts = 1, .addr = 0x1000, .size = 1 << 30, .kind = MT_KIND_NPU_ALLOC};
-    CHECK_EQ_I64(mt_capwriter_chunk(w, MT_HEAP_NPU, &npu, 1, scratch), 0);
-    CHECK_EQ_I64(mt_capwriter_commit(w), 0);
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    CHECK_EQ_I64(mt_capture_writer_chunk(w, MT_HEAP_NPU, &npu, 1, scratch), 0);
+    CHECK_EQ_I64(mt_capture_writer_commit(w), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
     free(buf);
     free(scratch);
 }

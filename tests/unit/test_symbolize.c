@@ -351,9 +351,9 @@ int main(int argc, char** argv) {
     char path[4200];
     snprintf(path, sizeof path, "%s/cap.db", tmp);
     char err[512];
-    mt_capwriter* w;
-    CHECK_EQ_I64(mt_capwriter_open(path, &w, err, sizeof err), 0);
-    sqlite3* db = mt_capwriter_db(w);
+    mt_capture_writer* w;
+    CHECK_EQ_I64(mt_capture_writer_open(path, &w, err, sizeof err), 0);
+    sqlite3* db = mt_capture_writer_db(w);
     exec_sql(db, "BEGIN");
     for (int i = 0; i < nmaps; i++)
         insert_mapping(db, i + 1, maps[i].path, maps[i].start, maps[i].end, maps[i].bias,
@@ -443,7 +443,7 @@ int main(int argc, char** argv) {
     CHECK_EQ_STR((const char*)sqlite3_column_text(st, 0), "1");
     sqlite3_finalize(st);
     exec_sql(db, "INSERT OR REPLACE INTO heap VALUES(1, 'libc', 'cpu', 'ns')");
-    CHECK_EQ_I64(mt_capwriter_finish(w, "complete"), 0);
+    CHECK_EQ_I64(mt_capture_writer_finish(w, "complete"), 0);
 
     // ---- the names live in the capture: delete the library, move the capture, read again
     for (int i = 0; i < 4; i++)

@@ -33,16 +33,16 @@ static void test_bytes(void) {
                  {UINT64_MAX, "16777216.00 TiB", "TiB"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char buf[32];
-        CHECK_EQ_STR(mt_format_bytes(cases[i].bytes, buf, sizeof buf), cases[i].text);
-        CHECK_EQ_STR(mt_unit_for_bytes(cases[i].bytes).name, cases[i].unit);
+        CHECK_EQ_STR(mt_units_format_bytes(cases[i].bytes, buf, sizeof buf), cases[i].text);
+        CHECK_EQ_STR(mt_units_for_bytes(cases[i].bytes).name, cases[i].unit);
     }
-    CHECK_EQ_I64(mt_unit_for_bytes(5ull << 40).scale, 1ull << 40);
+    CHECK_EQ_I64(mt_units_for_bytes(5ull << 40).scale, 1ull << 40);
     // Upstream's NPU plotter: the same 1024 multiples, its own names, nothing above GB.
-    CHECK_EQ_STR(mt_npu_unit_for_bytes(1023).name, "B");
-    CHECK_EQ_STR(mt_npu_unit_for_bytes(1024).name, "KB");
-    CHECK_EQ_STR(mt_npu_unit_for_bytes(3u << 20).name, "MB");
-    CHECK_EQ_STR(mt_npu_unit_for_bytes(5ull << 40).name, "GB");
-    CHECK_EQ_I64(mt_npu_unit_for_bytes(5ull << 40).scale, 1ull << 30);
+    CHECK_EQ_STR(mt_units_npu_for_bytes(1023).name, "B");
+    CHECK_EQ_STR(mt_units_npu_for_bytes(1024).name, "KB");
+    CHECK_EQ_STR(mt_units_npu_for_bytes(3u << 20).name, "MB");
+    CHECK_EQ_STR(mt_units_npu_for_bytes(5ull << 40).name, "GB");
+    CHECK_EQ_I64(mt_units_npu_for_bytes(5ull << 40).scale, 1ull << 30);
 }
 
 // What a call printed on stderr (the caller frees).

@@ -47,7 +47,7 @@ typedef struct mt_mark_rec {
     const char* kind; // "mark", "range", or an importer's kind
     const char* name;
     int64_t ts_begin;
-    bool has_end; // false: ts_end NULL (a range still open, closed by mt_capwriter_mark_end)
+    bool has_end; // false: ts_end NULL (a range still open, closed by mt_capture_writer_mark_end)
     int64_t ts_end;
     bool has_tid;
     int64_t tid;
@@ -263,97 +263,99 @@ typedef struct mt_event_iter mt_event_iter;
 typedef void (*mt_corrupt_chunk_fn)(const char* path, const char* what);
 void mt_capture_skip_corrupt_chunks(mt_corrupt_chunk_fn report);
 // Returns 0, or a negative errno; either way `*out` is set (NULL, or an iterator whose
-// mt_event_iter_error says what went wrong) and must be passed to mt_event_iter_close.
-int mt_event_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
+// mt_capture_iter_error says what went wrong) and must be passed to mt_capture_iter_close.
+int mt_capture_iter_open(mt_capture* cap, int heap, mt_event_iter** out);
 // The same for the events after after_seq only (a replay resumed from a checkpoint): the
 // chunks that end at or before it are not read.
-int mt_event_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out);
+int mt_capture_iter_open_after(mt_capture* cap, int heap, uint64_t after_seq, mt_event_iter** out);
 // The same over the chunks whose id is in (after_chunk, upto_chunk] only (ids grow as
 // chunks are written): for a reader following a running program, in batches of the
-// chunks written since its last read. mt_event_iter_last_chunk gives the highest chunk id
+// chunks written since its last read. mt_capture_iter_last_chunk gives the highest chunk id
 // the iterator came across (after_chunk when none).
-int mt_event_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
-                              mt_event_iter** out);
-int64_t mt_event_iter_last_chunk(const mt_event_iter* it);
+int mt_capture_iter_open_chunks(mt_capture* cap, int heap, int64_t after_chunk, int64_t upto_chunk,
+                                mt_event_iter** out);
+int64_t mt_capture_iter_last_chunk(const mt_event_iter* it);
 // A sampled capture's allocations are read weighed (the bytes each stands for,
 // memtrace/sampling.h); after this call, with the sizes the program asked for (export's CSV
-// rows, which give both). Before the first mt_event_iter_next.
-void mt_event_iter_requested_sizes(mt_event_iter* it);
+// rows, which give both). Before the first mt_capture_iter_next.
+void mt_capture_iter_requested_sizes(mt_event_iter* it);
 // Returns 1 with *ev filled, 0 at the end, or a negative errno (-EPROTO: corrupt chunk,
 // e.g. "event chunk 7 is corrupt (checksum mismatch)"; the message is in
-// mt_event_iter_error).
-int mt_event_iter_next(mt_event_iter* it, mt_event* ev);
-const char* mt_event_iter_error(const mt_event_iter* it);
-void mt_event_iter_close(mt_event_iter* it);
+// mt_capture_iter_error).
+int mt_capture_iter_next(mt_event_iter* it, mt_event* ev);
+const char* mt_capture_iter_error(const mt_event_iter* it);
+void mt_capture_iter_close(mt_event_iter* it);
 
 // ---- writer
 
-typedef struct mt_capwriter mt_capwriter;
+typedef struct mt_capture_writer mt_capture_writer;
 
 // Creates a new capture at path (an existing file there is replaced: callers that must
 // not overwrite check first). The file is written as WAL while recording and left as one
-// self-contained file by mt_capwriter_finish.
-int mt_capwriter_open(const char* path, mt_capwriter** out, char* err, size_t errlen);
+// self-contained file by mt_capture_writer_finish.
+int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err, size_t errlen);
 // The SQLite handle, for test and benchmark fixtures that build odd captures by hand.
 // Programs write through the typed functions below.
-sqlite3* mt_capwriter_db(mt_capwriter* w);
+sqlite3* mt_capture_writer_db(mt_capture_writer* w);
 // For a temporary file renamed into place only on success: no journal at all (WAL would
-// write every page twice: log, then checkpoint). Call before the first mt_capwriter_begin.
-int mt_capwriter_no_journal(mt_capwriter* w);
-const char* mt_capwriter_error(mt_capwriter* w);
-int mt_capwriter_begin(mt_capwriter* w);
-int mt_capwriter_commit(mt_capwriter* w);
-int mt_capwriter_meta_text(mt_capwriter* w, const char* key, const char* value);
-int mt_capwriter_meta_int(mt_capwriter* w, const char* key, int64_t value);
-int mt_capwriter_heap(mt_capwriter* w, int id, const char* name, const char* kind,
-                      const char* time_unit);
-int mt_capwriter_counter_track(mt_capwriter* w, int id, int heap, const char* name,
-                               const char* unit);
-int mt_capwriter_counter(mt_capwriter* w, int track, int64_t ts, int64_t value);
+// write every page twice: log, then checkpoint). Call before the first mt_capture_writer_begin.
+int mt_capture_writer_no_journal(mt_capture_writer* w);
+const char* mt_capture_writer_error(mt_capture_writer* w);
+int mt_capture_writer_begin(mt_capture_writer* w);
+int mt_capture_writer_commit(mt_capture_writer* w);
+int mt_capture_writer_meta_text(mt_capture_writer* w, const char* key, const char* value);
+int mt_capture_writer_meta_int(mt_capture_writer* w, const char* key, int64_t value);
+int mt_capture_writer_heap(mt_capture_writer* w, int id, const char* name, const char* kind,
+                           const char* time_unit);
+int mt_capture_writer_counter_track(mt_capture_writer* w, int id, int heap, const char* name,
+                                    const char* unit);
+int mt_capture_writer_counter(mt_capture_writer* w, int track, int64_t ts, int64_t value);
 // n points of one track, in as few statement executions as possible (imports write millions).
-int mt_capwriter_counters(mt_capwriter* w, int track, const mt_counter_point* p, size_t n);
+int mt_capture_writer_counters(mt_capture_writer* w, int track, const mt_counter_point* p,
+                               size_t n);
 // Stacks, modules, threads, call counts and marks. Rows with an id replace an earlier row of
 // that id (a fork child writes every row again into its own capture).
-int mt_capwriter_frame(mt_capwriter* w, const mt_frame_rec* f);
-int mt_capwriter_callsite(mt_capwriter* w, const mt_callsite_rec* c);
-int mt_capwriter_mapping(mt_capwriter* w, const mt_mapping_rec* m);
-int mt_capwriter_thread(mt_capwriter* w, int64_t tid, const char* name);
-int mt_capwriter_call_count(mt_capwriter* w, const char* call, int64_t count);
-int mt_capwriter_mark(mt_capwriter* w, const mt_mark_rec* m);
+int mt_capture_writer_frame(mt_capture_writer* w, const mt_frame_rec* f);
+int mt_capture_writer_callsite(mt_capture_writer* w, const mt_callsite_rec* c);
+int mt_capture_writer_mapping(mt_capture_writer* w, const mt_mapping_rec* m);
+int mt_capture_writer_thread(mt_capture_writer* w, int64_t tid, const char* name);
+int mt_capture_writer_call_count(mt_capture_writer* w, const char* call, int64_t count);
+int mt_capture_writer_mark(mt_capture_writer* w, const mt_mark_rec* m);
 // One block's leak verdict (leak table): the allocation's seq, its mt_leak_kind and, for an
 // indirectly lost block, the seq of a lost block that holds a pointer to it (else 0).
-int mt_capwriter_leak(mt_capwriter* w, uint64_t seq, int kind, uint64_t holder_seq);
+int mt_capture_writer_leak(mt_capture_writer* w, uint64_t seq, int kind, uint64_t holder_seq);
 // Ends the latest open range of that name on that thread (none open: nothing changes).
-int mt_capwriter_mark_end(mt_capwriter* w, const char* name, int64_t tid, int64_t ts);
+int mt_capture_writer_mark_end(mt_capture_writer* w, const char* name, int64_t tid, int64_t ts);
 // Resolves the names of the frames written so far within budget_ms, the rest left to
 // memreport (mt_symbolize_capture_at_exit in memtrace/symbolize.h, read_files too); returns
 // the number of frames named or a negative errno. Commit first: it runs its own
 // transactions.
-int mt_capwriter_symbolize(mt_capwriter* w, int budget_ms, bool read_files, char* err,
-                           size_t errlen);
+int mt_capture_writer_symbolize(mt_capture_writer* w, int budget_ms, bool read_files, char* err,
+                                size_t errlen);
 // Encodes n events (seq strictly increasing within the call) as one chunk of `heap`.
 // scratch must hold mt_codec_bound(n) bytes. n is at most MT_CHUNK_EVENTS_MAX (memtrace/codec.h;
 // more: -EINVAL).
-int mt_capwriter_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n, uint8_t* scratch);
-// mt_capwriter_chunk in its two steps, for a writer that must know whether the capture was
+int mt_capture_writer_chunk(mt_capture_writer* w, int heap, const mt_event* ev, size_t n,
+                            uint8_t* scratch);
+// mt_capture_writer_chunk in its two steps, for a writer that must know whether the capture was
 // touched: the encoding into scratch (returns its length; 0 for n == 0, n too large or no
 // memory), which changes nothing in the file, and the insert of what it made.
 struct mt_chunk_header;
-size_t mt_capwriter_encode_chunk(mt_capwriter* w, int heap, const mt_event* ev, size_t n,
-                                 uint8_t* scratch, struct mt_chunk_header* h);
-int mt_capwriter_insert_chunk(mt_capwriter* w, const struct mt_chunk_header* h, const uint8_t* data,
-                              size_t len);
+size_t mt_capture_writer_encode_chunk(mt_capture_writer* w, int heap, const mt_event* ev, size_t n,
+                                      uint8_t* scratch, struct mt_chunk_header* h);
+int mt_capture_writer_insert_chunk(mt_capture_writer* w, const struct mt_chunk_header* h,
+                                   const uint8_t* data, size_t len);
 // Codec 4: the time unit (ns) of the chunks written from now on whose times are all multiples
 // of it (the tracer's resolution, meta time_resolution_ns); others are written in ns.
-void mt_capwriter_set_time_unit(mt_capwriter* w, int64_t unit);
+void mt_capture_writer_set_time_unit(mt_capture_writer* w, int64_t unit);
 // Writes the next chunks in an older codec (1 to 3) and marks the capture as the schema that
 // holds it: for tests that old captures stay readable. Returns 0, -EINVAL or -EIO.
-int mt_capwriter_set_codec(mt_capwriter* w, int codec);
+int mt_capture_writer_set_codec(mt_capture_writer* w, int codec);
 // Sets capture_status (e.g. "complete"), checkpoints, switches to a rollback journal so no
 // -wal/-shm files remain, and closes. w is freed whatever the result.
-int mt_capwriter_finish(mt_capwriter* w, const char* status);
+int mt_capture_writer_finish(mt_capture_writer* w, const char* status);
 // Closes without finalizing (the capture stays 'recording', i.e. truncated).
-void mt_capwriter_abandon(mt_capwriter* w);
+void mt_capture_writer_abandon(mt_capture_writer* w);
 // Removes path-wal, path-shm and path-journal, if present.
 void mt_capture_remove_sidecars(const char* path);
 

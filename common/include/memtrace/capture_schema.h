@@ -10,6 +10,6 @@ typedef struct sqlite3 sqlite3;
 // Makes the empty database db an empty capture: page size, application_id, user_version,
 // the tables, the event kinds, meta schema_version and capture_status 'recording', and WAL
 // mode. 0 or -EIO.
-int mt_capture_create_schema(sqlite3* db);
+int mt_capture_schema_create(sqlite3* db);
 
 #endif

@@ -16,12 +16,12 @@ typedef struct mt_byte_unit {
 
 // The unit for axis values up to `peak`: the largest of B, KiB, MiB, GiB, TiB whose scale
 // is <= peak.
-mt_byte_unit mt_unit_for_bytes(uint64_t peak);
+mt_byte_unit mt_units_for_bytes(uint64_t peak);
 // Upstream NPU plotter's unit for `peak`: >= 2^30 GB, >= 2^20 MB, >= 2^10 KB, else B.
-mt_byte_unit mt_npu_unit_for_bytes(uint64_t peak);
+mt_byte_unit mt_units_npu_for_bytes(uint64_t peak);
 // "1.50 MiB"; small values exact ("512 B"). Returns buf.
-char* mt_format_bytes(uint64_t bytes, char* buf, size_t len);
+char* mt_units_format_bytes(uint64_t bytes, char* buf, size_t len);
 // "1.234 s", "12.5 ms", "850 us", "120 ns". Returns buf.
-char* mt_format_duration(int64_t ns, char* buf, size_t len);
+char* mt_units_format_duration(int64_t ns, char* buf, size_t len);
 
 #endif
