@@ -239,7 +239,7 @@ static char lines[MAX_LINES][PATH_MAX + 64];
 // The report's lines ("+pid path", "-pid why", ".pid path", "~pid watcher") into lines[];
 // how many.
 static int read_report(const mt_attach_report* r) {
-    int fd = mt_launcher_open_report(r);
+    int fd = mt_launcher_attach_open_report(r);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
         if (fd >= 0)
@@ -302,15 +302,15 @@ static void wait_for_exit_watchers(const mt_attach_report* r) {
 // still look reachable from here. Waits for them to go, at most a second (a namespace that
 // other processes share keeps its mounts).
 static void wait_for_namespace_end(const mt_attach_report* r, pid_t ns_pid, int n) {
-    if (!mt_launcher_process_gone(ns_pid))
+    if (!mt_launcher_attach_process_gone(ns_pid))
         return; // detached: it runs on, and so does its namespace
     struct timespec ms10 = {0, 10000000};
     for (int tries = 0; tries < 100; tries++) {
         bool reachable = false;
         for (int i = 0; i < n && !reachable; i++)
-            reachable =
-                lines[i][0] == '+' &&
-                faccessat(r->root, mt_launcher_in_root(r, strchr(lines[i], ' ') + 1), F_OK, 0) == 0;
+            reachable = lines[i][0] == '+' &&
+                        faccessat(r->root, mt_launcher_attach_in_root(r, strchr(lines[i], ' ') + 1),
+                                  F_OK, 0) == 0;
         if (!reachable)
             return;
         nanosleep(&ms10, NULL);
@@ -347,10 +347,11 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
             else if (lines[k][0] == '-')
                 why = said;
             else if (lines[k][0] == '+' &&
-                     faccessat(r->root, mt_launcher_in_root(r, said), F_OK, 0) == 0)
+                     faccessat(r->root, mt_launcher_attach_in_root(r, said), F_OK, 0) == 0)
                 has_capture = true;
         }
-        if (lines[i][0] == '+' && faccessat(r->root, mt_launcher_in_root(r, text), F_OK, 0) == 0) {
+        if (lines[i][0] == '+' &&
+            faccessat(r->root, mt_launcher_attach_in_root(r, text), F_OK, 0) == 0) {
             written++;
             char where[PATH_MAX + 160] = "";
             if (ns_pid)
@@ -473,7 +474,7 @@ static long parse_delay_ms(const char* s) {
 // created, and the run's captures told at the end.
 static int attach_to(pid_t pid, const char* output, int force) {
     char lib[PATH_MAX], out_path[PATH_MAX] = "", settings[4096];
-    if (mt_launcher_attach_settings(settings, sizeof settings) != 0)
+    if (mt_launcher_settings_for_attach(settings, sizeof settings) != 0)
         return 1; // before -f removes anything
     const char* env_output = getenv("MEMTRACE_OUTPUT");
     if (!output && env_output && *env_output)
@@ -539,7 +540,7 @@ static void pass_signals_on(pid_t pid) {
 // memtrace PROGRAM: runs prog_argv with libmemtrace.so preloaded, waits for it, tells the
 // captures it wrote, and exits as it did.
 static int run_traced(char** prog_argv, const char* output, int force) {
-    if (mt_launcher_check_settings() != 0)
+    if (mt_launcher_settings_check() != 0)
         return 1; // before -f removes anything
     // Static, as the launcher runs once: a program may be run with a small stack limit
     // (ulimit -s 32 KiB), which the launcher has too.
@@ -641,7 +642,7 @@ int main(int argc, char** argv) {
                                                      : "--detach needs a process id",
                                    i + 1 < argc ? argv[i + 1] : NULL);
             if (argv[i][2] == 'd')
-                return mt_launcher_detach(pid);
+                return mt_launcher_attach_detach(pid);
             attach_pid = pid;
             i++;
         } else if (!strcmp(argv[i], "-o")) {
@@ -664,7 +665,7 @@ int main(int argc, char** argv) {
             setenv("MEMTRACE_PYTHONMALLOC", "1", 1);
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
-            mt_launcher_print_settings(stdout);
+            mt_launcher_settings_print(stdout);
             fputs(usage_end, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--version")) {

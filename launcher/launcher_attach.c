@@ -144,7 +144,7 @@ static void explain_gdb_failure(pid_t pid, const char* out) {
         fprintf(stderr, "memtrace: no process %d\n", (int)pid);
     else {
         fprintf(stderr, "memtrace: gdb failed on process %d:\n", (int)pid);
-        mt_launcher_fputs_escaped(out, stderr);
+        mt_launcher_settings_fputs_escaped(out, stderr);
     }
 }
 
@@ -172,7 +172,7 @@ static char process_state(pid_t pid) {
     return end && end[1] == ' ' ? end[2] : 0;
 }
 
-bool mt_launcher_process_gone(pid_t pid) {
+bool mt_launcher_attach_process_gone(pid_t pid) {
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return true;
     char state = process_state(pid);
@@ -221,7 +221,7 @@ static bool other_mount_namespace(pid_t pid) {
            (ours.st_ino != theirs.st_ino || ours.st_dev != theirs.st_dev);
 }
 
-const char* mt_launcher_in_root(const mt_attach_report* r, const char* path) {
+const char* mt_launcher_attach_in_root(const mt_attach_report* r, const char* path) {
     if (r->root == AT_FDCWD)
         return path;
     while (*path == '/')
@@ -250,10 +250,10 @@ int mt_launcher_attach_report(pid_t pid, mt_attach_report* r) {
         goto fail;
     snprintf(r->dir, sizeof r->dir, "%s", made + prefix);
     snprintf(r->file, sizeof r->file, "%s/captures", r->dir);
-    int fd = openat(r->root, mt_launcher_in_root(r, r->file),
+    int fd = openat(r->root, mt_launcher_attach_in_root(r, r->file),
                     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        unlinkat(r->root, mt_launcher_in_root(r, r->dir), AT_REMOVEDIR);
+        unlinkat(r->root, mt_launcher_attach_in_root(r, r->dir), AT_REMOVEDIR);
         goto fail;
     }
     // Root attaching to another user's process: the file is that user's to append to, in a
@@ -262,12 +262,12 @@ int mt_launcher_attach_report(pid_t pid, mt_attach_report* r) {
     gid_t gid;
     if (geteuid() == 0 && process_fs_ids(pid, &uid, &gid) == 0 && uid != 0) {
         if (fchown(fd, uid, gid) == 0)
-            fchmodat(r->root, mt_launcher_in_root(r, r->dir), 0711, 0);
+            fchmodat(r->root, mt_launcher_attach_in_root(r, r->dir), 0711, 0);
     }
     close(fd);
     if (r->root != AT_FDCWD) {
-        r->dir_fd =
-            openat(r->root, mt_launcher_in_root(r, r->dir), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r->dir_fd = openat(r->root, mt_launcher_attach_in_root(r, r->dir),
+                           O_PATH | O_DIRECTORY | O_CLOEXEC);
         r->dir_held = r->dir_fd >= 0;
     }
     return 0;
@@ -281,18 +281,18 @@ fail:
     return -1;
 }
 
-int mt_launcher_open_report(const mt_attach_report* r) {
+int mt_launcher_attach_open_report(const mt_attach_report* r) {
     if (r->dir_held)
         return openat(r->dir_fd, "captures", O_RDONLY | O_CLOEXEC);
-    return openat(r->root, mt_launcher_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
+    return openat(r->root, mt_launcher_attach_in_root(r, r->file), O_RDONLY | O_CLOEXEC);
 }
 
 void mt_launcher_attach_report_remove(mt_attach_report* r) {
     if (r->dir_held)
         close(r->dir_fd);
     r->dir_held = false;
-    unlinkat(r->root, mt_launcher_in_root(r, r->file), 0);
-    unlinkat(r->root, mt_launcher_in_root(r, r->dir), AT_REMOVEDIR);
+    unlinkat(r->root, mt_launcher_attach_in_root(r, r->file), 0);
+    unlinkat(r->root, mt_launcher_attach_in_root(r, r->dir), AT_REMOVEDIR);
     if (r->root != AT_FDCWD)
         close(r->root);
     r->root = AT_FDCWD;
@@ -300,7 +300,7 @@ void mt_launcher_attach_report_remove(mt_attach_report* r) {
 
 // Whether the report file says the process detached ("=PID detached").
 static bool detached_by_someone(const mt_attach_report* report, pid_t pid) {
-    int fd = mt_launcher_open_report(report);
+    int fd = mt_launcher_attach_open_report(report);
     FILE* f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
         if (fd >= 0)
@@ -414,14 +414,15 @@ int mt_launcher_attach(pid_t pid, const char* lib, const char* output,
                 "that namespace's filesystem (from here /proc/%d/root%s, while it runs)\n",
                 (int)pid, path, (int)pid, path);
     struct timespec tick = {0, 50 * 1000 * 1000};
-    while (!interrupted && !mt_launcher_process_gone(pid) && !detached_by_someone(report, pid))
+    while (!interrupted && !mt_launcher_attach_process_gone(pid) &&
+           !detached_by_someone(report, pid))
         nanosleep(&tick, NULL);
-    if (interrupted && !mt_launcher_process_gone(pid))
-        return mt_launcher_detach(pid);
+    if (interrupted && !mt_launcher_attach_process_gone(pid))
+        return mt_launcher_attach_detach(pid);
     return 0;
 }
 
-int mt_launcher_detach(pid_t pid) {
+int mt_launcher_attach_detach(pid_t pid) {
     if (!have_gdb()) {
         fputs("memtrace: --detach needs gdb (Debian: apt-get install gdb)\n", stderr);
         return 1;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mt_launcher_fputs_escaped(const char* s, FILE* f) {
+void mt_launcher_settings_fputs_escaped(const char* s, FILE* f) {
     for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
         if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p >= 0x7f)
             fprintf(f, "\\x%02x", *p);
@@ -30,11 +30,11 @@ static void refuse_value(const mt_setting* s, const char* value, const char* con
         snprintf(what, sizeof what, "a number");
     }
     fprintf(stderr, "memtrace: %s=", s->name);
-    mt_launcher_fputs_escaped(value, stderr);
+    mt_launcher_settings_fputs_escaped(value, stderr);
     fprintf(stderr, ": not a value it takes (%s); %s\n", what, consequence);
 }
 
-int mt_launcher_check_settings(void) {
+int mt_launcher_settings_check(void) {
     const mt_setting* s;
     for (int i = 0; (s = mt_settings_at(i)); i++) {
         const char* value = getenv(s->name);
@@ -46,7 +46,7 @@ int mt_launcher_check_settings(void) {
     return 0;
 }
 
-int mt_launcher_attach_settings(char* out, size_t len) {
+int mt_launcher_settings_for_attach(char* out, size_t len) {
     size_t used = 0;
     out[0] = 0;
     const mt_setting* s;
@@ -75,7 +75,7 @@ int mt_launcher_attach_settings(char* out, size_t len) {
     return 0;
 }
 
-void mt_launcher_print_settings(FILE* f) {
+void mt_launcher_settings_print(FILE* f) {
     enum { INDENT = 27, WIDTH = 89 };
     const mt_setting* s;
     for (int i = 0; (s = mt_settings_at(i)); i++) {
