@@ -88,7 +88,7 @@ static void fork_child(void) {
     mt_core_buffers_fork_unlock();
     mt_writer_fork_unlock();
     mt_core_buffers_fork_child();
-    mt_mmap_fork_child();
+    mt_mmap_track_fork_child();
     mt_seq_fork_child();
     mt_exit_watch_forget();
     mt_exit_watch_note_main(); // this thread is all the child has
@@ -231,7 +231,7 @@ static void init_modules(void) {
     mt_clock_zero();
     mt_maps_init();
     mt_unwind_init(mt_cfg.unwind);
-    mt_pyframes_init();
+    mt_python_frames_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -245,8 +245,8 @@ void mt_core_init(void) {
     mt_say_note_stderr(); // not for an attach: its stderr is never written
     mt_output_note_root();
     init_modules();
-    mt_python_init();    // not for an attach: it wraps them its own way (mt_python_attach)
-    mt_recording_init(); // not for an attach: the program's signals stay as they are
+    mt_python_heap_init(); // not for an attach: it wraps them its own way (mt_python_heap_attach)
+    mt_recording_init();   // not for an attach: the program's signals stay as they are
     mt_writer_set_finisher(mt_core_shutdown); // how MEMTRACE_LEAK_SIGNAL ends the capture
     start_capture(0);
     if (atomic_load(&mt_state) == MT_STATE_RECORDING)
@@ -269,7 +269,7 @@ int mt_core_attach(const char* output, const char* report) {
         mt_sampling_forget(); // the blocks sampled before may have been freed since
         mt_unwind_init(mt_cfg.unwind);
     }
-    mt_python_attach(); // before the capture, which says whether it has a python heap
+    mt_python_heap_attach(); // before the capture, which says whether it has a python heap
     snprintf(mt_cfg.pattern, sizeof mt_cfg.pattern, "%s", output);
     mt_cfg.pattern_has_pid = strstr(mt_cfg.pattern, "%p") != NULL;
     mt_cfg.start_dir[0] = 0;

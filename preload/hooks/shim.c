@@ -76,7 +76,7 @@ MT_EXPORT void* malloc(size_t size) {
         return mt_bootstrap_alloc(size);
     void* p = mt_real.malloc(size);
     if (MT_UNLIKELY(atomic_load_explicit(&mt_python_waiting, memory_order_relaxed)))
-        mt_python_poll(); // CPython's allocators are wrapped once it has set them up
+        mt_python_heap_poll(); // CPython's allocators are wrapped once it has set them up
     RECORD_ALLOC(MT_KIND_MALLOC, MT_CALL_MALLOC, p, size);
     return p;
 }
@@ -112,7 +112,7 @@ MT_EXPORT void free(void* p) {
         return;
     }
     RECORD_FREE(MT_KIND_FREE, MT_CALL_FREE, p, 0);
-    mt_pyframes_before_release(false);
+    mt_python_frames_before_release(false);
     mt_real.free(p);
 }
 
@@ -269,8 +269,8 @@ static inline bool tracing_mappings(void) {
 
 MT_EXPORT void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
     if (MT_LIKELY(!tracing_mappings()))
-        return mt_mmap_real(addr, len, prot, flags, fd, off);
-    return mt_mmap_traced(addr, len, prot, flags, fd, off);
+        return mt_mmap_track_real(addr, len, prot, flags, fd, off);
+    return mt_mmap_track_traced(addr, len, prot, flags, fd, off);
 }
 
 MT_EXPORT void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
@@ -281,10 +281,10 @@ MT_EXPORT int munmap(void* addr, size_t len) {
     ensure_real();
     if (MT_UNLIKELY(!mt_real.munmap)) // called while the real functions are being resolved
         return (int)syscall(SYS_munmap, addr, len);
-    mt_pyframes_before_release(true);
+    mt_python_frames_before_release(true);
     if (MT_LIKELY(!tracing_mappings()))
         return mt_real.munmap(addr, len);
-    return mt_mmap_munmap_traced(addr, len);
+    return mt_mmap_track_munmap_traced(addr, len);
 }
 
 MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...) {
@@ -300,7 +300,7 @@ MT_EXPORT void* mremap(void* old, size_t old_len, size_t new_len, int flags, ...
         return (void*)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
     if (MT_LIKELY(!tracing_mappings()))
         return mt_real.mremap(old, old_len, new_len, flags, new_addr);
-    return mt_mmap_mremap_traced(old, old_len, new_len, flags, new_addr);
+    return mt_mmap_track_mremap_traced(old, old_len, new_len, flags, new_addr);
 }
 
 // ---- module maps follow dlopen/dlclose
@@ -389,8 +389,8 @@ MT_EXPORT int pipe2(int fds[2], int flags) {
     ensure_real();
     int rc = mt_real.pipe2(fds, flags);
     if (rc == 0 && mt_unwind_is_libunwind((uintptr_t)__builtin_return_address(0))) {
-        fds[0] = mt_fd_move_high(fds[0]);
-        fds[1] = mt_fd_move_high(fds[1]);
+        fds[0] = mt_fdguard_move_high(fds[0]);
+        fds[1] = mt_fdguard_move_high(fds[1]);
     }
     return rc;
 }

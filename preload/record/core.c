@@ -133,7 +133,7 @@ static void thread_exit(void* arg) {
         mt_core_buffer_hand_over(b);
     }
     mt_unwind_thread_exit();
-    mt_pyframes_thread_exit();
+    mt_python_frames_thread_exit();
     // The writer retires the record once this tid's task is gone: the tid must be this
     // thread's own, not a vfork child's (a thread whose first heap call was in a vfork
     // child got its record there, with the child's pid).
@@ -366,8 +366,8 @@ static inline void leave(hook_ctx* c) {
 static inline __attribute__((always_inline)) uint32_t capture_stack(mt_thread* t) {
     mt_stack st;
     mt_unwind(&st, t->pcs, t->sps, mt_cfg.depth, t->stack_hi);
-    if (MT_UNLIKELY(mt_pyframes_on))
-        mt_pyframes_add(&st, mt_cfg.depth, t->stack_hi);
+    if (MT_UNLIKELY(mt_python_frames_on))
+        mt_python_frames_add(&st, mt_cfg.depth, t->stack_hi);
     return mt_trie_intern(&st, &t->trie_cache);
 }
 
@@ -471,7 +471,7 @@ void mt_core_on_realloc(int alloc_kind, int free_kind, mt_call call, uint64_t fr
     // free_seq 0 with old set: sampling, and old was not sampled (shim.c took it out of the
     // set before the real call); a failed realloc puts a sampled old block back.
     if (MT_UNLIKELY(mt_sampling) && free_seq && old && !new_ptr && size)
-        mt_sample_set_insert((uintptr_t)old);
+        mt_sampling_set_insert((uintptr_t)old);
     if (mt_interrupting_hook()) {
         bool freed_old = old && free_seq && (new_ptr || size == 0);
         if (freed_old)
@@ -525,7 +525,7 @@ void mt_core_on_heap_free(int heap, void* addr) {
 void mt_core_on_heap_realloc(int heap, uint64_t free_seq, void* old, void* new_ptr, size_t size) {
     // A failed realloc leaves old live (CPython's allocators never free on a size of 0).
     if (MT_UNLIKELY(mt_sampling) && free_seq && !new_ptr)
-        mt_sample_set_insert((uintptr_t)old);
+        mt_sampling_set_insert((uintptr_t)old);
     hook_ctx c;
     if (!enter(&c))
         return;

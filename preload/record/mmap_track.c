@@ -47,7 +47,7 @@ static uintptr_t page_up(uintptr_t n) {
     return (n + page_mask()) & ~page_mask();
 }
 
-void* mt_mmap_real(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+void* mt_mmap_track_real(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
     if (MT_UNLIKELY(!mt_real.mmap))
         mt_bootstrap_resolve();
     if (MT_UNLIKELY(!mt_real.mmap)) // still resolving: the system call itself
@@ -67,9 +67,10 @@ static bool lock(void) {
         sched_yield();
     }
     if (!table) {
-        void* p = mt_own_pages(mt_mmap_real(NULL, TABLE_MAX * sizeof *table, PROT_READ | PROT_WRITE,
+        void* p =
+            mt_own_pages(mt_mmap_track_real(NULL, TABLE_MAX * sizeof *table, PROT_READ | PROT_WRITE,
                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
-                               TABLE_MAX * sizeof *table);
+                         TABLE_MAX * sizeof *table);
         if (p == MAP_FAILED) {
             atomic_store_explicit(&owner, 0, memory_order_release);
             return false;
@@ -83,7 +84,7 @@ static void unlock(void) {
     atomic_store_explicit(&owner, 0, memory_order_release);
 }
 
-void mt_mmap_fork_child(void) {
+void mt_mmap_track_fork_child(void) {
     // The thread that held the table does not exist here: its lock would be waited on
     // forever, and the table may be half updated. The child's capture starts with no
     // mappings, as it starts with no blocks.
@@ -169,10 +170,10 @@ static void add(int kind, uintptr_t start, size_t len, uint32_t callsite) {
     insert(start, start + len, op.callsite);
 }
 
-void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+void* mt_mmap_track_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
     bool anon = flags & MAP_ANONYMOUS;
     if (!(flags & MAP_FIXED) && !anon) {
-        void* p = mt_mmap_real(addr, len, prot, flags, fd, off);
+        void* p = mt_mmap_track_real(addr, len, prot, flags, fd, off);
         if (p != MAP_FAILED) {
             atomic_fetch_add(&mt_mmap_file_count, 1);
             atomic_fetch_add(&mt_mmap_file_bytes, page_up(len));
@@ -180,8 +181,8 @@ void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t 
         return p;
     }
     if (!lock())
-        return mt_mmap_real(addr, len, prot, flags, fd, off);
-    void* p = mt_mmap_real(addr, len, prot, flags, fd, off);
+        return mt_mmap_track_real(addr, len, prot, flags, fd, off);
+    void* p = mt_mmap_track_real(addr, len, prot, flags, fd, off);
     int saved_errno = errno;
     // MAP_FIXED replaced whatever was mapped there; a refused call nothing, as a rule. The
     // table is ours until unlock: no other thread's mapping there can be recorded before.
@@ -200,7 +201,7 @@ void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t 
     return p;
 }
 
-int mt_mmap_munmap_traced(void* addr, size_t len) {
+int mt_mmap_track_munmap_traced(void* addr, size_t len) {
     // The kernel refuses these (EINVAL) and unmaps nothing: nothing to record.
     if (((uintptr_t)addr & page_mask()) || !len || !lock())
         return mt_real.munmap(addr, len);
@@ -215,7 +216,8 @@ int mt_mmap_munmap_traced(void* addr, size_t len) {
     return rc;
 }
 
-void* mt_mmap_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr) {
+void* mt_mmap_track_mremap_traced(void* old, size_t old_len, size_t new_len, int flags,
+                                  void* new_addr) {
     if (((uintptr_t)old & page_mask()) || !lock())
         return mt_real.mremap(old, old_len, new_len, flags, new_addr);
     uintptr_t lo = (uintptr_t)old, hi = lo + page_up(old_len);

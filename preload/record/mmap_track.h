@@ -10,13 +10,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-void* mt_mmap_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off);
-int mt_mmap_munmap_traced(void* addr, size_t len);
-void* mt_mmap_mremap_traced(void* old, size_t old_len, size_t new_len, int flags, void* new_addr);
+void* mt_mmap_track_traced(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+int mt_mmap_track_munmap_traced(void* addr, size_t len);
+void* mt_mmap_track_mremap_traced(void* old, size_t old_len, size_t new_len, int flags,
+                                  void* new_addr);
 // The real mmap, also before the real functions are resolved (then the system call).
-void* mt_mmap_real(void* addr, size_t len, int prot, int flags, int fd, off_t off);
+void* mt_mmap_track_real(void* addr, size_t len, int prot, int flags, int fd, off_t off);
 // In a forked child (core_lifecycle.c's fork handler): the table empty and unlocked.
-void mt_mmap_fork_child(void);
+void mt_mmap_track_fork_child(void);
 
 // File mappings the program made while recording: how many, and their page-rounded bytes.
 extern _Atomic uint64_t mt_mmap_file_count, mt_mmap_file_bytes;

@@ -44,7 +44,7 @@ static const py_layout generated[] = {
 #include "python_layout_gen.h"
 };
 
-bool mt_pyframes_on;
+bool mt_python_frames_on;
 static py_layout L;
 static uintptr_t runtime, code_type, unicode_type, bytes_type;
 static void* (*attached_state)(void);
@@ -158,7 +158,7 @@ static uint32_t name_intern(const char* fn, size_t fn_len, const char* file, siz
     return id;
 }
 
-bool mt_pyframes_name(uintptr_t pc, const char** function, const char** file, int* line) {
+bool mt_python_frames_name(uintptr_t pc, const char** function, const char** file, int* line) {
     if (pc <= MT_PY_PC_BASE || pc >= MT_PY_PC_END)
         return false;
     uint64_t id = pc - MT_PY_PC_BASE;
@@ -333,7 +333,7 @@ static py_thread* this_py_thread(void) {
     return tls_py;
 }
 
-void mt_pyframes_thread_exit(void) {
+void mt_python_frames_thread_exit(void) {
     py_thread* pt = tls_py;
     tls_py = NULL;
     if (pt)
@@ -369,13 +369,13 @@ static uintptr_t frame_pc(py_thread* pt, uintptr_t code, uintptr_t instr) {
 
 // ---- the walk
 
-void mt_pyframes_watch_frees(void) {
+void mt_python_frames_watch_frees(void) {
     atomic_store(&frees_watched, true);
     // Frames checked before were checked when frees were not seen: checked again.
     atomic_fetch_add(&code_frees, 1);
 }
 
-void mt_pyframes_freeing(const void* p) {
+void mt_python_frames_freeing(const void* p) {
     // Read before the block is freed: a code object's header, else the start of a block of
     // at least 16 bytes (all that CPython's allocators give).
     if (type_of((uintptr_t)p) == code_type)
@@ -393,7 +393,7 @@ static inline uintptr_t finalizing_now(void) {
     return __atomic_load_n((const uintptr_t*)(runtime + L.runtime_finalizing), __ATOMIC_SEQ_CST);
 }
 
-void mt_pyframes_wait_walks(bool fence) {
+void mt_python_frames_wait_walks(bool fence) {
     if (MT_LIKELY(!finalizing_now()) || walking_detached)
         return; // (a signal handler of a walking thread must not wait for its own walk)
     if (fence)
@@ -536,7 +536,7 @@ static int collect(py_thread* pt, uintptr_t ts, int max) {
     return nruns;
 }
 
-void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi) {
+void mt_python_frames_add(mt_stack* st, int max, uintptr_t stack_hi) {
     // A walk through a signal handler may find the interpreter mid-update: nothing then.
     if (!st->sps || st->signal_frame || !st->n)
         return;
@@ -814,7 +814,7 @@ static void find_python(void) {
             snprintf(status, sizeof status, "CPython %lu.%lu.%lu: Python frames", v >> 24,
                      v >> 16 & 0xff, v >> 8 & 0xff);
             pthread_atfork(fork_prepare, fork_release, fork_release);
-            mt_pyframes_on = true;
+            mt_python_frames_on = true;
             return;
         }
         snprintf(why, sizeof why, "out of memory");
@@ -823,8 +823,8 @@ static void find_python(void) {
     say(why);
 }
 
-void mt_pyframes_init(void) {
-    if (mt_pyframes_on || status[0])
+void mt_python_frames_init(void) {
+    if (mt_python_frames_on || status[0])
         return;
     find_python();
     // A symbol not found (any program but CPython) leaves dlerror's state allocated under
@@ -834,10 +834,10 @@ void mt_pyframes_init(void) {
     dlerror();
 }
 
-const char* mt_pyframes_status(void) {
+const char* mt_python_frames_status(void) {
     return status[0] ? status : NULL;
 }
 
-uint64_t mt_pyframes_failed(void) {
+uint64_t mt_python_frames_failed(void) {
     return atomic_load_explicit(&walks_failed, memory_order_relaxed);
 }

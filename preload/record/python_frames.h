@@ -17,45 +17,45 @@
 #define MT_PY_PC_BASE 0x5059000000000000ull
 #define MT_PY_PC_END (MT_PY_PC_BASE + (1ull << 32))
 
-// Set once a CPython whose frames can be read was found (mt_pyframes_init).
-extern bool mt_pyframes_on;
+// Set once a CPython whose frames can be read was found (mt_python_frames_init).
+extern bool mt_python_frames_on;
 
 // Looks for CPython in the process (its exported symbols) and checks its layout; says on
 // stderr, once, why frames are off when a Python that should have them does not.
-void mt_pyframes_init(void);
+void mt_python_frames_init(void);
 // Adds the calling thread's Python frames to st, a native stack from mt_unwind: each run of
 // frames after the native frame whose stack frame holds its evaluation loop; the leaf-most
 // `max` frames are kept. st then points into this thread's buffers, valid until its next
 // call. No allocation from the traced heap; a lock only when a code object is first named.
-void mt_pyframes_add(mt_stack* st, int max, uintptr_t stack_hi);
-void mt_pyframes_thread_exit(void);
+void mt_python_frames_add(mt_stack* st, int max, uintptr_t stack_hi);
+void mt_python_frames_thread_exit(void);
 
 // Interpreter shutdown: the finalizing thread frees the thread states and frame memory of
 // the threads still running with the GIL released, whose walks read them. The free and
 // munmap hooks call this first: while the runtime is finalizing, it waits for those walks
 // (new ones see the flag and read nothing). munmap is a system call: it also fences.
-void mt_pyframes_wait_walks(bool fence);
-static inline void mt_pyframes_before_release(bool fence) {
-    if (MT_UNLIKELY(mt_pyframes_on))
-        mt_pyframes_wait_walks(fence);
+void mt_python_frames_wait_walks(bool fence);
+static inline void mt_python_frames_before_release(bool fence) {
+    if (MT_UNLIKELY(mt_python_frames_on))
+        mt_python_frames_wait_walks(fence);
 }
 
 // CPython's allocators are wrapped (python_heap.c): from now on each code object freed is
 // seen, and a frame found again unchanged by a walk need not be checked again while none is.
-void mt_pyframes_watch_frees(void);
-void mt_pyframes_freeing(const void* p);
+void mt_python_frames_watch_frees(void);
+void mt_python_frames_freeing(const void* p);
 // A block CPython's allocators are about to free (python_heap.c's wrapper), not NULL.
-static inline void mt_pyframes_before_py_free(const void* p) {
-    if (MT_UNLIKELY(mt_pyframes_on))
-        mt_pyframes_freeing(p);
+static inline void mt_python_frames_before_py_free(const void* p) {
+    if (MT_UNLIKELY(mt_python_frames_on))
+        mt_python_frames_freeing(p);
 }
 
 // Writer side: the names of a Python frame's pc; false for any other pc.
-bool mt_pyframes_name(uintptr_t pc, const char** function, const char** file, int* line);
+bool mt_python_frames_name(uintptr_t pc, const char** function, const char** file, int* line);
 // What the capture says about Python (meta `python`), NULL for a program that is not one.
-const char* mt_pyframes_status(void);
+const char* mt_python_frames_status(void);
 // Walks that found no Python frame where the thread state said there were some, or read a
 // frame that failed its check (meta `python_walks_failed`).
-uint64_t mt_pyframes_failed(void);
+uint64_t mt_python_frames_failed(void);
 
 #endif

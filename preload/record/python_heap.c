@@ -58,7 +58,7 @@ static void* symbol(const char* name, void* fn, size_t size) {
     return f;
 }
 
-const char* mt_python_status(void) {
+const char* mt_python_heap_status(void) {
     return status[0] ? status : NULL;
 }
 
@@ -111,7 +111,7 @@ static void* wrap_realloc(void* ctx, void* old, size_t size) {
 static void wrap_free(void* ctx, void* ptr) {
     const py_allocator* a = ctx;
     if (ptr)
-        mt_pyframes_before_py_free(ptr);
+        mt_python_frames_before_py_free(ptr);
     if (!ptr || !mt_recording()) {
         a->free(a->ctx, ptr);
         return;
@@ -204,7 +204,7 @@ static void find_python(void) {
     heap_on = true;
 }
 
-void mt_python_init(void) {
+void mt_python_heap_init(void) {
     find_python();
     if (heap_on)
         atomic_store(&mt_python_waiting, 1);
@@ -224,24 +224,24 @@ static void wrap(int domain) {
     set_allocator(domain, &w);
 }
 
-// Run by CPython in its main thread, the GIL held (a pending call of mt_python_attach).
+// Run by CPython in its main thread, the GIL held (a pending call of mt_python_heap_attach).
 static int wrap_pending(void* arg) {
     (void)arg;
     int guard = mt_guard;
     mt_guard = 1;
     wrap(PY_DOMAIN_MEM);
     wrap(PY_DOMAIN_OBJ);
-    mt_pyframes_watch_frees();
+    mt_python_frames_watch_frees();
     mt_guard = guard;
     return 0;
 }
 
-void mt_python_attach(void) {
+void mt_python_heap_attach(void) {
     static bool looked;
     if (!looked) {
         looked = true;
         find_python();
-        dlerror(); // as in mt_python_init
+        dlerror(); // as in mt_python_heap_init
         dlerror();
     }
     if (!heap_on)
@@ -256,13 +256,13 @@ void mt_python_attach(void) {
     }
 }
 
-void mt_python_poll(void) {
+void mt_python_heap_poll(void) {
     if (mt_guard || atomic_load_explicit(&mt_state, memory_order_relaxed) != MT_STATE_RECORDING ||
         !*preinitialized || !atomic_exchange(&mt_python_waiting, 0))
         return;
     mt_guard = 1;
     wrap(PY_DOMAIN_MEM);
     wrap(PY_DOMAIN_OBJ);
-    mt_pyframes_watch_frees();
+    mt_python_frames_watch_frees();
     mt_guard = 0;
 }

@@ -177,7 +177,7 @@ static int rehash(stripe* s) {
     return 0;
 }
 
-int mt_sample_set_insert(uintptr_t addr) {
+int mt_sampling_set_insert(uintptr_t addr) {
     uint64_t h = hash_of(addr);
     uint32_t slot = mt_sample_filter_slot(addr);
     stripe* s = &stripes[slot % STRIPES];
@@ -215,7 +215,7 @@ out:
     return 0;
 }
 
-int mt_sample_set_remove(uintptr_t addr) {
+int mt_sampling_set_remove(uintptr_t addr) {
     uint32_t slot = mt_sample_filter_slot(addr);
     _Atomic uint8_t* f = &mt_sample_filter[slot];
     if (!atomic_load_explicit(f, memory_order_relaxed)) // sampling.h: mt_sampling_keep_free
@@ -244,7 +244,7 @@ int mt_sample_set_remove(uintptr_t addr) {
     return found;
 }
 
-uint64_t mt_sample_set_size(void) {
+uint64_t mt_sampling_set_size(void) {
     return atomic_load_explicit(&set_size, memory_order_relaxed);
 }
 

@@ -34,10 +34,10 @@ bool mt_sampling_cross(size_t size);
 // allocation as not sampled) or -EBUSY (this thread is inside the set already: a signal
 // handler; likewise not sampled). remove: 1 (it was there), 0 (it was not), -EBUSY (cannot
 // tell, see above). Both may be called from signal handlers.
-int mt_sample_set_insert(uintptr_t addr);
-int mt_sample_set_remove(uintptr_t addr);
+int mt_sampling_set_insert(uintptr_t addr);
+int mt_sampling_set_remove(uintptr_t addr);
 // Blocks in the set now (for tests: the writer does not read it).
-uint64_t mt_sample_set_size(void);
+uint64_t mt_sampling_set_size(void);
 
 // Reads the settings (after mt_config_load): the hash key, the fork handlers (once). Again
 // at each attach, with the capture stopped.
@@ -72,7 +72,7 @@ static inline bool mt_sampling_keep_alloc(void* addr, size_t size) {
         mt_sample_countdown = left;
         return false;
     }
-    return mt_sampling_cross(size) && mt_sample_set_insert((uintptr_t)addr) == 0;
+    return mt_sampling_cross(size) && mt_sampling_set_insert((uintptr_t)addr) == 0;
 }
 
 // The counting filter in front of the set: per slot, how many blocks in the set have it. A
@@ -105,7 +105,7 @@ static inline bool mt_sampling_keep_free(void* addr) {
         return true;
     if (__builtin_expect(mt_sampling_not_in_set(addr), 1))
         return false;
-    return mt_sample_set_remove((uintptr_t)addr) != 0;
+    return mt_sampling_set_remove((uintptr_t)addr) != 0;
 }
 
 #endif

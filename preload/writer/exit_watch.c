@@ -180,7 +180,7 @@ void mt_exit_watch_start(void) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     long fd = maker > 0 && made > 0 ? syscall(SYS_pidfd_open, made, 0) : -1;
     if (fd >= 0) {
-        atomic_store(&watcher_fd, mt_fd_move_high((int)fd));
+        atomic_store(&watcher_fd, mt_fdguard_move_high((int)fd));
         mt_output_report_watcher(made);
     } else if (made > 0) {
         kill(made, SIGKILL); // not yet reaped by anyone: still the watcher

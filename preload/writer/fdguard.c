@@ -67,7 +67,7 @@ static bool may_raise(const struct rlimit* rl, rlim_t base) {
            (rl->rlim_max == RLIM_INFINITY || rl->rlim_max >= base + ABOVE_LIMIT);
 }
 
-int mt_fd_high_base(void) {
+int mt_fdguard_high_base(void) {
     int base = atomic_load(&high_base);
     if (base >= 0)
         return base;
@@ -107,10 +107,10 @@ static int dup_from(int fd, int base) {
     return high;
 }
 
-int mt_fd_move_high(int fd) {
-    if (fd < 0 || fd >= mt_fd_high_base())
+int mt_fdguard_move_high(int fd) {
+    if (fd < 0 || fd >= mt_fdguard_high_base())
         return fd;
-    int high = dup_from(fd, mt_fd_high_base());
+    int high = dup_from(fd, mt_fdguard_high_base());
     if (high < 0)
         return fd; // table full up there: keep the low one rather than fail
     close(fd);
@@ -149,7 +149,7 @@ static int reopen_if_closed(guarded* g) {
         return 0;
     int again = open(g->path, g->flags | O_NOFOLLOW | O_CLOEXEC);
     if (again >= 0 && same_file(again, g)) {
-        g->fd = mt_fd_move_high(again);
+        g->fd = mt_fdguard_move_high(again);
         retake_locks(g);
         return 1;
     }
@@ -184,10 +184,10 @@ static int resolve(int handle) {
 // file of ours, its handle's number is free in the kernel but still names that file here.
 static int unique_handle(int fd) {
     int held[MAX_GUARDED], n = 0;
-    fd = mt_fd_move_high(fd);
+    fd = mt_fdguard_move_high(fd);
     while (fd >= 0 && find(fd) && n < MAX_GUARDED) {
         held[n++] = fd; // kept open meanwhile, so the next duplicate gets another number
-        fd = dup_from(fd, mt_fd_high_base());
+        fd = dup_from(fd, mt_fdguard_high_base());
     }
     while (n > 0)
         close(held[--n]);

@@ -16,10 +16,10 @@ int mt_fdguard_install(void);
 void mt_fdguard_forget_all(void);
 
 // The lowest descriptor number the tracer keeps its files at.
-int mt_fd_high_base(void);
+int mt_fdguard_high_base(void);
 
-// Moves `fd` up to mt_fd_high_base() or above (close-on-exec) and returns the new number;
+// Moves `fd` up to mt_fdguard_high_base() or above (close-on-exec) and returns the new number;
 // returns `fd` itself if it cannot.
-int mt_fd_move_high(int fd);
+int mt_fdguard_move_high(int fd);
 
 #endif

@@ -801,7 +801,7 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
     scan_state s = {.b = blocks,
                     .n = n,
                     .glibc = mt_leak_scan_reads_mapped(),
-                    .pymalloc = mt_pyframes_status() != NULL};
+                    .pymalloc = mt_python_frames_status() != NULL};
     // Beside another allocator its own mappings would be read as roots, free memory and all.
     ranges mapped = {0}, files = {0};
     if (!rc && s.glibc)

@@ -122,7 +122,8 @@ static int report_open(void) {
         st.st_ino == report_ino)
         return report_fd;
     // Closed by the program (or never open): its number may be the program's now.
-    int fd = mt_fd_move_high(open(mt_cfg.report, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
+    int fd =
+        mt_fdguard_move_high(open(mt_cfg.report, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC));
     if (fd >= 0 && fstat(fd, &st) != 0) {
         close(fd);
         fd = -1;

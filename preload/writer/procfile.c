@@ -22,7 +22,7 @@ void mt_procfile_close(mt_procfile* f) {
 
 void mt_procfile_open(mt_procfile* f) {
     mt_procfile_close(f);
-    int fd = mt_fd_move_high(open(f->path, O_RDONLY | O_CLOEXEC));
+    int fd = mt_fdguard_move_high(open(f->path, O_RDONLY | O_CLOEXEC));
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) != 0) {
         close(fd);

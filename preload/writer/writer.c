@@ -192,8 +192,8 @@ static void write_meta(void) {
         mt_capture_writer_heap(cw, MT_HEAP_MMAP, "mmap", "mmap", "ns");
     if (mt_python_heap_on())
         mt_capture_writer_heap(cw, MT_HEAP_PYTHON, "python", "python", "ns");
-    if (mt_python_status()) // the CPython seen, and whether its allocators are recorded
-        mt_capture_writer_meta_text(cw, "python_allocators", mt_python_status());
+    if (mt_python_heap_status()) // the CPython seen, and whether its allocators are recorded
+        mt_capture_writer_meta_text(cw, "python_allocators", mt_python_heap_status());
 }
 
 // ---- events
@@ -1028,7 +1028,7 @@ int mt_writer_start(const char* path) {
     snprintf(capture_path, sizeof capture_path, "%s", path);
     if (!getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
-    mt_writer_cmdline_json(start_cmdline, sizeof start_cmdline);
+    mt_writer_rows_cmdline_json(start_cmdline, sizeof start_cmdline);
     mt_procfile_open(&statm_file); // on this thread, not the writer's (procfile.h)
     mt_procfile_open(&stat_file);
     start_ppid = getppid();
@@ -1137,7 +1137,7 @@ static const char* live_set_gap(void) {
         return "events were stopped (MEMTRACE_MAX_MB)";
     // Its objects live in arenas it maps itself, which the scan reads beside glibc's
     // allocator only: blocks they hold would read lost (docs/leaks.md).
-    if (mt_pyframes_status() && !mt_leak_scan_reads_mapped())
+    if (mt_python_frames_status() && !mt_leak_scan_reads_mapped())
         return "a CPython program beside an allocator other than glibc's: its objects, in "
                "memory it maps itself, are not scanned";
     if (!live || !mt_live_set_complete(live))

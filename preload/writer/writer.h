@@ -26,6 +26,9 @@ void mt_writer_set_finisher(void (*finish)(void));
 // lock whenever it is inside SQLite; fork's prepare handler takes it first.
 void mt_writer_fork_lock(void);
 void mt_writer_fork_unlock(void);
+// A failed write inside SQLite (what the rows in writer_rows.c report): said once, what was
+// committed kept, tracing stopped.
+void mt_writer_fail_sqlite(const char* what);
 
 // After mt_writer_stop: removes the capture if it holds no event (an image that exec'd before
 // it allocated: a shell's forked child, say), so the exec'd image can take its name.

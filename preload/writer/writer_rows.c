@@ -6,6 +6,7 @@
 #include "maps.h"
 #include "python_frames.h"
 #include "trie.h"
+#include "writer.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static void json_escape_append(char* out, size_t cap, size_t* n, const char* s, 
 }
 
 // /proc/self/cmdline as a JSON array of strings.
-void mt_writer_cmdline_json(char* out, size_t cap) {
+void mt_writer_rows_cmdline_json(char* out, size_t cap) {
     // Not on the stack: this runs in the constructor, on the program's main thread, whose
     // stack may be small (ulimit -s 32 KiB overflowed). Captures start one at a time.
     static char buf[16384];
@@ -64,13 +65,13 @@ void mt_writer_rows_stacks(mt_capture_writer* cw) {
     static mt_capture_writer* python_said; // the capture meta `python` was written to
     static uint64_t failed_said;
     size_t n;
-    const char* python = mt_pyframes_status();
+    const char* python = mt_python_frames_status();
     if (python && python_said != cw) {
         python_said = cw;
         if (mt_capture_writer_meta_text(cw, "python", python))
             mt_writer_fail_sqlite("cannot write meta");
     }
-    uint64_t failed = mt_pyframes_failed();
+    uint64_t failed = mt_python_frames_failed();
     if (failed != failed_said) {
         failed_said = failed;
         mt_capture_writer_meta_int(cw, "python_walks_failed", (int64_t)failed);
@@ -83,7 +84,7 @@ void mt_writer_rows_stacks(mt_capture_writer* cw) {
                               .has_rel_pc = true,
                               .rel_pc = frames[i].rel_pc};
             // A Python frame comes named: the symbolizer leaves it as it is.
-            mt_pyframes_name(frames[i].pc, &f.function, &f.file, &f.line);
+            mt_python_frames_name(frames[i].pc, &f.function, &f.file, &f.line);
             if (mt_capture_writer_frame(cw, &f))
                 mt_writer_fail_sqlite("cannot write frames");
         }

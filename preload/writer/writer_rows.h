@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The writer thread's rows besides events and marks: the program's command line, its stacks
 // (frames and callsites), module mappings, threads and call counts. Run by the writer thread
-// with its SQLite lock held (writer.c); a failure goes to mt_writer_fail_sqlite.
+// with its SQLite lock held (writer.c); a failure goes to mt_writer_fail_sqlite (writer.h).
 #ifndef MT_WRITER_ROWS_H
 #define MT_WRITER_ROWS_H
 
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 // /proc/self/cmdline as a JSON array of strings, cut to fit out[cap].
-void mt_writer_cmdline_json(char* out, size_t cap);
+void mt_writer_rows_cmdline_json(char* out, size_t cap);
 // What the callsite trie and the module maps gained since the last call.
 void mt_writer_rows_stacks(mt_capture_writer* cw);
 void mt_writer_rows_mappings(mt_capture_writer* cw);
@@ -18,8 +18,5 @@ void mt_writer_rows_mappings(mt_capture_writer* cw);
 void mt_writer_rows_threads(mt_capture_writer* cw);
 // Each entry point's calls summed over the threads, and the nested events lost.
 void mt_writer_rows_call_counts(mt_capture_writer* cw);
-
-// In writer.c: reports a failed write once, keeps what was committed, stops tracing.
-void mt_writer_fail_sqlite(const char* what);
 
 #endif

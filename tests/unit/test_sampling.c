@@ -15,15 +15,15 @@
 #define ADDR(i) ((uintptr_t)0x7f0000000000ull + (uintptr_t)(i)*48)
 
 static void test_set_basics(void) {
-    CHECK(mt_sample_set_size() == 0);
-    CHECK(mt_sample_set_remove(ADDR(1)) == 0);
-    CHECK(mt_sample_set_insert(ADDR(1)) == 0);
-    CHECK(mt_sample_set_insert(ADDR(1)) == 0); // a missed free: still one entry
-    CHECK(mt_sample_set_size() == 1);
-    CHECK(mt_sample_set_remove(ADDR(2)) == 0);
-    CHECK(mt_sample_set_remove(ADDR(1)) == 1);
-    CHECK(mt_sample_set_remove(ADDR(1)) == 0);
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
+    CHECK(mt_sampling_set_remove(ADDR(1)) == 0);
+    CHECK(mt_sampling_set_insert(ADDR(1)) == 0);
+    CHECK(mt_sampling_set_insert(ADDR(1)) == 0); // a missed free: still one entry
+    CHECK(mt_sampling_set_size() == 1);
+    CHECK(mt_sampling_set_remove(ADDR(2)) == 0);
+    CHECK(mt_sampling_set_remove(ADDR(1)) == 1);
+    CHECK(mt_sampling_set_remove(ADDR(1)) == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 // 200K blocks: every stripe grows several times; each is found once, then gone.
@@ -31,17 +31,17 @@ static void test_set_growth(void) {
     enum { N = 200000 };
     int bad = 0;
     for (int i = 0; i < N; i++)
-        bad += mt_sample_set_insert(ADDR(i)) != 0;
+        bad += mt_sampling_set_insert(ADDR(i)) != 0;
     CHECK(bad == 0);
-    CHECK(mt_sample_set_size() == N);
+    CHECK(mt_sampling_set_size() == N);
     for (int i = 0; i < N; i += 2)
-        bad += mt_sample_set_remove(ADDR(i)) != 1;
+        bad += mt_sampling_set_remove(ADDR(i)) != 1;
     for (int i = 0; i < N; i += 2)
-        bad += mt_sample_set_remove(ADDR(i)) != 0;
+        bad += mt_sampling_set_remove(ADDR(i)) != 0;
     for (int i = 1; i < N; i += 2)
-        bad += mt_sample_set_remove(ADDR(i)) != 1;
+        bad += mt_sampling_set_remove(ADDR(i)) != 1;
     CHECK(bad == 0);
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 // A window of 1000 live blocks slides over 2M addresses: tables fill with tombstones and are
@@ -50,15 +50,15 @@ static void test_set_churn(void) {
     enum { LIVE = 1000, STEPS = 2000000 };
     int bad = 0;
     for (int i = 0; i < STEPS; i++) {
-        bad += mt_sample_set_insert(ADDR(i)) != 0;
+        bad += mt_sampling_set_insert(ADDR(i)) != 0;
         if (i >= LIVE)
-            bad += mt_sample_set_remove(ADDR(i - LIVE)) != 1;
+            bad += mt_sampling_set_remove(ADDR(i - LIVE)) != 1;
     }
-    CHECK(mt_sample_set_size() == LIVE);
+    CHECK(mt_sampling_set_size() == LIVE);
     for (int i = STEPS - LIVE; i < STEPS; i++)
-        bad += mt_sample_set_remove(ADDR(i)) != 1;
+        bad += mt_sampling_set_remove(ADDR(i)) != 1;
     CHECK(bad == 0);
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 // Four threads, each with its own addresses, at once; one frees what another inserted.
@@ -68,7 +68,7 @@ static _Atomic int thread_bad;
 static void* insert_range(void* arg) {
     uintptr_t base = (uintptr_t)arg * PER_THREAD;
     for (uintptr_t i = 0; i < PER_THREAD; i++)
-        if (mt_sample_set_insert(ADDR(base + i)) != 0)
+        if (mt_sampling_set_insert(ADDR(base + i)) != 0)
             thread_bad++;
     return NULL;
 }
@@ -76,7 +76,7 @@ static void* insert_range(void* arg) {
 static void* remove_range(void* arg) {
     uintptr_t base = (uintptr_t)arg * PER_THREAD;
     for (uintptr_t i = 0; i < PER_THREAD; i++)
-        if (mt_sample_set_remove(ADDR(base + i)) != 1)
+        if (mt_sampling_set_remove(ADDR(base + i)) != 1)
             thread_bad++;
     return NULL;
 }
@@ -91,10 +91,10 @@ static void run_threads(void* (*fn)(void*), int shift) {
 
 static void test_set_threads(void) {
     run_threads(insert_range, 0);
-    CHECK(mt_sample_set_size() == THREADS * PER_THREAD);
+    CHECK(mt_sampling_set_size() == THREADS * PER_THREAD);
     run_threads(remove_range, 1); // thread i frees thread i+1's blocks
     CHECK(thread_bad == 0);
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 // The fraction of allocations of `size` bytes sampled over n, each then taken out again.
@@ -103,7 +103,7 @@ static double sampled_fraction(size_t size, int n) {
     for (int i = 0; i < n; i++)
         if (mt_sampling_keep_alloc((void*)ADDR(i), size)) {
             hits++;
-            CHECK(mt_sample_set_remove(ADDR(i)) == 1);
+            CHECK(mt_sampling_set_remove(ADDR(i)) == 1);
         }
     return (double)hits / n;
 }
@@ -126,7 +126,7 @@ static void test_countdown(void) {
         CHECK(fabs(got - want) < 0.005);
     }
     CHECK(sampled_fraction(1 << 20, 1000) == 1.0); // 256 intervals: never missed
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 // Sizes of the order of the interval: each draw's first allocation must be sampled with
@@ -146,7 +146,7 @@ static void test_countdown_small_interval(void) {
             fprintf(stderr, "N %d, size %zu: sampled %.4f, want %.4f\n", N, sizes[k], got, want);
         CHECK(fabs(got - want) < 0.005);
     }
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
 }
 
 int main(void) {

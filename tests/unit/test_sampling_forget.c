@@ -26,16 +26,16 @@ static bool filter_empty(void) {
 static void fill(uintptr_t same[SAME_SLOT]) {
     int bad = 0;
     for (int i = 0; i < BLOCKS; i++)
-        bad += mt_sample_set_insert(ADDR(i)) != 0;
+        bad += mt_sampling_set_insert(ADDR(i)) != 0;
     uint32_t slot = mt_sample_filter_slot(ADDR(BLOCKS));
     int n = 0;
     for (uint64_t i = BLOCKS; n < SAME_SLOT; i++)
         if (mt_sample_filter_slot(ADDR(i)) == slot) {
             same[n++] = ADDR(i);
-            bad += mt_sample_set_insert(ADDR(i)) != 0;
+            bad += mt_sampling_set_insert(ADDR(i)) != 0;
         }
     CHECK(bad == 0);
-    CHECK(mt_sample_set_size() == BLOCKS + SAME_SLOT);
+    CHECK(mt_sampling_set_size() == BLOCKS + SAME_SLOT);
     CHECK(atomic_load(&mt_sample_filter[slot]) == 255);
 }
 
@@ -44,24 +44,24 @@ static void test_forget(void) {
     fill(same);
     atomic_store(&mt_sampling_set_full, 3);
     mt_sampling_forget();
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
     CHECK(filter_empty());
     CHECK(atomic_load(&mt_sampling_set_full) == 0);
     int bad = 0;
     for (int i = 0; i < BLOCKS; i++)
-        bad += !mt_sampling_not_in_set((void*)ADDR(i)) || mt_sample_set_remove(ADDR(i)) != 0;
+        bad += !mt_sampling_not_in_set((void*)ADDR(i)) || mt_sampling_set_remove(ADDR(i)) != 0;
     for (int i = 0; i < SAME_SLOT; i++)
-        bad += mt_sample_set_remove(same[i]) != 0;
+        bad += mt_sampling_set_remove(same[i]) != 0;
     CHECK(bad == 0);
 
     // The next capture's blocks: in, out, and the set empty again as it was.
     fill(same);
     for (int i = 0; i < BLOCKS; i++)
-        bad += mt_sample_set_remove(ADDR(i)) != 1;
+        bad += mt_sampling_set_remove(ADDR(i)) != 1;
     for (int i = 0; i < SAME_SLOT; i++)
-        bad += mt_sample_set_remove(same[i]) != 1;
+        bad += mt_sampling_set_remove(same[i]) != 1;
     CHECK(bad == 0);
-    CHECK(mt_sample_set_size() == 0);
+    CHECK(mt_sampling_set_size() == 0);
     mt_sampling_forget(); // a saturated counter stays at 255 when its blocks leave
     CHECK(filter_empty());
 }
@@ -73,7 +73,7 @@ static uint64_t draws(int64_t bytes, size_t size, int n) {
     for (int i = 0; i < n; i++)
         if (mt_sampling_keep_alloc((void*)ADDR(i), size)) {
             bits |= 1ull << i;
-            CHECK(mt_sample_set_remove(ADDR(i)) == 1);
+            CHECK(mt_sampling_set_remove(ADDR(i)) == 1);
         }
     return bits;
 }
