@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // memreport: the offline reporter. Dispatches to one subcommand per module.
 #include "aggregates.h"
-#include "commands.h"
+#include "cmd.h"
 #include "opts.h"
 #include "output_file.h"
 
@@ -55,7 +55,7 @@ static void usage(FILE* out, bool asked) {
 }
 
 static void warn_skipped(const char* path, const char* what) {
-    mr_error(path, "warning: %s", what);
+    mr_messages_error(path, "warning: %s", what);
 }
 
 // Removes the global options --skip-corrupt and --replay from argv (they apply to every
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
 #endif
     argc = take_global_options(argc, argv);
     if (argc < 2) {
-        mr_error(NULL, "no command given");
+        mr_messages_error(NULL, "no command given");
         usage(stderr, false);
         return MR_EXIT_USAGE;
     }
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
         argv[1] = arg0;
         return commands[i].run(argc - 1, argv + 1);
     }
-    mr_error(NULL, "unknown command '%s'", argv[1]);
+    mr_messages_error(NULL, "unknown command '%s'", argv[1]);
     usage(stderr, false);
     return MR_EXIT_USAGE;
 }

@@ -205,7 +205,7 @@ static void aliased(str* out, const char* s) {
     free(plain.p);
 }
 
-char* mr_cxx_name_short(const char* name, char* buf, size_t len) {
+char* mr_cxx_names_short(const char* name, char* buf, size_t len) {
     str a = {0}, b = {0}, c = {0};
     put(&a, "", 0);
     put(&b, "", 0);
@@ -252,7 +252,7 @@ static bool signature(const char* name) {
     return true;
 }
 
-const char* mr_cxx_name_display(const char* name, char* buf, size_t len) {
+const char* mr_cxx_names_display(const char* name, char* buf, size_t len) {
     // Only a C++ (or Rust) name has something to shorten: a scope or a parameter list, and
     // template arguments or a return type. C names, Python's <module> and whatever else a
     // program named its functions are shown as they are.
@@ -260,33 +260,33 @@ const char* mr_cxx_name_display(const char* name, char* buf, size_t len) {
         (!strchr(name, '<') && !strchr(name, ' ') && !strstr(name, "[abi:")) ||
         (!strstr(name, "::") && !signature(name)))
         return name;
-    return mr_cxx_name_short(name, buf, len);
+    return mr_cxx_names_short(name, buf, len);
 }
 
-char* mr_cxx_name_display_dup(const char* name) {
+char* mr_cxx_names_display_dup(const char* name) {
     // Shortening only drops text but for "<>", which reads "<...>": twice the name is room.
     size_t len = 2 * (name ? strlen(name) : 0) + 16;
     char* buf = malloc(len);
-    if (buf && mr_cxx_name_display(name, buf, len) == buf)
+    if (buf && mr_cxx_names_display(name, buf, len) == buf)
         return buf;
     free(buf);
     return NULL;
 }
 
-void mr_cxx_name_fputs(FILE* out, const char* name) {
-    char* dup = mr_cxx_name_display_dup(name);
-    mr_fputs_text(out, dup ? dup : name);
+void mr_cxx_names_fputs(FILE* out, const char* name) {
+    char* dup = mr_cxx_names_display_dup(name);
+    mr_escape_fputs_text(out, dup ? dup : name);
     free(dup);
 }
 
-bool mr_cxx_name_is_std(const char* name) {
+bool mr_cxx_names_is_std(const char* name) {
     const char* p = name_start(name);
     if (starts(p, "::"))
         p += 2;
     return starts(p, "std::") || starts(p, "__gnu_cxx::");
 }
 
-size_t mr_cxx_name_params_at(const char* name) {
+size_t mr_cxx_names_params_at(const char* name) {
     const char* params;
     scan(name, &params);
     return params ? (size_t)(params - name) : strlen(name);

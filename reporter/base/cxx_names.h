@@ -20,26 +20,26 @@ bool mr_cxx_names_full(void);
 // The short form of `name` into buf (len >= 1), NUL-terminated; one longer than len - 1
 // bytes is cut visibly, ending in "…" (never in the middle of a UTF-8 sequence): for a
 // view that cuts names by design (a plot's legend). Returns buf.
-char* mr_cxx_name_short(const char* name, char* buf, size_t len);
+char* mr_cxx_names_short(const char* name, char* buf, size_t len);
 // What a report shows for `name`: name itself with --full-names or when it has nothing to
 // shorten, else its short form in buf. Returns one of the two.
-const char* mr_cxx_name_display(const char* name, char* buf, size_t len);
+const char* mr_cxx_names_display(const char* name, char* buf, size_t len);
 
-// What a report shows for `name` (as mr_cxx_name_display), whole however long: malloc'd,
+// What a report shows for `name` (as mr_cxx_names_display), whole however long: malloc'd,
 // or NULL when that is name itself (or out of memory): the caller then shows name.
-char* mr_cxx_name_display_dup(const char* name);
+char* mr_cxx_names_display_dup(const char* name);
 // Writes what a report shows for `name` whole, however long, as terminal text
-// (mr_fputs_text: escaped). A NULL name writes nothing.
-void mr_cxx_name_fputs(FILE* out, const char* name);
+// (mr_escape_fputs_text: escaped). A NULL name writes nothing.
+void mr_cxx_names_fputs(FILE* out, const char* name);
 
 // Where the parameter list of a function's name starts ("(unsigned long)"), strlen(name)
 // without one: compact rows (diff's stacks) show names without it.
-size_t mr_cxx_name_params_at(const char* name);
+size_t mr_cxx_names_params_at(const char* name);
 
 // True for the C++ standard library's own functions (namespaces std:: and __gnu_cxx::,
 // libc++'s std::__1:: included), read after a return type: std::vector<T>::_M_realloc_insert,
 // std::__new_allocator<T>::allocate, std::allocator_traits<A>::allocate, std::make_unique.
 // Site labels pass them as they pass allocation wrappers (sites.h).
-bool mr_cxx_name_is_std(const char* name);
+bool mr_cxx_names_is_std(const char* name);
 
 #endif

@@ -108,14 +108,14 @@ char* mr_escape(const char* s, size_t n, enum mr_escape_mode mode) {
     return k.buf;
 }
 
-void mr_fputs_text(FILE* out, const char* s) {
+void mr_escape_fputs_text(FILE* out, const char* s) {
     if (!s)
         return;
     sink k = {.fp = out};
     escape_to(&k, s, strlen(s), MR_ESCAPE_TERMINAL);
 }
 
-void mr_fputs_csv(FILE* out, const char* s) {
+void mr_escape_fputs_csv(FILE* out, const char* s) {
     if (!s)
         return;
     if (!strpbrk(s, ",\"\r\n")) {
@@ -131,7 +131,7 @@ void mr_fputs_csv(FILE* out, const char* s) {
     fputc('"', out);
 }
 
-// ---- a stream escaping everything written through it (mr_terminal_stream)
+// ---- a stream escaping everything written through it (mr_escape_terminal_stream)
 
 typedef struct terminal_stream {
     FILE* out;
@@ -176,7 +176,7 @@ static int terminal_close(void* cookie) {
     return rc;
 }
 
-FILE* mr_terminal_stream(FILE* out) {
+FILE* mr_escape_terminal_stream(FILE* out) {
     terminal_stream* t = calloc(1, sizeof *t);
     if (!t)
         return NULL;

@@ -32,14 +32,14 @@ char* mr_escape(const char* s, size_t n, enum mr_escape_mode mode);
 // character split between two writes is kept whole): memreport's output of any format
 // (CSV, folded stacks, SQL rows) when it goes to a terminal. fclose flushes `out` and leaves
 // it open. NULL when out of memory.
-FILE* mr_terminal_stream(FILE* out);
+FILE* mr_escape_terminal_stream(FILE* out);
 
 // Writes s escaped for a terminal (MR_ESCAPE_TERMINAL); NULL writes nothing.
-void mr_fputs_text(FILE* out, const char* s);
+void mr_escape_fputs_text(FILE* out, const char* s);
 
 // Writes s as one RFC 4180 CSV field: as it is, or quoted with " doubled when it holds a
 // comma, a quote or a line break; NULL writes nothing. The bytes are s's own (a caller that
 // needs UTF-8 escapes first).
-void mr_fputs_csv(FILE* out, const char* s);
+void mr_escape_fputs_csv(FILE* out, const char* s);
 
 #endif

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int mr_exit_code(int err) {
+int mr_messages_exit_code(int err) {
     switch (err) {
     case 0:
         return MR_EXIT_OK;
@@ -33,7 +33,7 @@ int mr_exit_code(int err) {
     }
 }
 
-void mr_error(const char* what, const char* fmt, ...) {
+void mr_messages_error(const char* what, const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char* message = NULL;
@@ -44,27 +44,27 @@ void mr_error(const char* what, const char* fmt, ...) {
     flockfile(stderr);
     fputs("memreport: ", stderr);
     if (what) {
-        mr_fputs_text(stderr, what);
+        mr_escape_fputs_text(stderr, what);
         fputs(": ", stderr);
     }
-    mr_fputs_text(stderr, n < 0 ? "(out of memory)" : message);
+    mr_escape_fputs_text(stderr, n < 0 ? "(out of memory)" : message);
     fputc('\n', stderr);
     funlockfile(stderr);
     if (n >= 0)
         free(message);
 }
 
-void mr_note_written(const char* path) {
+void mr_messages_note_written(const char* path) {
     fprintf(stderr, "memreport: wrote %s\n", path);
 }
 
-bool mr_progress_enabled(void) {
+bool mr_messages_progress_enabled(void) {
     return isatty(STDERR_FILENO);
 }
 
-void mr_progress(const char* label, double fraction) {
+void mr_messages_progress(const char* label, double fraction) {
     static struct timespec last;
-    if (!mr_progress_enabled())
+    if (!mr_messages_progress_enabled())
         return;
     if (fraction < 0) {
         fputs("\r\033[K", stderr);

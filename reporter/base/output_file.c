@@ -37,11 +37,12 @@ static int open_in_place(mr_output_file* o, const char* path) {
     int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd >= 0 && !stream_like(fd)) {
         close(fd);
-        mr_error(path, "is a device: reports are written to files, pipes and terminals only");
+        mr_messages_error(path,
+                          "is a device: reports are written to files, pipes and terminals only");
         return MR_EXIT_IO;
     }
     if (fd < 0 || !(o->path = strdup(path)) || !(o->fp = fdopen(fd, "w"))) {
-        mr_error(path, "cannot write: %s", fd < 0 ? strerror(errno) : "out of memory");
+        mr_messages_error(path, "cannot write: %s", fd < 0 ? strerror(errno) : "out of memory");
         if (fd >= 0 && !o->fp)
             close(fd);
         free(o->path);
@@ -50,9 +51,9 @@ static int open_in_place(mr_output_file* o, const char* path) {
     }
     // -o /dev/tty (or /dev/stdout on a terminal) is as much a terminal as -o -.
     if (isatty(fd)) {
-        FILE* escaped = mr_terminal_stream(o->fp);
+        FILE* escaped = mr_escape_terminal_stream(o->fp);
         if (!escaped) {
-            mr_error(path, "cannot write: out of memory");
+            mr_messages_error(path, "cannot write: out of memory");
             fclose(o->fp);
             free(o->path);
             memset(o, 0, sizeof *o);
@@ -78,7 +79,7 @@ int mr_output_file_open(mr_output_file* o, const char* path, bool force) {
     if (strcmp(path, "-") == 0) {
         // A name from a capture is the traced program's bytes: on a terminal they could
         // carry escape sequences (a clipboard write, a changed title), whatever the format.
-        FILE* escaped = isatty(STDOUT_FILENO) ? mr_terminal_stream(stdout) : NULL;
+        FILE* escaped = isatty(STDOUT_FILENO) ? mr_escape_terminal_stream(stdout) : NULL;
         o->fp = escaped ? escaped : stdout;
         o->to_terminal = escaped != NULL;
         return MR_EXIT_OK;
@@ -87,23 +88,23 @@ int mr_output_file_open(mr_output_file* o, const char* path, bool force) {
         return open_in_place(o, path);
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        mr_error(path, "is a directory");
+        mr_messages_error(path, "is a directory");
         return MR_EXIT_IO;
     }
     if (!force && access(path, F_OK) == 0) {
-        mr_error(path, "already exists (use -f to overwrite)");
+        mr_messages_error(path, "already exists (use -f to overwrite)");
         return MR_EXIT_IO;
     }
     o->path = strdup(path);
     if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
         free(o->path);
         o->path = NULL;
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     int fd = mkstemp(o->tmp);
     if (fd < 0 || !(o->fp = fdopen(fd, "w"))) {
-        mr_error(path, "cannot write: %s", strerror(errno));
+        mr_messages_error(path, "cannot write: %s", strerror(errno));
         if (fd >= 0)
             close(fd);
         free(o->path);
@@ -126,25 +127,25 @@ int mr_output_file_commit(mr_output_file* o) {
             memset(o, 0, sizeof *o);
         }
         if (bad)
-            mr_error("<stdout>", "write failed: %s", strerror(errno));
+            mr_messages_error("<stdout>", "write failed: %s", strerror(errno));
         return bad ? MR_EXIT_IO : MR_EXIT_OK;
     }
     int rc = MR_EXIT_OK;
     if (!o->tmp) {
         if (close_in_place(o)) {
-            mr_error(o->path, "write failed: %s", strerror(errno));
+            mr_messages_error(o->path, "write failed: %s", strerror(errno));
             rc = MR_EXIT_IO;
         }
     } else if (ferror(o->fp) | (fclose(o->fp) != 0)) {
-        mr_error(o->path, "write failed: %s", strerror(errno));
+        mr_messages_error(o->path, "write failed: %s", strerror(errno));
         unlink(o->tmp);
         rc = MR_EXIT_IO;
     } else if (rename(o->tmp, o->path) != 0) {
-        mr_error(o->path, "cannot rename into place: %s", strerror(errno));
+        mr_messages_error(o->path, "cannot rename into place: %s", strerror(errno));
         unlink(o->tmp);
         rc = MR_EXIT_IO;
     } else {
-        mr_note_written(o->path);
+        mr_messages_note_written(o->path);
     }
     free(o->path);
     free(o->tmp);
@@ -164,7 +165,7 @@ void mr_output_file_abort(mr_output_file* o) {
     memset(o, 0, sizeof *o);
 }
 
-char* mr_path_with_ext(const char* path, const char* ext) {
+char* mr_output_file_path_with_ext(const char* path, const char* ext) {
     const char* slash = strrchr(path, '/');
     const char* base = slash ? slash + 1 : path;
     const char* dot = strrchr(base, '.');

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // An output file. "-" means stdout; on a terminal (stdout, or a path naming one such as
 // /dev/tty), whatever the format, control characters written through it are escaped
-// (mr_terminal_stream, escape.h). Otherwise the data goes to a temporary file in the same
+// (mr_escape_terminal_stream, escape.h). Otherwise the data goes to a temporary file in the same
 // directory, renamed over `path` by mr_output_file_commit, removed by mr_output_file_abort; an
 // existing `path` is refused unless `force`. No half-written file is ever left. An existing `path`
 // that is not a regular file (/dev/null, a FIFO, a shell's /dev/fd/N) is written in place: renaming
@@ -32,6 +32,6 @@ void mr_output_file_abort(mr_output_file* o);
 
 // A default output name: path with the extension of its last component (if any) replaced
 // by ext (".db", ".png"). Returns a malloc'd string or NULL.
-char* mr_path_with_ext(const char* path, const char* ext);
+char* mr_output_file_path_with_ext(const char* path, const char* ext);
 
 #endif

@@ -21,17 +21,17 @@ static void tune_big_arrays(void) {
     }
 }
 
-void* mr_big_realloc(void* old, size_t bytes) {
+void* mr_series_big_realloc(void* old, size_t bytes) {
     tune_big_arrays();
     return realloc(old, bytes);
 }
 
-int mr_big_vec_grow(void* arr, size_t* cap, size_t need, size_t first, size_t elem) {
+int mr_series_big_vec_grow(void* arr, size_t* cap, size_t need, size_t first, size_t elem) {
     tune_big_arrays();
     return mt_vec_grow(arr, cap, need < first ? first : need, elem);
 }
 
-int mr_points_push(mr_points* p, int64_t x, uint64_t y) {
+int mr_series_points_push(mr_points* p, int64_t x, uint64_t y) {
     // 65536 points are 1 MiB: mmapped from the start (see tune_big_arrays), grown by mremap.
     if (MR_BIG_RESERVE(&p->v, &p->cap, p->n + 1, 65536))
         return -ENOMEM;
@@ -39,7 +39,7 @@ int mr_points_push(mr_points* p, int64_t x, uint64_t y) {
     return 0;
 }
 
-void mr_points_free(mr_points* p) {
+void mr_series_points_free(mr_points* p) {
     free(p->v);
     memset(p, 0, sizeof *p);
 }

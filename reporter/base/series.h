@@ -18,15 +18,15 @@ typedef struct mr_points {
 } mr_points;
 
 // Appends a point; returns 0 or -ENOMEM.
-int mr_points_push(mr_points* p, int64_t x, uint64_t y);
-void mr_points_free(mr_points* p);
+int mr_series_points_push(mr_points* p, int64_t x, uint64_t y);
+void mr_series_points_free(mr_points* p);
 
 // realloc for arrays that grow by doubling to ~100 MB (point and event vectors).
-void* mr_big_realloc(void* old, size_t bytes);
+void* mr_series_big_realloc(void* old, size_t bytes);
 // mt_vec_grow (memtrace/vec.h) for those arrays: at least `first` elements (a power of two)
 // from the start, then doubling. Returns 0 or -ENOMEM.
-int mr_big_vec_grow(void* arr, size_t* cap, size_t need, size_t first, size_t elem);
+int mr_series_big_vec_grow(void* arr, size_t* cap, size_t need, size_t first, size_t elem);
 #define MR_BIG_RESERVE(arr, cap, need, first)                                                      \
-    mr_big_vec_grow((arr), (cap), (need), (first), sizeof **(arr))
+    mr_series_big_vec_grow((arr), (cap), (need), (first), sizeof **(arr))
 
 #endif

@@ -4,7 +4,7 @@
 // a gate for CI (--fail-if). Functions match by name and source file name, stacks by their
 // function names, never by address (model/diff.h does the matching); the aggregation
 // model (profile.h, functions.h) gives each run's numbers; render/diff_report.h writes it.
-#include "commands.h"
+#include "cmd.h"
 #include "diff.h"
 #include "diff_report.h"
 #include "diff_run.h"
@@ -215,7 +215,7 @@ static int gate_values(const diff_args* a, const mr_diff_row* totals, const uint
     if (!limits_on_kinds(a))
         return MR_EXIT_OK;
     if (!cap) {
-        mr_error("diff", "--fail-if on a leak kind takes two captures, not directories");
+        mr_messages_error("diff", "--fail-if on a leak kind takes two captures, not directories");
         return MR_EXIT_USAGE;
     }
     bool scanned;
@@ -223,8 +223,8 @@ static int gate_values(const diff_args* a, const mr_diff_row* totals, const uint
     int rc = mr_load_leak_totals(cap, &scanned, bytes, blocks);
     if (!rc && !scanned) {
         char* why = mt_capture_meta_text(cap, "leak_scan_why");
-        mr_error(mt_capture_path(cap), "--fail-if: no leak kinds: %s (docs/leaks.md)",
-                 why ? why : "the capture has no leak scan");
+        mr_messages_error(mt_capture_path(cap), "--fail-if: no leak kinds: %s (docs/leaks.md)",
+                          why ? why : "the capture has no leak scan");
         free(why);
         rc = MR_EXIT_BAD_INPUT;
     }
@@ -248,7 +248,7 @@ static int check_limits(const diff_args* a, const mr_diff_row* totals, const uin
         char msg[256];
         if (mr_diff_limit_broken(l, v[MR_DIFF_BASE][l->metric], v[MR_DIFF_NEW][l->metric], msg,
                                  sizeof msg)) {
-            mr_error("diff", "%s", msg);
+            mr_messages_error("diff", "%s", msg);
             ++*broken;
         }
     }
@@ -259,13 +259,13 @@ static int check_limits(const diff_args* a, const mr_diff_row* totals, const uin
 static int compare(const diff_args* a, const mr_diff_run* base, const mr_diff_run* next) {
     mr_diff fns, stacks;
     if (mr_diff_match(base->fn_entries, base->nfns, next->fn_entries, next->nfns, &fns)) {
-        mr_error(next->path, "out of memory");
+        mr_messages_error(next->path, "out of memory");
         return MR_EXIT_IO;
     }
     if (mr_diff_match(base->stack_entries, base->nstacks, next->stack_entries, next->nstacks,
                       &stacks)) {
         mr_diff_free(&fns);
-        mr_error(next->path, "out of memory");
+        mr_messages_error(next->path, "out of memory");
         return MR_EXIT_IO;
     }
     mr_diff_sort(&fns, a->sort_by);
@@ -315,11 +315,11 @@ typedef struct run_set {
 // "NAME #N": the executable's file name (the capture's when unknown), N its runs so far.
 static char* process_name(const run_set* rs, size_t i) {
     const mr_process* p = &rs->set.procs[i];
-    const char* name = mr_diff_file_name(p->exe ? p->exe : p->name);
+    const char* name = mr_diff_run_file_name(p->exe ? p->exe : p->name);
     size_t nth = 1;
     for (size_t k = 0; k < i; k++) {
         const mr_process* q = &rs->set.procs[k];
-        nth += !strcmp(mr_diff_file_name(q->exe ? q->exe : q->name), name);
+        nth += !strcmp(mr_diff_run_file_name(q->exe ? q->exe : q->name), name);
     }
     char* out;
     return asprintf(&out, "%s #%zu", name, nth) < 0 ? NULL : out;
@@ -415,7 +415,7 @@ static int open_set(run_set* rs, const char* path) {
     char* const paths[] = {(char*)path};
     int rc = mr_procs_open(&rs->set, paths, 1, diff_help, true);
     if (!rc && (rc = set_runs(rs)) == MR_EXIT_IO)
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
     return rc;
 }
 
@@ -425,17 +425,17 @@ static int set_numbers(run_set* b, run_set* n, const diff_args* a) {
     size_t total = b->set.n + n->set.n, k = 0;
     mr_diff_run** all = calloc(total, sizeof *all);
     if (!all) {
-        mr_error(b->set.procs[0].path, "out of memory");
+        mr_messages_error(b->set.procs[0].path, "out of memory");
         return MR_EXIT_IO;
     }
     for (size_t i = 0; i < b->set.n; i++)
         all[k++] = &b->runs[i];
     for (size_t i = 0; i < n->set.n; i++)
         all[k++] = &n->runs[i];
-    int rc = mr_diff_runs_numbers(all, total, a->all_frames, a->inclusive);
+    int rc = mr_diff_run_numbers(all, total, a->all_frames, a->inclusive);
     free(all);
     if (!rc && (set_entries(b) || set_entries(n))) {
-        mr_error(b->set.procs[0].path, "out of memory");
+        mr_messages_error(b->set.procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
     return rc;
@@ -455,7 +455,7 @@ static int compare_sets(const diff_args* a, const char* base_path, const char* n
     if (!rc && (mr_diff_match(b.procs, b.set.n, n.procs, n.set.n, &procs) ||
                 mr_diff_match(b.fns, b.nfns, n.fns, n.nfns, &fns) ||
                 mr_diff_match(b.stacks, b.nstacks, n.stacks, n.nstacks, &stacks))) {
-        mr_error(new_path, "out of memory");
+        mr_messages_error(new_path, "out of memory");
         rc = MR_EXIT_IO;
     }
     if (!rc) {
@@ -519,7 +519,7 @@ static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_
     mr_flame_tree g = {0};
     if (diff_tree(base, next, &g)) {
         mr_flame_tree_free(&g);
-        mr_error(next->path, "out of memory");
+        mr_messages_error(next->path, "out of memory");
         return MR_EXIT_IO;
     }
     mr_flamegraph_view view = {
@@ -527,7 +527,7 @@ static int diff_page(const diff_args* a, const mr_diff_run* base, const mr_diff_
     mr_output_file out;
     int rc = mr_output_file_open(&out, a->opt.output, a->opt.force);
     if (!rc && mr_flamegraph_page_write(out.fp, &g, next->cap, &view)) {
-        mr_error(a->opt.output ? a->opt.output : "stdout", "cannot write the page");
+        mr_messages_error(a->opt.output ? a->opt.output : "stdout", "cannot write the page");
         mr_output_file_abort(&out);
         rc = MR_EXIT_IO;
     } else if (!rc)
@@ -553,13 +553,13 @@ int mr_cmd_diff(int argc, char** argv) {
     if (mr_capture_set_wanted(1, inputs) || mr_capture_set_wanted(1, inputs + 1))
         return compare_sets(&a, base_path, new_path);
     mr_diff_run base, next;
-    rc = mr_diff_runs_open(&base, &next, base_path, new_path, a.all_frames, a.inclusive);
+    rc = mr_diff_run_open(&base, &next, base_path, new_path, a.all_frames, a.inclusive);
     if (!rc && base.npu != next.npu) {
-        mr_error(new_path,
-                 "%s, but %s is %s: diff compares two native captures or two imported NPU "
-                 "logs",
-                 next.npu ? "an imported NPU log" : "a native capture", base_path,
-                 base.npu ? "an imported NPU log" : "a native capture");
+        mr_messages_error(new_path,
+                          "%s, but %s is %s: diff compares two native captures or two imported NPU "
+                          "logs",
+                          next.npu ? "an imported NPU log" : "a native capture", base_path,
+                          base.npu ? "an imported NPU log" : "a native capture");
         rc = MR_EXIT_BAD_INPUT;
     }
     if (!rc)

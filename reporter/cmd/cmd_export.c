@@ -2,7 +2,7 @@
 // memreport export: a capture in a file format other tools open. The options choose the
 // moment, range, thread and metric; the aggregation model (profile.h) computes the rows;
 // one writer per format (render/export_<format>.c) writes them.
-#include "commands.h"
+#include "cmd.h"
 #include "export.h"
 #include "load.h"
 #include "opts.h"
@@ -156,7 +156,7 @@ static int write_export(const export_args* a, const mr_export_input* in) {
     char err[256] = "";
     int e = a->format->write(out.fp, in, err, sizeof err);
     if (e) {
-        mr_error(in->path, "%s", err[0] ? err : strerror(-e));
+        mr_messages_error(in->path, "%s", err[0] ? err : strerror(-e));
         mr_output_file_abort(&out);
         return e == -ENOMEM || e == -EIO ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
@@ -183,7 +183,7 @@ static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_
             origin = s->procs[i].start_ns;
     }
     if (!(merged->rows = calloc(nrows ? nrows : 1, sizeof *merged->rows))) {
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
         return MR_EXIT_IO;
     }
     uint64_t first = 0;
@@ -194,8 +194,8 @@ static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_
                                        .sym = s->procs[i].sym,
                                        .first = (uint32_t)first,
                                        .offset = start > 0 ? start - origin : 0};
-        if (!(procs[i].root.function = mr_procs_label(&s->procs[i]))) {
-            mr_error(s->procs[i].path, "out of memory");
+        if (!(procs[i].root.function = mr_procs_report_label(&s->procs[i]))) {
+            mr_messages_error(s->procs[i].path, "out of memory");
             return MR_EXIT_IO;
         }
         uint64_t top = 0; // rows come by callsite: the last is the highest
@@ -205,7 +205,7 @@ static int merge_processes(const mr_capture_set* s, const mr_profile* profs, mr_
             top = p->rows[r].callsite;
         }
         if ((first += top + 1) > UINT32_MAX) {
-            mr_error(s->procs[i].path, "too many call sites in these captures together");
+            mr_messages_error(s->procs[i].path, "too many call sites in these captures together");
             return MR_EXIT_BAD_INPUT;
         }
     }
@@ -221,7 +221,7 @@ static int processes_export(void* ud, const mr_capture_set* s, const mr_profile*
     mr_export_process* procs = calloc(s->n, sizeof *procs);
     int rc = procs ? merge_processes(s, profs, &merged, procs) : MR_EXIT_IO;
     if (!procs)
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
     if (!rc) {
         mr_export_input in = {.cap = s->procs[0].cap,
                               .path = pin->first,

@@ -3,7 +3,7 @@
 // callsite tree of the blocks live at the peak, at a time, or at the end. Callsites
 // narrower than a threshold are merged into their caller so the page stays small; hiding
 // non-relevant frames and the thread filter happen in the page itself.
-#include "commands.h"
+#include "cmd.h"
 #include "cxx_names.h"
 #include "extent.h"
 #include "flame_tree.h"
@@ -86,7 +86,7 @@ static const char flamegraph_help[] =
 #define VIEW_THREAD_MAX_NODES 60
 #define VIEW_THREAD_EVENTS 10000000
 
-char* mr_flamegraph_default_output(const char* what, const char* capture) {
+char* mr_flamegraph_run_default_output(const char* what, const char* capture) {
     size_t end = strlen(capture);
     while (end > 1 && capture[end - 1] == '/') // a directory given as DIR/
         end--;
@@ -168,7 +168,7 @@ static int parse_option(int c, fg_args* a, int* modes) {
         break;
     case 'O':
         if (strcmp(optarg, "top") && strcmp(optarg, "bottom")) {
-            mr_error(NULL, "--orientation: not top or bottom: '%s'", optarg);
+            mr_messages_error(NULL, "--orientation: not top or bottom: '%s'", optarg);
             return MR_EXIT_USAGE;
         }
         a->orientation = optarg;
@@ -177,7 +177,7 @@ static int parse_option(int c, fg_args* a, int* modes) {
         char* end;
         a->min_width = strtod(optarg, &end);
         if (*end || end == optarg || !(a->min_width >= 0 && a->min_width < 1)) {
-            mr_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
+            mr_messages_error(NULL, "--min-width: not a fraction in [0, 1): '%s'", optarg);
             return MR_EXIT_USAGE;
         }
         break;
@@ -303,7 +303,7 @@ static int live_graph(fg_run* run) {
     char err[256] = "";
     int e = mr_profile_build(run->cap, &q, &p, err, sizeof err);
     if (e == 0 && err[0]) // a note: damaged stored aggregates, read anew
-        mr_error(run->path, "%s", err);
+        mr_messages_error(run->path, "%s", err);
     if (e == 0 && (e = mr_runtime_held_apart(&p, run->sym, q.moment == MR_AT_END, NULL, NULL)))
         snprintf(err, sizeof err, "out of memory");
     if (e == 0 && run->args.kinds)
@@ -317,8 +317,8 @@ static int live_graph(fg_run* run) {
     }
     mr_profile_free(&p);
     if (e)
-        mr_error(run->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
+        mr_messages_error(run->path, "%s", err);
+    return e == 0 ? MR_EXIT_OK : mr_messages_exit_code(e);
 }
 
 // --temporal: the live values per callsite at each time bucket's highest moment, and the
@@ -362,8 +362,8 @@ static int temporal_graph(fg_run* run) {
     }
     free(p.rows);
     if (e)
-        mr_error(run->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
+        mr_messages_error(run->path, "%s", err);
+    return e == 0 ? MR_EXIT_OK : mr_messages_exit_code(e);
 }
 
 // Writes the page to `output` whole, or leaves nothing. Returns an exit code.
@@ -383,8 +383,8 @@ static int write_output(const fg_run* run) {
         return rc;
     int e = mr_flamegraph_page_write(out.fp, &run->tree, run->cap, &view);
     if (e) {
-        mr_error(e == -ENOMEM ? run->path : a->output, "%s",
-                 e == -ENOMEM ? "out of memory" : "cannot write the page");
+        mr_messages_error(e == -ENOMEM ? run->path : a->output, "%s",
+                          e == -ENOMEM ? "out of memory" : "cannot write the page");
         mr_output_file_abort(&out);
         return MR_EXIT_IO;
     }
@@ -418,10 +418,11 @@ static int view_page(fg_run* run, const char* name, mr_heap_pages* pages) {
                                    .temporal = &run->moments,
                                    .timeline = &run->timeline};
         int e = run->query.tid
-                    ? mr_heap_pages_add_thread(pages, run->query.tid, &run->tree, run->cap, &view)
-                    : mr_heap_pages_add(pages, name, &run->tree, run->cap, &view);
+                    ? mr_flamegraph_page_heaps_add_thread(pages, run->query.tid, &run->tree,
+                                                          run->cap, &view)
+                    : mr_flamegraph_page_heaps_add(pages, name, &run->tree, run->cap, &view);
         if (e) {
-            mr_error(run->path, "out of memory");
+            mr_messages_error(run->path, "out of memory");
             rc = MR_EXIT_IO;
         }
     }
@@ -467,8 +468,8 @@ static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages*
     char msg[1024];
     int rc = mr_heap_timeline_build(run->cap, &topts, &run->timeline, msg, sizeof msg);
     if (msg[0])
-        mr_error(mt_capture_path(run->cap), "%s", msg);
-    rc = mr_exit_code(rc);
+        mr_messages_error(mt_capture_path(run->cap), "%s", msg);
+    rc = mr_messages_exit_code(rc);
     if (rc == 0)
         rc = view_page(run, name, pages);
     uint32_t tids[VIEW_THREADS] = {0};
@@ -480,8 +481,8 @@ static int view_heap(fg_run* run, const char* name, bool threads, mr_heap_pages*
                  "(memreport top --thread TID)",
                  (unsigned long long)run->moments.events, VIEW_THREAD_EVENTS);
         n = 0;
-        if (mr_heap_pages_note_threads(pages, why)) {
-            mr_error(run->path, "out of memory");
+        if (mr_flamegraph_page_heaps_note_threads(pages, why)) {
+            mr_messages_error(run->path, "out of memory");
             rc = MR_EXIT_IO;
         }
     }
@@ -536,17 +537,17 @@ static int write_pages(const mr_heap_pages* pages, const char* path, const char*
     int rc = mr_output_file_open(&out, output, force);
     if (rc)
         return rc;
-    int e = mr_heap_pages_write(out.fp, pages);
+    int e = mr_flamegraph_page_heaps_write(out.fp, pages);
     if (e) {
-        mr_error(e == -ENOMEM ? path : output, "%s",
-                 e == -ENOMEM ? "out of memory" : "cannot write the page");
+        mr_messages_error(e == -ENOMEM ? path : output, "%s",
+                          e == -ENOMEM ? "out of memory" : "cannot write the page");
         mr_output_file_abort(&out);
         return MR_EXIT_IO;
     }
     return mr_output_file_commit(&out);
 }
 
-int mr_flamegraph_view_page(const char* path, const char* output, bool force, bool all_frames) {
+int mr_flamegraph_run_view_page(const char* path, const char* output, bool force, bool all_frames) {
     fg_run run = {.path = path,
                   .args = {.output = output,
                            .force = force,
@@ -556,16 +557,17 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
                            .min_width = 0.0001}};
     int rc = open_input(&run);
     if (rc == 0 && run.extent.steps) { // the page's axes, marks and header are in time
-        mr_error(path, "an imported NPU log, timed in allocation steps: memreport plot and "
-                       "flamegraph show it");
+        mr_messages_error(path,
+                          "an imported NPU log, timed in allocation steps: memreport plot and "
+                          "flamegraph show it");
         rc = MR_EXIT_BAD_INPUT;
     }
     const char *names[5], *labels[5];
     char* pool = NULL;
     int n = rc == 0 ? view_heaps(run.cap, names, labels, &pool) : 0;
-    mr_heap_pages* pages = mr_heap_pages_new();
+    mr_heap_pages* pages = mr_flamegraph_page_heaps_new();
     if (rc == 0 && !pages) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         rc = MR_EXIT_IO;
     }
     for (int k = 0; rc == 0 && k < n; k++) {
@@ -575,34 +577,34 @@ int mr_flamegraph_view_page(const char* path, const char* output, bool force, bo
     mr_extent_want_heap(NULL);
     if (rc == 0)
         rc = write_pages(pages, path, output, force);
-    mr_heap_pages_free(pages);
+    mr_flamegraph_page_heaps_free(pages);
     free(pool);
     mr_symbols_free(run.sym);
     mt_capture_close(run.cap);
     return rc;
 }
 
-int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool force,
-                             bool all_frames, const char* help) {
+int mr_flamegraph_run_view_procs(char* const* paths, int n, const char* output, bool force,
+                                 bool all_frames, const char* help) {
     mr_capture_set s;
     int rc = mr_procs_open(&s, paths, n, help, true);
     if (rc)
         return rc;
     mr_procs_timeline pt = {0};
     mr_procs_moment joint = {0};
-    mr_heap_pages* pages = mr_heap_pages_new();
+    mr_heap_pages* pages = mr_flamegraph_page_heaps_new();
     if (!pages) {
-        mr_error(s.procs[0].path, "out of memory");
+        mr_messages_error(s.procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
     mr_procs_error err;
     if (rc == 0 && (rc = mr_procs_timeline_build(&s, 1200, &pt, &err)))
-        mr_error(err.path, "%s", err.msg);
-    rc = mr_exit_code(rc);
+        mr_messages_error(err.path, "%s", err.msg);
+    rc = mr_messages_exit_code(rc);
     // A process's name in the page, "pid N PROGRAM ARGS": what tells it apart from the others.
     char** names = rc == 0 ? calloc(2 * s.n + 1, sizeof *names) : NULL;
-    if (rc == 0 && (!names || mr_procs_legend_names(&s, names, names + s.n))) {
-        mr_error(s.procs[0].path, "out of memory");
+    if (rc == 0 && (!names || mr_procs_report_legend_names(&s, names, names + s.n))) {
+        mr_messages_error(s.procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
     if (rc == 0)
@@ -615,21 +617,22 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
             .sym = p->sym,
             .args = {
                 .all_frames = all_frames, .temporal = true, .view = true, .min_width = 0.0001}};
-        char *label = NULL, *command = mr_procs_label(p);
+        char *label = NULL, *command = mr_procs_report_label(p);
         const char* args = names[s.n + i];
         if (!command || asprintf(&label, "pid %lld %s%s%s", (long long)p->pid, names[i],
                                  args[0] ? " " : "", args) < 0) {
-            mr_error(p->path, "out of memory");
+            mr_messages_error(p->path, "out of memory");
             rc = MR_EXIT_IO;
         } else if (mr_extent_of(p->cap, mr_extent_default_heap(p->cap)).steps) {
-            mr_error(p->path, "an imported NPU log, timed in allocation steps: memreport plot "
+            mr_messages_error(p->path,
+                              "an imported NPU log, timed in allocation steps: memreport plot "
                               "and flamegraph show it");
             rc = MR_EXIT_BAD_INPUT;
         } else if ((rc = view_heap(&run, label, false, pages)) == 0 &&
-                   (mr_heap_pages_place(pages, i, p->pid, p->ppid, p->depth, pt.procs[i].offset,
-                                        command, args) ||
-                    (i == 0 && mr_heap_pages_procs(pages, joint.peak, joint.ts)))) {
-            mr_error(p->path, "out of memory");
+                   (mr_flamegraph_page_heaps_place(pages, i, p->pid, p->ppid, p->depth,
+                                                   pt.procs[i].offset, command, args) ||
+                    (i == 0 && mr_flamegraph_page_heaps_procs(pages, joint.peak, joint.ts)))) {
+            mr_messages_error(p->path, "out of memory");
             rc = MR_EXIT_IO;
         }
         free(label);
@@ -640,8 +643,8 @@ int mr_flamegraph_view_procs(char* const* paths, int n, const char* output, bool
     for (size_t i = 0; names && i < 2 * s.n; i++)
         free(names[i]);
     free(names);
-    mr_heap_pages_free(pages);
-    mr_procs_moment_free(&joint);
+    mr_flamegraph_page_heaps_free(pages);
+    mr_procs_timeline_moment_free(&joint);
     mr_procs_timeline_free(&pt);
     mr_capture_set_free(&s);
     return rc;
@@ -657,9 +660,9 @@ int mr_cmd_flamegraph(int argc, char** argv) {
     run.path = mr_opts_input(argc, argv, flamegraph_help);
     if (!run.path)
         return MR_EXIT_USAGE;
-    char* def = run.args.output ? NULL : mr_flamegraph_default_output("flamegraph", run.path);
+    char* def = run.args.output ? NULL : mr_flamegraph_run_default_output("flamegraph", run.path);
     if (!run.args.output && !(run.args.output = def)) {
-        mr_error(run.path, "out of memory");
+        mr_messages_error(run.path, "out of memory");
         return MR_EXIT_IO;
     }
     if ((rc = open_input(&run)) == 0 &&

@@ -3,7 +3,7 @@
 // default), all from one replay of the capture, each row's stack turned into its lines of
 // code and added to the flow graph (model/flowgraph.h), which the flow report draws as DOT,
 // SVG (through Graphviz's dot) or JSON (render/flow_report.h).
-#include "commands.h"
+#include "cmd.h"
 #include "flow_report.h"
 #include "flowgraph.h"
 #include "functions.h"
@@ -164,8 +164,8 @@ static int frame_lines(stacks* s, uint32_t frame, const uint32_t** out, size_t* 
     if (MT_VEC_RESERVE(&s->ids, &s->cap, s->nids + *n) || mr_u64map_put(&s->first, frame, s->nids))
         return -ENOMEM;
     for (size_t k = 0; k < *n; k++)
-        if (mr_flow_line_id(s->g, locs[k].function, locs[k].file, locs[k].line,
-                            &s->ids[s->nids + k]))
+        if (mr_flowgraph_line_id(s->g, locs[k].function, locs[k].file, locs[k].line,
+                                 &s->ids[s->nids + k]))
             return -ENOMEM;
     *out = &s->ids[s->nids];
     s->nids += *n;
@@ -201,7 +201,7 @@ static int add_profile(stacks* s, const mr_profile* p, size_t t) {
             s->lines[n++] = s->no_stack;
         if (s->has_root)
             s->lines[n++] = s->root;
-        if (mr_flow_add_stack(s->g, t, s->lines, n, r->live_bytes))
+        if (mr_flowgraph_add_stack(s->g, t, s->lines, n, r->live_bytes))
             return -ENOMEM;
     }
     return 0;
@@ -224,15 +224,15 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
     char err[256] = "";
     int e = mr_profile_build_moments(cap, qs, a->nt, ps, err, sizeof err);
     if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
-        mr_error(path, "%s", err);
+        mr_messages_error(path, "%s", err);
     if (e)
-        return mr_exit_code(e);
+        return mr_messages_exit_code(e);
     int rc = MR_EXIT_OK;
     for (size_t t = 0; t < a->nt; t++) {
         totals[t] = ps[t].live_bytes;
         moments[t] = (mr_flow_moment){a->names[t], ps[t].moment_ts};
         if (!rc && add_profile(s, &ps[t], t)) {
-            mr_error(path, "out of memory");
+            mr_messages_error(path, "out of memory");
             rc = MR_EXIT_IO;
         }
         mr_profile_free(&ps[t]);
@@ -242,16 +242,16 @@ static int build_graph(const flow_args* a, const char* path, mt_capture* cap, st
 
 // An empty graph of nt moments and its stacks' tables. Returns an exit code.
 static int graph_init(mr_flow* g, stacks* s, size_t nt, const char* path) {
-    if (mr_flow_init(g, nt) || mr_u64map_init(&s->first) ||
-        mr_flow_line_id(g, MR_FUNCTIONS_NO_STACK, NULL, 0, &s->no_stack)) {
-        mr_error(path, "out of memory");
+    if (mr_flowgraph_init(g, nt) || mr_u64map_init(&s->first) ||
+        mr_flowgraph_line_id(g, MR_FUNCTIONS_NO_STACK, NULL, 0, &s->no_stack)) {
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     return MR_EXIT_OK;
 }
 
 static void graph_free(mr_flow* g, stacks* s) {
-    mr_flow_free(g);
+    mr_flowgraph_free(g);
     mr_u64map_free(&s->first);
     free(s->ids);
     free(s->lines);
@@ -260,8 +260,8 @@ static void graph_free(mr_flow* g, stacks* s) {
 // Hides and merges what is small, then writes the graph. Returns an exit code.
 static int graph_write(const flow_args* a, const char* path, mr_flow* g, const uint64_t* totals,
                        const mr_flow_moment* moments, bool steps) {
-    if (mr_flow_finish(g, totals, a->min_share / 100.0)) {
-        mr_error(path, "out of memory");
+    if (mr_flowgraph_finish(g, totals, a->min_share / 100.0)) {
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     mr_flow_view v = {.capture = path,
@@ -304,8 +304,8 @@ static int add_process(stacks* s, const mr_process* p, const mr_profile* prof, c
     s->nids = 0;
     s->sy = p->sym;
     s->has_root = true;
-    if (mr_u64map_init(&s->first) || !(*label = mr_procs_label(p)) ||
-        mr_flow_line_id(s->g, *label, NULL, 0, &s->root))
+    if (mr_u64map_init(&s->first) || !(*label = mr_procs_report_label(p)) ||
+        mr_flowgraph_line_id(s->g, *label, NULL, 0, &s->root))
         return -ENOMEM;
     return add_profile(s, prof, 0);
 }
@@ -319,12 +319,12 @@ static int processes_report(void* ud, const mr_capture_set* set, const mr_profil
     int rc = graph_init(&g, &s, 1, in->first);
     char** labels = rc ? NULL : calloc(set->n, sizeof *labels);
     if (!rc && !labels) {
-        mr_error(in->first, "out of memory");
+        mr_messages_error(in->first, "out of memory");
         rc = MR_EXIT_IO;
     }
     for (size_t i = 0; !rc && i < set->n; i++)
         if (add_process(&s, &set->procs[i], &profs[i], &labels[i])) {
-            mr_error(set->procs[i].path, "out of memory");
+            mr_messages_error(set->procs[i].path, "out of memory");
             rc = MR_EXIT_IO;
         }
     uint64_t total = sum->live_bytes;
@@ -350,8 +350,8 @@ int mr_cmd_flow(int argc, char** argv) {
     if (several && (a.nt > 1 || strcmp(a.names[0], "peak")))
         return mr_opts_usage_error(flow_help, "flow: several captures are shown each at its own "
                                               "peak, not --at");
-    if (a.svg && !a.opt.json && !mr_flow_have_dot()) {
-        mr_error("flow", MR_FLOW_NO_DOT);
+    if (a.svg && !a.opt.json && !mr_flow_report_have_dot()) {
+        mr_messages_error("flow", MR_FLOW_NO_DOT);
         return MR_EXIT_IO;
     }
     if (several) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // memreport import: an NPU compiler memory-usage log into a capture (npu/npu_import.c).
-#include "commands.h"
+#include "cmd.h"
 #include "npu.h"
 #include "opts.h"
 #include "output_file.h"
@@ -40,16 +40,16 @@ int mr_cmd_import(int argc, char** argv) {
         return MR_EXIT_USAGE;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        mr_error(path, "is a directory, not an NPU log");
+        mr_messages_error(path, "is a directory, not an NPU log");
         return MR_EXIT_BAD_INPUT;
     }
-    char* def = output ? NULL : mr_path_with_ext(path, ".db");
+    char* def = output ? NULL : mr_output_file_path_with_ext(path, ".db");
     if (!output && !(output = def)) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     if (strcmp(output, "-") == 0 || strcmp(output, path) == 0) {
-        mr_error(output, "cannot write the capture over the log or to stdout");
+        mr_messages_error(output, "cannot write the capture over the log or to stdout");
         free(def);
         return MR_EXIT_USAGE;
     }
@@ -57,7 +57,8 @@ int mr_cmd_import(int argc, char** argv) {
     // mr_output_file gives the temporary name and the refuse-or-force check; SQLite then writes
     // the file at that name (replacing the empty placeholder) and commit renames it.
     if (mr_output_file_in_place(output)) { // SQLite needs a file it can seek and rename
-        mr_error(output, "a capture is an SQLite file: cannot write it to a device or a pipe");
+        mr_messages_error(output,
+                          "a capture is an SQLite file: cannot write it to a device or a pipe");
         free(def);
         return MR_EXIT_IO;
     }
@@ -71,14 +72,14 @@ int mr_cmd_import(int argc, char** argv) {
     mr_npu_log log;
     int rc = mr_npu_parse_file(path, true, &log, err, sizeof err);
     if (rc) {
-        mr_error(path, "%s", err);
+        mr_messages_error(path, "%s", err);
         mr_output_file_abort(&out);
         free(def);
         return mr_npu_exit_code(rc);
     }
     rc = mr_npu_write_capture(out.tmp, &log, path, err, sizeof err);
     if (rc) {
-        mr_error(output, "%s", err);
+        mr_messages_error(output, "%s", err);
         mt_capture_remove_sidecars(out.tmp);
         mr_output_file_abort(&out);
         xrc = MR_EXIT_IO;

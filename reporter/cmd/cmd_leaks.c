@@ -3,7 +3,7 @@
 // largest first; the C runtime's own blocks apart from the program's (runtime_held.h); an
 // optional suppressions file (memreport's glob patterns or LeakSanitizer's leak: lines).
 // The blocks come from the aggregation model (profile.h) at the end of the run.
-#include "commands.h"
+#include "cmd.h"
 #include "escape.h"
 #include "extent.h"
 #include "leak_kinds.h"
@@ -108,17 +108,17 @@ static int add_suppression(suppressions* p, const char* path, unsigned line, con
     size_t type = strspn(b, "abcdefghijklmnopqrstuvwxyz_");
     bool lsan = type && b[type] == ':' && b[type + 1] != ':';
     if (lsan && (type != 4 || strncmp(b, "leak", 4))) {
-        mr_error(where, "unknown suppression type '%.*s' (only leak: lines are read)", (int)type,
-                 b);
+        mr_messages_error(where, "unknown suppression type '%.*s' (only leak: lines are read)",
+                          (int)type, b);
         return MR_EXIT_BAD_INPUT;
     }
     const char* pattern = lsan ? b + type + 1 : b;
     if (!*pattern) {
-        mr_error(where, "empty suppression pattern");
+        mr_messages_error(where, "empty suppression pattern");
         return MR_EXIT_BAD_INPUT;
     }
     if (MT_VEC_RESERVE(&p->v, &p->cap, p->n + 1)) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     mr_leaks_suppression* s = &p->v[p->n];
@@ -128,7 +128,7 @@ static int add_suppression(suppressions* p, const char* path, unsigned line, con
                                 .line = line};
     p->n++; // freed with the others even when a copy failed
     if (!s->pattern || !s->glob) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     return MR_EXIT_OK;
@@ -143,10 +143,10 @@ static int load_suppressions(const char* path, suppressions* p) {
     if (!fp) {
         if (fd >= 0)
             close(fd);
-        mr_error(path, "cannot open suppressions: %s",
-                 fd >= 0         ? "out of memory"
-                 : fd == -ENODEV ? "not a regular file"
-                                 : strerror(-fd));
+        mr_messages_error(path, "cannot open suppressions: %s",
+                          fd >= 0         ? "out of memory"
+                          : fd == -ENODEV ? "not a regular file"
+                                          : strerror(-fd));
         return fd == -ENODEV || fd == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
     }
     char* line = NULL;
@@ -166,7 +166,7 @@ static int load_suppressions(const char* path, suppressions* p) {
             rc = add_suppression(p, path, lineno, b);
     }
     if (rc == MR_EXIT_OK && ferror(fp)) {
-        mr_error(path, "cannot read suppressions: %s", strerror(errno));
+        mr_messages_error(path, "cannot read suppressions: %s", strerror(errno));
         rc = MR_EXIT_IO;
     }
     free(line);
@@ -271,7 +271,8 @@ static void report_unused(const char* path, const suppressions* p) {
         char where[4096];
         snprintf(where, sizeof where, "%s:%u", path, p->v[k].line);
         char* shown = mr_escape(p->v[k].pattern, strlen(p->v[k].pattern), MR_ESCAPE_TERMINAL);
-        mr_error(where, "suppression '%s' matched no leak", shown ? shown : p->v[k].pattern);
+        mr_messages_error(where, "suppression '%s' matched no leak",
+                          shown ? shown : p->v[k].pattern);
         free(shown);
     }
 }
@@ -293,11 +294,11 @@ static int load_kinds(const char* path, mt_capture* cap, const mr_symbols* s, un
     int rc = mr_leak_kinds_load_range(cap, q->heap, mr_symbols_callsite_count(s), q->from, q->to, k,
                                       err, sizeof err);
     if (rc) {
-        mr_error(path, "%s", err);
+        mr_messages_error(path, "%s", err);
         return rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
     if (mask && !k->scanned) {
-        mr_error(path, "no leak kinds: %s (docs/leaks.md)", k->why);
+        mr_messages_error(path, "no leak kinds: %s (docs/leaks.md)", k->why);
         return MR_EXIT_BAD_INPUT;
     }
     return MR_EXIT_OK;
@@ -331,7 +332,7 @@ static int add_process(const mr_process* p, const mr_profile* prof, suppressions
     mr_leaks_group* grown = g ? realloc(*all, (*n + k + 1) * sizeof **all) : NULL;
     if (!grown) {
         free(g);
-        mr_error(p->path, "out of memory");
+        mr_messages_error(p->path, "out of memory");
         return MR_EXIT_IO;
     }
     *all = grown;
@@ -368,7 +369,7 @@ static int processes_report(void* ud, const mr_capture_set* s, const mr_profile*
     for (size_t i = 0; !rc && i < s->n; i++)
         rc = add_process(&s->procs[i], &profs[i], in->supp, in->kinds, &scanned, &all, &nall);
     for (size_t i = 0; !rc && !scanned && !skipped && i < s->n; i++)
-        skipped = mr_leak_scan_skipped(s->procs[i].cap, why, sizeof why);
+        skipped = mr_leak_kinds_scan_skipped(s->procs[i].cap, why, sizeof why);
     if (!rc) {
         qsort(all, nall, sizeof *all, by_bytes_desc);
         mr_leaks_report r = {.cap = s->procs[0].cap,
@@ -423,12 +424,12 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     mr_leaks_group* g = group_live(&p, sites, &kinds, &n);
     bool scanned = kinds.scanned;
     char why[256];
-    bool skipped = !scanned && mr_leak_scan_skipped(cap, why, sizeof why);
+    bool skipped = !scanned && mr_leak_kinds_scan_skipped(cap, why, sizeof why);
     mr_leak_kinds_free(&kinds);
     n = g ? keep_kinds(g, n, mask) : 0;
     int rc;
     if (!g) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
         classify(sites, g, n, supp);

@@ -3,7 +3,7 @@
 // does: a terminal screen redrawn every --interval until q, Ctrl-C or the program's exit,
 // then a last snapshot as plain text. Without a terminal (or with --once) it prints one
 // snapshot and exits. Reads only (model/live.h): the capture is never written.
-#include "commands.h"
+#include "cmd.h"
 #include "live.h"
 #include "live_view.h"
 #include "messages.h"
@@ -95,7 +95,7 @@ static int update(mr_live* l, const char* path, bool all) {
     int rc = mr_live_update(l, path, all, err, sizeof err);
     if (rc == 0)
         return 0;
-    mr_error(path, "%s", err);
+    mr_messages_error(path, "%s", err);
     return rc == -EPROTO || rc == -ENOTSUP || rc == -EISDIR ? MR_EXIT_BAD_INPUT : MR_EXIT_IO;
 }
 
@@ -190,7 +190,7 @@ int mr_cmd_live(int argc, char** argv) {
         return rc;
     mr_live l;
     if (mr_live_init(&l, (int64_t)(a.interval * 1e9))) {
-        mr_error(a.path, "out of memory");
+        mr_messages_error(a.path, "out of memory");
         return MR_EXIT_IO;
     }
     bool tty =

@@ -2,7 +2,7 @@
 // memreport plot: command line and dispatch. A capture (recognised by its SQLite header)
 // with an NPU heap, or an NPU log imported on the fly in memory, gets the StaticAllocation
 // heap plot (npu/npu_plot.c); any other capture the native time plot (plot_native.c).
-#include "commands.h"
+#include "cmd.h"
 #include "cxx_names.h"
 #include "extent.h"
 #include "load.h"
@@ -84,7 +84,7 @@ static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
         rc = mr_opts_usage_error(plot_help, "several captures: name the picture with -o FILE");
     for (int i = 0; !rc && i < n; i++)
         if (strcmp(a->output, paths[i]) == 0 || (a->data && strcmp(a->data, paths[i]) == 0)) {
-            mr_error(paths[i], "refusing to overwrite the input");
+            mr_messages_error(paths[i], "refusing to overwrite the input");
             rc = MR_EXIT_USAGE;
         }
     // An NPU heap's plot is over allocation steps, not time: it does not stack.
@@ -101,20 +101,20 @@ static int plot_set(const mr_plot_args* a, char* const* paths, int n) {
 // One input: a capture or an NPU log, plotted to -o or to INPUT.png beside it.
 static int plot_one(mr_plot_args* a) {
     int rc;
-    char* def = a->output ? NULL : mr_path_with_ext(a->input, ".png");
+    char* def = a->output ? NULL : mr_output_file_path_with_ext(a->input, ".png");
     if (!a->output)
         a->output = def;
     int err;
     char msg[256];
     bool capture = is_sqlite(a->input, &err, msg, sizeof msg);
     if (!a->output) {
-        mr_error(a->input, "out of memory");
+        mr_messages_error(a->input, "out of memory");
         rc = MR_EXIT_IO;
     } else if (err) {
-        mr_error(a->input, "%s", msg);
-        rc = mr_exit_code(err);
+        mr_messages_error(a->input, "%s", msg);
+        rc = mr_messages_exit_code(err);
     } else if (strcmp(a->output, a->input) == 0 || (a->data && strcmp(a->data, a->input) == 0)) {
-        mr_error(a->output, "refusing to overwrite the input");
+        mr_messages_error(a->output, "refusing to overwrite the input");
         rc = MR_EXIT_USAGE;
     } else {
         rc = capture ? plot_capture(a) : mr_plot_npu_log(a);
@@ -152,7 +152,7 @@ int mr_cmd_plot(int argc, char** argv) {
         case OPT_SITES:
             a.top_sites = (int)strtol(optarg, &end, 10);
             if (*end || a.top_sites < 0 || a.top_sites > 50) {
-                mr_error(NULL, "--sites takes a number from 0 to 50");
+                mr_messages_error(NULL, "--sites takes a number from 0 to 50");
                 rc = MR_EXIT_USAGE;
             }
             break;

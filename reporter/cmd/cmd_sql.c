@@ -3,7 +3,7 @@
 // and stacks), from the command line, a script on stdin or an interactive prompt, printed
 // as an aligned table, CSV (RFC 4180) or JSON. The capture is opened read-only.
 #include "capture_set.h"
-#include "commands.h"
+#include "cmd.h"
 #include "escape.h"
 #include "opts.h"
 #include "output_file.h"
@@ -197,7 +197,7 @@ static void csv_line(FILE* out, int n, const char* const* fields) {
     for (int i = 0; i < n; i++) {
         if (i > 0)
             fputc(',', out);
-        mr_fputs_csv(out, fields[i]);
+        mr_escape_fputs_csv(out, fields[i]);
     }
     fputs("\r\n", out);
 }
@@ -264,19 +264,20 @@ static int run(session* s, const char* sql) {
     if (rc == 0)
         return MR_EXIT_OK;
     if (rc == -EIO && !err[0]) {
-        mr_error(s->path, "cannot write the output");
+        mr_messages_error(s->path, "cannot write the output");
         return MR_EXIT_IO;
     }
     if (rc == -ETIME) {
-        mr_error(s->path, "query stopped after %u s (--timeout)", s->timeout_s);
+        mr_messages_error(s->path, "query stopped after %u s (--timeout)", s->timeout_s);
         return MR_EXIT_BAD_INPUT;
     }
     if (rc == -ENOMEM && s->max_memory_mib > 0) {
-        mr_error(s->path, "query stopped: out of memory (SQLite may hold %lld MiB: --max-memory)",
-                 (long long)s->max_memory_mib);
+        mr_messages_error(s->path,
+                          "query stopped: out of memory (SQLite may hold %lld MiB: --max-memory)",
+                          (long long)s->max_memory_mib);
         return MR_EXIT_IO;
     }
-    mr_error(s->path, "%s", err[0] ? err : strerror(-rc));
+    mr_messages_error(s->path, "%s", err[0] ? err : strerror(-rc));
     return rc == -EIO || rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
@@ -345,7 +346,7 @@ static int read_statements(session* s, bool interactive) {
         }
         char* grown = realloc(buf, len + (size_t)n + 1);
         if (!grown) {
-            mr_error(s->path, "out of memory");
+            mr_messages_error(s->path, "out of memory");
             rc = MR_EXIT_IO;
             break;
         }
@@ -432,14 +433,14 @@ int mr_cmd_sql(int argc, char** argv) {
     session s = {.path = argv[optind]};
     const char* query = npos == 2 ? argv[optind + 1] : NULL;
     if (mr_capture_set_wanted(1, argv + optind)) { // a process tree's directory
-        mr_error(s.path, "a directory: sql reads one capture (its events, allocations and "
-                         "stacks are one process's); name one of its captures");
+        mr_messages_error(s.path, "a directory: sql reads one capture (its events, allocations and "
+                                  "stacks are one process's); name one of its captures");
         return MR_EXIT_USAGE;
     }
     char err[512];
     int rc = mt_sql_open(s.path, &s.sql, err, sizeof err);
     if (rc) {
-        mr_error(s.path, "%s", err);
+        mr_messages_error(s.path, "%s", err);
         return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     }
     mr_output_file out;

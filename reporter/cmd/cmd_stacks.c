@@ -3,7 +3,7 @@
 // number of allocations made there, the bytes it held live at the peak and at the end,
 // fully symbolized (inlined frames expanded), as text or JSON. Noise frames are hidden
 // unless --all-frames; stacks that differ only in hidden frames are merged.
-#include "commands.h"
+#include "cmd.h"
 #include "extent.h"
 #include "load.h"
 #include "opts.h"
@@ -166,7 +166,7 @@ static int write_stacks(const stacks_args* a, const char* path, const mr_symbols
     mr_stacks_entry* list = NULL;
     ptrdiff_t n = group(sy, p, a->all_frames, &list);
     if (n < 0) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
     mr_stacks_report r = {.capture = path,
@@ -205,7 +205,7 @@ static int add_process(const stacks_args* a, const mr_process* p, const mr_profi
     if (!grown) {
         if (k >= 0)
             free_list(list, (size_t)k);
-        mr_error(p->path, "out of memory");
+        mr_messages_error(p->path, "out of memory");
         return MR_EXIT_IO;
     }
     *all = grown;

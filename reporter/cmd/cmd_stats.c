@@ -4,7 +4,7 @@
 // totals per thread. All of it from the heap's aggregates (aggregates.h): the model's
 // rows at the peak and the measures observed during its replay, stored in the capture.
 #include "aggregates.h"
-#include "commands.h"
+#include "cmd.h"
 #include "extent.h"
 #include "load.h"
 #include "opts.h"
@@ -149,7 +149,7 @@ static mr_stats_row* site_rows(const stats* s, size_t* nrows) {
         rows[n++] = (mr_stats_row){.callsite = i,
                                    .nstacks = 1,
                                    .stack_bytes = st->bytes,
-                                   .label = mr_site_label(s->labels, i),
+                                   .label = mr_sites_label(s->labels, i),
                                    .count = st->count,
                                    .bytes = st->bytes,
                                    .temporary = st->temporary,
@@ -174,7 +174,7 @@ static const char** passed_wrappers(const stats* s, size_t* n) {
         if (!s->site[i].count)
             continue;
         const char* fn = mr_sites_site_name(s->sites, i);
-        if (!strcmp(fn, mr_site_label(s->labels, i)))
+        if (!strcmp(fn, mr_sites_label(s->labels, i)))
             continue;
         if (mr_sites_is_plumbing(fn))
             fn = MR_SITES_PLUMBING;
@@ -242,7 +242,7 @@ static int stats_init(stats* s, const stats_args* a, mr_symbols* sites) {
                  .ncallsites = mr_symbols_callsite_count(sites),
                  .by_stack = a->by_stack,
                  .all_frames = a->all_frames};
-    s->labels = mr_site_labels_new(sites);
+    s->labels = mr_sites_labels_new(sites);
     s->site = calloc((size_t)s->ncallsites + 1, sizeof *s->site);
     s->canon = mr_sites_canonical(sites);
     if (!s->site || !s->canon || !s->labels)
@@ -254,7 +254,7 @@ static void stats_free(stats* s) {
     free(s->threads);
     free(s->site);
     free(s->canon);
-    mr_site_labels_free(s->labels);
+    mr_sites_labels_free(s->labels);
 }
 
 // Reads the heap's aggregates (one replay unless stored) into `s` and writes the report.
@@ -265,16 +265,16 @@ static int report(const char* path, mt_capture* cap, stats* s, const stats_args*
     int heap = mr_extent_default_heap(cap);
     int e = mr_aggregates_get(cap, heap, "stats", &agg, err, sizeof err);
     if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
-        mr_error(path, "%s", err);
+        mr_messages_error(path, "%s", err);
     if (e)
-        return mr_exit_code(e);
+        return mr_messages_exit_code(e);
     int rc;
     size_t n;
     mr_stats_row* rows = add_aggregates(s, &agg) ? NULL : site_rows(s, &n);
     size_t nwrappers;
     const char** wrappers = rows ? passed_wrappers(s, &nwrappers) : NULL;
     if (!rows) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
         mr_stats_report r = {.cap = cap,
@@ -346,14 +346,14 @@ static int process_aggregates(const mr_capture_set* set, mr_aggregates* aggs, mr
         int e = mr_aggregates_get(p->cap, mr_extent_default_heap(p->cap), "stats", &aggs[i], err,
                                   sizeof err);
         if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
-            mr_error(p->path, "%s", err);
+            mr_messages_error(p->path, "%s", err);
         if (e)
-            return mr_exit_code(e);
+            return mr_messages_exit_code(e);
         if (p->sym && mr_runtime_held_apart(&aggs[i].peak, p->sym, false, NULL, NULL)) {
-            mr_error(p->path, "out of memory");
+            mr_messages_error(p->path, "out of memory");
             return MR_EXIT_IO;
         }
-        mr_procs_profile_add(sum, &aggs[i].peak);
+        mr_procs_views_profile_add(sum, &aggs[i].peak);
     }
     return MR_EXIT_OK;
 }
@@ -370,7 +370,7 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
         e = stats_init(&per[i], a, set.procs[i].sym);
     mr_profile sum = {0};
     if (e) {
-        mr_error(paths[0], "out of memory");
+        mr_messages_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     } else {
         rc = process_aggregates(&set, aggs, &sum);
@@ -382,7 +382,7 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
     if (!rc)
         rc = mr_procs_joint_peak(&set, &joint);
     if (!rc && gather(&set, per, aggs, &all, &rows, &nrows)) {
-        mr_error(paths[0], "out of memory");
+        mr_messages_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     }
     // The wrappers of every process, once each.
@@ -424,7 +424,7 @@ static int processes_report(const stats_args* a, char* const* paths, int n) {
         mr_report_to to = mr_opts_report_to(&a->opt);
         rc = mr_stats_report_write(&to, &r);
     }
-    mr_procs_moment_free(&joint);
+    mr_procs_timeline_moment_free(&joint);
     free(rows);
     free(wrappers);
     free(all.threads);
@@ -454,7 +454,7 @@ int mr_cmd_stats(int argc, char** argv) {
         return rc;
     stats s;
     if (stats_init(&s, &a, sites)) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         rc = MR_EXIT_IO;
     } else {
         rc = report(path, cap, &s, &a);

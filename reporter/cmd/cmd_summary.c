@@ -2,7 +2,7 @@
 // memreport summary: the totals of a capture (status, counts, peak, leaks, calls per
 // entry point), as text for people or JSON for scripts.
 #include "aggregates.h"
-#include "commands.h"
+#include "cmd.h"
 #include "extent.h"
 #include "leak_kinds.h"
 #include "load.h"
@@ -104,7 +104,7 @@ int mr_cmd_summary(int argc, char** argv) {
             rc = mr_load_leak_totals(cap, &sum.scanned, sum.kind_bytes, sum.kind_blocks);
         char why[256];
         if (!rc && heap != MT_HEAP_NPU && !sum.scanned &&
-            mr_leak_scan_skipped(cap, why, sizeof why))
+            mr_leak_kinds_scan_skipped(cap, why, sizeof why))
             sum.no_scan = why;
         mr_aggregates m;
         bool has_mmap = false;

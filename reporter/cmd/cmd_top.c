@@ -5,7 +5,7 @@
 // heaptrack's top allocators and caller/callee lists, speedscope's sandwich view. The
 // report itself is render/top_report.h's.
 #include "callgraph.h"
-#include "commands.h"
+#include "cmd.h"
 #include "escape.h"
 #include "functions.h"
 #include "load.h"
@@ -222,7 +222,7 @@ static int find_function(const mr_functions* fns, const char* option, const char
                          size_t* out) {
     size_t* idx = malloc((fns->n ? fns->n : 1) * sizeof *idx);
     if (!idx) {
-        mr_error(NULL, "out of memory");
+        mr_messages_error(NULL, "out of memory");
         return MR_EXIT_IO;
     }
     size_t n = match(fns, name, 0, idx);
@@ -259,7 +259,7 @@ static int write_top(mr_top_report* t, const top_args* a, const mr_symbols* sy) 
     mr_functions fns;
     mr_callgraph graph = {0};
     if (mr_functions_build(t->profile, sy, a->all_frames, &fns)) {
-        mr_error(t->capture, "out of memory");
+        mr_messages_error(t->capture, "out of memory");
         return MR_EXIT_IO;
     }
     t->functions = &fns;
@@ -268,7 +268,7 @@ static int write_top(mr_top_report* t, const top_args* a, const mr_symbols* sy) 
     if (name)
         rc = find_function(&fns, a->callers ? "--callers" : "--callees", name, &t->focus);
     if (!rc && name && mr_callgraph_build(t->profile, sy, a->all_frames, &fns, &graph)) {
-        mr_error(t->capture, "out of memory");
+        mr_messages_error(t->capture, "out of memory");
         rc = MR_EXIT_IO;
     }
     t->graph = name ? &graph : NULL;
@@ -291,20 +291,20 @@ static int procs_functions(const top_args* a, const mr_capture_set* s, const mr_
     for (size_t i = 0; !e && i < s->n; i++)
         e = mr_functions_build(&profs[i], s->procs[i].sym, a->all_frames, &parts[i]);
     if (!e)
-        e = a->by_process ? mr_procs_functions_split(parts, s->n, fns, &part_of)
-                          : mr_procs_functions_sum(parts, s->n, fns);
+        e = a->by_process ? mr_procs_views_functions_split(parts, s->n, fns, &part_of)
+                          : mr_procs_views_functions_sum(parts, s->n, fns);
     *labels = NULL;
     if (!e && a->by_process && !(*labels = calloc(fns->n + 1, sizeof **labels)))
         e = -ENOMEM;
     for (size_t i = 0; !e && part_of && i < fns->n; i++)
-        if (!((*labels)[i] = mr_procs_label(&s->procs[part_of[i]])))
+        if (!((*labels)[i] = mr_procs_report_label(&s->procs[part_of[i]])))
             e = -ENOMEM;
     for (size_t i = 0; parts && i < s->n; i++)
         mr_functions_free(&parts[i]);
     free(parts);
     free(part_of);
     if (e)
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
     return e ? MR_EXIT_IO : MR_EXIT_OK;
 }
 

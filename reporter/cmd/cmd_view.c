@@ -5,7 +5,7 @@
 // flamegraph_page.h) with the temporal data at bucket edges (model/moments.h); this file
 // only reads the command line.
 #include "capture_set.h"
-#include "commands.h"
+#include "cmd.h"
 #include "flamegraph_run.h"
 #include "opts.h"
 #include "procs.h"
@@ -74,14 +74,14 @@ int mr_cmd_view(int argc, char** argv) {
     const char* path = several ? argv[optind] : mr_opts_input(argc, argv, view_help);
     if (!path)
         return MR_EXIT_USAGE;
-    char* def = output ? NULL : mr_flamegraph_default_output("view", path);
+    char* def = output ? NULL : mr_flamegraph_run_default_output("view", path);
     if (!output && !(output = def)) {
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         return MR_EXIT_IO;
     }
-    int rc = several ? mr_flamegraph_view_procs(argv + optind, argc - optind, output, force,
-                                                all_frames, view_help)
-                     : mr_flamegraph_view_page(path, output, force, all_frames);
+    int rc = several ? mr_flamegraph_run_view_procs(argv + optind, argc - optind, output, force,
+                                                    all_frames, view_help)
+                     : mr_flamegraph_run_view_page(path, output, force, all_frames);
     free(def);
     return rc;
 }

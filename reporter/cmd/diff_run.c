@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char* mr_diff_file_name(const char* file) {
+const char* mr_diff_run_file_name(const char* file) {
     const char* slash = file ? strrchr(file, '/') : NULL;
     return slash ? slash + 1 : file;
 }
@@ -45,7 +45,7 @@ static int function_entries(mr_diff_run* r, bool inclusive) {
         if (!(e->v[0] | e->v[1] | e->v[2] | e->v[3])) // a caller only (self 0): not listed
             continue;
         r->fn_keys[2 * r->nfns] = f->name;
-        r->fn_keys[2 * r->nfns + 1] = mr_diff_file_name(f->file);
+        r->fn_keys[2 * r->nfns + 1] = mr_diff_run_file_name(f->file);
         e->key = &r->fn_keys[2 * r->nfns];
         e->nkey = 2;
         r->nfns++;
@@ -124,7 +124,7 @@ static int numbers(mr_diff_run* r, bool all_frames, bool inclusive, bool progres
     if (!e && (e = mr_runtime_held_apart(&r->prof, r->sy, false, &r->held_bytes, NULL)))
         snprintf(r->err, sizeof r->err, "out of memory");
     if (e)
-        return mr_exit_code(e);
+        return mr_messages_exit_code(e);
     if (mr_functions_build(&r->prof, r->sy, all_frames, &r->fns) ||
         function_entries(r, inclusive) || stack_entries(r, all_frames)) {
         snprintf(r->err, sizeof r->err, "out of memory");
@@ -154,11 +154,11 @@ static void* second_worker(void* arg) {
     return NULL;
 }
 
-int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive) {
+int mr_diff_run_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive) {
     pool p = {.runs = runs, .n = n, .all_frames = all_frames, .inclusive = inclusive};
     atomic_init(&p.next, 0);
     if (!(p.rc = calloc(n ? n : 1, sizeof *p.rc))) {
-        mr_error(n ? runs[0]->path : NULL, "out of memory");
+        mr_messages_error(n ? runs[0]->path : NULL, "out of memory");
         return MR_EXIT_IO;
     }
     pthread_t t;
@@ -171,18 +171,18 @@ int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inc
     int rc = MR_EXIT_OK;
     for (size_t i = 0; !rc && i < n; i++)
         if ((rc = p.rc[i]) || runs[i]->err[0])
-            mr_error(runs[i]->path, "%s", runs[i]->err);
+            mr_messages_error(runs[i]->path, "%s", runs[i]->err);
     free(p.rc);
     return rc;
 }
 
-int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
-                      const char* new_path, bool all_frames, bool inclusive) {
+int mr_diff_run_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
+                     const char* new_path, bool all_frames, bool inclusive) {
     *base = (mr_diff_run){.path = base_path};
     *next = (mr_diff_run){.path = new_path};
     int rc = mr_load_capture_symbols(base_path, &base->cap, &base->sy);
     if (!rc)
         rc = mr_load_capture_symbols(new_path, &next->cap, &next->sy);
     mr_diff_run* both[] = {base, next};
-    return rc ? rc : mr_diff_runs_numbers(both, 2, all_frames, inclusive);
+    return rc ? rc : mr_diff_run_numbers(both, 2, all_frames, inclusive);
 }

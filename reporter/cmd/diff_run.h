@@ -37,15 +37,15 @@ typedef struct mr_diff_run {
 // (all_frames, inclusive: as diff's options), two at a time on two threads. An error is
 // reported as if one run were read after the other: the first failed run's. Returns an
 // exit code.
-int mr_diff_runs_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive);
-// Opens both captures, then computes their numbers at the same time (mr_diff_runs_numbers:
+int mr_diff_run_numbers(mr_diff_run** runs, size_t n, bool all_frames, bool inclusive);
+// Opens both captures, then computes their numbers at the same time (mr_diff_run_numbers:
 // each on one of two threads). An error is reported as if one side were read after the other: the
 // base run's first. Returns an exit code.
-int mr_diff_runs_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
-                      const char* new_path, bool all_frames, bool inclusive);
+int mr_diff_run_open(mr_diff_run* base, mr_diff_run* next, const char* base_path,
+                     const char* new_path, bool all_frames, bool inclusive);
 // Frees what r holds, and closes its capture and symbols when set.
 void mr_diff_run_close(mr_diff_run* r);
 // A path's file name (after its last '/'); NULL for NULL.
-const char* mr_diff_file_name(const char* file);
+const char* mr_diff_run_file_name(const char* file);
 
 #endif

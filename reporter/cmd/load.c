@@ -19,8 +19,8 @@ int mr_load_capture(const char* path, mt_capture** out) {
     int rc = mt_capture_open(path, out, err, sizeof err);
     const char* heap = mr_extent_wanted_heap();
     if (rc == 0 && heap && !mr_extent_heap_named(*out, heap)) { // --heap NAME
-        mr_error(path, "no heap named '%s'%s", heap,
-                 strcmp(heap, "mmap") ? "" : " (recorded with MEMTRACE_MMAP=1 only)");
+        mr_messages_error(path, "no heap named '%s'%s", heap,
+                          strcmp(heap, "mmap") ? "" : " (recorded with MEMTRACE_MMAP=1 only)");
         mt_capture_close(*out);
         *out = NULL;
         return MR_EXIT_BAD_INPUT;
@@ -29,7 +29,7 @@ int mr_load_capture(const char* path, mt_capture** out) {
         mr_sampled_note(*out); // the report then says its figures are estimates
         return MR_EXIT_OK;
     }
-    mr_error(path, "%s", err);
+    mr_messages_error(path, "%s", err);
     return (rc == -ENOENT || rc == -EACCES || rc == -EIO) ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
 }
 
@@ -37,8 +37,8 @@ int mr_load_symbols(mt_capture* cap, mr_symbols** sym) {
     char msg[1024];
     int e = mr_symbols_load(cap, sym, msg, sizeof msg);
     if (msg[0])
-        mr_error(mt_capture_path(cap), "%s", msg);
-    return mr_exit_code(e);
+        mr_messages_error(mt_capture_path(cap), "%s", msg);
+    return mr_messages_exit_code(e);
 }
 
 int mr_load_capture_symbols(const char* path, mt_capture** cap, mr_symbols** sym) {
@@ -56,8 +56,8 @@ int mr_load_profile(const char* path, mt_capture* cap, const mr_query* q, mr_pro
     char err[256] = "";
     int e = mr_profile_build(cap, q, p, err, sizeof err);
     if (e || err[0]) // the reason, or a note (damaged stored aggregates, read anew)
-        mr_error(path, "%s", err);
-    return !e ? MR_EXIT_OK : mr_exit_code(e);
+        mr_messages_error(path, "%s", err);
+    return !e ? MR_EXIT_OK : mr_messages_exit_code(e);
 }
 
 int mr_load_program_profile(const char* path, mt_capture* cap, const mr_symbols* sym,
@@ -65,7 +65,7 @@ int mr_load_program_profile(const char* path, mt_capture* cap, const mr_symbols*
     int rc = mr_load_profile(path, cap, q, p);
     if (!rc && mr_runtime_held_apart(p, sym, q->moment == MR_AT_END, NULL, NULL)) {
         mr_profile_free(p);
-        mr_error(path, "out of memory");
+        mr_messages_error(path, "out of memory");
         rc = MR_EXIT_IO;
     }
     return rc;
@@ -81,7 +81,7 @@ int mr_load_runtime_held(mt_capture* cap, const mr_aggregates* a, uint64_t* byte
     mr_profile end = {0};
     if (!rc && (mr_profile_moment_of(&a->peak, MR_AT_END, &end) ||
                 mr_runtime_held_apart(&end, sym, true, bytes, blocks))) {
-        mr_error(mt_capture_path(cap), "out of memory");
+        mr_messages_error(mt_capture_path(cap), "out of memory");
         rc = MR_EXIT_IO;
     }
     mr_profile_free(&end);
@@ -93,8 +93,8 @@ int mr_load_aggregates(mt_capture* cap, int heap, const char* progress, mr_aggre
     char err[256] = "";
     int e = mr_aggregates_get(cap, heap, progress, a, err, sizeof err);
     if (e || err[0])
-        mr_error(mt_capture_path(cap), "%s", err);
-    return e ? mr_exit_code(e) : MR_EXIT_OK;
+        mr_messages_error(mt_capture_path(cap), "%s", err);
+    return e ? mr_messages_exit_code(e) : MR_EXIT_OK;
 }
 
 int mr_load_leak_totals(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_t* blocks) {
@@ -115,7 +115,7 @@ int mr_load_leak_totals(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_
     int e = mr_leak_kinds_load(cap, mr_extent_default_heap(cap), mr_symbols_callsite_count(sym),
                                &kinds, err, sizeof err);
     if (e) {
-        mr_error(mt_capture_path(cap), "%s", err);
+        mr_messages_error(mt_capture_path(cap), "%s", err);
         rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     } else {
         *scanned = kinds.scanned;

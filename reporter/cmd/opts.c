@@ -110,7 +110,8 @@ int mr_opts_parse_time(const char* option, const char* value, mr_time* out) {
         errno = 0;
         long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
         if (v < 0 || *end || errno) {
-            mr_error(NULL, "%s %s: not a step: expected step N, N a whole number", option, value);
+            mr_messages_error(NULL, "%s %s: not a step: expected step N, N a whole number", option,
+                              value);
             return MR_EXIT_USAGE;
         }
         *out = (mr_time){v, true};
@@ -121,7 +122,7 @@ int mr_opts_parse_time(const char* option, const char* value, mr_time* out) {
     if (n && p[n] == '.')
         n += 1 + strspn(p + n + 1, "0123456789");
     if (!n) {
-        mr_error(NULL, "%s %s: not a time: expected %s", option, value, MR_TIME_EXPECTED);
+        mr_messages_error(NULL, "%s %s: not a time: expected %s", option, value, MR_TIME_EXPECTED);
         return MR_EXIT_USAGE;
     }
     const char* unit = p + n;
@@ -136,17 +137,17 @@ int mr_opts_parse_time(const char* option, const char* value, mr_time* out) {
         if (!strcmp(unit, units[i].name))
             scale = units[i].ns;
     if (!*unit) {
-        mr_error(NULL, "%s %s: no unit: expected %s", option, value, MR_TIME_EXPECTED);
+        mr_messages_error(NULL, "%s %s: no unit: expected %s", option, value, MR_TIME_EXPECTED);
         return MR_EXIT_USAGE;
     }
     if (!scale) {
-        mr_error(NULL, "%s %s: unknown unit '%s': expected %s", option, value, unit,
-                 MR_TIME_EXPECTED);
+        mr_messages_error(NULL, "%s %s: unknown unit '%s': expected %s", option, value, unit,
+                          MR_TIME_EXPECTED);
         return MR_EXIT_USAGE;
     }
     double ns = strtod(p, NULL) * scale;
     if (!(ns < 9.2e18)) {
-        mr_error(NULL, "%s %s: too large a time", option, value);
+        mr_messages_error(NULL, "%s %s: too large a time", option, value);
         return MR_EXIT_USAGE;
     }
     *out = (mr_time){(int64_t)llround(ns), false};
@@ -168,8 +169,8 @@ static int parse_time_or_name(const char* option, const char* value, mr_time* t,
         *name = strncmp(value, "mark:", 5) ? value : value + 5;
         if (**name)
             return MR_EXIT_OK;
-        mr_error(NULL, "%s %s: expected %s, or the name of a mark or range", option, value,
-                 MR_TIME_EXPECTED);
+        mr_messages_error(NULL, "%s %s: expected %s, or the name of a mark or range", option, value,
+                          MR_TIME_EXPECTED);
         return MR_EXIT_USAGE;
     }
     return mr_opts_parse_time(option, value, t);

@@ -32,16 +32,16 @@ static int open_set(mr_capture_set* s, char* const* paths, int n, const char* he
         return MR_EXIT_OK;
     if (e == -EINVAL) // the command line names a capture twice
         return mr_opts_usage_error(help, "%s: %s", bad, err);
-    mr_error(bad, "%s", err);
-    return mr_exit_code(e);
+    mr_messages_error(bad, "%s", err);
+    return mr_messages_exit_code(e);
 }
 
 int mr_procs_joint_peak(const mr_capture_set* s, mr_procs_moment* m) {
     mr_procs_error err;
-    int e = mr_procs_moment_find(s, m, &err);
+    int e = mr_procs_timeline_moment_find(s, m, &err);
     if (e)
-        mr_error(err.path, "%s", err.msg);
-    return mr_exit_code(e);
+        mr_messages_error(err.path, "%s", err.msg);
+    return mr_messages_exit_code(e);
 }
 
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols) {
@@ -60,7 +60,7 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs
     *sum = (mr_profile){0};
     *v = calloc(s->n, sizeof **v);
     if (!*v) {
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
         return MR_EXIT_IO;
     }
     int rc = MR_EXIT_OK;
@@ -77,7 +77,7 @@ int mr_procs_profiles(const mr_capture_set* s, const mr_query* q, const mr_procs
         if ((rc = p->sym ? mr_load_program_profile(p->path, p->cap, p->sym, &pq, &(*v)[built])
                          : mr_load_profile(p->path, p->cap, &pq, &(*v)[built])))
             break;
-        mr_procs_profile_add(sum, &(*v)[built]);
+        mr_procs_views_profile_add(sum, &(*v)[built]);
     }
     if (rc) {
         mr_procs_profiles_free(*v, built);
@@ -106,7 +106,7 @@ int mr_procs_report(char* const* paths, int n, const char* help, const mr_query*
     if (!rc && !(rc = mr_procs_profiles(&s, q, at_joint ? &joint : NULL, &profs, &sum)))
         rc = fn(ud, &s, profs, &sum, at_joint ? &joint : NULL);
     mr_procs_profiles_free(profs, profs ? s.n : 0);
-    mr_procs_moment_free(&joint);
+    mr_procs_timeline_moment_free(&joint);
     mr_capture_set_free(&s);
     return rc;
 }
@@ -142,7 +142,7 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
         return rc;
     mr_proc_numbers* nums = calloc(s.n, sizeof *nums);
     if (!nums) {
-        mr_error(paths[0], "out of memory");
+        mr_messages_error(paths[0], "out of memory");
         rc = MR_EXIT_IO;
     }
     mr_procs_moment joint = {0};
@@ -153,8 +153,8 @@ int mr_procs_summary(const mr_opts* o, char* const* paths, int n, const char* he
             nums[i].at_joint_peak = joint.live[i];
     mr_report_to to = mr_opts_report_to(o);
     if (!rc)
-        rc = mr_procs_summary_write(&to, &s, nums, &joint);
-    mr_procs_moment_free(&joint);
+        rc = mr_procs_report_summary_write(&to, &s, nums, &joint);
+    mr_procs_timeline_moment_free(&joint);
     free(nums);
     mr_capture_set_free(&s);
     return rc;
@@ -177,7 +177,7 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at
     char err[256] = "";
     int e = mr_profile_build(p->cap, &q, &prof, err, sizeof err);
     if (!e && err[0]) // a note: damaged stored aggregates, read anew
-        mr_error(p->path, "%s", err);
+        mr_messages_error(p->path, "%s", err);
     if (!e && (e = mr_runtime_held_apart(&prof, sym, q.moment == MR_AT_END, NULL, NULL)))
         snprintf(err, sizeof err, "out of memory");
     if (!e) {
@@ -188,8 +188,8 @@ static int process_tree(const mr_process* p, mr_flamegraph_mode mode, int64_t at
     mr_symbols_free(sym); // the tree keeps its strings, not the symbols
     t->sym = NULL;
     if (e)
-        mr_error(p->path, "%s", err);
-    return e == 0 ? MR_EXIT_OK : mr_exit_code(e);
+        mr_messages_error(p->path, "%s", err);
+    return e == 0 ? MR_EXIT_OK : mr_messages_exit_code(e);
 }
 
 // memreport-flamegraph-NAME.html, NAME the first input's file name without .db.
@@ -212,7 +212,7 @@ static char* default_output(const char* path) {
 static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a,
                          const mr_procs_moment* joint, mr_flame_tree* g) {
     if (mr_flame_procs_init(g)) {
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
         return MR_EXIT_IO;
     }
     int rc = MR_EXIT_OK;
@@ -221,12 +221,12 @@ static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a,
         rc = process_tree(&s->procs[i], a->mode, joint->n ? joint->at[i] : -1,
                           joint->n ? joint->before_seq[i] : 0, &t);
         if (!rc && mr_flame_tree_prune(&t, a->min_width, MAX_NODES)) {
-            mr_error(s->procs[i].path, "out of memory");
+            mr_messages_error(s->procs[i].path, "out of memory");
             rc = MR_EXIT_IO;
         }
-        char* label = rc ? NULL : mr_procs_label(&s->procs[i]);
+        char* label = rc ? NULL : mr_procs_report_label(&s->procs[i]);
         if (!rc && (!label || mr_flame_procs_add(g, label, &t))) {
-            mr_error(s->procs[i].path, "out of memory");
+            mr_messages_error(s->procs[i].path, "out of memory");
             rc = MR_EXIT_IO;
         }
         free(label);
@@ -235,7 +235,7 @@ static int combined_tree(const mr_capture_set* s, const mr_procs_flame_args* a,
     // Each process was pruned on its own: here only the page's bound on frames applies,
     // which folds the narrowest first (a process frame is wider than its own frames).
     if (!rc && mr_flame_tree_prune(g, 0, MAX_NODES)) {
-        mr_error(s->procs[0].path, "out of memory");
+        mr_messages_error(s->procs[0].path, "out of memory");
         rc = MR_EXIT_IO;
     }
     return rc;
@@ -245,7 +245,7 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
     char* def = a->output ? NULL : default_output(paths[0]);
     const char* output = a->output ? a->output : def;
     if (!output) {
-        mr_error(paths[0], "out of memory");
+        mr_messages_error(paths[0], "out of memory");
         return MR_EXIT_IO;
     }
     mr_capture_set s;
@@ -267,8 +267,8 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
                                    .t = joint.ts};
         int e = mr_flamegraph_page_write(out.fp, &g, s.procs[0].cap, &view);
         if (e) {
-            mr_error(e == -ENOMEM ? paths[0] : output, "%s",
-                     e == -ENOMEM ? "out of memory" : "cannot write the page");
+            mr_messages_error(e == -ENOMEM ? paths[0] : output, "%s",
+                              e == -ENOMEM ? "out of memory" : "cannot write the page");
             mr_output_file_abort(&out);
             rc = MR_EXIT_IO;
         } else {
@@ -276,7 +276,7 @@ int mr_procs_flamegraph(const mr_procs_flame_args* a, char* const* paths, int n,
         }
     }
     mr_flame_tree_free(&g);
-    mr_procs_moment_free(&joint);
+    mr_procs_timeline_moment_free(&joint);
     if (s.procs)
         mr_capture_set_free(&s);
     free(def);

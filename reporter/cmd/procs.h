@@ -22,7 +22,7 @@
 // door every report over several processes goes through. Returns an exit code (a capture
 // named twice: a usage error with the hint of `help`); on failure nothing is left open.
 int mr_procs_open(mr_capture_set* s, char* const* paths, int n, const char* help, bool symbols);
-// The moment the processes held the most together (mr_procs_moment_find), or the reason it
+// The moment the processes held the most together (mr_procs_timeline_moment_find), or the reason it
 // could not be found on stderr. Returns an exit code.
 int mr_procs_joint_peak(const mr_capture_set* s, mr_procs_moment* m);
 

@@ -18,27 +18,28 @@ int mr_when_check_time(const char* option, const char* value, mr_time t, const c
                        mr_extent extent, int64_t* ts) {
     char a[32];
     if (extent.steps && !t.step) {
-        mr_error(NULL,
-                 "%s %s: %s is an imported NPU log, timed in allocation steps: expected step N "
-                 "(0 to %lld)",
-                 option, value, path, (long long)extent.end - 1);
+        mr_messages_error(
+            NULL,
+            "%s %s: %s is an imported NPU log, timed in allocation steps: expected step N "
+            "(0 to %lld)",
+            option, value, path, (long long)extent.end - 1);
         return MR_EXIT_USAGE;
     }
     if (!extent.steps && t.step) {
-        mr_error(NULL,
-                 "%s %s: %s is timed in ns, not steps: expected a time with a unit (e.g. "
-                 "20ms, 1.5s)",
-                 option, value, path);
+        mr_messages_error(NULL,
+                          "%s %s: %s is timed in ns, not steps: expected a time with a unit (e.g. "
+                          "20ms, 1.5s)",
+                          option, value, path);
         return MR_EXIT_USAGE;
     }
     if (extent.steps && t.value >= extent.end) {
-        mr_error(NULL, "%s %s: past the end of %s (%lld steps: step 0 to step %lld)", option, value,
-                 path, (long long)extent.end, (long long)extent.end - 1);
+        mr_messages_error(NULL, "%s %s: past the end of %s (%lld steps: step 0 to step %lld)",
+                          option, value, path, (long long)extent.end, (long long)extent.end - 1);
         return MR_EXIT_USAGE;
     }
     if (!extent.steps && t.value > extent.end) {
-        mr_error(NULL, "%s %s: past the end of %s (duration %s)", option, value, path,
-                 mt_units_format_duration(extent.end, a, sizeof a));
+        mr_messages_error(NULL, "%s %s: past the end of %s (duration %s)", option, value, path,
+                          mt_units_format_duration(extent.end, a, sizeof a));
         return MR_EXIT_USAGE;
     }
     *ts = t.value;
@@ -95,8 +96,8 @@ static int marks_load(mt_capture* cap, int heap, const char* path, mark_list* l)
         return MR_EXIT_OK;
     marks_free(l);
     *l = (mark_list){0};
-    mr_error(path, "%s", rc == -ENOMEM ? "out of memory" : "cannot read its marks");
-    return mr_exit_code(rc);
+    mr_messages_error(path, "%s", rc == -ENOMEM ? "out of memory" : "cannot read its marks");
+    return mr_messages_exit_code(rc);
 }
 
 // What a name stands for: a mark's time in any role; a range's begin as FROM, its end as
@@ -155,11 +156,11 @@ static int unknown_name(const mark_ctx* c, const char* option, const char* value
                                 shown > 1 ? ", " : "", m->name, m->range ? "range" : "mark", many);
     }
     if (!c->marks->n)
-        mr_error(NULL, "%s %s: %s has no marks or ranges (times take a unit: 20ms, 1.5s)", option,
-                 value, c->path);
+        mr_messages_error(NULL, "%s %s: %s has no marks or ranges (times take a unit: 20ms, 1.5s)",
+                          option, value, c->path);
     else
-        mr_error(NULL, "%s %s: no mark or range of that name in %s; it has %s", option, value,
-                 c->path, list);
+        mr_messages_error(NULL, "%s %s: no mark or range of that name in %s; it has %s", option,
+                          value, c->path, list);
     return MR_EXIT_USAGE;
 }
 
@@ -177,8 +178,8 @@ static int ambiguous_name(const mark_ctx* c, const char* option, const char* val
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s#%zu (%s)", k ? ", " : "", name,
                                 k + 1, describe_mark(m, c->extent.steps, d, sizeof d));
     }
-    mr_error(NULL, "%s %s: %zu marks or ranges are named '%s' in %s; pick one: %s", option, value,
-             times, name, c->path, list);
+    mr_messages_error(NULL, "%s %s: %zu marks or ranges are named '%s' in %s; pick one: %s", option,
+                      value, times, name, c->path, list);
     return MR_EXIT_USAGE;
 }
 
@@ -197,8 +198,9 @@ static int mark_time(const mark_ctx* c, const char* option, const char* value, c
         if (*end || !isdigit((unsigned char)hash[1]) || !base_times)
             return unknown_name(c, option, value);
         if (nth < 1 || nth > base_times) {
-            mr_error(NULL, "%s %s: '%.*s' was recorded %zu time%s: expected #1 to #%zu", option,
-                     value, (int)base, name, base_times, base_times == 1 ? "" : "s", base_times);
+            mr_messages_error(NULL, "%s %s: '%.*s' was recorded %zu time%s: expected #1 to #%zu",
+                              option, value, (int)base, name, base_times,
+                              base_times == 1 ? "" : "s", base_times);
             return MR_EXIT_USAGE;
         }
         len = base;
@@ -211,8 +213,8 @@ static int mark_time(const mark_ctx* c, const char* option, const char* value, c
     const named_mark* m = nth_named(c->marks, name, len, k);
     if (role == ROLE_RANGE_BEGIN && !m->range) {
         char d[96];
-        mr_error(NULL, "%s %s: '%.*s' is a %s, not a range: give FROM..TO", option, value, (int)len,
-                 name, describe_mark(m, c->extent.steps, d, sizeof d));
+        mr_messages_error(NULL, "%s %s: '%.*s' is a %s, not a range: give FROM..TO", option, value,
+                          (int)len, name, describe_mark(m, c->extent.steps, d, sizeof d));
         return MR_EXIT_USAGE;
     }
     *ts = m->range && role != ROLE_FROM && role != ROLE_RANGE_BEGIN ? m->end : m->begin;
@@ -245,7 +247,7 @@ int mr_when_query(const mr_when* w, const char* path, mt_capture* cap, mr_query*
         rc = mr_when_check_time("--range", w->to_arg, w->to, path, extent, &q->to);
     marks_free(&marks);
     if (!rc && q->from > q->to) {
-        mr_error(NULL, "--range: FROM is after TO");
+        mr_messages_error(NULL, "--range: FROM is after TO");
         rc = MR_EXIT_USAGE;
     }
     return rc;

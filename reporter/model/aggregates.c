@@ -16,7 +16,7 @@
 
 // ---- measures
 
-int mr_measures_init(mr_measures* m) {
+int mr_aggregates_measures_init(mr_measures* m) {
     memset(m, 0, sizeof *m);
     if (mr_u64map_init(&m->temporary))
         return -ENOMEM;
@@ -27,7 +27,7 @@ int mr_measures_init(mr_measures* m) {
     return 0;
 }
 
-void mr_measures_free(mr_measures* m) {
+void mr_aggregates_measures_free(mr_measures* m) {
     mr_u64map_free(&m->temporary);
     mr_u64map_free(&m->tid_index);
     free(m->threads);
@@ -71,7 +71,8 @@ static bool is_temporary(mr_measures* m, const mr_block* freed) {
     return temporary;
 }
 
-int mr_measures_observe(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+int mr_aggregates_measures_observe(mr_replay* r, const mt_event* ev, const mr_block* freed,
+                                   void* ud) {
     mr_measures* m = ud;
     mr_agg_thread* th = thread_of(m, ev->tid);
     if (!th)
@@ -158,7 +159,7 @@ typedef struct computing {
 
 static int observe_both(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     computing* c = ud;
-    int rc = mr_measures_observe(r, ev, freed, &c->m);
+    int rc = mr_aggregates_measures_observe(r, ev, freed, &c->m);
     return rc ? rc : mr_checkpoints_observe(r, ev, freed, &c->w);
 }
 
@@ -167,12 +168,12 @@ static int compute(mt_capture* cap, int heap, const char* progress, const uint64
                    mr_aggregates* a, char* err, size_t errlen) {
     memset(a, 0, sizeof *a);
     computing run;
-    if (mr_measures_init(&run.m)) {
+    if (mr_aggregates_measures_init(&run.m)) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     mr_query q = MR_QUERY_INIT(heap);
-    q.observe = mr_measures_observe;
+    q.observe = mr_aggregates_measures_observe;
     q.observe_ud = &run.m;
     q.progress = progress;
     // A capture whose checkpoints cannot be cleared (locked) gets none, silently.
@@ -205,7 +206,7 @@ static int compute(mt_capture* cap, int heap, const char* progress, const uint64
         a->frees = run.m.frees;
         a->temporaries = run.m.temporaries;
     }
-    mr_measures_free(&run.m);
+    mr_aggregates_measures_free(&run.m);
     if (rc == -ENOMEM)
         snprintf(err, errlen, "out of memory");
     if (rc)

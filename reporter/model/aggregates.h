@@ -57,10 +57,11 @@ typedef struct mr_measures {
     mt_sample_sizes sizes;
 } mr_measures;
 
-int mr_measures_init(mr_measures* m);
+int mr_aggregates_measures_init(mr_measures* m);
 // An mr_replay_fn (ud: the measures); counts each event. Returns 0 or -ENOMEM.
-int mr_measures_observe(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud);
-void mr_measures_free(mr_measures* m);
+int mr_aggregates_measures_observe(mr_replay* r, const mt_event* ev, const mr_block* freed,
+                                   void* ud);
+void mr_aggregates_measures_free(mr_measures* m);
 
 // ---- aggregates
 

@@ -74,8 +74,8 @@ static void sort_by_addr(mr_block* a, mr_block* tmp, size_t n) {
         memcpy(a, from, n * sizeof *a);
 }
 
-uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
-                              mr_varbuf* buf, size_t* len) {
+uint8_t* mr_checkpoints_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
+                               mr_varbuf* buf, size_t* len) {
     mr_varbuf v = *buf;
     v.n = 0;
     mr_varbytes_put(&v, r->events);
@@ -119,8 +119,8 @@ uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* cap
     return p;
 }
 
-int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
-                       size_t whylen) {
+int mr_checkpoints_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
+                        size_t whylen) {
     mr_varreader v;
     if (!mr_varbytes_open(p, len, CKPT_K0, CKPT_K1, &v))
         return mr_varbytes_fail(why, whylen, "checkpoint at seq %llu: checksum mismatch",
@@ -326,7 +326,7 @@ static void store(mr_checkpoints_writer* w, const mr_replay* r, uint64_t seq, in
     mr_checkpoints_writer none = {0};
     uint8_t* allocated = encode_allocated(seq ? w : &none, &row.allocated_len);
     uint8_t* data =
-        mr_checkpoint_encode(seq ? r : &empty, &w->blocks, &w->capblocks, &w->encoded, &row.len);
+        mr_checkpoints_encode(seq ? r : &empty, &w->blocks, &w->capblocks, &w->encoded, &row.len);
     row.allocated = allocated;
     row.data = data;
     // Out of memory or disk: the replay goes on, the set is not whole (never used).
@@ -528,7 +528,7 @@ static int replay_from_checkpoint(at_run* s, char* err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    rc = mr_checkpoint_load(data, len, seq, &r, why, sizeof why);
+    rc = mr_checkpoints_load(data, len, seq, &r, why, sizeof why);
     free(data);
     s->last_seq = r.last_seq;
     s->jump = false;
@@ -651,7 +651,7 @@ int mr_checkpoints_range(mt_capture* cap, const mr_query* q, mr_aggregates* a, m
     if (rc == 1) {
         if (mr_replay_init(r, cap, q->heap))
             rc = -ENOMEM;
-        else if ((rc = mr_checkpoint_load(data, len, seq, r, why, sizeof why)))
+        else if ((rc = mr_checkpoints_load(data, len, seq, r, why, sizeof why)))
             mr_replay_free(r);
         else if (mt_capture_checkpoint_settled(cap, q->heap, MR_CHECKPOINTS_FORMAT, fingerprint,
                                                seq, q->to, &span->stop_seq) != 1)
@@ -689,7 +689,7 @@ int mr_checkpoints_state(mt_capture* cap, int heap, uint64_t fingerprint, uint64
     int rc = mt_capture_checkpoint_before(cap, heap, MR_CHECKPOINTS_FORMAT, fingerprint, seq, &at,
                                           &data, &len);
     if (rc == 1)
-        rc = mr_checkpoint_load(data, len, at, r, why, sizeof why);
+        rc = mr_checkpoints_load(data, len, at, r, why, sizeof why);
     else if (rc == 0) // the checkpoints were there a moment ago
         rc = mr_varbytes_fail(why, sizeof why, "no checkpoint before seq %llu",
                               (unsigned long long)seq);

@@ -83,10 +83,10 @@ bool mr_checkpoints_present(mt_capture* cap, int heap, uint64_t fingerprint);
 // seq. encode writes them into buf (its bytes replaced, its memory reused; the caller frees
 // buf->p) and returns buf->p, or NULL (buf then emptied); load returns 0, -ENOMEM, or
 // -EPROTO with what is wrong in why.
-uint8_t* mr_checkpoint_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
-                              mr_varbuf* buf, size_t* len);
-int mr_checkpoint_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
-                       size_t whylen);
+uint8_t* mr_checkpoints_encode(const mr_replay* r, mr_block** blocks, size_t* capblocks,
+                               mr_varbuf* buf, size_t* len);
+int mr_checkpoints_load(const uint8_t* p, size_t len, uint64_t seq, mr_replay* r, char* why,
+                        size_t whylen);
 
 // mr_profile_build_moments' shortcut for queries over the whole run, every thread, rows
 // per callsite, no observer, at least one at a time (the others at the peak or the end):

@@ -34,14 +34,14 @@ struct mr_flow_build {
     uint64_t serial;
 };
 
-int mr_flow_init(mr_flow* g, size_t nt) {
+int mr_flowgraph_init(mr_flow* g, size_t nt) {
     *g = (mr_flow){.nt = nt};
     g->b = calloc(1, sizeof *g->b);
     g->stack_bytes = calloc(nt, sizeof *g->stack_bytes);
     if (!g->b || !g->stack_bytes || mr_strtab_init(&g->b->names) ||
         mr_u64map_init(&g->b->name_pairs) || mr_u64map_init(&g->b->line_ids) ||
         mr_u64map_init(&g->b->edge_ids)) {
-        mr_flow_free(g);
+        mr_flowgraph_free(g);
         return -ENOMEM;
     }
     return 0;
@@ -61,7 +61,7 @@ static void free_build(mr_flow_build* b) {
     free(b);
 }
 
-void mr_flow_free(mr_flow* g) {
+void mr_flowgraph_free(mr_flow* g) {
     free_build(g->b);
     for (size_t i = 0; i < g->nboxes; i++) {
         free(g->boxes[i].lines);
@@ -94,7 +94,8 @@ static int map_id(mr_u64map* m, uint64_t key, uint32_t* next, uint32_t* id, bool
     return 0;
 }
 
-int mr_flow_line_id(mr_flow* g, const char* function, const char* file, int line, uint32_t* id) {
+int mr_flowgraph_line_id(mr_flow* g, const char* function, const char* file, int line,
+                         uint32_t* id) {
     mr_flow_build* b = g->b;
     uint32_t fn, fl = MR_STRTAB_NONE, pair, next = (uint32_t)g->nlines;
     bool added;
@@ -146,7 +147,7 @@ static int add_edge(mr_flow* g, uint32_t from, uint32_t to, size_t t, uint64_t b
     return 0;
 }
 
-int mr_flow_add_stack(mr_flow* g, size_t t, const uint32_t* lines, size_t n, uint64_t bytes) {
+int mr_flowgraph_add_stack(mr_flow* g, size_t t, const uint32_t* lines, size_t n, uint64_t bytes) {
     mr_flow_build* b = g->b;
     if (n == 0 || t >= g->nt)
         return 0;
@@ -326,7 +327,7 @@ static int make_links(finish* f) {
     return 0;
 }
 
-int mr_flow_finish(mr_flow* g, const uint64_t* total, double min_share) {
+int mr_flowgraph_finish(mr_flow* g, const uint64_t* total, double min_share) {
     size_t nl = g->nlines ? g->nlines : 1, ne = g->b->nedges ? g->b->nedges : 1;
     finish f = {.g = g, .min_share = min_share};
     g->total = malloc(g->nt * sizeof *g->total);

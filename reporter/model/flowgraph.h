@@ -7,7 +7,7 @@
 //     when recursion shows it twice;
 //   - an edge caller -> callee (two adjacent lines of a stack): the bytes of the stacks that
 //     show that call, once per stack.
-// mr_flow_finish then decides what is drawn: lines whose cumulative bytes are below a share
+// mr_flowgraph_finish then decides what is drawn: lines whose cumulative bytes are below a share
 // of the moment's total at every moment are hidden, and so are such edges; a chain of shown
 // lines that allocate nothing at any moment, each with one shown callee that has no other
 // shown caller, becomes one box listing its lines. Hiding never changes a number: the local
@@ -49,7 +49,7 @@ typedef struct mr_flow {
     size_t nlines;
     uint64_t *local, *cumulative; // [line * nt + t]
     uint64_t* stack_bytes;        // [nt]: the bytes of every stack added
-    // Set by mr_flow_finish:
+    // Set by mr_flowgraph_finish:
     uint64_t* total;        // [nt]: the totals shares are of
     uint64_t* hidden_local; // [nt]: the locals of hidden lines
     mr_flow_box* boxes;     // by largest share, then by first line id
@@ -60,19 +60,20 @@ typedef struct mr_flow {
 } mr_flow;
 
 // An empty graph of nt >= 1 moments. Returns 0 or -ENOMEM.
-int mr_flow_init(mr_flow* g, size_t nt);
-void mr_flow_free(mr_flow* g);
+int mr_flowgraph_init(mr_flow* g, size_t nt);
+void mr_flowgraph_free(mr_flow* g);
 
 // The id of a line, added when new (lines are told apart by their strings). Returns 0 or
 // -ENOMEM.
-int mr_flow_line_id(mr_flow* g, const char* function, const char* file, int line, uint32_t* id);
+int mr_flowgraph_line_id(mr_flow* g, const char* function, const char* file, int line,
+                         uint32_t* id);
 
 // Adds `bytes` live at moment t along a stack of n >= 1 line ids, leaf first. Returns 0 or
 // -ENOMEM.
-int mr_flow_add_stack(mr_flow* g, size_t t, const uint32_t* lines, size_t n, uint64_t bytes);
+int mr_flowgraph_add_stack(mr_flow* g, size_t t, const uint32_t* lines, size_t n, uint64_t bytes);
 
 // Hides what is below min_share (0..1) of total[t] at every moment t and merges chains.
 // Returns 0 or -ENOMEM. Call once, after the last stack.
-int mr_flow_finish(mr_flow* g, const uint64_t* total, double min_share);
+int mr_flowgraph_finish(mr_flow* g, const uint64_t* total, double min_share);
 
 #endif

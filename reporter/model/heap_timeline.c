@@ -29,7 +29,7 @@ typedef struct bucketed {
 static int emit(mr_points* out, mr_point p) {
     if (out->n && out->v[out->n - 1].x == p.x && out->v[out->n - 1].y == p.y)
         return 0;
-    return mr_points_push(out, p.x, p.y);
+    return mr_series_points_push(out, p.x, p.y);
 }
 
 static int bucket_flush(bucketed* b) {
@@ -112,7 +112,7 @@ static int site_index(native* nv, uint32_t callsite, size_t* out) {
         *out = (size_t)nv->site_of[callsite];
         return 0;
     }
-    const char* name = mr_site_label(nv->labels, callsite);
+    const char* name = mr_sites_label(nv->labels, callsite);
     size_t i = 0;
     // Few distinct names per capture; a linear search runs once per callsite, not per event.
     while (i < nv->nrows && strcmp(nv->rows[i].name, name) != 0)
@@ -139,7 +139,8 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
     native* nv = ud;
     if (nv->total_events && (r->events & 0xffff) == 0) {
         double done = (double)r->events / (double)nv->total_events;
-        mr_progress("plot", nv->want_sites ? (nv->pass2 ? 0.5 + done / 2 : done / 2) : done);
+        mr_messages_progress("plot",
+                             nv->want_sites ? (nv->pass2 ? 0.5 + done / 2 : done / 2) : done);
     }
     if (!nv->pass2 && bucket_add(&nv->hb, ev->ts, r->live_bytes))
         return -ENOMEM;
@@ -176,8 +177,8 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         if (idx == nv->row_bucket && s->bytes.n) {
             s->bytes.v[s->bytes.n - 1] = (mr_point){ev->ts, s->live};
             s->share.v[s->share.n - 1] = (mr_point){ev->ts, share};
-        } else if (mr_points_push(&s->bytes, ev->ts, s->live) ||
-                   mr_points_push(&s->share, ev->ts, share)) {
+        } else if (mr_series_points_push(&s->bytes, ev->ts, s->live) ||
+                   mr_series_points_push(&s->share, ev->ts, share)) {
             return -ENOMEM;
         }
     }
@@ -247,7 +248,7 @@ static size_t find_site(const native* nv, const char* name) {
         if (!strcmp(nv->rows[i].name, name))
             return i;
     for (size_t i = 0; i < nv->nrows; i++) {
-        char* shown = mr_cxx_name_display_dup(nv->rows[i].name);
+        char* shown = mr_cxx_names_display_dup(nv->rows[i].name);
         bool same = shown && !strcmp(shown, name);
         free(shown);
         if (same)
@@ -330,13 +331,13 @@ static int read_marks(native* nv, mr_timeline_mark** out, size_t* n) {
 
 static void rows_free(native* nv) {
     for (size_t i = 0; i < nv->nrows; i++) {
-        mr_points_free(&nv->rows[i].bytes);
-        mr_points_free(&nv->rows[i].share);
+        mr_series_points_free(&nv->rows[i].bytes);
+        mr_series_points_free(&nv->rows[i].share);
     }
     free(nv->rows);
     free(nv->chosen);
     free(nv->site_of);
-    mr_site_labels_free(nv->labels);
+    mr_sites_labels_free(nv->labels);
 }
 
 // The site labels and their lookup table, for site rows. Returns 0 or a negative errno.
@@ -346,7 +347,7 @@ static int sites_init(native* nv) {
         return rc;
     nv->ncallsites = mr_symbols_callsite_count(nv->sym);
     nv->site_of = malloc((nv->ncallsites + 1) * sizeof *nv->site_of);
-    nv->labels = mr_site_labels_new(nv->sym);
+    nv->labels = mr_sites_labels_new(nv->sym);
     if (!nv->site_of || !nv->labels) {
         snprintf(nv->msg, nv->msglen, "out of memory");
         return -ENOMEM;
@@ -444,7 +445,7 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
     nv.want_sites = o->top_sites > 0 || o->nsites > 0;
     int rc = nv.want_sites ? sites_init(&nv) : 0;
     t->duration = max_ts(&nv);
-    if (mr_progress_enabled())
+    if (mr_messages_progress_enabled())
         nv.total_events = count_events(&nv);
     // Buckets from the common axis's origin, o->shift ns before this capture's ts 0.
     int64_t width = o->bucket_ns > 0 ? o->bucket_ns : t->duration / o->buckets + 1;
@@ -459,7 +460,7 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
         rc = -ENOMEM;
     }
     if (nv.total_events)
-        mr_progress("plot", -1);
+        mr_messages_progress("plot", -1);
     rows_free(&nv);
     if (nv.sym)
         mr_symbols_free(nv.sym);
@@ -472,16 +473,16 @@ int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_t
 
 void mr_heap_timeline_free(mr_heap_timeline* t) {
     for (size_t i = 0; i < t->nsites; i++) {
-        mr_points_free(&t->sites[i].bytes);
-        mr_points_free(&t->sites[i].share);
+        mr_series_points_free(&t->sites[i].bytes);
+        mr_series_points_free(&t->sites[i].share);
     }
     free(t->sites);
     for (size_t i = 0; i < t->nmarks; i++)
         free(t->marks[i].name);
     free(t->marks);
-    mr_points_free(&t->heap);
-    mr_points_free(&t->rss);
-    mr_points_free(&t->vsz);
+    mr_series_points_free(&t->heap);
+    mr_series_points_free(&t->rss);
+    mr_series_points_free(&t->vsz);
     if (t->symbols)
         mr_symbols_free(t->symbols);
     memset(t, 0, sizeof *t);

@@ -18,12 +18,12 @@ static int add_verdict(void* ud, uint64_t seq, int kind, uint64_t holder_seq) {
     return mr_u64map_put(ud, seq, (uint64_t)kind);
 }
 
-int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out) {
+int mr_leak_kinds_verdicts_load(mt_capture* cap, mr_u64map* out) {
     int rc = mt_capture_leaks(cap, add_verdict, out);
     return rc == -ENOENT ? 0 : rc;
 }
 
-bool mr_leak_scan_complete(mt_capture* cap, char* why, size_t whylen) {
+bool mr_leak_kinds_scan_complete(mt_capture* cap, char* why, size_t whylen) {
     char* status = mt_capture_meta_text(cap, "leak_scan");
     char* said = mt_capture_meta_text(cap, "leak_scan_why");
     snprintf(why, whylen, "%s",
@@ -45,12 +45,12 @@ int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int
                              int64_t to, mr_leak_kinds* out, char* err, size_t errlen) {
     memset(out, 0, sizeof *out);
     out->ncallsites = ncallsites;
-    if (!mr_leak_scan_complete(cap, out->why, sizeof out->why))
+    if (!mr_leak_kinds_scan_complete(cap, out->why, sizeof out->why))
         return 0;
     mr_u64map verdicts;
     if (mr_u64map_init(&verdicts))
         return -ENOMEM;
-    int rc = mr_leak_verdicts_load(cap, &verdicts); // complete, no table: nothing was live
+    int rc = mr_leak_kinds_verdicts_load(cap, &verdicts); // complete, no table: nothing was live
     if (rc) {
         snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : "the leak table is damaged");
         mr_u64map_free(&verdicts);
@@ -90,7 +90,7 @@ int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int
     return 0;
 }
 
-bool mr_leak_scan_skipped(mt_capture* cap, char* why, size_t len) {
+bool mr_leak_kinds_scan_skipped(mt_capture* cap, char* why, size_t len) {
     char* status = mt_capture_meta_text(cap, "leak_scan");
     bool skipped = status && strcmp(status, "complete") != 0;
     if (skipped) {
@@ -123,7 +123,7 @@ void mr_leak_kinds_program(const mr_leak_kinds* k, const mr_symbols* s,
     }
 }
 
-int mr_leak_kind_parse(const char* w) {
+int mr_leak_kinds_parse(const char* w) {
     static const char* const words[] = {NULL, "definite", "indirect", "possible", "reachable"};
     for (int k = MT_LEAK_DEFINITE; k < MT_LEAK_COUNT_; k++)
         if (!strcmp(w, words[k]) || !strcmp(w, mt_leak_kind_name(k)))
@@ -138,7 +138,7 @@ unsigned mr_leak_kinds_mask(const char* list, char* bad, size_t badlen) {
         size_t n = strcspn(p, ",");
         char w[64];
         snprintf(w, sizeof w, "%.*s", (int)(n < sizeof w ? n : sizeof w - 1), p);
-        int k = mr_leak_kind_parse(w);
+        int k = mr_leak_kinds_parse(w);
         if (!strcmp(w, "all"))
             mask |= ((1u << MT_LEAK_COUNT_) - 1) & ~1u;
         else if (k)

@@ -28,7 +28,7 @@ typedef struct mr_leak_kinds {
 
 // Whether the capture's leak scan ran to its end (its verdicts can be read); else why not,
 // in words, into why.
-bool mr_leak_scan_complete(mt_capture* cap, char* why, size_t whylen);
+bool mr_leak_kinds_scan_complete(mt_capture* cap, char* why, size_t whylen);
 // Reads the verdicts of heap `heap`'s blocks. 0, or a negative errno with the reason in
 // err (a damaged table is -EPROTO).
 int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
@@ -39,12 +39,12 @@ int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int
 void mr_leak_kinds_free(mr_leak_kinds* k);
 // The verdicts alone, allocation seq -> kind, into an initialised map (empty without a scan).
 // 0, -ENOMEM, or -EPROTO for a damaged table.
-int mr_leak_verdicts_load(mt_capture* cap, mr_u64map* out);
+int mr_leak_kinds_verdicts_load(mt_capture* cap, mr_u64map* out);
 
 // Whether the capture says its leak scan did not run, and why into why[len] (docs/leaks.md:
 // a process that ended unseen, MEMTRACE_LEAKS=0...). A capture made before the scan existed
 // says nothing: false.
-bool mr_leak_scan_skipped(mt_capture* cap, char* why, size_t len);
+bool mr_leak_kinds_scan_skipped(mt_capture* cap, char* why, size_t len);
 
 // The totals per kind of the program's blocks: those of callsites the C runtime holds
 // (runtime_held.h) left out, as `leaks` shows them apart.
@@ -53,7 +53,7 @@ void mr_leak_kinds_program(const mr_leak_kinds* k, const mr_symbols* s,
 
 // The kind a word names: memcheck's --show-leak-kinds words (definite, indirect, possible,
 // reachable) or the kinds' own names (definitely_lost...); 0 if none.
-int mr_leak_kind_parse(const char* word);
+int mr_leak_kinds_parse(const char* word);
 // A comma list of such words, or "all", as a mask of bits 1 << kind. 0 and the bad word in
 // *bad when one is not a kind.
 unsigned mr_leak_kinds_mask(const char* list, char* bad, size_t badlen);

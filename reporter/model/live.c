@@ -42,7 +42,7 @@ void mr_live_free(mr_live* l) {
     mr_replay_free(&l->heap);
     mr_u64map_free(&l->site_bytes);
     mr_u64map_free(&l->site_blocks);
-    mr_site_labels_free(l->labels);
+    mr_sites_labels_free(l->labels);
     mr_symbols_free(l->sym);
     free(l->held);
     free(l->command);
@@ -195,10 +195,10 @@ static int read_batch(mr_live* l, const char* path, bool all, char* err, size_t 
         mr_symbols* sym = NULL;
         char quiet[512]; // a screen redrawn in place has no line for notes
         if (mr_symbols_load(cap, &sym, quiet, sizeof quiet) == 0) {
-            mr_site_labels_free(l->labels);
+            mr_sites_labels_free(l->labels);
             mr_symbols_free(l->sym);
             l->sym = sym;
-            l->labels = mr_site_labels_new(sym);
+            l->labels = mr_sites_labels_new(sym);
             l->sym_callsites = max_callsite;
         }
     }
@@ -264,7 +264,7 @@ size_t mr_live_top_sites(const mr_live* l, mr_live_site* out, size_t max) {
         uint64_t* blocks = mr_u64map_get((mr_u64map*)&l->site_blocks, callsite);
         const char* name = "[stack not written yet]";
         if (l->sym && callsite < mr_symbols_callsite_count(l->sym))
-            name = l->labels ? mr_site_label(l->labels, (uint32_t)callsite)
+            name = l->labels ? mr_sites_label(l->labels, (uint32_t)callsite)
                              : mr_sites_site_name(l->sym, (uint32_t)callsite);
         rows[n++] = (mr_live_site){name, bytes, blocks ? *blocks : 0};
     }

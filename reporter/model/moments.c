@@ -351,8 +351,8 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
     if (e == 0 && edges)
         e = record_edge(&t, 0);
     if (e == 0 && edges && (e = mr_u64map_init(&t.verdicts)) == 0) {
-        m->scanned = mr_leak_scan_complete(cap, m->why_unscanned, sizeof m->why_unscanned);
-        if (m->scanned && (e = mr_leak_verdicts_load(cap, &t.verdicts)) && e != -ENOMEM) {
+        m->scanned = mr_leak_kinds_scan_complete(cap, m->why_unscanned, sizeof m->why_unscanned);
+        if (m->scanned && (e = mr_leak_kinds_verdicts_load(cap, &t.verdicts)) && e != -ENOMEM) {
             snprintf(err, errlen, "the leak table is damaged");
             e = -EPROTO;
         }

@@ -479,7 +479,8 @@ static int cut_at_peak(const mr_capture_set* s, const mr_procs_timeline* t, int6
     return rc;
 }
 
-int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err) {
+int mr_procs_timeline_moment_find(const mr_capture_set* s, mr_procs_moment* m,
+                                  mr_procs_error* err) {
     memset(m, 0, sizeof *m);
     mr_procs_timeline t;
     int rc = mr_procs_timeline_build(s, MOMENT_BUCKETS, &t, err);
@@ -499,11 +500,11 @@ int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_e
         rc = cut_at_peak(s, &t, t.duration / MOMENT_BUCKETS + 1, m, err);
     mr_procs_timeline_free(&t);
     if (rc)
-        mr_procs_moment_free(m);
+        mr_procs_timeline_moment_free(m);
     return rc;
 }
 
-void mr_procs_moment_free(mr_procs_moment* m) {
+void mr_procs_timeline_moment_free(mr_procs_moment* m) {
     free(m->at);
     free(m->before_seq);
     free(m->live);

@@ -68,7 +68,7 @@ typedef struct mr_procs_moment {
 
 // Finds it from a timeline of s (mr_procs_timeline_build). Returns 0, or a negative errno
 // with the reason in *err.
-int mr_procs_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err);
-void mr_procs_moment_free(mr_procs_moment* m);
+int mr_procs_timeline_moment_find(const mr_capture_set* s, mr_procs_moment* m, mr_procs_error* err);
+void mr_procs_timeline_moment_free(mr_procs_moment* m);
 
 #endif

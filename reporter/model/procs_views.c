@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mr_procs_profile_add(mr_profile* sum, const mr_profile* p) {
+void mr_procs_views_profile_add(mr_profile* sum, const mr_profile* p) {
     sum->live_bytes += p->live_bytes;
     sum->live_blocks += p->live_blocks;
     sum->end_bytes += p->end_bytes;
@@ -30,8 +30,8 @@ static int cmp_function(const void* x, const void* y) {
     return c ? c : cmp_str(a->file, b->file);
 }
 
-int mr_procs_functions_split(const mr_functions* parts, size_t n, mr_functions* out,
-                             size_t** part_of) {
+int mr_procs_views_functions_split(const mr_functions* parts, size_t n, mr_functions* out,
+                                   size_t** part_of) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += parts[i].n;
@@ -53,9 +53,9 @@ int mr_procs_functions_split(const mr_functions* parts, size_t n, mr_functions* 
     return 0;
 }
 
-int mr_procs_functions_sum(const mr_functions* parts, size_t n, mr_functions* out) {
+int mr_procs_views_functions_sum(const mr_functions* parts, size_t n, mr_functions* out) {
     size_t* part_of;
-    int e = mr_procs_functions_split(parts, n, out, &part_of);
+    int e = mr_procs_views_functions_split(parts, n, out, &part_of);
     if (e)
         return e;
     free(part_of);

@@ -14,15 +14,15 @@
 // Adds p's totals (live at its moment, at the end, allocated, its peak and events) to
 // *sum; its rows are not copied (sum->rows stays NULL). The peaks of processes add up as
 // each process at its own peak.
-void mr_procs_profile_add(mr_profile* sum, const mr_profile* p);
+void mr_procs_views_profile_add(mr_profile* sum, const mr_profile* p);
 
 // The functions of parts[0..n) summed: one row per (name, file), by name then file as
 // mr_functions_build sorts them. Returns 0 or -ENOMEM.
-int mr_procs_functions_sum(const mr_functions* parts, size_t n, mr_functions* out);
+int mr_procs_views_functions_sum(const mr_functions* parts, size_t n, mr_functions* out);
 
 // The functions of parts[0..n) one after the other, (*part_of)[i] the part of out->v[i]
 // (malloc'd). Returns 0 or -ENOMEM.
-int mr_procs_functions_split(const mr_functions* parts, size_t n, mr_functions* out,
-                             size_t** part_of);
+int mr_procs_views_functions_split(const mr_functions* parts, size_t n, mr_functions* out,
+                                   size_t** part_of);
 
 #endif

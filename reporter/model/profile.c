@@ -206,7 +206,7 @@ static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, voi
         return rc;
     mark_moments(b, r, ev);
     if (q->progress && (r->events & 0xfffff) == 0 && b->progress_total)
-        mr_progress(q->progress, (double)r->events / (double)b->progress_total);
+        mr_messages_progress(q->progress, (double)r->events / (double)b->progress_total);
     return q->observe ? q->observe(r, ev, freed, q->observe_ud) : 0;
 }
 
@@ -464,7 +464,7 @@ static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
             rc = mr_replay_run(&r, span.stop_seq, on_event, &b);
     }
     if (q->progress)
-        mr_progress(q->progress, -1);
+        mr_messages_progress(q->progress, -1);
     if (rc && !skip_failed) {
         snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
         rc = rc < 0 ? rc : -EPROTO;

@@ -155,10 +155,10 @@ static int note_caller(mr_site_labels* l, const char* fn, const char* caller) {
     return 0;
 }
 
-mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
+mr_site_labels* mr_sites_labels_new(const mr_symbols* s) {
     mr_site_labels* l = calloc(1, sizeof *l);
     if (!l || mr_strtab_init(&l->wrappers)) {
-        mr_site_labels_free(l);
+        mr_sites_labels_free(l);
         return NULL;
     }
     l->s = s;
@@ -180,7 +180,7 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
         for (size_t k = 0; k < nl; k++) {
             const char* caller = k + 1 < nl ? locs[k + 1].function : outer;
             if (caller && note_caller(l, locs[k].function, caller)) {
-                mr_site_labels_free(l);
+                mr_sites_labels_free(l);
                 return NULL;
             }
         }
@@ -189,17 +189,17 @@ mr_site_labels* mr_site_labels_new(const mr_symbols* s) {
 }
 
 bool mr_sites_is_plumbing(const char* function) {
-    return mr_cxx_name_is_std(function);
+    return mr_cxx_names_is_std(function);
 }
 
-bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function) {
+bool mr_sites_labels_is_wrapper(const mr_site_labels* l, const char* function) {
     if (mr_sites_is_plumbing(function))
         return true;
     uint32_t id = mr_strtab_find(&l->wrappers, function);
     return id != MR_STRTAB_NONE && !l->first_caller[id];
 }
 
-const char* mr_site_label(const mr_site_labels* l, uint32_t leaf) {
+const char* mr_sites_label(const mr_site_labels* l, uint32_t leaf) {
     if (leaf == 0 || leaf >= mr_symbols_callsite_count(l->s))
         return "(no stack)";
     uint32_t frames[MR_SITES_MAX_DEPTH];
@@ -208,13 +208,13 @@ const char* mr_site_label(const mr_site_labels* l, uint32_t leaf) {
         const mr_symloc* locs;
         size_t nl = mr_symbols_frame_locs(l->s, frames[i], &locs);
         for (size_t k = 0; k < nl; k++)
-            if (!mr_site_labels_is_wrapper(l, locs[k].function))
+            if (!mr_sites_labels_is_wrapper(l, locs[k].function))
                 return locs[k].function;
     }
     return mr_sites_site_name(l->s, leaf);
 }
 
-void mr_site_labels_free(mr_site_labels* l) {
+void mr_sites_labels_free(mr_site_labels* l) {
     if (l) {
         mr_strtab_free(&l->wrappers);
         free(l->first_caller);

@@ -28,7 +28,7 @@ uint32_t* mr_sites_canonical(const mr_symbols* s);
 // The allocation plumbing: functions whose allocations every report of sites or functions
 // counts as their caller's, because they allocate for whoever calls them and their rows
 // would read alike (five std::__new_allocator<T>::allocate rows, one per element type).
-// That is the C++ standard library's functions (mr_cxx_name_is_std), named in reports as
+// That is the C++ standard library's functions (mr_cxx_names_is_std), named in reports as
 // MR_SITES_PLUMBING. The one list: stats' and plot --sites' labels pass them, and so do
 // top's and diff's function tables (functions.h).
 bool mr_sites_is_plumbing(const char* function);
@@ -53,10 +53,10 @@ bool mr_sites_is_plumbing(const char* function);
 // is labelled as mr_sites_site_name labels it.
 typedef struct mr_site_labels mr_site_labels;
 // Finds the wrappers of a capture's stacks. NULL when out of memory.
-mr_site_labels* mr_site_labels_new(const mr_symbols* s);
+mr_site_labels* mr_sites_labels_new(const mr_symbols* s);
 // The label of a leaf callsite; the string lives as long as the mr_symbols.
-const char* mr_site_label(const mr_site_labels* l, uint32_t leaf);
-bool mr_site_labels_is_wrapper(const mr_site_labels* l, const char* function);
-void mr_site_labels_free(mr_site_labels* l);
+const char* mr_sites_label(const mr_site_labels* l, uint32_t leaf);
+bool mr_sites_labels_is_wrapper(const mr_site_labels* l, const char* function);
+void mr_sites_labels_free(mr_site_labels* l);
 
 #endif

@@ -100,7 +100,7 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_po
 void mr_npu_series_free(mr_npu_series* s);
 
 // The StaticAllocation heap plot of an NPU heap (and its --data JSON). Returns an exit code.
-int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args);
+int mr_npu_plot(const mr_npu_series* s, const mr_plot_args* args);
 
 // ---- the capture mapping: npu_import.c writes it, npu_plot.c reads it back.
 // Heap MT_HEAP_NPU ('npu', time unit 'step'); counters MT_TRACK_NPU_* hold the raw max,

@@ -109,19 +109,19 @@ typedef struct parser {
 } parser;
 
 // ---- npu_scan.c
-void npu_scan_line(scan* sc, const unsigned char* s, size_t n);
+void mr_npu_scan_line(scan* sc, const unsigned char* s, size_t n);
 
 // ---- npu_parse.c
-int npu_table_grow(parser* p);
-func* npu_func_get(parser* p, const char* name, size_t len);
-void npu_store_free(store* st);
-int npu_flush_pending(parser* p, store* st, func* f);
-int npu_choose(const scan* sc, const bool* ok, bool legacy);
-int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, bool legacy);
-bool npu_legacy_prefix(const unsigned char* s, size_t at);
-void npu_parser_free(parser* p);
+int mr_npu_table_grow(parser* p);
+func* mr_npu_func_get(parser* p, const char* name, size_t len);
+void mr_npu_store_free(store* st);
+int mr_npu_flush_pending(parser* p, store* st, func* f);
+int mr_npu_choose(const scan* sc, const bool* ok, bool legacy);
+int mr_npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, bool legacy);
+bool mr_npu_legacy_prefix(const unsigned char* s, size_t at);
+void mr_npu_parser_free(parser* p);
 
 // ---- npu_timeline.c: validates the end of the log and builds it in timeline order.
-int npu_finish(parser* p, int fd_rc, mr_npu_log* log);
+int mr_npu_finish(parser* p, int fd_rc, mr_npu_log* log);
 
 #endif

@@ -32,7 +32,7 @@ static uint64_t hash_bytes(const parser* p, const char* s, size_t n) {
     return h;
 }
 
-int npu_table_grow(parser* p) {
+int mr_npu_table_grow(parser* p) {
     size_t cap = p->table ? (p->tmask + 1) * 2 : 64;
     func** t = calloc(cap, sizeof *t);
     if (!t)
@@ -49,7 +49,7 @@ int npu_table_grow(parser* p) {
     return 0;
 }
 
-func* npu_func_get(parser* p, const char* name, size_t len) {
+func* mr_npu_func_get(parser* p, const char* name, size_t len) {
     if (p->last && p->last->len == len && memcmp(p->last->name, name, len) == 0)
         return p->last;
     size_t h = (size_t)hash_bytes(p, name, len) & p->tmask;
@@ -75,7 +75,7 @@ func* npu_func_get(parser* p, const char* name, size_t len) {
     }
     p->funcs[p->nfuncs++] = f;
     p->table[h] = f;
-    if (p->nfuncs * 2 > p->tmask + 1 && npu_table_grow(p))
+    if (p->nfuncs * 2 > p->tmask + 1 && mr_npu_table_grow(p))
         return NULL;
     return p->last = f;
 }
@@ -85,11 +85,11 @@ static void func_free(func* f) {
     free(f->pending);
 }
 
-void npu_store_free(store* st) {
-    mr_points_free(&st->max);
-    mr_points_free(&st->frag);
-    mr_points_free(&st->used);
-    mr_points_free(&st->free);
+void mr_npu_store_free(store* st) {
+    mr_series_points_free(&st->max);
+    mr_series_points_free(&st->frag);
+    mr_series_points_free(&st->used);
+    mr_series_points_free(&st->free);
     free(st->ev);
     memset(st, 0, sizeof *st);
 }
@@ -195,7 +195,7 @@ static int add_event(parser* p, store* st, func* f, uint64_t size, bool is_free)
 
 // A lines wait for their step's B line, which names the memory (DDR or CMX_NN); any other
 // line of the function settles them with the last kind seen.
-int npu_flush_pending(parser* p, store* st, func* f) {
+int mr_npu_flush_pending(parser* p, store* st, func* f) {
     int rc = 0;
     for (size_t i = 0; i < f->npending && !rc; i++) {
         if (f->cmx)
@@ -215,7 +215,7 @@ static int bad_number(parser* p) {
 
 // The data rules (§2.3: first match wins, in this order), then the event lines: the
 // rule a line obeys, or L_COUNT. Legacy lines (§5) have a flag line instead of rule 2.
-int npu_choose(const scan* sc, const bool* ok, bool legacy) {
+int mr_npu_choose(const scan* sc, const bool* ok, bool legacy) {
     static const int order[] = {L_MAX, L_FRAG, L_USED, L_FREE, L_ALLOC, L_HFREE, L_BEFORE};
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         int c = order[i];
@@ -229,7 +229,7 @@ int npu_choose(const scan* sc, const bool* ok, bool legacy) {
 
 // Applies rule l with value v to function f. Legacy logs mark the next max point after a
 // flag line as a fragmentation one.
-int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, bool legacy) {
+int mr_npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, bool legacy) {
     if (l == L_COUNT)
         return 0;
     if (!p->events && (l == L_ALLOC || l == L_HFREE || l == L_BEFORE))
@@ -253,27 +253,27 @@ int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, b
     }
     if (l == L_BEFORE) {
         f->cmx = !before_ddr;
-        return npu_flush_pending(p, st, f);
+        return mr_npu_flush_pending(p, st, f);
     }
-    int rc = npu_flush_pending(p, st, f);
+    int rc = mr_npu_flush_pending(p, st, f);
     if (rc)
         return rc;
     switch (l) {
     case L_MAX:
         f->nmax++;
-        rc = mr_points_push(&st->max, at(f), v);
+        rc = mr_series_points_push(&st->max, at(f), v);
         if (!rc && legacy && f->frag_flag) {
             f->frag_flag = false;
-            rc = mr_points_push(&st->frag, at(f), v);
+            rc = mr_series_points_push(&st->frag, at(f), v);
         }
         return rc;
     case L_FRAG:
-        return mr_points_push(&st->frag, at(f), v);
+        return mr_series_points_push(&st->frag, at(f), v);
     case L_LFRAG:
         f->frag_flag = true;
         return 0;
     case L_USED:
-        return mr_points_push(&st->used, at(f), v);
+        return mr_series_points_push(&st->used, at(f), v);
     case L_FREE:
         if (f->steps + 1 >= (int64_t)1 << LOCAL_BITS) {
             snprintf(p->err, p->errlen, "line %llu: more than 2^%d steps in %s",
@@ -281,7 +281,7 @@ int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, b
             return -EPROTO;
         }
         f->nfree++;
-        rc = mr_points_push(&st->free, at(f), v);
+        rc = mr_series_points_push(&st->free, at(f), v);
         f->steps++;
         return rc;
     case L_HFREE:
@@ -298,13 +298,13 @@ int npu_act(parser* p, store* st, func* f, int l, uint64_t v, bool before_ddr, b
 // Legacy lines carry no "{F}:" prefix: the literal follows the logger's "]" (and the
 // indent) directly. Requiring that keeps a current-format log of ignored names (init:)
 // from being read as legacy.
-bool npu_legacy_prefix(const unsigned char* s, size_t at) {
+bool mr_npu_legacy_prefix(const unsigned char* s, size_t at) {
     while (at > 0 && s[at - 1] == ' ')
         at--;
     return at == 0 || s[at - 1] == ']';
 }
 
-void npu_parser_free(parser* p) {
+void mr_npu_parser_free(parser* p) {
     for (size_t i = 0; i < p->nfuncs; i++) {
         func_free(p->funcs[i]);
         free(p->funcs[i]);
@@ -312,8 +312,8 @@ void npu_parser_free(parser* p) {
     free(p->funcs);
     free(p->table);
     func_free(&p->legacy);
-    npu_store_free(&p->cur);
-    npu_store_free(&p->leg);
+    mr_npu_store_free(&p->cur);
+    mr_npu_store_free(&p->leg);
     free(p->live);
     free(p->next_live);
 }

@@ -70,7 +70,7 @@ static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out,
         q->gate = true;
     }
     scan sc;
-    npu_scan_line(&sc, s, n);
+    mr_npu_scan_line(&sc, s, n);
     static const bool all[L_COUNT] = {true, true, true, true, true, true, true, true};
     memset(out, 0, sizeof *out);
     out->lineno = q->lineno;
@@ -79,7 +79,7 @@ static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out,
                     memmem(s, n, "End Pass StaticAllocation", 25) != NULL;
     out->cur = out->leg = L_COUNT;
     if (sc.key) {
-        out->cur = (uint8_t)npu_choose(&sc, all, false);
+        out->cur = (uint8_t)mr_npu_choose(&sc, all, false);
         out->cur_val = out->cur < L_COUNT ? sc.val[out->cur] : 0;
         if (MT_VEC_RESERVE(&b->arena, &b->acap, b->alen + sc.keylen)) {
             q->rc = -ENOMEM; // reported when the reader is done
@@ -92,8 +92,8 @@ static bool examine(pipeline* q, const unsigned char* s, size_t n, scanned* out,
     } else {
         bool ok[L_COUNT];
         for (int l = 0; l < L_COUNT; l++)
-            ok[l] = sc.found[l] && (l == L_BEFORE || npu_legacy_prefix(s, sc.pos[l]));
-        out->leg = (uint8_t)npu_choose(&sc, ok, true);
+            ok[l] = sc.found[l] && (l == L_BEFORE || mr_npu_legacy_prefix(s, sc.pos[l]));
+        out->leg = (uint8_t)mr_npu_choose(&sc, ok, true);
         out->leg_val = out->leg < L_COUNT ? sc.val[out->leg] : 0;
     }
     return out->key_len || out->leg < L_COUNT || out->end_pass;
@@ -107,22 +107,22 @@ static int consume(parser* p, pipeline* q, const scanned* sd, const char* arena)
             p->legacy_on = false;
             atomic_store_explicit(&q->legacy_off, true, memory_order_relaxed);
         } else if (!sd->key_len) {
-            int rc = npu_act(p, &p->leg, &p->legacy, sd->leg, sd->leg_val, sd->before_ddr, true);
+            int rc = mr_npu_act(p, &p->leg, &p->legacy, sd->leg, sd->leg_val, sd->before_ddr, true);
             if (rc)
                 return rc;
         }
     }
     if (!sd->key_len)
         return 0;
-    func* f = npu_func_get(p, arena + sd->key_off, sd->key_len);
+    func* f = mr_npu_func_get(p, arena + sd->key_off, sd->key_len);
     if (!f)
         return p->err[0] ? -EPROTO : -ENOMEM;
-    int rc = npu_act(p, &p->cur, f, sd->cur, sd->cur_val, sd->before_ddr, false);
+    int rc = mr_npu_act(p, &p->cur, f, sd->cur, sd->cur_val, sd->before_ddr, false);
     if (!rc && p->legacy_on && p->cur.max.n > 0) {
         // A current-format max point settles the format: drop the legacy reading.
         p->legacy_on = false;
         atomic_store_explicit(&q->legacy_off, true, memory_order_relaxed);
-        npu_store_free(&p->leg);
+        mr_npu_store_free(&p->leg);
     }
     return rc;
 }
@@ -211,7 +211,7 @@ static void* reader_main(void* arg) {
         len += (size_t)got;
         q->done += (uint64_t)got;
         if (q->size)
-            mr_progress("reading log", (double)q->done / (double)q->size);
+            mr_messages_progress("reading log", (double)q->done / (double)q->size);
         if (after_cr && len > 0) {
             // The LF of a CRLF split across reads belongs to the line already ended.
             if (buf[0] == '\n')
@@ -244,7 +244,7 @@ static void* reader_main(void* arg) {
     }
     free(buf);
     if (q->size)
-        mr_progress("reading log", -1);
+        mr_messages_progress("reading log", -1);
     pthread_mutex_lock(&q->mu);
     if (b && b->n) {
         b->full = true;
@@ -323,11 +323,11 @@ int mr_npu_parse_fd(int fd, const char* name, bool events, mr_npu_log* out, char
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
         p.size = (uint64_t)st.st_size;
-    int rc = npu_table_grow(&p);
+    int rc = mr_npu_table_grow(&p);
     if (!rc)
         rc = read_lines(&p, fd, out);
-    rc = npu_finish(&p, rc, out);
-    npu_parser_free(&p);
+    rc = mr_npu_finish(&p, rc, out);
+    mr_npu_parser_free(&p);
     if (rc) {
         if (rc == -ENOMEM && !err[0])
             snprintf(err, errlen, "out of memory");

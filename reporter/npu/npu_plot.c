@@ -68,7 +68,7 @@ static int add_counter(void* ud, int track, int64_t ts, int64_t value) {
     int bad = check_point(ts, value, track_name(track), r->err, r->errlen);
     if (bad)
         return bad;
-    return mr_points_push(p, ts, (uint64_t)value) ? -ENOMEM : 0;
+    return mr_series_points_push(p, ts, (uint64_t)value) ? -ENOMEM : 0;
 }
 
 static bool ts_sorted(const mr_points* p) {
@@ -104,7 +104,7 @@ static int add_frag(void* ud, const mt_mark_rec* m) {
     else
         bad = check_point(m->ts_begin, b, "fragmentation mark", r->err, r->errlen);
     if (!bad)
-        bad = mr_points_push(r->frag, m->ts_begin, (uint64_t)b);
+        bad = mr_series_points_push(r->frag, m->ts_begin, (uint64_t)b);
     return bad;
 }
 
@@ -158,10 +158,10 @@ int mr_npu_series_from_capture(mt_capture* cap, mr_npu_series* s, char* err, siz
                  rc == -ENOMEM
                      ? "out of memory"
                      : "not a usable NPU capture (its counter or mark rows are unreadable)");
-    mr_points_free(&max);
-    mr_points_free(&frag);
-    mr_points_free(&used);
-    mr_points_free(&freep);
+    mr_series_points_free(&max);
+    mr_series_points_free(&frag);
+    mr_series_points_free(&used);
+    mr_series_points_free(&freep);
     for (size_t i = 0; i < r.nregions; i++)
         free(r.regions[i].name);
     free(r.regions);
@@ -204,10 +204,10 @@ static double scaled(const mr_npu_series* s, uint64_t bytes) {
 
 static void line_series(mr_polyline* pl, cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
                         const mr_points* p, mr_rgb color) {
-    mr_polyline_begin(pl, cr, f);
+    mr_plot_draw_polyline_begin(pl, cr, f);
     for (size_t i = 0; i < p->n; i++)
-        mr_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].y));
-    mr_polyline_stroke(pl, color, MR_PT(1.5), 0);
+        mr_plot_draw_polyline_add(pl, (double)p->v[i].x, scaled(s, p->v[i].y));
+    mr_plot_draw_polyline_stroke(pl, color, MR_PT(1.5), 0);
 }
 
 // Markers, one per distinct pixel (a million identical circles draw as one); their device
@@ -217,12 +217,13 @@ static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s
                           size_t* cap) {
     long lx = -1, ly = -1;
     for (size_t i = 0; i < p->n; i++) {
-        double x = mr_frame_x(f, (double)p->v[i].x), y = mr_frame_y(f, scaled(s, p->v[i].y));
+        double x = mr_plot_draw_frame_x(f, (double)p->v[i].x),
+               y = mr_plot_draw_frame_y(f, scaled(s, p->v[i].y));
         if (lround(x) == lx && lround(y) == ly)
             continue;
         lx = lround(x);
         ly = lround(y);
-        mr_draw_marker(cr, shape, x, y, MR_PT(5), color);
+        mr_plot_draw_marker(cr, shape, x, y, MR_PT(5), color);
         if (*npts + 2 > *cap) {
             size_t nc = *cap ? *cap * 2 : 256;
             double* np = realloc(*pts, nc * sizeof *np);
@@ -240,7 +241,7 @@ static void marker_series(cairo_t* cr, const mr_frame* f, const mr_npu_series* s
 static void draw_region_lines(cairo_t* cr, const mr_frame* f, const mr_npu_series* s) {
     long lastcol = LONG_MIN;
     for (size_t i = 0; i < s->nregions; i++) {
-        double x = mr_frame_x(f, (double)s->regions[i].start);
+        double x = mr_plot_draw_frame_x(f, (double)s->regions[i].start);
         if (lround(x) == lastcol)
             continue;
         lastcol = lround(x);
@@ -273,7 +274,7 @@ static void draw_legend(cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
             pts[npts++] = lines[k]->pts[i];
             pts[npts++] = lines[k]->pts[i + 1];
         }
-        mr_polyline_free(lines[k]);
+        mr_plot_draw_polyline_free(lines[k]);
     }
     mr_legend_item items[5];
     size_t n = 0;
@@ -286,7 +287,7 @@ static void draw_legend(cairo_t* cr, const mr_frame* f, const mr_npu_series* s,
     // Upstream labels the used and free lines even when they have no points.
     items[n++] = (mr_legend_item){"Used Memory", RED, MR_MARK_LINE};
     items[n++] = (mr_legend_item){"Free Memory", GREEN, MR_MARK_LINE};
-    mr_draw_legend(cr, f, items, n, pts, npts);
+    mr_plot_draw_legend(cr, f, items, n, pts, npts);
     free(pts);
 }
 
@@ -331,22 +332,24 @@ static void draw(cairo_t* cr, const mr_npu_series* s) {
     marker_series(cr, &f, s, &s->frag, MR_MARK_TRIANGLE, RED, &pts, &npts, &cap);
     for (size_t i = 0; i < s->nregions; i++)
         if (s->regions[i].label_drawn)
-            mr_draw_text(cr, s->regions[i].name, mr_frame_x(&f, (double)s->regions[i].start + 0.5),
-                         mr_frame_y(&f, 0.98 * y_max), MR_PT(11), 90, 0, 0, GRAY, NULL, NULL);
+            mr_plot_draw_text(
+                cr, s->regions[i].name, mr_plot_draw_frame_x(&f, (double)s->regions[i].start + 0.5),
+                mr_plot_draw_frame_y(&f, 0.98 * y_max), MR_PT(11), 90, 0, 0, GRAY, NULL, NULL);
     if (s->max.n) {
         const mr_point* last = &s->max.v[s->max.n - 1];
         char buf[64];
         snprintf(buf, sizeof buf, "%.2f", scaled(s, last->y));
-        mr_draw_text_baseline(cr, buf, mr_frame_x(&f, (double)last->x) + MR_PT(5),
-                              mr_frame_y(&f, scaled(s, last->y)) - MR_PT(5), MR_PT(8), BLUE);
+        mr_plot_draw_text_baseline(cr, buf, mr_plot_draw_frame_x(&f, (double)last->x) + MR_PT(5),
+                                   mr_plot_draw_frame_y(&f, scaled(s, last->y)) - MR_PT(5),
+                                   MR_PT(8), BLUE);
     }
     cairo_restore(cr);
-    mr_draw_axes(cr, &f, &st);
+    mr_plot_draw_axes(cr, &f, &st);
     mr_polyline* lines[] = {&used, &freel, &max};
     draw_legend(cr, &f, s, lines, pts, npts, cap);
 }
 
-int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
+int mr_npu_plot(const mr_npu_series* s, const mr_plot_args* args) {
     mr_output_file data = {0};
     int rc = 0;
     if (args->data) {
@@ -354,18 +357,18 @@ int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
             return rc;
         if (write_data(data.fp, s)) {
             mr_output_file_abort(&data);
-            mr_error(args->data, "out of memory");
+            mr_messages_error(args->data, "out of memory");
             return MR_EXIT_IO;
         }
     }
     mr_canvas c;
-    if ((rc = mr_canvas_open(&c, args->output, args->force, WIDTH, HEIGHT))) {
+    if ((rc = mr_plot_draw_canvas_open(&c, args->output, args->force, WIDTH, HEIGHT))) {
         if (args->data)
             mr_output_file_abort(&data);
         return rc;
     }
     draw(c.cr, s);
-    rc = mr_canvas_commit(&c);
+    rc = mr_plot_draw_canvas_commit(&c);
     if (args->data) {
         if (rc)
             mr_output_file_abort(&data);
@@ -381,7 +384,7 @@ int mr_plot_npu(const mr_npu_series* s, const mr_plot_args* args) {
 static int refuse_sites(const mr_plot_args* a) {
     if (!a->top_sites && !a->nsites)
         return 0;
-    mr_error(a->input, "--sites and --site apply to native captures, not to NPU logs");
+    mr_messages_error(a->input, "--sites and --site apply to native captures, not to NPU logs");
     return MR_EXIT_USAGE;
 }
 
@@ -392,7 +395,7 @@ int mr_plot_npu_log(const mr_plot_args* a) {
     mr_npu_log log;
     int rc = mr_npu_parse_file(a->input, false, &log, err, sizeof err);
     if (rc) {
-        mr_error(a->input, "%s", err);
+        mr_messages_error(a->input, "%s", err);
         return mr_npu_exit_code(rc);
     }
     mr_npu_series s;
@@ -400,11 +403,11 @@ int mr_plot_npu_log(const mr_plot_args* a) {
                              &log.regions, &log.nregions);
     mr_npu_log_free(&log);
     if (rc) {
-        mr_error(a->input, "out of memory");
+        mr_messages_error(a->input, "out of memory");
         mr_npu_series_free(&s);
         return MR_EXIT_IO;
     }
-    rc = mr_plot_npu(&s, a);
+    rc = mr_npu_plot(&s, a);
     mr_npu_series_free(&s);
     return rc;
 }
@@ -416,10 +419,10 @@ int mr_plot_npu_capture(mt_capture* cap, const mr_plot_args* a) {
     if (rc)
         return rc;
     if (mr_npu_series_from_capture(cap, &s, err, sizeof err)) {
-        mr_error(a->input, "%s", err);
+        mr_messages_error(a->input, "%s", err);
         return MR_EXIT_BAD_INPUT;
     }
-    rc = mr_plot_npu(&s, a);
+    rc = mr_npu_plot(&s, a);
     mr_npu_series_free(&s);
     return rc;
 }

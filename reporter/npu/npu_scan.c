@@ -129,7 +129,7 @@ static void try_lit(scan* sc, const unsigned char* s, size_t i, size_t n, int l)
 // literal, its leftmost occurrence whose continuation matches (what re.search returns).
 // s[n] must be '\0': strpbrk (SSE4.2 in glibc) skips the bytes that start nothing we look
 // for; a NUL inside the line only ends one strpbrk run, not the scan.
-void npu_scan_line(scan* sc, const unsigned char* s, size_t n) {
+void mr_npu_scan_line(scan* sc, const unsigned char* s, size_t n) {
     memset(sc, 0, sizeof *sc);
     for (size_t i = 0; i < n; i++) {
         const char* hit = strpbrk((const char*)s + i, "MIDBFfpm");

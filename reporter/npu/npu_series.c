@@ -29,10 +29,10 @@ void mr_npu_log_free(mr_npu_log* log) {
         free(log->funcs[i]);
     free(log->funcs);
     regions_free(log->regions, log->nregions);
-    mr_points_free(&log->max_raw);
-    mr_points_free(&log->frag);
-    mr_points_free(&log->used);
-    mr_points_free(&log->free);
+    mr_series_points_free(&log->max_raw);
+    mr_series_points_free(&log->frag);
+    mr_series_points_free(&log->used);
+    mr_series_points_free(&log->free);
     free(log->ev);
     memset(log, 0, sizeof *log);
 }
@@ -93,7 +93,7 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_po
     uint64_t run = 0;
     for (size_t i = 0; i < s->max.n; i++) {
         mr_point* p = &s->max.v[i];
-        if (p->y > run && mr_points_push(&s->increased, p->x, p->y))
+        if (p->y > run && mr_series_points_push(&s->increased, p->x, p->y))
             return -ENOMEM;
         if (legacy) {
             run = p->y;
@@ -125,11 +125,11 @@ int mr_npu_series_build(mr_npu_series* s, bool legacy, mr_points* max_raw, mr_po
 }
 
 void mr_npu_series_free(mr_npu_series* s) {
-    mr_points_free(&s->max);
-    mr_points_free(&s->increased);
-    mr_points_free(&s->frag);
-    mr_points_free(&s->used);
-    mr_points_free(&s->free);
+    mr_series_points_free(&s->max);
+    mr_series_points_free(&s->increased);
+    mr_series_points_free(&s->frag);
+    mr_series_points_free(&s->used);
+    mr_series_points_free(&s->free);
     regions_free(s->regions, s->nregions);
     memset(s, 0, sizeof *s);
 }

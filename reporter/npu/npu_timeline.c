@@ -98,7 +98,7 @@ static int place_points(mr_points* v, const placing* pl) {
     }
     for (size_t r = 0; r < pl->n; r++)
         start[r + 1] += start[r];
-    mr_point* out = mr_big_realloc(NULL, (total ? total : 1) * sizeof *out);
+    mr_point* out = mr_series_big_realloc(NULL, (total ? total : 1) * sizeof *out);
     if (!out) {
         free(start);
         return -ENOMEM;
@@ -128,7 +128,7 @@ static int place_events(store* st, const placing* pl) {
     size_t* start = NULL;
     if (!sorted) {
         start = calloc(pl->n + 1, sizeof *start);
-        out = mr_big_realloc(NULL, st->nev * sizeof *out);
+        out = mr_series_big_realloc(NULL, st->nev * sizeof *out);
         if (!start || !out) {
             free(start);
             free(out);
@@ -227,13 +227,13 @@ static int assemble(parser* p, mr_npu_log* log) {
     return rc;
 }
 
-int npu_finish(parser* p, int fd_rc, mr_npu_log* log) {
+int mr_npu_finish(parser* p, int fd_rc, mr_npu_log* log) {
     if (fd_rc)
         return fd_rc;
     for (size_t i = 0; i < p->nfuncs; i++)
-        if (npu_flush_pending(p, &p->cur, p->funcs[i]))
+        if (mr_npu_flush_pending(p, &p->cur, p->funcs[i]))
             return -ENOMEM;
-    if (p->legacy_on && npu_flush_pending(p, &p->leg, &p->legacy))
+    if (p->legacy_on && mr_npu_flush_pending(p, &p->leg, &p->legacy))
         return -ENOMEM;
     if (!p->gate) {
         snprintf(p->err, p->errlen,

@@ -159,9 +159,9 @@ static void print_stack(FILE* out, json_t* stack) {
     size_t len = 0, n = json_array_size(stack);
     for (size_t k = n; k-- > 0;) {
         const char* name = json_string_value(json_array_get(stack, k));
-        char* shown = name ? mr_cxx_name_display_dup(name) : NULL;
+        char* shown = name ? mr_cxx_names_display_dup(name) : NULL;
         const char* fn = shown ? shown : name ? name : "??";
-        size_t flen = mr_cxx_name_params_at(fn);
+        size_t flen = mr_cxx_names_params_at(fn);
         if (k + 1 < n && len + flen > STACK_ROW_MAX) {
             free(shown);
             fputs(" < ...", out);
@@ -169,7 +169,7 @@ static void print_stack(FILE* out, json_t* stack) {
         }
         fputs(k + 1 < n ? " < " : "", out);
         char* part = strndup(fn, flen);
-        mr_fputs_text(out, part ? part : fn);
+        mr_escape_fputs_text(out, part ? part : fn);
         free(part);
         free(shown);
         len += flen + 3;
@@ -187,18 +187,18 @@ static void print_row(FILE* out, json_t* r) {
     if (stack) {
         print_stack(out, stack);
     } else if (json_object_get(r, "function")) {
-        mr_cxx_name_fputs(out, json_string_value(json_object_get(r, "function")));
+        mr_cxx_names_fputs(out, json_string_value(json_object_get(r, "function")));
         const char* file = json_string_value(json_object_get(r, "file"));
         if (file) {
             fputs(" (", out);
-            mr_fputs_text(out, file);
+            mr_escape_fputs_text(out, file);
             fputc(')', out);
         }
     }
     const char* process = json_string_value(json_object_get(r, "process"));
     if (process && !stack) {
         fputs(json_object_get(r, "function") ? " in " : "", out);
-        mr_fputs_text(out, process);
+        mr_escape_fputs_text(out, process);
     }
     const char* status = json_string_value(json_object_get(r, "status"));
     if (!strcmp(status, "added") || !strcmp(status, "removed"))
@@ -214,7 +214,7 @@ static void print_passed(FILE* out, json_t* o) {
     json_t* passed = json_object_get(o, "passed");
     for (size_t i = 0; i < json_array_size(passed); i++) {
         fputs("past ", out);
-        mr_fputs_text(out, json_string_value(json_array_get(passed, i)));
+        mr_escape_fputs_text(out, json_string_value(json_array_get(passed, i)));
         fputs(": what its functions allocate is their callers' self\n", out);
     }
 }
@@ -250,9 +250,9 @@ static void print_list(FILE* out, json_t* o, const char* what) {
 
 static void print_text(FILE* out, json_t* o) {
     fputs("base: ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(o, "base_capture")));
+    mr_escape_fputs_text(out, json_string_value(json_object_get(o, "base_capture")));
     fputs("\nnew:  ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
+    mr_escape_fputs_text(out, json_string_value(json_object_get(o, "new_capture")));
     fputs("\n\n", out);
     print_totals(out, json_object_get(o, "totals"));
     if (json_object_get(o, "processes")) {
@@ -281,7 +281,7 @@ static void csv_row(FILE* out, const char* event, const char* name, const char* 
     bool in_new = !status || (strcmp(status, "removed") && strcmp(status, "only_in_base"));
     json_t* peak = json_object_get(r, "peak_bytes");
     fprintf(out, "%s,", event);
-    mr_fputs_csv(out, name);
+    mr_escape_fputs_csv(out, name);
     fprintf(out, ",%s", device);
     csv_number(out, peak, "base", in_base);
     csv_number(out, peak, "new", in_new);
@@ -326,7 +326,7 @@ static void print_csv(FILE* out, json_t* o) {
 int mr_diff_report_write(const mr_report_to* to, const mr_diff_report* r) {
     json_t* report = build_report(r);
     if (!report) {
-        mr_error(r->new_capture, "out of memory");
+        mr_messages_error(r->new_capture, "out of memory");
         return MR_EXIT_IO;
     }
     int rc;

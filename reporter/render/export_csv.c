@@ -420,7 +420,7 @@ static int window_next(event_window* win, mt_event* out, uint64_t* hash) {
 // Progress on a terminal, and the size the output will reach when it is large (once).
 static void tell_progress(csv_writer* w, uint64_t seen, uint64_t total) {
     if (total)
-        mr_progress("export", (double)seen / (double)total);
+        mr_messages_progress("export", (double)seen / (double)total);
     if (w->warned || w->written < WARN_AT || !seen || seen >= total)
         return;
     w->warned = true;
@@ -429,11 +429,12 @@ static void tell_progress(csv_writer* w, uint64_t seen, uint64_t total) {
         return;
     char bytes[32];
     mt_units_format_bytes((uint64_t)whole, bytes, sizeof bytes);
-    mr_progress("export", -1); // the line it is on
-    mr_error(mt_capture_path(w->in->cap),
-             "export --format csv: about %s for the %llu events; --range FROM..TO or --thread "
-             "TID writes a part",
-             bytes, (unsigned long long)total);
+    mr_messages_progress("export", -1); // the line it is on
+    mr_messages_error(
+        mt_capture_path(w->in->cap),
+        "export --format csv: about %s for the %llu events; --range FROM..TO or --thread "
+        "TID writes a part",
+        bytes, (unsigned long long)total);
 }
 
 // Replays every event (the live blocks must see all of them) and writes the wanted ones, the
@@ -515,7 +516,7 @@ static int write_csv(csv_writer* w, char* err, size_t errlen) {
             PUT_LITERAL(w, csv_header);
         w->header = true;
         rc = write_rows(w, it, &live, err, errlen);
-        mr_progress("export", -1);
+        mr_messages_progress("export", -1);
         flush_rows(w);
         if (!rc && w->write_err) {
             snprintf(err, errlen, "cannot write the CSV: %s", strerror(w->write_err));
@@ -549,7 +550,7 @@ static int write_capture(csv_writer* w, const mr_export_input* in, char* err, si
     w->nstacks = mr_symbols_callsite_count(in->sym);
     w->stacks = calloc(w->nstacks ? w->nstacks : 1, sizeof *w->stacks);
     int rc = w->stacks ? mr_u64map_init(&w->verdicts) : -ENOMEM;
-    if (!rc && (rc = mr_leak_verdicts_load(in->cap, &w->verdicts)) == -EPROTO)
+    if (!rc && (rc = mr_leak_kinds_verdicts_load(in->cap, &w->verdicts)) == -EPROTO)
         snprintf(err, errlen, "the leak table is damaged");
     if (!rc)
         rc = write_csv(w, err, errlen);

@@ -101,7 +101,7 @@ typedef struct pprof {
     function* funcs;
     size_t nfuncs, funccap;
     mr_u64map func_of_key; // name index << 32 | file index -> function id (index + 1)
-    mr_pb pb;
+    mr_protobuf pb;
     z_stream z;
     FILE* out;
     int err;
@@ -320,7 +320,7 @@ static int flush(pprof* p, bool finish) {
             return -EIO;
         }
     } while (p->z.avail_out == 0 || (finish && zrc != Z_STREAM_END));
-    mr_pb_clear(&p->pb);
+    mr_protobuf_clear(&p->pb);
     return 0;
 }
 
@@ -330,10 +330,10 @@ static int maybe_flush(pprof* p) {
 }
 
 static void value_type(pprof* p, int field, const char* type, const char* unit) {
-    size_t start = mr_pb_begin(&p->pb);
-    mr_pb_uint_opt(&p->pb, VALUE_TYPE_TYPE, string_index(p, type));
-    mr_pb_uint_opt(&p->pb, VALUE_TYPE_UNIT, string_index(p, unit));
-    mr_pb_end(&p->pb, field, start);
+    size_t start = mr_protobuf_begin(&p->pb);
+    mr_protobuf_uint_opt(&p->pb, VALUE_TYPE_TYPE, string_index(p, type));
+    mr_protobuf_uint_opt(&p->pb, VALUE_TYPE_UNIT, string_index(p, unit));
+    mr_protobuf_end(&p->pb, field, start);
 }
 
 // The preferred sample type: the one --metric names (Go's default, the last, for live).
@@ -351,12 +351,13 @@ static void write_header(pprof* p) {
     int64_t start = mt_capture_meta_int(p->in->cap, "start_realtime_ns", 0);
     int64_t duration = mt_capture_meta_int(p->in->cap, "duration_ns", 0);
     if (!p->in->steps && start > 0)
-        mr_pb_uint(&p->pb, PROFILE_TIME_NANOS, (uint64_t)start);
+        mr_protobuf_uint(&p->pb, PROFILE_TIME_NANOS, (uint64_t)start);
     if (!p->in->steps && duration > 0)
-        mr_pb_uint(&p->pb, PROFILE_DURATION_NANOS, (uint64_t)duration);
+        mr_protobuf_uint(&p->pb, PROFILE_DURATION_NANOS, (uint64_t)duration);
     value_type(p, PROFILE_PERIOD_TYPE, "space", "bytes");
-    mr_pb_uint(&p->pb, PROFILE_PERIOD, 1);
-    mr_pb_uint(&p->pb, PROFILE_DEFAULT_SAMPLE_TYPE, string_index(p, default_type(p->in->metric)));
+    mr_protobuf_uint(&p->pb, PROFILE_PERIOD, 1);
+    mr_protobuf_uint(&p->pb, PROFILE_DEFAULT_SAMPLE_TYPE,
+                     string_index(p, default_type(p->in->metric)));
 }
 
 static int write_samples(pprof* p) {
@@ -366,22 +367,23 @@ static int write_samples(pprof* p) {
             continue;
         uint32_t proc;
         size_t n = stack_of(p, r->callsite, &proc);
-        size_t sample = mr_pb_begin(&p->pb);
-        size_t ids = mr_pb_begin(&p->pb);
+        size_t sample = mr_protobuf_begin(&p->pb);
+        size_t ids = mr_protobuf_begin(&p->pb);
         for (size_t k = 0; k < n; k++)
-            mr_pb_varint(&p->pb,
-                         *mr_u64map_get(&p->loc_of_frame, frame_key(proc, stack_frames[k])));
+            mr_protobuf_varint(&p->pb,
+                               *mr_u64map_get(&p->loc_of_frame, frame_key(proc, stack_frames[k])));
         if (p->in->nprocs) // the process: the outermost location
-            mr_pb_varint(&p->pb, *mr_u64map_get(&p->loc_of_frame, frame_key(proc, PROCESS_FRAME)));
+            mr_protobuf_varint(&p->pb,
+                               *mr_u64map_get(&p->loc_of_frame, frame_key(proc, PROCESS_FRAME)));
         if (n || p->in->nprocs)
-            mr_pb_end(&p->pb, SAMPLE_LOCATION_ID, ids);
-        size_t values = mr_pb_begin(&p->pb);
-        mr_pb_varint(&p->pb, r->alloc_count);
-        mr_pb_varint(&p->pb, r->alloc_bytes);
-        mr_pb_varint(&p->pb, r->live_blocks);
-        mr_pb_varint(&p->pb, r->live_bytes);
-        mr_pb_end(&p->pb, SAMPLE_VALUE, values);
-        mr_pb_end(&p->pb, PROFILE_SAMPLE, sample);
+            mr_protobuf_end(&p->pb, SAMPLE_LOCATION_ID, ids);
+        size_t values = mr_protobuf_begin(&p->pb);
+        mr_protobuf_varint(&p->pb, r->alloc_count);
+        mr_protobuf_varint(&p->pb, r->alloc_bytes);
+        mr_protobuf_varint(&p->pb, r->live_blocks);
+        mr_protobuf_varint(&p->pb, r->live_bytes);
+        mr_protobuf_end(&p->pb, SAMPLE_VALUE, values);
+        mr_protobuf_end(&p->pb, PROFILE_SAMPLE, sample);
         int rc = maybe_flush(p);
         if (rc)
             return rc;
@@ -396,19 +398,19 @@ static int write_mappings(pprof* p) {
     free(symbolized);
     for (size_t i = 0; i < p->nmaps; i++) {
         const mt_mapping_rec* m = &p->maps[i].rec;
-        size_t start = mr_pb_begin(&p->pb);
-        mr_pb_uint(&p->pb, MAPPING_ID, i + 1);
-        mr_pb_uint_opt(&p->pb, MAPPING_MEMORY_START, m->start);
-        mr_pb_uint_opt(&p->pb, MAPPING_MEMORY_LIMIT, m->end);
+        size_t start = mr_protobuf_begin(&p->pb);
+        mr_protobuf_uint(&p->pb, MAPPING_ID, i + 1);
+        mr_protobuf_uint_opt(&p->pb, MAPPING_MEMORY_START, m->start);
+        mr_protobuf_uint_opt(&p->pb, MAPPING_MEMORY_LIMIT, m->end);
         // The module's first address as an offset into its file: its lowest vaddr.
-        mr_pb_uint_opt(&p->pb, MAPPING_FILE_OFFSET,
-                       m->start >= m->load_bias ? m->start - m->load_bias : 0);
-        mr_pb_uint_opt(&p->pb, MAPPING_FILENAME, string_index(p, m->path));
-        mr_pb_uint_opt(&p->pb, MAPPING_BUILD_ID, string_index(p, m->build_id));
+        mr_protobuf_uint_opt(&p->pb, MAPPING_FILE_OFFSET,
+                             m->start >= m->load_bias ? m->start - m->load_bias : 0);
+        mr_protobuf_uint_opt(&p->pb, MAPPING_FILENAME, string_index(p, m->path));
+        mr_protobuf_uint_opt(&p->pb, MAPPING_BUILD_ID, string_index(p, m->build_id));
         for (int field = MAPPING_HAS_FUNCTIONS; named && field <= MAPPING_HAS_INLINE_FRAMES;
              field++)
-            mr_pb_uint(&p->pb, field, 1);
-        mr_pb_end(&p->pb, PROFILE_MAPPING, start);
+            mr_protobuf_uint(&p->pb, field, 1);
+        mr_protobuf_end(&p->pb, PROFILE_MAPPING, start);
     }
     return maybe_flush(p);
 }
@@ -419,10 +421,10 @@ static int write_locations(pprof* p) {
         uint64_t* map = l->mapping > 0 && l->mapping <= UINT32_MAX
                             ? mr_u64map_get(&p->map_of_id, frame_key(l->proc, (uint32_t)l->mapping))
                             : NULL;
-        size_t start = mr_pb_begin(&p->pb);
-        mr_pb_uint(&p->pb, LOCATION_ID, i + 1);
-        mr_pb_uint_opt(&p->pb, LOCATION_MAPPING_ID, map ? *map : 0);
-        mr_pb_uint_opt(&p->pb, LOCATION_ADDRESS, l->address);
+        size_t start = mr_protobuf_begin(&p->pb);
+        mr_protobuf_uint(&p->pb, LOCATION_ID, i + 1);
+        mr_protobuf_uint_opt(&p->pb, LOCATION_MAPPING_ID, map ? *map : 0);
+        mr_protobuf_uint_opt(&p->pb, LOCATION_ADDRESS, l->address);
         // Innermost first: the inlined functions, then the function the code belongs to.
         const mr_symloc* locs;
         size_t n = location_lines(p, l, &locs);
@@ -430,12 +432,12 @@ static int write_locations(pprof* p) {
             uint64_t fn;
             if (function_id(p, &locs[k], &fn))
                 return -ENOMEM;
-            size_t line = mr_pb_begin(&p->pb);
-            mr_pb_uint(&p->pb, LINE_FUNCTION_ID, fn);
-            mr_pb_uint_opt(&p->pb, LINE_LINE, locs[k].line > 0 ? (uint64_t)locs[k].line : 0);
-            mr_pb_end(&p->pb, LOCATION_LINE, line);
+            size_t line = mr_protobuf_begin(&p->pb);
+            mr_protobuf_uint(&p->pb, LINE_FUNCTION_ID, fn);
+            mr_protobuf_uint_opt(&p->pb, LINE_LINE, locs[k].line > 0 ? (uint64_t)locs[k].line : 0);
+            mr_protobuf_end(&p->pb, LOCATION_LINE, line);
         }
-        mr_pb_end(&p->pb, PROFILE_LOCATION, start);
+        mr_protobuf_end(&p->pb, PROFILE_LOCATION, start);
         int rc = maybe_flush(p);
         if (rc)
             return rc;
@@ -445,12 +447,12 @@ static int write_locations(pprof* p) {
 
 static int write_functions(pprof* p) {
     for (size_t i = 0; i < p->nfuncs; i++) {
-        size_t start = mr_pb_begin(&p->pb);
-        mr_pb_uint(&p->pb, FUNCTION_ID, i + 1);
-        mr_pb_uint_opt(&p->pb, FUNCTION_NAME, p->funcs[i].name);
-        mr_pb_uint_opt(&p->pb, FUNCTION_SYSTEM_NAME, p->funcs[i].name);
-        mr_pb_uint_opt(&p->pb, FUNCTION_FILENAME, p->funcs[i].file);
-        mr_pb_end(&p->pb, PROFILE_FUNCTION, start);
+        size_t start = mr_protobuf_begin(&p->pb);
+        mr_protobuf_uint(&p->pb, FUNCTION_ID, i + 1);
+        mr_protobuf_uint_opt(&p->pb, FUNCTION_NAME, p->funcs[i].name);
+        mr_protobuf_uint_opt(&p->pb, FUNCTION_SYSTEM_NAME, p->funcs[i].name);
+        mr_protobuf_uint_opt(&p->pb, FUNCTION_FILENAME, p->funcs[i].file);
+        mr_protobuf_end(&p->pb, PROFILE_FUNCTION, start);
         int rc = maybe_flush(p);
         if (rc)
             return rc;
@@ -460,7 +462,7 @@ static int write_functions(pprof* p) {
 
 static int write_strings(pprof* p) {
     for (size_t i = 0; i < p->nstrs; i++) {
-        mr_pb_bytes(&p->pb, PROFILE_STRING_TABLE, p->strs[i], strlen(p->strs[i]));
+        mr_protobuf_bytes(&p->pb, PROFILE_STRING_TABLE, p->strs[i], strlen(p->strs[i]));
         int rc = maybe_flush(p);
         if (rc)
             return rc;
@@ -500,7 +502,7 @@ static void pprof_free(pprof* p) {
     mr_u64map_free(&p->loc_of_frame);
     mr_u64map_free(&p->map_of_id);
     mr_u64map_free(&p->func_of_key);
-    mr_pb_free(&p->pb);
+    mr_protobuf_free(&p->pb);
 }
 
 int mr_export_pprof(FILE* out, const mr_export_input* in, char* err, size_t errlen) {

@@ -322,7 +322,7 @@ static json_t* temporal_leaks(const mr_flame_tree* g, const uint32_t* newid, siz
             const mr_moment_end* v = &m->ends[i];
             uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
             uint32_t cell = newid[g->target[cs ? g->node_of[cs] : 0]] * C +
-                            (uint32_t)mr_view_leak_class(g->sym, v);
+                            (uint32_t)mr_view_data_leak_class(g->sym, v);
             if (sum[2 * cell + 1] == 0)
                 touched[ntouched++] = cell;
             sum[2 * cell] += v->bytes;
@@ -482,7 +482,7 @@ static json_t* short_names(const mr_flame_tree* g, const uint32_t* target) {
         if (target[i] != i || id == MR_FLAME_NO_STRING || json_object_get(o, key))
             continue;
         const char* name = mr_strtab_get(&g->strings, id);
-        char* s = mr_cxx_name_display_dup(name); // whole: the page cuts what it draws
+        char* s = mr_cxx_names_display_dup(name); // whole: the page cuts what it draws
         if (s && strcmp(s, name) != 0)
             json_object_set_new(o, key, mr_json_bytes(s));
         free(s);

@@ -48,7 +48,7 @@ struct mr_heap_pages {
     bool procs;    // the pages are a process tree's
 };
 
-mr_heap_pages* mr_heap_pages_new(void) {
+mr_heap_pages* mr_flamegraph_page_heaps_new(void) {
     mr_heap_pages* p = calloc(1, sizeof *p);
     if (p && !(p->list = json_array())) {
         free(p);
@@ -79,8 +79,8 @@ static json_t* heap_totals(const char* name, const json_t* data) {
         int_at(view, "header", "alloc_bytes"), "live_bytes", bytes, "live_blocks", blocks);
 }
 
-int mr_heap_pages_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g, mt_capture* cap,
-                      const mr_flamegraph_view* view) {
+int mr_flamegraph_page_heaps_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g,
+                                 mt_capture* cap, const mr_flamegraph_view* view) {
     json_t* data = mr_flamegraph_data_build(g, cap, view);
     json_t* totals = data ? heap_totals(name, data) : NULL;
     int e = totals && !json_array_append_new(p->list, totals) ? 0 : -ENOMEM;
@@ -134,8 +134,8 @@ static void thread_name(void* ud, int64_t tid, const char* name) {
         n->name = strdup(name);
 }
 
-int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
-                             mt_capture* cap, const mr_flamegraph_view* view) {
+int mr_flamegraph_page_heaps_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
+                                        mt_capture* cap, const mr_flamegraph_view* view) {
     json_t* data = p->first ? mr_flamegraph_data_build(g, cap, view) : NULL;
     if (!data)
         return -ENOMEM;
@@ -167,7 +167,7 @@ int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree
     return e;
 }
 
-int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
+int mr_flamegraph_page_heaps_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
     p->procs = true;
     return p->first && !json_object_set_new(p->first, "proc_tree",
                                             json_pack("{s:I,s:I}", "peak_bytes", (json_int_t)peak,
@@ -176,8 +176,9 @@ int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts) {
                : -ENOMEM;
 }
 
-int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid, unsigned depth,
-                        int64_t offset, const char* command, const char* tells) {
+int mr_flamegraph_page_heaps_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid,
+                                   unsigned depth, int64_t offset, const char* command,
+                                   const char* tells) {
     json_t* e = json_array_get(p->list, page);
     return e && !json_object_set_new(e, "pid", json_integer(pid)) &&
                    !json_object_set_new(e, "command", mr_json_bytes(command)) &&
@@ -189,12 +190,12 @@ int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid
                : -ENOMEM;
 }
 
-int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why) {
+int mr_flamegraph_page_heaps_note_threads(mr_heap_pages* p, const char* why) {
     return p->first && !json_object_set_new(p->first, "threads_note", mr_json_bytes(why)) ? 0
                                                                                           : -ENOMEM;
 }
 
-int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p) {
+int mr_flamegraph_page_heaps_write(FILE* fp, const mr_heap_pages* p) {
     if (!p->first || json_object_set(p->first, "heap_list", p->list))
         return -ENOMEM;
     if (!p->procs && json_array_size(p->list) > 1 && share_series(p))
@@ -202,7 +203,7 @@ int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p) {
     return write_page(fp, p->first);
 }
 
-void mr_heap_pages_free(mr_heap_pages* p) {
+void mr_flamegraph_page_heaps_free(mr_heap_pages* p) {
     if (!p)
         return;
     json_decref(p->first);

@@ -56,15 +56,15 @@ int mr_flamegraph_page_write(FILE* fp, const mr_flame_tree* g, mt_capture* cap,
 // heap's data, the first added the one it opens with, and a list of the heaps (each one's
 // peak, allocations and blocks live at the end) from which the page switches to another.
 typedef struct mr_heap_pages mr_heap_pages;
-mr_heap_pages* mr_heap_pages_new(void);
+mr_heap_pages* mr_flamegraph_page_heaps_new(void);
 // Adds the data of the heap named `name` (heap.name, or "libc and python" for a python
 // process's two heaps together): its tree g and view. Returns 0 or -ENOMEM.
-int mr_heap_pages_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g, mt_capture* cap,
-                      const mr_flamegraph_view* view);
+int mr_flamegraph_page_heaps_add(mr_heap_pages* p, const char* name, const mr_flame_tree* g,
+                                 mt_capture* cap, const mr_flamegraph_view* view);
 // Adds the page of thread tid's blocks (of the heap added first): its tree g and view.
 // Returns 0 or -ENOMEM.
-int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
-                             mt_capture* cap, const mr_flamegraph_view* view);
+int mr_flamegraph_page_heaps_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree* g,
+                                        mt_capture* cap, const mr_flamegraph_view* view);
 // memreport view of a process tree: the pages added are the processes' (the first the one
 // the page opens with), pid, ppid and depth in the tree say where each sits, and the
 // processes' joint peak (the most they held at one moment: peak bytes, at ts on the
@@ -73,13 +73,14 @@ int mr_heap_pages_add_thread(mr_heap_pages* p, uint32_t tid, const mr_flame_tree
 // apart from the others (kept in sight when the rest of the name is cut). The pages
 // do not share their series: the page stacks each process's own live heap, moved by its
 // offset, on the common axis. Returns 0 or -ENOMEM.
-int mr_heap_pages_procs(mr_heap_pages* p, uint64_t peak, int64_t ts);
-int mr_heap_pages_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid, unsigned depth,
-                        int64_t offset, const char* command, const char* tells);
+int mr_flamegraph_page_heaps_procs(mr_heap_pages* p, uint64_t peak, int64_t ts);
+int mr_flamegraph_page_heaps_place(mr_heap_pages* p, size_t page, int64_t pid, int64_t ppid,
+                                   unsigned depth, int64_t offset, const char* command,
+                                   const char* tells);
 // Says on the page (of the heap added first) why its threads have no pages. 0 or -ENOMEM.
-int mr_heap_pages_note_threads(mr_heap_pages* p, const char* why);
+int mr_flamegraph_page_heaps_note_threads(mr_heap_pages* p, const char* why);
 // Writes the page, as mr_flamegraph_page_write.
-int mr_heap_pages_write(FILE* fp, const mr_heap_pages* p);
-void mr_heap_pages_free(mr_heap_pages* p);
+int mr_flamegraph_page_heaps_write(FILE* fp, const mr_heap_pages* p);
+void mr_flamegraph_page_heaps_free(mr_heap_pages* p);
 
 #endif

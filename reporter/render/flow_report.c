@@ -269,7 +269,7 @@ static void print_node(FILE* out, json_t* n) {
     json_array_foreach(lines, k, l) {
         fputs("<tr><td align=\"left\">", out);
         const char* fn = json_string_value(json_object_get(l, "function"));
-        char* shortened = fn ? mr_cxx_name_display_dup(fn) : NULL;
+        char* shortened = fn ? mr_cxx_names_display_dup(fn) : NULL;
         elided |= shortened && strcmp(shortened, fn) != 0;
         elided |= put_html(out, shortened ? shortened : fn);
         free(shortened);
@@ -329,7 +329,7 @@ static void print_dot(FILE* out, json_t* doc) {
 
 // ---- SVG
 
-bool mr_flow_have_dot(void) {
+bool mr_flow_report_have_dot(void) {
     const char* path = getenv("PATH");
     if (!path)
         path = "/usr/bin:/bin";
@@ -348,7 +348,7 @@ bool mr_flow_have_dot(void) {
 static int run_dot(const char* text, size_t len, FILE* out) {
     int fds[2];
     if (pipe(fds)) {
-        mr_error("flow", "cannot run dot: %s", strerror(errno));
+        mr_messages_error("flow", "cannot run dot: %s", strerror(errno));
         return MR_EXIT_IO;
     }
     fflush(out);
@@ -365,9 +365,9 @@ static int run_dot(const char* text, size_t len, FILE* out) {
     if (e) {
         close(fds[1]);
         if (e == ENOENT)
-            mr_error("flow", MR_FLOW_NO_DOT);
+            mr_messages_error("flow", MR_FLOW_NO_DOT);
         else
-            mr_error("flow", "cannot run dot: %s", strerror(e));
+            mr_messages_error("flow", "cannot run dot: %s", strerror(e));
         return MR_EXIT_IO;
     }
     // dot may stop reading early (on a syntax error): a write then fails with EPIPE
@@ -387,8 +387,8 @@ static int run_dot(const char* text, size_t len, FILE* out) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        mr_error("flow", "dot failed (%s %d)", WIFEXITED(status) ? "exit" : "signal",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        mr_messages_error("flow", "dot failed (%s %d)", WIFEXITED(status) ? "exit" : "signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         return MR_EXIT_IO;
     }
     return MR_EXIT_OK;
@@ -399,7 +399,7 @@ static int write_svg(const mr_report_to* to, json_t* doc) {
     size_t len = 0;
     FILE* mem = open_memstream(&text, &len);
     if (!mem) {
-        mr_error("flow", "out of memory");
+        mr_messages_error("flow", "out of memory");
         return MR_EXIT_IO;
     }
     print_dot(mem, doc);
@@ -420,7 +420,7 @@ static int write_svg(const mr_report_to* to, json_t* doc) {
 int mr_flow_report_write(const mr_report_to* to, const mr_flow_view* v) {
     json_t* doc = flow_json(v);
     if (!doc) {
-        mr_error(v->capture, "out of memory");
+        mr_messages_error(v->capture, "out of memory");
         return MR_EXIT_IO;
     }
     int rc = v->svg && !to->json ? write_svg(to, doc) : mr_json_write_report(to, doc, print_dot);

@@ -23,7 +23,7 @@ typedef struct mr_flow_view {
     const mr_flow* graph;          // finished
     const mr_flow_moment* moments; // graph->nt of them
     bool steps;                    // times are NPU steps
-    double min_share;              // 0..1, as given to mr_flow_finish
+    double min_share;              // 0..1, as given to mr_flowgraph_finish
     bool svg;                      // draw with dot (else DOT text, or JSON with to->json)
 } mr_flow_view;
 
@@ -34,6 +34,6 @@ typedef struct mr_flow_view {
 int mr_flow_report_write(const mr_report_to* to, const mr_flow_view* v);
 
 // True when `dot` is an executable file in a directory of PATH.
-bool mr_flow_have_dot(void);
+bool mr_flow_report_have_dot(void);
 
 #endif

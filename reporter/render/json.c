@@ -130,7 +130,7 @@ int mr_json_write_report(const mr_report_to* to, json_t* report,
 int mr_json_write_new_report(const mr_report_to* to, json_t* report, const char* capture,
                              void (*print_text)(FILE*, json_t*)) {
     if (!report) {
-        mr_error(capture, "out of memory");
+        mr_messages_error(capture, "out of memory");
         return MR_EXIT_IO;
     }
     int rc = mr_json_write_report(to, report, print_text);

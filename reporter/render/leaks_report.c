@@ -35,7 +35,7 @@ static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group*
     json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
     json_t* stack = mr_stack_json_make(g->process ? g->process->sym : s, g->callsite, all_frames);
     if (g->process) // the process is the outermost frame, as in the flame graph
-        json_array_append_new(stack, mr_procs_frame_json(g->process));
+        json_array_append_new(stack, mr_procs_json_frame(g->process));
     json_object_set_new(o, "stack", stack);
     json_array_append_new(sec->groups, o);
 }
@@ -72,7 +72,7 @@ static json_t* processes_json(const mr_leaks_report* rep) {
             s[1] += g->blocks;
             s[2]++;
         }
-        json_t* o = mr_procs_process_json(p);
+        json_t* o = mr_procs_json_process(p);
         json_object_set_new(o, "status",
                             json_string(mt_capture_truncated(p->cap) ? "truncated" : "complete"));
         json_object_set_new(o, "bytes", json_integer((json_int_t)sum[0][0]));
@@ -267,7 +267,7 @@ static void print_text(FILE* out, json_t* r) {
     const char* no_scan = json_string_value(json_object_get(r, "no_leak_kinds"));
     if (no_scan) {
         fputs("no leak kinds (not classified): ", out);
-        mr_fputs_text(out, no_scan);
+        mr_escape_fputs_text(out, no_scan);
         fputs(" (docs/leaks.md)\n", out);
     }
     if (INT(held, "stacks")) {
@@ -279,7 +279,7 @@ static void print_text(FILE* out, json_t* r) {
     json_t* p;
     json_array_foreach(json_object_get(r, "processes"), i, p) {
         fputs("  ", out);
-        mr_fputs_text(out, json_string_value(json_object_get(p, "process")));
+        mr_escape_fputs_text(out, json_string_value(json_object_get(p, "process")));
         fputs(": ", out);
         print_amount(out, INT(p, "bytes"), INT(p, "blocks"), INT(p, "stacks"));
         fputc('\n', out);

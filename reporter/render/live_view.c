@@ -57,18 +57,18 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
     if (v->ansi)
         fputs("\033[H", out); // home; each line clears its own tail, the end clears below
     fputs("memreport live: ", out);
-    mr_fputs_text(out, v->path);
+    mr_escape_fputs_text(out, v->path);
     fprintf(out, " (%s)", l->complete ? "complete: the program exited" : "recording");
     eol(out, v);
     if (l->command) {
         fputs("command:  ", out);
-        mr_fputs_text(out, l->command);
+        mr_escape_fputs_text(out, l->command);
         eol(out, v);
     }
     for (size_t i = 0; i < mr_sampled_lines(); i++) { // model/sampled.h
         char line[4400];
         mr_sampled_line(i, line, sizeof line);
-        mr_fputs_text(out, line);
+        mr_escape_fputs_text(out, line);
         eol(out, v);
     }
     fprintf(out, "time:     %s", mt_units_format_duration(l->now_ns, a, sizeof a));
@@ -100,7 +100,7 @@ void mr_live_view_write(FILE* out, const mr_live* l, const mr_live_view* v) {
         fprintf(out, "  %10s %12" PRIu64 " B %9" PRIu64 " blocks  ",
                 mt_units_format_bytes(sites[i].bytes, a, sizeof a), sites[i].bytes,
                 sites[i].blocks);
-        mr_cxx_name_fputs(out, sites[i].name);
+        mr_cxx_names_fputs(out, sites[i].name);
         eol(out, v);
     }
     if (n == 0) {

@@ -30,11 +30,11 @@ static bool ends_with(const char* s, const char* suffix) {
 int mr_plot_check_output(const char* path) {
     if (ends_with(path, ".png") || ends_with(path, ".svg"))
         return 0;
-    mr_error(path, "not a .png or .svg name: the picture is PNG or SVG by its extension");
+    mr_messages_error(path, "not a .png or .svg name: the picture is PNG or SVG by its extension");
     return MR_EXIT_USAGE;
 }
 
-int mr_canvas_open(mr_canvas* c, const char* path, bool force, int width, int height) {
+int mr_plot_draw_canvas_open(mr_canvas* c, const char* path, bool force, int width, int height) {
     memset(c, 0, sizeof *c);
     int rc = mr_plot_check_output(path); // never PNG bytes in a .jpg
     if (rc)
@@ -51,9 +51,9 @@ int mr_canvas_open(mr_canvas* c, const char* path, bool force, int width, int he
         c->surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
     c->cr = cairo_create(c->surface);
     if (cairo_status(c->cr) != CAIRO_STATUS_SUCCESS) {
-        mr_error(path, "cannot create a %dx%d picture: %s", width, height,
-                 cairo_status_to_string(cairo_status(c->cr)));
-        mr_canvas_abort(c);
+        mr_messages_error(path, "cannot create a %dx%d picture: %s", width, height,
+                          cairo_status_to_string(cairo_status(c->cr)));
+        mr_plot_draw_canvas_abort(c);
         return MR_EXIT_IO;
     }
     cairo_set_source_rgb(c->cr, 1, 1, 1);
@@ -61,7 +61,7 @@ int mr_canvas_open(mr_canvas* c, const char* path, bool force, int width, int he
     return 0;
 }
 
-int mr_canvas_commit(mr_canvas* c) {
+int mr_plot_draw_canvas_commit(mr_canvas* c) {
     cairo_status_t st = cairo_status(c->cr);
     cairo_destroy(c->cr);
     c->cr = NULL;
@@ -73,15 +73,15 @@ int mr_canvas_commit(mr_canvas* c) {
     cairo_surface_destroy(c->surface);
     c->surface = NULL;
     if (st != CAIRO_STATUS_SUCCESS) {
-        mr_error(c->out.path ? c->out.path : "<stdout>", "cannot write the picture: %s",
-                 cairo_status_to_string(st));
+        mr_messages_error(c->out.path ? c->out.path : "<stdout>", "cannot write the picture: %s",
+                          cairo_status_to_string(st));
         mr_output_file_abort(&c->out);
         return MR_EXIT_IO;
     }
     return mr_output_file_commit(&c->out);
 }
 
-void mr_canvas_abort(mr_canvas* c) {
+void mr_plot_draw_canvas_abort(mr_canvas* c) {
     if (c->cr)
         cairo_destroy(c->cr);
     if (c->surface) {
@@ -94,18 +94,18 @@ void mr_canvas_abort(mr_canvas* c) {
 
 // ---- coordinates and ticks
 
-double mr_frame_x(const mr_frame* f, double x) {
+double mr_plot_draw_frame_x(const mr_frame* f, double x) {
     double span = f->xmax - f->xmin;
     return f->x0 + (span > 0 ? (x - f->xmin) / span : 0) * (f->x1 - f->x0);
 }
 
-double mr_frame_y(const mr_frame* f, double y) {
+double mr_plot_draw_frame_y(const mr_frame* f, double y) {
     double span = f->ymax - f->ymin;
     return f->y1 - (span > 0 ? (y - f->ymin) / span : 0) * (f->y1 - f->y0);
 }
 
-size_t mr_nice_ticks(double lo, double hi, int max_ticks, bool integer, double* out, size_t cap,
-                     double* step) {
+size_t mr_plot_draw_nice_ticks(double lo, double hi, int max_ticks, bool integer, double* out,
+                               size_t cap, double* step) {
     static const double mult[] = {1, 2, 2.5, 5, 10};
     if (!(hi > lo) || max_ticks < 2) {
         *step = 1;
@@ -137,7 +137,7 @@ size_t mr_nice_ticks(double lo, double hi, int max_ticks, bool integer, double* 
     return n;
 }
 
-void mr_format_tick(double v, double step, char* buf, size_t len) {
+void mr_plot_draw_format_tick(double v, double step, char* buf, size_t len) {
     int dec = 0;
     while (dec < 6 && fabs(step * pow(10, dec) - round(step * pow(10, dec))) > 1e-6)
         dec++;
@@ -146,8 +146,9 @@ void mr_format_tick(double v, double step, char* buf, size_t len) {
 
 // ---- text
 
-void mr_draw_text(cairo_t* cr, const char* s, double x, double y, double size, double angle_deg,
-                  double ha, double va, mr_rgb color, double* w_out, double* h_out) {
+void mr_plot_draw_text(cairo_t* cr, const char* s, double x, double y, double size,
+                       double angle_deg, double ha, double va, mr_rgb color, double* w_out,
+                       double* h_out) {
     cairo_save(cr);
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, size);
@@ -208,8 +209,8 @@ void mr_draw_text(cairo_t* cr, const char* s, double x, double y, double size, d
         *h_out = by1 - by0;
 }
 
-void mr_draw_text_baseline(cairo_t* cr, const char* s, double x, double y, double size,
-                           mr_rgb color) {
+void mr_plot_draw_text_baseline(cairo_t* cr, const char* s, double x, double y, double size,
+                                mr_rgb color) {
     cairo_save(cr);
     cairo_select_font_face(cr, FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
     cairo_set_font_size(cr, size);
@@ -221,7 +222,7 @@ void mr_draw_text_baseline(cairo_t* cr, const char* s, double x, double y, doubl
 
 // ---- axes
 
-void mr_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st) {
+void mr_plot_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st) {
     const mr_rgb black = {0, 0, 0};
     const double fs = MR_PT(10), tick = MR_PT(3.5), pad = MR_PT(3.5);
     double ticks[256], step;
@@ -233,77 +234,78 @@ void mr_draw_axes(cairo_t* cr, const mr_frame* f, const mr_axes_style* st) {
     cairo_stroke(cr);
     // x ticks: labels hang below, rotated, their box centred on the tick.
     double xlab_bottom = f->y1 + tick + pad;
-    size_t n = mr_nice_ticks(f->xmin, f->xmax, st->max_xticks, st->xinteger, ticks, 256, &step);
+    size_t n =
+        mr_plot_draw_nice_ticks(f->xmin, f->xmax, st->max_xticks, st->xinteger, ticks, 256, &step);
     for (size_t i = 0; i < n; i++) {
-        double x = mr_frame_x(f, ticks[i]);
+        double x = mr_plot_draw_frame_x(f, ticks[i]);
         cairo_move_to(cr, x, f->y1);
         cairo_line_to(cr, x, f->y1 + tick);
         cairo_stroke(cr);
-        mr_format_tick(ticks[i], step, buf, sizeof buf);
+        mr_plot_draw_format_tick(ticks[i], step, buf, sizeof buf);
         double w, h;
-        mr_draw_text(cr, buf, x, f->y1 + tick + pad, fs, st->xrotation, 0.5, 0, black, &w, &h);
+        mr_plot_draw_text(cr, buf, x, f->y1 + tick + pad, fs, st->xrotation, 0.5, 0, black, &w, &h);
         if (f->y1 + tick + pad + h > xlab_bottom)
             xlab_bottom = f->y1 + tick + pad + h;
     }
     // y ticks: labels right-aligned left of the tick.
     double ylab_left = f->x0 - tick - pad;
-    n = mr_nice_ticks(f->ymin, f->ymax, st->max_yticks, false, ticks, 256, &step);
+    n = mr_plot_draw_nice_ticks(f->ymin, f->ymax, st->max_yticks, false, ticks, 256, &step);
     for (size_t i = 0; i < n; i++) {
-        double y = mr_frame_y(f, ticks[i]);
+        double y = mr_plot_draw_frame_y(f, ticks[i]);
         cairo_move_to(cr, f->x0, y);
         cairo_line_to(cr, f->x0 - tick, y);
         cairo_stroke(cr);
-        mr_format_tick(ticks[i], step, buf, sizeof buf);
+        mr_plot_draw_format_tick(ticks[i], step, buf, sizeof buf);
         double w;
-        mr_draw_text(cr, buf, f->x0 - tick - pad, y, fs, 0, 1, 0.5, black, &w, NULL);
+        mr_plot_draw_text(cr, buf, f->x0 - tick - pad, y, fs, 0, 1, 0.5, black, &w, NULL);
         if (f->x0 - tick - pad - w < ylab_left)
             ylab_left = f->x0 - tick - pad - w;
     }
     cairo_restore(cr);
     if (st->xlabel)
-        mr_draw_text(cr, st->xlabel, (f->x0 + f->x1) / 2, xlab_bottom + MR_PT(4), fs, 0, 0.5, 0,
-                     black, NULL, NULL);
+        mr_plot_draw_text(cr, st->xlabel, (f->x0 + f->x1) / 2, xlab_bottom + MR_PT(4), fs, 0, 0.5,
+                          0, black, NULL, NULL);
     if (st->ylabel)
-        mr_draw_text(cr, st->ylabel, ylab_left - MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 1, 0.5,
-                     black, NULL, NULL);
+        mr_plot_draw_text(cr, st->ylabel, ylab_left - MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 1, 0.5,
+                          black, NULL, NULL);
     if (st->title)
-        mr_draw_text(cr, st->title, (f->x0 + f->x1) / 2,
-                     st->title_bottom > 0 ? st->title_bottom : f->y0 - MR_PT(6), MR_PT(12), 0, 0.5,
-                     1, black, NULL, NULL);
+        mr_plot_draw_text(cr, st->title, (f->x0 + f->x1) / 2,
+                          st->title_bottom > 0 ? st->title_bottom : f->y0 - MR_PT(6), MR_PT(12), 0,
+                          0.5, 1, black, NULL, NULL);
 }
 
-void mr_draw_right_axis(cairo_t* cr, const mr_frame* f, double ymax, int max_ticks,
-                        const char* label, mr_rgb color) {
+void mr_plot_draw_right_axis(cairo_t* cr, const mr_frame* f, double ymax, int max_ticks,
+                             const char* label, mr_rgb color) {
     const double fs = MR_PT(10), tick = MR_PT(3.5), pad = MR_PT(3.5);
     double ticks[64], step, right = f->x1 + tick + pad;
     char buf[64];
     mr_frame g = *f;
     g.ymin = 0;
     g.ymax = ymax;
-    size_t n = mr_nice_ticks(0, ymax, max_ticks, false, ticks, 64, &step);
+    size_t n = mr_plot_draw_nice_ticks(0, ymax, max_ticks, false, ticks, 64, &step);
     cairo_save(cr);
     cairo_set_source_rgb(cr, color.r, color.g, color.b);
     cairo_set_line_width(cr, MR_PT(0.8));
     for (size_t i = 0; i < n; i++) {
-        double y = mr_frame_y(&g, ticks[i]);
+        double y = mr_plot_draw_frame_y(&g, ticks[i]);
         cairo_move_to(cr, f->x1, y);
         cairo_line_to(cr, f->x1 + tick, y);
         cairo_stroke(cr);
-        mr_format_tick(ticks[i], step, buf, sizeof buf);
+        mr_plot_draw_format_tick(ticks[i], step, buf, sizeof buf);
         double w;
-        mr_draw_text(cr, buf, f->x1 + tick + pad, y, fs, 0, 0, 0.5, color, &w, NULL);
+        mr_plot_draw_text(cr, buf, f->x1 + tick + pad, y, fs, 0, 0, 0.5, color, &w, NULL);
         if (f->x1 + tick + pad + w > right)
             right = f->x1 + tick + pad + w;
     }
     cairo_restore(cr);
     if (label)
-        mr_draw_text(cr, label, right + MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 0, 0.5, color, NULL,
-                     NULL);
+        mr_plot_draw_text(cr, label, right + MR_PT(4), (f->y0 + f->y1) / 2, fs, 90, 0, 0.5, color,
+                          NULL, NULL);
 }
 
 // ---- polylines
 
-void mr_polyline_begin(mr_polyline* p, cairo_t* cr, const mr_frame* f) {
+void mr_plot_draw_polyline_begin(mr_polyline* p, cairo_t* cr, const mr_frame* f) {
     memset(p, 0, sizeof *p);
     p->cr = cr;
     p->f = f;
@@ -337,8 +339,8 @@ static void flush_column(mr_polyline* p) {
         vertex(p, p->cx, p->last);
 }
 
-void mr_polyline_add(mr_polyline* p, double x, double y) {
-    double dx = mr_frame_x(p->f, x), dy = mr_frame_y(p->f, y);
+void mr_plot_draw_polyline_add(mr_polyline* p, double x, double y) {
+    double dx = mr_plot_draw_frame_x(p->f, x), dy = mr_plot_draw_frame_y(p->f, y);
     long col = (long)floor(dx);
     if (p->any && col == p->col) {
         if (dy < p->lo)
@@ -355,7 +357,7 @@ void mr_polyline_add(mr_polyline* p, double x, double y) {
     p->first = p->lo = p->hi = p->last = dy;
 }
 
-void mr_polyline_stroke(mr_polyline* p, mr_rgb color, double width, double dash) {
+void mr_plot_draw_polyline_stroke(mr_polyline* p, mr_rgb color, double width, double dash) {
     flush_column(p);
     p->any = false;
     cairo_t* cr = p->cr;
@@ -372,7 +374,7 @@ void mr_polyline_stroke(mr_polyline* p, mr_rgb color, double width, double dash)
     cairo_restore(cr);
 }
 
-void mr_polyline_free(mr_polyline* p) {
+void mr_plot_draw_polyline_free(mr_polyline* p) {
     free(p->pts);
     memset(p, 0, sizeof *p);
 }
@@ -387,12 +389,12 @@ static const unsigned char SERIES[][3] = {
     {0x8c, 0x8c, 0x8c}, {0xcd, 0x6a, 0x70}, {0x65, 0x35, 0x0b}, {0x77, 0x9c, 0x11},
     {0x50, 0x48, 0x58}};
 
-mr_rgb mr_draw_series_colour(size_t k) {
+mr_rgb mr_plot_draw_series_colour(size_t k) {
     const unsigned char* c = SERIES[k % (sizeof SERIES / sizeof *SERIES)];
     return (mr_rgb){c[0] / 255.0, c[1] / 255.0, c[2] / 255.0};
 }
 
-void mr_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_rgb color) {
+void mr_plot_draw_marker(cairo_t* cr, int shape, double x, double y, double size, mr_rgb color) {
     cairo_save(cr);
     cairo_set_source_rgb(cr, color.r, color.g, color.b);
     double r = size / 2;
@@ -431,8 +433,8 @@ static size_t count_lines(const char* s) {
     return n;
 }
 
-void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items, size_t n,
-                    const double* pts, size_t npts) {
+void mr_plot_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items, size_t n,
+                         const double* pts, size_t npts) {
     if (n == 0)
         return;
     const double fs = MR_PT(10), pad = 0.4 * fs, handle = 2.0 * fs, gap = 0.8 * fs;
@@ -487,12 +489,12 @@ void mr_draw_legend(cairo_t* cr, const mr_frame* f, const mr_legend_item* items,
     double y = by + pad;
     for (size_t i = 0; i < n; i++) {
         double th = (double)count_lines(items[i].label) * lh;
-        mr_draw_marker(cr, items[i].mark, bx + pad + handle / 2, y + th / 2,
-                       items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND ? handle / 2
-                                                                                      : MR_PT(5),
-                       items[i].color);
-        mr_draw_text(cr, items[i].label, bx + pad + handle + gap, y, fs, 0, 0, 0, (mr_rgb){0, 0, 0},
-                     NULL, NULL);
+        mr_plot_draw_marker(
+            cr, items[i].mark, bx + pad + handle / 2, y + th / 2,
+            items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND ? handle / 2 : MR_PT(5),
+            items[i].color);
+        mr_plot_draw_text(cr, items[i].label, bx + pad + handle + gap, y, fs, 0, 0, 0,
+                          (mr_rgb){0, 0, 0}, NULL, NULL);
         y += th + rowgap;
     }
 }
@@ -542,13 +544,13 @@ static double legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, do
         }
         if (draw) {
             double cy = y + (rows - 1) * lh + lh / 2;
-            mr_draw_marker(cr, items[i].mark, x + handle / 2, cy,
-                           items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND
-                               ? handle / 2
-                               : MR_PT(5),
-                           items[i].color);
-            mr_draw_text(cr, label, x + handle + gap, cy, fs, 0, 0, 0.5, (mr_rgb){0, 0, 0}, NULL,
-                         NULL);
+            mr_plot_draw_marker(cr, items[i].mark, x + handle / 2, cy,
+                                items[i].mark == MR_MARK_LINE || items[i].mark == MR_MARK_BAND
+                                    ? handle / 2
+                                    : MR_PT(5),
+                                items[i].color);
+            mr_plot_draw_text(cr, label, x + handle + gap, cy, fs, 0, 0, 0.5, (mr_rgb){0, 0, 0},
+                              NULL, NULL);
         }
         x += w + space;
     }
@@ -556,18 +558,18 @@ static double legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, do
     return rows * lh;
 }
 
-double mr_legend_rows_height(cairo_t* cr, const mr_legend_item* items, size_t n, double x0,
-                             double x1) {
+double mr_plot_draw_legend_rows_height(cairo_t* cr, const mr_legend_item* items, size_t n,
+                                       double x0, double x1) {
     return legend_rows(cr, items, n, x0, x1, 0, false);
 }
 
-void mr_draw_legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, double x0, double x1,
-                         double y) {
+void mr_plot_draw_legend_rows(cairo_t* cr, const mr_legend_item* items, size_t n, double x0,
+                              double x1, double y) {
     legend_rows(cr, items, n, x0, x1, y, true);
 }
 
-double mr_legend_make_room(cairo_t* cr, mr_frame* f, mr_axes_style* st, const mr_legend_item* items,
-                           size_t n) {
+double mr_plot_draw_legend_make_room(cairo_t* cr, mr_frame* f, mr_axes_style* st,
+                                     const mr_legend_item* items, size_t n) {
     double h = legend_rows(cr, items, n, f->x0, f->x1, 0, false);
     st->title_bottom = f->y0 - MR_PT(6);
     double top = f->y0 - MR_PT(2);

@@ -34,7 +34,7 @@ static const mr_rgb PEAK = {0.84, 0.15, 0.16}, MARK = {0.4, 0.4, 0.4}, RANGE = {
 // own (a site's line never in the live heap's colour).
 enum { HEAP_SERIES, RSS_SERIES, VSZ_SERIES, FIRST_SITE_SERIES };
 static mr_rgb site_colour(size_t k) {
-    return mr_draw_series_colour(FIRST_SITE_SERIES + k);
+    return mr_plot_draw_series_colour(FIRST_SITE_SERIES + k);
 }
 
 // ---- output
@@ -73,7 +73,7 @@ const char* mr_plot_time_unit(int64_t ns, double* scale) {
     return u.name;
 }
 
-json_t* mr_plot_points_json(const mr_points* p) {
+json_t* mr_plot_time_points_json(const mr_points* p) {
     return points_json(p);
 }
 
@@ -112,7 +112,7 @@ static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_b
         const mr_site_series* s = &nv->sites[k];
         json_t* row = json_object();
         json_object_set_new(row, "name", mr_json_bytes(s->name));
-        char* shortened = mr_cxx_name_display_dup(s->name);
+        char* shortened = mr_cxx_names_display_dup(s->name);
         if (shortened && strcmp(shortened, s->name) != 0) // as the page's short_names: only these
             json_object_set_new(row, "short_name", mr_json_bytes(shortened));
         free(shortened);
@@ -133,18 +133,18 @@ static int write_data(const mr_heap_timeline* nv, const mr_plot_args* args, mt_b
 static void stroke_points(cairo_t* cr, const mr_frame* f, const mr_points* p, double tscale,
                           double yscale, mr_rgb color, double dash, bool step, mr_polyline* keep) {
     mr_polyline pl;
-    mr_polyline_begin(&pl, cr, f);
+    mr_plot_draw_polyline_begin(&pl, cr, f);
     for (size_t i = 0; i < p->n; i++) {
         double x = (double)p->v[i].x / tscale;
         if (step && i > 0)
-            mr_polyline_add(&pl, x, (double)p->v[i - 1].y / yscale);
-        mr_polyline_add(&pl, x, (double)p->v[i].y / yscale);
+            mr_plot_draw_polyline_add(&pl, x, (double)p->v[i - 1].y / yscale);
+        mr_plot_draw_polyline_add(&pl, x, (double)p->v[i].y / yscale);
     }
-    mr_polyline_stroke(&pl, color, MR_PT(1.5), dash);
+    mr_plot_draw_polyline_stroke(&pl, color, MR_PT(1.5), dash);
     if (keep)
         *keep = pl;
     else
-        mr_polyline_free(&pl);
+        mr_plot_draw_polyline_free(&pl);
 }
 
 static char* title_of(mt_capture* cap) {
@@ -217,9 +217,9 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* m
                        double tscale, bool labels) {
     double last_label = -1e9;
     for (size_t i = 0; i < n; i++) {
-        double x0 = mr_frame_x(f, (double)marks[i].begin / tscale);
+        double x0 = mr_plot_draw_frame_x(f, (double)marks[i].begin / tscale);
         if (marks[i].range) {
-            double x1 = mr_frame_x(f, (double)marks[i].end / tscale);
+            double x1 = mr_plot_draw_frame_x(f, (double)marks[i].end / tscale);
             cairo_save(cr);
             cairo_set_source_rgba(cr, RANGE.r, RANGE.g, RANGE.b, 0.12);
             cairo_rectangle(cr, x0, f->y0, fmax(x1 - x0, 1), f->y1 - f->y0);
@@ -238,8 +238,8 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* m
         }
         // Names rotated along the line; one skipped when it would overlap the previous.
         if (labels && x0 - last_label >= MR_PT(12)) {
-            mr_draw_text(cr, marks[i].name, x0 + 3, f->y0 + 4, MR_PT(9), 90, 0, 0,
-                         marks[i].range ? RANGE : MARK, NULL, NULL);
+            mr_plot_draw_text(cr, marks[i].name, x0 + 3, f->y0 + 4, MR_PT(9), 90, 0, 0,
+                              marks[i].range ? RANGE : MARK, NULL, NULL);
             last_label = x0;
         }
     }
@@ -248,21 +248,22 @@ static void draw_marks(cairo_t* cr, const mr_frame* f, const mr_timeline_mark* m
 // The peak: a dot at (px, py) and its value and time, kept inside the plot.
 static void draw_peak(cairo_t* cr, const mr_frame* f, const mr_heap_timeline* nv, double px,
                       double py) {
-    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
+    mr_plot_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
     char b1[32], b2[32], label[96];
     snprintf(label, sizeof label, "peak %s at %s", mt_units_format_bytes(nv->peak, b1, sizeof b1),
              mt_units_format_duration(nv->peak_ts, b2, sizeof b2));
     double ha = px > (f->x0 + f->x1) / 2 ? 1 : 0;
-    mr_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f->y0 + 2), MR_PT(9), 0, ha,
-                 py - 6 < f->y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+    mr_plot_draw_text(cr, label, px + (ha ? -8 : 8), fmax(py - 6, f->y0 + 2), MR_PT(9), 0, ha,
+                      py - 6 < f->y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
 }
 
 // The main plot: heap, RSS, VSZ, marks, the peak, the legend. Returns its frame.
 static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* cr,
                           mt_byte_unit unit, time_unit tu) {
     const mr_timeline_mark* marks = nv->marks;
-    mr_rgb heap_c = mr_draw_series_colour(HEAP_SERIES), rss_c = mr_draw_series_colour(RSS_SERIES),
-           vsz_c = mr_draw_series_colour(VSZ_SERIES);
+    mr_rgb heap_c = mr_plot_draw_series_colour(HEAP_SERIES),
+           rss_c = mr_plot_draw_series_colour(RSS_SERIES),
+           vsz_c = mr_plot_draw_series_colour(VSZ_SERIES);
     size_t nmarks = nv->nmarks;
     uint64_t ymax = axis_max(nv), vmax = series_max(&nv->vsz);
     bool own = heap_own_axis(nv); // then its scale is on the right axis, in its colour
@@ -300,7 +301,7 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
         items[n++] = (mr_legend_item){vmax > ymax ? vl : "VSZ", vsz_c, MR_MARK_LINE};
     items[n++] = (mr_legend_item){"peak", PEAK, MR_MARK_CIRCLE};
     // Above the plot, where it covers no data.
-    double legend_top = mr_legend_make_room(cr, &f, &st, items, n);
+    double legend_top = mr_plot_draw_legend_make_room(cr, &f, &st, items, n);
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
@@ -312,19 +313,19 @@ static mr_frame draw_main(const mr_heap_timeline* nv, mt_capture* cap, cairo_t* 
     if (own)
         hf.ymax = hmax;
     stroke_points(cr, &hf, &nv->heap, tu.scale, own ? hs : ys, heap_c, 0, true, &lh);
-    double px = mr_frame_x(&f, (double)nv->peak_ts / tu.scale);
-    double py = mr_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
+    double px = mr_plot_draw_frame_x(&f, (double)nv->peak_ts / tu.scale);
+    double py = mr_plot_draw_frame_y(&hf, (double)nv->peak / (own ? hs : ys));
     draw_peak(cr, &f, nv, px, py);
     cairo_restore(cr);
-    mr_draw_axes(cr, &f, &st);
+    mr_plot_draw_axes(cr, &f, &st);
     char hl[48];
     snprintf(hl, sizeof hl, "live heap, own scale [%s]", hu.name);
     if (own)
-        mr_draw_right_axis(cr, &f, hmax, 8, hl, heap_c);
-    mr_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
-    mr_polyline_free(&lv);
-    mr_polyline_free(&lr);
-    mr_polyline_free(&lh);
+        mr_plot_draw_right_axis(cr, &f, hmax, 8, hl, heap_c);
+    mr_plot_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
+    mr_plot_draw_polyline_free(&lv);
+    mr_plot_draw_polyline_free(&lr);
+    mr_plot_draw_polyline_free(&lh);
     free(title);
     return f;
 }
@@ -363,9 +364,9 @@ static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax,
         size_t ni = 0;
         for (size_t k = 0; k < nv->nsites && ni < 10; k++, ni++)
             it[ni] = (mr_legend_item){
-                mr_cxx_name_display(nv->sites[k].name, shown[ni], sizeof shown[ni]), site_colour(k),
-                MR_MARK_LINE};
-        double legend_top = mr_legend_make_room(cr, &g, &rs, it, ni);
+                mr_cxx_names_display(nv->sites[k].name, shown[ni], sizeof shown[ni]),
+                site_colour(k), MR_MARK_LINE};
+        double legend_top = mr_plot_draw_legend_make_room(cr, &g, &rs, it, ni);
         cairo_save(cr);
         cairo_rectangle(cr, g.x0, g.y0, g.x1 - g.x0, g.y1 - g.y0);
         cairo_clip(cr);
@@ -375,11 +376,11 @@ static void draw_site_rows(const mr_heap_timeline* nv, cairo_t* cr, double xmax,
             mr_polyline pl;
             stroke_points(cr, &g, row == 0 ? &s->bytes : &s->share, tu.scale,
                           row == 0 ? (double)su.scale : 1e4, site_colour(k), 0, true, &pl);
-            mr_polyline_free(&pl);
+            mr_plot_draw_polyline_free(&pl);
         }
         cairo_restore(cr);
-        mr_draw_axes(cr, &g, &rs);
-        mr_draw_legend_rows(cr, it, ni, g.x0, g.x1, legend_top);
+        mr_plot_draw_axes(cr, &g, &rs);
+        mr_plot_draw_legend_rows(cr, it, ni, g.x0, g.x1, legend_top);
     }
 }
 
@@ -399,18 +400,18 @@ int mr_plot_native(mt_capture* cap, const mr_plot_args* args) {
     char msg[1024];
     int rc = mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg);
     if (msg[0])
-        mr_error(mt_capture_path(cap), "%s", msg);
+        mr_messages_error(mt_capture_path(cap), "%s", msg);
     if (rc)
-        return mr_exit_code(rc);
+        return mr_messages_exit_code(rc);
     mt_byte_unit unit = mt_units_for_bytes(axis_max(&t));
     time_unit tu = time_unit_for(t.duration);
     int height = MAIN_HEIGHT + (t.nsites ? 2 * ROW_HEIGHT : 0);
     mr_canvas c;
     if (args->data)
         rc = write_data(&t, args, unit, tu);
-    if (!rc && !(rc = mr_canvas_open(&c, args->output, args->force, WIDTH, height))) {
+    if (!rc && !(rc = mr_plot_draw_canvas_open(&c, args->output, args->force, WIDTH, height))) {
         draw(&t, cap, c.cr, unit, tu);
-        rc = mr_canvas_commit(&c);
+        rc = mr_plot_draw_canvas_commit(&c);
     }
     mr_heap_timeline_free(&t);
     return rc;

@@ -45,15 +45,15 @@ static int total_points(const mr_procs_timeline* t, mr_points* out) {
         if (!peak_placed && t->total_peak_ts <= t->times[k]) {
             peak_placed = true;
             if (t->total_peak_ts < t->times[k] &&
-                mr_points_push(out, t->total_peak_ts, t->total_peak))
+                mr_series_points_push(out, t->total_peak_ts, t->total_peak))
                 return -1;
             if (t->total_peak_ts == t->times[k] && t->total_peak > sum)
                 sum = t->total_peak;
         }
-        if (mr_points_push(out, t->times[k], sum))
+        if (mr_series_points_push(out, t->times[k], sum))
             return -1;
     }
-    if (!peak_placed && mr_points_push(out, t->total_peak_ts, t->total_peak))
+    if (!peak_placed && mr_series_points_push(out, t->total_peak_ts, t->total_peak))
         return -1;
     return 0;
 }
@@ -64,8 +64,8 @@ static int write_data(const mr_procs_timeline* t, char* const* labels, char* con
     const char* tname = mr_plot_time_unit(t->duration, &tscale);
     mr_points total;
     if (total_points(t, &total)) {
-        mr_points_free(&total);
-        mr_error(a->input, "out of memory");
+        mr_series_points_free(&total);
+        mr_messages_error(a->input, "out of memory");
         return MR_EXIT_IO;
     }
     json_t* o =
@@ -84,12 +84,12 @@ static int write_data(const mr_procs_timeline* t, char* const* labels, char* con
         json_object_set_new(
             j, "peak",
             json_pack("{s:I,s:I}", "ts", (json_int_t)p->t.peak_ts, "bytes", json_bytes(p->t.peak)));
-        json_object_set_new(j, "heap", mr_plot_points_json(&p->t.heap));
+        json_object_set_new(j, "heap", mr_plot_time_points_json(&p->t.heap));
         json_array_append_new(procs, j);
     }
     json_object_set_new(o, "processes", procs);
-    json_object_set_new(o, "total", mr_plot_points_json(&total));
-    mr_points_free(&total);
+    json_object_set_new(o, "total", mr_plot_time_points_json(&total));
+    mr_series_points_free(&total);
     int rc = mr_json_write_compact(o, a->data, a->force);
     json_decref(o);
     return rc;
@@ -102,25 +102,25 @@ static void fill_band(cairo_t* cr, const mr_frame* f, const mr_procs_timeline* t
     size_t nt = t->ntimes;
     cairo_new_path(cr);
     double prev = 0;
-    cairo_move_to(cr, mr_frame_x(f, 0), mr_frame_y(f, 0));
+    cairo_move_to(cr, mr_plot_draw_frame_x(f, 0), mr_plot_draw_frame_y(f, 0));
     for (size_t k = 0; k < nt; k++) {
-        double x = mr_frame_x(f, (double)t->times[k] / tscale);
+        double x = mr_plot_draw_frame_x(f, (double)t->times[k] / tscale);
         double top = below[k] + (double)t->values[k * t->n + i] / yscale;
-        cairo_line_to(cr, x, mr_frame_y(f, prev));
-        cairo_line_to(cr, x, mr_frame_y(f, top));
+        cairo_line_to(cr, x, mr_plot_draw_frame_y(f, prev));
+        cairo_line_to(cr, x, mr_plot_draw_frame_y(f, top));
         pts[2 * k] = x;
-        pts[2 * k + 1] = mr_frame_y(f, top);
+        pts[2 * k + 1] = mr_plot_draw_frame_y(f, top);
         prev = top;
     }
-    cairo_line_to(cr, mr_frame_x(f, f->xmax), mr_frame_y(f, prev));
+    cairo_line_to(cr, mr_plot_draw_frame_x(f, f->xmax), mr_plot_draw_frame_y(f, prev));
     // Back along the band's floor, the same steps the band below drew.
     double floor_next = nt ? below[nt - 1] : 0;
-    cairo_line_to(cr, mr_frame_x(f, f->xmax), mr_frame_y(f, floor_next));
+    cairo_line_to(cr, mr_plot_draw_frame_x(f, f->xmax), mr_plot_draw_frame_y(f, floor_next));
     for (size_t k = nt; k-- > 0;) {
-        double x = mr_frame_x(f, (double)t->times[k] / tscale);
+        double x = mr_plot_draw_frame_x(f, (double)t->times[k] / tscale);
         double floor_prev = k ? below[k - 1] : 0;
-        cairo_line_to(cr, x, mr_frame_y(f, below[k]));
-        cairo_line_to(cr, x, mr_frame_y(f, floor_prev));
+        cairo_line_to(cr, x, mr_plot_draw_frame_y(f, below[k]));
+        cairo_line_to(cr, x, mr_plot_draw_frame_y(f, floor_prev));
     }
     cairo_close_path(cr);
     // Opaque: a band over white in its series' colour, as the legend's swatch shows it.
@@ -153,7 +153,7 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     char more[48];
     size_t n = 0;
     for (size_t i = 0; i < t->n && n < MAX_LEGEND; i++) {
-        items[n] = (mr_legend_item){labels[i], mr_draw_series_colour(i), MR_MARK_BAND};
+        items[n] = (mr_legend_item){labels[i], mr_plot_draw_series_colour(i), MR_MARK_BAND};
         n++;
     }
     if (t->n > MAX_LEGEND) {
@@ -162,27 +162,27 @@ static void draw(const mr_procs_timeline* t, char* const* labels, cairo_t* cr, m
     }
     items[n++] = (mr_legend_item){"total peak", PEAK, MR_MARK_CIRCLE};
     // Above the plot, where it covers no band.
-    double legend_top = mr_legend_make_room(cr, &f, &st, items, n);
+    double legend_top = mr_plot_draw_legend_make_room(cr, &f, &st, items, n);
     double* below = calloc(t->ntimes + 1, sizeof *below);
     double* pts = calloc(2 * t->ntimes + 2, sizeof *pts);
     cairo_save(cr);
     cairo_rectangle(cr, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
     cairo_clip(cr);
     for (size_t i = 0; below && pts && i < t->n; i++)
-        fill_band(cr, &f, t, i, tscale, ys, below, pts, mr_draw_series_colour(i));
-    double px = mr_frame_x(&f, (double)t->total_peak_ts / tscale);
-    double py = mr_frame_y(&f, (double)t->total_peak / ys);
-    mr_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
+        fill_band(cr, &f, t, i, tscale, ys, below, pts, mr_plot_draw_series_colour(i));
+    double px = mr_plot_draw_frame_x(&f, (double)t->total_peak_ts / tscale);
+    double py = mr_plot_draw_frame_y(&f, (double)t->total_peak / ys);
+    mr_plot_draw_marker(cr, MR_MARK_CIRCLE, px, py, MR_PT(6), PEAK);
     char b1[32], b2[32], label[96];
     snprintf(label, sizeof label, "total peak %s at %s",
              mt_units_format_bytes(t->total_peak, b1, sizeof b1),
              mt_units_format_duration(t->total_peak_ts, b2, sizeof b2));
     double ha = px > (f.x0 + f.x1) / 2 ? 1 : 0;
-    mr_draw_text(cr, label, px + (ha ? -8 : 8), py - 6 < f.y0 + 20 ? f.y0 + 2 : py - 6, MR_PT(9), 0,
-                 ha, py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
+    mr_plot_draw_text(cr, label, px + (ha ? -8 : 8), py - 6 < f.y0 + 20 ? f.y0 + 2 : py - 6,
+                      MR_PT(9), 0, ha, py - 6 < f.y0 + 20 ? 0 : 1, PEAK, NULL, NULL);
     cairo_restore(cr);
-    mr_draw_axes(cr, &f, &st);
-    mr_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
+    mr_plot_draw_axes(cr, &f, &st);
+    mr_plot_draw_legend_rows(cr, items, n, f.x0, f.x1, legend_top);
     free(below);
     free(pts);
 }
@@ -198,24 +198,24 @@ int mr_plot_procs(const mr_capture_set* s, const mr_plot_args* a) {
     mr_procs_error err = {.path = s->procs[0].path, .msg = "out of memory"};
     int e = labels ? mr_procs_timeline_build(s, BUCKETS, &t, &err) : -ENOMEM;
     if (!e)
-        e = mr_procs_legend_names(s, prog, args);
+        e = mr_procs_report_legend_names(s, prog, args);
     for (size_t i = 0; !e && i < s->n; i++)
-        if (!(labels[i] = mr_procs_label(&s->procs[i])) ||
+        if (!(labels[i] = mr_procs_report_label(&s->procs[i])) ||
             asprintf(&legend[i], "%s%s%s (pid %lld)", prog[i], args[i][0] ? " " : "", args[i],
                      (long long)s->procs[i].pid) < 0) {
             legend[i] = NULL;
             e = -ENOMEM;
         }
     if (e)
-        mr_error(err.path, "%s", err.msg);
-    int rc = mr_exit_code(e);
+        mr_messages_error(err.path, "%s", err.msg);
+    int rc = mr_messages_exit_code(e);
     mt_byte_unit unit = mt_units_for_bytes(t.total_peak);
     if (!rc && a->data)
         rc = write_data(&t, labels, legend, a, unit);
     mr_canvas c;
-    if (!rc && !(rc = mr_canvas_open(&c, a->output, a->force, WIDTH, HEIGHT))) {
+    if (!rc && !(rc = mr_plot_draw_canvas_open(&c, a->output, a->force, WIDTH, HEIGHT))) {
         draw(&t, legend, c.cr, unit);
-        rc = mr_canvas_commit(&c);
+        rc = mr_plot_draw_canvas_commit(&c);
     }
     for (size_t i = 0; labels && i < 4 * s->n; i++)
         free(labels[i]);

@@ -12,6 +12,6 @@
 // The time unit of an axis of ns (its name, ns per unit in *scale), and a series as a JSON
 // array of [ts, bytes].
 const char* mr_plot_time_unit(int64_t ns, double* scale);
-json_t* mr_plot_points_json(const mr_points* p);
+json_t* mr_plot_time_points_json(const mr_points* p);
 
 #endif

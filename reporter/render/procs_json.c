@@ -9,13 +9,13 @@
 
 // The label as a JSON string (json_null() when out of memory: the report says "null").
 static json_t* label_json(const mr_process* p) {
-    char* label = mr_procs_label(p);
+    char* label = mr_procs_report_label(p);
     json_t* s = label ? mr_json_bytes(label) : json_null();
     free(label);
     return s;
 }
 
-json_t* mr_procs_frame_json(const mr_process* p) {
+json_t* mr_procs_json_frame(const mr_process* p) {
     json_t* f = json_object();
     json_object_set_new(f, "function", label_json(p));
     json_object_set_new(f, "file", json_null());
@@ -27,7 +27,7 @@ json_t* mr_procs_frame_json(const mr_process* p) {
     return f;
 }
 
-json_t* mr_procs_process_json(const mr_process* p) {
+json_t* mr_procs_json_process(const mr_process* p) {
     json_t* o = json_object();
     json_object_set_new(o, "capture", mr_json_bytes(p->name));
     json_object_set_new(o, "pid", json_integer((json_int_t)p->pid));

@@ -11,10 +11,10 @@
 
 // {"function": "COMMAND (pid N)", "file": null, "line": null, "module": null,
 //  "inlined": false, "relevant": true, "process": true}, or NULL out of memory.
-json_t* mr_procs_frame_json(const mr_process* p);
+json_t* mr_procs_json_frame(const mr_process* p);
 
 // {"capture": FILE NAME, "pid": N, "ppid": N, "process": "COMMAND (pid N)"}: the first
 // keys of a process's entry in a report, or NULL out of memory.
-json_t* mr_procs_process_json(const mr_process* p);
+json_t* mr_procs_json_process(const mr_process* p);
 
 #endif

@@ -27,7 +27,7 @@ static json_t* command_of(const mr_process* p) {
     return argv;
 }
 
-char* mr_procs_label(const mr_process* p) {
+char* mr_procs_report_label(const mr_process* p) {
     json_t* argv = command_of(p);
     char line[256] = "";
     size_t len = 0, i;
@@ -170,7 +170,7 @@ static size_t common_start(const char* a, const char* b) {
     return n;
 }
 
-int mr_procs_legend_names(const mr_capture_set* s, char** prog, char** args) {
+int mr_procs_report_legend_names(const mr_capture_set* s, char** prog, char** args) {
     proc_words* w = calloc(s->n + 1, sizeof *w);
     size_t* g = calloc(s->n + 1, sizeof *g);
     bool* done = calloc(s->n + 1, sizeof *done);
@@ -303,10 +303,10 @@ static void print_text(FILE* out, json_t* r) {
         json_array_foreach(json_object_get(p, "command"), k, arg) {
             if (k)
                 fputc(' ', out);
-            mr_fputs_text(out, json_string_value(arg));
+            mr_escape_fputs_text(out, json_string_value(arg));
         }
         fputs(" [", out);
-        mr_fputs_text(out, json_string_value(json_object_get(p, "capture")));
+        mr_escape_fputs_text(out, json_string_value(json_object_get(p, "capture")));
         fprintf(out, "%s]\n",
                 strcmp(json_string_value(json_object_get(p, "status")), "complete") ? ", truncated"
                                                                                     : "");
@@ -331,8 +331,8 @@ static void print_text(FILE* out, json_t* r) {
                 GET_U(total, "truncated"));
 }
 
-int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
-                           const mr_proc_numbers* nums, const mr_procs_moment* joint) {
+int mr_procs_report_summary_write(const mr_report_to* to, const mr_capture_set* s,
+                                  const mr_proc_numbers* nums, const mr_procs_moment* joint) {
     json_t* r = json_object();
     json_t* procs = json_array();
     for (size_t i = 0; i < s->n; i++)

@@ -25,13 +25,13 @@ typedef struct mr_proc_numbers {
 
 // Writes the report of s with nums[i] for s->procs[i], and `joint`, the most the processes
 // held at one moment. Returns 0 or an exit code (after printing the reason).
-int mr_procs_summary_write(const mr_report_to* to, const mr_capture_set* s,
-                           const mr_proc_numbers* nums, const mr_procs_moment* joint);
+int mr_procs_report_summary_write(const mr_report_to* to, const mr_capture_set* s,
+                                  const mr_proc_numbers* nums, const mr_procs_moment* joint);
 
 // "COMMAND (pid N)": the process's command line (its exe when the capture has none, its
 // file name when neither), valid UTF-8, cut to about 200 bytes. Returns a malloc'd string
 // or NULL (out of memory).
-char* mr_procs_label(const mr_process* p);
+char* mr_procs_report_label(const mr_process* p);
 
 // For a legend, what tells each process of s apart from the others besides its pid: its
 // program's file name (prog[i]) and, when others run the same program, the arguments they
@@ -39,6 +39,6 @@ char* mr_procs_label(const mr_process* p);
 // arguments, "" when none), each cut in the middle to a few dozen bytes keeping where it
 // differs from the most alike one, as valid UTF-8 (malloc'd) for s->procs[i]. Returns 0 or
 // -ENOMEM (then both hold nothing).
-int mr_procs_legend_names(const mr_capture_set* s, char** prog, char** args);
+int mr_procs_report_legend_names(const mr_capture_set* s, char** prog, char** args);
 
 #endif

@@ -10,17 +10,17 @@
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
-void mr_pb_free(mr_pb* b) {
+void mr_protobuf_free(mr_protobuf* b) {
     free(b->data);
-    *b = (mr_pb){0};
+    *b = (mr_protobuf){0};
 }
 
-void mr_pb_clear(mr_pb* b) {
+void mr_protobuf_clear(mr_protobuf* b) {
     b->len = 0;
 }
 
 // Room for n more bytes; false (and the error set) when there is none.
-static bool reserve(mr_pb* b, size_t n) {
+static bool reserve(mr_protobuf* b, size_t n) {
     if (b->err)
         return false;
     if (mt_vec_grow(&b->data, &b->cap, b->len + n, 1)) {
@@ -41,39 +41,39 @@ static size_t encode_varint(uint8_t* dst, uint64_t v) {
     return n;
 }
 
-void mr_pb_varint(mr_pb* b, uint64_t v) {
+void mr_protobuf_varint(mr_protobuf* b, uint64_t v) {
     if (reserve(b, 10))
         b->len += encode_varint(b->data + b->len, v);
 }
 
-static void tag(mr_pb* b, int field, int wire) {
-    mr_pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
+static void tag(mr_protobuf* b, int field, int wire) {
+    mr_protobuf_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
 }
 
-void mr_pb_uint(mr_pb* b, int field, uint64_t v) {
+void mr_protobuf_uint(mr_protobuf* b, int field, uint64_t v) {
     tag(b, field, WIRE_VARINT);
-    mr_pb_varint(b, v);
+    mr_protobuf_varint(b, v);
 }
 
-void mr_pb_uint_opt(mr_pb* b, int field, uint64_t v) {
+void mr_protobuf_uint_opt(mr_protobuf* b, int field, uint64_t v) {
     if (v)
-        mr_pb_uint(b, field, v);
+        mr_protobuf_uint(b, field, v);
 }
 
-void mr_pb_bytes(mr_pb* b, int field, const void* data, size_t len) {
+void mr_protobuf_bytes(mr_protobuf* b, int field, const void* data, size_t len) {
     tag(b, field, WIRE_LEN);
-    mr_pb_varint(b, len);
+    mr_protobuf_varint(b, len);
     if (len && reserve(b, len)) {
         memcpy(b->data + b->len, data, len);
         b->len += len;
     }
 }
 
-size_t mr_pb_begin(const mr_pb* b) {
+size_t mr_protobuf_begin(const mr_protobuf* b) {
     return b->len;
 }
 
-void mr_pb_end(mr_pb* b, int field, size_t start) {
+void mr_protobuf_end(mr_protobuf* b, int field, size_t start) {
     if (b->err || start > b->len)
         return;
     uint8_t head[20];

@@ -37,12 +37,12 @@ void mr_stack_json_fputs_frame(FILE* out, json_t* f, bool with_line) {
     const char* module = json_string_value(json_object_get(f, "module"));
     json_int_t line = with_line ? json_integer_value(json_object_get(f, "line")) : 0;
     if (fn)
-        mr_cxx_name_fputs(out, fn);
+        mr_cxx_names_fputs(out, fn);
     else
         fputs("??", out);
     if (file) {
         fputs(" (", out);
-        mr_fputs_text(out, file);
+        mr_escape_fputs_text(out, file);
         if (line > 0)
             fprintf(out, ":%lld", (long long)line);
         fputc(')', out);
@@ -50,7 +50,7 @@ void mr_stack_json_fputs_frame(FILE* out, json_t* f, bool with_line) {
     // A Python frame reads `function (file.py:line)`: its file says where it is.
     if (module && strcmp(module, "[python]")) {
         fputs(" [", out);
-        mr_fputs_text(out, module);
+        mr_escape_fputs_text(out, module);
         fputc(']', out);
     }
 }

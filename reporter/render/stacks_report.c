@@ -31,7 +31,7 @@ static json_t* frames_json(const mr_symbols* sy, const mr_stacks_entry* sh) {
         }
     }
     if (sh->process) // the process is the outermost frame, as in the flame graph
-        json_array_append_new(arr, mr_procs_frame_json(sh->process));
+        json_array_append_new(arr, mr_procs_json_frame(sh->process));
     return arr;
 }
 
@@ -39,7 +39,7 @@ static json_t* frames_json(const mr_symbols* sy, const mr_stacks_entry* sh) {
 static json_t* processes_json(const mr_stacks_report* r) {
     json_t* arr = json_array();
     for (size_t i = 0; i < r->set->n; i++) {
-        json_t* o = mr_procs_process_json(&r->set->procs[i]);
+        json_t* o = mr_procs_json_process(&r->set->procs[i]);
         const mr_profile* p = &r->profiles[i];
         json_object_set_new(o, "bytes_allocated", json_integer((json_int_t)p->alloc_bytes));
         json_object_set_new(o, "allocations", json_integer((json_int_t)p->alloc_count));
@@ -97,7 +97,7 @@ static void print_text(FILE* out, json_t* o) {
             mt_units_format_bytes(U64(o, "peak_bytes"), b, sizeof b));
     json_array_foreach(procs, i, s) {
         fputs("  ", out);
-        mr_fputs_text(out, json_string_value(json_object_get(s, "process")));
+        mr_escape_fputs_text(out, json_string_value(json_object_get(s, "process")));
         fprintf(out, ": %s in %llu allocations, peak %s\n",
                 mt_units_format_bytes(U64(s, "bytes_allocated"), a, sizeof a),
                 (unsigned long long)U64(s, "allocations"),

@@ -43,8 +43,8 @@ static json_t* site_json(const mr_symbols* sites, const mr_stats_row* r, bool al
     json_t* stack =
         mr_stack_json_make(r->process ? r->process->sym : sites, r->callsite, all_frames);
     if (r->process) { // the process is the outermost frame, as in stacks and the flame graph
-        json_array_append_new(stack, mr_procs_frame_json(r->process));
-        char* label = mr_procs_label(r->process);
+        json_array_append_new(stack, mr_procs_json_frame(r->process));
+        char* label = mr_procs_report_label(r->process);
         json_object_set_new(o, "process", label ? mr_json_bytes(label) : json_null());
         free(label);
     }
@@ -107,7 +107,7 @@ static json_t* thread_json(const mr_stats_thread* th, json_t* names) {
     snprintf(key, sizeof key, "%u", th->tid);
     json_t* t = json_object();
     if (th->process) {
-        char* label = mr_procs_label(th->process);
+        char* label = mr_procs_report_label(th->process);
         json_object_set_new(t, "process", label ? mr_json_bytes(label) : json_null());
         free(label);
     }
@@ -146,7 +146,7 @@ static json_t* thread_table(mt_capture* cap, const mr_stats_report* s) {
 static json_t* processes_json(const mr_stats_report* s) {
     json_t* a = json_array();
     for (size_t i = 0; i < s->set->n; i++)
-        json_array_append_new(a, mr_procs_process_json(&s->set->procs[i]));
+        json_array_append_new(a, mr_procs_json_process(&s->set->procs[i]));
     return a;
 }
 
@@ -235,7 +235,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
         if (!shown) {
             fprintf(out, "  %12s  ", v);
             if (site_name)
-                mr_cxx_name_fputs(out, site_name);
+                mr_cxx_names_fputs(out, site_name);
             else
                 fputs("??", out);
             fputc('\n', out);
@@ -243,7 +243,7 @@ static void print_sites(FILE* out, json_t* o, const char* key, const char* title
         const char* process = json_string_value(json_object_get(s, "process"));
         if (process && !process_shown) {
             fprintf(out, "  %12s    in ", "");
-            mr_fputs_text(out, process);
+            mr_escape_fputs_text(out, process);
             fputc('\n', out);
         }
     }
@@ -270,7 +270,7 @@ static void print_what(FILE* out, json_t* o) {
             break;
         }
         fputs(i ? ", " : "wrappers: ", out);
-        mr_cxx_name_fputs(out, json_string_value(name));
+        mr_cxx_names_fputs(out, json_string_value(name));
     }
     fputs(")\n", out);
 }

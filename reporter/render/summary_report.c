@@ -179,7 +179,7 @@ static void print_origin(FILE* out, json_t* s, bool steps) {
     json_t* v;
     if (steps) {
         fputs("source log:   ", out);
-        mr_fputs_text(out, json_string_value(json_object_get(s, "source")));
+        mr_escape_fputs_text(out, json_string_value(json_object_get(s, "source")));
         fprintf(out, "\nformat:       NPU memory-usage log (%s)\n",
                 json_string_value(json_object_get(s, "format")));
         fprintf(out, "steps:        %lld\n",
@@ -188,7 +188,7 @@ static void print_origin(FILE* out, json_t* s, bool steps) {
         fputs("command:     ", out);
         json_array_foreach(json_object_get(s, "command"), i, v) {
             fputc(' ', out);
-            mr_fputs_text(out, json_string_value(v));
+            mr_escape_fputs_text(out, json_string_value(v));
         }
         fprintf(out, "\npid:          %lld\n",
                 (long long)json_integer_value(json_object_get(s, "pid")));
@@ -222,14 +222,14 @@ static void print_heap(FILE* out, json_t* s, const char* key) {
     name = name ? name : key;
     char a[32], b[32], c[32];
 #define HINT(k) (unsigned long long)json_integer_value(json_object_get(h, k))
-    mr_fputs_text(out, name);
+    mr_escape_fputs_text(out, name);
     fprintf(out, ":%*speak %s at %s, live at the end %s in %llu block%s (%llu allocations, --heap ",
             strlen(name) < 13 ? (int)(13 - strlen(name)) : 1, "",
             mt_units_format_bytes(HINT("peak_bytes"), a, sizeof a),
             mt_units_format_duration((int64_t)HINT("peak_time_ns"), b, sizeof b),
             mt_units_format_bytes(HINT("live_bytes"), c, sizeof c), HINT("live_blocks"),
             HINT("live_blocks") == 1 ? "" : "s", HINT("allocations"));
-    mr_fputs_text(out, name);
+    mr_escape_fputs_text(out, name);
     fputs(")\n", out);
 #undef HINT
 }
@@ -253,7 +253,7 @@ static void print_python(FILE* out, json_t* s) {
     const char* seen = json_string_value(json_object_get(s, "python_allocators"));
     if (seen) {
         fputs("pymalloc:     ", out);
-        mr_fputs_text(out, seen);
+        mr_escape_fputs_text(out, seen);
         fputc('\n', out);
     }
 }
@@ -261,7 +261,7 @@ static void print_python(FILE* out, json_t* s) {
 static void print_text(FILE* out, json_t* s) {
     char a[32], b[32], c[32];
     fputs("capture:      ", out);
-    mr_fputs_text(out, json_string_value(json_object_get(s, "capture")));
+    mr_escape_fputs_text(out, json_string_value(json_object_get(s, "capture")));
     fprintf(out, " (%s)\n", json_string_value(json_object_get(s, "status")));
     bool steps = !strcmp(json_string_value(json_object_get(s, "time_unit")), "step");
     print_origin(out, s, steps);
@@ -327,7 +327,7 @@ static void print_text(FILE* out, json_t* s) {
     const char* no_scan = json_string_value(json_object_get(s, "no_leak_kinds"));
     if (no_scan) {
         fputs("  no leak kinds (not classified): ", out);
-        mr_fputs_text(out, no_scan);
+        mr_escape_fputs_text(out, no_scan);
         fputc('\n', out);
     }
     json_t* m = json_object_get(s, "mmap");
@@ -343,7 +343,7 @@ static void print_text(FILE* out, json_t* s) {
     json_object_foreach(json_object_get(s, "calls"), key, v) {
         if (json_integer_value(v)) {
             fputc(' ', out);
-            mr_fputs_text(out, key);
+            mr_escape_fputs_text(out, key);
             fprintf(out, "=%lld", (long long)json_integer_value(v));
         }
     }

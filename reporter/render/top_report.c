@@ -243,17 +243,17 @@ static void print_what(FILE* out, json_t* o) {
 }
 
 static void print_name(FILE* out, json_t* e) {
-    mr_cxx_name_fputs(out, json_string_value(json_object_get(e, "function")));
+    mr_cxx_names_fputs(out, json_string_value(json_object_get(e, "function")));
     json_t* file = json_object_get(e, "file");
     if (json_is_string(file)) {
         fputs(" (", out);
-        mr_fputs_text(out, json_string_value(file));
+        mr_escape_fputs_text(out, json_string_value(file));
         fputc(')', out);
     }
     json_t* process = json_object_get(e, "process");
     if (json_is_string(process)) {
         fputs(" in ", out);
-        mr_fputs_text(out, json_string_value(process));
+        mr_escape_fputs_text(out, json_string_value(process));
     }
     fputc('\n', out);
 }
@@ -275,7 +275,7 @@ static void print_list(FILE* out, json_t* list, const char* title, json_t* focus
 
 static void print_text(FILE* out, json_t* o) {
     char a[32];
-    mr_fputs_text(out, json_string_value(json_object_get(o, "capture")));
+    mr_escape_fputs_text(out, json_string_value(json_object_get(o, "capture")));
     fputs(": ", out);
     print_what(out, o);
     bool bytes = !strcmp(json_string_value(json_object_get(o, "unit")), "bytes");
@@ -292,7 +292,7 @@ static void print_text(FILE* out, json_t* o) {
         json_t* passed = json_object_get(o, "passed");
         for (i = 0; i < json_array_size(passed); i++) {
             fputs("past ", out);
-            mr_fputs_text(out, json_string_value(json_array_get(passed, i)));
+            mr_escape_fputs_text(out, json_string_value(json_array_get(passed, i)));
             fputs(": what its functions allocate is their callers' self\n", out);
         }
         if (json_array_size(fns) < U64(o, "functions_total"))

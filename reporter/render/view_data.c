@@ -10,7 +10,8 @@
 #include <stdlib.h>
 
 static json_t* series(const char* name, const char* kind, const mr_points* p) {
-    return json_pack("{s:s,s:s,s:o}", "name", name, "kind", kind, "points", mr_plot_points_json(p));
+    return json_pack("{s:s,s:s,s:o}", "name", name, "kind", kind, "points",
+                     mr_plot_time_points_json(p));
 }
 
 static int add_heap(void* ud, const mt_heap_rec* h) {
@@ -19,7 +20,7 @@ static int add_heap(void* ud, const mt_heap_rec* h) {
     return 0;
 }
 
-int mr_view_leak_class(const mr_symbols* s, const mr_moment_end* e) {
+int mr_view_data_leak_class(const mr_symbols* s, const mr_moment_end* e) {
     bool known = e->callsite < mr_symbols_callsite_count(s);
     return known && mr_runtime_held(s, e->callsite) ? MR_VIEW_RUNTIME_HELD : e->kind;
 }
@@ -29,7 +30,7 @@ int mr_view_leak_class(const mr_symbols* s, const mr_moment_end* e) {
 static json_t* leaks(const mr_symbols* s, const mr_moments* m) {
     uint64_t bytes[MR_VIEW_LEAK_CLASSES] = {0}, blocks[MR_VIEW_LEAK_CLASSES] = {0};
     for (size_t i = 0; i < m->nends; i++) {
-        int c = mr_view_leak_class(s, &m->ends[i]);
+        int c = mr_view_data_leak_class(s, &m->ends[i]);
         bytes[c] += m->ends[i].bytes;
         blocks[c] += m->ends[i].blocks;
     }

@@ -21,7 +21,7 @@
 // blocks the C runtime holds for itself (runtime_held.h), whatever their kind.
 #define MR_VIEW_RUNTIME_HELD MT_LEAK_COUNT_
 #define MR_VIEW_LEAK_CLASSES (MT_LEAK_COUNT_ + 1)
-int mr_view_leak_class(const mr_symbols* s, const mr_moment_end* e);
+int mr_view_data_leak_class(const mr_symbols* s, const mr_moment_end* e);
 
 // Sets o's "view". Returns 0 or -ENOMEM.
 int mr_view_data_add(json_t* o, mt_capture* cap, const mr_symbols* s, const mr_heap_timeline* t,

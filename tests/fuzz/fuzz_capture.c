@@ -4,7 +4,7 @@
 // meta read and every heap's events streamed, then every memreport report that reads a
 // native capture runs on it (summary, stacks, leaks, stats, flamegraph, plot) with its
 // text going to /dev/null. Whatever the bytes, a report must fail cleanly, never crash.
-#include "commands.h"
+#include "cmd.h"
 
 #include "memtrace/capture.h"
 

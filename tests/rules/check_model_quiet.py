@@ -4,14 +4,15 @@
 negative errno and put a message for people in the caller's buffer; the cmd layer prints it
 as "memreport: FILE: ..." and picks the exit code. So no model object refers to stderr or
 to the functions that print a message or pick an exit code (base/messages.h). The progress
-indicator (mr_progress, a terminal's only) is the one thing the model may show.
+indicator (mr_messages_progress, a terminal's only) is the one thing the model may show.
 
 Usage: check_model_quiet.py NM LIBMEMREPORT_MODEL.a
 """
 import subprocess
 import sys
 
-SAYS = {"stderr", "perror", "mr_error", "mr_exit_code", "mr_note_written"}
+SAYS = {"stderr", "perror", "mr_messages_error", "mr_messages_exit_code",
+        "mr_messages_note_written"}
 
 
 def main():

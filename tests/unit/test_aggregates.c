@@ -7,7 +7,7 @@
 // used.
 #include "aggregates.h"
 #include "checkpoints.h"
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
@@ -662,10 +662,10 @@ static void test_block_twice(void) {
     mr_block* scratch = NULL;
     size_t cap = 0, len = 0;
     mr_varbuf buf = {0};
-    uint8_t* data = mr_checkpoint_encode(&r, &scratch, &cap, &buf, &len);
+    uint8_t* data = mr_checkpoints_encode(&r, &scratch, &cap, &buf, &len);
     char why[128] = "";
     CHECK(data != NULL);
-    CHECK_EQ_I64(data ? mr_checkpoint_load(data, len, 2, &back, why, sizeof why) : 0, -EPROTO);
+    CHECK_EQ_I64(data ? mr_checkpoints_load(data, len, 2, &back, why, sizeof why) : 0, -EPROTO);
     CHECK(strstr(why, "twice") != NULL);
     free(data);
     free(scratch);
@@ -697,11 +697,11 @@ static void test_encode_roundtrip(void) {
     size_t cap = 0, len = 0;
     mr_varbuf buf = {0};
     for (int round = 0; round < 2; round++) {
-        uint8_t* data = mr_checkpoint_encode(&r, &scratch, &cap, &buf, &len);
+        uint8_t* data = mr_checkpoints_encode(&r, &scratch, &cap, &buf, &len);
         char why[128] = "";
         CHECK(data != NULL);
         CHECK_EQ_I64(mr_replay_init(&back, NULL, MT_HEAP_LIBC), 0);
-        CHECK_EQ_I64(data ? mr_checkpoint_load(data, len, r.last_seq, &back, why, sizeof why) : 1,
+        CHECK_EQ_I64(data ? mr_checkpoints_load(data, len, r.last_seq, &back, why, sizeof why) : 1,
                      0);
         CHECK_EQ_I64(back.live.count, r.live.count);
         size_t bad = 0;

@@ -59,28 +59,28 @@ static const char* const kept[] = {"main", "<module>", "libstdc++.so.6!0xa5780",
 int main(void) {
     char buf[512];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        CHECK_EQ_STR(mr_cxx_name_short(cases[i][0], buf, sizeof buf), cases[i][1]);
-        CHECK_EQ_STR(mr_cxx_name_display(cases[i][0], buf, sizeof buf), cases[i][1]);
+        CHECK_EQ_STR(mr_cxx_names_short(cases[i][0], buf, sizeof buf), cases[i][1]);
+        CHECK_EQ_STR(mr_cxx_names_display(cases[i][0], buf, sizeof buf), cases[i][1]);
     }
     for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
-        CHECK(mr_cxx_name_display(kept[i], buf, sizeof buf) == kept[i]);
+        CHECK(mr_cxx_names_display(kept[i], buf, sizeof buf) == kept[i]);
 
     // The standard library's functions, past a return type; not the program's own.
-    CHECK(mr_cxx_name_is_std(cases[1][0]));
-    CHECK(mr_cxx_name_is_std(cases[3][0]));
-    CHECK(mr_cxx_name_is_std(cases[4][0]));
+    CHECK(mr_cxx_names_is_std(cases[1][0]));
+    CHECK(mr_cxx_names_is_std(cases[3][0]));
+    CHECK(mr_cxx_names_is_std(cases[4][0]));
     CHECK(
-        mr_cxx_name_is_std("__gnu_cxx::new_allocator<int>::allocate(unsigned long, void const*)"));
-    CHECK(!mr_cxx_name_is_std(cases[8][0]));
-    CHECK(!mr_cxx_name_is_std("operator new(unsigned long)"));
-    CHECK(!mr_cxx_name_is_std("stdio_setup(int)"));
+        mr_cxx_names_is_std("__gnu_cxx::new_allocator<int>::allocate(unsigned long, void const*)"));
+    CHECK(!mr_cxx_names_is_std(cases[8][0]));
+    CHECK(!mr_cxx_names_is_std("operator new(unsigned long)"));
+    CHECK(!mr_cxx_names_is_std("stdio_setup(int)"));
 
     // A cut never splits a UTF-8 sequence: "é" is two bytes.
-    CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 5), "caf");
-    CHECK_EQ_STR(mr_cxx_name_short("caf\xc3\xa9::f<int>()", buf, 6), "caf\xc3\xa9");
+    CHECK_EQ_STR(mr_cxx_names_short("caf\xc3\xa9::f<int>()", buf, 5), "caf");
+    CHECK_EQ_STR(mr_cxx_names_short("caf\xc3\xa9::f<int>()", buf, 6), "caf\xc3\xa9");
     // A buffer with room for more than an ellipsis says where it cut (a plot's legend).
-    CHECK_EQ_STR(mr_cxx_name_short("app::abcdefghij::f<int>()", buf, 12), "app::abc\xe2\x80\xa6");
-    CHECK_EQ_STR(mr_cxx_name_short("app::abcdefghij::f<int>()", buf, 26),
+    CHECK_EQ_STR(mr_cxx_names_short("app::abcdefghij::f<int>()", buf, 12), "app::abc\xe2\x80\xa6");
+    CHECK_EQ_STR(mr_cxx_names_short("app::abcdefghij::f<int>()", buf, 26),
                  "app::abcdefghij::f<...>()");
 
     // Whole however long (flow's boxes elide a long name themselves, its tooltip whole):
@@ -99,19 +99,19 @@ int main(void) {
     }
     strcat(longest, ")");
     strcat(want, ")");
-    char* shown = mr_cxx_name_display_dup(longest);
+    char* shown = mr_cxx_names_display_dup(longest);
     CHECK_EQ_STR(shown, want);
     CHECK_EQ_I64((int64_t)strlen(want), 3906);
     free(shown);
-    CHECK(mr_cxx_name_display_dup("main") == NULL); // nothing to shorten: shown as it is
+    CHECK(mr_cxx_names_display_dup("main") == NULL); // nothing to shorten: shown as it is
     free(longest);
     free(want);
 
     // --full-names: every name as demangled.
     mr_cxx_names_set_full(true);
     CHECK(mr_cxx_names_full());
-    CHECK(mr_cxx_name_display(cases[0][0], buf, sizeof buf) == cases[0][0]);
-    CHECK(mr_cxx_name_display_dup(cases[0][0]) == NULL);
+    CHECK(mr_cxx_names_display(cases[0][0], buf, sizeof buf) == cases[0][0]);
+    CHECK(mr_cxx_names_display_dup(cases[0][0]) == NULL);
     mr_cxx_names_set_full(false);
     CHECK_DONE();
 }

@@ -3,7 +3,7 @@
 // every report (summary, leaks, stats, stacks, flamegraph; text and JSON) on a capture whose
 // function names, file names, thread names and command line are invalid UTF-8 or hold
 // terminal escape sequences and HTML.
-#include "commands.h"
+#include "cmd.h"
 #include "escape.h"
 #include "json.h"
 
@@ -202,7 +202,7 @@ static void check_csv(const char* in, const char* want) {
     char* buf = NULL;
     size_t len = 0;
     FILE* fp = open_memstream(&buf, &len);
-    mr_fputs_csv(fp, in);
+    mr_escape_fputs_csv(fp, in);
     fclose(fp);
     CHECK(buf && !strcmp(buf, want));
     free(buf);
@@ -216,14 +216,14 @@ static void test_csv(void) {
     check_csv(NULL, "");
 }
 
-// mr_terminal_stream: lines, tabs and CRLF kept; every other control escaped; a character
+// mr_escape_terminal_stream: lines, tabs and CRLF kept; every other control escaped; a character
 // split between two writes (fputs, then fputc) whole; a start never completed escaped at
 // the close.
 static void test_terminal_stream(void) {
     char* buf = NULL;
     size_t len = 0;
     FILE* out = open_memstream(&buf, &len);
-    FILE* t = mr_terminal_stream(out);
+    FILE* t = mr_escape_terminal_stream(out);
     CHECK(t != NULL);
     fputs("a,b\tc\r\n\x1b]52;c;x\x07 caf\xc3", t);
     fputc(0xa9, t);

@@ -3,7 +3,7 @@
 // relevance, threads) at the peak, at a time and at the end; merging of narrow frames;
 // escaping of hostile names; output naming and option errors. The browser test
 // (tests/reports/browser_test.py) checks the page's behaviour.
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -12,12 +12,12 @@
 
 static uint32_t line(mr_flow* g, const char* fn, const char* file, int no) {
     uint32_t id = UINT32_MAX;
-    CHECK_EQ_I64(mr_flow_line_id(g, fn, file, no, &id), 0);
+    CHECK_EQ_I64(mr_flowgraph_line_id(g, fn, file, no, &id), 0);
     return id;
 }
 
 static void add(mr_flow* g, size_t t, uint64_t bytes, size_t n, const uint32_t* lines) {
-    CHECK_EQ_I64(mr_flow_add_stack(g, t, lines, n, bytes), 0);
+    CHECK_EQ_I64(mr_flowgraph_add_stack(g, t, lines, n, bytes), 0);
 }
 
 // The box whose first line is `first`, or NULL.
@@ -45,7 +45,7 @@ static const mr_flow_link* link_of(const mr_flow* g, uint32_t from_first, uint32
 // moment 1: c's stack 300, d's 0 (freed), g's 30, f's own 0.
 static void test_numbers(void) {
     mr_flow g;
-    CHECK_EQ_I64(mr_flow_init(&g, 2), 0);
+    CHECK_EQ_I64(mr_flowgraph_init(&g, 2), 0);
     uint32_t main1 = line(&g, "main", "m.c", 1), a2 = line(&g, "a", "m.c", 2);
     uint32_t b3 = line(&g, "b", "m.c", 3), c4 = line(&g, "c", "m.c", 4);
     uint32_t d6 = line(&g, "d", "m.c", 6), f5 = line(&g, "f", "m.c", 5);
@@ -70,7 +70,7 @@ static void test_numbers(void) {
     CHECK_EQ_I64(g.local[c4 * 2 + 1], 300);
 
     uint64_t total[2] = {184, 330};
-    CHECK_EQ_I64(mr_flow_finish(&g, total, 0.0), 0);
+    CHECK_EQ_I64(mr_flowgraph_finish(&g, total, 0.0), 0);
     CHECK_EQ_I64(g.hidden_local[0] + g.hidden_local[1], 0);
     // Boxes: main:1; a:2 b:3 c:4 merged; d:6; f:5 (calls itself: not merged); g:9.
     CHECK_EQ_I64(g.nboxes, 5);
@@ -96,7 +96,7 @@ static void test_numbers(void) {
     CHECK(l && l->bytes[0] == 30 && l->bytes[1] == 30);
     l = link_of(&g, f5, g9);
     CHECK(l && l->bytes[0] == 30);
-    mr_flow_free(&g);
+    mr_flowgraph_free(&g);
 }
 
 // Hiding: with a share of 10%, d:6 (50 of 1000 at moment 0, nothing at 1) and its edge go;
@@ -105,7 +105,7 @@ static void test_numbers(void) {
 // calls only x:8 (which has one caller): main allocates nothing, so they merge.
 static void test_hiding(void) {
     mr_flow g;
-    CHECK_EQ_I64(mr_flow_init(&g, 2), 0);
+    CHECK_EQ_I64(mr_flowgraph_init(&g, 2), 0);
     uint32_t main1 = line(&g, "main", "m.c", 1), x8 = line(&g, "x", "m.c", 8);
     uint32_t d6 = line(&g, "d", "m.c", 6), e7 = line(&g, "e", "m.c", 7);
     uint32_t y9 = line(&g, "y", "m.c", 9);
@@ -116,7 +116,7 @@ static void test_hiding(void) {
     add(&g, 1, 200, 3, (uint32_t[]){e7, x8, main1});
     add(&g, 1, 5, 3, (uint32_t[]){y9, x8, main1}); // below 10% at every moment
     uint64_t total[2] = {1000, 1005};
-    CHECK_EQ_I64(mr_flow_finish(&g, total, 0.10), 0);
+    CHECK_EQ_I64(mr_flowgraph_finish(&g, total, 0.10), 0);
     CHECK(box_of(&g, d6) == NULL && box_of(&g, y9) == NULL);
     CHECK_EQ_I64(g.hidden_local[0], 50);
     CHECK_EQ_I64(g.hidden_local[1], 5);
@@ -138,21 +138,21 @@ static void test_hiding(void) {
     CHECK_EQ_I64(g.nlinks, 1);
     const mr_flow_link* l = link_of(&g, main1, e7);
     CHECK(l && l->bytes[0] == 50 && l->bytes[1] == 200);
-    mr_flow_free(&g);
+    mr_flowgraph_free(&g);
 }
 
 // A cycle of lines that would each merge the next (p:1 -> q:2 -> p:1 only) stays as two
 // boxes; a chain never swallows a line with two callers.
 static void test_cycle(void) {
     mr_flow g;
-    CHECK_EQ_I64(mr_flow_init(&g, 1), 0);
+    CHECK_EQ_I64(mr_flowgraph_init(&g, 1), 0);
     uint32_t p1 = line(&g, "p", "c.c", 1), q2 = line(&g, "q", "c.c", 2);
     uint32_t r3 = line(&g, "r", "c.c", 3), s4 = line(&g, "s", "c.c", 4);
     add(&g, 0, 10, 4, (uint32_t[]){q2, p1, q2, p1});
     add(&g, 0, 7, 3, (uint32_t[]){s4, r3, q2}); // (not reached from p: a second root)
     add(&g, 0, 3, 2, (uint32_t[]){s4, p1});
     uint64_t total = 20;
-    CHECK_EQ_I64(mr_flow_finish(&g, &total, 0.0), 0);
+    CHECK_EQ_I64(mr_flowgraph_finish(&g, &total, 0.0), 0);
     // s:4 has two callers (r, p): r:3 merges nothing; q calls p and r: no merge either.
     for (size_t i = 0; i < g.nboxes; i++)
         CHECK_EQ_I64(g.boxes[i].nlines, 1);
@@ -161,7 +161,7 @@ static void test_cycle(void) {
     CHECK(l && l->bytes[0] == 10);
     l = link_of(&g, q2, p1);
     CHECK(l && l->bytes[0] == 10);
-    mr_flow_free(&g);
+    mr_flowgraph_free(&g);
 }
 
 // A chain whose last line calls its first again (recursion through two lines): root p:1 ->
@@ -170,13 +170,13 @@ static void test_cycle(void) {
 // itself (once per stack: 10), q -> z leaves the box.
 static void test_recursive_chain(void) {
     mr_flow g;
-    CHECK_EQ_I64(mr_flow_init(&g, 1), 0);
+    CHECK_EQ_I64(mr_flowgraph_init(&g, 1), 0);
     uint32_t p1 = line(&g, "p", "c.c", 1), q2 = line(&g, "q", "c.c", 2);
     uint32_t z3 = line(&g, "z", "c.c", 3);
     add(&g, 0, 10, 5, (uint32_t[]){z3, q2, p1, q2, p1});
     add(&g, 0, 0, 2, (uint32_t[]){p1, q2});
     uint64_t total = 10;
-    CHECK_EQ_I64(mr_flow_finish(&g, &total, 0.0), 0);
+    CHECK_EQ_I64(mr_flowgraph_finish(&g, &total, 0.0), 0);
     CHECK_EQ_I64(g.nboxes, 2);
     const mr_flow_box* b = box_of(&g, p1);
     CHECK(b && b->nlines == 2 && b->lines[1] == q2 && b->cumulative[0] == 10 && b->local[0] == 0);
@@ -185,7 +185,7 @@ static void test_recursive_chain(void) {
     CHECK(l && l->bytes[0] == 10);
     l = link_of(&g, p1, z3);
     CHECK(l && l->bytes[0] == 10);
-    mr_flow_free(&g);
+    mr_flowgraph_free(&g);
 }
 
 int main(void) {

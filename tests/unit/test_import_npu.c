@@ -61,13 +61,13 @@ static int load(const char* path, mr_npu_series* s, mr_npu_log* keep, char* err,
         *keep = log; // the caller reads events and names; series from copies
         mr_points a = {0}, b = {0}, c = {0}, d = {0};
         for (size_t i = 0; i < log.max_raw.n; i++)
-            mr_points_push(&a, log.max_raw.v[i].x, log.max_raw.v[i].y);
+            mr_series_points_push(&a, log.max_raw.v[i].x, log.max_raw.v[i].y);
         for (size_t i = 0; i < log.frag.n; i++)
-            mr_points_push(&b, log.frag.v[i].x, log.frag.v[i].y);
+            mr_series_points_push(&b, log.frag.v[i].x, log.frag.v[i].y);
         for (size_t i = 0; i < log.used.n; i++)
-            mr_points_push(&c, log.used.v[i].x, log.used.v[i].y);
+            mr_series_points_push(&c, log.used.v[i].x, log.used.v[i].y);
         for (size_t i = 0; i < log.free.n; i++)
-            mr_points_push(&d, log.free.v[i].x, log.free.v[i].y);
+            mr_series_points_push(&d, log.free.v[i].x, log.free.v[i].y);
         mr_npu_region* r = calloc(log.nregions + 1, sizeof *r);
         for (size_t i = 0; i < log.nregions; i++) {
             r[i] = log.regions[i];

@@ -4,7 +4,7 @@
 // On a capture whose stacks run through libc and the dynamic loader: the blocks the C
 // runtime holds in their own group (leaks and summary), LeakSanitizer suppressions, the
 // report of a suppression that matches nothing, singular and plural totals.
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

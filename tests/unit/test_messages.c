@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // memreport's messages from two threads at once stay whole lines: diff reads its two
 // captures on two threads, and with --skip-corrupt each thread's event reader warns about
-// the chunks it leaves out through mr_error while the other may be warning too.
+// the chunks it leaves out through mr_messages_error while the other may be warning too.
 #include "messages.h"
 
 #include "../check.h"
@@ -19,10 +19,10 @@ static void* warn_many(void* arg) {
     const char* path = arg;
     pthread_barrier_wait(&start);
     for (int i = 0; i < LINES_PER_THREAD; i++)
-        mr_error(path,
-                 "warning: event chunk %d is corrupt (checksum mismatch); skipped its "
-                 "100 events",
-                 i);
+        mr_messages_error(path,
+                          "warning: event chunk %d is corrupt (checksum mismatch); skipped its "
+                          "100 events",
+                          i);
     return NULL;
 }
 

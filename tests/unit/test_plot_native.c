@@ -398,12 +398,13 @@ static void test_legend_above(void) {
                                         i % 3 ? MR_MARK_LINE : MR_MARK_BAND};
         mr_frame f = {.x0 = 95, .y0 = 45, .x1 = 1510, .y1 = 530, .xmax = 1, .ymax = 1};
         mr_axes_style st = {.title = "title"};
-        double top = mr_legend_make_room(cr, &f, &st, items, n);
-        double h = mr_legend_rows_height(cr, items, n, f.x0, f.x1);
+        double top = mr_plot_draw_legend_make_room(cr, &f, &st, items, n);
+        double h = mr_plot_draw_legend_rows_height(cr, items, n, f.x0, f.x1);
         CHECK(h > 0);
         CHECK(f.y0 >= 45 + h - 0.01 && top < 45 && st.title_bottom < top);
-        CHECK(n == 1 || h > 2 * mr_legend_rows_height(cr, items, 1, f.x0, f.x1)); // wrapped
-        mr_draw_legend_rows(cr, items, n, f.x0, f.x1, top);
+        CHECK(n == 1 ||
+              h > 2 * mr_plot_draw_legend_rows_height(cr, items, 1, f.x0, f.x1)); // wrapped
+        mr_plot_draw_legend_rows(cr, items, n, f.x0, f.x1, top);
         cairo_surface_flush(img);
         bool drawn = false, inside = false;
         for (int y = (int)top; y < (int)f.y0; y++)

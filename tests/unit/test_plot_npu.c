@@ -54,7 +54,7 @@ static void test_png(const char* fixture) {
         .input = fixture, .output = test_tmppath("heap.png"), .data = test_tmppath("heap.json")};
     unlink(a.output);
     unlink(a.data);
-    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    CHECK_EQ_I64(mr_npu_plot(&s, &a), 0);
     cairo_surface_t* img = cairo_image_surface_create_from_png(a.output);
     CHECK_EQ_I64(cairo_surface_status(img), CAIRO_STATUS_SUCCESS);
     CHECK_EQ_I64(cairo_image_surface_get_width(img), 4000);
@@ -102,14 +102,14 @@ static void test_png(const char* fixture) {
     struct stat before, after;
     CHECK_EQ_I64(stat(a.output, &before), 0);
     a.data = NULL;
-    CHECK_EQ_I64(mr_plot_npu(&s, &a), MR_EXIT_IO);
+    CHECK_EQ_I64(mr_npu_plot(&s, &a), MR_EXIT_IO);
     CHECK_EQ_I64(stat(a.output, &after), 0);
     CHECK_EQ_I64(before.st_ino, after.st_ino);
     a.force = true;
-    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    CHECK_EQ_I64(mr_npu_plot(&s, &a), 0);
     // SVG by extension.
     a.output = test_tmppath("heap.svg");
-    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    CHECK_EQ_I64(mr_npu_plot(&s, &a), 0);
     FILE* fp = fopen(a.output, "r");
     char head[512] = "";
     CHECK(fp && fread(head, 1, sizeof head - 1, fp) > 0);
@@ -187,13 +187,13 @@ static void test_crafted_capture(void) {
                       .output = test_tmppath("crafted.png"),
                       .data = test_tmppath("crafted.json"),
                       .force = true};
-    CHECK_EQ_I64(mr_plot_npu(&s, &a), 0);
+    CHECK_EQ_I64(mr_npu_plot(&s, &a), 0);
     mr_npu_series_free(&s);
 
     // The builder itself never overflows, whatever it is given: total_steps and spans
     // saturate at the int64 limits.
     mr_points max = {0}, frag = {0}, used = {0}, freep = {0};
-    mr_points_push(&max, INT64_MAX, 10);
+    mr_series_points_push(&max, INT64_MAX, 10);
     mr_npu_region* regions = calloc(2, sizeof *regions);
     regions[0] = (mr_npu_region){.name = strdup("part1"), .start = INT64_MIN};
     regions[1] = (mr_npu_region){.name = strdup("main"), .start = INT64_MAX};

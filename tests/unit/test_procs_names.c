@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What a legend calls each process of a tree (reporter/render/procs_report.h,
-// mr_procs_legend_names): its program, and the arguments that tell it from the others of the
+// mr_procs_report_legend_names): its program, and the arguments that tell it from the others of the
 // same program, cut in the middle keeping where they differ, always valid UTF-8.
 #include "procs_report.h"
 
@@ -17,7 +17,7 @@ static mr_process proc(const char* cmdline, const char* name) {
 
 static void names_of(mr_process* procs, size_t n, char** prog, char** args) {
     mr_capture_set s = {.procs = procs, .n = n};
-    CHECK_EQ_I64(mr_procs_legend_names(&s, prog, args), 0);
+    CHECK_EQ_I64(mr_procs_report_legend_names(&s, prog, args), 0);
 }
 
 static void free_names(char** prog, char** args, size_t n) {

@@ -127,7 +127,7 @@ static void test_shares_within_a_stamp(void) {
     open_set(&s, paths, 2);
     mr_procs_moment m;
     mr_procs_error err;
-    CHECK_EQ_I64(mr_procs_moment_find(&s, &m, &err), 0);
+    CHECK_EQ_I64(mr_procs_timeline_moment_find(&s, &m, &err), 0);
     CHECK_EQ_I64(m.peak, 1300);
     CHECK_EQ_I64(m.ts, 2000);
     CHECK_EQ_I64(m.live[0], 1000);
@@ -135,7 +135,7 @@ static void test_shares_within_a_stamp(void) {
     CHECK_EQ_I64(m.before_seq[0], 3); // A's free of its 400
     CHECK_EQ_I64(m.before_seq[1], 2); // B's free of its 300
     check_shares(&s, &m);
-    mr_procs_moment_free(&m);
+    mr_procs_timeline_moment_free(&m);
     mr_capture_set_free(&s);
 }
 
@@ -237,9 +237,9 @@ static void test_random(void) {
         }
         mr_procs_moment m;
         mr_procs_error err;
-        CHECK_EQ_I64(mr_procs_moment_find(&s, &m, &err), 0);
+        CHECK_EQ_I64(mr_procs_timeline_moment_find(&s, &m, &err), 0);
         check_shares(&s, &m);
-        mr_procs_moment_free(&m);
+        mr_procs_timeline_moment_free(&m);
         mr_capture_set_free(&s);
     }
 }

@@ -2,7 +2,7 @@
 // Every report on a capture with no events in its heap (a program that never allocated,
 // or an NPU import whose log had no allocation): exit 0, empty tables, and no undefined
 // behaviour on the empty arrays (qsort(NULL, 0) in stats; run under make test-sanitize).
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

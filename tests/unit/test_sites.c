@@ -15,7 +15,7 @@
 
 #define GET_STR(o, k) json_string_value(json_object_get(o, k))
 
-// Site labels past allocation wrappers (mr_site_label): xmalloc and an inlined
+// Site labels past allocation wrappers (mr_sites_label): xmalloc and an inlined
 // std::allocator<int>::allocate, each called from two functions, are wrappers; only_alloc,
 // called from main only, and use_vec, whose "allocator" is in its parameters, are not.
 static void check_labels(void) {
@@ -44,20 +44,20 @@ static void check_labels(void) {
     mr_symbols* s;
     char msg[512];
     CHECK_EQ_I64(mr_symbols_load(cap, &s, msg, sizeof msg), 0);
-    mr_site_labels* l = mr_site_labels_new(s);
+    mr_site_labels* l = mr_sites_labels_new(s);
     CHECK(l != NULL);
-    CHECK(mr_site_labels_is_wrapper(l, "xmalloc"));
-    CHECK(!mr_site_labels_is_wrapper(l, "only_alloc"));
-    CHECK(!mr_site_labels_is_wrapper(l, "use_vec(std::vector<int, std::allocator<int> >&)"));
-    CHECK_EQ_STR(mr_site_label(l, 4), "caller_a");
-    CHECK_EQ_STR(mr_site_label(l, 5), "caller_b");
-    CHECK_EQ_STR(mr_site_label(l, 6), "only_alloc");
-    CHECK_EQ_STR(mr_site_label(l, 7), "use_vec(std::vector<int, std::allocator<int> >&)");
-    CHECK_EQ_STR(mr_site_label(l, 9), "use_list()");
-    CHECK_EQ_STR(mr_site_label(l, 0), "(no stack)");
+    CHECK(mr_sites_labels_is_wrapper(l, "xmalloc"));
+    CHECK(!mr_sites_labels_is_wrapper(l, "only_alloc"));
+    CHECK(!mr_sites_labels_is_wrapper(l, "use_vec(std::vector<int, std::allocator<int> >&)"));
+    CHECK_EQ_STR(mr_sites_label(l, 4), "caller_a");
+    CHECK_EQ_STR(mr_sites_label(l, 5), "caller_b");
+    CHECK_EQ_STR(mr_sites_label(l, 6), "only_alloc");
+    CHECK_EQ_STR(mr_sites_label(l, 7), "use_vec(std::vector<int, std::allocator<int> >&)");
+    CHECK_EQ_STR(mr_sites_label(l, 9), "use_list()");
+    CHECK_EQ_STR(mr_sites_label(l, 0), "(no stack)");
     // The reports' other name stays the innermost relevant function.
     CHECK_EQ_STR(mr_sites_site_name(s, 4), "xmalloc");
-    mr_site_labels_free(l);
+    mr_sites_labels_free(l);
     mr_symbols_free(s);
     mt_capture_close(cap);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // memreport stats on the standard fixture capture (truth in tests/reports/fixture.c):
 // site rankings, bytes at the peak, the size histogram, temporaries, per-thread totals.
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

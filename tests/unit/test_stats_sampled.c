@@ -3,7 +3,7 @@
 // (memtrace/sampling.h) is counted in the size histogram's bucket of the size the program
 // asked for, with the bytes it stands for. Sizes 2^k - 1 and 2^k, rounded to bytes, would
 // weigh the same at N = 4096 (7 and 8 bytes both 4100): the 7 bytes were counted as 8-15.
-#include "commands.h"
+#include "cmd.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"

@@ -2,7 +2,7 @@
 // Units and times shared by every report: 1024-based sizes labelled KiB/MiB/GiB/TiB (the
 // NPU plot alone keeps upstream's KB/MB/GB), the one parser of time arguments (--at) with
 // its messages, and how far a native or an imported NPU capture reaches in time.
-#include "commands.h"
+#include "cmd.h"
 #include "extent.h"
 #include "load.h"
 #include "opts.h"

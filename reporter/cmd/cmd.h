@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The memreport subcommands. Each takes the arguments after its name (argv[0] is the
-// subcommand) and returns an exit code (util.h).
-#ifndef MR_COMMANDS_H
-#define MR_COMMANDS_H
+// subcommand) and returns an exit code (base/messages.h).
+#ifndef MR_CMD_H
+#define MR_CMD_H
 
 int mr_cmd_summary(int argc, char** argv);
 int mr_cmd_stacks(int argc, char** argv);
