@@ -38,3 +38,9 @@ add_test(NAME unit.model_quiet
   COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_model_quiet.py
           ${CMAKE_NM} $<TARGET_FILE:memreport_model>)
 set_tests_properties(unit.model_quiet PROPERTIES LABELS unit TIMEOUT 60)
+
+# A function a header declares is named after the header (CONTRIBUTING.md, "names").
+add_test(NAME unit.names
+  COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/rules/check_names.py
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(unit.names PROPERTIES LABELS unit TIMEOUT 60)
