@@ -9,7 +9,9 @@ endif()
 
 set(MEMTRACE_FUZZ_TARGETS codec capture npu)
 foreach(target ${MEMTRACE_FUZZ_TARGETS})
-  add_executable(fuzz_${target} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${target}.c)
+  # tmpdir.c: the tests' one temporary directory (tmpdir.h), for a target that writes files.
+  add_executable(fuzz_${target} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_${target}.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/tmpdir.c)
   target_link_libraries(fuzz_${target} PRIVATE memreport_lib memtrace_common memtrace_warnings)
   target_link_options(fuzz_${target} PRIVATE -fsanitize=fuzzer)
   set(dirs ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${target})

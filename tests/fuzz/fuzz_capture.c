@@ -6,6 +6,7 @@
 // text going to /dev/null. Whatever the bytes, a report must fail cleanly, never crash.
 #include "cmd.h"
 
+#include "../tmpdir.h"
 #include "memtrace/capture.h"
 
 #include <fcntl.h>
@@ -19,7 +20,6 @@
 int LLVMFuzzerInitialize(int* argc, char*** argv);
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
-static char dir[] = "/tmp/mt_fuzz_capture.XXXXXX";
 static char path[64], wal[80], shm[80], journal[80], out_html[80], out_svg[80], out_json[80];
 
 static void remove_files(void) {
@@ -28,28 +28,19 @@ static void remove_files(void) {
         unlink(files[i]);
 }
 
-static void remove_dir(void) {
-    remove_files();
-    rmdir(dir);
-}
-
 int LLVMFuzzerInitialize(int* argc, char*** argv) {
     (void)argc;
     (void)argv;
     // Never read or write the user's symbol cache with fuzzed names.
     setenv("MEMTRACE_SYMBOL_CACHE", "0", 1);
-    if (!mkdtemp(dir)) {
-        perror("fuzz_capture: mkdtemp");
-        exit(1);
-    }
-    snprintf(path, sizeof path, "%s/cap.db", dir);
+    // The tests' one temporary directory (tmpdir.h), removed with its files at exit.
+    snprintf(path, sizeof path, "%s", test_tmppath("cap.db"));
     snprintf(wal, sizeof wal, "%s-wal", path);
     snprintf(shm, sizeof shm, "%s-shm", path);
     snprintf(journal, sizeof journal, "%s-journal", path);
-    snprintf(out_html, sizeof out_html, "%s/flame.html", dir);
-    snprintf(out_svg, sizeof out_svg, "%s/plot.svg", dir);
-    snprintf(out_json, sizeof out_json, "%s/plot.json", dir);
-    atexit(remove_dir);
+    snprintf(out_html, sizeof out_html, "%s", test_tmppath("flame.html"));
+    snprintf(out_svg, sizeof out_svg, "%s", test_tmppath("plot.svg"));
+    snprintf(out_json, sizeof out_json, "%s", test_tmppath("plot.json"));
     // Reports print to stdout; libFuzzer's own messages go to stderr.
     int null = open("/dev/null", O_WRONLY);
     if (null < 0 || dup2(null, STDOUT_FILENO) < 0) {

@@ -7,8 +7,9 @@ list of tests (`ctest --show-only=json-v1`) and on the test area files:
 - every test is skipped by exit code 77 and by nothing else: SKIP_RETURN_CODE is 77, and no
   test is disabled, skipped by a regular expression or turned into its opposite;
 - no test area is included OPTIONAL: a renamed file must fail the configure;
-- no unit test makes a temporary directory of its own (tmpdir.h's test_tmpdir is the
-  one), nor a random generator of its own (rng.h's test_rng and test_lcg are the ones).
+- no unit test or fuzzer makes a temporary directory of its own (tmpdir.h's test_tmpdir
+  is the one), nor a random generator of its own (rng.h's test_rng and test_lcg are the
+  ones).
 
 Usage: check_rules.py CTEST BUILD_DIR TESTS_SOURCE_DIR
 """
@@ -48,7 +49,8 @@ def main():
             if re.match(r"\s*include\(.*\bOPTIONAL\b", line):
                 bad.append(f"{os.path.basename(path)}:{n}: include(... OPTIONAL)")
     own_dirs = glob.glob(os.path.join(source, "unit", "*.c")) + \
-        glob.glob(os.path.join(source, "reports", "*.c"))
+        glob.glob(os.path.join(source, "reports", "*.c")) + \
+        glob.glob(os.path.join(source, "fuzz", "*.c"))
     for path in sorted(own_dirs):
         for n, line in enumerate(open(path, encoding="utf-8"), 1):
             if re.search(r"\bmkdtemp\s*\(", line):
