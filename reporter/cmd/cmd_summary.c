@@ -124,8 +124,11 @@ int mr_cmd_summary(int argc, char** argv) {
             sum.pool = got[2] ? &py[2].peak.heap : NULL;
             sum.pool_name = pool_name ? pool_name : "pool";
             sum.total = got[3] ? &py[3].peak.heap : &a.peak.heap;
-            snprintf(total_of, sizeof total_of, "%s%s%s", python ? "libc, python" : "libc",
-                     pool_name ? " and " : " and python", pool_name ? sum.pool_name : "");
+            if (python && pool_name)
+                snprintf(total_of, sizeof total_of, "libc, python and %s", sum.pool_name);
+            else
+                snprintf(total_of, sizeof total_of, "libc and %s",
+                         pool_name ? sum.pool_name : "python");
             sum.total_of = total_of;
         }
         mr_report_to to = mr_opts_report_to(&opt);

@@ -337,6 +337,12 @@ def case_views_debian(a, w):
     check(0 < libc.get("peak_bytes", 0) < peak and 0 < pyh.get("peak_bytes", 0) <= peak,
           f"summary: each heap's peak (libc {libc.get('peak_bytes')}, python "
           f"{pyh.get('peak_bytes')}) within the total's {peak}")
+    # The view names the same heaps (view_heaps.py): one name for the one total.
+    check(total.get("heaps") == "libc and python",
+          f"summary: the total's heaps named 'libc and python' ({total.get('heaps')!r})")
+    text = tool(a, ["summary", cap]) or ""
+    check("(libc and python)" in text.split("total:")[-1].split("\n")[0],
+          "summary's total line names 'libc and python'")
     seen = {}
     seen["top"] = json.loads(tool(a, ["top", "--json", cap]) or "{}").get("total")
     seen["stats"] = json.loads(tool(a, ["stats", "--json", cap]) or "{}").get("peak_bytes")
