@@ -49,10 +49,11 @@ static int child(mr_flame_tree* g, uint32_t parent, uint32_t name, bool relevant
 
 // Appends the nodes of one physical frame under `parent`: the function, then the functions
 // inlined into it, innermost last (the flame graph grows from caller to callee).
-static int add_frame(mr_flame_tree* g, uint32_t parent, uint32_t frame, uint32_t* out) {
+// `whole`: the frame of a stack shown whole (mr_symbols_noise_only), drawn relevant.
+static int add_frame(mr_flame_tree* g, uint32_t parent, uint32_t frame, bool whole, uint32_t* out) {
     const mr_symloc* locs;
     size_t nl = mr_symbols_frame_locs(g->sym, frame, &locs);
-    bool relevant = mr_symbols_frame_relevant(g->sym, frame);
+    bool relevant = whole || mr_symbols_frame_relevant(g->sym, frame);
     uint32_t module = intern(g, mr_symbols_frame_module(g->sym, frame));
     for (size_t k = nl; k-- > 0;) {
         uint32_t id;
@@ -81,23 +82,28 @@ static int resolve(mr_flame_tree* g, uint32_t callsite, uint32_t* out) {
         *out = 0;
         return 0;
     }
-    if (g->node_of[callsite]) {
-        *out = g->node_of[callsite];
+    // A stack of noise frames only is drawn whole, on nodes of its own: the same callsites
+    // under a stack that has a relevant frame stay hidden there. The callers of such a
+    // callsite have noise frames only too.
+    bool whole = mr_symbols_noise_only(g->sym, callsite);
+    uint32_t* node_of = whole ? g->whole_node_of : g->node_of;
+    if (node_of[callsite]) {
+        *out = node_of[callsite];
         return 0;
     }
     uint32_t path[MR_SITES_MAX_DEPTH];
     size_t n = 0;
     uint32_t cs = callsite;
     // Walk up to a resolved ancestor (or the root); bounded against parent cycles.
-    while (cs && cs < g->ncallsites && !g->node_of[cs] && n < MR_SITES_MAX_DEPTH) {
+    while (cs && cs < g->ncallsites && !node_of[cs] && n < MR_SITES_MAX_DEPTH) {
         path[n++] = cs;
         cs = mr_symbols_parent(g->sym, cs);
     }
-    uint32_t node = (cs && cs < g->ncallsites) ? g->node_of[cs] : 0;
+    uint32_t node = (cs && cs < g->ncallsites) ? node_of[cs] : 0;
     while (n-- > 0) {
-        if (add_frame(g, node, mr_symbols_frame_of(g->sym, path[n]), &node))
+        if (add_frame(g, node, mr_symbols_frame_of(g->sym, path[n]), whole, &node))
             return -ENOMEM;
-        g->node_of[path[n]] = node;
+        node_of[path[n]] = node;
     }
     *out = node;
     return 0;
@@ -223,27 +229,24 @@ static int folded_leaf(mr_flame_tree* g, mr_u64map* leaves, uint32_t** target, s
     return mr_u64map_put(leaves, key, id);
 }
 
-// The caller a folded node i's bytes are the self of where the page passes the C++
-// standard library (mr_sites_is_plumbing) as top does: the nearest ancestor below anc
-// that is relevant and not plumbing, when the frames between i and it are noise or
-// plumbing and one at least is plumbing (else none: UINT32_MAX). Its node keeps them
-// that function's however the page hides frames.
-static uint32_t plumbing_caller(const mr_flame_tree* g, uint32_t anc, uint32_t i) {
-    bool plumbing = false;
+// The caller a folded node i's bytes are the self of where the page hides noise frames
+// and passes the C++ standard library (mr_sites_is_plumbing) as top does: the nearest
+// ancestor below anc that is relevant and not plumbing, when i is noise or plumbing (else
+// none: UINT32_MAX). Its node keeps them that function's however the page hides frames.
+static uint32_t holding_caller(const mr_flame_tree* g, uint32_t anc, uint32_t i) {
     for (uint32_t k = i; k != anc; k = g->nodes[k].parent) {
         const mr_flame_node* n = &g->nodes[k];
         bool p = n->name != MR_FLAME_NO_STRING &&
                  mr_sites_is_plumbing(mr_strtab_get(&g->strings, n->name));
         if (n->relevant && !p)
-            return plumbing && k != i ? k : UINT32_MAX;
-        plumbing |= p;
+            return k != i ? k : UINT32_MAX;
     }
     return UINT32_MAX;
 }
 
 // Nodes below the threshold fold into their nearest kept ancestor, and the self values of
 // each into a node of its function under that ancestor (folded_leaf), under a node of the
-// caller that holds them past the C++ standard library (plumbing_caller) if need be.
+// caller that holds them past noise and the C++ standard library (holding_caller) if need be.
 // Children always come after their parent in g->nodes, so one backward pass sums and one
 // forward pass decides.
 int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
@@ -283,7 +286,7 @@ int mr_flame_tree_prune(mr_flame_tree* g, double min_width, size_t max_nodes) {
         // Within max_nodes nodes in all, the page's bound; past it, the rest fold into their
         // kept ancestor itself.
         uint32_t into_id = anc[i], under = anc[i];
-        uint32_t caller = plumbing_caller(g, anc[i], (uint32_t)i);
+        uint32_t caller = holding_caller(g, anc[i], (uint32_t)i);
         size_t used = kept + (g->n - n0);
         if (caller != UINT32_MAX && max_nodes && used + 1 >= max_nodes)
             caller = UINT32_MAX; // no room for two
@@ -318,8 +321,10 @@ static int init(mr_flame_tree* g) {
     g->cap = 1024;
     g->nodes = calloc(g->cap, sizeof *g->nodes);
     g->node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->node_of);
-    if (!g->nodes || !g->node_of || mr_strtab_init(&g->strings) || mr_u64map_init(&g->children) ||
-        mr_u64map_init(&g->threads.index) || mr_u64map_init(&g->threads.self.index))
+    g->whole_node_of = calloc((size_t)g->ncallsites + 1, sizeof *g->whole_node_of);
+    if (!g->nodes || !g->node_of || !g->whole_node_of || mr_strtab_init(&g->strings) ||
+        mr_u64map_init(&g->children) || mr_u64map_init(&g->threads.index) ||
+        mr_u64map_init(&g->threads.self.index))
         return -ENOMEM;
     g->n = 1;
     g->nodes[0] = (mr_flame_node){.name = intern(g, "all"),
@@ -372,6 +377,7 @@ int mr_flame_tree_add_base(mr_flame_tree* g, const mr_flame_tree* base) {
 void mr_flame_tree_free(mr_flame_tree* g) {
     free(g->nodes);
     free(g->node_of);
+    free(g->whole_node_of);
     free(g->target);
     mr_u64map_free(&g->children);
     mr_strtab_free(&g->strings);

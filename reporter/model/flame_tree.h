@@ -59,9 +59,10 @@ typedef struct mr_flame_tree {
     const mr_symbols* sym;
     mr_flame_node* nodes; // 0 is the root "all"; children come after their parent
     size_t n, cap;
-    mr_u64map children; // parent << 32 | name << 1 | relevant -> node index
-    mr_strtab strings;  // the string table: id -> string, in the order first used
-    uint32_t* node_of;  // callsite id -> leaf-most node of its frame; 0 = not yet resolved
+    mr_u64map children;      // parent << 32 | name << 1 | relevant -> node index
+    mr_strtab strings;       // the string table: id -> string, in the order first used
+    uint32_t* node_of;       // callsite id -> leaf-most node of its frame; 0 = not yet resolved
+    uint32_t* whole_node_of; // the same for stacks of noise frames only, drawn whole
     uint32_t ncallsites;
     uint64_t blocks; // live blocks in the tree
     bool diff;       // mr_flame_tree_add_base was called: the nodes carry base values

@@ -40,8 +40,6 @@ size_t mr_functions_stack(const mr_symbols* sy, uint32_t callsite, bool all_fram
     if (callsite == 0 || callsite >= mr_symbols_callsite_count(sy))
         return 0;
     size_t n = mr_symbols_stack(sy, callsite, all_frames, frames, MR_SITES_MAX_DEPTH);
-    if (n == 0 && !all_frames)
-        n = mr_symbols_stack(sy, callsite, true, frames, MR_SITES_MAX_DEPTH);
     return n < MR_SITES_MAX_DEPTH ? n : MR_SITES_MAX_DEPTH;
 }
 

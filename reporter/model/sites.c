@@ -15,9 +15,7 @@
 
 uint32_t mr_sites_site_frame(const mr_symbols* s, uint32_t leaf) {
     uint32_t out;
-    if (mr_symbols_stack(s, leaf, false, &out, 1) > 0)
-        return out;
-    return mr_symbols_stack(s, leaf, true, &out, 1) > 0 ? out : 0;
+    return mr_symbols_stack(s, leaf, false, &out, 1) > 0 ? out : 0;
 }
 
 const char* mr_sites_site_name(const mr_symbols* s, uint32_t leaf) {

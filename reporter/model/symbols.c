@@ -9,6 +9,7 @@
 
 #include "memtrace/symbolize.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@ struct mr_symbols {
     uint32_t nframes; // highest id + 1
     sym_callsite* callsites;
     uint32_t ncallsites;
-    char** strings; // every string the tables point to, freed together
+    uint8_t* noise_only; // per callsite: no frame of its stack is relevant
+    char** strings;      // every string the tables point to, freed together
     size_t nstrings, capstrings;
 };
 
@@ -160,10 +162,14 @@ static int add_callsite(void* ud, const mt_callsite_rec* c) {
 
 // ---- Python programs
 
-// The interpreter's own call machinery (evaluation loop, call and vectorcall trampolines,
-// the start-up that runs the main module): between and above a Python program's frames it
-// says nothing a Python frame does not, so in a capture with Python frames it is noise,
-// hidden by default like start-up code and shown with --all-frames.
+// In a capture with Python frames, the interpreter's own frames are noise, hidden by
+// default like start-up code and shown with --all-frames, where they say nothing a Python
+// frame does not: its call machinery (evaluation loop, call and vectorcall trampolines, the
+// start-up that runs the main module) wherever it is, and every frame of the interpreter
+// that runs under a Python frame (the list, dict and object code a Python line calls), so
+// that what it allocates is the Python line's, or the C extension's that called it. Its
+// other frames, which never run under a Python frame (`main`, the initialisation, a
+// thread's start), stay.
 static bool python_machinery(const char* fn) {
     static const char* const prefixes[] = {"_PyEval_",
                                            "PyEval_",
@@ -199,22 +205,94 @@ static bool python_machinery(const char* fn) {
     return false;
 }
 
-// A module that is a CPython interpreter: python3.11, libpython3.12.so.1.0, ...
+// A module that is a CPython interpreter: python3.11, python3.13t, libpython3.12.so.1.0,
+// libpython3.11d.so.1.0; not a program whose name only starts with "python".
 static bool python_module(const char* module) {
-    return module && (!strncmp(module, "python", 6) || !strncmp(module, "libpython", 9));
+    if (!module)
+        return false;
+    const char* v = !strncmp(module, "libpython", 9) ? module + 9
+                    : !strncmp(module, "python", 6)  ? module + 6
+                                                     : NULL;
+    if (!v || !isdigit((unsigned char)*v))
+        return false;
+    do // the version: 3, 3.12
+        v += strspn(v, "0123456789");
+    while (v[0] == '.' && isdigit((unsigned char)v[1]) && v++);
+    v += strspn(v, "dmt"); // ABI flags: debug, pymalloc (before 3.8), free-threaded
+    return *v == '\0' || (module[0] == 'l' && !strncmp(v, ".so", 3));
 }
 
-static void hide_python_machinery(mr_symbols* s) {
+static bool python_frame(const mr_symbols* s, uint32_t frame) {
+    const sym_frame* f = frame < s->nframes ? &s->frames[frame] : NULL;
+    return f && f->present && f->module && !strcmp(f->module, "[python]");
+}
+
+static bool interpreter_frame(const mr_symbols* s, uint32_t frame) {
+    const sym_frame* f = frame < s->nframes ? &s->frames[frame] : NULL;
+    return f && f->present && python_module(f->module);
+}
+
+enum { UNSEEN, NO, YES, WALKING };
+
+// For every callsite, whether its frame or a caller's matches: YES or NO in a new array
+// (NULL when out of memory). A cycle of parents (a corrupt file) reads as no match.
+static uint8_t* match_at_or_above(const mr_symbols* s,
+                                  bool (*match)(const mr_symbols*, uint32_t frame)) {
+    uint8_t* seen = calloc(s->ncallsites, 1);
+    uint32_t* path = malloc(s->ncallsites * sizeof *path);
+    for (uint32_t cs = 1; seen && path && cs < s->ncallsites; cs++) {
+        size_t n = 0;
+        uint32_t c = cs;
+        for (; c && c < s->ncallsites && seen[c] == UNSEEN; c = s->callsites[c].parent) {
+            seen[c] = WALKING;
+            path[n++] = c;
+        }
+        bool yes = c && c < s->ncallsites && seen[c] == YES;
+        while (n-- > 0) { // from the outermost down
+            yes = yes || match(s, s->callsites[path[n]].frame);
+            seen[path[n]] = yes ? YES : NO;
+        }
+    }
+    free(path);
+    if (!path) {
+        free(seen);
+        return NULL;
+    }
+    return seen;
+}
+
+static int hide_python_interpreter(mr_symbols* s) {
     bool python = false;
     for (uint32_t i = 0; i < s->nframes && !python; i++)
-        python =
-            s->frames[i].present && s->frames[i].module && !strcmp(s->frames[i].module, "[python]");
-    for (uint32_t i = 0; python && i < s->nframes; i++) {
+        python = python_frame(s, i);
+    if (!python)
+        return 0;
+    for (uint32_t i = 0; i < s->nframes; i++) {
         sym_frame* f = &s->frames[i];
-        if (f->present && python_module(f->module) &&
-            python_machinery(f->locs[f->nlocs - 1].function))
+        if (interpreter_frame(s, i) && python_machinery(f->locs[f->nlocs - 1].function))
             f->relevant = false;
     }
+    uint8_t* under_python = match_at_or_above(s, python_frame);
+    if (!under_python)
+        return -ENOMEM;
+    for (uint32_t cs = 1; cs < s->ncallsites; cs++) {
+        uint32_t frame = s->callsites[cs].frame;
+        if (interpreter_frame(s, frame) && under_python[s->callsites[cs].parent] == YES)
+            s->frames[frame].relevant = false;
+    }
+    free(under_python);
+    return 0;
+}
+
+// Which stacks have no relevant frame, to be shown whole (mr_symbols_stack).
+static int find_noise_only(mr_symbols* s) {
+    uint8_t* relevant = match_at_or_above(s, mr_symbols_frame_relevant);
+    if (!relevant)
+        return -ENOMEM;
+    for (uint32_t cs = 1; cs < s->ncallsites; cs++)
+        relevant[cs] = relevant[cs] != YES;
+    s->noise_only = relevant;
+    return 0;
 }
 
 static int load(mt_capture* cap, mr_symbols* s) {
@@ -230,8 +308,10 @@ static int load(mt_capture* cap, mr_symbols* s) {
         return -ENOMEM;
     int rc = mt_capture_frames(cap, add_frame, s);
     if (rc == 0)
-        hide_python_machinery(s);
-    return rc ? rc : mt_capture_callsites(cap, add_callsite, s);
+        rc = mt_capture_callsites(cap, add_callsite, s);
+    if (rc == 0)
+        rc = hide_python_interpreter(s);
+    return rc ? rc : find_noise_only(s);
 }
 
 int mr_symbols_load(mt_capture* cap, mr_symbols** out, char* msg, size_t msglen) {
@@ -262,6 +342,7 @@ void mr_symbols_free(mr_symbols* s) {
     free(s->strings);
     free(s->frames);
     free(s->callsites);
+    free(s->noise_only);
     free(s);
 }
 
@@ -316,9 +397,14 @@ bool mr_symbols_truncated(const mr_symbols* s, uint32_t leaf) {
     return f && f->truncation;
 }
 
+bool mr_symbols_noise_only(const mr_symbols* s, uint32_t leaf) {
+    return leaf && leaf < s->ncallsites && s->noise_only && s->noise_only[leaf];
+}
+
 size_t mr_symbols_stack(const mr_symbols* s, uint32_t leaf, bool all_frames, uint32_t* out,
                         size_t max) {
     size_t n = 0;
+    all_frames |= mr_symbols_noise_only(s, leaf);
     // Bounded by the number of callsites, so a corrupt file with a cycle cannot hang us.
     for (uint32_t cs = leaf, steps = 0; cs && cs < s->ncallsites && steps < s->ncallsites;
          cs = s->callsites[cs].parent, steps++) {

@@ -44,8 +44,8 @@ const char* mr_symbols_frame_name(const mr_symbols* s, uint32_t frame);
 // The frame's locations, innermost first (inlined functions, then the physical function).
 // Returns their number (>= 1).
 size_t mr_symbols_frame_locs(const mr_symbols* s, uint32_t frame, const mr_symloc** locs);
-// False for noise frames (allocator internals, start-up code): hidden by default, their
-// bytes still count in their callers.
+// False for noise frames (allocator internals, start-up code, a Python program's
+// interpreter frames): hidden by default, their bytes still count in their callers.
 bool mr_symbols_frame_relevant(const mr_symbols* s, uint32_t frame);
 // Basename of the frame's module (NULL when the frame has no mapping).
 const char* mr_symbols_frame_module(const mr_symbols* s, uint32_t frame);
@@ -60,9 +60,11 @@ uint32_t mr_symbols_callsite_count(const mr_symbols* s); // highest id + 1
 // the root frame is then the marker named MT_SYMBOLIZE_TRUNCATED).
 bool mr_symbols_truncated(const mr_symbols* s, uint32_t leaf);
 
+// Whether no frame of the stack is relevant: such a stack is shown whole, in every view.
+bool mr_symbols_noise_only(const mr_symbols* s, uint32_t leaf);
 // The frames of a stack, leaf first, into out[0..max); noise frames are skipped unless
-// all_frames. Returns the number of frames in the stack (may exceed max: then out holds
-// the leaf-most max).
+// all_frames or the stack has nothing else (mr_symbols_noise_only). Returns the number of
+// frames in the stack (may exceed max: then out holds the leaf-most max).
 size_t mr_symbols_stack(const mr_symbols* s, uint32_t leaf, bool all_frames, uint32_t* out,
                         size_t max);
 

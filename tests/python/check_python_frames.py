@@ -202,8 +202,8 @@ for p in ("debian_3_11", "3_12", "3_13"):
     CASES[f"shutdown_{p}"] = make_shutdown_case(p)
 def case_reports(a, w):
     """Reports of a Python program: text stacks read function (file.py:line), the
-    interpreter's call machinery hidden (kept with --all-frames), Python frames green in
-    the flame graph page."""
+    interpreter's own frames hidden (kept with --all-frames) and their bytes the Python
+    function's in top, Python frames green in the flame graph page."""
     python = need("3_12")
     script = os.path.join(w, "big.py")
     with open(script, "w") as f:
@@ -217,10 +217,16 @@ def case_reports(a, w):
     i = lines.index(f"make_big ({script}:2)") if f"make_big ({script}:2)" in lines else -1
     check(i > 0 and lines[i + 1:i + 3] == [f"outer ({script}:6)", f"<module> ({script}:9)"],
           f"stacks: make_big / outer / <module> as function (file.py:line)\n{text}")
-    check("_PyEval_EvalFrameDefault" not in text, "the evaluation loop hidden by default")
+    check("libpython" not in text,
+          f"the interpreter's frames hidden by default (its loop, bytearray's code)\n{text}")
     everything = subprocess.run([a.memreport, "stacks", "--top", "1", "--all-frames", cap],
                                 capture_output=True, text=True).stdout
-    check("_PyEval_EvalFrameDefault" in everything, "... and shown with --all-frames")
+    check("_PyEval_EvalFrameDefault" in everything and "PyByteArray_Resize" in everything,
+          "... and shown with --all-frames")
+    top = subprocess.run([a.memreport, "top", "--top", "1", cap], capture_output=True,
+                         text=True).stdout
+    check(f"make_big ({script})" in top,
+          f"top: the Python function holds the bytes the interpreter allocated for it\n{top}")
     sys.path.insert(0, os.path.join(HERE, "..", "reports"))
     import webdriver
     if why := webdriver.missing():
@@ -231,6 +237,8 @@ def case_reports(a, w):
     with webdriver.Browser(width=1280, height=800) as b:
         b.get("file://" + page)
         check(b.js("return window.__errors") == [], "no script errors")
+        b.js("var h = document.getElementById('hide'); h.checked = false;"
+             "h.dispatchEvent(new Event('change'));")  # the interpreter's frames drawn too
         colours = b.js("""var out = {};
             document.querySelectorAll('#chart .fr').forEach(function (d) {
               out[d.dataset.name] = getComputedStyle(d).backgroundColor; });

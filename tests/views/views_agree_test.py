@@ -33,13 +33,21 @@ SITES_PEAK = {"big_table": 400000, "load_users": 90000, "load_groups": 40000,
 
 def page_functions(d):
     """name -> [self, total] as the page's Functions tab and inverted graph count them: self
-    summed over a function's frames, total over its outermost frames only."""
+    summed over a function's frames, total over its outermost frames only; a non-relevant
+    frame hidden, its bytes its nearest shown caller's (the page's default)."""
     names, nodes = d["strings"], d["nodes"]
+    shown = list(range(len(nodes)))  # the node each node's bytes are drawn in
+    incl = [0] * len(nodes)
+    for i in range(1, len(nodes)):  # a parent comes before its children
+        if not nodes[i][4]:
+            shown[i] = shown[nodes[i][0]]
+        incl[shown[i]] += nodes[i][5]
+    self_ = list(incl)
     kids = [[] for _ in nodes]
-    incl = [n[5] for n in nodes]
     for i in range(len(nodes) - 1, 0, -1):
-        kids[nodes[i][0]].append(i)
-        incl[nodes[i][0]] += incl[i]
+        if shown[i] == i:
+            kids[shown[nodes[i][0]]].append(i)
+            incl[shown[nodes[i][0]]] += incl[i]
     out, on_path, stack = {}, {}, [(0, False)]
     while stack:
         i, leaving = stack.pop()
@@ -49,7 +57,7 @@ def page_functions(d):
             continue
         if i:
             f = out.setdefault(name, [0, 0])
-            f[0] += nodes[i][5]
+            f[0] += self_[i]
             if not on_path.get(name):
                 f[1] += incl[i]
             on_path[name] = on_path.get(name, 0) + 1
