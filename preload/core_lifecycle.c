@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,9 @@
 #include <unistd.h>
 
 // ---- start
+
+// A forked child's capture is deferred: its clock was set at the fork, its start.
+static bool zeroed_at_fork;
 
 // Returns 0 or why the capture could not start (a negative errno).
 static int start_capture(int child) {
@@ -44,7 +48,9 @@ static int start_capture(int child) {
         mt_writer_fail(path, strerror(-rc));
         return rc;
     }
-    mt_clock_zero();
+    if (!zeroed_at_fork)
+        mt_clock_zero();
+    zeroed_at_fork = false;
     mt_clock_restart();
     mt_recording_capture_start();
     if ((rc = mt_writer_start(path)) == 0) {
@@ -61,6 +67,8 @@ static int start_capture(int child) {
 // ---- fork
 
 static void fork_prepare(void) {
+    // The child's capture names its parent's (parent_capture), which must exist.
+    mt_core_undefer();
     mt_guard++;
     mt_writer_fork_lock(); // first: the writer takes the others while holding it
     mt_core_buffers_fork_lock();
@@ -140,7 +148,39 @@ void mt_core_after_fork_child(void) {
         self->tid = (uint32_t)gettid();
     mt_core_buffers_drop_queued();
     forget_written();
-    start_capture(1);
+    // Most children exec at once, with no heap call before (a shell's commands): a capture
+    // made now would be removed by the exec, unused. It is made at the first event, or
+    // before the child could lose it; the child's times start now.
+    mt_clock_zero();
+    zeroed_at_fork = true;
+    atomic_store(&mt_state, MT_STATE_DEFERRED);
+}
+
+// The deferred capture's start. A thread that comes second waits for the first; signals
+// wait meanwhile, so that a handler's heap calls are recorded after it, as the program's.
+static bool start_deferred(void) {
+    static _Atomic int starting;
+    if (getpid() != mt_core_traced_pid()) // a vfork child: its parent's capture, not its own
+        return false;
+    if (atomic_exchange(&starting, 1)) {
+        while (atomic_load(&mt_state) == MT_STATE_DEFERRED)
+            sched_yield();
+        return atomic_load(&mt_state) == MT_STATE_RECORDING && !mt_guard;
+    }
+    if (atomic_load(&mt_state) == MT_STATE_DEFERRED) {
+        int saved = errno;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        mt_guard++;
+        if (start_capture(1) != 0)
+            atomic_store(&mt_state, MT_STATE_STOPPED);
+        mt_guard--;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        errno = saved;
+    }
+    atomic_store(&starting, 0);
+    return atomic_load(&mt_state) == MT_STATE_RECORDING && !mt_guard;
 }
 
 // ---- exec
@@ -148,7 +188,8 @@ void mt_core_after_fork_child(void) {
 static _Atomic int stopped_for_exec;
 
 void mt_core_before_exec(void) {
-    // A vfork child shares our memory: the capture is its parent's, not its own.
+    // A vfork child shares our memory: the capture is its parent's, not its own. A deferred
+    // capture was never made: nothing to finish, and the new image makes its own.
     if (getpid() != mt_core_traced_pid() || atomic_load(&mt_state) != MT_STATE_RECORDING)
         return;
     int saved = errno;
@@ -175,6 +216,7 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static void on_fatal_signal(int sig) {
     // Not when the crash is inside the tracer itself (its locks may be held) or in a child
     // that shares our memory without being the traced process.
+    mt_core_undefer(); // the child's end is in its capture
     if (!mt_guard && atomic_load(&mt_state) == MT_STATE_RECORDING &&
         getpid() == mt_core_traced_pid()) {
         int saved = errno;
@@ -219,6 +261,7 @@ static void init_modules(void) {
         return;
     mt_core_on_failure(mt_writer_fail); // before a copied child can be seen
     mt_core_on_mark(mt_writer_mark);
+    mt_core_on_deferred_start(start_deferred);
     mt_core_mark_traced();
     if (gettid() == mt_core_traced_pid()) // not an attach's thread
         mt_exit_watch_note_main();
@@ -283,6 +326,8 @@ void mt_core_shutdown(void) {
     // A vfork child shares our memory and must not touch the parent's capture.
     if (getpid() != mt_core_traced_pid())
         return;
+    // A child that ends with nothing recorded is still a process of the tree.
+    mt_core_undefer();
     int expected = MT_STATE_RECORDING;
     if (!atomic_compare_exchange_strong(&mt_state, &expected, MT_STATE_STOPPED))
         return;

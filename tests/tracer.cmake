@@ -236,6 +236,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(drop_privileges)
   # One that keeps a capability across its setuid (setpriv) is not aborted by glibc.
   tracer_program_test(keep_caps)
+  # A forked child's capture, made at its first event, is made before a setuid or chroot,
+  # at an _exit with nothing recorded, with the parent and start time of its fork.
+  tracer_program_test(deferred_fork)
   # A program that opens files up to RLIMIT_NOFILE gets as many traced.
   tracer_program_test(fd_limit)
   # errno is 0 as main starts, and as a forked child returns from fork.

@@ -333,7 +333,7 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
         mt_guard = saved_guard;
         errno = saved_errno;
     }
-    if (h && atomic_load(&mt_state) == MT_STATE_RECORDING)
+    if (h && mt_core_tracing())
         mt_maps_refresh(false);
     return h;
 }
@@ -341,7 +341,7 @@ MT_EXPORT void* dlopen(const char* file, int mode) {
 MT_EXPORT int dlclose(void* handle) {
     ensure_real();
     int rc = mt_real.dlclose(handle);
-    if (rc == 0 && atomic_load(&mt_state) == MT_STATE_RECORDING) {
+    if (rc == 0 && mt_core_tracing()) {
         mt_maps_refresh(true);
         mt_unwind_forget(); // a module loaded later may reuse the freed code addresses
     }

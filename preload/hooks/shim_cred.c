@@ -42,6 +42,7 @@ static void* next(void** slot, const char* name) {
             return -1;                                                                             \
         }                                                                                          \
         memcpy(&real, &found, sizeof real);                                                        \
+        mt_core_undefer(); /* made as the user it was made for */                                  \
         mt_writer_away away;                                                                       \
         mt_writer_step_aside(&away);                                                               \
         int rc = real args;                                                                        \

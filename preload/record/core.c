@@ -61,6 +61,15 @@ static _Atomic int* own_memory;
 // Set by core_lifecycle.c before the first capture (this floor cannot call the writer's).
 static void (*fail_capture)(const char* what, const char* why);
 static void (*queue_mark)(const char* name, int what, int64_t ts, uint32_t tid);
+static bool (*deferred_start)(void);
+
+void mt_core_on_deferred_start(bool (*start)(void)) {
+    deferred_start = start;
+}
+
+bool mt_core_start_deferred(void) {
+    return deferred_start && deferred_start();
+}
 
 void mt_core_on_failure(void (*fail)(const char* what, const char* why)) {
     fail_capture = fail;
@@ -632,7 +641,9 @@ void mt_core_count_call(mt_call call) {
 // ---- public annotation API (memtrace.h)
 
 MT_EXPORT void memtrace_impl_mark(const char* name, int what) {
-    if (atomic_load(&mt_state) != MT_STATE_RECORDING || mt_guard)
+    int state = atomic_load(&mt_state);
+    if (mt_guard ||
+        (state != MT_STATE_RECORDING && !(state == MT_STATE_DEFERRED && mt_core_start_deferred())))
         return;
     hook_ctx c;
     if (!enter(&c))

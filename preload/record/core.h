@@ -109,6 +109,9 @@ enum mt_state_value {
     MT_STATE_INIT = 0, // not yet initialised
     MT_STATE_RECORDING = 1,
     MT_STATE_STOPPED = 2, // shut down, or failed
+    // A forked child whose capture is not made yet: it starts at the child's first event,
+    // or before anything that could lose it (mt_core_start_deferred).
+    MT_STATE_DEFERRED = 3,
 };
 extern _Atomic int mt_state;
 
@@ -121,12 +124,35 @@ static inline bool mt_interrupting_hook(void) {
 // whether it records now (autostart.c; absent where a test links the core alone).
 __attribute__((weak)) bool mt_core_start_early(void);
 
+// A forked child's capture, made now if it was deferred (by the function the lifecycle gave,
+// core_lifecycle.c): at its first event, and before a call after which it could not be made
+// or would be lost (set*id, chroot, unshare, setns, prctl, fork, exit, a fatal signal). Says
+// whether it records now.
+bool mt_core_start_deferred(void);
+void mt_core_on_deferred_start(bool (*start)(void));
+
+// Before a call after which a deferred capture could not be made, or not where it should be.
+static inline void mt_core_undefer(void) {
+    if (MT_UNLIKELY(atomic_load(&mt_state) == MT_STATE_DEFERRED) && !mt_guard)
+        mt_core_start_deferred();
+}
+
+// Recording, or a forked child whose capture is deferred: what it records later (modules
+// loaded and unloaded) is kept up to date now.
+static inline bool mt_core_tracing(void) {
+    int state = atomic_load(&mt_state);
+    return state == MT_STATE_RECORDING || state == MT_STATE_DEFERRED;
+}
+
 static inline bool mt_recording(void) {
     int state = atomic_load_explicit(&mt_state, memory_order_relaxed);
     if (MT_LIKELY(state == MT_STATE_RECORDING))
         return !mt_guard;
-    return MT_UNLIKELY(state == MT_STATE_INIT) && !mt_guard && mt_core_start_early &&
-           mt_core_start_early();
+    if (mt_guard)
+        return false;
+    if (state == MT_STATE_DEFERRED)
+        return mt_core_start_deferred();
+    return MT_UNLIKELY(state == MT_STATE_INIT) && mt_core_start_early && mt_core_start_early();
 }
 
 // Record functions, called by the hooks only when mt_recording() was true. They set the

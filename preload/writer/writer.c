@@ -71,6 +71,7 @@ static bool failed;
 // or rewrite its argv (as servers that set their process title do).
 static char capture_path[4096], start_cwd[4096], start_cmdline[16384];
 static pid_t start_ppid;
+static bool forked_here; // start_ppid and start_cwd were taken at the fork (mt_writer_forget)
 // A forked child's parent's capture (its file name), so a tree of captures can be rebuilt
 // even when the parent's pid has several (images before and after an exec).
 static char parent_capture[4096];
@@ -1026,12 +1027,14 @@ int mt_writer_start(const char* path) {
         return -ENOMEM;
     }
     snprintf(capture_path, sizeof capture_path, "%s", path);
-    if (!getcwd(start_cwd, sizeof start_cwd))
+    if (!forked_here && !getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
     mt_writer_rows_cmdline_json(start_cmdline, sizeof start_cmdline);
     mt_procfile_open(&statm_file); // on this thread, not the writer's (procfile.h)
     mt_procfile_open(&stat_file);
-    start_ppid = getppid();
+    if (!forked_here)
+        start_ppid = getppid();
+    forked_here = false;
     failed = false;
     atomic_store(&unresumable, 0);
     cur_piece = (piece){0};
@@ -1278,6 +1281,12 @@ void mt_writer_forget(void) {
     const char* base = strrchr(capture_path, '/');
     snprintf(parent_capture, sizeof parent_capture, "%s", base ? base + 1 : capture_path);
     capture_path[0] = 0;
+    // The child's capture may start later (core_lifecycle.c): its parent and working
+    // directory are the ones it started with.
+    start_ppid = getppid();
+    if (!getcwd(start_cwd, sizeof start_cwd))
+        start_cwd[0] = 0;
+    forked_here = true;
     mt_fdguard_forget_all();
     mt_procfile_close(&statm_file);
     mt_procfile_close(&stat_file);
