@@ -100,10 +100,12 @@ static void fork_child(void) {
     mt_seq_fork_child();
     mt_exit_watch_forget();
     mt_exit_watch_note_main(); // this thread is all the child has
-    mt_core_mark_traced();     // this process now, its page emptied in this child too
+    // The process that forked: getppid() would say 1 if it has ended already.
+    pid_t parent = mt_core_traced_pid();
+    mt_core_mark_traced(); // this process now, its page emptied in this child too
     int was_recording = atomic_load(&mt_state) == MT_STATE_RECORDING;
     atomic_store(&mt_state, MT_STATE_STOPPED);
-    mt_writer_forget();
+    mt_writer_forget(parent);
     if (was_recording && mt_cfg.follow_fork) {
         int saved = errno; // fork returns 0 with errno as it was
         mt_core_after_fork_child();

@@ -1270,7 +1270,7 @@ void mt_writer_discard_if_empty(void) {
         unlink(capture_path);
 }
 
-void mt_writer_forget(void) {
+void mt_writer_forget(pid_t parent) {
     // The parent's writer thread and SQLite handle are not ours to use; its files, only our
     // copies of them, to close.
     writer_running = false;
@@ -1286,7 +1286,7 @@ void mt_writer_forget(void) {
     capture_path[0] = 0;
     // The child's capture may start later (core_lifecycle.c): its parent and working
     // directory are the ones it started with.
-    start_ppid = getppid();
+    start_ppid = parent;
     if (!getcwd(start_cwd, sizeof start_cwd))
         start_cwd[0] = 0;
     forked_here = true;

@@ -50,8 +50,8 @@ typedef struct mt_writer_away {
 void mt_writer_step_aside(mt_writer_away* away);
 void mt_writer_come_back(mt_writer_away* away);
 
-// Fork child: forget the parent's writer (its thread does not exist here).
-void mt_writer_forget(void);
+// Fork child: forget the parent's writer (its thread does not exist here); `parent` forked.
+void mt_writer_forget(pid_t parent);
 
 // Called from a fatal-signal handler: asks the writer to write everything recorded and
 // finalize the capture, and waits for it at most timeout_ms.
