@@ -115,13 +115,17 @@ static void fork_child(void) {
 }
 
 // A new capture in this process starts with no counts and every thread, stack and mapping
-// still to be written to it.
-static void forget_written(void) {
+// still to be written to it (a fork child's stacks from before the fork: those its events
+// name).
+static void forget_written(bool fork_child) {
     mt_core_forget_counts();
     for (mt_thread* t = mt_core_threads(); t; t = t->next)
         if (!atomic_load(&t->reusable))
             atomic_store(&t->written, 0);
-    mt_trie_rewrite_all();
+    if (fork_child)
+        mt_trie_write_on_use();
+    else
+        mt_trie_rewrite_all();
     mt_maps_reset_for_child();
 }
 
@@ -149,7 +153,7 @@ void mt_core_after_fork_child(void) {
     if (self)
         self->tid = (uint32_t)gettid();
     mt_core_buffers_drop_queued();
-    forget_written();
+    forget_written(true);
     // Most children exec at once, with no heap call before (a shell's commands): a capture
     // made now would be removed by the exec, unused. It is made at the first event, or
     // before the child could lose it; the child's times start now.
@@ -206,7 +210,7 @@ void mt_core_after_failed_exec(void) {
         return;
     int saved = mt_guard;
     mt_guard = 1;
-    forget_written();
+    forget_written(false);
     start_capture(0);
     mt_guard = saved;
 }
@@ -308,7 +312,7 @@ int mt_core_attach(const char* output, const char* report) {
     bool again = mt_core_traced_pid() != 0;
     init_modules();
     if (again) { // this attach's settings, read anew (memtrace_attach gave them)
-        forget_written();
+        forget_written(false);
         mt_config_load();
         mt_sampling_init();
         mt_sampling_forget(); // the blocks sampled before may have been freed since

@@ -260,31 +260,117 @@ void mt_trie_reset(void) {
     pthread_mutex_unlock(&trie_lock);
 }
 
-size_t mt_trie_drain_frames(mt_frame_row* out, size_t max) {
+// ---- rows written on use (mt_trie_write_on_use): the writer's alone, but for the fork
+
+size_t mt_trie_inherited;
+static uint8_t* cs_unwritten; // by callsite id - 1, below mt_trie_inherited: 1 = not written
+static uint8_t* fr_unwritten; // by frame id - 1, below fr_inherited
+static size_t fr_inherited;
+static mt_callsite_row* cs_queue; // named by an event, to write at the next drain
+static size_t cs_queued, cs_queue_cap;
+static mt_frame_row* fr_queue;
+static size_t fr_queued, fr_queue_cap;
+
+void mt_trie_write_on_use(void) {
+    frames_written = nframes; // only what is made from now on is written as made
+    callsites_written = ncallsites;
+    cs_queued = fr_queued = 0;
+    mt_trie_inherited = fr_inherited = 0;
+    uint8_t* cs = ncallsites ? mt_real.realloc(cs_unwritten, ncallsites) : cs_unwritten;
+    uint8_t* fr = nframes ? mt_real.realloc(fr_unwritten, nframes) : fr_unwritten;
+    if (cs)
+        cs_unwritten = cs;
+    if (fr)
+        fr_unwritten = fr;
+    if ((ncallsites && !cs) || (nframes && !fr)) { // no memory: write them all, as before
+        mt_trie_rewrite_all();
+        return;
+    }
+    memset(cs_unwritten, 1, ncallsites);
+    memset(fr_unwritten, 1, nframes);
+    mt_trie_inherited = ncallsites;
+    fr_inherited = nframes;
+}
+
+static bool queue_row(void** q, size_t* n, size_t* cap, const void* row, size_t elem) {
+    if (*n == *cap && !(*q = grow_array(*q, cap, elem)))
+        return false;
+    memcpy((char*)*q + *n * elem, row, elem);
+    (*n)++;
+    return true;
+}
+
+// Queues callsite `id` and its callers and frames not yet written, under trie_lock.
+static void use_locked(uint32_t id) {
+    while (id && id <= mt_trie_inherited && cs_unwritten[id - 1]) {
+        const mt_callsite_row* c = &callsites[id - 1];
+        uint32_t f = c->frame;
+        if (f && f <= fr_inherited && fr_unwritten[f - 1]) {
+            if (!queue_row((void**)&fr_queue, &fr_queued, &fr_queue_cap, &frames[f - 1],
+                           sizeof *frames))
+                return;
+            fr_unwritten[f - 1] = 0;
+        }
+        if (!queue_row((void**)&cs_queue, &cs_queued, &cs_queue_cap, c, sizeof *c))
+            return;
+        cs_unwritten[id - 1] = 0;
+        id = c->parent;
+    }
+}
+
+void mt_trie_use_slow(uint32_t callsite) {
+    if (!cs_unwritten[callsite - 1])
+        return;
     pthread_mutex_lock(&trie_lock);
-    size_t n = nframes - frames_written;
-    if (n > max)
-        n = max;
-    memcpy(out, frames + frames_written, n * sizeof *out);
-    frames_written += n;
+    use_locked(callsite);
     pthread_mutex_unlock(&trie_lock);
-    return n;
+}
+
+// Copies out up to max rows: first those queued, then the table's from *written on. The
+// table may be moved by a hook meanwhile: its address is read under the lock.
+static size_t drain(void* out, size_t max, size_t elem, void* const* queue, size_t* queued,
+                    void* const* table, const size_t* count, size_t* written) {
+    pthread_mutex_lock(&trie_lock);
+    size_t q = *queued < max ? *queued : max;
+    if (q)
+        memcpy(out, (char*)*queue + (*queued - q) * elem, q * elem);
+    *queued -= q;
+    size_t n = *count - *written;
+    if (n > max - q)
+        n = max - q;
+    if (n)
+        memcpy((char*)out + q * elem, (const char*)*table + *written * elem, n * elem);
+    *written += n;
+    // A callsite made since the fork may stand on the parent's callers, or at its frames:
+    // queued for the next drain (callsites are drained before frames).
+    if (mt_trie_inherited && table == (void* const*)&callsites)
+        for (size_t i = q; i < q + n; i++) {
+            const mt_callsite_row* c = (const mt_callsite_row*)out + i;
+            use_locked(c->parent);
+            if (c->frame && c->frame <= fr_inherited && fr_unwritten[c->frame - 1] &&
+                queue_row((void**)&fr_queue, &fr_queued, &fr_queue_cap, &frames[c->frame - 1],
+                          sizeof *frames))
+                fr_unwritten[c->frame - 1] = 0;
+        }
+    pthread_mutex_unlock(&trie_lock);
+    return q + n;
+}
+
+size_t mt_trie_drain_frames(mt_frame_row* out, size_t max) {
+    return drain(out, max, sizeof *out, (void* const*)&fr_queue, &fr_queued, (void* const*)&frames,
+                 &nframes, &frames_written);
 }
 
 size_t mt_trie_drain_callsites(mt_callsite_row* out, size_t max) {
-    pthread_mutex_lock(&trie_lock);
-    size_t n = ncallsites - callsites_written;
-    if (n > max)
-        n = max;
-    memcpy(out, callsites + callsites_written, n * sizeof *out);
-    callsites_written += n;
-    pthread_mutex_unlock(&trie_lock);
-    return n;
+    return drain(out, max, sizeof *out, (void* const*)&cs_queue, &cs_queued,
+                 (void* const*)&callsites, &ncallsites, &callsites_written);
 }
 
 void mt_trie_rewrite_all(void) {
     frames_written = 0;
     callsites_written = 0;
+    mt_trie_inherited = fr_inherited = 0;
+    cs_queued = fr_queued = 0;
 }
 
 void mt_trie_lock(void) {

@@ -36,11 +36,23 @@ static inline bool mt_trie_memo_valid(const mt_callsite_memo* memo);
 // new frames (old rows stay in the capture with their own mapping).
 void mt_trie_reset(void);
 
-// Writer side: copies out rows created since the last drain (up to max), returns the count.
+// Writer side: copies out rows to write (up to max), returns the count: those an event first
+// named since the last drain (mt_trie_use), then those created since.
 size_t mt_trie_drain_frames(mt_frame_row* out, size_t max);
 size_t mt_trie_drain_callsites(mt_callsite_row* out, size_t max);
-// Fork child: every row is written again into the child's own capture.
+// A new capture of this image (a failed exec, another attach): every row is written again.
 void mt_trie_rewrite_all(void);
+// Fork child: the rows made so far are the parent's stacks, thousands where the child's
+// events name a few (a shell's child): each is written into the child's capture when an
+// event first names it (mt_trie_use), with its callers and frames.
+void mt_trie_write_on_use(void);
+// Writer side, for each event's callsite before the next drain.
+void mt_trie_use_slow(uint32_t callsite);
+extern size_t mt_trie_inherited; // callsites made before the fork (mt_trie_write_on_use)
+static inline void mt_trie_use(uint32_t callsite) {
+    if (__builtin_expect(callsite && callsite <= mt_trie_inherited, 0))
+        mt_trie_use_slow(callsite);
+}
 void mt_trie_lock(void);
 void mt_trie_unlock(void);
 

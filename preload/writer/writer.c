@@ -276,6 +276,7 @@ static void write_piece(void) {
     bool pool = false;
     for (size_t i = 0; i < n; i++) {
         sortbuf[i].ts = to_ns(sortbuf[i].ts, exact);
+        mt_trie_use(sortbuf[i].callsite); // a fork child's stack from before the fork
         // The leak scan reads the libc heap's blocks alone (scan_leaks): a python process's
         // objects, most of its events, would cost the writer 60 % more CPU for nothing.
         if (live && sortbuf[i].heap == MT_HEAP_LIBC)

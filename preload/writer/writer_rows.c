@@ -76,6 +76,17 @@ void mt_writer_rows_stacks(mt_capture_writer* cw) {
         failed_said = failed;
         mt_capture_writer_meta_int(cw, "python_walks_failed", (int64_t)failed);
     }
+    // Callsites first: in a fork child they queue the frames they stand at (trie.h).
+    while ((n = mt_trie_drain_callsites(sites, ROW_BATCH)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            mt_callsite_rec c = {.id = sites[i].id,
+                                 .parent_id = sites[i].parent,
+                                 .frame_id = sites[i].frame,
+                                 .depth = sites[i].depth};
+            if (mt_capture_writer_callsite(cw, &c))
+                mt_writer_fail_sqlite("cannot write callsites");
+        }
+    }
     while ((n = mt_trie_drain_frames(frames, ROW_BATCH)) > 0) {
         for (size_t i = 0; i < n; i++) {
             mt_frame_rec f = {.id = frames[i].id,
@@ -87,16 +98,6 @@ void mt_writer_rows_stacks(mt_capture_writer* cw) {
             mt_python_frames_name(frames[i].pc, &f.function, &f.file, &f.line);
             if (mt_capture_writer_frame(cw, &f))
                 mt_writer_fail_sqlite("cannot write frames");
-        }
-    }
-    while ((n = mt_trie_drain_callsites(sites, ROW_BATCH)) > 0) {
-        for (size_t i = 0; i < n; i++) {
-            mt_callsite_rec c = {.id = sites[i].id,
-                                 .parent_id = sites[i].parent,
-                                 .frame_id = sites[i].frame,
-                                 .depth = sites[i].depth};
-            if (mt_capture_writer_callsite(cw, &c))
-                mt_writer_fail_sqlite("cannot write callsites");
         }
     }
 }

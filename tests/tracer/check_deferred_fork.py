@@ -6,14 +6,16 @@ at once would leave it empty). It must still be made, and as it would have been 
 or a chroot (the path names another file in the new root), before a seccomp filter that
 refuses open (set after PR_SET_NO_NEW_PRIVS, as libseccomp does); at an _exit with nothing
 recorded (the process is in the tree, its exit status the program's); with the parent it was
-forked by, when that parent has ended before the child's first event; and with its start at
-the fork, not at its first event 300 ms later. setuid and chroot need root (skipped
+forked by, when that parent has ended before the child's first event; with its start at the
+fork, not at its first event 300 ms later; and with the stacks its events name, whole (each
+callsite's caller and frame there), not the parent's from before the fork (before_fork). setuid and chroot need root (skipped
 otherwise).
 
 Usage: check_deferred_fork.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -97,6 +99,18 @@ def main():
             check(kid["peak_time_ns"] >= 300_000_000,
                   f"{mode}: the child's allocation, 300 ms after its fork, 300 ms after its "
                   f"start ({kid['peak_time_ns'] / 1e6:.1f} ms)")
+        db = sqlite3.connect(cap)  # named by the summary above
+        names = {r[0] for r in db.execute("SELECT function FROM frame")}
+        dangling = db.execute(
+            "SELECT count(*) FROM callsite c WHERE (c.parent_id <> 0 AND NOT EXISTS("
+            " SELECT 1 FROM callsite p WHERE p.id = c.parent_id)) OR NOT EXISTS("
+            " SELECT 1 FROM frame f WHERE f.id = c.frame_id)").fetchone()[0]
+        db.close()
+        check(dangling == 0 and ("allocate" in names) == (allocations > 0) and
+              "before_fork" not in names,
+              f"{mode}: the child's stacks: its own, whole ({dangling} callsites without their "
+              f"caller or frame; allocate {'allocate' in names}, before_fork "
+              f"{'before_fork' in names})")
         if mode == "setuid":
             check(os.stat(cap).st_uid == 0, f"{mode}: the capture made before the setuid, as root")
         if mode == "chroot":

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // A forked child whose first heap call comes after something that could lose its capture,
-// or never comes. The parent prints the CLOCK_REALTIME of its fork in ns and the child's
-// pid, waits for the child and exits with the child's status. The child, by MODE:
+// or never comes. The parent allocates and frees a block in before_fork(), a stack the
+// child's capture must not hold (it holds the stacks its own events name), prints the
+// CLOCK_REALTIME of its fork in ns and the child's pid, waits for the child and exits with
+// the child's status. The child, by MODE:
 //   setuid       setgid and setuid to nobody (65534), then allocates 300 bytes (root only)
 //   chroot DIR   chroot into DIR, then allocates 300 bytes (root only)
 //   seccomp      a seccomp filter (after PR_SET_NO_NEW_PRIVS, as libseccomp sets one) that
@@ -23,9 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
-static void allocate(void) {
+__attribute__((noinline)) static void allocate(void) {
     char* volatile p = malloc(300);
     p[0] = 1;
+}
+
+__attribute__((noinline)) static void before_fork(void) {
+    char* volatile p = malloc(100);
+    p[0] = 1;
+    free(p);
 }
 
 // open and openat fail with EPERM from now on; every other call as before.
@@ -80,6 +88,7 @@ int main(int argc, char** argv) {
     int pipefd[2];
     if (pipe(pipefd) != 0)
         return 1;
+    before_fork();
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     long long fork_ns = (long long)now.tv_sec * 1000000000 + now.tv_nsec;
