@@ -14,7 +14,8 @@
 #   cc1, as, ld, each its own capture), with a new symbol cache (cold: a first build) and
 #   with the cache that run left (warm); wall and CPU ratios to native;
 # - script: a shell script that runs SHORT_SCRIPT_PROCS short processes (true, cat, expr,
-#   basename in turn), natively and traced whole, cache warm; wall and CPU ratios.
+#   basename in turn), natively and traced whole, cache warm, under /bin/sh and under bash
+#   (which forks where dash vforks); wall and CPU ratios.
 # Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_PARTS=programs,startup,make,script;
 # SHORT_REPS 9, SHORT_STARTS 200, SHORT_MAKE_FILES 40, SHORT_MAKE_REPS 3,
 # SHORT_SCRIPT_PROCS 1000, SHORT_SCRIPT_REPS 5, BENCH_RESULTS)
@@ -245,29 +246,38 @@ def part_script(build, tmp):
     caps = os.path.join(tmp, "script-captures")
     base = clean_env()
     env = dict(base, MEMTRACE_SYMBOL_CACHE=os.path.join(tmp, "script-symbols.db"))
-    argv = ["/bin/sh", script, str(procs)]
-    timed([launcher, "-o", caps + "/"] + argv, env)  # fills the cache
-    shutil.rmtree(caps, ignore_errors=True)
-    samples = {"native": [], "traced": []}
-    ncaps = []
-    for _ in range(reps):
-        samples["native"].append(timed(argv, base))
-        samples["traced"].append(timed([launcher, "-o", caps + "/"] + argv, env))
-        ncaps.append(len(os.listdir(caps)))
+    # /bin/sh (dash on Debian) runs each command through vfork; bash forks, and its children
+    # allocate before their exec: each is a traced process of its own.
+    shells = [sh for sh in ("/bin/sh", shutil.which("bash")) if sh]
+    samples, ncaps = {}, {}
+    for sh in shells:
+        timed([launcher, "-o", caps + "/", sh, script, str(procs)], env)  # fills the cache
         shutil.rmtree(caps, ignore_errors=True)
-    nw = statistics.median(w for w, _ in samples["native"])
-    nc = statistics.median(c for _, c in samples["native"])
+        samples[sh] = {"native": [], "traced": []}
+        ncaps[sh] = []
+    for _ in range(reps):
+        for sh in shells:
+            argv = [sh, script, str(procs)]
+            samples[sh]["native"].append(timed(argv, base))
+            samples[sh]["traced"].append(timed([launcher, "-o", caps + "/"] + argv, env))
+            ncaps[sh].append(len(os.listdir(caps)))
+            shutil.rmtree(caps, ignore_errors=True)
     L = [f"a shell script running {procs} short processes (true, cat, expr, basename), traced "
-         f"whole by `memtrace -o DIR/` ({min(ncaps)}-{max(ncaps)} captures a run); {reps} runs "
-         "each, interleaved, medians (min-max), symbol cache warm"]
-    L.append(f"{'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  wall min-max   "
-             "ms a process: wall cpu")
-    for mode, v in samples.items():
-        w = statistics.median(x for x, _ in v)
-        c = statistics.median(x for _, x in v)
-        L.append(f"{mode:8} {w / 1000:8.2f} {w / nw:6.2f} {c / 1000:8.2f} {c / nc:6.2f}  "
-                 f"{min(x for x, _ in v) / 1000:.2f}-{max(x for x, _ in v) / 1000:.2f}"
-                 f"      {(w - nw) / procs:5.2f} {(c - nc) / procs:5.2f}")
+         f"whole by `memtrace -o DIR/`; {reps} runs each, interleaved, medians (min-max), "
+         "symbol cache warm"]
+    L.append(f"{'shell':14} {'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  "
+             "wall min-max   ms a process: wall cpu  captures")
+    for sh in shells:
+        nw = statistics.median(w for w, _ in samples[sh]["native"])
+        nc = statistics.median(c for _, c in samples[sh]["native"])
+        for mode, v in samples[sh].items():
+            w = statistics.median(x for x, _ in v)
+            c = statistics.median(x for _, x in v)
+            n = f"{min(ncaps[sh])}-{max(ncaps[sh])}" if mode == "traced" else ""
+            L.append(f"{sh:14} {mode:8} {w / 1000:8.2f} {w / nw:6.2f} {c / 1000:8.2f} "
+                     f"{c / nc:6.2f}  {min(x for x, _ in v) / 1000:.2f}-"
+                     f"{max(x for x, _ in v) / 1000:.2f}      {(w - nw) / procs:5.2f} "
+                     f"{(c - nc) / procs:5.2f}  {n}")
     return L
 
 
