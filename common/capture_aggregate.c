@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The aggregate and checkpoint tables (memtrace/schema.h, MEMTRACE_AGGREGATE_SQL and
-// MEMTRACE_CHECKPOINT_SQL): the fingerprint of the events a heap's aggregates and
-// checkpoints were computed from, and the reporter's stored bytes, read and written as they
-// are. Knows nothing of what the bytes hold; never decodes an event.
+// The aggregate, checkpoint and derived tables (memtrace/schema.h, MEMTRACE_AGGREGATE_SQL,
+// MEMTRACE_CHECKPOINT_SQL and MEMTRACE_DERIVED_SQL): the fingerprint of the events a heap's
+// aggregates, checkpoints and derived answers were computed from, and the reporter's stored bytes,
+// read and written as they are. Knows nothing of what the bytes hold; never decodes an event.
 #include "capture_db.h"
 
 #include "memtrace/capture.h"
@@ -159,6 +159,38 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
                      "INSERT OR REPLACE INTO aggregate(heap, format, fingerprint, data)"
                      " VALUES(?1, ?2, ?3, ?4)",
                      heap, vals, 2, &data, &len, 1, NULL);
+}
+
+// ---- derived answers
+
+int mt_capture_derived_read(mt_capture* cap, int heap, int64_t key, int64_t* format,
+                            uint64_t* fingerprint, uint8_t** data, size_t* len) {
+    *data = NULL;
+    *len = 0;
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(mt_capture_db_sqlite(cap),
+                           "SELECT format, fingerprint, data FROM derived WHERE heap=?1 AND key=?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, key);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 2) == SQLITE_BLOB) {
+        *format = sqlite3_column_int64(st, 0);
+        *fingerprint = (uint64_t)sqlite3_column_int64(st, 1);
+        rc = copy_blob(st, 2, data, len);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int mt_capture_derived_store(mt_capture* cap, int heap, int64_t key, int64_t format,
+                             uint64_t fingerprint, const void* data, size_t len) {
+    const int64_t vals[] = {key, format, (int64_t)fingerprint};
+    return write_row(cap, MEMTRACE_DERIVED_SQL,
+                     "INSERT OR REPLACE INTO derived(heap, key, format, fingerprint, data)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5)",
+                     heap, vals, 3, &data, &len, 1, "derived");
 }
 
 // ---- checkpoints

@@ -325,10 +325,12 @@ static int live_graph(fg_run* run) {
 // tree of every callsite live at one of them, each weighed by the most it held (so that
 // pruning keeps what is wide at some moment). Returns an exit code.
 static int temporal_graph(fg_run* run) {
-    char err[256];
+    char err[256] = "";
     mr_moments* m = &run->moments;
-    int e = mr_moments_build(run->cap, run->query.heap, run->query.tid, run->extent.end,
-                             TEMPORAL_BUCKETS, run->args.view, m, err, sizeof err);
+    int e = mr_moments_get(run->cap, run->query.heap, run->query.tid, run->extent.end,
+                           TEMPORAL_BUCKETS, run->args.view, m, err, sizeof err);
+    if (e == 0 && err[0]) // a note: damaged stored moments, read anew
+        mr_messages_error(run->path, "%s", err);
     mr_profile p = {0};
     uint32_t top = 0;
     for (size_t i = 0; e == 0 && i < m->nvalues; i++)

@@ -126,6 +126,10 @@ void mr_aggregates_enable(bool on) {
     disabled = !on;
 }
 
+bool mr_aggregates_enabled(void) {
+    return !disabled;
+}
+
 void mr_aggregates_free(mr_aggregates* a) {
     mr_profile_free(&a->peak);
     free(a->temporary);

@@ -77,6 +77,7 @@ typedef struct mr_aggregates {
 // Process-wide, set before reading: false never reads stored aggregates nor stores any
 // (memreport --replay, and --skip-corrupt, whose figures leave chunks out). Default true.
 void mr_aggregates_enable(bool on);
+bool mr_aggregates_enabled(void);
 
 // A heap's aggregates: stored ones when valid, else from a replay (progress: the label of
 // its progress indicator, or NULL), stored when the handle may write (silently not when

@@ -76,4 +76,23 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
                      bool edges, mr_moments* m, char* err, size_t errlen);
 void mr_moments_free(mr_moments* m);
 
+// mr_moments_build's answer stored in the capture (moments_stored.c): read when stored for
+// these events and this query, else built and stored when the handle may write (as the
+// aggregates are, aggregates.h; never with mr_aggregates_enable(false)). Returns 0 (err:
+// empty, or the note of damaged stored moments, which were replaced), or as
+// mr_moments_build.
+int mr_moments_get(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_t buckets, bool edges,
+                   mr_moments* m, char* err, size_t errlen);
+
+// The bytes stored and their reading back (tests compare them with a replay). encode
+// returns a malloc'd buffer or NULL; decode returns 0, 1 when they answer another query,
+// -ENOMEM, or -EPROTO with what does not add up in why.
+#define MR_MOMENTS_FORMAT 1
+// Table derived's key for the moments of (tid, buckets, edges): kind 1 in the top byte.
+// The bytes hold the query too, checked when read.
+int64_t mr_moments_key(uint32_t tid, size_t buckets, bool edges);
+uint8_t* mr_moments_encode(const mr_moments* m, uint32_t tid, int64_t end, bool edges, size_t* len);
+int mr_moments_decode(const uint8_t* p, size_t len, uint32_t tid, int64_t end, size_t buckets,
+                      bool edges, mr_moments* m, char* why, size_t whylen);
+
 #endif

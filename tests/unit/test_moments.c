@@ -2,6 +2,7 @@
 // Live bytes per callsite at each time bucket's highest moment (reporter/model/moments.h)
 // on the standard fixture capture (tests/reports/fixture.c: ts = seq * 1000 ns; live bytes
 // after seq 1..14: 1000 1200 1000 5000 5300 10300 10364 5364 5464 4464 4514 4214 4814 4814).
+#include "aggregates.h"
 #include "moments.h"
 #include "profile.h"
 
@@ -11,8 +12,10 @@
 #include "../tmpdir.h"
 #include "memtrace/schema.h"
 
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { A = 4, B = 5, C = 6, D = 7, E = 8, F = 9 };
 
@@ -233,6 +236,123 @@ static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets, uint32_t 
     mr_moments_free(&plain);
 }
 
+// Two moments equal in every field.
+static void check_same(const mr_moments* a, const mr_moments* b, bool edges) {
+    CHECK_EQ_I64(a->t0, b->t0);
+    CHECK_EQ_I64(a->width, b->width);
+    CHECK_EQ_I64(a->nbuckets, b->nbuckets);
+    CHECK_EQ_I64(a->n, b->n);
+    CHECK_EQ_I64(a->nvalues, b->nvalues);
+    CHECK_EQ_I64(a->events, b->events);
+    if (a->nbuckets != b->nbuckets || a->n != b->n || a->nvalues != b->nvalues)
+        return;
+    for (size_t k = 0; k < a->nbuckets; k++)
+        CHECK_EQ_I64(a->bucket_moment[k], b->bucket_moment[k]);
+    for (size_t k = 0; k < a->n; k++) {
+        CHECK_EQ_I64(a->seq[k], b->seq[k]);
+        CHECK_EQ_I64(a->ts[k], b->ts[k]);
+        CHECK_EQ_I64(a->bytes[k], b->bytes[k]);
+    }
+    CHECK(!memcmp(a->values, b->values, a->nvalues * sizeof *a->values));
+    CHECK_EQ_I64(!!a->edge_moment, edges);
+    CHECK_EQ_I64(!!b->edge_moment, edges);
+    if (!edges || !a->edge_moment || !b->edge_moment)
+        return;
+    for (size_t k = 0; k <= a->nbuckets; k++)
+        CHECK_EQ_I64(a->edge_moment[k], b->edge_moment[k]);
+    CHECK_EQ_I64(a->nallocs, b->nallocs);
+    CHECK_EQ_I64(a->threads, b->threads);
+    CHECK_EQ_I64(a->nends, b->nends);
+    if (a->nallocs == b->nallocs)
+        CHECK(!memcmp(a->allocs, b->allocs, a->nallocs * sizeof *a->allocs));
+    if (a->threads == b->threads) {
+        CHECK(!memcmp(a->tids, b->tids, a->threads * sizeof *a->tids));
+        CHECK(!memcmp(a->tid_allocs, b->tid_allocs, a->threads * sizeof *a->tid_allocs));
+    }
+    for (size_t i = 0; a->nends == b->nends && i < a->nends; i++) {
+        CHECK_EQ_I64(a->ends[i].bucket, b->ends[i].bucket);
+        CHECK_EQ_I64(a->ends[i].callsite, b->ends[i].callsite);
+        CHECK_EQ_I64(a->ends[i].kind, b->ends[i].kind);
+        CHECK_EQ_I64(a->ends[i].bytes, b->ends[i].bytes);
+        CHECK_EQ_I64(a->ends[i].blocks, b->ends[i].blocks);
+    }
+    CHECK_EQ_I64(a->scanned, b->scanned);
+    CHECK_EQ_STR(a->why_unscanned, b->why_unscanned);
+}
+
+// Stored moments (mr_moments_get) against a replay's (mr_moments_build) for one query: the
+// first get computes and stores them, the second reads them; both equal the replay's. A
+// stored answer with other numbers (sealed anew) is what a get reads, and what --replay
+// (mr_aggregates_enable(false)) does not; a damaged one is said and replaced.
+static void check_stored(mt_capture* cap, int64_t end, uint32_t tid, size_t buckets, bool edges) {
+    mr_moments truth, m;
+    char err[256] = "";
+    CHECK_EQ_I64(
+        mr_moments_build(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &truth, err, sizeof err), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_EQ_I64(
+            mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err), 0);
+        CHECK_EQ_STR(err, "");
+        check_same(&truth, &m, edges);
+        mr_moments_free(&m);
+    }
+    uint8_t* data;
+    size_t len;
+    int64_t key = mr_moments_key(tid, buckets, edges), format;
+    uint64_t fp, stored_fp;
+    CHECK_EQ_I64(mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp), 0);
+    CHECK_EQ_I64(mt_capture_derived_read(cap, MT_HEAP_LIBC, key, &format, &stored_fp, &data, &len),
+                 1);
+    CHECK_EQ_I64(format, MR_MOMENTS_FORMAT);
+    CHECK_EQ_I64(stored_fp, fp);
+    // Forged: one candidate's bytes higher, sealed.
+    mr_moments forged;
+    CHECK_EQ_I64(mr_moments_decode(data, len, tid, end, buckets, edges, &forged, err, sizeof err),
+                 0);
+    forged.bytes[0]++;
+    size_t flen;
+    uint8_t* f = mr_moments_encode(&forged, tid, end, edges, &flen);
+    CHECK(f != NULL);
+    CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_MOMENTS_FORMAT, fp, f, flen),
+                 0);
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    check_same(&forged, &m, edges);
+    mr_moments_free(&m);
+    mr_aggregates_enable(false);
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    mr_aggregates_enable(true);
+    check_same(&truth, &m, edges);
+    mr_moments_free(&m);
+    // Another query's answer under this key: computed anew.
+    CHECK_EQ_I64(
+        mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_MOMENTS_FORMAT, fp + 1, f, flen), 0);
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    check_same(&truth, &m, edges);
+    mr_moments_free(&m);
+    free(f);
+    mr_moments_free(&forged);
+    // Damaged: a byte flipped, the checksum fails.
+    data[len / 2] ^= 0x40;
+    CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_MOMENTS_FORMAT, fp, data, len),
+                 0);
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    CHECK_EQ_STR(err, "the stored moments are damaged (checksum mismatch); reading the events");
+    check_same(&truth, &m, edges);
+    mr_moments_free(&m);
+    err[0] = 0;
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    CHECK_EQ_STR(err, ""); // replaced by the replay's
+    check_same(&truth, &m, edges);
+    mr_moments_free(&m);
+    free(data);
+    mr_moments_free(&truth);
+}
+
 // Random streams (allocations, frees, reallocs, addresses allocated twice, frees of
 // nothing known) on 3 threads and 6 callsites, cut into few, some and more buckets than
 // events.
@@ -268,6 +388,20 @@ static void test_random(void) {
         }
         uint64_t events = f.seq;
         fx_finish(&f, "complete");
+        if (seed % 2 == 0) { // verdicts of every kind, for the ends' kinds
+            sqlite3* db;
+            CHECK_EQ_I64(sqlite3_open(path, &db), SQLITE_OK);
+            CHECK_EQ_I64(sqlite3_exec(db,
+                                      MEMTRACE_LEAK_TABLE_SQL
+                                      "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1"
+                                      " FROM s WHERE n < 300) INSERT INTO leak(seq, kind)"
+                                      " SELECT n, 1 + n % 4 FROM s;"
+                                      "INSERT OR REPLACE INTO meta(key, value)"
+                                      " VALUES('leak_scan', 'complete')",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+            sqlite3_close(db);
+        }
         mt_capture* cap;
         char err[256];
         CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
@@ -283,6 +417,9 @@ static void test_random(void) {
             check_against_builds(cap, events, live, buckets[b]);
         for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
             check_edges(cap, events, buckets[b], b == 2 ? 200 : 0);
+        for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
+            for (int edges = 0; edges < 2; edges++)
+                check_stored(cap, (int64_t)events * 1000, b == 2 ? 200 : 0, buckets[b], edges);
         free(live);
         mt_capture_close(cap);
     }

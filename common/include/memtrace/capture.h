@@ -197,6 +197,15 @@ bool mt_capture_writable(mt_capture* cap);
 int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64_t fingerprint,
                                const void* data, size_t len);
 
+// ---- derived answers (memtrace/schema.h MEMTRACE_DERIVED_SQL; the bytes are the reporter's)
+
+// The stored answer `key` of a heap, as written: returns as mt_capture_aggregate_read.
+int mt_capture_derived_read(mt_capture* cap, int heap, int64_t key, int64_t* format,
+                            uint64_t* fingerprint, uint8_t** data, size_t* len);
+// Stores (replaces) the answer `key` of a heap: returns as mt_capture_aggregate_store.
+int mt_capture_derived_store(mt_capture* cap, int heap, int64_t key, int64_t format,
+                             uint64_t fingerprint, const void* data, size_t len);
+
 // ---- checkpoints (memtrace/schema.h MEMTRACE_CHECKPOINT_SQL; the bytes are the reporter's)
 
 // Removes every checkpoint of a heap (the whole table when it has an older layout). Returns

@@ -219,4 +219,13 @@ static inline const char* mt_leak_kind_name(int kind) {
     " fingerprint INTEGER NOT NULL, allocated BLOB NOT NULL, data BLOB NOT NULL,"                  \
     " PRIMARY KEY(heap, seq));"
 
+// Other answers a replay of a heap's events gives, stored by memreport when first computed
+// (docs/capture-format.md, "Derived"): `key` names the question (the reporter's numbering,
+// e.g. the temporal flame graph's moments at so many buckets), `format`, `fingerprint` and
+// `data` as in the aggregate table. Not in MEMTRACE_SCHEMA_SQL either.
+#define MEMTRACE_DERIVED_SQL                                                                       \
+    "CREATE TABLE IF NOT EXISTS derived(heap INTEGER NOT NULL, key INTEGER NOT NULL,"              \
+    " format INTEGER NOT NULL, fingerprint INTEGER NOT NULL, data BLOB NOT NULL,"                  \
+    " PRIMARY KEY(heap, key));"
+
 #endif
