@@ -3,11 +3,13 @@
 // site rows) keeping per-bucket extremes.
 #include "heap_timeline.h"
 
+#include "aggregates.h"
 #include "cxx_names.h"
 #include "extent.h"
 #include "messages.h"
 #include "replay.h"
 #include "sites.h"
+#include "varbytes.h"
 
 #include "memtrace/schema.h"
 
@@ -356,8 +358,118 @@ static int sites_init(native* nv) {
     return 0;
 }
 
+static int replay_heap(native* nv);
+
+// ---- the heap series stored in the capture (table derived, kind 2; moments_stored.c has
+// kind 1): what pass 1 gives without site rows, for these buckets
+
+#define HEAP_K0 0x6d656d7472616365ull
+#define HEAP_K1 0x6865617074696d65ull
+
+int64_t mr_heap_timeline_key(int64_t t0, int64_t width) {
+    return (int64_t)(2ull << 56 | (((uint64_t)width ^ (uint64_t)t0 << 24) & 0xffffffffffffull));
+}
+
+uint8_t* mr_heap_timeline_encode(const mr_heap_timeline* t, int64_t t0, int64_t width,
+                                 size_t* len) {
+    mr_varbuf b = {0};
+    mr_varbytes_put_signed(&b, t0);
+    mr_varbytes_put_signed(&b, width);
+    mr_varbytes_put(&b, t->peak);
+    mr_varbytes_put_signed(&b, t->peak_ts);
+    mr_varbytes_put(&b, t->heap.n);
+    int64_t x = 0;
+    for (size_t i = 0; i < t->heap.n; i++) {
+        mr_varbytes_put_signed(&b, t->heap.v[i].x - x); // wraps alike both ways
+        mr_varbytes_put(&b, t->heap.v[i].y);
+        x = t->heap.v[i].x;
+    }
+    return mr_varbytes_seal(&b, HEAP_K0, HEAP_K1, len);
+}
+
+int mr_heap_timeline_decode(const uint8_t* p, size_t len, int64_t t0, int64_t width,
+                            mr_heap_timeline* t, char* why, size_t whylen) {
+    mr_varreader r;
+    if (!mr_varbytes_open(p, len, HEAP_K0, HEAP_K1, &r))
+        return mr_varbytes_fail(why, whylen, "checksum mismatch");
+    int64_t st0 = mr_varbytes_get_signed(&r), swidth = mr_varbytes_get_signed(&r);
+    if (r.bad || st0 != t0 || swidth != width)
+        return 1; // another query's
+    t->peak = mr_varbytes_get(&r);
+    t->peak_ts = mr_varbytes_get_signed(&r);
+    uint64_t n = mr_varbytes_get(&r);
+    if (r.bad || n > (size_t)(r.end - r.p) / 2)
+        return mr_varbytes_fail(why, whylen, "truncated");
+    int64_t x = 0;
+    for (size_t i = 0; i < n && !r.bad; i++) {
+        x = (int64_t)((uint64_t)x + (uint64_t)mr_varbytes_get_signed(&r));
+        if (mr_series_points_push(&t->heap, x, mr_varbytes_get(&r))) {
+            mr_series_points_free(&t->heap);
+            return -ENOMEM;
+        }
+    }
+    if (r.bad || r.p != r.end) {
+        mr_series_points_free(&t->heap);
+        return mr_varbytes_fail(why, whylen, "truncated");
+    }
+    return 0;
+}
+
+// The stored heap series of these buckets into nv->out: 0, 1 when there is none to use
+// (when it is damaged, with the note in msg), or -ENOMEM.
+static int stored_heap(native* nv, int heap, uint64_t fp) {
+    int64_t format = 0;
+    uint64_t stored_fp = 0;
+    uint8_t* data;
+    size_t len;
+    int rc = mt_capture_derived_read(nv->cap, heap, mr_heap_timeline_key(nv->hb.t0, nv->hb.width),
+                                     &format, &stored_fp, &data, &len);
+    if (rc <= 0)
+        return rc < 0 ? rc : 1;
+    char why[128];
+    rc = format == MR_HEAP_TIMELINE_FORMAT && stored_fp == fp
+             ? mr_heap_timeline_decode(data, len, nv->hb.t0, nv->hb.width, nv->out, why, sizeof why)
+             : 1;
+    free(data);
+    if (rc == -EPROTO) {
+        snprintf(nv->msg, nv->msglen, "the stored timeline is damaged (%s); reading the events",
+                 why);
+        rc = 1;
+    }
+    return rc;
+}
+
+static void store_heap(native* nv, int heap, uint64_t fp) {
+    size_t len;
+    uint8_t* data = mr_heap_timeline_encode(nv->out, nv->hb.t0, nv->hb.width, &len);
+    // A capture that cannot take it (full disk, locked) is replayed every time.
+    if (data)
+        mt_capture_derived_store(nv->cap, heap, mr_heap_timeline_key(nv->hb.t0, nv->hb.width),
+                                 MR_HEAP_TIMELINE_FORMAT, fp, data, len);
+    free(data);
+}
+
 // Pass 1: the heap series, the peak, every site's peak. Returns 0 or a negative errno.
 static int heap_pass(native* nv) {
+    // Without site rows the pass gives only the heap series, which is stored.
+    int heap = mr_extent_default_heap(nv->cap);
+    uint64_t fp = 0;
+    bool usable = !nv->want_sites && mr_aggregates_enabled() &&
+                  mt_capture_aggregate_fingerprint(nv->cap, heap, &fp) == 0;
+    int stored = usable ? stored_heap(nv, heap, fp) : 1;
+    if (stored <= 0) {
+        if (stored)
+            snprintf(nv->msg, nv->msglen, "out of memory");
+        return stored;
+    }
+    int err = replay_heap(nv);
+    if (!err && usable && mt_capture_writable(nv->cap))
+        store_heap(nv, heap, fp);
+    return err;
+}
+
+// The replay of pass 1. Returns 0 or a negative errno.
+static int replay_heap(native* nv) {
     mr_replay r;
     if (mr_replay_init(&r, nv->cap, mr_extent_default_heap(nv->cap))) {
         snprintf(nv->msg, nv->msglen, "out of memory");

@@ -57,6 +57,17 @@ typedef struct mr_heap_timeline {
 int mr_heap_timeline_build(mt_capture* cap, const mr_timeline_opts* o, mr_heap_timeline* t,
                            char* msg, size_t msglen);
 void mr_heap_timeline_free(mr_heap_timeline* t);
+// Without site rows, the live heap's series is stored in the capture when first computed
+// (table derived, kind 2, under the default heap's fingerprint; never with
+// mr_aggregates_enable(false)) and read back for the same buckets; a damaged one gets a note
+// in msg and is replaced. The bytes and their reading back (tests compare them with a
+// replay): decode returns 0 (t's heap, peak and peak_ts), 1 when they are another
+// query's, -ENOMEM, or -EPROTO with why.
+#define MR_HEAP_TIMELINE_FORMAT 1
+int64_t mr_heap_timeline_key(int64_t t0, int64_t width);
+uint8_t* mr_heap_timeline_encode(const mr_heap_timeline* t, int64_t t0, int64_t width, size_t* len);
+int mr_heap_timeline_decode(const uint8_t* p, size_t len, int64_t t0, int64_t width,
+                            mr_heap_timeline* t, char* why, size_t whylen);
 // The duration the timeline of cap spans (its `duration`), computed alone.
 int64_t mr_heap_timeline_duration(mt_capture* cap);
 

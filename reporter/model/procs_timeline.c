@@ -332,7 +332,7 @@ int mr_procs_timeline_build(const mr_capture_set* s, int64_t buckets, mr_procs_t
     int rc = 0;
     for (size_t i = 0; !rc && i < s->n; i++) {
         o.shift = t->procs[i].offset;
-        char why[sizeof err->msg]; // no site rows: no note on success
+        char why[sizeof err->msg]; // no site rows: a note only of a damaged stored series
         rc = mr_heap_timeline_build(s->procs[i].cap, &o, &t->procs[i].t, why, sizeof why);
         if (rc)
             fail(err, s->procs[i].path, rc, why);

@@ -3,6 +3,7 @@
 // on the standard fixture capture (tests/reports/fixture.c: ts = seq * 1000 ns; live bytes
 // after seq 1..14: 1000 1200 1000 5000 5300 10300 10364 5364 5464 4464 4514 4214 4814 4814).
 #include "aggregates.h"
+#include "heap_timeline.h"
 #include "moments.h"
 #include "profile.h"
 
@@ -353,6 +354,73 @@ static void check_stored(mt_capture* cap, int64_t end, uint32_t tid, size_t buck
     mr_moments_free(&truth);
 }
 
+static void check_same_heap(const mr_heap_timeline* a, const mr_heap_timeline* b) {
+    CHECK_EQ_I64(a->peak, b->peak);
+    CHECK_EQ_I64(a->peak_ts, b->peak_ts);
+    CHECK_EQ_I64(a->heap.n, b->heap.n);
+    if (a->heap.n == b->heap.n)
+        CHECK(!memcmp(a->heap.v, b->heap.v, a->heap.n * sizeof *a->heap.v));
+}
+
+// The heap timeline's series stored (heap_timeline.h) against a replay's, as check_stored.
+static void check_timeline(mt_capture* cap, int64_t buckets) {
+    mr_timeline_opts o = {.buckets = buckets};
+    mr_heap_timeline truth, t;
+    char msg[256];
+    mr_aggregates_enable(false);
+    CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &truth, msg, sizeof msg), 0);
+    mr_aggregates_enable(true);
+    CHECK_EQ_STR(msg, "");
+    int64_t width = truth.duration / buckets + 1;
+    int64_t key = mr_heap_timeline_key(0, width), format;
+    uint64_t fp, stored_fp;
+    CHECK_EQ_I64(mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp), 0);
+    uint8_t* data = NULL;
+    size_t len;
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg), 0);
+        CHECK_EQ_STR(msg, "");
+        check_same_heap(&truth, &t);
+        mr_heap_timeline_free(&t);
+        free(data);
+        CHECK_EQ_I64(
+            mt_capture_derived_read(cap, MT_HEAP_LIBC, key, &format, &stored_fp, &data, &len), 1);
+        CHECK_EQ_I64(stored_fp, fp);
+    }
+    // Forged: the peak higher, sealed anew: read as stored, not under --replay.
+    truth.peak++;
+    size_t flen;
+    uint8_t* f = mr_heap_timeline_encode(&truth, 0, width, &flen);
+    CHECK(f != NULL);
+    CHECK_EQ_I64(
+        mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_HEAP_TIMELINE_FORMAT, fp, f, flen), 0);
+    free(f);
+    CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg), 0);
+    check_same_heap(&truth, &t);
+    mr_heap_timeline_free(&t);
+    truth.peak--;
+    mr_aggregates_enable(false);
+    CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg), 0);
+    mr_aggregates_enable(true);
+    check_same_heap(&truth, &t);
+    mr_heap_timeline_free(&t);
+    // Damaged: said, replaced.
+    data[len / 2] ^= 0x40;
+    CHECK_EQ_I64(
+        mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_HEAP_TIMELINE_FORMAT, fp, data, len),
+        0);
+    CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg), 0);
+    CHECK_EQ_STR(msg, "the stored timeline is damaged (checksum mismatch); reading the events");
+    check_same_heap(&truth, &t);
+    mr_heap_timeline_free(&t);
+    CHECK_EQ_I64(mr_heap_timeline_build(cap, &o, &t, msg, sizeof msg), 0);
+    CHECK_EQ_STR(msg, "");
+    check_same_heap(&truth, &t);
+    mr_heap_timeline_free(&t);
+    free(data);
+    mr_heap_timeline_free(&truth);
+}
+
 // Random streams (allocations, frees, reallocs, addresses allocated twice, frees of
 // nothing known) on 3 threads and 6 callsites, cut into few, some and more buckets than
 // events.
@@ -420,6 +488,8 @@ static void test_random(void) {
         for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
             for (int edges = 0; edges < 2; edges++)
                 check_stored(cap, (int64_t)events * 1000, b == 2 ? 200 : 0, buckets[b], edges);
+        for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++)
+            check_timeline(cap, (int64_t)buckets[b]);
         free(live);
         mt_capture_close(cap);
     }
