@@ -35,8 +35,9 @@ run() {
     printf '%-34s %10.1f %10.1f %12.0f\n' "$name" "$wall" "$cpu" "$((rss / 1024))"
 }
 # The first report on a capture replays it and stores its aggregates; the next ones read
-# those (docs/capture-format.md, "Aggregates"); --replay reads every event regardless.
-sqlite3 "$cap" 'DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint'
+# those (docs/capture-format.md, "Aggregates"); --replay reads every event regardless. The
+# temporal flame graph and the view store their own answers when first made ("Derived").
+sqlite3 "$cap" 'DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint; DROP TABLE IF EXISTS derived'
 run "summary (first open: stores)" summary "$cap"
 echo "    stored: $(sqlite3 "$cap" 'SELECT count(*) || " checkpoints, " || (sum(length(data)) >> 20) || " MB" FROM checkpoint')"
 run "summary --replay" --replay summary "$cap"
@@ -52,6 +53,10 @@ run "flamegraph --at 1.0485s" flamegraph "$cap" --at 1.0485s -f -o "$dir/at.html
 run "flow --at 0.5s --at 1.2s --at 2s" flow "$cap" --at 0.5s --at 1.2s --at 2s
 run "top --range 1s..2s" top "$cap" --range 1s..2s
 run "top --range 0.2s..2.3s" top "$cap" --range 0.2s..2.3s
+run "flamegraph --temporal (first: stores)" flamegraph "$cap" --temporal -f -o "$dir/temporal.html"
+run "flamegraph --temporal" flamegraph "$cap" --temporal -f -o "$dir/temporal.html"
+run "view (first: stores)" view "$cap" -f -o "$dir/view.html"
+run "view" view "$cap" -f -o "$dir/view.html"
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
 echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"
