@@ -75,6 +75,20 @@ static int copy_blob(sqlite3_stmt* st, int col, uint8_t** data, size_t* len) {
     return 1;
 }
 
+// Steps st, a SELECT of format, fingerprint and data, and finalizes it: the row's values,
+// data copied. Returns 1 with a row, 0 without (*data NULL), or -ENOMEM.
+static int read_sealed_row(sqlite3_stmt* st, int64_t* format, uint64_t* fingerprint, uint8_t** data,
+                           size_t* len) {
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 2) == SQLITE_BLOB) {
+        *format = sqlite3_column_int64(st, 0);
+        *fingerprint = (uint64_t)sqlite3_column_int64(st, 1);
+        rc = copy_blob(st, 2, data, len);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64_t* fingerprint,
                               uint8_t** data, size_t* len) {
     *data = NULL;
@@ -86,14 +100,7 @@ int mt_capture_aggregate_read(mt_capture* cap, int heap, int64_t* format, uint64
                            NULL) != SQLITE_OK)
         return 0;
     sqlite3_bind_int(st, 1, heap);
-    int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 2) == SQLITE_BLOB) {
-        *format = sqlite3_column_int64(st, 0);
-        *fingerprint = (uint64_t)sqlite3_column_int64(st, 1);
-        rc = copy_blob(st, 2, data, len);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return read_sealed_row(st, format, fingerprint, data, len);
 }
 
 bool mt_capture_writable(mt_capture* cap) {
@@ -174,14 +181,7 @@ int mt_capture_derived_read(mt_capture* cap, int heap, int64_t key, int64_t* for
         return 0;
     sqlite3_bind_int(st, 1, heap);
     sqlite3_bind_int64(st, 2, key);
-    int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 2) == SQLITE_BLOB) {
-        *format = sqlite3_column_int64(st, 0);
-        *fingerprint = (uint64_t)sqlite3_column_int64(st, 1);
-        rc = copy_blob(st, 2, data, len);
-    }
-    sqlite3_finalize(st);
-    return rc;
+    return read_sealed_row(st, format, fingerprint, data, len);
 }
 
 int mt_capture_derived_store(mt_capture* cap, int heap, int64_t key, int64_t format,
