@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The leak scan (see leak_scan.h). This process gathers the roots (the writable segments of
 // every module but the tracer's, each thread's stack and static TLS) and the mappings, then
-// makes a copy of itself with a raw clone: no atfork handler runs, its exit sends no signal,
-// and a program's wait(-1) never sees it. The copy blocks every signal and scans as memcheck
-// does (docs/leaks.md): from the roots through words that point at a block's start
-// (reachable) or only inside it (possibly lost); then each block no root reaches, in
-// address order, claims the unclaimed blocks it reaches as indirectly lost; those left are
-// definitely lost. It calls nothing that locks or allocates: only memory prepared here and
-// raw system calls, then exit_group.
+// scans as memcheck does (docs/leaks.md): from the roots through words that point at a
+// block's start (reachable) or only inside it (possibly lost); then each block no root
+// reaches, in address order, claims the unclaimed blocks it reaches as indirectly lost; those
+// left are definitely lost. Where the calling thread is the program's last (a program's
+// exit, most often), nothing else changes its memory: the scan runs here, every signal
+// blocked, reading through process_vm_readv (a page the program made unreadable, or a file
+// page past a truncated file's end, fails the read instead of raising a signal). Otherwise
+// it runs in a copy of the process made with a raw clone: no atfork handler runs, its exit
+// sends no signal, and a program's wait(-1) never sees it. The copy blocks every signal,
+// calls nothing that locks or allocates (only memory prepared here and raw system calls),
+// then exit_group.
 #define UNW_LOCAL_ONLY
 #include "leak_scan.h"
 
@@ -33,6 +37,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,14 +72,30 @@ typedef struct scan_state {
     size_t top;
     bool glibc;    // the real allocator is glibc's: chunk headers are not pointers (below)
     bool pymalloc; // a CPython program: its arenas' free blocks are not read (scan_mapped)
+    // In place (no copy): memory is read through window, and each block's preceding word
+    // (its chunk header's size, for block_of) was read into heads beforehand.
+    bool in_place;
+    bool timed_out; // in place: past deadline, nothing more is read
+    pid_t pid;
+    int64_t deadline;
+    uintptr_t* window;
+    uintptr_t* heads;
     uint64_t scanned;
     uint64_t* scanned_out;
 } scan_state;
 
-static int64_t now_ns(void) {
+static int64_t clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ns(void) {
+    return clock_ns(CLOCK_MONOTONIC);
+}
+
+static int64_t thread_cpu_ns(void) {
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int push_range(ranges* rs, uintptr_t lo, uintptr_t hi) {
@@ -491,7 +512,52 @@ static uintptr_t program_frame(uintptr_t* regs, int* nregs) {
     return 0;
 }
 
-// ---- the scan, in the copy
+// ---- the scan, in the copy or in place
+
+#define WINDOW_BYTES ((size_t)64 << 10)
+
+// This process's memory at [a, a + len) into buf, by the kernel: bytes read, fewer up to a
+// page it could not read, or -1.
+static ssize_t read_self(pid_t pid, void* buf, uintptr_t a, size_t len) {
+    struct iovec local = {buf, len}, remote = {(void*)a, len};
+    return (ssize_t)syscall(SYS_process_vm_readv, pid, &local, 1L, &remote, 1L, 0L);
+}
+
+// The next words of [*a, hi) (*a aligned to 8): their count (0 at the end), *w pointing at
+// them, *a past them. In the copy, the memory itself; in place, a window's worth read
+// through the kernel, a page it cannot read skipped (the copy died of its signal there).
+static size_t fetch(scan_state* s, uintptr_t* a, uintptr_t hi, const uintptr_t** w) {
+    while (*a + 8 <= hi) {
+        size_t len = (hi - *a) & ~(uintptr_t)7;
+        if (!s->in_place) {
+            *w = (const uintptr_t*)*a;
+            *a += len;
+            return len / 8;
+        }
+        if (s->timed_out || now_ns() > s->deadline) {
+            s->timed_out = true;
+            return 0;
+        }
+        uintptr_t page_end = (*a + 4096) & ~(uintptr_t)4095;
+        if (len > WINDOW_BYTES)
+            len = WINDOW_BYTES;
+        ssize_t got = read_self(s->pid, s->window, *a, len);
+        if (got < 8 && page_end - *a < len) // the kernel may refuse the whole read: this page
+            got = read_self(s->pid, s->window, *a, page_end - *a);
+        if (got >= 8) {
+            *w = s->window;
+            *a += (size_t)got & ~(size_t)7;
+            return (size_t)got / 8;
+        }
+        *a = page_end;
+    }
+    return 0;
+}
+
+// The word before block i (the size field of glibc's chunk header).
+static uintptr_t head_of(const scan_state* s, size_t i) {
+    return s->in_place ? s->heads[i] : *(const uintptr_t*)(s->b[i].addr - 8);
+}
 
 // The block a word points into, or -1.
 static long block_of(const scan_state* s, uintptr_t p) {
@@ -512,7 +578,7 @@ static long block_of(const scan_state* s, uintptr_t p) {
     // chunk after a block lies in the block's last bytes when the block fills its chunk.
     // Such a word is the allocator's, not the program's pointer into the block.
     if (s->glibc && p != b->addr && (p & 15) == 0 &&
-        p == b->addr - 16 + (*(const uintptr_t*)(b->addr - 8) & ~(uintptr_t)7))
+        p == b->addr - 16 + (head_of(s, lo) & ~(uintptr_t)7))
         return -1;
     return (long)lo;
 }
@@ -530,8 +596,11 @@ static void mark(scan_state* s, uintptr_t p, bool from_reachable) {
 
 static void scan_words(scan_state* s, uintptr_t lo, uintptr_t hi, bool from_reachable) {
     lo = (lo + 7) & ~(uintptr_t)7;
-    for (uintptr_t a = lo; a + 8 <= hi; a += 8)
-        mark(s, *(const uintptr_t*)a, from_reachable);
+    const uintptr_t* w;
+    uintptr_t a = lo;
+    for (size_t k; (k = fetch(s, &a, hi, &w)) != 0;)
+        for (size_t i = 0; i < k; i++)
+            mark(s, w[i], from_reachable);
     s->scanned += hi > lo ? hi - lo : 0;
 }
 
@@ -630,27 +699,24 @@ static void claim(scan_state* s, uint32_t leader) {
     while (s->top) {
         uint32_t k = s->stack[--s->top];
         const mt_live_block* b = &s->b[k];
-        uintptr_t lo = (b->addr + 7) & ~(uintptr_t)7;
-        for (uintptr_t a = lo; a + 8 <= b->addr + b->size; a += 8) {
-            long j = block_of(s, *(const uintptr_t*)a);
-            if (j < 0 || (uint32_t)j == leader || (s->st[j] != UNREACHED && s->st[j] != LEADER))
-                continue;
-            bool fresh = s->st[j] == UNREACHED;
-            s->st[j] = INDIRECT;
-            s->holder[j] = k;
-            if (fresh)
-                s->stack[s->top++] = (uint32_t)j;
-        }
+        uintptr_t a = (b->addr + 7) & ~(uintptr_t)7;
+        const uintptr_t* w;
+        for (size_t m; (m = fetch(s, &a, b->addr + b->size, &w)) != 0;)
+            for (size_t i = 0; i < m; i++) {
+                long j = block_of(s, w[i]);
+                if (j < 0 || (uint32_t)j == leader || (s->st[j] != UNREACHED && s->st[j] != LEADER))
+                    continue;
+                bool fresh = s->st[j] == UNREACHED;
+                s->st[j] = INDIRECT;
+                s->holder[j] = k;
+                if (fresh)
+                    s->stack[s->top++] = (uint32_t)j;
+            }
         s->scanned += b->size;
     }
 }
 
-static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ranges* mapped,
-                                   const ranges* files) {
-    sigset_t all;
-    sigfillset(&all);
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(long));
-    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+static void scan(scan_state* s, const ranges* roots, const ranges* mapped, const ranges* files) {
     for (size_t i = 0; i < roots->n; i++) {
         scan_words(s, roots->r[i].lo, roots->r[i].hi, true);
         drain(s);
@@ -670,6 +736,15 @@ static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ran
     for (size_t i = 0; i < s->n; i++)
         s->st[i] = kind_of[s->st[i]];
     *s->scanned_out = s->scanned;
+}
+
+static _Noreturn void scan_in_copy(scan_state* s, const ranges* roots, const ranges* mapped,
+                                   const ranges* files) {
+    sigset_t all;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(long));
+    syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    scan(s, roots, mapped, files);
     syscall(SYS_exit_group, 0);
     for (;;)
         ;
@@ -764,9 +839,77 @@ static int wait_copy(pid_t pid, int timeout_ms, int64_t* cpu_ns, char* why, size
     return 0;
 }
 
+// Whether every task of the process is this thread or skip_tid (the writer thread, which
+// never writes the program's memory): then nothing changes that memory while this thread
+// scans it with its signals blocked.
+static bool alone(pid_t skip_tid) {
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    bool only = true;
+    char buf[1024];
+    for (long k; only && (k = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+        for (long off = 0; only && off < k;) {
+            const char* name = buf + off + 19; // struct linux_dirent64: d_name
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            off += reclen;
+            if (name[0] == '.')
+                continue;
+            pid_t tid = (pid_t)atol(name);
+            only = tid == self || (skip_tid > 0 && tid == skip_tid);
+        }
+    close(fd);
+    return only;
+}
+
+// Sets s up to scan in place: the window, each block's preceding word. False where the
+// kernel does not read this process's memory (process_vm_readv refused, or no memory).
+static bool prepare_in_place(scan_state* s) {
+    s->pid = getpid();
+    uintptr_t probe = (uintptr_t)s, got = 0;
+    if (read_self(s->pid, &got, (uintptr_t)&probe, sizeof probe) != sizeof probe || got != probe)
+        return false;
+    s->window = mt_real.mmap(NULL, WINDOW_BYTES, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    s->heads = mt_real.mmap(NULL, s->n * sizeof *s->heads, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s->window == MAP_FAILED || s->heads == MAP_FAILED) {
+        if (s->window != MAP_FAILED)
+            mt_real.munmap(s->window, WINDOW_BYTES);
+        if (s->heads != MAP_FAILED)
+            mt_real.munmap(s->heads, s->n * sizeof *s->heads);
+        s->window = s->heads = NULL;
+        return false;
+    }
+    // Many heads a call; a head the kernel cannot read stays 0 (no chunk's size).
+    enum { BATCH = 512 };
+    struct iovec local[BATCH], remote[BATCH];
+    for (size_t i = 0; i < s->n;) {
+        size_t k = s->n - i < BATCH ? s->n - i : BATCH;
+        for (size_t j = 0; j < k; j++) {
+            local[j] = (struct iovec){&s->heads[i + j], sizeof *s->heads};
+            remote[j] = (struct iovec){(void*)(s->b[i + j].addr - 8), sizeof *s->heads};
+        }
+        long got_bytes = syscall(SYS_process_vm_readv, s->pid, local, (long)k, remote, (long)k, 0L);
+        size_t done = got_bytes > 0 ? (size_t)got_bytes / sizeof *s->heads : 0;
+        i += done < k ? done + 1 : k; // past the head that failed
+    }
+    s->in_place = true;
+    return true;
+}
+
+static void release_in_place(scan_state* s) {
+    if (s->window)
+        mt_real.munmap(s->window, WINDOW_BYTES);
+    if (s->heads)
+        mt_real.munmap(s->heads, s->n * sizeof *s->heads);
+}
+
 __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size_t n,
-                                               pthread_t skip, int timeout_ms, mt_leak_scan* out,
-                                               char* why, size_t cap) {
+                                               pthread_t skip, pid_t skip_tid, int timeout_ms,
+                                               mt_leak_scan* out, char* why, size_t cap) {
     int64_t t0 = now_ns();
     memset(out, 0, sizeof *out);
     if (!n) { // nothing to classify: no copy to make
@@ -838,6 +981,24 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
         out->roots_bytes += mapped.r[i].hi - mapped.r[i].lo;
     for (size_t i = 0; i < files.n; i++)
         out->roots_bytes += files.r[i].hi - files.r[i].lo;
+    // CPython's pools are read as they lie (scan_pool): only in a copy.
+    if (!s.pymalloc && alone(skip_tid) && prepare_in_place(&s)) {
+        sigset_t all, old;
+        sigfillset(&all);
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(long));
+        int64_t c0 = thread_cpu_ns();
+        s.deadline = t0 + (int64_t)timeout_ms * 1000000;
+        scan(&s, &roots, &mapped, &files);
+        out->cpu_ns = thread_cpu_ns() - c0;
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(long));
+        release_in_place(&s);
+        out->in_place = true;
+        if (s.timed_out) {
+            snprintf(why, cap, "timeout: the scan took more than %d ms", timeout_ms);
+            rc = -ETIMEDOUT;
+        }
+        goto out;
+    }
     // Exit signal 0: no SIGCHLD for the program, and only a wait with __WALL sees it.
     long pid = syscall(SYS_clone, 0L, NULL, NULL, NULL, NULL);
     if (pid == 0)

@@ -181,6 +181,28 @@ int mt_live_set_each(const mt_live_set* s, int (*fn)(const mt_live_block* b, voi
     return 0;
 }
 
+// A bottom-up merge sort by address through tmp, for a few blocks: the radix sort's table
+// of counts is 512 KiB of fresh pages to clear for each pass, most of a short program's sort.
+static void merge_by_addr(mt_live_block* a, mt_live_block* tmp, size_t n) {
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = a[j].addr < a[i].addr ? a[j++] : a[i++];
+            while (i < mid)
+                tmp[k++] = a[i++];
+            while (j < hi)
+                tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, n * sizeof *a);
+    }
+}
+
+// Below this many blocks the merge sort is the faster.
+#define MERGE_MAX 16384
+
 // LSD radix sort by address, 16 bits a pass over the bits that differ: no qsort, which may
 // call malloc (the program's heap, on a program's thread at exit).
 static void sort_by_addr(mt_live_block* a, mt_live_block* tmp, size_t* count, size_t n) {
@@ -207,8 +229,8 @@ int mt_live_set_sorted(const mt_live_set* s, int heap, mt_live_block** out, size
     size_t k = 0;
     mt_live_block* a = mt_writer_heap_malloc((s->live + 1) * sizeof *a);
     mt_live_block* tmp = mt_writer_heap_malloc((s->live + 1) * sizeof *tmp);
-    size_t* count = mt_writer_heap_malloc((1 << 16) * sizeof *count);
-    if (!a || !tmp || !count) {
+    size_t* count = s->live < MERGE_MAX ? NULL : mt_writer_heap_malloc((1 << 16) * sizeof *count);
+    if (!a || !tmp || (!count && s->live >= MERGE_MAX)) {
         mt_writer_heap_free(a);
         mt_writer_heap_free(tmp);
         mt_writer_heap_free(count);
@@ -219,7 +241,10 @@ int mt_live_set_sorted(const mt_live_set* s, int heap, mt_live_block** out, size
         if (e->state == SLOT_LIVE && e->heap == heap)
             a[k++] = (mt_live_block){e->addr, e->size, e->seq, e->callsite, e->heap};
     }
-    sort_by_addr(a, tmp, count, k);
+    if (count)
+        sort_by_addr(a, tmp, count, k);
+    else
+        merge_by_addr(a, tmp, k);
     mt_writer_heap_free(tmp);
     mt_writer_heap_free(count);
     *out = a;

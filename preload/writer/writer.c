@@ -1162,8 +1162,8 @@ static void scan_leaks(void) {
     if (!gap && mt_live_set_sorted(live, MT_HEAP_LIBC, &b, &n) != 0)
         gap = "no memory for the table of live blocks";
     if (!gap) {
-        rc =
-            mt_leak_scan_run(b, n, writer_thread, mt_cfg.leak_scan_timeout_ms, &r, why, sizeof why);
+        rc = mt_leak_scan_run(b, n, writer_thread, atomic_load(&writer_tid),
+                              mt_cfg.leak_scan_timeout_ms, &r, why, sizeof why);
         gap = rc ? why : NULL;
     }
     if (gap) {
@@ -1181,6 +1181,7 @@ static void scan_leaks(void) {
         mt_capture_writer_meta_int(cw, "leak_scan_bytes", (int64_t)r.scanned_bytes);
         mt_capture_writer_meta_int(cw, "leak_scan_ns", r.ns);
         mt_capture_writer_meta_int(cw, "leak_scan_cpu_ns", r.cpu_ns);
+        mt_capture_writer_meta_text(cw, "leak_scan_where", r.in_place ? "in place" : "copy");
         mt_leak_scan_release(&r);
     }
     mt_writer_heap_free(b);

@@ -102,6 +102,8 @@ def main():
           "output as untraced")
     meta = capture_meta(db)
     check(meta.get("leak_scan") == "complete", f"scan complete ({meta.get('leak_scan_why')})")
+    check(meta.get("leak_scan_where") == "copy",
+          f"another thread left: scanned in a copy ({meta.get('leak_scan_where')})")
     ours, theirs = split(capture(a.memreport, db)), split(memcheck(a.prog))
     for key in sorted(set(ours[0]) | set(theirs[0])):
         check(ours[0].get(key) == theirs[0].get(key),
@@ -110,6 +112,7 @@ def main():
     check(ours[1] == theirs[1], f"runtime blocks per kind {ours[1]} as memcheck's {theirs[1]}")
 
     reports(a.memreport, db, ours[0], a.workdir)
+    in_place(a, theirs[0])
     before_writer(a, theirs[0])
 
     for name, settings, why in [("off", {"LEAKS": 0}, "MEMTRACE_LEAKS=0"),
@@ -124,6 +127,22 @@ def main():
                            text=True)
         check(r.returncode == 2 and why in r.stderr, f"{name}: leaks --kind refused: {r.stderr}")
     finish()
+
+
+def in_place(a, theirs):
+    """The program's last thread exits (`alone`): the scan is made in place, with the same
+    verdicts (but the block only the other thread's stack held, which it never allocated)."""
+    db = os.path.join(a.workdir, "in_place.db")
+    r = subprocess.run([a.prog, "alone"], capture_output=True,
+                       env=clean_env(OUTPUT=db) | {"LD_PRELOAD": a.lib})
+    check(r.returncode == 0, f"in place: exit status 0 ({r.returncode})")
+    meta = capture_meta(db)
+    check(meta.get("leak_scan") == "complete" and meta.get("leak_scan_where") == "in place",
+          f"in place: the scan complete, in place ({meta.get('leak_scan')}, "
+          f"{meta.get('leak_scan_where')}, {meta.get('leak_scan_why')!r})")
+    want = {k: v for k, v in theirs.items() if k[1] != "hold_in_stack"}
+    got = split(capture(a.memreport, db))[0]
+    check(got == want, f"in place: {got} as memcheck's {want}")
 
 
 def before_writer(a, theirs):

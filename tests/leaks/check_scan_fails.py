@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# A leak scan that does not finish (docs/leaks.md): its copy of the process takes longer
-# than MEMTRACE_LEAK_SCAN_MS, or dies (killed here as soon as it appears). Either
-# way the program's output and exit status are the untraced run's, the capture is complete
-# and says the scan did not run and why, and `leaks` reads its blocks unclassified: no
-# kinds, every block of held_heap's (N of 64 B, the array, the lost one) in one list, and
+# A leak scan that does not finish (docs/leaks.md): it takes longer than
+# MEMTRACE_LEAK_SCAN_MS, in place (the program's last thread exits) or in a copy of the
+# process (another thread is left), or its copy dies (killed here as soon as it appears).
+# Either way the program's output and exit status are the untraced run's, the capture is
+# complete and says the scan did not run and why, and `leaks` reads its blocks unclassified:
+# no kinds, every block of held_heap's (N of 64 B, the array, the lost one) in one list, and
 # the reason. The copy is the program's only child (a raw clone: its parent is the program).
 # A program with no block live at exit (/bin/true) needs no copy: its scan is complete even
 # with a 1 ms limit, and no copy's CPU time is counted.
@@ -37,12 +38,12 @@ def child_of(pid):
     return None
 
 
-def run(prog, lib, db, settings, kill_copy):
+def run(prog, lib, db, settings, kill_copy, thread=False):
     """(exit status, output, whether the copy was killed here) of one run, traced with a
-    capture db."""
+    capture db; with thread, a thread of the program's is still there at its exit."""
     env = clean_env(OUTPUT=db, **settings) | {"LD_PRELOAD": lib} if db else clean_env()
-    p = subprocess.Popen([prog, str(BLOCKS)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         env=env)
+    p = subprocess.Popen([prog, str(BLOCKS)] + (["thread"] if thread else []),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     children.append(p)
     out = p.stdout.readline()
     p.stdin.write(b"go\n")
@@ -63,13 +64,15 @@ def main():
     fresh_dir(work)
     plain = run(prog, lib, None, {}, False)
     check(plain[0] == 3 and plain[1] == b"ready\nbye\n", f"untraced: {plain[:2]}")
-    cases = [("timeout", {"LEAK_SCAN_MS": 1}, False,
+    cases = [("timeout", {"LEAK_SCAN_MS": 1}, False, False,
               "timeout: the scan took more than 1 ms"),
-             ("killed", {}, True, "the scanning copy died of signal 9")]
-    for name, settings, kill_copy, why in cases:
+             ("timeout, copy", {"LEAK_SCAN_MS": 1}, False, True,
+              "timeout: the scan took more than 1 ms"),
+             ("killed", {}, True, True, "the scanning copy died of signal 9")]
+    for name, settings, kill_copy, thread, why in cases:
         for attempt in range(3):  # the copy may end before it is seen
-            db = os.path.join(work, f"{name}-{attempt}.db")
-            status, out, killed = run(prog, lib, db, settings, kill_copy)
+            db = os.path.join(work, f"{name.replace(', ', '-')}-{attempt}.db")
+            status, out, killed = run(prog, lib, db, settings, kill_copy, thread)
             if killed or not kill_copy:
                 break
             print(f"{name}: the copy ended before it was seen; again")

@@ -134,8 +134,39 @@ static void grows_and_forgets(void) {
     mt_live_set_free(s);
 }
 
+// The blocks in address order, each once, for a few (merge sort) and many (radix sort):
+// addresses anywhere in 48 bits, as the heap and mappings give them.
+static void sorts_few_and_many(void) {
+    uint64_t x = 0x51a7c0ffeeull;
+    const size_t sizes[] = {0, 1, 2, 3, 1000, 16383, 16384, 40000};
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        mt_live_set* s = mt_live_set_new();
+        uint64_t sum = 0;
+        for (size_t i = 0; i < sizes[k]; i++) {
+            uint64_t addr = ((test_rng(&x) & 0xffffffffffull) << 4) | ((uint64_t)i << 44);
+            mt_event e = {.seq = i + 1, .addr = addr, .size = 8, .kind = MT_KIND_MALLOC, .heap = 1};
+            CHECK_EQ_I64(mt_live_set_apply(s, &e), 0);
+            sum += addr;
+        }
+        mt_live_block* sorted;
+        size_t n;
+        CHECK_EQ_I64(mt_live_set_sorted(s, MT_HEAP_LIBC, &sorted, &n), 0);
+        CHECK_EQ_I64(n, sizes[k]);
+        uint64_t got = 0;
+        for (size_t i = 0; i < n; i++) {
+            got += sorted[i].addr;
+            if (i)
+                CHECK(sorted[i - 1].addr < sorted[i].addr);
+        }
+        CHECK_EQ_I64(got, sum);
+        mt_writer_heap_free(sorted);
+        mt_live_set_free(s);
+    }
+}
+
 int main(void) {
     mt_bootstrap_resolve();
+    sorts_few_and_many();
     for (uint64_t seed = 1; seed <= 5; seed++)
         interleaved(seed * 0x9e3779b97f4a7c15ull);
     grows_and_forgets();
