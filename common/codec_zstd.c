@@ -75,9 +75,13 @@ size_t mt_codec_zstd_bound(size_t n) {
 
 // A direct-mapped table from an address or a (size, callsite) pair to the last event that had
 // it. A slot is overwritten on collision, never chained: a program that makes its values
-// collide costs compression, never time.
+// collide costs compression, never time. A chunk of n events uses the first 4n slots (at
+// least 256, at most all): the tables are 768 KiB of fresh pages, and a short program's one
+// small chunk touched nearly every page of them (about 250 page faults, a tenth of what
+// tracing adds to such a process's CPU).
 #define REF_BITS 14
 #define REF_SLOTS (1u << REF_BITS)
+#define REF_MIN_BITS 8
 
 typedef struct ref_slot {
     uint64_t a;
@@ -169,15 +173,23 @@ static int reserve(mt_chunk_coder* c, size_t n, bool columns) {
     return 0;
 }
 
-static inline uint32_t slot_of(uint64_t a, uint32_t b) {
+static inline uint32_t slot_of(uint64_t a, uint32_t b, unsigned bits) {
     uint64_t x = (a ^ (uint64_t)b << 32 ^ b) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(x >> (64 - REF_BITS));
+    return (uint32_t)(x >> (64 - bits));
+}
+
+// The table bits for a chunk of n events (above).
+static unsigned ref_bits(size_t n) {
+    unsigned bits = REF_MIN_BITS;
+    while (bits < REF_BITS && ((size_t)1 << bits) < 4 * n)
+        bits++;
+    return bits;
 }
 
 // The distance back to the last event with (a, b), 0 if none; then remembers event i.
-static inline uint64_t ref_of(mt_chunk_coder* c, ref_slot* table, uint64_t a, uint32_t b,
-                              size_t i) {
-    ref_slot* s = &table[slot_of(a, b)];
+static inline uint64_t ref_of(mt_chunk_coder* c, ref_slot* table, uint64_t a, uint32_t b, size_t i,
+                              unsigned bits) {
+    ref_slot* s = &table[slot_of(a, b, bits)];
     uint64_t d = s->gen == c->gen && s->a == a && s->b == b ? i - s->idx : 0;
     *s = (ref_slot){a, b, c->gen, (uint32_t)i};
     return d;
@@ -228,6 +240,7 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
         memset(c->pairs, 0, REF_SLOTS * sizeof *c->pairs);
         c->gen = 1;
     }
+    unsigned bits = ref_bits(n);
     uint8_t *col[NCOLS], *start[NCOLS];
     uint8_t* region = c->cols;
     for (int k = 0; k < NCOLS; k++) {
@@ -246,8 +259,8 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
         const mt_event* e = &ev[i];
         if (i + PREFETCH < n) { // the slots a few events ahead: their misses overlap
             const mt_event* f = &ev[i + PREFETCH];
-            __builtin_prefetch(&c->addrs[slot_of(f->addr, 0)], 1);
-            __builtin_prefetch(&c->pairs[slot_of(f->size, f->callsite)], 1);
+            __builtin_prefetch(&c->addrs[slot_of(f->addr, 0, bits)], 1);
+            __builtin_prefetch(&c->pairs[slot_of(f->size, f->callsite, bits)], 1);
         }
         *col[COL_KIND]++ = e->kind;
         if (i > 0)
@@ -278,7 +291,7 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
             col[COL_TID] = put_varint(col[COL_TID], run);
             run = 0;
         }
-        uint64_t d = ref_of(c, c->addrs, e->addr, 0, i);
+        uint64_t d = ref_of(c, c->addrs, e->addr, 0, i, bits);
         col[COL_ADDR_REF] = put_varint(col[COL_ADDR_REF], d);
         if (!d) {
             col[COL_ADDR] = put_varint(col[COL_ADDR], zigzag((int64_t)(e->addr - prev_addr)));
@@ -286,7 +299,7 @@ size_t mt_codec_zstd_encode(mt_chunk_coder* c, int codec, const mt_event* ev, si
         }
         if (bare_free(e, flags))
             continue;
-        d = ref_of(c, c->pairs, e->size, e->callsite, i);
+        d = ref_of(c, c->pairs, e->size, e->callsite, i, bits);
         col[COL_PAIR_REF] = put_varint(col[COL_PAIR_REF], d);
         if (!d) {
             col[COL_SIZE] = put_varint(col[COL_SIZE], e->size);

@@ -81,7 +81,9 @@ static void* grow_array(void* p, size_t* cap, size_t elem) {
 }
 
 static bool rehash_nodes(void) {
-    size_t cap = node_mask ? (node_mask + 1) * 2 : 1 << 14;
+    // Small at first (a short program interns a few hundred): each page of a fresh table a
+    // hashed insert touches is a page fault.
+    size_t cap = node_mask ? (node_mask + 1) * 2 : 1 << 10;
     sigset_t old = block_signals();
     node_slot* t = mt_real.calloc(cap, sizeof *t);
     restore_signals(old);
@@ -104,7 +106,7 @@ static bool rehash_nodes(void) {
 }
 
 static bool rehash_frames(void) {
-    size_t cap = frame_mask ? (frame_mask + 1) * 2 : 1 << 13;
+    size_t cap = frame_mask ? (frame_mask + 1) * 2 : 1 << 9;
     sigset_t old = block_signals();
     frame_slot* t = mt_real.calloc(cap, sizeof *t);
     restore_signals(old);

@@ -514,7 +514,7 @@ static uintptr_t program_frame(uintptr_t* regs, int* nregs) {
 
 // ---- the scan, in the copy or in place
 
-#define WINDOW_BYTES ((size_t)64 << 10)
+#define WINDOW_BYTES ((size_t)16 << 10)
 
 // This process's memory at [a, a + len) into buf, by the kernel: bytes read, fewer up to a
 // page it could not read, or -1.

@@ -43,7 +43,8 @@ struct mt_live_set {
     bool incomplete;
 };
 
-#define CAP_MIN 4096
+// Small at first: each page of a fresh table a hashed insert touches is a page fault.
+#define CAP_MIN 512
 
 // A keyed murmur3 finalizer: addresses come from the allocator, but the program chooses
 // what it allocates, so no fixed hash of them is trusted (docs/tracer.md).
