@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // Rows written by the thousand (counters, chunks) or on every commit (stacks, modules,
@@ -84,8 +85,14 @@ int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err,
     }
     // Captures hold command lines, paths and the address-space layout: private (0600), and
     // never written through a symlink. (The tracer has created the file itself, exclusively.)
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int wrc = fd < 0 ? -errno : write_template(fd);
+    // Emptied only if it is not: ext4 writes back at close a file that an O_TRUNC found
+    // (auto_da_alloc), on the tracer's thread at every process's start.
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat st;
+    int wrc = fd < 0                                    ? -errno
+              : fstat(fd, &st) != 0                     ? -errno
+              : st.st_size > 0 && ftruncate(fd, 0) != 0 ? -errno
+                                                        : write_template(fd);
     if (fd >= 0 && close(fd) != 0 && wrc == 0)
         wrc = -errno;
     if (wrc != 0) {

@@ -50,10 +50,12 @@ typedef struct guarded {
     int flags; // open flags for a reopen (without O_CREAT/O_EXCL/O_TRUNC)
     held_lock locks[MAX_LOCKS];
     int nlocks;
-    char path[4096];
 } guarded;
 
 static guarded table[MAX_GUARDED];
+// Apart from the table: each path filled a page of it, so the scans of the table's handles
+// (at every call) read a page a slot, and made it 16 page faults at start.
+static char paths[MAX_GUARDED][4096];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int high_base = -1;
 
@@ -147,7 +149,7 @@ static void retake_locks(guarded* g) {
 static int reopen_if_closed(guarded* g) {
     if (same_file(g->fd, g))
         return 0;
-    int again = open(g->path, g->flags | O_NOFOLLOW | O_CLOEXEC);
+    int again = open(paths[g - table], g->flags | O_NOFOLLOW | O_CLOEXEC);
     if (again >= 0 && same_file(again, g)) {
         g->fd = mt_fdguard_move_high(again);
         retake_locks(g);
@@ -214,13 +216,13 @@ static int guarded_open(const char* path, int flags, int mode) {
         return -1;
     }
     guarded* g = find(-1);
-    if (g && fstat(fd, &st) == 0 && strlen(path) < sizeof g->path) {
+    if (g && fstat(fd, &st) == 0 && strlen(path) < sizeof *paths) {
         g->handle = g->fd = fd;
         g->dev = st.st_dev;
         g->ino = st.st_ino;
         g->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
         g->nlocks = 0;
-        strcpy(g->path, path);
+        strcpy(paths[g - table], path);
     }
     pthread_mutex_unlock(&table_lock);
     return fd;
