@@ -173,10 +173,22 @@ static mapping* parse_maps(char* text, size_t* count) {
         char* end = strchr(line, '\n');
         if (end)
             *end = 0;
-        unsigned long lo, hi, inode, kb;
+        unsigned long lo, hi, inode;
         char perms[5];
         int path_at = 0;
-        if (sscanf(line, "%lx-%lx %4s %*s %*s %lu %n", &lo, &hi, perms, &inode, &path_at) >= 4) {
+        // A mapping's field ("Rss:    12 kB"): a name and a colon before any blank. Most
+        // lines are such (about 25 a mapping): no sscanf for them, which cost a short
+        // program's exit more than reading the file.
+        size_t name_len = strcspn(line, ": ");
+        if (line[name_len] == ':') {
+            bool rss = (name_len == 3 && !strncmp(line, "Rss", 3)) ||
+                       (name_len == 4 && !strncmp(line, "Swap", 4));
+            if (k && name_len == 7 && !strncmp(line, "VmFlags", 7))
+                m[k - 1].own = strstr(line, " dd") != NULL;
+            else if (k && rss)
+                m[k - 1].resident |= strtoul(line + name_len + 1, NULL, 10) > 0;
+        } else if (sscanf(line, "%lx-%lx %4s %*s %*s %lu %n", &lo, &hi, perms, &inode, &path_at) >=
+                   4) {
             const char* path = path_at ? line + path_at : "";
             m[k++] = (mapping){.lo = lo,
                                .hi = hi,
@@ -186,11 +198,6 @@ static mapping* parse_maps(char* text, size_t* count) {
                                .stack = !strcmp(path, "[stack]"),
                                .named = *path != 0,
                                .device = is_device(path)};
-        } else if (k && !strncmp(line, "VmFlags:", 8)) {
-            m[k - 1].own = strstr(line, " dd") != NULL;
-        } else if (k &&
-                   (sscanf(line, "Rss: %lu", &kb) == 1 || sscanf(line, "Swap: %lu", &kb) == 1)) {
-            m[k - 1].resident |= kb > 0;
         }
         if (!end)
             break;
