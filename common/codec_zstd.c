@@ -92,10 +92,10 @@ typedef struct ref_slot {
 
 struct mt_chunk_coder {
     ZSTD_CCtx* cctx;
-    ZSTD_DCtx* dctx;
-    uint8_t* buf;  // the precoded chunk
-    uint8_t* cols; // encoding: each column's region
-    size_t cap;    // events buf and cols hold
+    ZSTD_DCtx* dctx; // made at the first decode
+    uint8_t* buf;    // the precoded chunk
+    uint8_t* cols;   // encoding: each column's region
+    size_t cap;      // events buf and cols hold
     ref_slot* addrs;
     ref_slot* pairs;
     uint32_t gen;
@@ -108,12 +108,11 @@ mt_chunk_coder* mt_codec_chunk_coder_new(void) {
     if (!c)
         return NULL;
     c->cctx = ZSTD_createCCtx();
-    c->dctx = ZSTD_createDCtx();
     c->addrs = calloc(REF_SLOTS, sizeof *c->addrs);
     c->pairs = calloc(REF_SLOTS, sizeof *c->pairs);
     c->level = ZSTD_LEVEL;
     c->unit = 1;
-    if (!c->cctx || !c->dctx || !c->addrs || !c->pairs) {
+    if (!c->cctx || !c->addrs || !c->pairs) {
         mt_codec_chunk_coder_free(c);
         return NULL;
     }
@@ -455,7 +454,8 @@ int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size
     if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR ||
         size > precoded_bound(count) || ZSTD_findFrameCompressedSize(data, len) != len)
         return -EPROTO;
-    if (reserve(c, count, false))
+    // Made at the first decode: the tracer only encodes.
+    if (reserve(c, count, false) || (!c->dctx && !(c->dctx = ZSTD_createDCtx())))
         return -ENOMEM;
     size_t got = ZSTD_decompressDCtx(c->dctx, c->buf, (size_t)size, data, len);
     if (ZSTD_isError(got) || got != size)
