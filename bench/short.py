@@ -15,10 +15,17 @@
 #   with the cache that run left (warm); wall and CPU ratios to native;
 # - script: a shell script that runs SHORT_SCRIPT_PROCS short processes (true, cat, expr,
 #   basename in turn), natively and traced whole, cache warm, under /bin/sh and under bash
-#   (which forks where dash vforks); wall and CPU ratios.
+#   (which forks where dash vforks); wall and CPU ratios;
+# - phases: true, cat, expr and basename SHORT_PHASE_RUNS times each, traced whole and with
+#   one part of the tracer's work off at a time (the leak scan, the exit watcher, names, all
+#   recording): the CPU each part adds to a short process (not in the default parts).
+# With SHORT_BEFORE=OTHER_BUILD_DIR (another tree's build, e.g. main's), the startup, make
+# and script parts also run that build's tracer in the same interleaved rounds ("before";
+# make: warm cache only), so the two are compared side by side under the same load.
 # Usage: bench/short.py [BUILD_DIR]   (settings: SHORT_PARTS=programs,startup,make,script;
 # SHORT_REPS 9, SHORT_STARTS 200, SHORT_MAKE_FILES 40, SHORT_MAKE_REPS 3,
-# SHORT_SCRIPT_PROCS 1000, SHORT_SCRIPT_REPS 5, BENCH_RESULTS)
+# SHORT_SCRIPT_PROCS 1000, SHORT_SCRIPT_REPS 5, SHORT_PHASE_RUNS 60, SHORT_BEFORE,
+# BENCH_RESULTS)
 import datetime
 import os
 import resource
@@ -67,6 +74,17 @@ def timed(argv, env, cwd=None):
                         + " | ".join(tail))
         print("short.py: " + FAILURES[-1], file=sys.stderr, flush=True)
     return wall, cpu
+
+
+def before_build():
+    """The other build to compare with (SHORT_BEFORE), or None."""
+    d = os.environ.get("SHORT_BEFORE")
+    if not d:
+        return None
+    d = os.path.abspath(d)
+    if not os.path.exists(os.path.join(d, "preload", "libmemtrace.so")):
+        sys.exit(f"short.py: SHORT_BEFORE={d}: no preload/libmemtrace.so there")
+    return d
 
 
 def remove_captures(tmp):
@@ -118,6 +136,10 @@ def part_startup(lib, build, tmp):
                   MEMTRACE_SYMBOL_CACHE=cache)
     # The exit watcher's share (preload/writer/exit_watch.c): the same, without it.
     modes = [("", traced), (", no watcher", dict(traced, MEMTRACE_EXIT_WATCH="0"))]
+    before = before_build()
+    if before:
+        modes.insert(0, (", before", dict(traced, LD_PRELOAD=os.path.join(
+            before, "preload", "libmemtrace.so"))))
     L = [f"start-up and exit: {n} runs each, native and traced alternately, symbol cache warm; "
          "ms added per process: median of (traced - native) over the pairs, and the "
          "difference of the totals / runs; cpu = user+sys"]
@@ -148,6 +170,58 @@ def part_startup(lib, build, tmp):
                      f"{statistics.median(wall):10.2f} {statistics.median(diff):10.2f} "
                      f"{(sum(wall) - sum(nat)) / n:11.2f} {(sum(cpu) - sum(ncpu)) / n:10.2f}  "
                      f"{q[0]:.2f}-{q[-1]:.2f}")
+    return L
+
+
+PHASE_PROGRAMS = [("true", ["/bin/true"]), ("cat", ["cat", "/etc/passwd"]),
+                  ("expr", ["expr", "1", "+", "4"]), ("basename", ["basename", "/a/b/c"])]
+# Each setting turns one part of a process's cost off: the difference to the whole is that
+# part's CPU. MEMTRACE_START=stopped records nothing, but loads, starts and ends the tracer.
+PHASE_MODES = [("whole", {}), ("no leak scan", {"MEMTRACE_LEAKS": "0"}),
+               ("no exit watcher", {"MEMTRACE_EXIT_WATCH": "0"}),
+               ("no names", {"MEMTRACE_SYMBOLIZE": "0"}),
+               ("recording stopped", {"MEMTRACE_START": "stopped"})]
+
+
+def part_phases(lib, tmp):
+    """CPU (user+sys) a short program gains, whole and with one part of the tracer's work
+    off at a time, for this build and SHORT_BEFORE's; native, then each mode, in turn."""
+    n = int(os.environ.get("SHORT_PHASE_RUNS", "60"))
+    base = clean_env()
+    traced = dict(base, MEMTRACE_OUTPUT=os.path.join(tmp, "cap.%p.db"),
+                  MEMTRACE_SYMBOL_CACHE=os.path.join(tmp, "symbols.db"))
+    libs = [("", lib)]
+    before = before_build()
+    if before:
+        libs.insert(0, ("before: ", os.path.join(before, "preload", "libmemtrace.so")))
+    modes = [(label + name, dict(traced, LD_PRELOAD=path, **settings))
+             for label, path in libs for name, settings in PHASE_MODES]
+    L = [f"a short program's cost by part: {n} runs each, native and every mode in turn, symbol "
+         "cache warm; CPU ms (user+sys) added per process over native (mean), wall ms added "
+         "(median of the run's own)"]
+    L.append(f"{'mode':32}" + "".join(f"{p:>17}" for p, _ in PHASE_PROGRAMS))
+    rows = {name: [] for name, _ in modes}
+    for _, argv in PHASE_PROGRAMS:
+        for _, env in modes:
+            timed(argv, env)  # fills the cache
+        remove_captures(tmp)
+        nat = ([], [])
+        got = {name: ([], []) for name, _ in modes}
+        for _ in range(n):
+            w, c = timed(argv, base)
+            nat[0].append(w)
+            nat[1].append(c)
+            for name, env in modes:
+                w, c = timed(argv, env)
+                got[name][0].append(w)
+                got[name][1].append(c)
+            remove_captures(tmp)
+        for name, _ in modes:
+            w, c = got[name]
+            rows[name].append((statistics.mean(c) - statistics.mean(nat[1]),
+                               statistics.median(w) - statistics.median(nat[0])))
+    for name, _ in modes:
+        L.append(f"{name:32}" + "".join(f"   {c:+6.2f} ({w:+6.2f})" for c, w in rows[name]))
     return L
 
 
@@ -193,6 +267,9 @@ def part_make(build, tmp):
     base = clean_env()
     cache = os.path.join(tmp, "make-symbols.db")
     samples = {"native": [], "cold": [], "warm": []}
+    before = before_build()
+    if before:
+        samples["before"] = []  # warm: the cache the cold run left
     ncaps = []
     for _ in range(reps):
         for mode in samples:
@@ -205,7 +282,8 @@ def part_make(build, tmp):
                         if os.path.exists(cache + suffix):
                             os.unlink(cache + suffix)
                 shutil.rmtree(caps, ignore_errors=True)
-                argv = [launcher, "-o", caps + "/", "make", "-s", "-j2"]
+                which = os.path.join(before, "preload", "memtrace") if mode == "before" else launcher
+                argv = [which, "-o", caps + "/", "make", "-s", "-j2"]
                 env = dict(base, MEMTRACE_SYMBOL_CACHE=cache)
             samples[mode].append(timed(argv, env, cwd=project))
             if mode != "native":
@@ -215,7 +293,9 @@ def part_make(build, tmp):
     nc = statistics.median(c for _, c in samples["native"])
     L = [f"make -j2 of a generated C project ({nfiles + 1} files, -O2 -g), traced whole by "
          f"`memtrace -o DIR/` ({min(ncaps)}-{max(ncaps)} captures a build); {reps} runs each, "
-         "interleaved, medians (min-max); cold: a new symbol cache, warm: the one it left"]
+         "interleaved, medians (min-max); cold: a new symbol cache, warm: the one it left"
+         + ("; before: SHORT_BEFORE's tracer, warm" if before else "")
+         + f"; load average {os.getloadavg()[0]:.2f} at the end"]
     L.append(f"{'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  wall min-max")
     for mode, v in samples.items():
         w = statistics.median(x for x, _ in v)
@@ -249,22 +329,29 @@ def part_script(build, tmp):
     # /bin/sh (dash on Debian) runs each command through vfork; bash forks, and its children
     # allocate before their exec: each is a traced process of its own.
     shells = [sh for sh in ("/bin/sh", shutil.which("bash")) if sh]
+    before = before_build()
+    launchers = {"traced": launcher}
+    if before:
+        launchers = {"before": os.path.join(before, "preload", "memtrace"), "traced": launcher}
     samples, ncaps = {}, {}
     for sh in shells:
         timed([launcher, "-o", caps + "/", sh, script, str(procs)], env)  # fills the cache
         shutil.rmtree(caps, ignore_errors=True)
-        samples[sh] = {"native": [], "traced": []}
+        samples[sh] = {"native": []} | {mode: [] for mode in launchers}
         ncaps[sh] = []
     for _ in range(reps):
         for sh in shells:
             argv = [sh, script, str(procs)]
             samples[sh]["native"].append(timed(argv, base))
-            samples[sh]["traced"].append(timed([launcher, "-o", caps + "/"] + argv, env))
-            ncaps[sh].append(len(os.listdir(caps)))
-            shutil.rmtree(caps, ignore_errors=True)
+            for mode, which in launchers.items():
+                samples[sh][mode].append(timed([which, "-o", caps + "/"] + argv, env))
+                if mode == "traced":
+                    ncaps[sh].append(len(os.listdir(caps)))
+                shutil.rmtree(caps, ignore_errors=True)
     L = [f"a shell script running {procs} short processes (true, cat, expr, basename), traced "
          f"whole by `memtrace -o DIR/`; {reps} runs each, interleaved, medians (min-max), "
-         "symbol cache warm"]
+         "symbol cache warm" + ("; before: SHORT_BEFORE's tracer" if before else "")
+         + f"; load average {os.getloadavg()[0]:.2f} at the end"]
     L.append(f"{'shell':14} {'mode':8} {'wall s':>8} {'x nat':>6} {'cpu s':>8} {'x nat':>6}  "
              "wall min-max   ms a process: wall cpu  captures")
     for sh in shells:
@@ -295,6 +382,8 @@ def main():
             L += [""] + part_programs(lib, tmp)
         if "startup" in parts:
             L += [""] + part_startup(lib, build, tmp)
+        if "phases" in parts:
+            L += [""] + part_phases(lib, tmp)
         if "make" in parts:
             L += [""] + part_make(build, tmp)
         if "script" in parts:
