@@ -76,6 +76,7 @@ typedef struct scan_state {
     // (its chunk header's size, for block_of) was read into heads beforehand.
     bool in_place;
     bool timed_out; // in place: past deadline, nothing more is read
+    int read_error; // in place: a read failed otherwise than on an unreadable page (errno)
     pid_t pid;
     int64_t deadline;
     uintptr_t* window;
@@ -541,8 +542,8 @@ static size_t fetch(scan_state* s, uintptr_t* a, uintptr_t hi, const uintptr_t**
             *a += len;
             return len / 8;
         }
-        if (s->timed_out || now_ns() > s->deadline) {
-            s->timed_out = true;
+        if (s->timed_out || s->read_error || now_ns() > s->deadline) {
+            s->timed_out = !s->read_error;
             return 0;
         }
         uintptr_t page_end = (*a + 4096) & ~(uintptr_t)4095;
@@ -555,6 +556,10 @@ static size_t fetch(scan_state* s, uintptr_t* a, uintptr_t hi, const uintptr_t**
             *w = s->window;
             *a += (size_t)got & ~(size_t)7;
             return (size_t)got / 8;
+        }
+        if (got < 0 && errno != EFAULT) { // not the page: skipping it would make false leaks
+            s->read_error = errno;
+            return 0;
         }
         *a = page_end;
     }
@@ -1000,7 +1005,11 @@ __attribute__((noinline)) int mt_leak_scan_run(const mt_live_block* blocks, size
         syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(long));
         release_in_place(&s);
         out->in_place = true;
-        if (s.timed_out) {
+        if (s.read_error) {
+            snprintf(why, cap, "the process's memory could not be read: %s",
+                     strerror(s.read_error));
+            rc = -EIO;
+        } else if (s.timed_out) {
             snprintf(why, cap, "timeout: the scan took more than %d ms", timeout_ms);
             rc = -ETIMEDOUT;
         }
