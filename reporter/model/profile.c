@@ -7,6 +7,7 @@
 #include "checkpoints.h"
 #include "heapmap.h"
 #include "messages.h"
+#include "threads_profile.h"
 #include "u64map.h"
 
 #include "memtrace/schema.h"
@@ -510,6 +511,8 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
     int stored = mr_aggregates_answer(cap, qs, n, out, err, errlen);
     if (stored > 0) // at times: from the checkpoint before them
         stored = mr_checkpoints_answer(cap, qs, n, out, err, errlen);
+    if (stored > 0 && n == 1) // per thread: from checkpoints and a count of the allocations
+        stored = mr_threads_profile_answer(cap, qs, out, err, errlen);
     if (stored <= 0)
         return stored;
     int rc = build(cap, qs, n, out, true, err, errlen);

@@ -179,6 +179,9 @@ static const report reports[] = {
     {mr_cmd_top, {"top", "--metric", "leaked"}},
     {mr_cmd_flamegraph, {"flamegraph"}},
     {mr_cmd_flamegraph, {"flamegraph", "--leaks"}},
+    {mr_cmd_flamegraph, {"flamegraph", "--split-threads"}},
+    {mr_cmd_flamegraph, {"flamegraph", "--leaks", "--split-threads"}},
+    {mr_cmd_top, {"top", "--json", "--thread", "2"}},
 };
 #define NREPORTS (sizeof reports / sizeof *reports)
 
@@ -331,7 +334,8 @@ static int64_t random_time(void) {
 }
 
 // n random queries sharing a replay: at times, at the peak, at the end; or one at the peak
-// of a random range (one end or both).
+// of a random range (one end or both); or one at the peak or the end by thread or of one
+// thread (sometimes one that made no event).
 static void random_moments(mr_query* qs, size_t* n) {
     for (size_t k = 0; k < *n; k++) {
         qs[k] = (mr_query)MR_QUERY_INIT(MT_HEAP_LIBC);
@@ -345,6 +349,11 @@ static void random_moments(mr_query* qs, size_t* n) {
         int64_t a = random_time(), b = random_time();
         qs[0].from = rnd(4) == 0 ? INT64_MIN : a < b ? a : b;
         qs[0].to = rnd(4) == 0 ? INT64_MAX : a < b ? b : a;
+    } else if (rnd(2) == 0) {
+        *n = 1;
+        qs[0].moment = rnd(2) ? MR_AT_PEAK : MR_AT_END;
+        qs[0].by_thread = rnd(2);
+        qs[0].tid = qs[0].by_thread && rnd(2) ? 0 : 1 + (uint32_t)rnd(5);
     }
 }
 
