@@ -456,6 +456,10 @@ static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    // The live-block table on a core of its own; exact where the checkpoints' writer (an
+    // observer of the aggregates' replay) reads it.
+    r.pipelined = true;
+    r.live_exact_every = mr_checkpoints_interval();
     bool skip = !ranged && span.inside_to, skip_failed = false;
     int rc = mr_replay_run(&r, skip ? span.inside_from : span.stop_seq, on_event, &b);
     if (!rc && skip) {

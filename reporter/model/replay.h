@@ -31,6 +31,17 @@ typedef struct mr_replay {
     // id (a reader's own mark of the block, given back as freed->tid and in live).
     uint32_t (*tag)(void* ud, const mt_event* ev);
     void* tag_ud;
+    // Optional: mr_replay_run keeps the live-block table on a thread of its own, a batch of
+    // events ahead of the callback (what a replay of many events spends most in is that
+    // table's cache misses; the callback's work then runs beside it, on another core). The
+    // counters are exact at every callback, the table only after the events whose count
+    // (r->events) is a multiple of live_exact_every (0: never before the end) and at the
+    // end; when the callback stops the run, the table may hold events after it. Not with
+    // tag, nor for a heap of fewer events than mr_replay_pipeline_after says (a thread and
+    // its hand-overs cost more than they save there). The results are those of the plain
+    // replay.
+    bool pipelined;
+    uint64_t live_exact_every;
     char err[256];
 } mr_replay;
 
@@ -76,6 +87,10 @@ int mr_replay_apply(mr_replay* r, const mt_event* ev, mr_block* freed, bool* has
 void mr_replay_share_limit(size_t n);
 // The most a heap may allocate in all now (mr_replay_share_limit).
 uint64_t mr_replay_alloc_limit(void);
+// Process-wide: a pipelined replay (mr_replay.pipelined) runs pipelined only on a heap of at
+// least this many events (default MR_REPLAY_PIPELINE_EVENTS; tests take 0).
+#define MR_REPLAY_PIPELINE_EVENTS (UINT64_C(1) << 16)
+void mr_replay_pipeline_after(uint64_t events);
 void mr_replay_totals(const mr_replay* r, mr_heap_totals* t);
 // Words an error of mr_replay_apply on ev into r->err.
 void mr_replay_describe(mr_replay* r, int rc, const mt_event* ev);

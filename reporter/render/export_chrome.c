@@ -125,6 +125,7 @@ static int put_heap(chrome* c, char* err, size_t errlen) {
     c->interval_ns = span.events > 4 * HEAP_INTERVALS ? length / HEAP_INTERVALS : 0;
     mr_replay r;
     int rc = mr_replay_init(&r, c->cap, c->heap);
+    r.pipelined = true; // on_event reads no block of the table
     if (!rc)
         rc = mr_replay_run(&r, UINT64_MAX, on_event, c);
     if (rc)

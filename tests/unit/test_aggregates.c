@@ -791,6 +791,7 @@ static void test_seed(unsigned seed) {
 }
 
 int main(void) {
+    mr_replay_pipeline_after(0); // every replay pipelined, the checkpoints' writer beside it
     test_block_twice();
     test_encode_roundtrip();
     for (unsigned seed = 0; seed < 12; seed++)

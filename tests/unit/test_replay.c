@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Event replay on captures written with mt_capture_writer: live bytes, peak and when, counts,
 // unmatched frees, realloc as free + alloc, cross-thread address reuse across chunks,
-// partial replay (stop_seq), the per-event callback, and a random stream against a model.
+// partial replay (stop_seq), the per-event callback, a random stream against a model, and
+// the pipelined run against the plain one.
 #include "capture_sql.h"
 #include "replay.h"
 
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int files;
@@ -310,6 +312,106 @@ static void test_random(void) {
     free(ev);
 }
 
+// What a callback sees of one event, and at the events the table is exact at, of the table.
+typedef struct view {
+    uint64_t seq, events, live_bytes, peak_bytes, peak_seq, unmatched;
+    bool has_freed;
+    mr_block freed;
+    uint64_t table_count, table_sum; // set when exact: blocks, and a sum over them
+} view;
+
+typedef struct seen_log {
+    view* v;
+    size_t n;
+    uint64_t exact_every;
+    uint64_t stop_at; // the callback stops the run at this event count (0: never)
+} seen_log;
+
+static int record(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    seen_log* l = ud;
+    view s;
+    memset(&s, 0, sizeof s); // compared with memcmp: the padding too
+    s.seq = ev->seq;
+    s.events = r->events;
+    s.live_bytes = r->live_bytes;
+    s.peak_bytes = r->peak_bytes;
+    s.peak_seq = r->peak_seq;
+    s.unmatched = r->unmatched_frees;
+    s.has_freed = freed != NULL;
+    if (freed)
+        s.freed = *freed;
+    if (r->events % l->exact_every == 0) {
+        mr_block b;
+        s.table_count = r->live.count;
+        for (size_t i = 0; mr_heapmap_next(&r->live, &i, &b);)
+            s.table_sum += b.addr * 31 + b.size * 7 + b.callsite + ((uint64_t)b.tid << 40);
+    }
+    l->v[l->n++] = s;
+    return l->stop_at && r->events == l->stop_at ? 1 : 0;
+}
+
+// The pipelined run (replay.h, pipelined) against the plain one on random streams with
+// missed frees, frees of unknown blocks, realloc pairs, reported blocks at the addresses of
+// the allocator's and events past stop_seq: every callback sees the same, the table is the
+// same where it is exact and at the end.
+static void test_pipelined(void) {
+    enum { N = 30000, SLOTS = 700 };
+    mt_event* ev = malloc(N * sizeof *ev);
+    seen_log plain = {.v = malloc(N * sizeof(view))}, piped = {.v = malloc(N * sizeof(view))};
+    for (int round = 0; round < 6 && ev && plain.v && piped.v; round++) {
+        size_t n = 0;
+        uint64_t seq = 0;
+        while (n < N - 1) {
+            uint64_t addr = 0x7f1200000000ull + (test_rng(&rng) % SLOTS) * 32;
+            uint32_t tid = 100 + (uint32_t)(test_rng(&rng) % 4);
+            uint64_t sz = test_rng(&rng) % 5000;
+            seq += 1 + test_rng(&rng) % 2;
+            unsigned what = (unsigned)(test_rng(&rng) % 9);
+            if (what < 4) {
+                ev[n++] = EV(seq, MALLOC, addr, sz, tid);
+            } else if (what < 7) {
+                ev[n++] = EV(seq, FREE, addr, 0, tid);
+            } else if (what == 7) {
+                ev[n++] = EV(seq, CUSTOM_ALLOC, addr, sz, tid);
+            } else {
+                ev[n++] = EV(seq, REALLOC_FREE, addr, 0, tid);
+                ev[n++] = EV(++seq, REALLOC, addr + 64, sz, tid);
+            }
+        }
+        mt_capture* cap = open_events(ev, n, 1 + test_rng(&rng) % 3000);
+        if (!cap)
+            break;
+        uint64_t stop = round % 2 ? UINT64_MAX : ev[n / 2 + test_rng(&rng) % (n / 3)].seq;
+        uint64_t every = 1 + test_rng(&rng) % 9000;
+        uint64_t stop_at = round == 5 ? 1 + test_rng(&rng) % (n / 2) : 0;
+        mr_replay a, b;
+        plain.n = piped.n = 0;
+        plain.exact_every = piped.exact_every = every;
+        plain.stop_at = piped.stop_at = stop_at;
+        CHECK_EQ_I64(mr_replay_init(&a, cap, MT_HEAP_LIBC), 0);
+        CHECK_EQ_I64(mr_replay_init(&b, cap, MT_HEAP_LIBC), 0);
+        b.pipelined = true;
+        b.live_exact_every = every;
+        CHECK_EQ_I64(mr_replay_run(&a, stop, record, &plain), stop_at ? 1 : 0);
+        CHECK_EQ_I64(mr_replay_run(&b, stop, record, &piped), stop_at ? 1 : 0);
+        CHECK_EQ_I64(piped.n, plain.n);
+        CHECK(piped.n != plain.n || !memcmp(piped.v, plain.v, plain.n * sizeof(view)));
+        mr_heap_totals ta, tb;
+        mr_replay_totals(&a, &ta);
+        mr_replay_totals(&b, &tb);
+        if (!stop_at) // stopped by the callback, the table may be ahead (replay.h)
+            CHECK(!memcmp(&ta, &tb, sizeof ta));
+        CHECK_EQ_I64(b.events, a.events);
+        CHECK_EQ_I64(b.live_bytes, a.live_bytes);
+        mr_replay_free(&a);
+        mr_replay_free(&b);
+        mt_capture_close(cap);
+    }
+    free(ev);
+    free(plain.v);
+    free(piped.v);
+}
+
 static int fail_at(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     (void)freed;
     const int* err = ud;
@@ -377,6 +479,8 @@ int main(void) {
     test_callback();
     test_cross_thread_reuse();
     test_random();
+    mr_replay_pipeline_after(0); // these streams are small
+    test_pipelined();
     test_empty_and_corrupt();
     test_callback_error();
     CHECK_DONE();
