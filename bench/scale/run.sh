@@ -57,6 +57,9 @@ run "flamegraph --temporal (first: stores)" flamegraph "$cap" --temporal -f -o "
 run "flamegraph --temporal" flamegraph "$cap" --temporal -f -o "$dir/temporal.html"
 run "view (first: stores)" view "$cap" -f -o "$dir/view.html"
 run "view" view "$cap" -f -o "$dir/view.html"
+# Per thread: the checkpoints and one pass that counts the allocations (threads_profile.h).
+run "flamegraph --split-threads" flamegraph "$cap" --split-threads -f -o "$dir/split.html"
+run "top --thread 1003 --json" top "$cap" --thread 1003 --json
 run "flamegraph --leaks --split-threads" flamegraph "$cap" --leaks --split-threads -f \
     -o "$dir/leaks.html"
 echo "flame graph pages: $(du -k "$dir/peak.html" | cut -f1) KB (peak), $(du -k "$dir/leaks.html" | cut -f1) KB (leaks)"
