@@ -184,6 +184,58 @@ int mt_capture_derived_read(mt_capture* cap, int heap, int64_t key, int64_t* for
     return read_sealed_row(st, format, fingerprint, data, len);
 }
 
+struct mt_capture_blob {
+    sqlite3_blob* b;
+};
+
+int mt_capture_derived_open(mt_capture* cap, int heap, int64_t key, int64_t* format,
+                            uint64_t* fingerprint, mt_capture_blob** blob, size_t* len) {
+    *blob = NULL;
+    *len = 0;
+    sqlite3* db = mt_capture_db_sqlite(cap);
+    sqlite3_stmt* st;
+    // length() of a blob comes from the row's header: no byte of it is read here.
+    if (sqlite3_prepare_v2(db,
+                           "SELECT rowid, format, fingerprint, length(data) FROM derived"
+                           " WHERE heap=?1 AND key=?2 AND typeof(data)='blob'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int(st, 1, heap);
+    sqlite3_bind_int64(st, 2, key);
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t rowid = sqlite3_column_int64(st, 0);
+        *format = sqlite3_column_int64(st, 1);
+        *fingerprint = (uint64_t)sqlite3_column_int64(st, 2);
+        *len = (size_t)sqlite3_column_int64(st, 3);
+        if (!(*blob = malloc(sizeof **blob)))
+            rc = -ENOMEM;
+        else if (sqlite3_blob_open(db, "main", "derived", "data", rowid, 0, &(*blob)->b) !=
+                 SQLITE_OK) {
+            sqlite3_blob_close((*blob)->b);
+            free(*blob);
+            *blob = NULL;
+            rc = -EIO;
+        } else {
+            rc = 1;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int mt_capture_blob_read(mt_capture_blob* blob, size_t offset, void* buf, size_t n) {
+    if (offset > INT_MAX || n > (size_t)INT_MAX - offset)
+        return -EIO;
+    return n == 0 || sqlite3_blob_read(blob->b, buf, (int)n, (int)offset) == SQLITE_OK ? 0 : -EIO;
+}
+
+void mt_capture_blob_close(mt_capture_blob* blob) {
+    if (blob)
+        sqlite3_blob_close(blob->b);
+    free(blob);
+}
+
 int mt_capture_derived_store(mt_capture* cap, int heap, int64_t key, int64_t format,
                              uint64_t fingerprint, const void* data, size_t len) {
     const int64_t vals[] = {key, format, (int64_t)fingerprint};

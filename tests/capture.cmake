@@ -8,6 +8,8 @@ memtrace_unit_test(capture_ahead)
 memtrace_unit_test(capture_ahead_edges)
 memtrace_unit_test(heapmap)
 memtrace_unit_test(u64map)
+# Stored bytes read a window at a time, and SipHash in pieces (reporter/base/varstream.h).
+memtrace_unit_test(varstream)
 memtrace_unit_test(strtab)
 memtrace_unit_test(replay)
 

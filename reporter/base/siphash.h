@@ -48,6 +48,17 @@ static inline uint64_t mr_siphash_u64(uint64_t k0, uint64_t k1, uint64_t v) {
 }
 // SipHash-1-3 of the bytes p[0..n) under the key (k0, k1): for string keys.
 uint64_t mr_siphash_bytes(uint64_t k0, uint64_t k1, const void* p, size_t n);
+
+// The same over bytes given in pieces (stored bytes read a window at a time): begin, add
+// each piece in order, end gives what mr_siphash_bytes gives for them all.
+typedef struct mr_siphash_state {
+    uint64_t v0, v1, v2, v3;
+    uint64_t tail; // the bytes after the last whole word, little-endian
+    size_t n;      // bytes added
+} mr_siphash_state;
+void mr_siphash_begin(mr_siphash_state* s, uint64_t k0, uint64_t k1);
+void mr_siphash_add(mr_siphash_state* s, const void* p, size_t n);
+uint64_t mr_siphash_end(const mr_siphash_state* s);
 // Fills key[2] from getrandom (the clock and salt's address if that fails).
 void mr_siphash_random_key(uint64_t key[2], const void* salt);
 

@@ -321,6 +321,39 @@ static int live_graph(fg_run* run) {
     return e == 0 ? MR_EXIT_OK : mr_messages_exit_code(e);
 }
 
+// Each callsite's most live bytes and blocks at one of m's moments, in p's rows by callsite
+// (rows 0..*top). One pass over the values, wherever they lie. 0 or a negative errno.
+static int most_held(const mr_moments* m, mr_profile* p, uint32_t* top) {
+    mr_moments_cursor c;
+    mr_moment_value v;
+    size_t cap = 0;
+    int e = mr_moments_cursor_open(m, false, &c);
+    while (e == 0 && (e = mr_moments_cursor_next(&c, &v)) == 1) {
+        e = 0;
+        if (v.callsite >= cap) {
+            size_t want = v.callsite + (size_t)1, grown = cap ? 2 * cap : 1024;
+            grown = grown > want ? grown : want;
+            mr_profile_row* rows = realloc(p->rows, grown * sizeof *rows);
+            if (!rows) {
+                e = -ENOMEM;
+                break;
+            }
+            memset(rows + cap, 0, (grown - cap) * sizeof *rows);
+            p->rows = rows;
+            cap = grown;
+        }
+        mr_profile_row* r = &p->rows[v.callsite];
+        r->callsite = v.callsite;
+        r->live_bytes = v.bytes > r->live_bytes ? v.bytes : r->live_bytes;
+        r->live_blocks = v.blocks > r->live_blocks ? v.blocks : r->live_blocks;
+        *top = v.callsite > *top ? v.callsite : *top;
+    }
+    mr_moments_cursor_close(&c);
+    if (e == 0 && !p->rows && !(p->rows = calloc(1, sizeof *p->rows)))
+        e = -ENOMEM;
+    return e;
+}
+
 // --temporal: the live values per callsite at each time bucket's highest moment, and the
 // tree of every callsite live at one of them, each weighed by the most it held (so that
 // pruning keeps what is wide at some moment). Returns an exit code.
@@ -333,20 +366,9 @@ static int temporal_graph(fg_run* run) {
         mr_messages_error(run->path, "%s", err);
     mr_profile p = {0};
     uint32_t top = 0;
-    for (size_t i = 0; e == 0 && i < m->nvalues; i++)
-        if (m->values[i].callsite > top)
-            top = m->values[i].callsite;
-    if (e == 0 && !(p.rows = calloc((size_t)top + 1, sizeof *p.rows))) {
-        e = -ENOMEM;
-        snprintf(err, sizeof err, "out of memory");
-    }
-    for (size_t i = 0; e == 0 && i < m->nvalues; i++) {
-        const mr_moment_value* v = &m->values[i];
-        mr_profile_row* r = &p.rows[v->callsite];
-        r->callsite = v->callsite;
-        r->live_bytes = v->bytes > r->live_bytes ? v->bytes : r->live_bytes;
-        r->live_blocks = v->blocks > r->live_blocks ? v->blocks : r->live_blocks;
-    }
+    if (e == 0 && (e = most_held(m, &p, &top)))
+        snprintf(err, sizeof err, "%s",
+                 e == -ENOMEM ? "out of memory" : "the stored moments changed while read");
     size_t peak = 0; // the run's peak, which the page opens with
     for (size_t k = 1; e == 0 && k < m->n; k++)
         peak = m->bytes[k] > m->bytes[peak] ? k : peak;

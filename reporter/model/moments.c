@@ -392,17 +392,3 @@ int mr_moments_build(mt_capture* cap, int heap, uint32_t tid, int64_t end, size_
         mr_moments_free(m);
     return e;
 }
-
-void mr_moments_free(mr_moments* m) {
-    free(m->bucket_moment);
-    free(m->seq);
-    free(m->ts);
-    free(m->bytes);
-    free(m->values);
-    free(m->edge_moment);
-    free(m->allocs);
-    free(m->ends);
-    free(m->tids);
-    free(m->tid_allocs);
-    *m = (mr_moments){0};
-}

@@ -43,7 +43,9 @@ typedef struct mr_moments {
     int64_t* ts;
     uint64_t* bytes;
     // Changes, by moment: a callsite's values at moment k are those of its last change at
-    // or before k, 0 before its first.
+    // or before k, 0 before its first. Read them (and allocs) through mr_moments_cursor:
+    // moments read from the capture leave both where they are stored (values and allocs
+    // NULL, their counts set), since they are most of a stored answer's tens of MB.
     mr_moment_value* values;
     size_t nvalues, cap;
     // With edges: edge_moment[k] (k = 0..nbuckets) is the moment of the state before
@@ -65,7 +67,25 @@ typedef struct mr_moments {
     size_t nends;
     bool scanned;
     char why_unscanned[256];
+    struct mr_moments_stored* stored; // where values and allocs lie when not in memory
 } mr_moments;
+
+// The values (or with `allocs`, the allocations) of m in order, however m holds them.
+typedef struct mr_moments_cursor {
+    const mr_moment_value* v; // in memory
+    size_t i, n;
+    uint64_t limit;         // of a moment (bucket) index
+    struct mr_varstream* s; // read from where they are stored
+} mr_moments_cursor;
+// Returns 0 or -ENOMEM (the cursor closed).
+int mr_moments_cursor_open(const mr_moments* m, bool allocs, mr_moments_cursor* c);
+// The next one: 1, 0 after the last, or a negative errno (-EPROTO: bytes that changed since
+// they were checked, or could not be read).
+int mr_moments_cursor_next(mr_moments_cursor* c, mr_moment_value* v);
+void mr_moments_cursor_close(mr_moments_cursor* c);
+// Process-wide: how many bytes of stored moments a cursor reads at a time (0: 64 KiB).
+// Tests make it small, so that values straddle the windows.
+void mr_moments_read_window(size_t bytes);
 
 // One replay of the heap over `buckets` (>= 1; with edges at most 65535) buckets spanning
 // [0, end] ns (or steps), with the edges' moments, the buckets' allocations and the ends

@@ -236,18 +236,21 @@ static json_t* temporal_self(const mr_flame_tree* g, const uint32_t* newid, size
     uint32_t* dirty = malloc(nrows * sizeof *dirty);
     bool* is_dirty = calloc(nrows, sizeof *is_dirty);
     packed* rows = calloc(nrows, sizeof *rows);
-    int e = cs_now && now && dirty && is_dirty && rows ? 0 : -1;
-    for (size_t i = 0; e == 0 && i < m->nvalues;) {
-        uint32_t k = m->values[i].moment;
+    mr_moments_cursor c;
+    mr_moment_value v;
+    int e = cs_now && now && dirty && is_dirty && rows ? mr_moments_cursor_open(m, false, &c) : -1;
+    bool opened = e == 0;
+    int more = opened ? mr_moments_cursor_next(&c, &v) : 0;
+    while (e == 0 && more == 1) {
+        uint32_t k = v.moment;
         size_t ndirty = 0;
-        for (; i < m->nvalues && m->values[i].moment == k; i++) {
-            const mr_moment_value* v = &m->values[i];
-            uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
+        for (; more == 1 && v.moment == k; more = mr_moments_cursor_next(&c, &v)) {
+            uint32_t cs = v.callsite < g->ncallsites ? v.callsite : 0;
             uint32_t row = newid[g->target[cs ? g->node_of[cs] : 0]];
-            now[2 * row] += v->bytes - cs_now[2 * cs];
-            now[2 * row + 1] += v->blocks - cs_now[2 * cs + 1];
-            cs_now[2 * cs] = v->bytes;
-            cs_now[2 * cs + 1] = v->blocks;
+            now[2 * row] += v.bytes - cs_now[2 * cs];
+            now[2 * row + 1] += v.blocks - cs_now[2 * cs + 1];
+            cs_now[2 * cs] = v.bytes;
+            cs_now[2 * cs + 1] = v.blocks;
             if (!is_dirty[row]) {
                 is_dirty[row] = true;
                 dirty[ndirty++] = row;
@@ -255,12 +258,14 @@ static json_t* temporal_self(const mr_flame_tree* g, const uint32_t* newid, size
         }
         for (size_t d = 0; d < ndirty && e == 0; d++) {
             packed* p = &rows[dirty[d]];
-            const uint64_t* v = &now[2 * dirty[d]];
             is_dirty[dirty[d]] = false;
-            if (v[0] != p->last[1] || v[1] != p->last[2])
-                e = pack_triple(p, k, v[0], v[1]);
+            if (now[2 * dirty[d]] != p->last[1] || now[2 * dirty[d] + 1] != p->last[2])
+                e = pack_triple(p, k, now[2 * dirty[d]], now[2 * dirty[d] + 1]);
         }
     }
+    if (opened)
+        mr_moments_cursor_close(&c);
+    e = e ? e : more < 0 ? -1 : 0;
     free(cs_now);
     free(now);
     free(dirty);
@@ -276,18 +281,21 @@ static json_t* temporal_allocs(const mr_flame_tree* g, const uint32_t* newid, si
     uint64_t* sum = calloc(2 * nrows, sizeof *sum);
     uint32_t* touched = malloc(nrows * sizeof *touched);
     packed* rows = calloc(nrows, sizeof *rows);
-    int e = sum && touched && rows ? 0 : -1;
-    for (size_t i = 0; e == 0 && i < m->nallocs;) {
-        uint32_t k = m->allocs[i].moment;
+    mr_moments_cursor c;
+    mr_moment_value v;
+    int e = sum && touched && rows ? mr_moments_cursor_open(m, true, &c) : -1;
+    bool opened = e == 0;
+    int more = opened ? mr_moments_cursor_next(&c, &v) : 0;
+    while (e == 0 && more == 1) {
+        uint32_t k = v.moment;
         size_t ntouched = 0;
-        for (; i < m->nallocs && m->allocs[i].moment == k; i++) {
-            const mr_moment_value* v = &m->allocs[i];
-            uint32_t cs = v->callsite < g->ncallsites ? v->callsite : 0;
+        for (; more == 1 && v.moment == k; more = mr_moments_cursor_next(&c, &v)) {
+            uint32_t cs = v.callsite < g->ncallsites ? v.callsite : 0;
             uint32_t row = newid[g->target[cs ? g->node_of[cs] : 0]];
             if (sum[2 * row + 1] == 0)
                 touched[ntouched++] = row;
-            sum[2 * row] += v->bytes;
-            sum[2 * row + 1] += v->blocks;
+            sum[2 * row] += v.bytes;
+            sum[2 * row + 1] += v.blocks;
         }
         for (size_t t = 0; t < ntouched && e == 0; t++) {
             uint64_t* s = &sum[2 * touched[t]];
@@ -295,6 +303,9 @@ static json_t* temporal_allocs(const mr_flame_tree* g, const uint32_t* newid, si
             s[0] = s[1] = 0;
         }
     }
+    if (opened)
+        mr_moments_cursor_close(&c);
+    e = e ? e : more < 0 ? -1 : 0;
     free(sum);
     free(touched);
     return rows ? packed_rows(rows, nrows, e) : NULL;

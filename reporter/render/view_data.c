@@ -51,10 +51,18 @@ static json_t* header(mt_capture* cap, const mr_heap_timeline* t, const mr_momen
     for (size_t k = 1; k < m->n; k++)
         peak = m->bytes[k] > m->bytes[peak] ? k : peak;
     uint64_t bytes = 0, count = 0;
-    for (size_t i = 0; i < m->nallocs; i++) {
-        bytes += m->allocs[i].bytes;
-        count += m->allocs[i].blocks;
+    mr_moments_cursor c;
+    mr_moment_value v;
+    if (mr_moments_cursor_open(m, true, &c))
+        return NULL;
+    int more;
+    while ((more = mr_moments_cursor_next(&c, &v)) == 1) {
+        bytes += v.bytes;
+        count += v.blocks;
     }
+    mr_moments_cursor_close(&c);
+    if (more < 0)
+        return NULL;
     json_t* heaps = json_array();
     mt_capture_heaps(cap, add_heap, heaps);
     return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "duration_ns", (json_int_t)t->duration,

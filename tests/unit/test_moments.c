@@ -237,6 +237,26 @@ static void check_edges(mt_capture* cap, uint64_t nev, size_t buckets, uint32_t 
     mr_moments_free(&plain);
 }
 
+// The values (allocs: the allocations) of two moments, however each holds them, equal.
+static void check_same_values(const mr_moments* a, const mr_moments* b, bool allocs) {
+    mr_moments_cursor x, y;
+    CHECK_EQ_I64(mr_moments_cursor_open(a, allocs, &x), 0);
+    CHECK_EQ_I64(mr_moments_cursor_open(b, allocs, &y), 0);
+    mr_moment_value u, v;
+    int more;
+    size_t n = 0;
+    while ((more = mr_moments_cursor_next(&x, &u)) == 1) {
+        CHECK_EQ_I64(mr_moments_cursor_next(&y, &v), 1);
+        CHECK(!memcmp(&u, &v, sizeof u));
+        n++;
+    }
+    CHECK_EQ_I64(more, 0);
+    CHECK_EQ_I64(mr_moments_cursor_next(&y, &v), 0);
+    CHECK_EQ_I64(n, allocs ? a->nallocs : a->nvalues);
+    mr_moments_cursor_close(&x);
+    mr_moments_cursor_close(&y);
+}
+
 // Two moments equal in every field.
 static void check_same(const mr_moments* a, const mr_moments* b, bool edges) {
     CHECK_EQ_I64(a->t0, b->t0);
@@ -254,7 +274,7 @@ static void check_same(const mr_moments* a, const mr_moments* b, bool edges) {
         CHECK_EQ_I64(a->ts[k], b->ts[k]);
         CHECK_EQ_I64(a->bytes[k], b->bytes[k]);
     }
-    CHECK(!memcmp(a->values, b->values, a->nvalues * sizeof *a->values));
+    check_same_values(a, b, false);
     CHECK_EQ_I64(!!a->edge_moment, edges);
     CHECK_EQ_I64(!!b->edge_moment, edges);
     if (!edges || !a->edge_moment || !b->edge_moment)
@@ -265,7 +285,7 @@ static void check_same(const mr_moments* a, const mr_moments* b, bool edges) {
     CHECK_EQ_I64(a->threads, b->threads);
     CHECK_EQ_I64(a->nends, b->nends);
     if (a->nallocs == b->nallocs)
-        CHECK(!memcmp(a->allocs, b->allocs, a->nallocs * sizeof *a->allocs));
+        check_same_values(a, b, true);
     if (a->threads == b->threads) {
         CHECK(!memcmp(a->tids, b->tids, a->threads * sizeof *a->tids));
         CHECK(!memcmp(a->tid_allocs, b->tid_allocs, a->threads * sizeof *a->tid_allocs));
@@ -295,11 +315,32 @@ static void check_stored(mt_capture* cap, int64_t end, uint32_t tid, size_t buck
             mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err), 0);
         CHECK_EQ_STR(err, "");
         check_same(&truth, &m, edges);
+        // Read back, the values and allocations stay where they are stored: a view's 100 M
+        // events store tens of MB of them, read a window at a time.
+        if (pass == 1) {
+            CHECK(m.stored != NULL);
+            CHECK_NULL(m.values);
+            CHECK_NULL(m.allocs);
+        }
         mr_moments_free(&m);
     }
     uint8_t* data;
     size_t len;
     int64_t key = mr_moments_key(tid, buckets, edges), format;
+    // Read back, then the row replaced under it: its cursors say so, never read the new one.
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0);
+    CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, key, MR_MOMENTS_FORMAT, 0, "x", 1), 0);
+    mr_moments_cursor c;
+    mr_moment_value v;
+    CHECK_EQ_I64(mr_moments_cursor_open(&m, false, &c), 0);
+    CHECK(mr_moments_cursor_next(&c, &v) < 0);
+    mr_moments_cursor_close(&c);
+    mr_moments_free(&m);
+    CHECK_EQ_I64(mr_moments_get(cap, MT_HEAP_LIBC, tid, end, buckets, edges, &m, err, sizeof err),
+                 0); // another fingerprint: computed and stored again
+    check_same(&truth, &m, edges);
+    mr_moments_free(&m);
     uint64_t fp, stored_fp;
     CHECK_EQ_I64(mt_capture_aggregate_fingerprint(cap, MT_HEAP_LIBC, &fp), 0);
     CHECK_EQ_I64(mt_capture_derived_read(cap, MT_HEAP_LIBC, key, &format, &stored_fp, &data, &len),
@@ -427,6 +468,9 @@ static void check_timeline(mt_capture* cap, int64_t buckets) {
 static void test_random(void) {
     for (uint64_t seed = 1; seed <= 12; seed++) {
         uint64_t rnd = seed;
+        // Stored moments read in windows of 16 bytes (every value straddles one), 40, and
+        // the default.
+        mr_moments_read_window(seed % 3 == 0 ? 16 : seed % 3 == 1 ? 40 : 0);
         char path[512];
         snprintf(path, sizeof path, "%s/moments%llu.db", test_tmpdir(), (unsigned long long)seed);
         fx f;

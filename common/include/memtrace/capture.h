@@ -202,6 +202,15 @@ int mt_capture_aggregate_store(mt_capture* cap, int heap, int64_t format, uint64
 // The stored answer `key` of a heap, as written: returns as mt_capture_aggregate_read.
 int mt_capture_derived_read(mt_capture* cap, int heap, int64_t key, int64_t* format,
                             uint64_t* fingerprint, uint8_t** data, size_t* len);
+// The stored answer `key` of a heap, to read in pieces (one of tens of MB is never whole in
+// memory): returns 1 with *blob open and *len its size, 0 when there is none, -ENOMEM or
+// -EIO. The blob reads what the row held when opened, until the row is replaced.
+typedef struct mt_capture_blob mt_capture_blob;
+int mt_capture_derived_open(mt_capture* cap, int heap, int64_t key, int64_t* format,
+                            uint64_t* fingerprint, mt_capture_blob** blob, size_t* len);
+// n bytes at offset into buf: 0, or -EIO (beyond the end, the row replaced, a read failed).
+int mt_capture_blob_read(mt_capture_blob* blob, size_t offset, void* buf, size_t n);
+void mt_capture_blob_close(mt_capture_blob* blob);
 // Stores (replaces) the answer `key` of a heap: returns as mt_capture_aggregate_store.
 int mt_capture_derived_store(mt_capture* cap, int heap, int64_t key, int64_t format,
                              uint64_t fingerprint, const void* data, size_t len);
