@@ -5,6 +5,7 @@
 
 #include "aggregates.h"
 #include "checkpoints.h"
+#include "end_blocks.h"
 #include "heapmap.h"
 #include "messages.h"
 #include "threads_profile.h"
@@ -218,6 +219,16 @@ static int cmp_rows(const void* a, const void* b) {
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+// Adds a row's metrics to p's sums.
+static void add_row(mr_profile* p, const mr_profile_row* r) {
+    p->live_bytes += r->live_bytes;
+    p->live_blocks += r->live_blocks;
+    p->end_bytes += r->end_bytes;
+    p->end_blocks += r->end_blocks;
+    p->alloc_bytes += r->alloc_bytes;
+    p->alloc_count += r->alloc_count;
+}
+
 // Moment k's rows: every row's live_* at its last mark, the rows with something in a
 // metric (not those allocated outside the range and freed before the moment), summed, sorted.
 static int finish(builder* b, size_t k) {
@@ -237,12 +248,7 @@ static int finish(builder* b, size_t k) {
         }
         if (!r->live_blocks && !r->end_blocks && !r->alloc_count)
             continue;
-        p->live_bytes += r->live_bytes;
-        p->live_blocks += r->live_blocks;
-        p->end_bytes += r->end_bytes;
-        p->end_blocks += r->end_blocks;
-        p->alloc_bytes += r->alloc_bytes;
-        p->alloc_count += r->alloc_count;
+        add_row(p, r);
         p->rows[n++] = *r;
     }
     p->nrows = n;
@@ -315,12 +321,7 @@ static int with_whole_run(mr_profile* p, const mr_profile* whole) {
         r.end_blocks = theirs ? whole->rows[j++].end_blocks : 0;
         if (!r.live_blocks && !r.end_blocks && !r.alloc_count)
             continue;
-        p->live_bytes += r.live_bytes;
-        p->live_blocks += r.live_blocks;
-        p->end_bytes += r.end_bytes;
-        p->end_blocks += r.end_blocks;
-        p->alloc_bytes += r.alloc_bytes;
-        p->alloc_count += r.alloc_count;
+        add_row(p, &r);
         rows[n++] = r;
     }
     free(p->rows);
@@ -504,6 +505,80 @@ static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
     return rc;
 }
 
+// A range's leaks (one query at the end counting the blocks allocated within from..to,
+// every thread, rows per callsite, no observer) where the heap's checkpoints are stored:
+// the blocks live at the end allocated within the range from the stored end blocks
+// (end_blocks.h), the allocations within it and the whole run's numbers from the range's
+// profile at its peak (checkpoints.h). Returns as mr_profile_build, or 1 when they cannot
+// answer (the caller replays).
+static int range_leaks(mt_capture* cap, const mr_query* q, mr_profile* out, char* err,
+                       size_t errlen) {
+    if (q->moment != MR_AT_END || !q->range_blocks || q->tid || q->by_thread || q->observe)
+        return 1;
+    // The aggregates and checkpoints the range's profile at its peak reads (computed with
+    // them when missing, where memreport may write).
+    mr_aggregates whole;
+    uint64_t fp;
+    int rc = mr_aggregates_checkpointed(cap, q->heap, q->progress, &whole, &fp, err, errlen);
+    if (rc)
+        return rc;
+    mr_aggregates_free(&whole);
+    mr_profile_row* ends;
+    size_t nends;
+    char note[256] = "";
+    rc = mr_end_blocks_in_range(cap, q->heap, q->from, q->to, &ends, &nends, note, sizeof note);
+    if (rc) {
+        if (rc < 0)
+            snprintf(err, errlen, "%s", note);
+        return rc;
+    }
+    mr_query peak = *q;
+    peak.moment = MR_AT_PEAK;
+    peak.range_blocks = false;
+    mr_profile p;
+    if ((rc = mr_profile_build(cap, &peak, &p, err, errlen))) {
+        free(ends);
+        return rc;
+    }
+    mr_profile_row* rows = calloc(p.nrows + nends + 1, sizeof *rows);
+    if (!rows) {
+        free(ends);
+        mr_profile_free(&p);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    // As finish() keeps them at the end: live as at the end, with something in a metric.
+    *out = p;
+    out->rows = rows;
+    out->nrows = 0;
+    out->moment_seq = p.heap.last_seq;
+    out->moment_ts = p.heap.last_ts;
+    out->live_bytes = out->live_blocks = out->end_bytes = out->end_blocks = 0;
+    out->alloc_bytes = out->alloc_count = 0;
+    for (size_t i = 0, j = 0; i < p.nrows || j < nends;) {
+        bool mine = j == nends || (i < p.nrows && p.rows[i].callsite <= ends[j].callsite);
+        bool theirs = i == p.nrows || (j < nends && ends[j].callsite <= p.rows[i].callsite);
+        mr_profile_row r = {.callsite = mine ? p.rows[i].callsite : ends[j].callsite};
+        if (mine) {
+            r.alloc_bytes = p.rows[i].alloc_bytes;
+            r.alloc_count = p.rows[i++].alloc_count;
+        }
+        if (theirs) {
+            r.live_bytes = r.end_bytes = ends[j].end_bytes;
+            r.live_blocks = r.end_blocks = ends[j++].end_blocks;
+        }
+        if (!r.end_blocks && !r.alloc_count)
+            continue;
+        add_row(out, &r);
+        rows[out->nrows++] = r;
+    }
+    free(ends);
+    free(p.rows);
+    if (note[0] && !err[0])
+        snprintf(err, errlen, "%s", note);
+    return 0;
+}
+
 int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
                              char* err, size_t errlen) {
     memset(out, 0, n * sizeof *out);
@@ -517,6 +592,8 @@ int mr_profile_build_moments(mt_capture* cap, const mr_query* qs, size_t n, mr_p
         stored = mr_checkpoints_answer(cap, qs, n, out, err, errlen);
     if (stored > 0 && n == 1) // per thread: from checkpoints and a count of the allocations
         stored = mr_threads_profile_answer(cap, qs, out, err, errlen);
+    if (stored > 0 && n == 1) // a range's leaks: the blocks live at the end, stored
+        stored = range_leaks(cap, qs, out, err, errlen);
     if (stored <= 0)
         return stored;
     int rc = build(cap, qs, n, out, true, err, errlen);

@@ -36,6 +36,10 @@ void fx_standard(const char* path);
 // One block is live at the end per frame 2..7 (callsites 2..7, 100 * id bytes each).
 void fx_hostile(const char* path);
 
+// Adds to a finished capture the leak scan's verdicts on the blocks of seq 1..300, of every
+// kind (1 + seq % 4), and says the scan complete.
+void fx_leak_verdicts(const char* path);
+
 // Runs a memreport subcommand in-process with a NULL-terminated argument list (argv[0] is
 // the subcommand name), resetting getopt between runs. Returns its exit code.
 int fx_run(int (*cmd)(int, char**), const char* arg0, ...);

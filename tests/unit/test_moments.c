@@ -500,20 +500,8 @@ static void test_random(void) {
         }
         uint64_t events = f.seq;
         fx_finish(&f, "complete");
-        if (seed % 2 == 0) { // verdicts of every kind, for the ends' kinds
-            sqlite3* db;
-            CHECK_EQ_I64(sqlite3_open(path, &db), SQLITE_OK);
-            CHECK_EQ_I64(sqlite3_exec(db,
-                                      MEMTRACE_LEAK_TABLE_SQL
-                                      "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1"
-                                      " FROM s WHERE n < 300) INSERT INTO leak(seq, kind)"
-                                      " SELECT n, 1 + n % 4 FROM s;"
-                                      "INSERT OR REPLACE INTO meta(key, value)"
-                                      " VALUES('leak_scan', 'complete')",
-                                      NULL, NULL, NULL),
-                         SQLITE_OK);
-            sqlite3_close(db);
-        }
+        if (seed % 2 == 0) // verdicts of every kind, for the ends' kinds
+            fx_leak_verdicts(path);
         mt_capture* cap;
         char err[256];
         CHECK_EQ_I64(mt_capture_open(path, &cap, err, sizeof err), 0);
