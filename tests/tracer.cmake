@@ -211,6 +211,9 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport>
     ${CMAKE_CURRENT_SOURCE_DIR}/tracer/go_exit ${CMAKE_CURRENT_BINARY_DIR}/go_exit.d)
   set_tests_properties(e2e.go_exit PROPERTIES LABELS e2e TIMEOUT 300 SKIP_RETURN_CODE 77)
+  # A program ends by exit_group a moment after it starts, reaped before its exit watcher
+  # first runs: the watcher finishes its capture all the same.
+  tracer_program_test(quick_exit)
   # A program at rest: its capture is left alone, its RSS series keeps its shape.
   tracer_program_test(at_rest)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.

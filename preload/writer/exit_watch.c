@@ -91,6 +91,7 @@ static void* main_tp;
 static _Atomic int watcher_fd = -1; // a pidfd of the watcher; -1: none
 static pid_t watched;               // the process the watcher was started for
 static pid_t made;                  // the maker's word: the watcher's pid, or 0
+static int watched_pidfd;           // the maker's pidfd of `watched`, the watcher's copy
 static char* stack;
 void mt_exit_watch_note_main(void) {
 #if HAVE_WATCHER
@@ -126,13 +127,13 @@ static int watch(void* unused) {
     // must not count it as a second copy of the program.
     raw_syscall(SYS_setsid, 0, 0, 0, 0, 0);
     raw_syscall(SYS_prctl, PR_SET_NAME, (long)"memtrace-watch", 0, 0, 0);
-    // Every descriptor, the tracer's too: a program's may sit above the tracer's base (one
-    // that raised its limit), and the tracer's files are reopened by path when needed
-    // (fdguard.c, procfile.c, output.c).
-    raw_syscall(SYS_close_range, 0, ~0U, 0, 0, 0);
-    long pidfd = raw_syscall(SYS_pidfd_open, watched, 0, 0, 0, 0);
-    if (pidfd < 0)
-        return 0;
+    // Every descriptor but the pidfd, the tracer's too: a program's may sit above the
+    // tracer's base (one that raised its limit), and the tracer's files are reopened by path
+    // when needed (fdguard.c, procfile.c, output.c).
+    int pidfd = watched_pidfd;
+    if (pidfd > 0)
+        raw_syscall(SYS_close_range, 0, (unsigned)pidfd - 1, 0, 0, 0);
+    raw_syscall(SYS_close_range, (unsigned)pidfd + 1, ~0U, 0, 0, 0);
     struct pollfd ended = {.fd = (int)pidfd, .events = POLLIN};
     // Readable once every thread of the process has ended; nothing else wakes it (the
     // signals are blocked), and the tracer kills it when it has no more use.
@@ -144,9 +145,13 @@ static int watch(void* unused) {
 #endif
 
 #if HAVE_WATCHER
+// The pidfd is opened here, while the program waits for this task: a watcher first run once
+// a short program has ended and been reaped would find no process to open.
 static int make_watcher(void* unused) {
     (void)unused;
-    made = clone(watch, stack + WATCH_STACK - MAKER_STACK, CLONE_VM, NULL);
+    watched_pidfd = (int)raw_syscall(SYS_pidfd_open, watched, 0, 0, 0, 0);
+    if (watched_pidfd >= 0)
+        made = clone(watch, stack + WATCH_STACK - MAKER_STACK, CLONE_VM, NULL);
     return 0;
 }
 #endif
