@@ -76,6 +76,34 @@ static int open_settings(sqlite3* db) {
     return exec(db, "PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=OFF;");
 }
 
+// Opens the capture at path, made and filled up to now by the caller, through the VFS named
+// (NULL: SQLite's default), with the writer's statements prepared.
+static int open_existing(const char* path, const char* vfs, mt_capture_writer* w, char* err,
+                         size_t errlen) {
+    w->codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
+    if (!(w->coder = mt_codec_chunk_coder_new())) {
+        snprintf(err, errlen, "out of memory");
+        free(w);
+        return -ENOMEM;
+    }
+    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE, vfs) != SQLITE_OK ||
+        open_settings(w->db) != 0 ||
+        sqlite3_prepare_v2(w->db,
+                           "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first, ts_last,"
+                           " count, codec, data) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
+                           -1, &w->chunk, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(w->db, "INSERT INTO counter(track, ts, value) VALUES(?1,?2,?3)", -1,
+                           &w->counter, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1,?2)", -1,
+                           &w->meta, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open capture: %s",
+                 w->db ? sqlite3_errmsg(w->db) : "out of memory");
+        mt_capture_writer_abandon(w);
+        return -EIO;
+    }
+    return 0;
+}
+
 int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err, size_t errlen) {
     *out = NULL;
     mt_capture_writer* w = calloc(1, sizeof *w);
@@ -103,33 +131,47 @@ int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err,
         return -EIO;
     }
     mt_capture_remove_sidecars(path);
-    int rc = -EIO;
-    w->codec = mt_codec_of_schema(MEMTRACE_SCHEMA_VERSION);
-    if (!(w->coder = mt_codec_chunk_coder_new())) {
-        snprintf(err, errlen, "out of memory");
-        free(w);
-        return -ENOMEM;
-    }
-    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-            SQLITE_OK ||
-        open_settings(w->db) != 0 ||
-        sqlite3_prepare_v2(w->db,
-                           "INSERT INTO event_chunk(heap, seq_first, seq_last, ts_first, ts_last,"
-                           " count, codec, data) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-                           -1, &w->chunk, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(w->db, "INSERT INTO counter(track, ts, value) VALUES(?1,?2,?3)", -1,
-                           &w->counter, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1,?2)", -1,
-                           &w->meta, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot create capture: %s",
-                 w->db ? sqlite3_errmsg(w->db) : "out of memory");
-        mt_capture_writer_abandon(w);
+    int rc = open_existing(path, NULL, w, err, errlen);
+    if (rc != 0) {
         unlink(path);
         mt_capture_remove_sidecars(path);
         return rc;
     }
     *out = w;
     return 0;
+}
+
+int mt_capture_writer_reopen(const char* path, mt_capture_writer** out, char* err, size_t errlen) {
+    *out = NULL;
+    mt_capture_writer* w = calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    // "unix-none" takes no lock and shares no state with the connection left behind, whose
+    // record of the file says it holds it exclusively. EXCLUSIVE locking mode (open_settings)
+    // keeps the WAL's index in this connection's memory, as SQLite requires without locks.
+    int rc = open_existing(path, "unix-none", w, err, errlen);
+    if (rc == 0)
+        *out = w;
+    return rc;
+}
+
+bool mt_capture_writer_sqlite_idle(void) {
+    static const int statics[] = {
+        SQLITE_MUTEX_STATIC_MAIN, SQLITE_MUTEX_STATIC_MEM,  SQLITE_MUTEX_STATIC_OPEN,
+        SQLITE_MUTEX_STATIC_PRNG, SQLITE_MUTEX_STATIC_LRU,  SQLITE_MUTEX_STATIC_PMEM,
+        SQLITE_MUTEX_STATIC_APP1, SQLITE_MUTEX_STATIC_APP2, SQLITE_MUTEX_STATIC_APP3,
+        SQLITE_MUTEX_STATIC_VFS1, SQLITE_MUTEX_STATIC_VFS2, SQLITE_MUTEX_STATIC_VFS3};
+    for (size_t i = 0; i < sizeof statics / sizeof *statics; i++) {
+        sqlite3_mutex* m = sqlite3_mutex_alloc(statics[i]);
+        if (!m)
+            continue; // no mutexes in this build
+        if (sqlite3_mutex_try(m) != SQLITE_OK)
+            return false;
+        sqlite3_mutex_leave(m);
+    }
+    return true;
 }
 
 sqlite3* mt_capture_writer_db(mt_capture_writer* w) {
@@ -169,6 +211,18 @@ int mt_capture_writer_meta_int(mt_capture_writer* w, const char* key, int64_t va
     sqlite3_bind_text(w->meta, 1, key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(w->meta, 2, value);
     return step_reset(w->meta);
+}
+
+int mt_capture_writer_meta_get_int(mt_capture_writer* w, const char* key, int64_t* value) {
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(w->db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    *value = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -EIO;
 }
 
 int mt_capture_writer_heap(mt_capture_writer* w, int id, const char* name, const char* kind,

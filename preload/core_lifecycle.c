@@ -126,7 +126,7 @@ static void forget_written(bool fork_child) {
         mt_trie_write_on_use();
     else
         mt_trie_rewrite_all();
-    mt_maps_reset_for_child();
+    mt_maps_rewrite_all();
 }
 
 void mt_core_after_fork_child(void) {

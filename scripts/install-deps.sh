@@ -16,9 +16,10 @@ build_pkgs=(build-essential cmake pkg-config libunwind-dev libsqlite3-dev libcai
 # libc-devtools: glibc's memusage, whose counts e2e.early_and_late_calls compares with.
 # libjemalloc-dev, libgoogle-perftools-dev: e2e.allocator_* link test programs against
 # jemalloc and tcmalloc.
+# strace: e2e.killed_in_sqlite holds the tracer's writer inside a write (its delay injection).
 test_pkgs=(sqlite3 chromium chromium-driver python3 git fonts-dejavu-core libc6-dbg heaptrack
            groff-base golang-go valgrind graphviz gdb libc-devtools libjemalloc-dev
-           libgoogle-perftools-dev)
+           libgoogle-perftools-dev strace)
 want=("${build_pkgs[@]}")
 [ "${1:-}" = "--test" ] && want+=("${test_pkgs[@]}")
 # node and npm run the speedscope export's tests (tests/exports/speedscope): Debian's, unless

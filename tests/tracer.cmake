@@ -159,6 +159,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
     ${CMAKE_CURRENT_BINARY_DIR}/killed_busy.d)
   set_tests_properties(e2e.killed_busy PROPERTIES LABELS e2e TIMEOUT 300)
+  # The same program killed while its writer is inside SQLite (strace holds a write).
+  add_test(NAME e2e.killed_in_sqlite COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_in_sqlite.py
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
+    ${CMAKE_CURRENT_BINARY_DIR}/killed_in_sqlite.d)
+  set_tests_properties(e2e.killed_in_sqlite PROPERTIES LABELS e2e TIMEOUT 300
+    SKIP_RETURN_CODE 77)
 endif()
 
 # Hooks must fit in a thread's small stack, in every unwinding mode.

@@ -63,6 +63,11 @@ typedef struct mt_buffer {
     mt_thread* owner;
     _Atomic uint32_t committed; // events written, published by the owner (release)
     uint32_t taken;             // events already encoded by the writer (writer only)
+    // Writer only: `taken` at the writer's last commit, the list of buffers it took events
+    // from since, and whether this one is drained, to be recycled at the commit (writer.c).
+    uint32_t taken_committed;
+    struct mt_buffer* uncommitted_next;
+    bool uncommitted, drained;
     mt_event ev[MT_BUFFER_EVENTS];
 } mt_buffer;
 

@@ -46,7 +46,9 @@ mt_buffer* mt_core_buffer_get(void) {
     }
     b->next = NULL;
     b->owner = NULL;
-    b->taken = 0;
+    b->taken = b->taken_committed = 0;
+    b->uncommitted_next = NULL;
+    b->uncommitted = b->drained = false;
     atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
     return b;
 }

@@ -246,8 +246,7 @@ void mt_maps_drain(mt_maps_visit_fn fn, void* ud) {
     pthread_mutex_unlock(&maps_lock);
 }
 
-void mt_maps_reset_for_child(void) {
-    // The child's capture starts empty: every live mapping is written again there.
+void mt_maps_rewrite_all(void) {
     for (size_t i = 0; i < nmaps; i++) {
         maps[i].written = false;
         maps[i].unload_written = false;

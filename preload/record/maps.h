@@ -36,8 +36,9 @@ bool mt_maps_range_of(uintptr_t addr, uintptr_t* lo, uintptr_t* hi);
 // Writer side: calls fn for every mapping not yet written (or newly unloaded).
 typedef void (*mt_maps_visit_fn)(const mt_mapping* m, void* ud);
 void mt_maps_drain(mt_maps_visit_fn fn, void* ud);
-// Fork child: the parent's rows belong to the parent's capture.
-void mt_maps_reset_for_child(void);
+// A new capture (a fork child's, a capture started again) or one taken back to its last
+// commit (the exit watcher's): every mapping is written again, with its unload.
+void mt_maps_rewrite_all(void);
 void mt_maps_lock(void);
 void mt_maps_unlock(void);
 

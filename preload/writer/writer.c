@@ -87,6 +87,8 @@ typedef struct pending_mark {
 
 static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending_mark *marks_head, *marks_tail;
+// Written since the last commit, in order: freed by the commit, queued again by a rewind.
+static pending_mark *marks_written, *marks_written_tail;
 // Set by the program's first mark: reports place events against marks by time, and an event
 // made just after a mark, rounded down, would fall before it. From then on times are kept in
 // ns. A thread's events after its mark are committed after this is set, so the writer sees
@@ -230,8 +232,9 @@ static int by_seq(const void* a, const void* b) {
 // finishes the capture on the same memory (mt_writer_finish_orphaned). It can go on from any
 // point of the writer's work but a few: inside SQLite, whose connection is then half-way
 // through a statement, and in updates of the writer's own state made of several stores.
-// Those run between begin_unresumable and end_unresumable; the rest leaves everything it
-// needs to be done again (a piece, below) until the step that marks it done.
+// Those run between begin_unresumable and end_unresumable: from there the watcher goes back
+// to the last commit (rewind_to_commit). The rest leaves everything it needs to be done
+// again (a piece, below) until the step that marks it done.
 static _Atomic int unresumable;
 
 static void begin_unresumable(void) {
@@ -242,6 +245,11 @@ static void end_unresumable(void) {
     atomic_fetch_sub(&unresumable, 1);
 }
 
+// Where not even going back to the last commit helps: inside the clock's calibration (a
+// point half written would misplace every time after it), and once the capture is being
+// finished for good (its last rows, names and status: stop_on_this_thread).
+static _Atomic int unrewindable;
+
 // The events being written: b->ev[b->taken, to), and the heaps whose chunk of them is stored
 // already. The buffer itself is never changed until the piece is done.
 typedef struct piece {
@@ -251,6 +259,35 @@ typedef struct piece {
 } piece;
 static piece cur_piece;
 static mt_event* heapbuf; // one heap's events of a piece with several
+
+// The buffers the writer took events from since its last commit, each as it was then
+// (taken_committed), the drained ones not yet recycled: a writer killed inside SQLite loses
+// its connection's uncommitted rows, and the exit watcher writes these events again
+// (rewind_to_commit). At most KEEP_DRAINED drained ones: a drain that outgrows it commits.
+#define KEEP_DRAINED 32
+static mt_buffer* uncommitted;
+static unsigned drained_uncommitted;
+static uint64_t commits; // commit_all's commits settled (meta `commits`)
+
+// A new capture (or a fork child's, whose buffers hold the parent's events) has no commit to
+// go back to: the list is dropped, its drained buffers left as a child's queued ones are.
+static void forget_uncommitted(void) {
+    while (uncommitted) {
+        mt_buffer* b = uncommitted;
+        uncommitted = b->uncommitted_next;
+        b->uncommitted = false;
+        b->taken_committed = b->taken;
+    }
+    drained_uncommitted = 0;
+}
+
+static void note_uncommitted(mt_buffer* b) {
+    if (b->uncommitted)
+        return;
+    b->uncommitted = true;
+    b->uncommitted_next = uncommitted;
+    uncommitted = b;
+}
 
 static void store_chunk(int heap, const mt_event* ev, size_t n) {
     mt_chunk_header h;
@@ -267,6 +304,7 @@ static void store_chunk(int heap, const mt_event* ev, size_t n) {
 // can leave a buffer slightly out of seq order; chunks must be sorted.
 static void write_piece(void) {
     mt_buffer* b = atomic_load(&cur_piece.b);
+    note_uncommitted(b);
     uint32_t from = b->taken, to = cur_piece.to;
     // Past MEMTRACE_MAX_MB, events still in buffers are cut too: the file stops growing.
     size_t n = to > from && !failed && !(atomic_load(&mt_events_off) & MT_OFF_FULL) ? to - from : 0;
@@ -348,10 +386,11 @@ static void drain_full(int64_t until) {
     while ((b = mt_core_take_full(&cur_piece.b))) {
         cur_piece.to = atomic_load_explicit(&b->committed, memory_order_acquire);
         write_piece();
-        mt_core_recycle(b);
+        b->drained = true;
         // MEMTRACE_MAX_MB: the size is looked at each commit; a writer catching up with a
         // backlog commits every 64K events, so the capture passes the limit by that at most.
-        if (mt_cfg.max_mb && events_written - events_committed >= 65536)
+        if (++drained_uncommitted >= KEEP_DRAINED ||
+            (mt_cfg.max_mb && events_written - events_committed >= 65536))
             commit_all(mt_clock_now());
         if (mt_clock_now() >= until)
             return;
@@ -380,7 +419,7 @@ static void steal_partials(void) {
         if (gone) {
             if (b) {
                 atomic_store(&t->cur, NULL);
-                mt_core_recycle(b);
+                b->drained = true;
             }
             atomic_store(&t->ending, MT_THREAD_GONE);
         }
@@ -414,13 +453,18 @@ static void write_marks(void) {
         exact_times_noted = true;
         mt_capture_writer_meta_int(cw, "time_resolution_ns", 1);
     }
-    while (m) {
-        pending_mark* next = m->next;
-        if (write_mark(m))
+    if (!m)
+        return;
+    for (pending_mark* w = m; w; w = w->next)
+        if (write_mark(w))
             mt_writer_fail_sqlite("cannot write marks");
-        mt_writer_heap_free(m);
-        m = next;
-    }
+    if (marks_written_tail)
+        marks_written_tail->next = m;
+    else
+        marks_written = m;
+    while (m->next)
+        m = m->next;
+    marks_written_tail = m;
 }
 
 void mt_writer_mark(const char* name, int what, int64_t ts, uint32_t tid) {
@@ -599,6 +643,30 @@ static bool idle_since_commit(void) {
     return true;
 }
 
+// What the commit made safe: the buffers drained go back to the pool, the marks written are
+// freed, the records of threads gone are free for new threads. Its count last: a writer
+// killed before that has its commit finished by the watcher (rewind_to_commit).
+static void settle_commit(void) {
+    while (uncommitted) {
+        mt_buffer* b = uncommitted;
+        uncommitted = b->uncommitted_next;
+        b->uncommitted = false;
+        b->taken_committed = b->taken;
+        if (b->drained)
+            mt_core_recycle(b);
+    }
+    drained_uncommitted = 0;
+    while (marks_written) {
+        pending_mark* next = marks_written->next;
+        mt_writer_heap_free(marks_written);
+        marks_written = next;
+    }
+    marks_written_tail = NULL;
+    mt_writer_rows_retire_gone();
+    events_committed = events_written;
+    commits++;
+}
+
 static void commit_all(int64_t now) {
     steal_partials();
     begin_unresumable();
@@ -627,10 +695,14 @@ static void commit_all(int64_t now) {
         mt_capture_writer_meta_int(cw, "sample_set_full",
                                    (int64_t)atomic_load(&mt_sampling_set_full));
     mt_capture_writer_meta_int(cw, "duration_ns", now);
-    if (!failed && (mt_capture_writer_commit(cw) || mt_capture_writer_begin(cw)))
+    mt_capture_writer_meta_int(cw, "commits", (int64_t)commits + 1);
+    if (!failed && mt_capture_writer_commit(cw))
+        mt_writer_fail_sqlite("cannot commit capture");
+    if (!failed)
+        settle_commit();
+    if (!failed && mt_capture_writer_begin(cw))
         mt_writer_fail_sqlite("cannot commit capture");
     last_commit = last_write = now;
-    events_committed = events_written;
     end_unresumable();
 }
 
@@ -648,7 +720,9 @@ static void tick(bool final) {
     if (failed)
         return;
     begin_unresumable();
+    atomic_fetch_add(&unrewindable, 1);
     mt_clock_calibrate();
+    atomic_fetch_sub(&unrewindable, 1);
     end_unresumable();
     int64_t now = mt_clock_now();
     settle_live(now);
@@ -678,6 +752,7 @@ static void save_before_death(void) {
     pthread_mutex_lock(&sqlite_lock);
     tick(true);
     begin_unresumable(); // for good: the capture is finished here
+    atomic_fetch_add(&unrewindable, 1);
     if (!failed) {
         mt_capture_writer_meta_int(cw, "terminated_by_signal", atomic_load(&fatal_signal));
         mt_capture_writer_commit(cw);
@@ -692,7 +767,8 @@ static void save_before_death(void) {
 // Bumped by each start: a writer thread of an earlier capture, never joined (see
 // mt_writer_stop), sees it changed and ends without touching anything.
 static _Atomic unsigned generation;
-static bool opened; // under sqlite_lock: open_capture has run for this capture
+static bool opened;         // under sqlite_lock: open_capture has run for this capture
+static bool meta_committed; // open_capture's first commit is done
 
 // Creates the capture file (a few ms of SQLite work, done in the writer thread so the program
 // does not wait for it; its events wait in their buffers), with sqlite_lock held. False when
@@ -718,6 +794,7 @@ static bool open_capture(void) {
         }
         if (!failed && (mt_capture_writer_commit(cw) != 0 || mt_capture_writer_begin(cw) != 0))
             mt_writer_fail_sqlite("cannot write capture");
+        meta_committed = !failed;
     }
     end_unresumable();
     return ok;
@@ -839,20 +916,96 @@ static void* writer_main(void* arg) {
     return NULL;
 }
 
+// Whether a writer that died inside SQLite (unresumable) can be gone back on: its capture
+// was opened, and no lock of SQLite's is held. Not where recording was started and stopped
+// or events stopped at MEMTRACE_MAX_MB: their rows are written once, at the change.
+static bool may_rewind(void) {
+    return opened && !atomic_load(&unrewindable) && !mt_recording_controlled() &&
+           !(atomic_load(&mt_events_off) & MT_OFF_FULL) && mt_capture_writer_sqlite_idle();
+}
+
+// The writer died inside SQLite: its connection, half-way through a statement, is left as it
+// is, and a new one takes the capture back to its last commit. What came after is written
+// again: every event from each buffer's `taken_committed` on, the marks, and every row of
+// stacks, mappings and threads (written again whole: which were new since is not kept). The
+// RSS and VSZ samples since are lost: the last one is taken at the end.
+static bool rewind_to_commit(void) {
+    char err[256];
+    mt_capture_writer* again;
+    if (mt_capture_writer_reopen(capture_path, &again, err, sizeof err) != 0)
+        return false;
+    cw = again; // the dead writer's connection is never used again
+    atomic_store(&unresumable, 0);
+    // A commit that the writer died in, or after, before settling it: landed, its meta
+    // `commits` says so, and only its settling is left to do.
+    int64_t landed = 0;
+    if (mt_capture_writer_meta_get_int(cw, "commits", &landed) < 0 ||
+        (landed != (int64_t)commits && landed != (int64_t)commits + 1) ||
+        mt_capture_writer_begin(cw) != 0) {
+        mt_writer_fail_sqlite("cannot write capture");
+        return false;
+    }
+    if (landed == (int64_t)commits + 1) {
+        settle_commit();
+        return true;
+    }
+    if (!meta_committed) { // died creating it: the file is still the empty capture
+        write_meta();
+        sample_memory(mt_clock_now(), true);
+        meta_committed = true;
+    }
+    for (mt_buffer* b = uncommitted; b; b = b->uncommitted_next)
+        b->taken = b->taken_committed;
+    events_written = events_committed;
+    // Written again here: the piece being written, whole, and the drained buffers, which no
+    // thread or queue holds any more; the others are drained where they are.
+    mt_buffer* piece_buffer = atomic_load(&cur_piece.b);
+    if (piece_buffer) {
+        if (!cur_piece.to)
+            cur_piece.to = atomic_load(&piece_buffer->committed);
+        cur_piece.stored = 0;
+        write_piece();
+    }
+    for (mt_buffer* b = uncommitted; b && !failed; b = b->uncommitted_next)
+        if (b->drained)
+            write_events(b, atomic_load(&b->committed));
+    if (marks_written) { // queued again, ahead of those not yet written
+        marks_written_tail->next = marks_head;
+        if (!marks_head)
+            marks_tail = marks_written_tail;
+        marks_head = marks_written;
+        marks_written = marks_written_tail = NULL;
+    }
+    exact_times_noted = false;
+    mt_writer_rows_rewrite_all();
+    if (pool_row_version) {
+        pool_row_version = 0;
+        pool_heap_row();
+    }
+    return !failed;
+}
+
 void mt_writer_finish_orphaned(pid_t pid) {
     mt_guard = 1;
     mt_writer_heap_thread = true;
     // Every thread is gone. A lock taken now was held by one of them: sqlite_lock's holder
-    // (the writer, mid-drain) left work that can go on unless it was inside SQLite.
+    // (the writer, mid-drain) left work that can go on, or be gone back on.
     if (!writer_running)
         return;
     bool locked = pthread_mutex_trylock(&sqlite_lock) == 0;
     int recording = MT_STATE_RECORDING;
-    if (!atomic_load(&unresumable) && (cw || !opened) && !failed && mt_writer_heap_free_to_use() &&
+    bool resumable = !atomic_load(&unresumable);
+    if ((resumable ? cw || !opened : may_rewind()) && !failed && mt_writer_heap_free_to_use() &&
         atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
         atomic_store(&forks_waiting, 0); // the forking threads are gone too
         mt_core_buffers_forget_waiters();
         live = NULL; // no scan: nothing is left to scan (the table's pages go with the process)
+        if (!resumable && !rewind_to_commit()) {
+            cw = NULL; // the capture stays truncated at its last commit
+            if (locked)
+                pthread_mutex_unlock(&sqlite_lock);
+            return;
+        }
         if (!opened) // the program ended before its writer thread ran
             open_capture();
         mt_clock_settle();
@@ -1041,7 +1194,12 @@ int mt_writer_start(const char* path) {
     forked_here = false;
     failed = false;
     atomic_store(&unresumable, 0);
+    atomic_store(&unrewindable, 0);
+    commits = 0;
     cur_piece = (piece){0};
+    forget_uncommitted();
+    marks_written = marks_written_tail = NULL; // a failed capture's: left allocated
+    meta_committed = false;
     events_written = events_committed = 0;
     pool_row_version = 0;
     windows = 0;
@@ -1094,6 +1252,7 @@ static void stop_on_this_thread(void) {
     tick(true);
     // From here on the capture ends, for good: the watcher may not go on from any of it.
     begin_unresumable();
+    atomic_fetch_add(&unrewindable, 1);
     if (window_open) // recording until the end
         window_edge(false, mt_clock_now(), NULL);
     if (!failed)
@@ -1281,6 +1440,8 @@ void mt_writer_forget(pid_t parent) {
     atomic_store(&forks_waiting, 0); // other threads that were forking are not here
     cw = NULL;
     marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
+    marks_written = marks_written_tail = NULL;
+    forget_uncommitted();
     atomic_store(&exact_times, false);
     exact_times_noted = false;
     const char* base = strrchr(capture_path, '/');

@@ -59,11 +59,12 @@ void mt_writer_rows_cmdline_json(char* out, size_t cap) {
     out[n] = 0;
 }
 
+static mt_capture_writer* python_said; // the capture meta `python` was written to
+static uint64_t failed_said;
+
 void mt_writer_rows_stacks(mt_capture_writer* cw) {
     static mt_frame_row frames[ROW_BATCH];
     static mt_callsite_row sites[ROW_BATCH];
-    static mt_capture_writer* python_said; // the capture meta `python` was written to
-    static uint64_t failed_said;
     size_t n;
     const char* python = mt_python_frames_status();
     if (python && python_said != cw) {
@@ -143,9 +144,25 @@ void mt_writer_rows_threads(mt_capture_writer* cw) {
         if (mt_capture_writer_thread(cw, t->tid, name))
             mt_writer_fail_sqlite("cannot write threads");
         atomic_store(&t->written, 1);
-        if (gone)
-            mt_core_retire(t);
     }
+}
+
+void mt_writer_rows_retire_gone(void) {
+    for (mt_thread* t = mt_core_threads(); t; t = t->next)
+        if (!atomic_load_explicit(&t->reusable, memory_order_acquire) &&
+            atomic_load_explicit(&t->ending, memory_order_acquire) == MT_THREAD_GONE &&
+            atomic_load(&t->written))
+            mt_core_retire(t);
+}
+
+void mt_writer_rows_rewrite_all(void) {
+    for (mt_thread* t = mt_core_threads(); t; t = t->next)
+        if (!atomic_load(&t->reusable))
+            atomic_store(&t->written, 0);
+    mt_trie_rewrite_all();
+    mt_maps_rewrite_all();
+    python_said = NULL;
+    failed_said = 0;
 }
 
 void mt_writer_rows_call_counts(mt_capture_writer* cw) {

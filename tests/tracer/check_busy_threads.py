@@ -6,7 +6,7 @@ program is given, so the writer never empties its queue:
   holds events and the block made as they all were. (The writer committed only once its
   queue was empty: nothing in 8 s, the capture read 0 events.) Its exit watcher
   (preload/exit_watch.h) finishes it (complete, ended_unseen, named written) unless the
-  writer died inside SQLite (then truncated, and named so; check_killed_busy.py counts).
+  writer died holding a lock (then truncated, and named so; check_killed_busy.py counts).
 - fork: 2 threads; the program forks 20 times and ends within DEADLINE s (untraced: well
   under 1 s), and every capture, the parent's and each child's, is complete and readable.
   (Each fork waited for the writer's lock until its queue was empty: 2 forks in 120 s.)

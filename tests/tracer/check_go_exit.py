@@ -47,17 +47,17 @@ def main():
     fresh_dir(work)
     exe = build(src, work)
     for how, status in (("exit", 3), ("return", 0)):
-        # A writer thread killed by the exit inside SQLite (creating the capture,
-        # in a run this short) leaves the watcher nothing it may finish: the capture stays
-        # truncated and is named so (docs/tracer.md). That known limit is tried again, at
-        # most twice; anything else counts.
+        # A writer thread killed by the exit holding its heap's lock or one of SQLite's
+        # leaves the watcher nothing it may finish: the capture stays truncated and is
+        # named so (docs/tracer.md). That known limit is tried again, at most twice;
+        # anything else counts.
         for attempt in range(3):
             db = os.path.join(work, f"{how}-{attempt}.db")
             r = subprocess.run([launcher, "-o", db, "--", exe, how], capture_output=True,
                                text=True, env=clean_env(), timeout=120)
             if attempt == 2 or "memtrace: truncated capture written to" not in r.stderr:
                 break
-            print(f"{how}: truncated, the known limit (the writer killed inside SQLite); "
+            print(f"{how}: truncated, the known limit (the writer killed holding a lock); "
                   "again")
         check((r.returncode, r.stdout) == (status, "done\n"),
               f"{how}: status {status} and its output ({r.returncode}, {r.stdout!r})")

@@ -40,8 +40,7 @@ def status_of(memreport, cap):
 def start(launcher, prog, cap, env, new_session=False):
     """The launcher running the program into `cap`, once the program has said it is ready
     and the writer has created the capture (its first commit gives the -wal its first
-    frame: a writer killed inside SQLite, as in creating the file, leaves the
-    watcher nothing it may finish, docs/tracer.md). The launcher's Popen, the program's pid."""
+    frame). The launcher's Popen, the program's pid."""
     p = subprocess.Popen([launcher, "-o", cap, "--", prog], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=new_session)
@@ -58,8 +57,9 @@ def start(launcher, prog, cap, env, new_session=False):
 
 
 def case(launcher, memreport, prog, work, sig):
-    # A writer killed inside SQLite (docs/tracer.md) leaves the capture truncated,
-    # and named so: that known limit is tried again, at most twice; anything else counts.
+    # A writer killed holding its heap's lock or one of SQLite's (docs/tracer.md) leaves
+    # the capture truncated, and named so: that known limit is tried again, at most twice;
+    # anything else counts.
     for attempt in range(3):
         cap = os.path.join(work, f"killed-{sig.name if sig else 'group'}-{attempt}.db")
         if not one_run(launcher, memreport, prog, cap, sig, attempt == 2):
@@ -90,7 +90,7 @@ def one_run(launcher, memreport, prog, cap, sig, last):
         _, err = p.communicate(timeout=60)
     status = status_of(memreport, cap)
     if not last and status == ["recording"] and (group or "truncated capture written" in err):
-        print(f"{name}: truncated, the known limit (the writer killed inside SQLite); again")
+        print(f"{name}: truncated, the known limit (the writer killed holding a lock); again")
         return True
     if group:
         check(status == ["complete"], f"{name}: the watcher finished it ({status})")

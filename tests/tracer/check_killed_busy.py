@@ -5,10 +5,11 @@ pause, on one CPU with the tracer's writer, so the writer is always mid-drain, h
 lock): its exit watcher finishes the capture from where the writer stopped (preload/writer/
 writer.c, mt_writer_finish_orphaned). Each finished capture is complete, says it ended
 unseen, and holds every block the threads counted (and at most one more per thread: made,
-not yet counted). The writer stopped inside SQLite cannot be continued (the capture then
-stays truncated, and is named so): about 1 kill in 8 lands there (bench/kill), so at most 2
-of the KILLS runs may end so (a run that finishes fewer fails about once in 200). Before,
-the watcher gave up whenever the writer held its lock: 4 or 5 of 5 runs ended truncated.
+not yet counted). A writer stopped inside SQLite is gone back on (check_killed_in_sqlite.py
+holds it there); one killed holding its heap's lock, or a lock of SQLite's, leaves the capture
+truncated, and named so: about 1 kill in 60 here, so at most 1 of the KILLS runs may end so.
+Before, the watcher gave up whenever the writer held its lock: 4 or 5 of 5 runs ended
+truncated; then whenever it was inside SQLite: about 1 kill in 8.
 
 Usage: check_killed_busy.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -68,7 +69,7 @@ def one_run(launcher, memreport, prog, work, i):
     if status == ["recording"]:
         check(len(told) == 1 and "truncated" in told[0],
               f"run {i}: a truncated capture is named so ({err!r})")
-        print(f"run {i}: truncated (the writer was inside SQLite); {counted} blocks counted")
+        print(f"run {i}: truncated (the writer died holding a lock); {counted} blocks counted")
         return False
     check(status == ["complete"], f"run {i}: complete ({status})")
     check(len(told) == 1 and told[0].startswith("memtrace: capture written to "),
@@ -90,7 +91,7 @@ def main():
     launcher, memreport, prog, work = sys.argv[1:]
     fresh_dir(work)
     finished = sum(one_run(launcher, memreport, prog, work, i) for i in range(KILLS))
-    check(finished >= KILLS - 2, f"{finished} of {KILLS} captures finished by the watcher")
+    check(finished >= KILLS - 1, f"{finished} of {KILLS} captures finished by the watcher")
     finish()
 
 

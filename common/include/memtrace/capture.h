@@ -312,6 +312,13 @@ typedef struct mt_capture_writer mt_capture_writer;
 // not overwrite check first). The file is written as WAL while recording and left as one
 // self-contained file by mt_capture_writer_finish.
 int mt_capture_writer_open(const char* path, mt_capture_writer** out, char* err, size_t errlen);
+// Opens a capture that a connection of this process was writing when its thread died (the
+// exit watcher's case, docs/tracer.md): SQLite takes it back to its last commit, and writing
+// goes on from there. Never with another connection to the file open.
+int mt_capture_writer_reopen(const char* path, mt_capture_writer** out, char* err, size_t errlen);
+// Whether none of SQLite's process-wide mutexes is held (a thread that died inside SQLite
+// may have left one held): else any connection's next call could wait for ever.
+bool mt_capture_writer_sqlite_idle(void);
 // The SQLite handle, for test and benchmark fixtures that build odd captures by hand.
 // Programs write through the typed functions below.
 sqlite3* mt_capture_writer_db(mt_capture_writer* w);
@@ -323,6 +330,8 @@ int mt_capture_writer_begin(mt_capture_writer* w);
 int mt_capture_writer_commit(mt_capture_writer* w);
 int mt_capture_writer_meta_text(mt_capture_writer* w, const char* key, const char* value);
 int mt_capture_writer_meta_int(mt_capture_writer* w, const char* key, int64_t value);
+// Reads an integer meta value back: 0, 1 when the key is absent (*value 0), or -EIO.
+int mt_capture_writer_meta_get_int(mt_capture_writer* w, const char* key, int64_t* value);
 int mt_capture_writer_heap(mt_capture_writer* w, int id, const char* name, const char* kind,
                            const char* time_unit);
 int mt_capture_writer_counter_track(mt_capture_writer* w, int id, int heap, const char* name,
