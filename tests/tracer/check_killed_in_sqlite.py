@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """A busy program (killed_busy.c: 2 threads allocating without pause) SIGKILLed while its
-writer thread is inside SQLite, in a write of the capture that strace holds for a second
-(its delay injection on the writer's 12th and 13th pwrite64): the connection dies half-way
-through a statement, with rows of events not yet committed. The exit watcher takes the
-capture back to its last commit with a connection of its own and writes again every event
-since (preload/writer/writer.c, rewind_to_commit): the capture is complete, says it ended
-unseen, and holds every block the threads counted (and at most one more per thread). Before,
-such a capture stayed truncated at its last commit: each of the RUNS runs failed.
-Skipped (77) without strace (Debian: strace).
+writer thread is inside SQLite, in a write of the capture that strace holds for two seconds
+(attached to the program's threads once they run, its delay injection on their 3rd and 4th
+pwrite64, which only the writer makes; the exit watcher, a process of its own, is not
+traced): the connection dies half-way through a statement, with rows of events not yet
+committed. The exit watcher takes the capture back to its last commit with a connection of
+its own and writes again every event since (preload/writer/writer.c, rewind_to_commit): the
+capture is complete, says it ended unseen, and holds every block the threads counted (and at
+most one more per thread). Before, such a capture stayed truncated at its last commit: each
+of the RUNS runs failed. Skipped (77) without strace (Debian: strace).
 
 Usage: check_killed_in_sqlite.py MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
@@ -52,9 +53,7 @@ def task_in_syscall(pid, nr):
 def one_run(strace, launcher, memreport, prog, work, i, nr):
     cap = os.path.join(work, f"busy-{i}.db")
     counts_file = os.path.join(work, f"counts-{i}")
-    p = subprocess.Popen([strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=pwrite64",
-                          "-e", "inject=pwrite64:delay_enter=1000000:when=12..13",
-                          launcher, "-o", cap, "--", prog, str(THREADS), counts_file],
+    p = subprocess.Popen([launcher, "-o", cap, "--", prog, str(THREADS), counts_file],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=clean_env())
     children.append(p)
@@ -63,8 +62,13 @@ def one_run(strace, launcher, memreport, prog, work, i, nr):
     if len(ready) != 2 or ready[0] != "ready":
         bail(f"the program did not start ({ready})")
     pid = int(ready[1])
+    tasks = [arg for t in os.listdir(f"/proc/{pid}/task") for arg in ("-p", t)]
+    tracer = subprocess.Popen([strace, "-qq", "-o", "/dev/null", "-e", "trace=pwrite64", "-e",
+                               "inject=pwrite64:delay_enter=2000000:when=3..4", *tasks],
+                              stderr=subprocess.PIPE, text=True)
+    children.append(tracer)
     held = False
-    for _ in range(20000):  # the writer reaches its 12th write within a second or so
+    for _ in range(20000):  # the writer commits every 10 ms: its 3rd write comes soon
         held = task_in_syscall(pid, nr)
         if held:
             break
@@ -73,6 +77,7 @@ def one_run(strace, launcher, memreport, prog, work, i, nr):
         bail(f"run {i}: the writer was never seen inside a write")
     os.kill(pid, signal.SIGKILL)
     _, err = p.communicate(timeout=120)
+    tracer.communicate(timeout=60)
     with open(counts_file, "rb") as f:
         counted = sum(struct.unpack(f"<{THREADS}Q", f.read(8 * THREADS)))
     for _ in range(600):  # the launcher waits for the watcher; be sure it is gone
