@@ -995,7 +995,8 @@ void mt_writer_finish_orphaned(pid_t pid) {
     bool locked = pthread_mutex_trylock(&sqlite_lock) == 0;
     int recording = MT_STATE_RECORDING;
     bool resumable = !atomic_load(&unresumable);
-    if ((resumable ? cw || !opened : may_rewind()) && !failed && mt_writer_heap_free_to_use() &&
+    mt_writer_heap_take_over();
+    if ((resumable ? cw || !opened : may_rewind()) && !failed &&
         atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
         atomic_store(&forks_waiting, 0); // the forking threads are gone too
         mt_core_buffers_forget_waiters();

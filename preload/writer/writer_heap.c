@@ -132,11 +132,17 @@ static void* take_small(size_t cls) {
     return (char*)p + HEADER;
 }
 
-bool mt_writer_heap_free_to_use(void) {
-    if (pthread_mutex_trylock(&lock) != 0)
-        return false;
-    pthread_mutex_unlock(&lock);
-    return true;
+void mt_writer_heap_take_over(void) {
+    if (pthread_mutex_trylock(&lock) == 0) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    // Its holder died in a call here: a list or the chunk being cut may be half updated.
+    // Every block already handed out stays whole (a header is written before its block is
+    // returned, and read only by the block's own free).
+    lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    memset(free_lists, 0, sizeof free_lists);
+    bump = bump_end = NULL;
 }
 
 void* mt_writer_heap_malloc(size_t size) {

@@ -31,9 +31,10 @@ size_t mt_writer_heap_roundup(size_t size);
 // Whether p is a block of this heap. Lock-free; a few compares per mapping.
 bool mt_writer_heap_owns(const void* p);
 
-// After the program ended unseen (exit_watch.h): whether its lock is free, i.e. no thread
-// died holding it and the lists are whole.
-bool mt_writer_heap_free_to_use(void);
+// After the program ended unseen, on its exit watcher (exit_watch.h): a lock that a thread
+// died holding is made anew, and the free lists and the chunk being cut are dropped (their
+// memory left unused): the heap goes on from new chunks.
+void mt_writer_heap_take_over(void);
 
 // Around fork (core_lifecycle.c): taken last, after every lock that may be held while
 // allocating here.

@@ -47,8 +47,8 @@ def main():
     fresh_dir(work)
     exe = build(src, work)
     for how, status in (("exit", 3), ("return", 0)):
-        # A writer thread killed by the exit holding its heap's lock or one of SQLite's
-        # leaves the watcher nothing it may finish: the capture stays truncated and is
+        # A writer thread killed by the exit holding a lock of SQLite's own leaves the
+        # watcher nothing it may finish: the capture stays truncated and is
         # named so (docs/tracer.md). That known limit is tried again, at most twice;
         # anything else counts.
         for attempt in range(3):

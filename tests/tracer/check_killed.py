@@ -57,7 +57,7 @@ def start(launcher, prog, cap, env, new_session=False):
 
 
 def case(launcher, memreport, prog, work, sig):
-    # A writer killed holding its heap's lock or one of SQLite's (docs/tracer.md) leaves
+    # A writer killed holding a lock of SQLite's own (docs/tracer.md) leaves
     # the capture truncated, and named so: that known limit is tried again, at most twice;
     # anything else counts.
     for attempt in range(3):
