@@ -317,6 +317,61 @@ static void wait_for_namespace_end(const mt_attach_report* r, pid_t ns_pid, int 
     }
 }
 
+// What the report says of line i's process: why it failed (NULL: it did not), whether its
+// capture `text` was finished, and whether any capture of it exists.
+static void process_state(const mt_attach_report* r, int n, int i, const char** why, bool* finished,
+                          bool* has_capture) {
+    const char* text = strchr(lines[i], ' ') + 1;
+    size_t pidlen = (size_t)(text - lines[i] - 2);
+    *why = NULL;
+    *finished = *has_capture = false;
+    for (int k = 0; k < n; k++) {
+        if (strncmp(lines[k] + 1, lines[i] + 1, pidlen + 1) != 0)
+            continue;
+        const char* said = strchr(lines[k], ' ') + 1;
+        if (lines[k][0] == '.')
+            *finished |= !strcmp(said, text);
+        else if (lines[k][0] == '-')
+            *why = said;
+        else if (lines[k][0] == '+' &&
+                 faccessat(r->root, mt_launcher_attach_in_root(r, said), F_OK, 0) == 0)
+            *has_capture = true;
+    }
+}
+
+// At a terminal, a run that finished more than SAID_ONE_BY_ONE captures, all in one directory
+// (a build traced with -o DIR/), has them said in one line; the others are said each. The
+// directory's length, or 0 to say each. Scripts (stderr not a terminal) get every line.
+#define SAID_ONE_BY_ONE 8
+static size_t one_directory(const mt_attach_report* r, int n, pid_t ns_pid) {
+    if (ns_pid || !isatty(STDERR_FILENO))
+        return 0;
+    const char* first = NULL;
+    size_t dirlen = 0;
+    int finished_ok = 0;
+    for (int i = 0; i < n; i++) {
+        const char* text = strchr(lines[i], ' ') + 1;
+        const char* why;
+        bool finished, has_capture;
+        if (lines[i][0] != '+' ||
+            faccessat(r->root, mt_launcher_attach_in_root(r, text), F_OK, 0) != 0)
+            continue;
+        process_state(r, n, i, &why, &finished, &has_capture);
+        if (!finished || why)
+            continue;
+        const char* slash = strrchr(text, '/');
+        size_t len = slash ? (size_t)(slash - text) + 1 : 0;
+        if (!first) {
+            first = text;
+            dirlen = len;
+        } else if (len != dirlen || strncmp(text, first, len) != 0) {
+            return 0;
+        }
+        finished_ok++;
+    }
+    return finished_ok > SAID_ONE_BY_ONE && dirlen ? dirlen : 0;
+}
+
 // Says which captures the run wrote ("+pid path" lines of the report) and what went wrong
 // ("-pid why"): a capture whose process then failed is named as incomplete, with the reason;
 // one never finished (no ".pid path" line: the process and its exit watcher were killed, or
@@ -333,23 +388,15 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
     // The finished capture of the program's last image: a wrapper (a pyenv shim, env, a
     // script that ends in exec) runs the program the user means last, in the same process.
     const char* main_last = NULL;
+    size_t condensed = one_directory(r, n, ns_pid); // the directory's length, or 0
+    int said_together = 0;
+    const char* together = NULL; // the first of them, as shown: its directory is theirs
     for (int i = 0; i < n; i++) {
         char* text = strchr(lines[i], ' ') + 1;
         size_t pidlen = (size_t)(text - lines[i] - 2);
-        const char* why = NULL; // this process's failure, if any
-        bool has_capture = false, finished = false;
-        for (int k = 0; k < n; k++) {
-            if (strncmp(lines[k] + 1, lines[i] + 1, pidlen + 1) != 0)
-                continue;
-            const char* said = strchr(lines[k], ' ') + 1;
-            if (lines[k][0] == '.')
-                finished |= !strcmp(said, text);
-            else if (lines[k][0] == '-')
-                why = said;
-            else if (lines[k][0] == '+' &&
-                     faccessat(r->root, mt_launcher_attach_in_root(r, said), F_OK, 0) == 0)
-                has_capture = true;
-        }
+        const char* why; // this process's failure, if any
+        bool has_capture, finished;
+        process_state(r, n, i, &why, &finished, &has_capture);
         if (lines[i][0] == '+' &&
             faccessat(r->root, mt_launcher_attach_in_root(r, text), F_OK, 0) == 0) {
             written++;
@@ -369,6 +416,10 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
             if (why) {
                 fprintf(stderr, "memtrace: incomplete capture written to %s%s (%s)\n", shown, where,
                         why);
+            } else if (finished && condensed) {
+                if (!said_together++)
+                    together = shown;
+                last = shown;
             } else if (finished) {
                 fprintf(stderr, "memtrace: capture written to %s%s\n", shown, where);
                 if (!ns_pid)
@@ -393,6 +444,16 @@ static int tell_captures(const mt_attach_report* r, pid_t ns_pid, pid_t main_pid
         } else if (lines[i][0] == '-' && !has_capture) {
             fprintf(stderr, "memtrace: process %.*s: %s\n", (int)pidlen, lines[i] + 1, text);
         }
+    }
+    if (said_together) {
+        const char* slash = strrchr(together, '/'); // none: they are in the working directory
+        int dir = slash ? (int)(slash - together + 1) : 2;
+        if (!slash)
+            together = "./";
+        fprintf(stderr,
+                "memtrace: %d captures written to %.*s, one a process: memreport summary %.*s "
+                "shows them as one run, its processes as a tree\n",
+                said_together, dir, together, dir, together);
     }
     // One finished capture: the way in is the page that shows all of it. Said to a person at a
     // terminal only: scripts read "capture written to" as the last line.

@@ -20,6 +20,9 @@ Cases:
            replaces it with a file; a directory is refused; import refuses a FIFO
   wayin    at a terminal, the launcher's last line after one capture names `memreport view`
            on it; into a pipe it does not (scripts read "capture written to" last)
+  tree     at a terminal, a run that writes more than 8 captures into one directory (-o DIR/,
+           a build) says them in one line that names how to read them together; a capture
+           left unfinished is still named on its own; into a pipe each is named
 """
 import json
 import os
@@ -400,6 +403,28 @@ def case_wayin(a):
     check(r.returncode == 0 and m and os.path.realpath(meta(m.group(2), "exe") or "") == os.path.realpath(shutil.which("true")) and
           f"memtrace: capture written to {m.group(2)}" in lines,
           f"after an exec the last line names the last image's capture: {lines!r}")
+
+
+def case_tree(a):
+    # Ten processes end well; one is killed with no exit watcher to finish its capture.
+    script = "for i in 1 2 3 4 5 6 7 8 9; do /bin/true; done; MEMTRACE_EXIT_WATCH=0 sh -c 'kill -9 $$'"
+    out = os.path.join(a.work, "tree") + "/"
+    r, lines = stderr_at_terminal([a.memtrace, "-o", out, "--", "sh", "-c", script])
+    together = [re.fullmatch(r"memtrace: 10 captures written to (\S+), one a process: memreport "
+                             r"summary (\S+) shows them as one run, its processes as a tree", ln)
+                for ln in lines if "captures written to" in ln]
+    check(len(together) == 1 and together[0] and together[0].group(1) == together[0].group(2)
+          and os.path.samefile(together[0].group(1), out),
+          f"at a terminal the 10 finished captures in one line: {lines!r}")
+    check(len([ln for ln in lines if ln.startswith("memtrace: truncated capture written to ")])
+          == 1, f"...and the one killed named on its own: {lines!r}")
+    check(not [ln for ln in lines if ln.startswith("memtrace: capture written to")],
+          f"...and none of the others: {lines!r}")
+    shutil.rmtree(out)
+    r = run([a.memtrace, "-o", out, "--", "sh", "-c", script])
+    check(r.stderr.count("memtrace: capture written to ") == 10 and
+          r.stderr.count("memtrace: truncated capture written to ") == 1,
+          f"into a pipe each capture is named: {r.stderr!r}")
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
