@@ -155,13 +155,13 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   target_link_libraries(killed_busy PRIVATE memtrace_warnings Threads::Threads)
   target_compile_definitions(killed_busy PRIVATE _GNU_SOURCE)
   add_test(NAME e2e.killed_busy COMMAND ${Python3_EXECUTABLE}
-    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py random
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
     ${CMAKE_CURRENT_BINARY_DIR}/killed_busy.d)
   set_tests_properties(e2e.killed_busy PROPERTIES LABELS e2e TIMEOUT 300)
   # The same program killed while its writer is inside SQLite (strace holds a write).
   add_test(NAME e2e.killed_in_sqlite COMMAND ${Python3_EXECUTABLE}
-    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_in_sqlite.py
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py in_sqlite
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
     ${CMAKE_CURRENT_BINARY_DIR}/killed_in_sqlite.d)
   set_tests_properties(e2e.killed_in_sqlite PROPERTIES LABELS e2e TIMEOUT 300

@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""A busy program SIGKILLed at a random moment (killed_busy.c: 2 threads allocating without
-pause, on one CPU with the tracer's writer, so the writer is always mid-drain, holding its
-lock): its exit watcher finishes the capture from where the writer stopped (preload/writer/
-writer.c, mt_writer_finish_orphaned). Each finished capture is complete, says it ended
-unseen, and holds every block the threads counted (and at most one more per thread: made,
-not yet counted). A writer stopped inside SQLite is gone back on (check_killed_in_sqlite.py
-holds it there); one killed holding a lock of SQLite's own leaves the capture truncated, and
-named so: none in 40 kills here, so at most 1 of the KILLS runs may end so. Before, the
-watcher gave up whenever the writer held its lock: 4 or 5 of 5 runs ended truncated; then
-whenever it was inside SQLite (about 1 kill in 8) or its heap's lock was held (1 in 60).
+"""A busy program SIGKILLed (killed_busy.c: 2 threads allocating without pause): its exit
+watcher finishes the capture from where the writer stopped (preload/writer/writer.c,
+mt_writer_finish_orphaned). Each finished capture is complete, says it ended unseen, and
+holds every block the threads counted (and at most one more per thread: made, not yet
+counted) and their frees.
+- random: killed at a random moment, on one CPU with the tracer's writer, so the writer is
+  always mid-drain, holding its lock. One killed holding a lock of SQLite's own leaves the
+  capture truncated, and named so: none in 40 kills here, so at most 1 of the KILLS runs may
+  end so. Before, the watcher gave up whenever the writer held its lock: 4 or 5 of 5 runs
+  ended truncated; then whenever it was inside SQLite (about 1 kill in 8) or its heap's lock
+  was held (1 in 60).
+- in_sqlite: killed while its writer is inside SQLite, in a write of the capture that strace
+  holds for two seconds (attached to the program's threads once they run, its delay
+  injection on their 3rd and 4th pwrite64, which only the writer makes; the exit watcher, a
+  process of its own, is not traced): the connection dies half-way through a statement, with
+  rows of events not yet committed. The watcher takes the capture back to its last commit
+  with a connection of its own and writes again every event since (rewind_to_commit). Every
+  run must finish: before, each stayed truncated at its last commit. Skipped (77) without
+  strace (Debian: strace).
 
-Usage: check_killed_busy.py MEMTRACE MEMREPORT PROGRAM WORKDIR
+Usage: check_killed_busy.py random|in_sqlite MEMTRACE MEMREPORT PROGRAM WORKDIR
 """
+import glob
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -27,8 +38,9 @@ from checks import (bail, check, children, clean_env, exit_watchers, finish,  # 
                     fresh_dir, wait_for_exit_watchers, wait_readable)
 
 THREADS = 2
-KILLS = 5
+KILLS = {"random": 5, "in_sqlite": 3}
 SIZE = 4000  # killed_busy.c: blocks of SIZE + 0..15 B
+PWRITE64 = {"x86_64": 18, "aarch64": 68}
 
 
 def sql(memreport, cap, query):
@@ -41,23 +53,60 @@ def one_cpu():
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
-def one_run(launcher, memreport, prog, work, i):
+def task_in_syscall(pid, nr):
+    """Whether a thread of process pid is stopped inside system call nr."""
+    for path in glob.glob(f"/proc/{pid}/task/*/syscall"):
+        try:
+            with open(path) as f:
+                if f.read().split()[0] == str(nr):
+                    return True
+        except (OSError, IndexError):
+            pass
+    return False
+
+
+def kill_at_random(pid, cap):
+    if not wait_for_exit_watchers(cap):
+        bail("no exit watcher")
+    time.sleep(random.uniform(0.3, 1.5))
+    os.kill(pid, signal.SIGKILL)
+    return None
+
+
+def kill_in_sqlite(pid, i):
+    """Kills pid once strace holds its writer in a write; strace's Popen."""
+    nr = PWRITE64[os.uname().machine]
+    tasks = [arg for t in os.listdir(f"/proc/{pid}/task") for arg in ("-p", t)]
+    tracer = subprocess.Popen([shutil.which("strace"), "-qq", "-o", "/dev/null", "-e",
+                               "trace=pwrite64", "-e",
+                               "inject=pwrite64:delay_enter=2000000:when=3..4", *tasks],
+                              stderr=subprocess.PIPE, text=True)
+    children.append(tracer)
+    for _ in range(20000):  # the writer commits every 10 ms: its 3rd write comes soon
+        if task_in_syscall(pid, nr):
+            os.kill(pid, signal.SIGKILL)
+            return tracer
+        time.sleep(0.001)
+    bail(f"run {i}: the writer was never seen inside a write")
+
+
+def one_run(mode, launcher, memreport, prog, work, i):
     """True when the capture was finished (and then checked), False when left truncated."""
     cap = os.path.join(work, f"busy-{i}.db")
     counts_file = os.path.join(work, f"counts-{i}")
     p = subprocess.Popen([launcher, "-o", cap, "--", prog, str(THREADS), counts_file],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=clean_env(), preexec_fn=one_cpu())
+                         env=clean_env(), preexec_fn=one_cpu() if mode == "random" else None)
     children.append(p)
     wait_readable(p.stdout.fileno(), "the program's 'ready'")
     ready = p.stdout.readline().split()
     if len(ready) != 2 or ready[0] != "ready":
         bail(f"the program did not start ({ready})")
-    if not wait_for_exit_watchers(cap):
-        bail("no exit watcher")
-    time.sleep(random.uniform(0.3, 1.5))
-    os.kill(int(ready[1]), signal.SIGKILL)
+    pid = int(ready[1])
+    tracer = kill_at_random(pid, cap) if mode == "random" else kill_in_sqlite(pid, i)
     _, err = p.communicate(timeout=120)
+    if tracer:
+        tracer.communicate(timeout=60)
     with open(counts_file, "rb") as f:
         counted = sum(struct.unpack(f"<{THREADS}Q", f.read(8 * THREADS)))
     for _ in range(600):  # the launcher waits for the watcher; be sure it is gone
@@ -69,7 +118,7 @@ def one_run(launcher, memreport, prog, work, i):
     if status == ["recording"]:
         check(len(told) == 1 and "truncated" in told[0],
               f"run {i}: a truncated capture is named so ({err!r})")
-        print(f"run {i}: truncated (the writer died holding a lock); {counted} blocks counted")
+        print(f"run {i}: truncated; {counted} blocks counted")
         return False
     check(status == ["complete"], f"run {i}: complete ({status})")
     check(len(told) == 1 and told[0].startswith("memtrace: capture written to "),
@@ -81,17 +130,28 @@ def one_run(launcher, memreport, prog, work, i):
     made = int(got[0]) if got else -1
     check(counted <= made <= counted + THREADS,
           f"run {i}: every block counted is in it ({made} recorded, {counted} counted)")
+    frees = sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'free'")
+    check(frees and made - THREADS <= int(frees[0]) <= made + 64,
+          f"run {i}: its frees with them ({frees}, {made} blocks)")
     print(f"run {i}: complete, {made} blocks recorded, {counted} counted")
     return True
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) != 6 or sys.argv[1] not in KILLS:
         bail(__doc__)
-    launcher, memreport, prog, work = sys.argv[1:]
+    mode, launcher, memreport, prog, work = sys.argv[1:]
+    if mode == "in_sqlite" and not shutil.which("strace"):
+        print("skip: no strace (Debian: strace)")
+        sys.exit(77)
+    if mode == "in_sqlite" and os.uname().machine not in PWRITE64:
+        print(f"skip: pwrite64's number on {os.uname().machine} is not known here")
+        sys.exit(77)
     fresh_dir(work)
-    finished = sum(one_run(launcher, memreport, prog, work, i) for i in range(KILLS))
-    check(finished >= KILLS - 1, f"{finished} of {KILLS} captures finished by the watcher")
+    kills = KILLS[mode]
+    finished = sum(one_run(mode, launcher, memreport, prog, work, i) for i in range(kills))
+    least = kills - 1 if mode == "random" else kills
+    check(finished >= least, f"{finished} of {kills} captures finished by the watcher")
     finish()
 
 
