@@ -269,14 +269,18 @@ static mt_buffer* uncommitted;
 static unsigned drained_uncommitted;
 static uint64_t commits; // commit_all's commits settled (meta `commits`)
 
-// A new capture (or a fork child's, whose buffers hold the parent's events) has no commit to
-// go back to: the list is dropped, its drained buffers left as a child's queued ones are.
-static void forget_uncommitted(void) {
+// Empties the list, each buffer as committed as it is now; `recycle`: the drained ones go
+// back to the pool. Without: a new capture (or a fork child's, whose buffers hold the
+// parent's events) has no commit to go back to, its drained buffers left as a child's
+// queued ones are.
+static void end_uncommitted(bool recycle) {
     while (uncommitted) {
         mt_buffer* b = uncommitted;
         uncommitted = b->uncommitted_next;
         b->uncommitted = false;
         b->taken_committed = b->taken;
+        if (recycle && b->drained)
+            mt_core_recycle(b);
     }
     drained_uncommitted = 0;
 }
@@ -647,15 +651,7 @@ static bool idle_since_commit(void) {
 // freed, the records of threads gone are free for new threads. Its count last: a writer
 // killed before that has its commit finished by the watcher (rewind_to_commit).
 static void settle_commit(void) {
-    while (uncommitted) {
-        mt_buffer* b = uncommitted;
-        uncommitted = b->uncommitted_next;
-        b->uncommitted = false;
-        b->taken_committed = b->taken;
-        if (b->drained)
-            mt_core_recycle(b);
-    }
-    drained_uncommitted = 0;
+    end_uncommitted(true);
     while (marks_written) {
         pending_mark* next = marks_written->next;
         mt_writer_heap_free(marks_written);
@@ -1198,7 +1194,7 @@ int mt_writer_start(const char* path) {
     atomic_store(&unrewindable, 0);
     commits = 0;
     cur_piece = (piece){0};
-    forget_uncommitted();
+    end_uncommitted(false);
     marks_written = marks_written_tail = NULL; // a failed capture's: left allocated
     meta_committed = false;
     events_written = events_committed = 0;
@@ -1442,7 +1438,7 @@ void mt_writer_forget(pid_t parent) {
     cw = NULL;
     marks_head = marks_tail = NULL; // the parent's (left allocated: fork may be in a handler)
     marks_written = marks_written_tail = NULL;
-    forget_uncommitted();
+    end_uncommitted(false);
     atomic_store(&exact_times, false);
     exact_times_noted = false;
     const char* base = strrchr(capture_path, '/');
