@@ -263,6 +263,9 @@ void mt_core_wait_work(int timeout_ms);
 // The process ended unseen (mt_writer_finish_orphaned): threads killed while waiting left
 // the condition variables in a state where a signal waits for them; start them afresh.
 void mt_core_buffers_forget_waiters(void);
+// The same, and a queue lock that a thread died holding made anew (its queue rebuilt from
+// the head, the pool of drained buffers dropped): the exit watcher's, with every thread gone.
+void mt_core_buffers_take_over(void);
 // Recording stopped (shutdown, a failed capture): wakes producers waiting for a buffer, so
 // they see the state and stop waiting; the writer recycles no buffer once it has failed.
 void mt_core_buffers_release_waiters(void);

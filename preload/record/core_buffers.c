@@ -137,6 +137,22 @@ void mt_core_buffers_drop_queued(void) {
     npending = 0;
 }
 
+void mt_core_buffers_take_over(void) {
+    if (pthread_mutex_trylock(&queue_lock) == 0) {
+        pthread_mutex_unlock(&queue_lock);
+    } else {
+        // Its holder died in one of the calls above. The pool is dropped (its buffers left
+        // unused); the full queue is whole from its head, whatever step a hand-over reached.
+        queue_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+        free_pool = NULL;
+        npending = 0;
+        full_tail = NULL;
+        for (mt_buffer* b = full_head; b; b = b->next, npending++)
+            full_tail = b;
+    }
+    mt_core_buffers_forget_waiters();
+}
+
 void mt_core_buffers_release_waiters(void) {
     pthread_mutex_lock(&queue_lock);
     pthread_cond_broadcast(&recycle_cond);

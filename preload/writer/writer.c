@@ -995,7 +995,7 @@ void mt_writer_finish_orphaned(pid_t pid) {
     if ((resumable ? cw || !opened : may_rewind()) && !failed &&
         atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
         atomic_store(&forks_waiting, 0); // the forking threads are gone too
-        mt_core_buffers_forget_waiters();
+        mt_core_buffers_take_over();
         live = NULL; // no scan: nothing is left to scan (the table's pages go with the process)
         if (!resumable && !rewind_to_commit()) {
             cw = NULL; // the capture stays truncated at its last commit
