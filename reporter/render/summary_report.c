@@ -337,17 +337,19 @@ static void print_text(FILE* out, json_t* s) {
 #undef INT
     if (steps)
         return;
-    fputs("calls:       ", out);
     const char* key;
     json_t* v;
+    bool any = false; // a capture made by no tracer (bench/scale's) counts no call
     json_object_foreach(json_object_get(s, "calls"), key, v) {
         if (json_integer_value(v)) {
-            fputc(' ', out);
+            fputs(any ? " " : "calls:        ", out);
             mr_escape_fputs_text(out, key);
             fprintf(out, "=%lld", (long long)json_integer_value(v));
+            any = true;
         }
     }
-    fputc('\n', out);
+    if (any)
+        fputc('\n', out);
 }
 
 int mr_summary_report_write(const mr_report_to* to, const mr_summary* s) {
