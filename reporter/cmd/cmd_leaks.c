@@ -411,6 +411,7 @@ static int report(const char* path, mt_capture* cap, const mr_symbols* sites, co
     q.moment = MR_AT_END;
     q.progress = "leaks";
     q.range_blocks = when->from_arg || when->to_arg;
+    q.ends_only = true;
     mr_leak_kinds kinds;
     if ((krc = load_kinds(path, cap, sites, mask, &q, &kinds)))
         return krc;

@@ -391,7 +391,11 @@ int mr_cmd_top(int argc, char** argv) {
                        .callees = a.callees != NULL};
     if (!(rc = mr_when_query(&a.when, path, cap, &q, &t.steps))) {
         q.progress = "top";
-        q.range_blocks = t.range_given && a.metric == MR_METRIC_END_BYTES;
+        if (a.metric == MR_METRIC_END_BYTES) {
+            q.range_blocks = t.range_given;
+            q.ends_only = true;
+            q.moment = MR_AT_END;
+        }
         if (!(rc = mr_load_program_profile(path, cap, sy, &q, &p)))
             rc = write_top(&t, &a, sy);
     }

@@ -508,9 +508,10 @@ static int build(mt_capture* cap, const mr_query* qs, size_t n, mr_profile* out,
 // A range's leaks (one query at the end counting the blocks allocated within from..to,
 // every thread, rows per callsite, no observer) where the heap's checkpoints are stored:
 // the blocks live at the end allocated within the range from the stored end blocks
-// (end_blocks.h), the allocations within it and the whole run's numbers from the range's
-// profile at its peak (checkpoints.h). Returns as mr_profile_build, or 1 when they cannot
-// answer (the caller replays).
+// (end_blocks.h); unless only they are asked, the allocations within the range and the
+// whole run's numbers from the range's profile at its peak (checkpoints.h), else the
+// whole run's at its end. Returns as mr_profile_build, or 1 when they cannot answer (the
+// caller replays).
 static int range_leaks(mt_capture* cap, const mr_query* q, mr_profile* out, char* err,
                        size_t errlen) {
     if (q->moment != MR_AT_END || !q->range_blocks || q->tid || q->by_thread || q->observe)
@@ -522,30 +523,35 @@ static int range_leaks(mt_capture* cap, const mr_query* q, mr_profile* out, char
     int rc = mr_aggregates_checkpointed(cap, q->heap, q->progress, &whole, &fp, err, errlen);
     if (rc)
         return rc;
-    mr_aggregates_free(&whole);
     mr_profile_row* ends;
     size_t nends;
     char note[256] = "";
     rc = mr_end_blocks_in_range(cap, q->heap, q->from, q->to, &ends, &nends, note, sizeof note);
     if (rc) {
+        mr_aggregates_free(&whole);
         if (rc < 0)
             snprintf(err, errlen, "%s", note);
         return rc;
     }
-    mr_query peak = *q;
-    peak.moment = MR_AT_PEAK;
-    peak.range_blocks = false;
-    mr_profile p;
-    if ((rc = mr_profile_build(cap, &peak, &p, err, errlen))) {
-        free(ends);
-        return rc;
+    mr_profile p = {0};
+    if (q->ends_only) {
+        p = whole.peak;
+        p.rows = NULL;
+        p.nrows = 0;
+    } else {
+        mr_query peak = *q;
+        peak.moment = MR_AT_PEAK;
+        peak.range_blocks = false;
+        rc = mr_profile_build(cap, &peak, &p, err, errlen);
     }
-    mr_profile_row* rows = calloc(p.nrows + nends + 1, sizeof *rows);
+    mr_aggregates_free(&whole);
+    mr_profile_row* rows = rc ? NULL : calloc(p.nrows + nends + 1, sizeof *rows);
     if (!rows) {
         free(ends);
         mr_profile_free(&p);
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
+        if (!rc)
+            snprintf(err, errlen, "out of memory");
+        return rc ? rc : -ENOMEM;
     }
     // As finish() keeps them at the end: live as at the end, with something in a metric.
     *out = p;

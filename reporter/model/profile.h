@@ -34,6 +34,9 @@ typedef struct mr_query {
     // The live and end metrics count only the blocks allocated within from..to (at the
     // end: the range's leaks); else every block.
     bool range_blocks;
+    // Only the end metrics are asked (leaks, top --metric leaked): where that answers
+    // sooner, the other metrics of rows and sums may be left 0.
+    bool ends_only;
     bool by_thread; // one row per (callsite, thread) instead of per callsite
     // Optional: called after the model counted each event (ud: observe_ud); a negative
     // errno stops the build with it (worded in r->err first if the observer likes).
