@@ -3,7 +3,8 @@
 // events (default 100 million) straight through mt_capture_writer, for timing memreport at
 // scale. Threads allocate and free with per-thread chunks whose seq ranges interleave (as the
 // tracer's do), over a callsite tree of ~20000 stacks; the live set rises to about a million
-// blocks mid-run, then drains, leaving some leaks. Deterministic (fixed PRNG seed).
+// blocks mid-run, then drains, leaving some leaks, each with a leak scan's verdict.
+// Deterministic (fixed PRNG seed).
 #include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
@@ -84,12 +85,36 @@ static void write_stacks(sqlite3* db, uint32_t* leaves, size_t nleaves) {
     free(depth);
 }
 
+typedef struct live_block {
+    uint64_t addr, seq;
+} live_block;
+
 typedef struct gen_thread {
     uint32_t tid;
-    uint64_t* live;
+    live_block* live;
     size_t nlive;
     uint64_t next_addr;
 } gen_thread;
+
+// A leak scan's verdicts, as the tracer writes them: one for each block live at the end,
+// the kinds in turn, so that the reports of leak kinds are measured too.
+static void write_leak_scan(sqlite3* db, const gen_thread* th, unsigned nthreads) {
+    exec_sql(db, "BEGIN;" MEMTRACE_LEAK_TABLE_SQL);
+    sqlite3_stmt* st = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO leak(seq, kind) VALUES(?1, ?2)", -1, &st, NULL))
+        die("leak", sqlite3_errmsg(db));
+    for (unsigned t = 0; t < nthreads; t++)
+        for (size_t i = 0; i < th[t].nlive; i++) {
+            uint64_t seq = th[t].live[i].seq;
+            sqlite3_bind_int64(st, 1, (int64_t)seq);
+            sqlite3_bind_int64(st, 2, 1 + (int64_t)(seq % (MT_LEAK_COUNT_ - 1)));
+            if (sqlite3_step(st) != SQLITE_DONE)
+                die("leak", sqlite3_errmsg(db));
+            sqlite3_reset(st);
+        }
+    sqlite3_finalize(st);
+    exec_sql(db, "COMMIT");
+}
 
 int main(int argc, char** argv) {
     if (argc < 2) {
@@ -155,11 +180,11 @@ int main(int argc, char** argv) {
                     e->size += (r >> 8) % e->size;
                     e->addr = g->next_addr += 16 + e->size;
                     e->callsite = leaves[(r >> 20) % 4096];
-                    g->live[g->nlive++] = e->addr;
+                    g->live[g->nlive++] = (live_block){e->addr, s};
                 } else {
                     size_t k = (size_t)(rnd() % g->nlive);
                     e->kind = MT_KIND_FREE;
-                    e->addr = g->live[k];
+                    e->addr = g->live[k].addr;
                     g->live[k] = g->live[--g->nlive];
                 }
             }
@@ -175,6 +200,8 @@ int main(int argc, char** argv) {
                     (unsigned long long)total);
     }
     fputc('\n', stderr);
+    write_leak_scan(db, th, nthreads);
+    mt_capture_writer_meta_text(w, "leak_scan", "complete");
     mt_capture_writer_meta_int(w, "events_written", (int64_t)written);
     mt_capture_writer_meta_int(w, "duration_ns", (int64_t)(seq + 1) * 25);
     if (mt_capture_writer_finish(w, "complete"))

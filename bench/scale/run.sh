@@ -53,6 +53,11 @@ run "flamegraph --at 1.0485s" flamegraph "$cap" --at 1.0485s -f -o "$dir/at.html
 run "flow --at 0.5s --at 1.2s --at 2s" flow "$cap" --at 0.5s --at 1.2s --at 2s
 run "top --range 1s..2s" top "$cap" --range 1s..2s
 run "top --range 0.2s..2.3s" top "$cap" --range 0.2s..2.3s
+# A range's leaks and leak kinds: the blocks live at the end, stored when first asked.
+run "leaks --range 1s..2s (first: stores)" leaks "$cap" --range 1s..2s
+run "leaks --range 1s..2s --kind all" leaks "$cap" --range 1s..2s --kind all
+run "top --metric leaked --range 1s..2s" top "$cap" --metric leaked --range 1s..2s
+run "leaks --kind definite" leaks "$cap" --kind definite
 run "flamegraph --temporal (first: stores)" flamegraph "$cap" --temporal -f -o "$dir/temporal.html"
 run "flamegraph --temporal" flamegraph "$cap" --temporal -f -o "$dir/temporal.html"
 run "view (first: stores)" view "$cap" -f -o "$dir/view.html"

@@ -271,6 +271,8 @@ static int keep_kinds(fg_run* run, mr_profile* p, char* err, size_t errlen) {
                                err, errlen);
     if (e)
         return e;
+    if (err[0]) // a note: damaged stored sums, counted anew
+        mr_messages_error(run->path, "%s", err);
     if (!k.scanned) {
         snprintf(err, errlen, "no leak kinds: %.200s (docs/leaks.md)", k.why);
         return -EPROTO;

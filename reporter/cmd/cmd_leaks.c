@@ -293,10 +293,10 @@ static int load_kinds(const char* path, mt_capture* cap, const mr_symbols* s, un
     char err[256];
     int rc = mr_leak_kinds_load_range(cap, q->heap, mr_symbols_callsite_count(s), q->from, q->to, k,
                                       err, sizeof err);
-    if (rc) {
+    if (rc || err[0]) // an error, or a note: damaged stored sums, counted anew
         mr_messages_error(path, "%s", err);
+    if (rc)
         return rc == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
-    }
     if (mask && !k->scanned) {
         mr_messages_error(path, "no leak kinds: %s (docs/leaks.md)", k->why);
         return MR_EXIT_BAD_INPUT;

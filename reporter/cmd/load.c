@@ -114,8 +114,9 @@ int mr_load_leak_totals(mt_capture* cap, bool* scanned, uint64_t* bytes, uint64_
     char err[256];
     int e = mr_leak_kinds_load(cap, mr_extent_default_heap(cap), mr_symbols_callsite_count(sym),
                                &kinds, err, sizeof err);
-    if (e) {
+    if (e || err[0]) // an error, or a note: damaged stored sums, counted anew
         mr_messages_error(mt_capture_path(cap), "%s", err);
+    if (e) {
         rc = e == -ENOMEM ? MR_EXIT_IO : MR_EXIT_BAD_INPUT;
     } else {
         *scanned = kinds.scanned;

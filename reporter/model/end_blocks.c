@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The blocks live at the end with their allocation times (end_blocks.h): one replay keeps
-// each live block's time in a second table of its own, then the blocks are stored sorted
-// by that time; a range's leaks are summed from them as they are read, a window at a time.
+// The blocks live at the end with their allocation times and leak kinds (end_blocks.h): one
+// replay keeps each live block's time and verdict in a second table of its own, then the
+// blocks are stored sorted by that time; a range's leaks are summed from them as they are
+// read, a window at a time.
 #include "end_blocks.h"
 
 #include "aggregates.h"
 #include "heapmap.h"
+#include "leak_kinds.h"
 #include "replay.h"
 #include "u64map.h"
 #include "varbytes.h"
@@ -30,21 +32,29 @@ int64_t mr_end_blocks_key(void) {
 typedef struct end_block {
     int64_t born;
     uint32_t callsite;
+    uint32_t kind; // MT_LEAK_*, 0 without a verdict
     uint64_t size;
 } end_block;
 
-// An mr_replay_fn: the time of each live block's allocation, by the replay's key, in ud
-// (a heapmap whose blocks' id is that time).
+// What the replay keeps of each live block: its allocation's time (id) and verdict (size),
+// by the replay's key.
+typedef struct births {
+    mr_heapmap born;
+    mr_u64map verdicts; // allocation seq -> kind (empty without a complete scan)
+} births;
+
+// An mr_replay_fn noting births (ud).
 static int note_birth(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
     (void)r;
-    mr_heapmap* born = ud;
+    births* b = ud;
     uint64_t key = mr_replay_key(ev);
     if (mt_kind_is_alloc(ev->kind)) {
-        mr_block b = {.addr = key, .id = (uint64_t)ev->ts};
-        return key ? mr_heapmap_put(born, &b, NULL, NULL) : 0;
+        const uint64_t* kind = mr_u64map_get(&b->verdicts, ev->seq);
+        mr_block born = {.addr = key, .size = kind ? *kind : 0, .id = (uint64_t)ev->ts};
+        return key ? mr_heapmap_put(&b->born, &born, NULL, NULL) : 0;
     }
     if (freed)
-        mr_heapmap_take(born, key, NULL);
+        mr_heapmap_take(&b->born, key, NULL);
     return 0;
 }
 
@@ -54,34 +64,53 @@ static int by_birth(const void* a, const void* b) {
         return x->born < y->born ? -1 : 1;
     if (x->callsite != y->callsite)
         return x->callsite < y->callsite ? -1 : 1;
-    return (x->size > y->size) - (x->size < y->size);
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static void births_free(births* b) {
+    mr_heapmap_free(&b->born);
+    mr_u64map_free(&b->verdicts);
 }
 
 // One replay of the heap: the blocks live at the end, sorted by birth, as stored bytes
 // (*data malloc'd). Returns 0 or a negative errno with the reason in err.
 static int compute(mt_capture* cap, int heap, uint8_t** data, size_t* len, char* err,
                    size_t errlen) {
-    mr_heapmap born;
-    mr_replay r;
-    if (mr_heapmap_init(&born))
+    births b;
+    if (mr_heapmap_init(&b.born))
         return -ENOMEM;
-    int e = mr_replay_init(&r, cap, heap);
-    if (e) {
-        mr_heapmap_free(&born);
+    if (mr_u64map_init(&b.verdicts)) {
+        mr_heapmap_free(&b.born);
+        return -ENOMEM;
+    }
+    char why[8];
+    int e = mr_leak_kinds_scan_complete(cap, why, sizeof why)
+                ? mr_leak_kinds_verdicts_load(cap, &b.verdicts)
+                : 0;
+    mr_replay r;
+    if (e || (e = mr_replay_init(&r, cap, heap))) {
+        snprintf(err, errlen, "%s", e == -EPROTO ? "the leak table is damaged" : "out of memory");
+        births_free(&b);
         return e;
     }
-    if ((e = mr_replay_run(&r, UINT64_MAX, note_birth, &born)))
+    if ((e = mr_replay_run(&r, UINT64_MAX, note_birth, &b)))
         snprintf(err, errlen, "%s", r.err[0] ? r.err : "corrupt capture");
     end_block* blocks = e ? NULL : calloc(r.live.count + 1, sizeof *blocks);
     if (!e && !blocks)
         e = -ENOMEM;
     size_t n = 0;
-    mr_block b, at;
-    for (size_t i = 0; !e && mr_heapmap_next(&r.live, &i, &b);)
-        blocks[n++] = (end_block){mr_heapmap_get(&born, b.addr, &at) ? (int64_t)at.id : 0,
-                                  b.callsite, b.size};
+    mr_block live, at;
+    for (size_t i = 0; !e && mr_heapmap_next(&r.live, &i, &live);) {
+        bool known = mr_heapmap_get(&b.born, live.addr, &at);
+        blocks[n++] = (end_block){.born = known ? (int64_t)at.id : 0,
+                                  .callsite = live.callsite,
+                                  .kind = known ? (uint32_t)at.size : 0,
+                                  .size = live.size};
+    }
     mr_replay_free(&r);
-    mr_heapmap_free(&born);
+    births_free(&b);
     if (!e) {
         qsort(blocks, n, sizeof *blocks, by_birth);
         mr_varbuf v = {0};
@@ -92,6 +121,7 @@ static int compute(mt_capture* cap, int heap, uint8_t** data, size_t* len, char*
             last = blocks[i].born;
             mr_varbytes_put(&v, blocks[i].callsite);
             mr_varbytes_put(&v, blocks[i].size);
+            mr_varbytes_put(&v, blocks[i].kind);
         }
         if (!(*data = mr_varbytes_seal(&v, END_K0, END_K1, len)))
             e = -ENOMEM;
@@ -102,14 +132,17 @@ static int compute(mt_capture* cap, int heap, uint8_t** data, size_t* len, char*
     return e < 0 ? e : e ? -EPROTO : 0;
 }
 
-// The rows summed so far: callsite -> 1 + its index in rows.
+// What is summed of the blocks born within a range: per callsite the rows (callsite -> 1 +
+// its index in rows), or per callsite and kind the leak kinds.
 typedef struct sums {
+    int64_t from, to;
     mr_u64map index;
     mr_profile_row* rows;
     size_t n, cap;
+    mr_leak_kinds* kinds;
 } sums;
 
-static int add(sums* s, uint32_t callsite, uint64_t size) {
+static int add_row(sums* s, uint32_t callsite, uint64_t size) {
     uint64_t* i = mr_u64map_get(&s->index, callsite);
     if (!i) {
         if (mt_vec_grow(&s->rows, &s->cap, s->n + 1, sizeof *s->rows) ||
@@ -127,6 +160,38 @@ static int add(sums* s, uint32_t callsite, uint64_t size) {
     return 0;
 }
 
+static void add_kind(mr_leak_kinds* k, uint32_t callsite, uint64_t size, uint32_t kind) {
+    size_t c = (callsite <= k->ncallsites ? callsite : 0) * (size_t)MT_LEAK_COUNT_;
+    k->bytes[c + kind] += size;
+    k->blocks[c + kind]++;
+    k->total_bytes[kind] += size;
+    k->total_blocks[kind]++;
+}
+
+static int add(sums* s, const end_block* b) {
+    if (b->born < s->from || b->born > s->to)
+        return 0;
+    if (!s->kinds)
+        return add_row(s, b->callsite, b->size);
+    if (b->kind)
+        add_kind(s->kinds, b->callsite, b->size, b->kind);
+    return 0;
+}
+
+// Forgets what a damaged row added. 0 or -ENOMEM.
+static int sums_clear(sums* s) {
+    s->n = 0;
+    mr_u64map_free(&s->index);
+    if (s->kinds) {
+        size_t cells = ((size_t)s->kinds->ncallsites + 1) * MT_LEAK_COUNT_;
+        memset(s->kinds->bytes, 0, cells * sizeof *s->kinds->bytes);
+        memset(s->kinds->blocks, 0, cells * sizeof *s->kinds->blocks);
+        memset(s->kinds->total_bytes, 0, sizeof s->kinds->total_bytes);
+        memset(s->kinds->total_blocks, 0, sizeof s->kinds->total_blocks);
+    }
+    return mr_u64map_init(&s->index);
+}
+
 static int by_callsite(const void* a, const void* b) {
     const mr_profile_row *x = a, *y = b;
     return (x->callsite > y->callsite) - (x->callsite < y->callsite);
@@ -141,30 +206,28 @@ static int read_blob(void* ud, size_t offset, void* buf, size_t n) {
     return mt_capture_blob_read(ud, offset, buf, n);
 }
 
-// The stored bytes [0, len), read through `read`, summed per callsite for the blocks born
-// within [from, to]; every byte read and checked. Returns 0, -ENOMEM, or -EPROTO with what
-// is wrong in why.
-static int sum_range(mr_varstream_read_fn read, void* ud, size_t len, int64_t from, int64_t to,
-                     mr_profile_row** rows, size_t* n, char* why, size_t whylen) {
-    *rows = NULL;
-    *n = 0;
+// The stored bytes [0, len), read through `read`, summed into s; every byte read and
+// checked. Returns 0, -ENOMEM, or -EPROTO with what is wrong in why (s then holds part).
+static int sum_stored(mr_varstream_read_fn read, void* ud, size_t len, sums* s, char* why,
+                      size_t whylen) {
     if (len < 8)
         return mr_varbytes_fail(why, whylen, "checksum mismatch");
-    sums s = {0};
     mr_varstream st;
-    if (mr_u64map_init(&s.index))
-        return -ENOMEM;
     int e = mr_varstream_open(&st, read, ud, 0, len - 8, 64 << 10, true, END_K0, END_K1);
     uint64_t count = e ? 0 : mr_varstream_get(&st);
-    if (!e && count > (len - 8) / 3)
+    if (!e && count > (len - 8) / 4)
         st.r.bad = true;
-    int64_t born = 0;
+    end_block b = {0};
     for (uint64_t i = 0; !e && !st.r.bad && i < count; i++) {
-        born += mr_varstream_get_signed(&st);
+        b.born += mr_varstream_get_signed(&st);
         uint64_t callsite = mr_varstream_get(&st), size = mr_varstream_get(&st);
-        st.r.bad |= callsite > UINT32_MAX;
-        if (!st.r.bad && born >= from && born <= to)
-            e = add(&s, (uint32_t)callsite, size);
+        uint64_t kind = mr_varstream_get(&st);
+        st.r.bad |= callsite > UINT32_MAX || kind >= MT_LEAK_COUNT_;
+        b.callsite = (uint32_t)callsite;
+        b.size = size;
+        b.kind = (uint32_t)kind;
+        if (!st.r.bad)
+            e = add(s, &b);
     }
     bool whole = !e && mr_varstream_done(&st);
     uint64_t sum = 0, sealed = 0;
@@ -181,20 +244,14 @@ static int sum_range(mr_varstream_read_fn read, void* ud, size_t len, int64_t fr
         e = mr_varbytes_fail(why, whylen, "checksum mismatch");
     else if (!e && !whole)
         e = mr_varbytes_fail(why, whylen, "truncated");
-    mr_u64map_free(&s.index);
-    if (e) {
-        free(s.rows);
-        return e;
-    }
-    if (s.n > 1)
-        qsort(s.rows, s.n, sizeof *s.rows, by_callsite);
-    *rows = s.rows;
-    *n = s.n;
-    return 0;
+    return e;
 }
 
-int mr_end_blocks_in_range(mt_capture* cap, int heap, int64_t from, int64_t to,
-                           mr_profile_row** rows, size_t* n, char* err, size_t errlen) {
+// The blocks live at the end summed into s: read when stored for these events, else
+// computed by one replay and stored. Returns 0 (err: empty, or the note of damaged stored
+// blocks, replaced), 1 when they are neither stored nor storable, or a negative errno
+// with the reason in err.
+static int sum_end_blocks(mt_capture* cap, int heap, sums* s, char* err, size_t errlen) {
     uint64_t fp = 0;
     if (!mr_aggregates_enabled() || mt_capture_aggregate_fingerprint(cap, heap, &fp))
         return 1;
@@ -206,11 +263,12 @@ int mr_end_blocks_in_range(mt_capture* cap, int heap, int64_t from, int64_t to,
         mt_capture_derived_open(cap, heap, mr_end_blocks_key(), &format, &stored_fp, &blob, &len);
     char note[256] = "", why[128];
     if (rc == 1 && format == MR_END_BLOCKS_FORMAT && stored_fp == fp) {
-        rc = sum_range(read_blob, blob, len, from, to, rows, n, why, sizeof why);
-        if (rc == -EPROTO) // said, then replaced by a replay's
+        rc = sum_stored(read_blob, blob, len, s, why, sizeof why);
+        if (rc == -EPROTO) { // said, then replaced by a replay's
             snprintf(note, sizeof note,
                      "the stored blocks live at the end are damaged (%s); reading the events", why);
-        else {
+            rc = sums_clear(s);
+        } else {
             mt_capture_blob_close(blob);
             if (rc)
                 snprintf(err, errlen, "out of memory");
@@ -229,11 +287,45 @@ int mr_end_blocks_in_range(mt_capture* cap, int heap, int64_t from, int64_t to,
         return rc;
     // A capture that cannot take them (full disk, locked) is answered all the same.
     mt_capture_derived_store(cap, heap, mr_end_blocks_key(), MR_END_BLOCKS_FORMAT, fp, data, len);
-    rc = sum_range(read_memory, data, len, from, to, rows, n, why, sizeof why);
+    rc = sum_stored(read_memory, data, len, s, why, sizeof why);
     free(data);
     if (rc)
         snprintf(err, errlen, "%s", rc == -ENOMEM ? "out of memory" : why);
     else
         snprintf(err, errlen, "%s", note);
+    return rc;
+}
+
+int mr_end_blocks_in_range(mt_capture* cap, int heap, int64_t from, int64_t to,
+                           mr_profile_row** rows, size_t* n, char* err, size_t errlen) {
+    *rows = NULL;
+    *n = 0;
+    sums s = {.from = from, .to = to};
+    if (mr_u64map_init(&s.index)) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = sum_end_blocks(cap, heap, &s, err, errlen);
+    mr_u64map_free(&s.index);
+    if (rc) {
+        free(s.rows);
+        return rc;
+    }
+    if (s.n > 1)
+        qsort(s.rows, s.n, sizeof *s.rows, by_callsite);
+    *rows = s.rows;
+    *n = s.n;
+    return 0;
+}
+
+int mr_end_blocks_kinds_in_range(mt_capture* cap, int heap, int64_t from, int64_t to,
+                                 mr_leak_kinds* kinds, char* err, size_t errlen) {
+    sums s = {.from = from, .to = to, .kinds = kinds};
+    if (mr_u64map_init(&s.index)) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = sum_end_blocks(cap, heap, &s, err, errlen);
+    mr_u64map_free(&s.index);
     return rc;
 }

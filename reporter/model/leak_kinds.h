@@ -26,11 +26,15 @@ typedef struct mr_leak_kinds {
     uint64_t total_bytes[MT_LEAK_COUNT_], total_blocks[MT_LEAK_COUNT_];
 } mr_leak_kinds;
 
+// Table derived's key for the whole run's sums: kind 4 in the top byte, no parameter.
+int64_t mr_leak_kinds_key(void);
+
 // Whether the capture's leak scan ran to its end (its verdicts can be read); else why not,
 // in words, into why.
 bool mr_leak_kinds_scan_complete(mt_capture* cap, char* why, size_t whylen);
-// Reads the verdicts of heap `heap`'s blocks. 0, or a negative errno with the reason in
-// err (a damaged table is -EPROTO).
+// Reads the verdicts of heap `heap`'s blocks, summed. 0 (err: empty, or the note of damaged
+// stored sums, counted anew), or a negative errno with the reason in err (a damaged table
+// is -EPROTO).
 int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_kinds* out,
                        char* err, size_t errlen);
 // The same, of the blocks allocated between from and to (ns, or steps) only.

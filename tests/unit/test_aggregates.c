@@ -821,6 +821,120 @@ static void test_end_blocks(const char* path) {
         mr_profile_free(&truth[i]);
 }
 
+static void same_kinds(const mr_leak_kinds* a, const mr_leak_kinds* b) {
+    size_t cells = ((size_t)a->ncallsites + 1) * MT_LEAK_COUNT_;
+    CHECK_EQ_I64(a->scanned, b->scanned);
+    CHECK_EQ_I64(a->ncallsites, b->ncallsites);
+    CHECK(!a->scanned || !memcmp(a->bytes, b->bytes, cells * sizeof *a->bytes));
+    CHECK(!a->scanned || !memcmp(a->blocks, b->blocks, cells * sizeof *a->blocks));
+    CHECK(!memcmp(a->total_bytes, b->total_bytes, sizeof a->total_bytes));
+    CHECK(!memcmp(a->total_blocks, b->total_blocks, sizeof a->total_blocks));
+}
+
+// Verdicts as a scan gives them (the fixture's fall on any seq): one for each block live at
+// the end, the kinds in turn.
+static void live_verdicts(const char* path) {
+    enum { MAXLIVE = 4096 };
+    static struct { uint64_t addr, seq; } live[MAXLIVE];
+    size_t n = 0;
+    mt_capture* cap = open_capture(path);
+    mt_event_iter* it = NULL;
+    if (!cap || mt_capture_iter_open(cap, MT_HEAP_LIBC, &it)) {
+        CHECK(false);
+        mt_capture_close(cap);
+        return;
+    }
+    mt_event ev;
+    while (mt_capture_iter_next(it, &ev) == 1) {
+        size_t i = 0;
+        while (i < n && live[i].addr != ev.addr)
+            i++;
+        if (mt_kind_is_alloc(ev.kind) && i < MAXLIVE) {
+            live[i].addr = ev.addr;
+            live[i].seq = ev.seq;
+            n += i == n;
+        } else if (mt_kind_is_free(ev.kind) && i < n) {
+            live[i] = live[--n];
+        }
+    }
+    mt_capture_iter_close(it);
+    mt_capture_close(cap);
+    sqlite3* db = open_db(path);
+    CHECK_EQ_I64(sqlite3_exec(db, "DELETE FROM leak", NULL, NULL, NULL), SQLITE_OK);
+    for (size_t i = 0; i < n; i++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "INSERT INTO leak(seq, kind) VALUES(%llu, %zu)",
+                 (unsigned long long)live[i].seq, 1 + i % (MT_LEAK_COUNT_ - 1));
+        CHECK_EQ_I64(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    }
+    sqlite3_close(db);
+}
+
+// The leak kinds of the whole run (stored once counted) and of ranges (from the stored
+// blocks live at the end) against every event's: computed and stored, read, damaged
+// (said, counted anew and replaced), read.
+static void test_stored_kinds(const char* path) {
+    enum { NQ = 4 };
+    int64_t from[NQ] = {INT64_MIN}, to[NQ] = {INT64_MAX};
+    mr_leak_kinds truth[NQ], got;
+    char err[256];
+    live_verdicts(path);
+    drop_tables(path, "DROP TABLE IF EXISTS derived;");
+    mr_aggregates_enable(false);
+    mt_capture* cap = open_capture(path);
+    if (!cap)
+        return;
+    for (size_t i = 0; i < NQ; i++) {
+        int64_t a = random_time(), b = random_time();
+        if (i) {
+            from[i] = i == 1 ? INT64_MIN : a < b ? a : b;
+            to[i] = i == 2 ? INT64_MAX : a < b ? b : a;
+        }
+        CHECK_EQ_I64(mr_leak_kinds_load_range(cap, MT_HEAP_LIBC, NCALLSITES, from[i], to[i],
+                                              &truth[i], err, sizeof err),
+                     0);
+    }
+    mt_capture_close(cap);
+    mr_aggregates_enable(true);
+    for (int pass = 0; pass < 4; pass++) {
+        cap = open_capture(path);
+        int64_t format;
+        uint64_t fp;
+        uint8_t* data = NULL;
+        size_t len;
+        if (cap && pass == 2 && // a bit of the stored sums flipped
+            mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), &format, &fp, &data,
+                                    &len) == 1) {
+            data[len / 2] ^= 0x10;
+            CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), format,
+                                                  fp, data, len),
+                         0);
+        }
+        free(data);
+        for (size_t i = 0; cap && i < NQ; i++) {
+            CHECK_EQ_I64(mr_leak_kinds_load_range(cap, MT_HEAP_LIBC, NCALLSITES, from[i], to[i],
+                                                  &got, err, sizeof err),
+                         0);
+            if (pass == 2 && i == 0)
+                CHECK(!strncmp(err, "the stored leak kinds are damaged (",
+                               strlen("the stored leak kinds are damaged (")));
+            else
+                CHECK_EQ_STR(err, "");
+            same_kinds(&got, &truth[i]);
+            mr_leak_kinds_free(&got);
+        }
+        // Stored from the first pass on (the damaged ones replaced at once).
+        data = NULL;
+        CHECK_EQ_I64(mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), &format, &fp,
+                                             &data, &len),
+                     1);
+        free(data);
+        mt_capture_close(cap);
+    }
+    for (size_t i = 0; i < NQ; i++)
+        mr_leak_kinds_free(&truth[i]);
+}
+
 static void test_seed(unsigned seed) {
     char path[512];
     snprintf(path, sizeof path, "%s/r%u.db", test_tmpdir(), seed);
@@ -875,6 +989,8 @@ static void test_seed(unsigned seed) {
         test_forged(path, &truth);
     test_checkpoints(path, seed);
     test_end_blocks(path);
+    if (seed % 2 == 0)
+        test_stored_kinds(path);
     test_range_inside(seed);
     mr_aggregates_free(&truth);
     mr_profile_free(&peak);
