@@ -178,11 +178,24 @@ static int check_chunk_heaps(sqlite3* db, char* err, size_t errlen) {
 // repeat frames, so it is an error. Each walk up stops at the root, at a node an earlier
 // walk finished, or at a node of its own path (the cycle). Linear in the callsites.
 static int check_callsites(sqlite3* db, char* err, size_t errlen) {
-    int64_t n = 0;
-    if (query_int(db, "SELECT count(*) FROM callsite", &n))
+    bool chunks;
+    if (mt_capture_db_has_callsite_chunks(db, &chunks))
         return mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
-    if (n == 0)
+    mt_callsite_rec* all = NULL;
+    size_t nall = 0;
+    int64_t n = 0;
+    if (chunks) {
+        int rc = mt_capture_db_callsites(db, &all, &nall, err, errlen);
+        if (rc)
+            return rc;
+        n = (int64_t)nall;
+    } else if (query_int(db, "SELECT count(*) FROM callsite", &n)) {
+        return mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
+    }
+    if (n == 0) {
+        free(all);
         return 0;
+    }
     int64_t* id = malloc((size_t)n * sizeof *id);
     int64_t* parent = malloc((size_t)n * sizeof *parent);
     uint32_t* walk = calloc((size_t)n, sizeof *walk); // 1 + index of the walk that reached it
@@ -193,13 +206,18 @@ static int check_callsites(sqlite3* db, char* err, size_t errlen) {
         rc = -ENOMEM;
         goto out;
     }
-    if (sqlite3_prepare_v2(db, "SELECT id, parent_id FROM callsite ORDER BY id", -1, &st, NULL) !=
-        SQLITE_OK) {
+    int64_t rows = 0, step;
+    if (chunks) {
+        for (; rows < n; rows++) {
+            id[rows] = all[rows].id;
+            parent[rows] = all[rows].parent_id;
+        }
+    } else if (sqlite3_prepare_v2(db, "SELECT id, parent_id FROM callsite ORDER BY id", -1, &st,
+                                  NULL) != SQLITE_OK) {
         rc = mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
         goto out;
     }
-    int64_t rows = 0, step;
-    while (rows < n && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (st && rows < n && (step = sqlite3_step(st)) == SQLITE_ROW) {
         id[rows] = sqlite3_column_int64(st, 0);
         parent[rows++] = sqlite3_column_int64(st, 1);
     }
@@ -230,6 +248,7 @@ static int check_callsites(sqlite3* db, char* err, size_t errlen) {
     }
 out:
     sqlite3_finalize(st);
+    free(all);
     free(id);
     free(parent);
     free(walk);

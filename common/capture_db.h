@@ -35,4 +35,12 @@ sqlite3* mt_capture_db_sqlite(mt_capture* cap);
 // another process", ...) and returns -EPROTO (damaged file) or -EIO.
 int mt_capture_db_sql_problem(sqlite3* db, const char* doing, char* err, size_t errlen);
 
+// Whether the capture has callsite chunks (schema 6): 0, or -EPROTO.
+int mt_capture_db_has_callsite_chunks(sqlite3* db, bool* out);
+// Every callsite, from table callsite and table callsite_chunk, in id order, each id once
+// (its last row: chunks after rows, a later chunk after an earlier one), into *out (malloc'd,
+// the caller frees; NULL when none). Returns 0, or -EPROTO/-EIO/-ENOMEM with words in err.
+int mt_capture_db_callsites(sqlite3* db, mt_callsite_rec** out, size_t* n, char* err,
+                            size_t errlen);
+
 #endif

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 const char* mt_capture_error(mt_capture* cap) {
     return cap->problem[0] ? cap->problem : sqlite3_errmsg(mt_capture_db_sqlite(cap));
@@ -184,6 +185,135 @@ int mt_capture_call_counts(mt_capture* cap, mt_call_count_fn fn, void* ud) {
     return rows_done(st, rc, step);
 }
 
+// ---- callsites: rows of table callsite (every schema) and of callsite_chunk (schema 6)
+
+typedef struct site_ord {
+    mt_callsite_rec c;
+    size_t ord; // where it was read: of two rows of an id, the later one is the callsite
+} site_ord;
+
+static int by_id_then_ord(const void* a, const void* b) {
+    const site_ord *x = a, *y = b;
+    if (x->c.id != y->c.id)
+        return x->c.id < y->c.id ? -1 : 1;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+static int append_site(site_ord** v, size_t* n, size_t* cap, const mt_callsite_rec* c) {
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 4096;
+        site_ord* p = realloc(*v, ncap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        *v = p;
+        *cap = ncap;
+    }
+    (*v)[*n] = (site_ord){*c, *n};
+    (*n)++;
+    return 0;
+}
+
+int mt_capture_db_has_callsite_chunks(sqlite3* db, bool* out) {
+    *out = false;
+    sqlite3_stmt* st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+                           " AND name = 'callsite_chunk'",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    bool table = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    sqlite3_finalize(st);
+    if (!table)
+        return 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM callsite_chunk LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return -EPROTO;
+    int step = sqlite3_step(st);
+    sqlite3_finalize(st);
+    *out = step == SQLITE_ROW;
+    return step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -EPROTO;
+}
+
+int mt_capture_db_callsites(sqlite3* db, mt_callsite_rec** out, size_t* n, char* err,
+                            size_t errlen) {
+    *out = NULL;
+    *n = 0;
+    site_ord* v = NULL;
+    size_t nv = 0, cap = 0;
+    mt_callsite_rec* dec = NULL;
+    sqlite3_stmt* st = NULL;
+    int rc = 0, step;
+    bool chunks;
+    if (mt_capture_db_has_callsite_chunks(db, &chunks) ||
+        sqlite3_prepare_v2(db, "SELECT id, parent_id, frame_id, depth FROM callsite ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
+    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        mt_callsite_rec c = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                             sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+        rc = append_site(&v, &nv, &cap, &c);
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!rc && chunks &&
+        sqlite3_prepare_v2(db, "SELECT id, count, data FROM callsite_chunk ORDER BY id", -1, &st,
+                           NULL) != SQLITE_OK)
+        rc = mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
+    while (!rc && st && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0), count = sqlite3_column_int64(st, 1);
+        const void* data = sqlite3_column_blob(st, 2);
+        size_t len = (size_t)sqlite3_column_bytes(st, 2);
+        if (count <= 0 || count > MT_CALLSITE_CHUNK_MAX) {
+            snprintf(err, errlen, "callsite chunk %lld is corrupt (impossible count %lld)",
+                     (long long)id, (long long)count);
+            rc = -EPROTO;
+            break;
+        }
+        mt_callsite_rec* p = realloc(dec, (size_t)count * sizeof *p);
+        if (!p) {
+            rc = -ENOMEM;
+            break;
+        }
+        dec = p;
+        rc = data ? mt_capture_callsite_chunk_decode(data, len, count, dec) : -EPROTO;
+        if (rc == -EBADMSG || rc == -EPROTO) {
+            snprintf(err, errlen, "callsite chunk %lld is corrupt (%s)", (long long)id,
+                     rc == -EBADMSG ? "checksum mismatch" : "its callsites do not decode");
+            rc = -EPROTO;
+        }
+        for (int64_t i = 0; !rc && i < count; i++)
+            rc = append_site(&v, &nv, &cap, &dec[i]);
+    }
+    if (!rc && st && step != SQLITE_DONE)
+        rc = mt_capture_db_sql_problem(db, "reading its callsites", err, errlen);
+    sqlite3_finalize(st);
+    free(dec);
+    if (rc == -ENOMEM)
+        snprintf(err, errlen, "out of memory");
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    bool sorted = true;
+    for (size_t i = 1; i < nv && sorted; i++)
+        sorted = v[i - 1].c.id < v[i].c.id;
+    if (!sorted)
+        qsort(v, nv, sizeof *v, by_id_then_ord);
+    // In place: the records, each id once (its last row), in id order.
+    mt_callsite_rec* recs = (mt_callsite_rec*)v;
+    size_t k = 0;
+    for (size_t i = 0; i < nv; i++) {
+        if (i + 1 < nv && v[i + 1].c.id == v[i].c.id)
+            continue;
+        mt_callsite_rec c = v[i].c; // recs[k] may overlap v[i]
+        recs[k++] = c;
+    }
+    *out = recs;
+    *n = k;
+    return 0;
+}
+
 int mt_capture_stack_ids(mt_capture* cap, int64_t* max_frame, int64_t* max_callsite) {
     sqlite3_stmt* st;
     *max_frame = *max_callsite = 0;
@@ -199,7 +329,17 @@ int mt_capture_stack_ids(mt_capture* cap, int64_t* max_frame, int64_t* max_calls
         rc = 0;
     }
     sqlite3_finalize(st);
-    return rc;
+    bool chunks;
+    if (rc == 0 && (rc = mt_capture_db_has_callsite_chunks(cap->db, &chunks)) == 0 && chunks) {
+        mt_callsite_rec* c;
+        size_t n;
+        char err[160];
+        rc = mt_capture_db_callsites(cap->db, &c, &n, err, sizeof err);
+        if (rc == 0 && n > 0 && c[n - 1].id > *max_callsite)
+            *max_callsite = c[n - 1].id;
+        free(c);
+    }
+    return rc == -ENOMEM ? rc : rc ? -EPROTO : 0;
 }
 
 int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud) {
@@ -250,6 +390,19 @@ int mt_capture_mappings(mt_capture* cap, mt_mapping_fn fn, void* ud) {
 }
 
 int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud) {
+    bool chunks;
+    if (mt_capture_db_has_callsite_chunks(cap->db, &chunks))
+        return -EPROTO;
+    if (chunks) {
+        mt_callsite_rec* c;
+        size_t n;
+        int rc = mt_capture_db_callsites(cap->db, &c, &n, cap->problem, sizeof cap->problem);
+        for (size_t i = 0; !rc && i < n; i++)
+            rc = fn(ud, &c[i]);
+        free(c);
+        return rc == -ENOMEM ? rc : rc ? -EPROTO : 0;
+    }
+    // Rows alone (schemas 1 to 5): streamed, as they always were.
     sqlite3_stmt* st;
     if (prepare(cap, "SELECT id, parent_id, frame_id, depth FROM callsite ORDER BY id", &st))
         return -EPROTO;

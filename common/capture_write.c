@@ -32,11 +32,22 @@ struct mt_capture_writer {
         *leak;
     mt_chunk_coder* coder;
     int codec; // of the chunks written: the schema's (mt_capture_writer_set_codec)
+    // Schema 6 on: callsites gathered here and written as one callsite_chunk row at the
+    // commit (or when full), in the transaction of the events that name them.
+    bool callsite_rows; // an older schema: one row each in table callsite
+    sqlite3_stmt* callsite_chunk;
+    mt_callsite_rec* sites;
+    size_t nsites, capsites;
+    uint8_t* site_blob;
+    size_t capblob;
 };
 
 static int exec(sqlite3* db, const char* sql) {
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
+
+static int step_reset(sqlite3_stmt* st);
+static sqlite3_stmt* prepared(mt_capture_writer* w, sqlite3_stmt** st, const char* sql);
 
 void mt_capture_remove_sidecars(const char* path) {
     static const char* const suffix[] = {"-wal", "-shm", "-journal"};
@@ -190,8 +201,37 @@ int mt_capture_writer_begin(mt_capture_writer* w) {
     return exec(w->db, "BEGIN");
 }
 
+// The callsites gathered since the last flush, as one callsite_chunk row.
+static int flush_callsites(mt_capture_writer* w) {
+    if (w->nsites == 0)
+        return 0;
+    size_t bound = mt_capture_callsite_chunk_bound(w->nsites);
+    if (bound > w->capblob) {
+        uint8_t* p = realloc(w->site_blob, bound);
+        if (!p)
+            return -ENOMEM;
+        w->site_blob = p;
+        w->capblob = bound;
+    }
+    size_t len = mt_capture_callsite_chunk_encode(w->sites, w->nsites, w->site_blob);
+    if (len == 0)
+        return -ENOMEM;
+    sqlite3_stmt* st =
+        prepared(w, &w->callsite_chunk, "INSERT INTO callsite_chunk(count, data) VALUES(?1,?2)");
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, (int64_t)w->nsites);
+    sqlite3_bind_blob(st, 2, w->site_blob, (int)len, SQLITE_STATIC);
+    int rc = step_reset(st);
+    if (rc == 0)
+        w->nsites = 0;
+    return rc;
+}
+
 int mt_capture_writer_commit(mt_capture_writer* w) {
-    return exec(w->db, "COMMIT");
+    // Not without the callsites its events name.
+    int rc = flush_callsites(w);
+    return rc ? rc : exec(w->db, "COMMIT");
 }
 
 static int step_reset(sqlite3_stmt* st) {
@@ -326,6 +366,20 @@ int mt_capture_writer_frame(mt_capture_writer* w, const mt_frame_rec* f) {
 }
 
 int mt_capture_writer_callsite(mt_capture_writer* w, const mt_callsite_rec* c) {
+    if (!w->callsite_rows) {
+        if (w->nsites == MT_CALLSITE_CHUNK_MAX && flush_callsites(w))
+            return -EIO;
+        if (w->nsites == w->capsites) {
+            size_t cap = w->capsites ? w->capsites * 2 : 1024;
+            mt_callsite_rec* p = realloc(w->sites, cap * sizeof *p);
+            if (!p)
+                return -ENOMEM;
+            w->sites = p;
+            w->capsites = cap;
+        }
+        w->sites[w->nsites++] = *c;
+        return 0;
+    }
     sqlite3_stmt* st =
         prepared(w, &w->callsite, "INSERT OR REPLACE INTO callsite VALUES(?1,?2,?3,?4)");
     if (!st)
@@ -475,15 +529,19 @@ void mt_capture_writer_set_time_unit(mt_capture_writer* w, int64_t unit) {
 }
 
 int mt_capture_writer_set_codec(mt_capture_writer* w, int codec) {
-    for (int version = MEMTRACE_SCHEMA_VERSION_OLDEST; version <= MEMTRACE_SCHEMA_VERSION;
-         version++) {
+    // The newest schema of that codec (codec 5: schema 6, callsites in chunks).
+    for (int version = MEMTRACE_SCHEMA_VERSION; version >= MEMTRACE_SCHEMA_VERSION_OLDEST;
+         version--) {
         if (mt_codec_of_schema(version) != codec)
             continue;
+        if (flush_callsites(w))
+            return -EIO;
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA user_version=%d", version);
         if (exec(w->db, sql))
             return -EIO;
         w->codec = codec;
+        w->callsite_rows = version < 6;
         return 0;
     }
     return -EINVAL;
@@ -493,8 +551,8 @@ static void finalize_statements(mt_capture_writer* w) {
     sqlite3_finalize(w->chunk);
     sqlite3_finalize(w->counter);
     sqlite3_finalize(w->meta);
-    sqlite3_stmt* lazy[] = {w->counters,   w->frame, w->callsite, w->mapping, w->thread,
-                            w->call_count, w->mark,  w->mark_end, w->leak};
+    sqlite3_stmt* lazy[] = {w->counters, w->frame,      w->callsite, w->callsite_chunk, w->mapping,
+                            w->thread,   w->call_count, w->mark,     w->mark_end,       w->leak};
     for (size_t i = 0; i < sizeof lazy / sizeof *lazy; i++)
         sqlite3_finalize(lazy[i]);
 }
@@ -513,7 +571,9 @@ static bool wal_removable(sqlite3* db) {
 }
 
 int mt_capture_writer_finish(mt_capture_writer* w, const char* status) {
-    int rc = mt_capture_writer_meta_text(w, "capture_status", status);
+    int rc = flush_callsites(w);
+    if (mt_capture_writer_meta_text(w, "capture_status", status))
+        rc = -EIO;
     finalize_statements(w);
     if (!wal_removable(w->db)) {
         // Everything into the capture file and the -wal emptied, left beside it, in place.
@@ -528,6 +588,8 @@ int mt_capture_writer_finish(mt_capture_writer* w, const char* status) {
     if (sqlite3_close(w->db) != SQLITE_OK)
         rc = -EIO;
     mt_codec_chunk_coder_free(w->coder);
+    free(w->sites);
+    free(w->site_blob);
     free(w);
     return rc;
 }
@@ -538,5 +600,7 @@ void mt_capture_writer_abandon(mt_capture_writer* w) {
     finalize_statements(w);
     sqlite3_close(w->db);
     mt_codec_chunk_coder_free(w->coder);
+    free(w->sites);
+    free(w->site_blob);
     free(w);
 }

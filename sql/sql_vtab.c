@@ -16,6 +16,7 @@ SQLITE_EXTENSION_INIT1
 
 #include "sql_internal.h"
 
+#include "memtrace/capture.h"
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 #include "memtrace/sql.h"
@@ -610,12 +611,24 @@ static int stacks_open(sqlite3_vtab* vt, sqlite3_vtab_cursor** out) {
         return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
     sqlite3* db = ((capture_vtab*)vt)->db;
-    int rc = sqlite3_prepare_v2(
-        db, "SELECT id FROM main.callsite WHERE id BETWEEN ?1 AND ?2 ORDER BY id", -1, &c->ids,
-        NULL);
+    // Schema 6: the callsites mt_sql_register read out of their chunks.
+    sqlite3_stmt* probe = NULL;
+    bool temp = sqlite3_prepare_v2(db, "SELECT 1 FROM temp.sqlite_master WHERE name = 'callsite'",
+                                   -1, &probe, NULL) == SQLITE_OK &&
+                sqlite3_step(probe) == SQLITE_ROW;
+    sqlite3_finalize(probe);
+    int rc = sqlite3_prepare_v2(db,
+                                temp ? "SELECT id FROM temp.callsite WHERE id BETWEEN ?1 AND ?2"
+                                       " ORDER BY id"
+                                     : "SELECT id FROM main.callsite WHERE id BETWEEN ?1 AND ?2"
+                                       " ORDER BY id",
+                                -1, &c->ids, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db, "SELECT parent_id, frame_id FROM main.callsite WHERE id = ?1",
-                                -1, &c->node, NULL);
+        rc =
+            sqlite3_prepare_v2(db,
+                               temp ? "SELECT parent_id, frame_id FROM temp.callsite WHERE id = ?1"
+                                    : "SELECT parent_id, frame_id FROM main.callsite WHERE id = ?1",
+                               -1, &c->node, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(db,
                                 "SELECT f.function, f.file, f.line, m.path FROM main.frame f"
@@ -743,13 +756,82 @@ static sqlite3_module stacks_module = {
 
 // ---- registration
 
+// ---- callsite: schema 6 keeps callsites in compressed chunks (table callsite_chunk, read
+// by common/'s codec); a query sees them as they always were, table callsite: a TEMP table
+// (found before main's) filled here with main.callsite's rows and the chunks' callsites.
+
+static int fill_callsites(sqlite3* db, sqlite3_stmt* chunks, sqlite3_stmt* ins, char** errmsg) {
+    mt_callsite_rec* dec = NULL;
+    int rc = SQLITE_OK, step;
+    while (rc == SQLITE_OK && (step = sqlite3_step(chunks)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(chunks, 0), count = sqlite3_column_int64(chunks, 1);
+        const void* data = sqlite3_column_blob(chunks, 2);
+        int len = sqlite3_column_bytes(chunks, 2);
+        bool sane = count > 0 && count <= MT_CALLSITE_CHUNK_MAX && data;
+        mt_callsite_rec* p = sane ? sqlite3_realloc64(dec, (uint64_t)count * sizeof *p) : NULL;
+        if (sane && !p) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        if (p)
+            dec = p;
+        if (!sane || mt_capture_callsite_chunk_decode(data, (size_t)len, count, dec) != 0) {
+            *errmsg = sqlite3_mprintf("callsite chunk %lld is corrupt", (long long)id);
+            rc = SQLITE_CORRUPT;
+            break;
+        }
+        for (int64_t i = 0; rc == SQLITE_OK && i < count; i++) {
+            sqlite3_bind_int64(ins, 1, dec[i].id);
+            sqlite3_bind_int64(ins, 2, dec[i].parent_id);
+            sqlite3_bind_int64(ins, 3, dec[i].frame_id);
+            sqlite3_bind_int64(ins, 4, dec[i].depth);
+            if (sqlite3_step(ins) != SQLITE_DONE)
+                rc = sqlite3_errcode(db);
+            sqlite3_reset(ins);
+        }
+    }
+    if (rc == SQLITE_OK && step != SQLITE_DONE)
+        rc = sqlite3_errcode(db);
+    sqlite3_free(dec);
+    return rc;
+}
+
+static int materialize_callsites(sqlite3* db, char** errmsg) {
+    sqlite3_stmt* chunks = NULL;
+    // No such table (schemas 1 to 5, or not a capture): nothing to do.
+    if (sqlite3_prepare_v2(db, "SELECT id, count, data FROM main.callsite_chunk ORDER BY id", -1,
+                           &chunks, NULL) != SQLITE_OK)
+        return SQLITE_OK;
+    int rc = sqlite3_exec(db,
+                          "CREATE TEMP TABLE callsite(id INTEGER PRIMARY KEY,"
+                          " parent_id INTEGER NOT NULL, frame_id INTEGER NOT NULL,"
+                          " depth INTEGER NOT NULL);"
+                          "BEGIN; INSERT INTO temp.callsite SELECT id, parent_id, frame_id, depth"
+                          " FROM main.callsite",
+                          NULL, NULL, errmsg);
+    sqlite3_stmt* ins = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO temp.callsite VALUES(?1,?2,?3,?4)", -1,
+                                &ins, NULL);
+    if (rc == SQLITE_OK)
+        rc = fill_callsites(db, chunks, ins, errmsg);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(chunks);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, errmsg);
+    if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 int mt_sql_register(sqlite3* db, char** errmsg) {
-    int rc = sqlite3_create_module(db, "events", &events_module, NULL);
+    int rc = materialize_callsites(db, errmsg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_module(db, "events", &events_module, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_module(db, "allocations", &alloc_module, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_create_module(db, "stacks", &stacks_module, NULL);
-    (void)errmsg;
     return rc;
 }
 

@@ -3,6 +3,7 @@
 # driven by tests/e2e/run_e2e.py (each case: untraced, baseline and traced runs).
 memtrace_unit_test(capture)
 memtrace_unit_test(capture_write)
+memtrace_unit_test(capture_callsites)
 memtrace_unit_test(capture_template)
 memtrace_unit_test(capture_ahead)
 memtrace_unit_test(capture_ahead_edges)

@@ -173,6 +173,30 @@ UNIT_NS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 COMMIT_WAIT = 30  # s; the tracer commits every 10 ms: only a bound for one that never does
 
 
+def callsite_rows(memreport, capture):
+    """Every callsite (id, parent_id, frame_id, depth) as memreport sql shows table callsite:
+    a schema 6 capture keeps them compressed in callsite_chunk."""
+    r = subprocess.run([memreport, "sql", "--csv", capture,
+                        "SELECT id, parent_id, frame_id, depth FROM callsite ORDER BY id"],
+                       capture_output=True, text=True, check=True)
+    return [tuple(int(v) for v in line.split(",")) for line in r.stdout.splitlines()[1:]]
+
+
+def old_layout(memreport, src, dst):
+    """A copy of capture src as a schema 5 tracer wrote it: one row per callsite in table
+    callsite, no callsite_chunk."""
+    rows = callsite_rows(memreport, src)
+    shutil.copyfile(src, dst)
+    db = sqlite3.connect(dst)
+    db.execute("DELETE FROM callsite")
+    db.executemany("INSERT INTO callsite VALUES(?,?,?,?)", rows)
+    db.execute("DROP TABLE IF EXISTS callsite_chunk")
+    db.execute("PRAGMA user_version = 5")
+    db.commit()
+    db.close()
+    return rows
+
+
 def committed_time(memreport, path):
     """The time of the capture as of the tracer's last commit (ns), or None if it cannot be
     read yet: `memreport live --once`, which reads a running capture without disturbing the

@@ -29,7 +29,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check_quietly as check, failures  # noqa: E402
+from checks import check_quietly as check, failures, old_layout  # noqa: E402
 
 TIMEOUT = 120
 
@@ -116,9 +116,25 @@ def case_flips(args, d):
               f"flip {f} ({what}, chunk {cid}): exit {rc}, stderr {err!r}, want {want!r}")
     print(f"{flips} flips checked")
 
-    # A cycle in the callsite table: an error, not stacks that repeat forever.
-    p = os.path.join(d, "cycle.db")
+    # A byte of a callsite chunk flipped (schema 6): refused, in words.
+    p = os.path.join(d, "sites.db")
     shutil.copyfile(good, p)
+    db = sqlite3.connect(p)
+    cid, data = db.execute("SELECT id, data FROM callsite_chunk ORDER BY id LIMIT 1").fetchone()
+    data = bytearray(data)
+    data[len(data) // 2] ^= 0x10
+    db.execute("UPDATE callsite_chunk SET data=? WHERE id=?", (bytes(data), cid))
+    db.commit()
+    db.close()
+    rc, out, err = memreport(args, "summary", p)
+    want = f"memreport: {p}: callsite chunk {cid} is corrupt (checksum mismatch)\n"
+    check(rc == 2 and err == want, f"callsite chunk flipped: exit {rc}, stderr {err!r}")
+
+    # A cycle in the callsite table (the old layout, one row per callsite, where SQL can
+    # make one; tests/unit/test_capture_callsites.c makes one in chunks): an error, not
+    # stacks that repeat forever.
+    p = os.path.join(d, "cycle.db")
+    old_layout(args.memreport, good, p)
     db = sqlite3.connect(p)
     leaf, parent = db.execute("SELECT id, parent_id FROM callsite WHERE parent_id != 0"
                               " ORDER BY depth DESC LIMIT 1").fetchone()

@@ -19,7 +19,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, failures  # noqa: E402
+from checks import callsite_rows, check, failures, old_layout  # noqa: E402
 
 KINDS_ALLOC = ("malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
                "aligned_alloc", "memalign", "valloc", "pvalloc", "custom_alloc", "npu_alloc")
@@ -135,10 +135,9 @@ STACKS_TRUTH = """WITH RECURSIVE walk(callsite, node, depth) AS (
 def check_stacks(memreport, cap, name):
     """stacks walks only the callsites a condition names (sql_vtab.c): every condition
     gives the rows of the full walk that match it."""
-    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
-    truth = [["" if v is None else str(v) for v in r] for r in db.execute(STACKS_TRUTH)]
-    ids = [r[0] for r in db.execute("select id from callsite order by id")]
-    db.close()
+    # Through memreport sql: table callsite as it shows it (schema 6 keeps it compressed).
+    truth = sql_csv(memreport, cap, STACKS_TRUTH)[1:]
+    ids = [r[0] for r in callsite_rows(memreport, cap)]
     got = sql_csv(memreport, cap, "select * from stacks")
     check(got[0] == ["callsite", "depth", "function", "file", "line", "module"] and
           got[1:] == truth, "%s: stacks: %d rows, those of the full walk (%d)" %
@@ -198,6 +197,47 @@ def check_headers_count(memreport, cap, bad):
           "a column read decodes and finds the damage: %r" % p.stderr)
 
 
+# Queries on table callsite, and reports, that must answer the same whether a capture keeps
+# its callsites in rows (schemas 1 to 5) or in chunks (schema 6).
+LAYOUT_QUERIES = [
+    "select * from callsite order by id",
+    "select count(*), max(depth), sum(parent_id), sum(frame_id), sum(depth) from callsite",
+    "select depth, count(*) from callsite group by depth order by depth",
+    "select c.id, f.function, m.path from callsite c join frame f on f.id = c.frame_id"
+    " left join mapping m on m.id = f.mapping_id where c.parent_id = 0 order by c.id",
+    "select count(*) from callsite c where c.parent_id != 0 and not exists"
+    " (select 1 from callsite p where p.id = c.parent_id)",
+    "select callsite, count(*), max(depth) from stacks group by callsite order by callsite",
+    "select a.callsite, count(*), sum(a.size) from allocations a join callsite c"
+    " on c.id = a.callsite group by a.callsite order by a.callsite",
+]
+
+
+def check_layouts(memreport, cap, name, work):
+    """A traced capture keeps its callsites in chunks, and answers every query and report
+    as its copy in the old layout (one row per callsite) does."""
+    db = sqlite3.connect("file:%s?mode=ro" % cap, uri=True)
+    rows, chunked = db.execute("select (select count(*) from callsite),"
+                               " (select coalesce(sum(count), 0) from callsite_chunk)").fetchone()
+    db.close()
+    sites = callsite_rows(memreport, cap)
+    check(rows == 0 and chunked == len(sites) > 0,
+          "%s: %d callsites, all in callsite_chunk (%d), none in rows (%d)" %
+          (name, len(sites), chunked, rows))
+    d = os.path.join(work, "old-" + name.replace(" ", "-"))
+    os.makedirs(d)
+    old = os.path.join(d, os.path.basename(cap))
+    old_layout(memreport, cap, old)
+    for q in LAYOUT_QUERIES:
+        a, b = sql_csv(memreport, cap, q), sql_csv(memreport, old, q)
+        check(a == b and len(a) > 1, "%s: %s: the same %d rows in both layouts" %
+              (name, q, len(a) - 1))
+    for cmd in (["top", "--top", "0"], ["leaks"], ["stats"]):
+        a = run([memreport] + cmd + [cap]).stdout.replace(cap, "CAP")
+        b = run([memreport] + cmd + [old]).stdout.replace(old, "CAP")
+        check(a == b, "%s: memreport %s: the same in both layouts" % (name, " ".join(cmd)))
+
+
 def main():
     memreport, fixture, gen, ext, work = sys.argv[1:6]
     launcher, prog = (sys.argv[6:8] + [None, None])[:2]
@@ -224,6 +264,8 @@ def main():
     for name, cap in caps:
         check_counts(memreport, cap, name)
         check_stacks(memreport, cap, name)
+        if name in ("traced program", "perl"):
+            check_layouts(memreport, cap, name, work)
     check_pushdown(memreport, fx, "fixture")
     check_pushdown(memreport, big, "4 threads")
     chunks = run(["sqlite3", big, "select count(*) from event_chunk"], ok=False).stdout.strip()

@@ -22,7 +22,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import capture_meta, check, finish, fresh_dir, traced  # noqa: E402
+from checks import callsite_rows, capture_meta, check, finish, fresh_dir, traced  # noqa: E402
 
 # mode: (argv after the mode, exit status, allocations in the child's capture)
 MODES = {
@@ -101,11 +101,11 @@ def main():
                   f"start ({kid['peak_time_ns'] / 1e6:.1f} ms)")
         db = sqlite3.connect(cap)  # named by the summary above
         names = {r[0] for r in db.execute("SELECT function FROM frame")}
-        dangling = db.execute(
-            "SELECT count(*) FROM callsite c WHERE (c.parent_id <> 0 AND NOT EXISTS("
-            " SELECT 1 FROM callsite p WHERE p.id = c.parent_id)) OR NOT EXISTS("
-            " SELECT 1 FROM frame f WHERE f.id = c.frame_id)").fetchone()[0]
+        frames = {r[0] for r in db.execute("SELECT id FROM frame")}
         db.close()
+        sites = callsite_rows(memreport, cap)
+        ids = {c[0] for c in sites}
+        dangling = sum(1 for c in sites if (c[1] != 0 and c[1] not in ids) or c[2] not in frames)
         check(dangling == 0 and ("allocate" in names) == (allocations > 0) and
               "before_fork" not in names,
               f"{mode}: the child's stacks: its own, whole ({dangling} callsites without their "

@@ -176,9 +176,25 @@ int mt_capture_frames(mt_capture* cap, mt_frame_fn fn, void* ud);
 // The mappings (loaded modules) in id order; a NULL time reads as 0 (ts_unloaded: -1).
 typedef int (*mt_mapping_fn)(void* ud, const mt_mapping_rec* m);
 int mt_capture_mappings(mt_capture* cap, mt_mapping_fn fn, void* ud);
-// Callsites in id order; a NULL parent or frame reads as 0.
+// Callsites in id order (the rows of table callsite and of callsite_chunk; an id in both, or
+// in two chunks, reads as its last row); a NULL parent or frame reads as 0.
 typedef int (*mt_callsite_fn)(void* ud, const mt_callsite_rec* c);
 int mt_capture_callsites(mt_capture* cap, mt_callsite_fn fn, void* ud);
+
+// ---- callsite chunks (table callsite_chunk, schema 6: capture_callsites.c)
+
+// The most callsites a chunk may hold: readers refuse a row claiming more before decoding.
+#define MT_CALLSITE_CHUNK_MAX 65536
+// Worst-case size of a chunk of n callsites.
+size_t mt_capture_callsite_chunk_bound(size_t n);
+// Encodes n callsites (1..MT_CALLSITE_CHUNK_MAX, any ids) into out, which holds
+// mt_capture_callsite_chunk_bound(n) bytes. Returns the BLOB's length, 0 when out of memory.
+size_t mt_capture_callsite_chunk_encode(const mt_callsite_rec* c, size_t n, uint8_t* out);
+// Decodes the BLOB of a row whose count column is count into out (count callsites, in the
+// order written). Returns 0, -EBADMSG when its checksum does not match, -EPROTO when it does
+// not decode into exactly count callsites, -ENOMEM.
+int mt_capture_callsite_chunk_decode(const uint8_t* data, size_t len, int64_t count,
+                                     mt_callsite_rec* out);
 
 // ---- aggregates (memtrace/schema.h MEMTRACE_AGGREGATE_SQL; the bytes are the reporter's)
 

@@ -92,7 +92,7 @@ int mt_codec_zstd_decode(mt_chunk_coder* c, int codec, const uint8_t* data, size
 // ---- whole chunks
 
 // The codec every chunk of a capture of schema `version` has: a schema 1 capture holds codec
-// 1 only, schema 2 codec 2 only, and so on to schema 5, codec 5 only.
+// 1 only, schema 2 codec 2 only, and so on to schema 5, codec 5 only; schema 6 codec 5 too.
 int mt_codec_of_schema(int64_t version);
 
 // Encodes n >= 1 events as a chunk of `codec` (1 to 5) whose row has the columns h (the

@@ -10,8 +10,9 @@
 
 // 2: event chunks carry a checksum (codec 2). 3: event chunks are compressed (codec 3).
 // 4: their times are counted in a unit each chunk states (codec 4). 5: those times as runs
-// (codec 5). Readers still read versions 1 to 4 (codecs 1 to 4).
-#define MEMTRACE_SCHEMA_VERSION 5
+// (codec 5). 6: callsites in compressed chunks (table callsite_chunk; codec 5 events).
+// Readers still read versions 1 to 5 (codecs 1 to 5, callsites as rows).
+#define MEMTRACE_SCHEMA_VERSION 6
 #define MEMTRACE_SCHEMA_VERSION_OLDEST 1
 // 'MTRC' in PRAGMA application_id, so `file`-like checks can tell a capture from any SQLite file.
 #define MEMTRACE_APPLICATION_ID 0x4d545243
@@ -168,6 +169,8 @@ static inline const char* mt_leak_kind_name(int kind) {
     " inlined TEXT, relevant INTEGER NOT NULL DEFAULT 1);"                                         \
     "CREATE TABLE IF NOT EXISTS callsite(id INTEGER PRIMARY KEY, parent_id INTEGER NOT NULL,"      \
     " frame_id INTEGER NOT NULL, depth INTEGER NOT NULL);"                                         \
+    "CREATE TABLE IF NOT EXISTS callsite_chunk(id INTEGER PRIMARY KEY, count INTEGER NOT NULL,"    \
+    " data BLOB NOT NULL);"                                                                        \
     "CREATE TABLE IF NOT EXISTS counter_track(id INTEGER PRIMARY KEY, heap INTEGER NOT NULL,"      \
     " name TEXT NOT NULL, unit TEXT NOT NULL);"                                                    \
     "CREATE TABLE IF NOT EXISTS counter(track INTEGER NOT NULL, ts INTEGER NOT NULL,"              \
