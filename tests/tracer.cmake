@@ -159,6 +159,12 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
     $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
     ${CMAKE_CURRENT_BINARY_DIR}/killed_busy.d)
   set_tests_properties(e2e.killed_busy PROPERTIES LABELS e2e TIMEOUT 300)
+  # The same, each block from a new call stack: killed inside the callsite table's lock.
+  add_test(NAME e2e.killed_new_stacks COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py new_stacks
+    $<TARGET_FILE:memtrace_launcher> $<TARGET_FILE:memreport> $<TARGET_FILE:killed_busy>
+    ${CMAKE_CURRENT_BINARY_DIR}/killed_new_stacks.d)
+  set_tests_properties(e2e.killed_new_stacks PROPERTIES LABELS e2e TIMEOUT 300)
   # The same program killed while its writer is inside SQLite (strace holds a write).
   add_test(NAME e2e.killed_in_sqlite COMMAND ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_SOURCE_DIR}/tracer/check_killed_busy.py in_sqlite

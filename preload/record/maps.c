@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,17 @@ void mt_maps_lock(void) {
 
 void mt_maps_unlock(void) {
     pthread_mutex_unlock(&maps_lock);
+}
+
+void mt_maps_take_over(void) {
+    if (pthread_mutex_trylock(&maps_lock) == 0) {
+        pthread_mutex_unlock(&maps_lock);
+        return;
+    }
+    // Its holder died in a lookup (a hook's, interning a frame), which changes nothing, or
+    // in a refresh, whose rows are whole up to the count (a new one perhaps without its
+    // range yet: written with none).
+    maps_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
 typedef struct found {
@@ -129,10 +141,14 @@ static mt_mapping* add_mapping(const char* path, int64_t now) {
     memcpy(copy, path, plen);
     mt_mapping* m = &maps[nmaps];
     memset(m, 0, sizeof *m);
-    m->id = (uint32_t)++nmaps;
+    m->id = (uint32_t)nmaps + 1;
     m->path = copy;
     m->ts_loaded = now;
     m->ts_unloaded = -1;
+    // Counted once it can be written: the exit watcher writes every counted row, even where
+    // the thread adding it died holding the lock (mt_maps_take_over).
+    atomic_signal_fence(memory_order_release);
+    nmaps = m->id;
     return m;
 }
 

@@ -41,5 +41,8 @@ void mt_maps_drain(mt_maps_visit_fn fn, void* ud);
 void mt_maps_rewrite_all(void);
 void mt_maps_lock(void);
 void mt_maps_unlock(void);
+// The exit watcher's, with every thread gone: a lock that a thread died holding (in a
+// lookup, which changes nothing, or a dlopen's refresh) is made anew.
+void mt_maps_take_over(void);
 
 #endif

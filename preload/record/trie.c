@@ -128,6 +128,13 @@ static bool rehash_frames(void) {
     return true;
 }
 
+// A row is counted once it is whole: the exit watcher writes every counted row, even where
+// the thread that made the last one died holding the lock (mt_trie_take_over).
+static void counted(size_t* count, uint32_t id) {
+    atomic_signal_fence(memory_order_release);
+    *count = id;
+}
+
 static uint32_t intern_frame(uintptr_t pc) {
     if ((frame_count + 1) * 2 > frame_mask + 1 && !rehash_frames())
         return 0;
@@ -143,8 +150,9 @@ static uint32_t intern_frame(uintptr_t pc) {
     }
     uintptr_t bias = 0;
     uint32_t mapping = pc ? mt_maps_lookup(pc, &bias) : 0;
-    uint32_t id = (uint32_t)++nframes;
+    uint32_t id = (uint32_t)nframes + 1;
     frames[id - 1] = (mt_frame_row){id, mapping, pc, pc - bias};
+    counted(&nframes, id);
     frame_tab[j] = (frame_slot){pc, id};
     frame_count++;
     return id;
@@ -166,8 +174,9 @@ static uint32_t intern_node(uint32_t parent, uintptr_t pc, uint32_t depth) {
             return 0;
         callsites = nc;
     }
-    uint32_t id = (uint32_t)++ncallsites;
+    uint32_t id = (uint32_t)ncallsites + 1;
     callsites[id - 1] = (mt_callsite_row){id, parent, frame, depth};
+    counted(&ncallsites, id);
     node_tab[j] = (node_slot){pc, parent, id};
     node_count++;
     return id;
@@ -381,4 +390,16 @@ void mt_trie_lock(void) {
 
 void mt_trie_unlock(void) {
     pthread_mutex_unlock(&trie_lock);
+}
+
+void mt_trie_take_over(void) {
+    if (pthread_mutex_trylock(&trie_lock) == 0) {
+        pthread_mutex_unlock(&trie_lock);
+        return;
+    }
+    // Its holder died in one of the calls above. An intern leaves its rows whole up to the
+    // count (its event was never stored); a use or a drain by the writer leaves rows queued
+    // or counted as written: the watcher goes on from there (a row queued twice is written
+    // twice, the same) or takes the capture back to its last commit and writes all again.
+    trie_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }

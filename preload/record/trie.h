@@ -55,6 +55,10 @@ static inline void mt_trie_use(uint32_t callsite) {
 }
 void mt_trie_lock(void);
 void mt_trie_unlock(void);
+// The exit watcher's, with every thread gone: a table lock that a thread died holding is
+// made anew (what it was doing leaves every counted row whole, and the rows to write either
+// queued or written again).
+void mt_trie_take_over(void);
 
 // ---- inline implementation (a stack's memo answers most walks: no call for those)
 

@@ -992,6 +992,8 @@ void mt_writer_finish_orphaned(pid_t pid) {
     int recording = MT_STATE_RECORDING;
     bool resumable = !atomic_load(&unresumable);
     mt_writer_heap_take_over();
+    mt_trie_take_over();
+    mt_maps_take_over();
     if ((resumable ? cw || !opened : may_rewind()) && !failed &&
         atomic_compare_exchange_strong(&mt_state, &recording, MT_STATE_STOPPED)) {
         atomic_store(&forks_waiting, 0); // the forking threads are gone too
