@@ -19,6 +19,7 @@
 #include "say.h"
 #include "trie.h"
 #include "unwind.h"
+#include "write_signals.h"
 #include "writer.h"
 #include "writer_heap.h"
 
@@ -339,6 +340,8 @@ void mt_core_shutdown(void) {
         return;
     int saved = mt_guard;
     mt_guard = 1;
+    sigset_t old_mask; // held until the capture is finished: the watcher is gone
+    mt_write_signals_end_hold(&old_mask);
     mt_exit_watch_stop(); // the capture is finished here
     mt_thread* self = mt_core_this_thread();
     // Let hooks already past their state check finish pushing (bounded wait).
@@ -355,5 +358,6 @@ void mt_core_shutdown(void) {
     if (self && atomic_load(&self->nested_n))
         mt_core_drain_nested(self);
     mt_writer_stop();
+    mt_write_signals_end_release(&old_mask); // a signal sent meanwhile acts now
     mt_guard = saved;
 }

@@ -19,6 +19,20 @@ void mt_write_signals_hold(mt_write_signals* h) {
         sigemptyset(&h->pending_before);
 }
 
+void mt_write_signals_end_hold(sigset_t* old) {
+    static const int sent[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+                               SIGALRM, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
+    sigset_t held;
+    sigemptyset(&held);
+    for (size_t i = 0; i < sizeof sent / sizeof *sent; i++)
+        sigaddset(&held, sent[i]);
+    pthread_sigmask(SIG_BLOCK, &held, old);
+}
+
+void mt_write_signals_end_release(const sigset_t* old) {
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 void mt_write_signals_release(const mt_write_signals* h) {
     sigset_t pending;
     for (size_t i = 0; i < RAISED_COUNT; i++) {

@@ -18,4 +18,13 @@ typedef struct mt_write_signals {
 void mt_write_signals_hold(mt_write_signals* h);
 void mt_write_signals_release(const mt_write_signals* h);
 
+// The signals that others send and whose default action ends the process (HUP, INT, QUIT,
+// TERM, USR1, USR2, ALRM, VTALRM, PROF, IO, PWR), blocked on the calling thread while it
+// finishes the capture at the program's end: a parent's SIGTERM to a child it still saw
+// running (Python's Pool.terminate()), a ^C, would cut the finish short with the exit
+// watcher already stopped, and lose the capture; untraced the process had already ended.
+// `old` gets the mask to restore (mt_write_signals_end_release), where the program goes on.
+void mt_write_signals_end_hold(sigset_t* old);
+void mt_write_signals_end_release(const sigset_t* old);
+
 #endif

@@ -227,6 +227,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   # A program ends by exit_group a moment after it starts, reaped before its exit watcher
   # first runs: the watcher finishes its capture all the same.
   tracer_program_test(quick_exit)
+  # Children sent SIGTERM as they end on their own (Pool.terminate): no capture lost.
+  tracer_program_test(term_at_exit)
   # A program at rest: its capture is left alone, its RSS series keeps its shape.
   tracer_program_test(at_rest)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.

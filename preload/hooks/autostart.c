@@ -156,8 +156,12 @@ __attribute__((constructor)) static void start_at_load(void) {
     start_once();
 }
 
+// exit() ends the process next: a signal sent while the capture is finished is never
+// delivered, as untraced, where the process was gone before it came.
 static void finish_last(void* unused) {
     (void)unused;
+    sigset_t old_mask;
+    mt_write_signals_end_hold(&old_mask);
     mt_core_shutdown();
 }
 

@@ -15,6 +15,7 @@
 #include "python_heap.h"
 #include "sampling.h"
 #include "unwind.h"
+#include "write_signals.h"
 #include "writer_heap.h"
 
 #include "memtrace/schema.h"
@@ -396,9 +397,12 @@ MT_EXPORT int pipe2(int fds[2], int flags) {
 }
 
 // _exit skips destructors; finalize first so the capture of a forked child that ends
-// with _exit is complete.
+// with _exit is complete. A signal sent meanwhile is never delivered: untraced, the process
+// was gone before it came, and ends with its own status.
 MT_EXPORT void _exit(int status) {
     ensure_real();
+    sigset_t old_mask;
+    mt_write_signals_end_hold(&old_mask);
     mt_core_shutdown();
     mt_real._exit(status);
 }
