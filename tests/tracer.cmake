@@ -229,6 +229,8 @@ if(TARGET memtrace AND TARGET memtrace_launcher)
   tracer_program_test(quick_exit)
   # Children sent SIGTERM as they end on their own (Pool.terminate): no capture lost.
   tracer_program_test(term_at_exit)
+  # A program that sets a seccomp filter killing at any call it does not list.
+  tracer_program_test(sandboxed)
   # A program at rest: its capture is left alone, its RSS series keeps its shape.
   tracer_program_test(at_rest)
   # main ends with pthread_exit: the process ends with its last thread, as untraced.

@@ -6,7 +6,11 @@
 // namespace (unshare(CLONE_NEWUSER): `unshare -U`, bwrap, rootless containers) or another
 // user or mount namespace (setns: nsenter); a second thread makes the call fail with EINVAL.
 // The writer thread must not be that second thread: where it is the only other one, the call
-// is made while it does not exist (writer.h). Same arguments, same result and errno.
+// is made while it does not exist (writer.h). A seccomp filter lists the calls the program
+// needs, not those of the tracer's writer, and may kill the process at any other (OpenSSH's
+// privilege-separated child, bwrap): the capture is finished before one is set, as before an
+// exec, and the program goes on untraced (recording again if the filter was refused). Same
+// arguments, same result and errno.
 #include "core.h"
 #include "writer.h"
 
@@ -56,5 +60,14 @@ MT_EXPORT int prctl(int option, ...) {
     va_end(ap);
     if (option == PR_SET_NO_NEW_PRIVS || option == PR_SET_SECCOMP)
         mt_core_undefer();
-    return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+    if (option != PR_SET_SECCOMP)
+        return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+    mt_core_before_exec();
+    int rc = (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+    if (rc != 0) {
+        int saved = errno;
+        mt_core_after_failed_exec();
+        errno = saved;
+    }
+    return rc;
 }

@@ -236,6 +236,7 @@ int mt_core_attach(const char* output, const char* report);
 extern _Atomic int mt_core_attached; // the capture started in a running process
 void mt_core_after_fork_child(void);
 // exec: finish the capture before the image is replaced; start a new one if it was not.
+// The same around a seccomp filter (shim_ns.c), which may refuse the writer's calls.
 void mt_core_before_exec(void);
 void mt_core_after_failed_exec(void);
 // Whether `handler` is the tracer's own for fatal signals (installed where the program left
