@@ -161,6 +161,13 @@ def wait_for_exit_watchers(output, timeout=60):
     return []
 
 
+def memreport_sql(memreport, cap, query):
+    """The values of a one-column query on a capture, as strings (`memreport sql --csv`);
+    none where memreport cannot read it."""
+    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
+    return r.stdout.split()[1:]
+
+
 def capture_meta(capture):
     """A finished capture's meta rows, as strings (never a running one: tests/README.md)."""
     db = sqlite3.connect(capture)

@@ -23,18 +23,13 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import (bail, check, children, clean_env, exit_watchers, finish,  # noqa: E402
-                    fresh_dir, wait_for_exit_watchers, wait_readable)
+                    fresh_dir, memreport_sql, wait_for_exit_watchers, wait_readable)
 
 KEPT_BYTES = sum(100 + i % 10 for i in range(0, 1000, 2))
 
 
-def sql(memreport, cap, query):
-    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
-    return r.stdout.split()[1:]
-
-
 def status_of(memreport, cap):
-    return sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+    return memreport_sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
 
 
 def start(launcher, prog, cap, env, new_session=False):
@@ -109,10 +104,11 @@ def check_contents(memreport, cap, name):
         return False
     leaks = json.loads(s.stdout)
     check(leaks["status"] == "complete", f"{name}: complete ({leaks['status']})")
-    check(sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'") == ["1"],
-          f"{name}: it says it ended unseen")
-    check(sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc' AND size "
-              "BETWEEN 100 AND 109") == ["1000"], f"{name}: its 1000 allocations")
+    unseen = memreport_sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'")
+    check(unseen == ["1"], f"{name}: it says it ended unseen")
+    made = memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
+                         " AND size BETWEEN 100 AND 109")
+    check(made == ["1000"], f"{name}: its 1000 allocations")
     ours = [(g["bytes"], g["blocks"]) for g in leaks["groups"]
             if g["stack"] and g["stack"][0]["function"] == "make_blocks"]
     check(ours == [(KEPT_BYTES, 500)], f"{name}: the 500 blocks it kept, "

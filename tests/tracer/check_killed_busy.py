@@ -40,17 +40,12 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from checks import (bail, check, children, clean_env, exit_watchers, finish,  # noqa: E402
-                    fresh_dir, wait_for_exit_watchers, wait_readable)
+                    fresh_dir, memreport_sql, wait_for_exit_watchers, wait_readable)
 
 THREADS = 2
 KILLS = {"random": 5, "new_stacks": 5, "in_sqlite": 3}
 SIZE = 4000  # killed_busy.c: blocks of SIZE + 0..15 B
 PWRITE64 = {"x86_64": 18, "aarch64": 68}
-
-
-def sql(memreport, cap, query):
-    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
-    return r.stdout.split()[1:]
 
 
 def one_cpu():
@@ -119,7 +114,7 @@ def one_run(mode, launcher, memreport, prog, work, i):
         if not exit_watchers(cap):
             break
         time.sleep(0.05)
-    status = sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+    status = memreport_sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
     told = [ln for ln in err.splitlines() if cap in ln or os.path.relpath(cap) in ln]
     if status == ["recording"]:
         check(len(told) == 1 and "truncated" in told[0],
@@ -129,14 +124,14 @@ def one_run(mode, launcher, memreport, prog, work, i):
     check(status == ["complete"], f"run {i}: complete ({status})")
     check(len(told) == 1 and told[0].startswith("memtrace: capture written to "),
           f"run {i}: the launcher names it written ({err!r})")
-    check(sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'") == ["1"],
-          f"run {i}: it says it ended unseen")
-    got = sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc' AND size "
-              f"BETWEEN {SIZE} AND {SIZE + 15}")
+    unseen = memreport_sql(memreport, cap, "SELECT value FROM meta WHERE key = 'ended_unseen'")
+    check(unseen == ["1"], f"run {i}: it says it ended unseen")
+    got = memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
+                        f" AND size BETWEEN {SIZE} AND {SIZE + 15}")
     made = int(got[0]) if got else -1
     check(counted <= made <= counted + THREADS,
           f"run {i}: every block counted is in it ({made} recorded, {counted} counted)")
-    frees = sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'free'")
+    frees = memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'free'")
     check(frees and made - THREADS <= int(frees[0]) <= made + 64,
           f"run {i}: its frees with them ({frees}, {made} blocks)")
     print(f"run {i}: complete, {made} blocks recorded, {counted} counted")

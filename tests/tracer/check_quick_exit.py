@@ -17,14 +17,9 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import bail, check, clean_env, finish, fresh_dir, memreport_sql  # noqa: E402
 
 RUNS = 20
-
-
-def sql(memreport, cap, query):
-    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
-    return r.stdout.split()[1:]
 
 
 def main():
@@ -43,10 +38,11 @@ def main():
         told = [ln for ln in r.stderr.splitlines() if cap in ln or os.path.relpath(cap) in ln]
         check(len(told) == 1 and told[0].startswith("memtrace: capture written to "),
               f"run {i}: the launcher names it written ({r.stderr!r})")
-        status = sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+        status = memreport_sql(memreport, cap,
+                               "SELECT value FROM meta WHERE key = 'capture_status'")
         if not check(status == ["complete"], f"run {i}: complete ({status})"):
             continue
-        check(sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
+        check(memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
                   " AND size BETWEEN 300 AND 309") == ["100"],
               f"run {i}: the 100 blocks freed")
         lk = subprocess.run([memreport, "leaks", "--json", cap], capture_output=True, text=True)

@@ -18,17 +18,12 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, clean_env, finish, fresh_dir  # noqa: E402
-
-
-def sql(memreport, cap, query):
-    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
-    return r.stdout.split()[1:]
+from checks import bail, check, clean_env, finish, fresh_dir, memreport_sql  # noqa: E402
 
 
 def blocks(memreport, cap):
-    return sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
-               " AND size BETWEEN 500 AND 599")
+    return memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
+                         " AND size BETWEEN 500 AND 599")
 
 
 def main():
@@ -46,12 +41,13 @@ def main():
               plain.returncode == 4,
               f"{how}: status and output as untraced ({r.returncode}, {r.stdout!r}; "
               f"untraced {plain.returncode}, {plain.stdout!r}; {r.stderr!r})")
-        status = sql(memreport, cap, "SELECT value FROM meta WHERE key = 'capture_status'")
+        status = memreport_sql(memreport, cap,
+                               "SELECT value FROM meta WHERE key = 'capture_status'")
         if not check(status == ["complete"], f"{how}: the capture complete ({status})"):
             continue
         check(blocks(memreport, cap) == ["1000"],
               f"{how}: the blocks made before the filter ({blocks(memreport, cap)})")
-        kept = sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
+        kept = memreport_sql(memreport, cap, "SELECT count(*) FROM events WHERE kind = 'malloc'"
                    " AND size = 4242")
         check(kept == ["1"], f"{how}: the block kept ({kept})")
         after = sorted(glob.glob(os.path.join(work, f"{how}.*.db")))

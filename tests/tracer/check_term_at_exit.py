@@ -16,14 +16,9 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import bail, check, clean_env, finish, fresh_dir  # noqa: E402
+from checks import bail, check, clean_env, finish, fresh_dir, memreport_sql  # noqa: E402
 
 CHILDREN = 6
-
-
-def sql(memreport, cap, query):
-    r = subprocess.run([memreport, "sql", cap, "--csv", query], capture_output=True, text=True)
-    return r.stdout.split()[1:]
 
 
 def main():
@@ -44,11 +39,12 @@ def main():
         check(len(kids) == CHILDREN, f"{how}: a capture per child ({kids})")
         for kid in kids:
             name = os.path.basename(kid)
-            status = sql(memreport, kid, "SELECT value FROM meta WHERE key = 'capture_status'")
+            status = memreport_sql(memreport, kid,
+                                   "SELECT value FROM meta WHERE key = 'capture_status'")
             if not check(status == ["complete"], f"{how}: {name} complete ({status})"):
                 continue
-            made = sql(memreport, kid, "SELECT count(*) FROM events WHERE kind = 'malloc'"
-                       " AND size BETWEEN 500 AND 599")
+            made = memreport_sql(memreport, kid, "SELECT count(*) FROM events WHERE kind ="
+                                 " 'malloc' AND size BETWEEN 500 AND 599")
             check(made == ["1000"], f"{how}: {name} holds its 1000 blocks ({made})")
     finish()
 
