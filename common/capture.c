@@ -371,6 +371,7 @@ int mt_capture_open(const char* path, mt_capture** out, char* err, size_t errlen
             mt_capture_close(cap);
             return -EIO;
         }
+        cap->unfinished = true;
         rc = open_unfinished(cap, err, errlen);
         if (rc) {
             mt_capture_close(cap);
@@ -461,6 +462,26 @@ int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t e
         return rc;
     }
     *out = cap;
+    return 0;
+}
+
+int mt_capture_open_reader(mt_capture* cap, mt_capture** out) {
+    *out = NULL;
+    if (cap->live || cap->unfinished)
+        return -ENOTSUP;
+    mt_capture* r = calloc(1, sizeof *r);
+    if (!r || !(r->path = strdup(cap->path))) {
+        free(r);
+        return -ENOMEM;
+    }
+    r->version = cap->version;
+    if (sqlite3_open_v2(r->path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        mt_capture_close(r);
+        return -EIO;
+    }
+    sqlite3_busy_timeout(r->db, 2000);
+    distrust_schema(r->db);
+    *out = r;
     return 0;
 }
 

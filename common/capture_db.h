@@ -24,6 +24,8 @@ struct mt_capture {
     // files looked like before the first read (mt_capture_live_changed compares).
     bool live;
     char live_stamp[96];
+    // Read with its -wal in exclusive locking mode (open_unfinished): no second connection.
+    bool unfinished;
     // Why the last typed read failed when SQLite did not (a value beyond the limits of
     // memtrace/event.h); mt_capture_error gives it, then SQLite's message once cleared.
     char problem[96];

@@ -8,6 +8,7 @@
 #include "export.h"
 #include "json.h"
 #include "replay.h"
+#include "segments.h"
 
 #include "memtrace/schema.h"
 #include "memtrace/vec.h"
@@ -38,10 +39,9 @@ typedef struct node {
 typedef struct massif {
     FILE* out;
     const mr_export_input* in;
-    mr_profile prof; // built here, with the samples (the command builds none for massif)
+    mr_profile prof; // built here (the command builds none for massif)
     sample samples[SNAPSHOTS];
-    size_t nsamples, next;
-    uint64_t live, before; // the selected thread(s)' live bytes, after and before the event
+    size_t nsamples;
     node* nodes;
     size_t nnodes, nodes_cap;
     uint64_t* frame_pc; // per frame id, for the 0x<addr> of a node
@@ -50,21 +50,66 @@ typedef struct massif {
 
 // ---- the live bytes over time
 
+// The selected thread(s)' live bytes along a run of consecutive events (the whole run, or
+// a segment of it: segments.h), and the samples taken on the way: a sample is the value
+// before the first event stamped after its time.
+typedef struct track {
+    const massif* m;
+    uint64_t live; // since the run's first event (wrapping below zero in a segment)
+    size_t next;   // samples [0, next) taken
+    uint64_t at[SNAPSHOTS];
+} track;
+
 static int on_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
-    massif* m = ud;
-    uint32_t tid = m->in->query->tid;
-    while (m->next < m->nsamples && m->samples[m->next].ts < ev->ts)
-        m->samples[m->next++].bytes = m->live;
+    track* t = ud;
+    uint32_t tid = t->m->in->query->tid;
+    while (t->next < t->m->nsamples && t->m->samples[t->next].ts < ev->ts)
+        t->at[t->next++] = t->live;
     if (mt_kind_is_alloc(ev->kind) && (!tid || ev->tid == tid))
-        m->live += ev->size;
+        t->live += ev->size;
     else if (freed && (!tid || freed->tid == tid))
-        m->live -= freed->size;
+        t->live -= freed->size;
     (void)r;
     return 0;
 }
 
-// Builds the model (the tree's moment) and samples the live bytes in the same replay: the
-// sample times come from the chunks' headers, known before any event is read.
+// The samples from the tracks of consecutive runs, in order: each sample from the first
+// track that took it, on top of the live bytes the runs before it added.
+static void combine(massif* m, const track* t, size_t n) {
+    uint64_t base = 0;
+    size_t taken = 0;
+    for (size_t k = 0; k < n; k++) {
+        for (; taken < t[k].next; taken++)
+            m->samples[taken].bytes = base + t[k].at[taken];
+        base += t[k].live;
+    }
+    for (; taken < m->nsamples; taken++)
+        m->samples[taken].bytes = base;
+}
+
+// The samples from the segments replayed at once. Returns as mr_segments_run.
+static int sample_segments(massif* m, const mr_segments* s, char* err, size_t errlen) {
+    track* t = calloc(s->n, sizeof *t);
+    void** uds = calloc(s->n, sizeof *uds);
+    int rc = t && uds ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < s->n; i++) {
+        t[i].m = m;
+        uds[i] = &t[i];
+    }
+    mr_segments_job job = {.fn = on_event, .uds = uds, .progress = m->in->query->progress};
+    if (!rc)
+        rc = mr_segments_run(s, &job, err, errlen);
+    if (!rc)
+        combine(m, t, s->n);
+    free(uds);
+    free(t);
+    return rc;
+}
+
+// Builds the model (the tree's moment) and samples the live bytes: in segments replayed
+// at once where the checkpoints allow (the model then comes from them), else in the one
+// replay that builds the model. The sample times come from the chunks' headers, known
+// before any event is read.
 static int build_and_sample(massif* m, char* err, size_t errlen) {
     mt_heap_span span;
     if (mt_capture_heap_span(m->in->cap, m->in->query->heap, &span) < 0) {
@@ -79,11 +124,22 @@ static int build_and_sample(massif* m, char* err, size_t errlen) {
         m->samples[i].ts =
             span.first_ts + length / steps * (int64_t)i + length % steps * (int64_t)i / steps;
     mr_query q = *m->in->query;
+    mr_segments s;
+    int rc = mr_segments_plan(m->in->cap, q.heap, q.progress, &s, err, errlen);
+    if (rc == 0) {
+        rc = sample_segments(m, &s, err, errlen);
+        mr_segments_free(&s);
+        if (rc == 0)
+            return mr_profile_build(m->in->cap, &q, &m->prof, err, errlen);
+    }
+    if (rc < 0)
+        return rc;
+    err[0] = '\0'; // why not: the replay below reads the events regardless
+    track whole = {.m = m};
     q.observe = on_event;
-    q.observe_ud = m;
-    int rc = mr_profile_build(m->in->cap, &q, &m->prof, err, errlen);
-    while (m->next < m->nsamples)
-        m->samples[m->next++].bytes = m->live;
+    q.observe_ud = &whole;
+    rc = mr_profile_build(m->in->cap, &q, &m->prof, err, errlen);
+    combine(m, &whole, 1);
     return rc;
 }
 

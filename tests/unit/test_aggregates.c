@@ -9,6 +9,7 @@
 #include "checkpoints.h"
 #include "cmd.h"
 #include "end_blocks.h"
+#include "segments.h"
 
 #include "../check.h"
 #include "../reports/fixture.h"
@@ -207,16 +208,20 @@ static const report reports[] = {
 };
 #define NREPORTS (sizeof reports / sizeof *reports)
 
-static void run_reports(const char* cap, char** texts) {
+static void run_list(const report* list, size_t n, const char* cap, char** texts) {
     char out[512];
     snprintf(out, sizeof out, "%s/out", test_tmpdir());
-    for (size_t i = 0; i < NREPORTS; i++) {
-        const char* const* a = reports[i].args;
-        int rc = fx_run(reports[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], NULL);
+    for (size_t i = 0; i < n; i++) {
+        const char* const* a = list[i].args;
+        int rc = fx_run(list[i].cmd, a[0], cap, "-f", "-o", out, a[1], a[2], a[3], a[4], NULL);
         CHECK_EQ_I64(rc, 0);
         texts[i] = fx_read(out);
         CHECK(texts[i] != NULL);
     }
+}
+
+static void run_reports(const char* cap, char** texts) {
+    run_list(reports, NREPORTS, cap, texts);
 }
 
 static void same_reports(char** a, char** b, unsigned seed, const char* what) {
@@ -935,6 +940,125 @@ static void test_stored_kinds(const char* path) {
         mr_leak_kinds_free(&truth[i]);
 }
 
+// ---- a pass over the events in segments replayed at once (segments.h)
+
+// What a replay's callback saw of one event.
+typedef struct seen {
+    uint64_t seq, events, live_bytes, peak_bytes, unmatched_frees;
+    mr_block freed; // addr 0: none
+} seen;
+
+typedef struct seen_log {
+    seen* at;
+    size_t n, cap;
+} seen_log;
+
+static int log_event(mr_replay* r, const mt_event* ev, const mr_block* freed, void* ud) {
+    seen_log* l = ud;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->at = realloc(l->at, l->cap * sizeof *l->at);
+    }
+    seen s = {.seq = ev->seq,
+              .events = r->events,
+              .live_bytes = r->live_bytes,
+              .peak_bytes = r->peak_bytes,
+              .unmatched_frees = r->unmatched_frees};
+    if (freed)
+        s.freed = *freed;
+    l->at[l->n++] = s;
+    return 0;
+}
+
+// Every callback of the segments, in order, against those of one replay (damaged: the
+// checkpoints may be, and the segments then refuse).
+static void same_callbacks(mt_capture* cap, unsigned seed, bool damaged) {
+    mr_replay r;
+    seen_log whole = {0};
+    CHECK_EQ_I64(mr_replay_init(&r, cap, MT_HEAP_LIBC), 0);
+    CHECK_EQ_I64(mr_replay_run(&r, UINT64_MAX, log_event, &whole), 0);
+    mr_replay_free(&r);
+    mr_segments s;
+    char err[256] = "";
+    CHECK_EQ_I64(mr_segments_plan(cap, MT_HEAP_LIBC, NULL, &s, err, sizeof err), 0);
+    seen_log* logs = calloc(s.n, sizeof *logs);
+    void** uds = calloc(s.n, sizeof *uds);
+    for (size_t i = 0; i < s.n; i++)
+        uds[i] = &logs[i];
+    mr_segments_job job = {.fn = log_event, .uds = uds};
+    int rc = mr_segments_run(&s, &job, err, sizeof err);
+    CHECK(rc == 0 ||
+          (rc == 1 && damaged && !strncmp(err, CHECKPOINTS_DAMAGED, strlen(CHECKPOINTS_DAMAGED))));
+    size_t at = rc ? whole.n : 0;
+    bool same = true;
+    for (size_t i = 0; !rc && i < s.n; i++)
+        for (size_t k = 0; k < logs[i].n; k++, at++)
+            same &= at < whole.n && !memcmp(&logs[i].at[k], &whole.at[at], sizeof(seen));
+    CHECK(same && at == whole.n);
+    if (!same || at != whole.n)
+        fprintf(stderr, "seed %u: the segments' callbacks differ from the replay's\n", seed);
+    for (size_t i = 0; i < s.n; i++)
+        free(logs[i].at);
+    free(logs);
+    free(uds);
+    free(whole.at);
+    mr_segments_free(&s);
+}
+
+static const report full_passes[] = {
+    {mr_cmd_export, {"export", "--format", "massif"}},
+    {mr_cmd_export, {"export", "--format", "massif", "--thread", "2"}},
+    {mr_cmd_export, {"export", "--format", "massif", "--leaks"}},
+};
+#define NFULL (sizeof full_passes / sizeof *full_passes)
+
+static void run_full_passes(const char* cap, char** texts) {
+    run_list(full_passes, NFULL, cap, texts);
+}
+
+// The reports that read every event, from segments replayed at once (checkpoints every 1-20
+// events, on 1-4 threads) against one replay's: when the checkpoints are computed, read,
+// missing (aggregates stored without them: computed again) and damaged (one replay then).
+static void test_segments(const char* path, unsigned seed) {
+    char *replayed[NFULL] = {0}, *got[NFULL] = {0};
+    mr_checkpoints_every(1 + rnd(20));
+    mr_segments_threads(1 + rnd(4));
+    drop_tables(path, "DROP TABLE IF EXISTS aggregate; DROP TABLE IF EXISTS checkpoint;");
+    mr_aggregates_enable(false);
+    run_full_passes(path, replayed);
+    mr_aggregates_enable(true);
+    for (int pass = 0; pass < 4; pass++) {
+        if (pass == 2)
+            drop_tables(path, "DROP TABLE checkpoint;");
+        if (pass == 3)
+            damage_checkpoints(path);
+        run_full_passes(path, got);
+        for (size_t i = 0; i < NFULL; i++) {
+            if (!got[i] || !replayed[i] || strcmp(got[i], replayed[i])) {
+                CHECK(false);
+                fprintf(stderr, "seed %u pass %d: %s %s %s differs from the replay's\n", seed, pass,
+                        full_passes[i].args[0], full_passes[i].args[2],
+                        full_passes[i].args[3] ? full_passes[i].args[3] : "");
+            }
+            free(got[i]);
+        }
+        mt_capture* cap = open_capture(path);
+        mr_segments s;
+        char err[256] = "";
+        int planned = cap ? mr_segments_plan(cap, MT_HEAP_LIBC, NULL, &s, err, sizeof err) : -1;
+        CHECK_EQ_I64(planned, 0); // 40 events or more: two segments at least
+        if (planned == 0) {
+            mr_segments_free(&s);
+            same_callbacks(cap, seed, pass == 3);
+        }
+        mt_capture_close(cap);
+    }
+    for (size_t i = 0; i < NFULL; i++)
+        free(replayed[i]);
+    mr_checkpoints_every(0);
+    mr_segments_threads(0);
+}
+
 static void test_seed(unsigned seed) {
     char path[512];
     snprintf(path, sizeof path, "%s/r%u.db", test_tmpdir(), seed);
@@ -988,6 +1112,7 @@ static void test_seed(unsigned seed) {
     if (seed % 4 == 0)
         test_forged(path, &truth);
     test_checkpoints(path, seed);
+    test_segments(path, seed);
     test_end_blocks(path);
     if (seed % 2 == 0)
         test_stored_kinds(path);

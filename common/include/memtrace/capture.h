@@ -78,6 +78,11 @@ void mt_capture_close(mt_capture* cap);
 // may mix two moments (close, and read again from a new open). Errors as mt_capture_open.
 int mt_capture_open_live(const char* path, mt_capture** out, char* err, size_t errlen);
 bool mt_capture_live_changed(mt_capture* cap);
+// A second handle on cap's file, read-only and not checked again, for another thread's
+// reads (each handle serves one thread at a time; close it with mt_capture_close). Returns
+// 0, -ENOTSUP for a capture read with its -wal or a live one (their one connection holds
+// what they read), -ENOMEM or -EIO.
+int mt_capture_open_reader(mt_capture* cap, mt_capture** out);
 // Whether cap was opened with mt_capture_open_live.
 bool mt_capture_is_live(const mt_capture* cap);
 const char* mt_capture_path(const mt_capture* cap);
