@@ -762,6 +762,30 @@ static void test_encode_roundtrip(void) {
     mr_replay_free(&r);
 }
 
+// Flips a bit in the middle of the stored derived row `key` of the libc heap.
+static void damage_derived(mt_capture* cap, int64_t key, uint8_t bit) {
+    int64_t format;
+    uint64_t fp;
+    uint8_t* data = NULL;
+    size_t len;
+    if (mt_capture_derived_read(cap, MT_HEAP_LIBC, key, &format, &fp, &data, &len) == 1) {
+        data[len / 2] ^= bit;
+        CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, key, format, fp, data, len), 0);
+    }
+    free(data);
+}
+
+// Whether the derived row `key` of the libc heap is stored.
+static bool derived_stored(mt_capture* cap, int64_t key) {
+    int64_t format;
+    uint64_t fp;
+    uint8_t* data = NULL;
+    size_t len;
+    bool stored = mt_capture_derived_read(cap, MT_HEAP_LIBC, key, &format, &fp, &data, &len) == 1;
+    free(data);
+    return stored;
+}
+
 // A range's leaks from the stored blocks live at the end (end_blocks.h) against the
 // replay's: computed and stored, read, then damaged (said, read anew and replaced), read.
 static void test_end_blocks(const char* path) {
@@ -786,19 +810,8 @@ static void test_end_blocks(const char* path) {
     mr_aggregates_enable(true);
     for (int pass = 0; pass < 4; pass++) {
         cap = open_capture(path);
-        int64_t format;
-        uint64_t fp;
-        uint8_t* data = NULL;
-        size_t len;
-        if (cap && pass == 2 && // a bit of the stored blocks flipped
-            mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_end_blocks_key(), &format, &fp, &data,
-                                    &len) == 1) {
-            data[len / 2] ^= 0x40;
-            CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, mr_end_blocks_key(), format,
-                                                  fp, data, len),
-                         0);
-        }
-        free(data);
+        if (cap && pass == 2) // a bit of the stored blocks flipped
+            damage_derived(cap, mr_end_blocks_key(), 0x40);
         for (size_t i = 0; cap && i < NQ; i++) {
             build_moments(cap, &qs[i], 1, &got);
             if (pass == 2 && i == 0)
@@ -815,11 +828,7 @@ static void test_end_blocks(const char* path) {
             mr_profile_free(&got);
         }
         // Stored from the first pass on (the damaged ones replaced at once).
-        data = NULL;
-        CHECK_EQ_I64(mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_end_blocks_key(), &format, &fp,
-                                             &data, &len),
-                     1);
-        free(data);
+        CHECK(derived_stored(cap, mr_end_blocks_key()));
         mt_capture_close(cap);
     }
     for (size_t i = 0; i < NQ; i++)
@@ -903,19 +912,8 @@ static void test_stored_kinds(const char* path) {
     mr_aggregates_enable(true);
     for (int pass = 0; pass < 4; pass++) {
         cap = open_capture(path);
-        int64_t format;
-        uint64_t fp;
-        uint8_t* data = NULL;
-        size_t len;
-        if (cap && pass == 2 && // a bit of the stored sums flipped
-            mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), &format, &fp, &data,
-                                    &len) == 1) {
-            data[len / 2] ^= 0x10;
-            CHECK_EQ_I64(mt_capture_derived_store(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), format,
-                                                  fp, data, len),
-                         0);
-        }
-        free(data);
+        if (cap && pass == 2) // a bit of the stored sums flipped
+            damage_derived(cap, mr_leak_kinds_key(), 0x10);
         for (size_t i = 0; cap && i < NQ; i++) {
             CHECK_EQ_I64(mr_leak_kinds_load_range(cap, MT_HEAP_LIBC, NCALLSITES, from[i], to[i],
                                                   &got, err, sizeof err),
@@ -929,11 +927,7 @@ static void test_stored_kinds(const char* path) {
             mr_leak_kinds_free(&got);
         }
         // Stored from the first pass on (the damaged ones replaced at once).
-        data = NULL;
-        CHECK_EQ_I64(mt_capture_derived_read(cap, MT_HEAP_LIBC, mr_leak_kinds_key(), &format, &fp,
-                                             &data, &len),
-                     1);
-        free(data);
+        CHECK(derived_stored(cap, mr_leak_kinds_key()));
         mt_capture_close(cap);
     }
     for (size_t i = 0; i < NQ; i++)
