@@ -9,6 +9,7 @@
 #include "memtrace/codec.h"
 #include "memtrace/schema.h"
 #include "memtrace/symbolize.h"
+#include "memtrace/vec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,14 +370,8 @@ int mt_capture_writer_callsite(mt_capture_writer* w, const mt_callsite_rec* c) {
     if (!w->callsite_rows) {
         if (w->nsites == MT_CALLSITE_CHUNK_MAX && flush_callsites(w))
             return -EIO;
-        if (w->nsites == w->capsites) {
-            size_t cap = w->capsites ? w->capsites * 2 : 1024;
-            mt_callsite_rec* p = realloc(w->sites, cap * sizeof *p);
-            if (!p)
-                return -ENOMEM;
-            w->sites = p;
-            w->capsites = cap;
-        }
+        if (mt_vec_grow(&w->sites, &w->capsites, w->nsites + 1, sizeof *w->sites))
+            return -ENOMEM;
         w->sites[w->nsites++] = *c;
         return 0;
     }
