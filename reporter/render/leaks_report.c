@@ -21,8 +21,9 @@ typedef struct section {
     json_t* groups;
 } section;
 
-static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group* g, size_t top,
-                        bool all_frames, bool scanned) {
+// frames: the cache of frames shared by the groups' stacks (mr_stack_json_make_shared).
+static void section_add(section* sec, json_t* frames, const mr_symbols* s, const mr_leaks_group* g,
+                        size_t top, bool all_frames, bool scanned) {
     sec->bytes += g->bytes;
     sec->blocks += g->blocks;
     sec->stacks++;
@@ -33,7 +34,8 @@ static void section_add(section* sec, const mr_symbols* s, const mr_leaks_group*
         json_object_set_new(o, "kind", json_string(mt_leak_kind_name(g->kind)));
     json_object_set_new(o, "bytes", json_integer((json_int_t)g->bytes));
     json_object_set_new(o, "blocks", json_integer((json_int_t)g->blocks));
-    json_t* stack = mr_stack_json_make(g->process ? g->process->sym : s, g->callsite, all_frames);
+    json_t* stack = mr_stack_json_make_shared(frames, g->process ? g->process->sym : s, g->callsite,
+                                              all_frames);
     if (g->process) // the process is the outermost frame, as in the flame graph
         json_array_append_new(stack, mr_procs_json_frame(g->process));
     json_object_set_new(o, "stack", stack);
@@ -112,6 +114,7 @@ static json_t* build_report(const mr_leaks_report* rep) {
     for (size_t k = 0; k < MT_LEAK_COUNT_; k++)
         kinds[k] = (section){.groups = json_array()};
     uint64_t sup_bytes = 0, sup_blocks = 0, sup_groups = 0;
+    json_t* frames = json_object(); // each frame's entries once, in every stack that has it
     for (size_t i = 0; i < rep->n; i++) {
         const mr_leaks_group* g = &rep->groups[i];
         if (g->owner == MR_LEAKS_SUPPRESSED) {
@@ -119,10 +122,10 @@ static json_t* build_report(const mr_leaks_report* rep) {
             sup_blocks += g->blocks;
             sup_groups++;
         } else if (g->owner == MR_LEAKS_RUNTIME) {
-            section_add(&runtime, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
+            section_add(&runtime, frames, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
         } else {
             section* sec = rep->scanned ? &kinds[g->kind] : &prog;
-            section_add(sec, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
+            section_add(sec, frames, rep->sym, g, rep->top, rep->all_frames, rep->scanned);
         }
     }
     json_t* by_kind = NULL;
@@ -143,6 +146,7 @@ static json_t* build_report(const mr_leaks_report* rep) {
     }
     for (size_t k = 0; k < MT_LEAK_COUNT_; k++)
         json_decref(kinds[k].groups);
+    json_decref(frames);
     json_t* r = json_object();
     json_object_set_new(r, "capture", mr_json_bytes(input_name(rep)));
     json_object_set_new(r, "status", json_string(any_truncated(rep) ? "truncated" : "complete"));
