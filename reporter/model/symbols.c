@@ -295,11 +295,18 @@ static int find_noise_only(mr_symbols* s) {
     return 0;
 }
 
-static int load(mt_capture* cap, mr_symbols* s) {
+// why: what is wrong when the capture's ids are (empty: SQLite's error says it).
+static int load(mt_capture* cap, mr_symbols* s, char* why, size_t whylen) {
     int64_t fmax, cmax;
-    if (mt_capture_stack_ids(cap, &fmax, &cmax) || fmax < 0 || cmax < 0 || fmax >= UINT32_MAX ||
-        cmax >= UINT32_MAX)
+    if (mt_capture_stack_ids(cap, &fmax, &cmax))
         return -EPROTO;
+    // Dense tables indexed by id: ids are 32-bit (the tracer's count from 1).
+    if (fmax < 0 || fmax >= UINT32_MAX || cmax < 0 || cmax >= UINT32_MAX) {
+        bool frame = fmax < 0 || fmax >= UINT32_MAX;
+        snprintf(why, whylen, "%s id %lld is out of range (1 to %u)", frame ? "frame" : "callsite",
+                 (long long)(frame ? fmax : cmax), UINT32_MAX - 1);
+        return -EPROTO;
+    }
     s->nframes = (uint32_t)fmax + 1;
     s->ncallsites = (uint32_t)cmax + 1;
     s->frames = calloc(s->nframes, sizeof *s->frames);
@@ -318,14 +325,16 @@ int mr_symbols_load(mt_capture* cap, mr_symbols** out, char* msg, size_t msglen)
     *out = NULL;
     mr_symbols_ensure(cap, msg, msglen);
     mr_symbols* s = calloc(1, sizeof *s);
-    int rc = s ? load(cap, s) : -ENOMEM;
+    char why[96] = "";
+    int rc = s ? load(cap, s, why, sizeof why) : -ENOMEM;
     if (rc) {
         mr_symbols_free(s);
         if (rc == -ENOMEM) {
             snprintf(msg, msglen, "out of memory");
             return -ENOMEM;
         }
-        snprintf(msg, msglen, "corrupt capture: cannot read stacks: %s", mt_capture_error(cap));
+        snprintf(msg, msglen, "corrupt capture: cannot read stacks: %s",
+                 why[0] ? why : mt_capture_error(cap));
         return -EPROTO;
     }
     *out = s;

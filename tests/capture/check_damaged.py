@@ -79,6 +79,17 @@ def expect_error(args, path, words, label, out_dir):
               f"{label} ({cmd}): a temporary output file was left")
 
 
+def altered(good, p, sql):
+    """A copy p of capture good, changed by one statement (?1: the first callsite chunk)."""
+    shutil.copyfile(good, p)
+    db = sqlite3.connect(p)
+    cid = db.execute("SELECT min(id) FROM callsite_chunk").fetchone()[0]
+    db.execute(sql, (cid,) if "?1" in sql else ())
+    db.commit()
+    db.close()
+    return p
+
+
 # ---- flips
 
 def case_flips(args, d):
@@ -129,6 +140,43 @@ def case_flips(args, d):
     rc, out, err = memreport(args, "summary", p)
     want = f"memreport: {p}: callsite chunk {cid} is corrupt (checksum mismatch)\n"
     check(rc == 2 and err == want, f"callsite chunk flipped: exit {rc}, stderr {err!r}")
+
+    # Callsite chunks a hostile author wrote: each one refused in words, exit 2.
+    hostile = [
+        ("huge count", "UPDATE callsite_chunk SET count = 1000000000000 WHERE id = ?1",
+         "impossible count"),
+        ("negative count", "UPDATE callsite_chunk SET count = -5 WHERE id = ?1",
+         "impossible count"),
+        ("count off by one", "UPDATE callsite_chunk SET count = count + 1 WHERE id = ?1",
+         "checksum mismatch"),
+        ("data shorter than its checksum", "UPDATE callsite_chunk SET data = x'0102' WHERE id = ?1",
+         "do not decode"),
+        ("data cut", "UPDATE callsite_chunk SET data = substr(data, 1, 10) WHERE id = ?1",
+         "checksum mismatch"),
+        ("data as text", "UPDATE callsite_chunk SET data = 'not a frame' WHERE id = ?1",
+         "checksum mismatch"),
+    ]
+    for label, sql, words in hostile:
+        p = altered(good, os.path.join(d, "hostile.db"), sql)
+        expect_error(args, p, [words], f"callsite chunk: {label}", d)
+
+    # A callsite id no 32-bit table holds (rows of table callsite still count): the stacks'
+    # reader says so. (Reports that size tables by the largest id say "out of memory".)
+    p = altered(good, os.path.join(d, "hostile.db"),
+                "INSERT INTO callsite VALUES(4294967296, 0, 1, 1)")
+    rc, out, err = memreport(args, "leaks", p)
+    want = (f"memreport: {p}: corrupt capture: cannot read stacks: callsite id 4294967296 is"
+            " out of range (1 to 4294967294)\n")
+    check(rc == 2 and err == want, f"callsite id beyond 2^32: exit {rc}, stderr {err!r}")
+
+    # The same chunk twice (a writer gone back to its last commit writes every callsite
+    # again): read as once.
+    p = altered(good, os.path.join(d, "twice.db"),
+                "INSERT INTO callsite_chunk(count, data) SELECT count, data FROM callsite_chunk")
+    outs = [memreport(args, "top", q, "--top", "5") for q in (good, p)]
+    same = outs[0][1].replace(good, "CAPTURE") == outs[1][1].replace(p, "CAPTURE")
+    check(outs[0][0] == 0 and outs[1][0] == 0 and same and outs[0][1],
+          f"callsite chunks written twice: exit {outs[1][0]}, {outs[1][2]!r}")
 
     # A cycle in the callsite table (the old layout, one row per callsite, where SQL can
     # make one; tests/unit/test_capture_callsites.c makes one in chunks): an error, not
