@@ -182,13 +182,8 @@ static int add(sums* s, const end_block* b) {
 static int sums_clear(sums* s) {
     s->n = 0;
     mr_u64map_free(&s->index);
-    if (s->kinds) {
-        size_t cells = ((size_t)s->kinds->ncallsites + 1) * MT_LEAK_COUNT_;
-        memset(s->kinds->bytes, 0, cells * sizeof *s->kinds->bytes);
-        memset(s->kinds->blocks, 0, cells * sizeof *s->kinds->blocks);
-        memset(s->kinds->total_bytes, 0, sizeof s->kinds->total_bytes);
-        memset(s->kinds->total_blocks, 0, sizeof s->kinds->total_blocks);
-    }
+    if (s->kinds)
+        mr_leak_kinds_clear(s->kinds);
     return mr_u64map_init(&s->index);
 }
 

@@ -126,12 +126,12 @@ static int decode(const uint8_t* p, size_t len, mr_leak_kinds* out, char* why, s
     return 0;
 }
 
-static void clear(mr_leak_kinds* out) {
-    size_t cells = ((size_t)out->ncallsites + 1) * MT_LEAK_COUNT_;
-    memset(out->bytes, 0, cells * sizeof *out->bytes);
-    memset(out->blocks, 0, cells * sizeof *out->blocks);
-    memset(out->total_bytes, 0, sizeof out->total_bytes);
-    memset(out->total_blocks, 0, sizeof out->total_blocks);
+void mr_leak_kinds_clear(mr_leak_kinds* k) {
+    size_t cells = ((size_t)k->ncallsites + 1) * MT_LEAK_COUNT_;
+    memset(k->bytes, 0, cells * sizeof *k->bytes);
+    memset(k->blocks, 0, cells * sizeof *k->blocks);
+    memset(k->total_bytes, 0, sizeof k->total_bytes);
+    memset(k->total_blocks, 0, sizeof k->total_blocks);
 }
 
 // The whole run's sums: read when stored for these events, else counted (and stored where
@@ -155,7 +155,7 @@ static int whole_run(mt_capture* cap, int heap, mr_leak_kinds* out, char* err, s
             return 0;
         snprintf(note, sizeof note, "the stored leak kinds are damaged (%s); reading the events",
                  why);
-        clear(out);
+        mr_leak_kinds_clear(out);
     } else {
         free(data);
     }

@@ -41,6 +41,8 @@ int mr_leak_kinds_load(mt_capture* cap, int heap, uint32_t ncallsites, mr_leak_k
 int mr_leak_kinds_load_range(mt_capture* cap, int heap, uint32_t ncallsites, int64_t from,
                              int64_t to, mr_leak_kinds* out, char* err, size_t errlen);
 void mr_leak_kinds_free(mr_leak_kinds* k);
+// Every sum back to 0 (the arrays kept).
+void mr_leak_kinds_clear(mr_leak_kinds* k);
 // The verdicts alone, allocation seq -> kind, into an initialised map (empty without a scan).
 // 0, -ENOMEM, or -EPROTO for a damaged table.
 int mr_leak_kinds_verdicts_load(mt_capture* cap, mr_u64map* out);

@@ -912,8 +912,10 @@ static void test_stored_kinds(const char* path) {
     mr_aggregates_enable(true);
     for (int pass = 0; pass < 4; pass++) {
         cap = open_capture(path);
-        if (cap && pass == 2) // a bit of the stored sums flipped
+        if (cap && pass == 2) { // a bit of the stored sums flipped, and of the end blocks
             damage_derived(cap, mr_leak_kinds_key(), 0x10);
+            damage_derived(cap, mr_end_blocks_key(), 0x40);
+        }
         for (size_t i = 0; cap && i < NQ; i++) {
             CHECK_EQ_I64(mr_leak_kinds_load_range(cap, MT_HEAP_LIBC, NCALLSITES, from[i], to[i],
                                                   &got, err, sizeof err),
@@ -921,6 +923,9 @@ static void test_stored_kinds(const char* path) {
             if (pass == 2 && i == 0)
                 CHECK(!strncmp(err, "the stored leak kinds are damaged (",
                                strlen("the stored leak kinds are damaged (")));
+            else if (pass == 2 && i == 1) // the first range: the end blocks read anew
+                CHECK(!strncmp(err, "the stored blocks live at the end are damaged (",
+                               strlen("the stored blocks live at the end are damaged (")));
             else
                 CHECK_EQ_STR(err, "");
             same_kinds(&got, &truth[i]);
