@@ -516,8 +516,8 @@ static int range_leaks(mt_capture* cap, const mr_query* q, mr_profile* out, char
                        size_t errlen) {
     if (q->moment != MR_AT_END || !q->range_blocks || q->tid || q->by_thread || q->observe)
         return 1;
-    // The aggregates and checkpoints the range's profile at its peak reads (computed with
-    // them when missing, where memreport may write).
+    // The whole run's aggregates (ends_only's numbers) and the checkpoints the range's
+    // profile at its peak reads, computed when missing where memreport may write.
     mr_aggregates whole;
     uint64_t fp;
     int rc = mr_aggregates_checkpointed(cap, q->heap, q->progress, &whole, &fp, err, errlen);
